@@ -1,0 +1,1 @@
+"""flowstack edge_runtime."""

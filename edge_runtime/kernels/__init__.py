@@ -1,0 +1,5 @@
+"""Forward kernels for the edge runtime, one module per op family."""
+
+from edge_runtime.kernels.registry import get_kernel, has_kernel, kernel, registered_kernels
+
+__all__ = ["get_kernel", "has_kernel", "kernel", "registered_kernels"]

@@ -1,0 +1,3 @@
+"""nn kernels."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""quantize kernels."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""recurrent kernels."""
+
+from __future__ import annotations

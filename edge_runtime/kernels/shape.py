@@ -1,0 +1,3 @@
+"""shape kernels."""
+
+from __future__ import annotations

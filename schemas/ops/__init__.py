@@ -1,0 +1,13 @@
+"""The op families. Importing this package registers every op schema (explicitly, one import per family)."""
+
+from schemas.ops import (  # noqa: F401
+    control,
+    dataflow,
+    math,
+    nn,
+    quantize,
+    recurrent,
+    reduce,
+    shape,
+    training,
+)

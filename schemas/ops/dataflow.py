@@ -1,0 +1,3 @@
+"""dataflow ops."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""quantize ops."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""shape ops."""
+
+from __future__ import annotations
