@@ -1,0 +1,143 @@
+"""``load(path)`` and ``Model``: a loaded .flow file, run as dict in, dict out."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from edge_runtime.format import ModelDef, parse, read_file
+from edge_runtime.plan import GraphPlan
+from schemas import dtypes
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A public input or output: its name, NumPy dtype and shape (-1 = dynamic dim)."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    index: int = -1  # tensor index in subgraph 0
+
+
+def _array_module(device: str):
+    if device == "cpu":
+        return np
+    if device == "gpu":
+        try:
+            cupy = importlib.import_module("cupy")
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                raise RuntimeError("CUDA reports no device")
+        except Exception as exc:  # ImportError, CUDA driver errors
+            raise RuntimeError(f"device 'gpu' needs CuPy and a CUDA GPU, and none is usable here: {exc}") from exc
+        return cupy
+    raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
+
+
+class Model:
+    """A loaded .flow model. Thread-safe: one Model may serve many concurrent ``run`` calls."""
+
+    def __init__(self, model_def: ModelDef, backing: Any = None, device: str = "cpu"):
+        self.definition = model_def
+        self._backing = backing  # keeps the memory map alive as long as weights are viewed
+        self.device = device
+        self.xp = _array_module(device)
+        self._plans: dict[int, GraphPlan] = {}
+        self.plan = GraphPlan(model_def, 0, self.xp, self._plans)
+        main = model_def.subgraphs[0]
+        sig = model_def.signatures.get("serving_default")
+        in_map = sig.inputs if sig else {main.tensors[i].name: i for i in main.inputs}
+        out_map = sig.outputs if sig else {main.tensors[i].name: i for i in main.outputs}
+        self.inputs = [self._spec(name, i) for name, i in in_map.items()]
+        self.outputs = [self._spec(name, i) for name, i in out_map.items()]
+        self._input_position = {i: pos for pos, i in enumerate(main.inputs)}
+        self._output_position = {i: pos for pos, i in enumerate(main.outputs)}
+        missing = [s.name for s in self.inputs if s.index not in self._input_position]
+        if missing:
+            from edge_runtime.format import ModelFormatError
+
+            raise ModelFormatError(f"signature inputs {missing} are not inputs of the main graph")
+
+    def _spec(self, name: str, index: int) -> TensorSpec:
+        tensor = self.definition.subgraphs[0].tensors[index]
+        try:
+            dtype = dtypes.to_numpy(tensor.dtype)
+        except dtypes.DTypeError:
+            dtype = np.dtype(object)
+        shape = tuple(tensor.shape) if tensor.shape is not None else ()
+        return TensorSpec(name, dtype, shape, index)
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return self.definition.metadata
+
+    @property
+    def signatures(self):
+        return self.definition.signatures
+
+    def check_input(self, spec: TensorSpec, value: Any) -> np.ndarray:
+        """Coerce and validate one feed: dtype, rank and static dims must match the declaration."""
+        tensor = self.definition.subgraphs[0].tensors[spec.index]
+        if tensor.dtype in (dtypes.SEQUENCE, dtypes.OPTIONAL):
+            return value  # sequences and optionals pass through as the kernels represent them
+        if isinstance(value, np.ndarray) or (self.xp is not np and isinstance(value, self.xp.ndarray)):
+            array = value
+            if spec.dtype != np.dtype(object) and array.dtype != spec.dtype:
+                raise ValueError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
+        else:  # Python scalars and lists take the declared dtype
+            try:
+                array = np.asarray(value, dtype=None if spec.dtype == np.dtype(object) else spec.dtype)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"input {spec.name!r}: cannot convert to {spec.dtype}: {exc}") from None
+        if tensor.shape is not None:
+            if array.ndim != len(spec.shape):
+                raise ValueError(
+                    f"input {spec.name!r}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), "
+                    f"got rank {array.ndim} (shape {list(array.shape)})"
+                )
+            for axis, (want, got) in enumerate(zip(spec.shape, array.shape)):
+                if want != -1 and want != got:
+                    raise ValueError(
+                        f"input {spec.name!r}: dimension {axis} must be {want}, got {got} "
+                        f"(expected shape {list(spec.shape)}, got {list(array.shape)})"
+                    )
+        return array
+
+    def run(self, feeds: Mapping[str, Any], outputs: list[str] | None = None) -> dict[str, Any]:
+        """Run the main graph: ``feeds`` maps input names to arrays; returns output name -> array."""
+        unknown = set(feeds) - {s.name for s in self.inputs}
+        if unknown:
+            raise ValueError(f"unknown input(s) {sorted(unknown)}; the model takes {[s.name for s in self.inputs]}")
+        args: list[Any] = [None] * len(self._input_position)
+        for spec in self.inputs:
+            if spec.name not in feeds:
+                raise ValueError(f"missing input {spec.name!r} (dtype {spec.dtype}, shape {list(spec.shape)})")
+            array = self.check_input(spec, feeds[spec.name])
+            if self.xp is not np:
+                array = self.xp.asarray(array)
+            args[self._input_position[spec.index]] = array
+        results = self.plan.execute(args)
+        wanted = self.outputs if outputs is None else [self._output(n) for n in outputs]
+        out = {}
+        for spec in wanted:
+            value = results[self._output_position[spec.index]]
+            out[spec.name] = self.xp.asnumpy(value) if self.xp is not np and hasattr(value, "device") else value
+        return out
+
+    def _output(self, name: str) -> TensorSpec:
+        for spec in self.outputs:
+            if spec.name == name:
+                return spec
+        raise ValueError(f"unknown output {name!r}; the model has {[s.name for s in self.outputs]}")
+
+
+def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu") -> Model:
+    """Load a .flow model from a path (memory-mapped, zero-copy weights) or from bytes in memory."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return Model(parse(source), backing=source, device=device)
+    model_def, mapping = read_file(source)
+    return Model(model_def, backing=mapping, device=device)

@@ -1,0 +1,118 @@
+"""Execution plans: a subgraph resolved once into a flat list of steps.
+
+Loading resolves every op to its kernel, fills attribute defaults, turns graph attributes into
+plans of their own, and computes for each step which intermediates die after it. Running walks
+the steps with a fresh slot list per call (so concurrent calls never share state) and does no
+graph work at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from edge_runtime.format import GraphRef, ModelDef, OperatorDef
+from edge_runtime.kernels import get_kernel
+from schemas import UnsupportedOpError, get_schema
+
+
+class ExecutionError(RuntimeError):
+    """A kernel failed while running; names the node and op."""
+
+
+@dataclass
+class Step:
+    kernel: Callable[..., Any]
+    inputs: tuple[int, ...]  # slot per declared input, -1 = omitted
+    outputs: tuple[int, ...]
+    attrs: dict[str, Any]
+    graph_attrs: dict[str, "GraphPlan"]
+    implicit: tuple[int, ...]
+    release: tuple[int, ...]  # slots whose last reader is this step
+    label: str
+
+
+class GraphPlan:
+    def __init__(self, model: ModelDef, index: int, xp, plans: dict[int, "GraphPlan"]):
+        plans[index] = self
+        graph = model.subgraphs[index]
+        self.index = index
+        self.xp = xp
+        self.inputs = tuple(graph.inputs)
+        self.outputs = tuple(graph.outputs)
+        self.template: list[Any] = [None] * len(graph.tensors)
+        for slot, tensor in enumerate(graph.tensors):
+            if tensor.data is not None:
+                self.template[slot] = tensor.data if xp.__name__ == "numpy" else xp.asarray(tensor.data)
+        steps = [self._step(model, index, i, op, plans) for i, op in enumerate(graph.operators)]
+        self.steps = self._with_lifetimes(steps)
+
+    def _step(self, model: ModelDef, sub: int, i: int, op: OperatorDef, plans) -> Step:
+        label = f"subgraph {sub}, node {i} {op.name!r} ({op.op_type})"
+        try:
+            schema = get_schema(op.op_type, op.domain)
+            kernel = get_kernel(op.op_type, op.domain)
+        except UnsupportedOpError as exc:
+            raise UnsupportedOpError(f"{label}: {exc}") from None
+        schema.check_arity(len(op.inputs), len(op.outputs), where=f"{label}: ")
+        inputs = list(op.inputs)
+        if schema.max_inputs is not None:
+            inputs += [-1] * (schema.max_inputs - len(inputs))
+        attrs, graph_attrs = {}, {}
+        for key, value in schema.resolve_attrs(op.attrs, where=f"{label}: ").items():
+            if isinstance(value, GraphRef):
+                graph_attrs[key] = plans.get(value.index) or GraphPlan(model, value.index, self.xp, plans)
+            else:
+                attrs[key] = value
+        return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label)
+
+    def _with_lifetimes(self, steps: list[Step]) -> list[Step]:
+        keep = set(self.outputs) | {s for s, v in enumerate(self.template) if v is not None}
+        last_use: dict[int, int] = {}
+        for i, step in enumerate(steps):
+            for slot in step.inputs + step.implicit:
+                if slot >= 0:
+                    last_use[slot] = i
+        release: dict[int, list[int]] = {}
+        for slot, i in last_use.items():
+            if slot not in keep:
+                release.setdefault(i, []).append(slot)
+        for i, step in enumerate(steps):
+            step.release = tuple(release.get(i, ()))
+        return steps
+
+    def execute(self, args: list[Any]) -> list[Any]:
+        env = list(self.template)
+        for slot, value in zip(self.inputs, args):
+            env[slot] = value
+        xp = self.xp
+        for step in self.steps:
+            values = [env[i] if i >= 0 else None for i in step.inputs]
+            attrs = step.attrs
+            if step.graph_attrs:
+                attrs = dict(attrs)
+                captured = [env[i] for i in step.implicit]
+                for key, plan in step.graph_attrs.items():
+                    attrs[key] = plan.bind(captured)
+            try:
+                result = step.kernel(*values, xp=xp, **attrs)
+            except (ExecutionError, UnsupportedOpError):
+                raise
+            except Exception as exc:
+                raise ExecutionError(f"{step.label}: {type(exc).__name__}: {exc}") from exc
+            if type(result) is tuple:
+                for slot, value in zip(step.outputs, result):
+                    env[slot] = value
+            else:
+                env[step.outputs[0]] = result
+            for slot in step.release:
+                env[slot] = None
+        return [env[i] for i in self.outputs]
+
+    def bind(self, captured: list[Any]) -> Callable[..., list[Any]]:
+        """The callable a control-flow kernel receives: formal inputs in, outputs out."""
+
+        def body(*formal: Any) -> list[Any]:
+            return self.execute(list(formal) + captured)
+
+        return body

@@ -1,0 +1,328 @@
+"""Writing IR models as .flow files: a FlatBuffer, then the weights, each on a 64-byte boundary."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import flatbuffers
+import numpy as np
+
+from edge_runtime.format import BUFFER_ALIGNMENT, FILE_IDENTIFIER, FORMAT_VERSION
+from exporter import ir
+from schemas import dtypes
+from schemas.fb import (
+    Attribute,
+    Buffer,
+    KeyValue,
+    Model,
+    Operator,
+    OperatorCode,
+    OpsetImport,
+    SignatureDef,
+    SubGraph,
+    Tensor,
+    TensorMap,
+)
+from schemas.fb.AttrType import AttrType
+
+
+def _align(n: int) -> int:
+    return (n + BUFFER_ALIGNMENT - 1) // BUFFER_ALIGNMENT * BUFFER_ALIGNMENT
+
+
+class _Layout:
+    """Flattens the IR into tables: subgraphs in order, op codes, buffers (buffer 0 = empty)."""
+
+    def __init__(self, model: ir.Model):
+        self.model = model
+        self.opcodes: dict[tuple[str, str, int], int] = {}
+        self.blobs: list[bytes] = [b""]
+        self.subgraphs: list[dict] = []
+        self._add_graph(model.graph, captures=[])
+
+    def _add_graph(self, graph: ir.Graph, captures: list[str]) -> int:
+        index = len(self.subgraphs)
+        entry: dict = {"name": graph.name, "tensors": [], "ops": []}
+        self.subgraphs.append(entry)
+        slots: dict[str, int] = {}
+
+        def tensor(name: str) -> int:
+            if name not in slots:
+                slots[name] = len(entry["tensors"])
+                value = graph.values.get(name) or ir.Value(name)
+                entry["tensors"].append(self._tensor_record(value))
+            return slots[name]
+
+        entry["inputs"] = [tensor(n) for n in list(graph.inputs) + captures]
+        for node in graph.nodes:
+            ins = [tensor(n) if n else -1 for n in node.inputs]
+            implicit_names = [n for g in node.subgraphs() for n in g.free_names()]
+            implicit_names = list(dict.fromkeys(implicit_names))
+            implicit = [tensor(n) for n in implicit_names]
+            attrs = []
+            for key, value in node.attrs.items():
+                if isinstance(value, ir.Graph):
+                    attrs.append((key, AttrType.GRAPH, self._add_graph(value, implicit_names)))
+                elif isinstance(value, np.ndarray):
+                    const_name = f"{node.name or node.op_type}/{key}"
+                    while const_name in slots or const_name in graph.values:
+                        const_name += "_"
+                    slots[const_name] = len(entry["tensors"])
+                    entry["tensors"].append(self._tensor_record(ir.Value(const_name, dtypes.from_numpy(value.dtype), value.shape, value)))
+                    attrs.append((key, AttrType.TENSOR, slots[const_name]))
+                else:
+                    attrs.append((key, *self._scalar_attr(node, key, value)))
+            outs = [tensor(n) for n in node.outputs]
+            version = self.model.opset_imports.get(node.domain, 1)
+            code = self.opcodes.setdefault((node.domain, node.op_type, version), len(self.opcodes))
+            entry["ops"].append({"code": code, "inputs": ins, "outputs": outs, "attrs": attrs, "name": node.name, "implicit": implicit})
+        entry["outputs"] = [tensor(n) for n in graph.outputs]
+        for name in graph.values:  # constants nobody reads still belong to the graph
+            if graph.values[name].data is not None:
+                tensor(name)
+        entry["slots"] = slots
+        return index
+
+    @staticmethod
+    def _scalar_attr(node: ir.Node, key: str, value) -> tuple[int, object]:
+        if isinstance(value, (bool, np.bool_, int, np.integer)):
+            return AttrType.INT, int(value)
+        if isinstance(value, (float, np.floating)):
+            return AttrType.FLOAT, float(value)
+        if isinstance(value, str):
+            return AttrType.STRING, value
+        if isinstance(value, bytes):
+            return AttrType.STRING, value.decode("utf-8", errors="replace")
+        if isinstance(value, (list, tuple)):
+            if all(isinstance(v, (int, np.integer)) for v in value):
+                return AttrType.INTS, [int(v) for v in value]
+            if all(isinstance(v, (int, float, np.number)) for v in value):
+                return AttrType.FLOATS, [float(v) for v in value]
+            if all(isinstance(v, str) for v in value):
+                return AttrType.STRINGS, list(value)
+        raise TypeError(f"node {node.name!r} ({node.op_type}): attribute {key!r} has unsupported value {value!r}")
+
+    def _tensor_record(self, value: ir.Value) -> dict:
+        record = {"name": value.name, "dtype": value.dtype or 0, "shape": value.shape, "buffer": 0, "strings": None}
+        if value.data is not None:
+            data = np.asarray(value.data)
+            record["dtype"] = dtypes.from_numpy(data.dtype)
+            record["shape"] = tuple(data.shape)
+            if record["dtype"] == dtypes.STRING:
+                record["strings"] = [s.decode() if isinstance(s, bytes) else str(s) for s in data.reshape(-1)]
+            else:
+                record["buffer"] = len(self.blobs)
+                self.blobs.append(np.ascontiguousarray(data).tobytes())
+        return record
+
+
+def _build(layout: _Layout, data_start: int) -> bytes:
+    b = flatbuffers.Builder(1024)
+    b.ForceDefaults(True)  # fixed layout: the second pass must produce the same size
+    model = layout.model
+
+    def string_vector(strings: list[str]) -> int:
+        offs = [b.CreateString(s) for s in strings]
+        b.StartVector(4, len(offs), 4)
+        for o in reversed(offs):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    def table_vector(offsets: list[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    def int_vector(values: list[int]) -> int:
+        return b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
+
+    # buffers: offsets are absolute, each aligned
+    buffer_offsets = []
+    position = data_start
+    for i, blob in enumerate(layout.blobs):
+        if i == 0:
+            buffer_offsets.append((0, 0))
+            continue
+        buffer_offsets.append((position, len(blob)))
+        position = _align(position + len(blob))
+    buffers = []
+    for offset, length in buffer_offsets:
+        Buffer.Start(b)
+        Buffer.AddOffset(b, offset)
+        Buffer.AddLength(b, length)
+        buffers.append(Buffer.End(b))
+
+    codes = []
+    for (domain, name, version) in layout.opcodes:
+        d, n = b.CreateString(domain), b.CreateString(name)
+        OperatorCode.Start(b)
+        OperatorCode.AddDomain(b, d)
+        OperatorCode.AddName(b, n)
+        OperatorCode.AddVersion(b, version)
+        codes.append(OperatorCode.End(b))
+
+    subgraphs = []
+    for sg in layout.subgraphs:
+        tensors = []
+        for t in sg["tensors"]:
+            name = b.CreateString(t["name"])
+            shape = b.CreateNumpyVector(np.asarray(t["shape"] or [], dtype=np.int64))
+            strings = string_vector(t["strings"]) if t["strings"] is not None else None
+            Tensor.Start(b)
+            Tensor.AddName(b, name)
+            Tensor.AddDtype(b, t["dtype"])
+            Tensor.AddShape(b, shape)
+            Tensor.AddRankKnown(b, t["shape"] is not None)
+            Tensor.AddBuffer(b, t["buffer"])
+            if strings is not None:
+                Tensor.AddStringData(b, strings)
+            tensors.append(Tensor.End(b))
+        ops = []
+        for o in sg["ops"]:
+            attrs = []
+            for key, kind, value in o["attrs"]:
+                k = b.CreateString(key)
+                payload = None
+                if kind == AttrType.STRING:
+                    payload = b.CreateByteVector(value.encode("utf-8"))
+                elif kind == AttrType.INTS:
+                    payload = b.CreateNumpyVector(np.asarray(value, dtype=np.int64))
+                elif kind == AttrType.FLOATS:
+                    payload = b.CreateNumpyVector(np.asarray(value, dtype=np.float32))
+                elif kind == AttrType.STRINGS:
+                    payload = string_vector(value)
+                Attribute.Start(b)
+                Attribute.AddName(b, k)
+                Attribute.AddType(b, kind)
+                if kind == AttrType.INT:
+                    Attribute.AddI(b, value)
+                elif kind == AttrType.FLOAT:
+                    Attribute.AddF(b, value)
+                elif kind == AttrType.STRING:
+                    Attribute.AddS(b, payload)
+                elif kind == AttrType.INTS:
+                    Attribute.AddInts(b, payload)
+                elif kind == AttrType.FLOATS:
+                    Attribute.AddFloats(b, payload)
+                elif kind == AttrType.STRINGS:
+                    Attribute.AddStrings(b, payload)
+                elif kind == AttrType.TENSOR:
+                    Attribute.AddTensor(b, value)
+                elif kind == AttrType.GRAPH:
+                    Attribute.AddGraph(b, value)
+                attrs.append(Attribute.End(b))
+            attr_vec = table_vector(attrs)
+            ins, outs, implicit = int_vector(o["inputs"]), int_vector(o["outputs"]), int_vector(o["implicit"])
+            name = b.CreateString(o["name"])
+            Operator.Start(b)
+            Operator.AddOpcodeIndex(b, o["code"])
+            Operator.AddInputs(b, ins)
+            Operator.AddOutputs(b, outs)
+            Operator.AddAttributes(b, attr_vec)
+            Operator.AddName(b, name)
+            Operator.AddImplicitInputs(b, implicit)
+            ops.append(Operator.End(b))
+        tvec, ovec = table_vector(tensors), table_vector(ops)
+        ivec, outvec = int_vector(sg["inputs"]), int_vector(sg["outputs"])
+        name = b.CreateString(sg["name"])
+        SubGraph.Start(b)
+        SubGraph.AddName(b, name)
+        SubGraph.AddTensors(b, tvec)
+        SubGraph.AddInputs(b, ivec)
+        SubGraph.AddOutputs(b, outvec)
+        SubGraph.AddOperators(b, ovec)
+        subgraphs.append(SubGraph.End(b))
+
+    main_slots = layout.subgraphs[0]["slots"]
+    signatures = []
+    for key, sig in _signatures(model).items():
+        maps = {}
+        for side in ("inputs", "outputs"):
+            entries = []
+            for public, value_name in getattr(sig, side).items():
+                n = b.CreateString(public)
+                TensorMap.Start(b)
+                TensorMap.AddName(b, n)
+                TensorMap.AddTensor(b, main_slots[value_name])
+                entries.append(TensorMap.End(b))
+            maps[side] = table_vector(entries)
+        k = b.CreateString(key)
+        SignatureDef.Start(b)
+        SignatureDef.AddKey(b, k)
+        SignatureDef.AddInputs(b, maps["inputs"])
+        SignatureDef.AddOutputs(b, maps["outputs"])
+        SignatureDef.AddSubgraph(b, 0)
+        signatures.append(SignatureDef.End(b))
+
+    metadata = []
+    for key, value in model.metadata.items():
+        k, v = b.CreateString(key), b.CreateString(str(value))
+        KeyValue.Start(b)
+        KeyValue.AddKey(b, k)
+        KeyValue.AddValue(b, v)
+        metadata.append(KeyValue.End(b))
+
+    opsets = []
+    for domain, version in model.opset_imports.items():
+        d = b.CreateString(domain)
+        OpsetImport.Start(b)
+        OpsetImport.AddDomain(b, d)
+        OpsetImport.AddVersion(b, version)
+        opsets.append(OpsetImport.End(b))
+
+    vecs = [table_vector(x) for x in (opsets, codes, subgraphs, buffers, signatures, metadata)]
+    producer = b.CreateString(model.producer)
+    Model.Start(b)
+    Model.AddFormatVersion(b, FORMAT_VERSION)
+    Model.AddProducer(b, producer)
+    Model.AddOpsetImports(b, vecs[0])
+    Model.AddOperatorCodes(b, vecs[1])
+    Model.AddSubgraphs(b, vecs[2])
+    Model.AddBuffers(b, vecs[3])
+    Model.AddSignatures(b, vecs[4])
+    Model.AddMetadata(b, vecs[5])
+    b.Finish(Model.End(b), file_identifier=FILE_IDENTIFIER)
+    return bytes(b.Output())
+
+
+def _signatures(model: ir.Model) -> dict[str, ir.Signature]:
+    if model.signatures:
+        return model.signatures
+    g = model.graph
+    return {"serving_default": ir.Signature({n: n for n in g.inputs}, {n: n for n in g.outputs})}
+
+
+def to_bytes(model: ir.Model) -> bytes:
+    """Serialize ``model`` to a complete .flow image."""
+    layout = _Layout(model)
+    head = _build(layout, 0)
+    # Buffer offsets are fixed-width fields, so a second build with the real data start has the same size.
+    data_start = _align(len(head))
+    head = _build(layout, data_start)
+    assert _align(len(head)) == data_start, "FlatBuffer size changed between passes"
+    out = bytearray(head)
+    for blob in layout.blobs[1:]:
+        out.extend(b"\0" * (_align(len(out)) - len(out)))
+        out.extend(blob)
+    return bytes(out)
+
+
+def write(model: ir.Model, path: str | Path) -> int:
+    """Write ``model`` to ``path`` atomically (temp file, fsync, rename); returns the size in bytes."""
+    data = to_bytes(model)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(data)

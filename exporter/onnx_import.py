@@ -1,0 +1,214 @@
+"""ONNX in: an ONNX model becomes our IR (and from there a .flow file).
+
+    flowstack convert model.onnx -o model.flow
+
+Initializers and Constant nodes become constants, older-opset nodes are rewritten to the current
+forms (``exporter.onnx_upgrade``), If/Loop/Scan bodies become subgraphs, and every node is checked
+against the op registry and the edge kernels, so an unsupported op is reported by node and op
+name at conversion time, not at run time.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from edge_runtime.format import ModelFormatError
+from edge_runtime.kernels import has_kernel
+from exporter import flow_writer, ir
+from exporter.onnx_upgrade import UpgradeContext, upgrade
+from schemas import UnsupportedOpError, dtypes, get_schema, has_schema
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _load(source: str | Path | bytes | onnx.ModelProto) -> onnx.ModelProto:
+    if isinstance(source, onnx.ModelProto):
+        return source
+    try:
+        if isinstance(source, bytes):
+            return onnx.load_from_string(source)
+        return onnx.load(str(source))
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # protobuf DecodeError and friends
+        raise ModelFormatError(f"{source if not isinstance(source, bytes) else '<bytes>'}: not a readable ONNX model: {exc}") from exc
+
+
+def _value_type(type_proto: onnx.TypeProto) -> tuple[int | None, tuple[int, ...] | None]:
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        tt = type_proto.tensor_type
+        shape = None
+        if tt.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
+        return (tt.elem_type or None), shape
+    if kind == "sequence_type":
+        return dtypes.SEQUENCE, None
+    if kind == "optional_type":
+        return dtypes.OPTIONAL, None
+    return None, None
+
+
+class _GraphImporter:
+    def __init__(self, opset: int, source: str):
+        self.opset = opset
+        self.source = source
+
+    def graph(self, g: onnx.GraphProto, outer_names: set[str]) -> ir.Graph:
+        graph = ir.Graph(name=g.name or "main")
+        for vi in list(g.value_info) + list(g.input) + list(g.output):
+            dtype, shape = _value_type(vi.type)
+            graph.values[vi.name] = ir.Value(vi.name, dtype, shape)
+        for init in g.initializer:
+            graph.values[init.name] = ir.Value(init.name, data=self.tensor(init, f"initializer {init.name!r}"))
+        for sparse in g.sparse_initializer:
+            raise UnsupportedOpError(f"{self.source}: sparse initializer {sparse.values.name!r} is not supported")
+        graph.inputs = [vi.name for vi in g.input if graph.values[vi.name].data is None]
+        graph.outputs = [vi.name for vi in g.output]
+        ctx = UpgradeContext(graph, self.opset)
+        known = set(outer_names) | set(graph.inputs) | set(graph.constants())
+        nodes = []
+        for index, proto in enumerate(g.node):
+            nodes.extend(self.node(ctx, proto, index, known))
+        graph.nodes = self.topological(nodes, known, graph)
+        return graph
+
+    def node(self, ctx: UpgradeContext, proto: onnx.NodeProto, index: int, known: set[str]) -> list[ir.Node]:
+        domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
+        name = proto.name or f"{proto.op_type}_{index}"
+        where = f"{self.source}: node {name!r} (op {proto.op_type}{', domain ' + domain if domain else ''})"
+        scope = known | {o for o in proto.output}
+        attrs = {a.name: self.attribute(a, where, scope) for a in proto.attribute}
+        node = ir.Node(proto.op_type, list(proto.input), list(proto.output), attrs, name, domain)
+        if domain == "" and node.op_type == "Constant" and len(node.outputs) == 1:
+            value = _constant_value(node, where)
+            if value is not None:
+                ctx.graph.values[node.outputs[0]] = ir.Value(node.outputs[0], data=value)
+                return []
+        rewritten = upgrade(ctx, node) if domain == "" else [node]
+        for n in rewritten:
+            if not has_schema(n.op_type, n.domain) or not has_kernel(n.op_type, n.domain):
+                raise UnsupportedOpError(f"{where}: op {n.op_type!r} is not supported by flowstack's edge runtime")
+            schema = get_schema(n.op_type, n.domain)
+            if n.op_type == "Split" and schema.attrs.get("num_outputs") and "num_outputs" not in n.attrs \
+                    and (len(n.inputs) < 2 or not n.inputs[1]):
+                n.attrs["num_outputs"] = len(n.outputs)
+            try:
+                schema.resolve_attrs(n.attrs)
+                schema.check_arity(len(n.inputs), len(n.outputs))
+            except ValueError as exc:
+                raise UnsupportedOpError(f"{where}: {exc}") from None
+        return rewritten
+
+    def attribute(self, attr: onnx.AttributeProto, where: str, scope: set[str]) -> Any:
+        if attr.ref_attr_name:
+            raise UnsupportedOpError(f"{where}: attribute {attr.name!r} refers to a function attribute")
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="replace")
+        if isinstance(value, onnx.TensorProto):
+            return self.tensor(value, f"attribute {attr.name!r}")
+        if isinstance(value, onnx.GraphProto):
+            return self.graph(value, scope)
+        if isinstance(value, list) and value:
+            if isinstance(value[0], bytes):
+                return [v.decode("utf-8", errors="replace") for v in value]
+            if isinstance(value[0], (onnx.TensorProto, onnx.GraphProto, onnx.TypeProto, onnx.SparseTensorProto)):
+                raise UnsupportedOpError(f"{where}: attribute {attr.name!r} of type {type(value[0]).__name__} lists is not supported")
+        if isinstance(value, (onnx.SparseTensorProto, onnx.TypeProto)):
+            raise UnsupportedOpError(f"{where}: attribute {attr.name!r} of type {type(value).__name__} is not supported")
+        return value
+
+    def tensor(self, proto: onnx.TensorProto, what: str) -> np.ndarray:
+        if proto.data_location == onnx.TensorProto.EXTERNAL:
+            raise ModelFormatError(f"{self.source}: {what} keeps its data in an external file; load the model with its data first")
+        try:
+            array = numpy_helper.to_array(proto)
+        except Exception as exc:
+            raise ModelFormatError(f"{self.source}: {what} (dims {list(proto.dims)}) has data that does not match its declared size or type: {exc}") from exc
+        if array.dtype.kind in "SU":
+            array = array.astype(object)
+        if array.dtype != object and not _representable(array.dtype):
+            raise UnsupportedOpError(f"{self.source}: {what} has element type {array.dtype}, which flowstack cannot store")
+        return array
+
+    def topological(self, nodes: list[ir.Node], known: set[str], graph: ir.Graph) -> list[ir.Node]:
+        """Order nodes so every input is produced first; a cycle is a format error naming its nodes."""
+        available = set(known)
+        ordered, pending = [], list(nodes)
+        while pending:
+            progress = []
+            for node in pending:
+                needs = [n for n in node.inputs if n] + [n for g in node.subgraphs() for n in g.free_names()]
+                if all(n in available for n in needs):
+                    progress.append(node)
+                    available.update(node.outputs)
+            if not progress:
+                missing = {n for node in pending for n in node.inputs if n and n not in available}
+                produced = {o for node in pending for o in node.outputs}
+                if missing & produced:
+                    names = [node.name for node in pending][:8]
+                    raise ModelFormatError(f"{self.source}: graph {graph.name!r} has a cycle among nodes {names}")
+                raise ModelFormatError(f"{self.source}: graph {graph.name!r} reads undefined value(s) {sorted(missing)[:8]}")
+            done = {id(n) for n in progress}
+            ordered.extend(progress)
+            pending = [n for n in pending if id(n) not in done]
+        return ordered
+
+
+def _representable(dtype: np.dtype) -> bool:
+    try:
+        dtypes.from_numpy(dtype)
+        return True
+    except dtypes.DTypeError:
+        return False
+
+
+def _constant_value(node: ir.Node, where: str) -> np.ndarray | None:
+    a = node.attrs
+    if "value" in a:
+        return a["value"]
+    for key, dtype in (("value_float", np.float32), ("value_int", np.int64), ("value_floats", np.float32), ("value_ints", np.int64)):
+        if key in a:
+            return np.asarray(a[key], dtype=dtype)
+    if "value_string" in a:
+        return np.asarray(a["value_string"], dtype=object)
+    if "value_strings" in a:
+        return np.asarray(a["value_strings"], dtype=object)
+    if "sparse_value" in a:
+        raise UnsupportedOpError(f"{where}: sparse constants are not supported")
+    return None
+
+
+def import_onnx(source: str | Path | bytes | onnx.ModelProto) -> ir.Model:
+    """Read an ONNX model into the IR, upgrading old-opset nodes and checking every op is supported."""
+    proto = _load(source)
+    label = str(source) if isinstance(source, (str, Path)) else (proto.graph.name or "<onnx model>")
+    if proto.functions:
+        proto = onnx.inliner.inline_local_functions(proto)
+    opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in proto.opset_import}
+    opset = opsets.get("", 1)
+    try:
+        proto = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # shape inference is a best-effort source of tensor types only
+        pass
+    graph = _GraphImporter(opset, label).graph(proto.graph, set())
+    metadata = {p.key: p.value for p in proto.metadata_props}
+    metadata.setdefault("source", "onnx")
+    if proto.producer_name:
+        metadata.setdefault("onnx_producer", f"{proto.producer_name} {proto.producer_version}".strip())
+    return ir.Model(graph, opset_imports=opsets, producer="flowstack onnx import", metadata=metadata)
+
+
+def onnx_to_flow_bytes(source: str | Path | bytes | onnx.ModelProto) -> bytes:
+    return flow_writer.to_bytes(import_onnx(source))
+
+
+def convert_onnx(source: str | Path | bytes | onnx.ModelProto, destination: str | Path) -> int:
+    """Convert an ONNX model to a .flow file (written atomically); returns the file size."""
+    return flow_writer.write(import_onnx(source), destination)

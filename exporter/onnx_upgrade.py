@@ -1,0 +1,211 @@
+"""Rewrites of ONNX nodes written against older opsets into the forms our op set declares.
+
+flowstack's schemas follow the current ONNX opset (e.g. ``axes`` of the Reduce ops is an input).
+Each upgrader rewrites one op from the opsets where it differed; the importer runs the ones that
+apply before checking a node against the registry. Registered in a table keyed by op name.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from exporter import ir
+
+Upgrader = Callable[["UpgradeContext", ir.Node], list[ir.Node]]
+_UPGRADERS: dict[str, list[tuple[int, Upgrader]]] = {}
+
+
+class UpgradeContext:
+    def __init__(self, graph: ir.Graph, opset: int):
+        self.graph = graph
+        self.opset = opset
+        self._counter = 0
+
+    def constant(self, hint: str, value: np.ndarray) -> str:
+        self._counter += 1
+        name = f"{hint}__upgraded_{self._counter}"
+        while name in self.graph.values:
+            self._counter += 1
+            name = f"{hint}__upgraded_{self._counter}"
+        self.graph.values[name] = ir.Value(name, data=np.asarray(value))
+        return name
+
+    def fresh(self, hint: str) -> str:
+        self._counter += 1
+        return f"{hint}__tmp_{self._counter}"
+
+    def rank(self, name: str) -> int | None:
+        v = self.graph.values.get(name)
+        if v is None:
+            return None
+        if v.data is not None:
+            return v.data.ndim
+        return None if v.shape is None else len(v.shape)
+
+
+def upgrader(op_type: str, below: int) -> Callable[[Upgrader], Upgrader]:
+    """Register ``fn`` to rewrite ``op_type`` nodes of models whose opset is below ``below``."""
+
+    def register(fn: Upgrader) -> Upgrader:
+        _UPGRADERS.setdefault(op_type, []).append((below, fn))
+        return fn
+
+    return register
+
+
+def upgrade(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    nodes = [node]
+    for below, fn in _UPGRADERS.get(node.op_type, ()):
+        if ctx.opset < below:
+            nodes = [out for n in nodes for out in (fn(ctx, n) if n.op_type == node.op_type else [n])]
+    return nodes
+
+
+def _attr_to_input(op_type: str, attr: str, position: int, dtype=np.int64, below: int = 13) -> None:
+    def rewrite(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+        if attr in node.attrs:
+            value = node.attrs.pop(attr)
+            while len(node.inputs) < position:
+                node.inputs.append("")
+            node.inputs.insert(position, ctx.constant(f"{node.name or op_type}_{attr}", np.asarray(value, dtype=dtype)))
+        return [node]
+
+    upgrader(op_type, below)(rewrite)
+
+
+# axes moved from attribute to input: ReduceSum and Squeeze/Unsqueeze in opset 13, the rest in 18.
+_attr_to_input("ReduceSum", "axes", 1, below=13)
+for _op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+            "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"):
+    _attr_to_input(_op, "axes", 1, below=18)
+_attr_to_input("Squeeze", "axes", 1, below=13)
+_attr_to_input("Unsqueeze", "axes", 1, below=13)
+_attr_to_input("Split", "split", 1, below=13)
+_attr_to_input("TopK", "k", 1, below=10)
+_attr_to_input("Reshape", "shape", 1, below=5)
+_attr_to_input("Upsample", "scales", 1, dtype=np.float32, below=9)
+
+
+@upgrader("Slice", below=10)
+def _slice_attrs(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    starts, ends = node.attrs.pop("starts"), node.attrs.pop("ends")
+    axes = node.attrs.pop("axes", list(range(len(starts))))
+    node.inputs = [node.inputs[0]] + [ctx.constant(f"{node.name}_{k}", np.asarray(v, np.int64))
+                                      for k, v in (("starts", starts), ("ends", ends), ("axes", axes))]
+    return [node]
+
+
+@upgrader("Pad", below=11)
+def _pad_attrs(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    pads = node.attrs.pop("pads", node.attrs.pop("paddings", None))
+    value = node.attrs.pop("value", 0.0)
+    node.inputs = [node.inputs[0], ctx.constant(f"{node.name}_pads", np.asarray(pads, np.int64)),
+                   ctx.constant(f"{node.name}_value", np.asarray(value, np.float32))]
+    return [node]
+
+
+@upgrader("Clip", below=11)
+def _clip_attrs(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    lo, hi = node.attrs.pop("min", None), node.attrs.pop("max", None)
+    node.inputs = [node.inputs[0],
+                   ctx.constant(f"{node.name}_min", np.float32(lo)) if lo is not None else "",
+                   ctx.constant(f"{node.name}_max", np.float32(hi)) if hi is not None else ""]
+    return [node]
+
+
+@upgrader("Dropout", below=12)
+def _dropout_attrs(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    ratio = node.attrs.pop("ratio", 0.5)
+    node.attrs.pop("is_test", None)
+    node.inputs = [node.inputs[0], ctx.constant(f"{node.name}_ratio", np.float32(ratio))]
+    return [node]
+
+
+@upgrader("BatchNormalization", below=9)
+def _batchnorm_attrs(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    for legacy in ("is_test", "spatial", "consumed_inputs"):
+        node.attrs.pop(legacy, None)
+    node.outputs = node.outputs[:1]
+    return [node]
+
+
+@upgrader("Gemm", below=7)
+def _gemm_broadcast(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    node.attrs.pop("broadcast", None)
+    return [node]
+
+
+@upgrader("Resize", below=11)
+def _resize_no_roi(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    node.inputs = [node.inputs[0], "", node.inputs[1]]
+    return [node]
+
+
+@upgrader("Cast", below=6)
+def _cast_string_type(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    to = node.attrs.get("to")
+    if isinstance(to, str):
+        from onnx import TensorProto
+
+        node.attrs["to"] = int(getattr(TensorProto, to.upper()))
+    return [node]
+
+
+def _legacy_broadcast(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    # Before opset 7, B was broadcast against A starting at `axis` (default: align trailing dims).
+    node.attrs.pop("consumed_inputs", None)
+    if not node.attrs.pop("broadcast", 0) or "axis" not in node.attrs:
+        node.attrs.pop("axis", None)
+        return [node]
+    axis = node.attrs.pop("axis")
+    rank_a, rank_b = ctx.rank(node.inputs[0]), ctx.rank(node.inputs[1])
+    if rank_a is None or rank_b is None:
+        from schemas import UnsupportedOpError
+
+        raise UnsupportedOpError(f"node {node.name!r} ({node.op_type}): legacy broadcast with axis={axis} needs known ranks")
+    trailing = rank_a - (axis % rank_a) - rank_b
+    if trailing > 0:
+        unsq = ctx.fresh(f"{node.inputs[1]}_aligned")
+        axes = ctx.constant(f"{node.name}_axes", np.arange(rank_b, rank_b + trailing, dtype=np.int64))
+        pre = ir.Node("Unsqueeze", [node.inputs[1], axes], [unsq], {}, f"{node.name}/align")
+        node.inputs = [node.inputs[0], unsq]
+        return [pre, node]
+    return [node]
+
+
+for _op in ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less", "PRelu"):
+    upgrader(_op, below=7)(_legacy_broadcast)
+
+
+def _drop_consumed_inputs(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    node.attrs.pop("consumed_inputs", None)
+    return [node]
+
+
+for _op in ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid", "Neg", "Abs", "Exp",
+            "Log", "Sqrt", "Reciprocal", "Floor", "Ceil", "Clip", "Sum", "Max", "Min", "Mean"):
+    upgrader(_op, below=6)(_drop_consumed_inputs)
+
+
+def _coerced_softmax(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    # Before opset 13 these ops flattened the input to 2-D at `axis` and normalised each row.
+    axis = node.attrs.get("axis", 1)
+    rank = ctx.rank(node.inputs[0])
+    if rank is not None and axis % max(rank, 1) == rank - 1:
+        node.attrs["axis"] = -1
+        return [node]
+    x, (y,) = node.inputs[0], node.outputs
+    flat, soft, shape = ctx.fresh(f"{x}_2d"), ctx.fresh(f"{y}_2d"), ctx.fresh(f"{x}_shape")
+    base = node.name or node.op_type
+    return [
+        ir.Node("Flatten", [x], [flat], {"axis": axis}, f"{base}/flatten"),
+        ir.Node(node.op_type, [flat], [soft], {"axis": -1}, f"{base}/rows"),
+        ir.Node("Shape", [x], [shape], {}, f"{base}/shape"),
+        ir.Node("Reshape", [soft, shape], [y], {}, f"{base}/restore"),
+    ]
+
+
+for _op in ("Softmax", "LogSoftmax", "Hardmax"):
+    upgrader(_op, below=13)(_coerced_softmax)
