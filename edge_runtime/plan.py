@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from edge_runtime.format import GraphRef, ModelDef, OperatorDef
+from edge_runtime.format import GraphRef, ModelDef, ModelFormatError, OperatorDef
 from edge_runtime.kernels import get_kernel
-from schemas import UnsupportedOpError, get_schema
+from schemas import ShapeError, UnsupportedOpError, get_schema
 
 
 class ExecutionError(RuntimeError):
@@ -54,7 +54,10 @@ class GraphPlan:
             kernel = get_kernel(op.op_type, op.domain)
         except UnsupportedOpError as exc:
             raise UnsupportedOpError(f"{label}: {exc}") from None
-        schema.check_arity(len(op.inputs), len(op.outputs), where=f"{label}: ")
+        try:
+            schema.check_arity(len(op.inputs), len(op.outputs), where=f"{label}: ")
+        except ShapeError as exc:
+            raise ModelFormatError(str(exc)) from None
         inputs = list(op.inputs)
         if schema.max_inputs is not None:
             inputs += [-1] * (schema.max_inputs - len(inputs))

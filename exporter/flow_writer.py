@@ -38,7 +38,7 @@ class _Layout:
     def __init__(self, model: ir.Model):
         self.model = model
         self.opcodes: dict[tuple[str, str, int], int] = {}
-        self.blobs: list[bytes] = [b""]
+        self.blobs: list[np.ndarray] = [np.zeros(0, np.uint8)]
         self.subgraphs: list[dict] = []
         self._add_graph(model.graph, captures=[])
 
@@ -114,7 +114,7 @@ class _Layout:
                 record["strings"] = [s.decode() if isinstance(s, bytes) else str(s) for s in data.reshape(-1)]
             else:
                 record["buffer"] = len(self.blobs)
-                self.blobs.append(np.ascontiguousarray(data).tobytes())
+                self.blobs.append(np.ascontiguousarray(data))
         return record
 
 
@@ -146,8 +146,8 @@ def _build(layout: _Layout, data_start: int) -> bytes:
         if i == 0:
             buffer_offsets.append((0, 0))
             continue
-        buffer_offsets.append((position, len(blob)))
-        position = _align(position + len(blob))
+        buffer_offsets.append((position, blob.nbytes))
+        position = _align(position + blob.nbytes)
     buffers = []
     for offset, length in buffer_offsets:
         Buffer.Start(b)
@@ -295,34 +295,42 @@ def _signatures(model: ir.Model) -> dict[str, ir.Signature]:
     return {"serving_default": ir.Signature({n: n for n in g.inputs}, {n: n for n in g.outputs})}
 
 
-def to_bytes(model: ir.Model) -> bytes:
-    """Serialize ``model`` to a complete .flow image."""
+def _chunks(model: ir.Model):
+    """The file as a sequence of byte chunks: the FlatBuffer, then each weight after padding."""
     layout = _Layout(model)
     head = _build(layout, 0)
     # Buffer offsets are fixed-width fields, so a second build with the real data start has the same size.
     data_start = _align(len(head))
     head = _build(layout, data_start)
     assert _align(len(head)) == data_start, "FlatBuffer size changed between passes"
-    out = bytearray(head)
+    yield head
+    position = len(head)
     for blob in layout.blobs[1:]:
-        out.extend(b"\0" * (_align(len(out)) - len(out)))
-        out.extend(blob)
-    return bytes(out)
+        padding = _align(position) - position
+        yield b"\0" * padding
+        yield memoryview(blob.reshape(-1).view(np.uint8))
+        position += padding + blob.nbytes
+
+
+def to_bytes(model: ir.Model) -> bytes:
+    """Serialize ``model`` to a complete .flow image in memory."""
+    return b"".join(_chunks(model))
 
 
 def write(model: ir.Model, path: str | Path) -> int:
     """Write ``model`` to ``path`` atomically (temp file, fsync, rename); returns the size in bytes."""
-    data = to_bytes(model)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    size = 0
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in _chunks(model):
+                size += f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return len(data)
+    return size

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+UNDEFINED = 0  # element type not known (intermediates of imported graphs)
 FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, STRING, BOOL = 1, 2, 3, 4, 5, 6, 7, 8, 9
 FLOAT16, DOUBLE, UINT32, UINT64, COMPLEX64, COMPLEX128, BFLOAT16 = 10, 11, 12, 13, 14, 15, 16
 # Non-tensor values flowing between ops (ONNX sequences and optionals); codes of our own.
@@ -28,6 +29,7 @@ _NUMPY_BY_CODE: dict[int, np.dtype] = {
 }
 _CODE_BY_NUMPY = {v: k for k, v in _NUMPY_BY_CODE.items()}
 NAMES = {
+    UNDEFINED: "UNDEFINED",
     FLOAT: "FP32", UINT8: "UINT8", INT8: "INT8", UINT16: "UINT16", INT16: "INT16", INT32: "INT32",
     INT64: "INT64", STRING: "BYTES", BOOL: "BOOL", FLOAT16: "FP16", DOUBLE: "FP64",
     UINT32: "UINT32", UINT64: "UINT64", COMPLEX64: "COMPLEX64", COMPLEX128: "COMPLEX128",
