@@ -139,7 +139,7 @@ class _GraphImporter:
 
     def topological(self, nodes: list[ir.Node], known: set[str], graph: ir.Graph) -> list[ir.Node]:
         """Order nodes so every input is produced first; a cycle is a format error naming its nodes."""
-        available = set(known)
+        available = set(known) | set(graph.constants())
         ordered, pending = [], list(nodes)
         while pending:
             progress = []
