@@ -1,3 +1,478 @@
-"""nn ops."""
+"""Neural-network ops: convolution, pooling, normalization, resampling, attention and losses."""
 
 from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from schemas.ops.rules import BOOL, const_ints, normalize_axis, same_as_input
+from schemas.registry import REQUIRED, Attr, TensorType, op
+
+INT64 = np.dtype(np.int64)
+
+_WINDOW = {
+    "auto_pad": Attr("string", "NOTSET"),
+    "dilations": Attr("ints"),
+    "pads": Attr("ints"),
+    "strides": Attr("ints"),
+}
+
+
+def _spatial_out(ctx, spatial, kernel, *, ceil_mode=0):
+    """Output spatial dims of a sliding window (conv/pool), None where an input dim is unknown."""
+    n = len(kernel)
+    a = ctx.attrs
+    strides = a.get("strides") or [1] * n
+    dilations = a.get("dilations") or [1] * n
+    pads = a.get("pads") or [0] * (2 * n)
+    auto_pad = a.get("auto_pad", "NOTSET")
+    out = []
+    for i, size in enumerate(spatial):
+        if size is None or kernel[i] is None:
+            out.append(None)
+            continue
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-size // strides[i]))
+            continue
+        eff = (kernel[i] - 1) * dilations[i] + 1
+        total = size - eff if auto_pad == "VALID" else size + pads[i] + pads[i + n] - eff
+        if ceil_mode:
+            o = -(-total // strides[i]) + 1
+            # the last window must start inside the (left-padded) input
+            if (o - 1) * strides[i] >= size + (0 if auto_pad == "VALID" else pads[i]):
+                o -= 1
+        else:
+            o = total // strides[i] + 1
+        if o < 1:
+            raise ctx.fail(f"window {kernel} does not fit spatial input {tuple(spatial)}")
+        out.append(o)
+    return out
+
+
+def _kernel_spatial(ctx, w_shape):
+    ks = ctx.attrs.get("kernel_shape")
+    if ks:
+        return list(ks)
+    return None if w_shape is None else list(w_shape[2:])
+
+
+@op(
+    "Conv",
+    inputs=["X", "W", "B?"],
+    outputs=["Y"],
+    attrs={**_WINDOW, "group": Attr("int", 1), "kernel_shape": Attr("ints")},
+    differentiable=True,
+)
+def _conv(ctx):
+    x, w = ctx.input(0), ctx.input(1)
+    if x.shape is None:
+        return [TensorType(x.dtype, None)]
+    if len(x.shape) < 3:
+        raise ctx.fail(f"X must be (N, C, spatial...), got shape {x.shape}")
+    kernel = _kernel_spatial(ctx, w.shape) or [None] * (len(x.shape) - 2)
+    c_out = None if w.shape is None else w.shape[0]
+    g = ctx.attrs["group"]
+    if w.shape is not None and x.shape[1] is not None and w.shape[1] is not None:
+        if x.shape[1] != w.shape[1] * g:
+            raise ctx.fail(f"X has {x.shape[1]} channels but W {w.shape} with group={g} expects {w.shape[1] * g}")
+    return [TensorType(x.dtype, (x.shape[0], c_out, *_spatial_out(ctx, x.shape[2:], kernel)))]
+
+
+@op(
+    "ConvTranspose",
+    inputs=["X", "W", "B?"],
+    outputs=["Y"],
+    attrs={
+        **_WINDOW,
+        "group": Attr("int", 1),
+        "kernel_shape": Attr("ints"),
+        "output_padding": Attr("ints"),
+        "output_shape": Attr("ints"),
+    },
+    differentiable=True,
+)
+def _conv_transpose(ctx):
+    x, w = ctx.input(0), ctx.input(1)
+    if x.shape is None:
+        return [TensorType(x.dtype, None)]
+    n = len(x.shape) - 2
+    c_out = None if w.shape is None or w.shape[1] is None else w.shape[1] * ctx.attrs["group"]
+    a = ctx.attrs
+    if a["output_shape"]:
+        return [TensorType(x.dtype, (x.shape[0], c_out, *list(a["output_shape"])[-n:]))]
+    kernel = _kernel_spatial(ctx, w.shape) or [None] * n
+    strides = a["strides"] or [1] * n
+    dil = a["dilations"] or [1] * n
+    pads = a["pads"] or [0] * (2 * n)
+    opad = a["output_padding"] or [0] * n
+    out = []
+    for i, size in enumerate(x.shape[2:]):
+        if size is None or kernel[i] is None:
+            out.append(None)
+        elif a["auto_pad"] in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(size * strides[i])
+        else:
+            p = 0 if a["auto_pad"] == "VALID" else pads[i] + pads[i + n]
+            out.append(strides[i] * (size - 1) + opad[i] + (kernel[i] - 1) * dil[i] + 1 - p)
+    return [TensorType(x.dtype, (x.shape[0], c_out, *out))]
+
+
+def _pool_rule(ctx):
+    x = ctx.input(0)
+    if x.shape is None:
+        return [TensorType(x.dtype, None)] + [TensorType(INT64, None)] * (ctx.num_outputs - 1)
+    kernel = list(ctx.attrs["kernel_shape"])
+    if len(kernel) != len(x.shape) - 2:
+        raise ctx.fail(f"kernel_shape {kernel} does not match input rank {len(x.shape)}")
+    shape = (*x.shape[:2], *_spatial_out(ctx, x.shape[2:], kernel, ceil_mode=ctx.attrs.get("ceil_mode", 0)))
+    return [TensorType(x.dtype, shape), TensorType(INT64, shape)][: ctx.num_outputs]
+
+
+_POOL = {**_WINDOW, "ceil_mode": Attr("int", 0), "kernel_shape": Attr("ints", REQUIRED)}
+
+op(
+    "MaxPool",
+    inputs=["X"],
+    outputs=["Y", "Indices?"],
+    attrs={**_POOL, "storage_order": Attr("int", 0)},
+    differentiable=True,
+)(_pool_rule)
+op(
+    "AveragePool",
+    inputs=["X"],
+    outputs=["Y"],
+    attrs={**_POOL, "count_include_pad": Attr("int", 0)},
+    differentiable=True,
+)(_pool_rule)
+op("LpPool", inputs=["X"], outputs=["Y"], attrs={**_POOL, "p": Attr("int", 2)}, differentiable=True)(_pool_rule)
+
+
+def _global_pool(ctx):
+    x = ctx.input(0)
+    if x.shape is None:
+        return [x]
+    return [TensorType(x.dtype, (*x.shape[:2], *[1] * (len(x.shape) - 2)))]
+
+
+op("GlobalAveragePool", inputs=["X"], outputs=["Y"], differentiable=True)(_global_pool)
+op("GlobalMaxPool", inputs=["X"], outputs=["Y"], differentiable=True)(_global_pool)
+op("GlobalLpPool", inputs=["X"], outputs=["Y"], attrs={"p": Attr("int", 2)}, differentiable=True)(_global_pool)
+
+
+@op(
+    "MaxUnpool",
+    inputs=["X", "I", "output_shape?"],
+    outputs=["output"],
+    attrs={"kernel_shape": Attr("ints", REQUIRED), "pads": Attr("ints"), "strides": Attr("ints")},
+    differentiable=True,
+)
+def _max_unpool(ctx):
+    x = ctx.input(0)
+    given = const_ints(ctx, 2)
+    if given is not None:
+        return [TensorType(x.dtype, tuple(given))]
+    if x.shape is None or ctx.has_input(2):
+        return [TensorType(x.dtype, None if x.shape is None else (None,) * len(x.shape))]
+    k = ctx.attrs["kernel_shape"]
+    n = len(k)
+    strides = ctx.attrs["strides"] or [1] * n
+    pads = ctx.attrs["pads"] or [0] * (2 * n)
+    out = [
+        None if d is None else (d - 1) * strides[i] + k[i] - pads[i] - pads[i + n]
+        for i, d in enumerate(x.shape[2:])
+    ]
+    return [TensorType(x.dtype, (*x.shape[:2], *out))]
+
+
+@op(
+    "BatchNormalization",
+    inputs=["X", "scale", "B", "input_mean", "input_var"],
+    outputs=["Y", "running_mean?", "running_var?"],
+    attrs={"epsilon": Attr("float", 1e-5), "momentum": Attr("float", 0.9), "training_mode": Attr("int", 0)},
+    differentiable=True,
+)
+def _batch_norm(ctx):
+    return [ctx.input(0), ctx.input(3), ctx.input(4)][: ctx.num_outputs]
+
+
+def _stats_shape(ctx, x, axis):
+    if x.shape is None:
+        return None
+    return tuple(d if i < axis else 1 for i, d in enumerate(x.shape))
+
+
+_STASH_DTYPES = {1: np.dtype(np.float32), 10: np.dtype(np.float16), 11: np.dtype(np.float64), 16: None}
+
+
+@op(
+    "LayerNormalization",
+    inputs=["X", "Scale", "B?"],
+    outputs=["Y", "Mean?", "InvStdDev?"],
+    attrs={"axis": Attr("int", -1), "epsilon": Attr("float", 1e-5), "stash_type": Attr("int", 1)},
+    differentiable=True,
+)
+def _layer_norm(ctx):
+    x = ctx.input(0)
+    stats = None
+    if x.shape is not None:
+        stats = _stats_shape(ctx, x, normalize_axis(ctx, ctx.attrs["axis"], len(x.shape)))
+    stash = _STASH_DTYPES.get(ctx.attrs["stash_type"], x.dtype)
+    return [x, TensorType(stash, stats), TensorType(stash, stats)][: ctx.num_outputs]
+
+
+op(
+    "InstanceNormalization",
+    inputs=["input", "scale", "B"],
+    outputs=["output"],
+    attrs={"epsilon": Attr("float", 1e-5)},
+    differentiable=True,
+)(same_as_input(0))
+op(
+    "GroupNormalization",
+    inputs=["X", "scale", "bias"],
+    outputs=["Y"],
+    attrs={"epsilon": Attr("float", 1e-5), "num_groups": Attr("int", REQUIRED), "stash_type": Attr("int", 1)},
+    differentiable=True,
+)(same_as_input(0))
+op(
+    "RMSNormalization",
+    inputs=["X", "scale"],
+    outputs=["Y"],
+    attrs={"axis": Attr("int", -1), "epsilon": Attr("float", 1e-5), "stash_type": Attr("int", 1)},
+    differentiable=True,
+)(same_as_input(0))
+op(
+    "LRN",
+    inputs=["X"],
+    outputs=["Y"],
+    attrs={
+        "alpha": Attr("float", 1e-4),
+        "beta": Attr("float", 0.75),
+        "bias": Attr("float", 1.0),
+        "size": Attr("int", REQUIRED),
+    },
+    differentiable=True,
+)(same_as_input(0))
+op(
+    "LpNormalization",
+    inputs=["input"],
+    outputs=["output"],
+    attrs={"axis": Attr("int", -1), "p": Attr("int", 2)},
+    differentiable=True,
+)(same_as_input(0))
+op(
+    "MeanVarianceNormalization",
+    inputs=["X"],
+    outputs=["Y"],
+    attrs={"axes": Attr("ints", [0, 2, 3])},
+    differentiable=True,
+)(same_as_input(0))
+
+
+@op(
+    "Dropout",
+    inputs=["data", "ratio?", "training_mode?"],
+    outputs=["output", "mask?"],
+    attrs={"seed": Attr("int")},
+    differentiable=True,
+)
+def _dropout(ctx):
+    x = ctx.input(0)
+    return [x, TensorType(BOOL, x.shape)][: ctx.num_outputs]
+
+
+def _resized_shape(ctx, x, scales, sizes, axes):
+    if x.shape is None:
+        return None
+    rank = len(x.shape)
+    axes = [normalize_axis(ctx, a, rank) for a in axes] if axes else list(range(rank))
+    out = list(x.shape)
+    if sizes is not None:
+        if ctx.attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+            return (None,) * rank
+        for a, s in zip(axes, sizes):
+            out[a] = int(s)
+    elif scales is not None:
+        for a, s in zip(axes, scales):
+            out[a] = None if out[a] is None else int(math.floor(out[a] * float(s)))
+    else:
+        return (None,) * rank
+    return tuple(out)
+
+
+@op(
+    "Resize",
+    inputs=["X", "roi?", "scales?", "sizes?"],
+    outputs=["Y"],
+    attrs={
+        "antialias": Attr("int", 0),
+        "axes": Attr("ints"),
+        "coordinate_transformation_mode": Attr("string", "half_pixel"),
+        "cubic_coeff_a": Attr("float", -0.75),
+        "exclude_outside": Attr("int", 0),
+        "extrapolation_value": Attr("float", 0.0),
+        "keep_aspect_ratio_policy": Attr("string", "stretch"),
+        "mode": Attr("string", "nearest"),
+        "nearest_mode": Attr("string", "round_prefer_floor"),
+    },
+    differentiable=True,
+)
+def _resize(ctx):
+    x = ctx.input(0)
+    scales = ctx.value(2)
+    sizes = ctx.value(3)
+    if scales is not None and np.asarray(scales).size == 0:
+        scales = None
+    if sizes is not None and np.asarray(sizes).size == 0:
+        sizes = None
+    return [TensorType(x.dtype, _resized_shape(ctx, x, scales, sizes, ctx.attrs["axes"]))]
+
+
+@op("Upsample", inputs=["X", "scales"], outputs=["Y"], attrs={"mode": Attr("string", "nearest")}, differentiable=True)
+def _upsample(ctx):
+    x = ctx.input(0)
+    return [TensorType(x.dtype, _resized_shape(ctx, x, ctx.value(1), None, None))]
+
+
+def _block_rule(to_space):
+    def rule(ctx):
+        x = ctx.input(0)
+        if x.shape is None:
+            return [x]
+        if len(x.shape) != 4:
+            raise ctx.fail(f"input must be 4-D (N, C, H, W), got shape {x.shape}")
+        b = ctx.attrs["blocksize"]
+        n, c, h, w = x.shape
+        if to_space:
+            if c is not None and c % (b * b):
+                raise ctx.fail(f"channels {c} are not divisible by blocksize**2 = {b * b}")
+            shape = (n, None if c is None else c // (b * b), None if h is None else h * b, None if w is None else w * b)
+        else:
+            for d in (h, w):
+                if d is not None and d % b:
+                    raise ctx.fail(f"spatial dims {(h, w)} are not divisible by blocksize {b}")
+            shape = (n, None if c is None else c * b * b, None if h is None else h // b, None if w is None else w // b)
+        return [TensorType(x.dtype, shape)]
+
+    return rule
+
+
+_BLOCK = {"blocksize": Attr("int", REQUIRED), "mode": Attr("string", "DCR")}
+op("DepthToSpace", inputs=["input"], outputs=["output"], attrs=_BLOCK, differentiable=True)(_block_rule(True))
+op("SpaceToDepth", inputs=["input"], outputs=["output"], attrs=_BLOCK, differentiable=True)(_block_rule(False))
+
+
+@op(
+    "Col2Im",
+    inputs=["input", "image_shape", "block_shape"],
+    outputs=["output"],
+    attrs={"dilations": Attr("ints"), "pads": Attr("ints"), "strides": Attr("ints")},
+    differentiable=True,
+)
+def _col2im(ctx):
+    x = ctx.input(0)
+    image, block = const_ints(ctx, 1), const_ints(ctx, 2)
+    if x.shape is None or image is None or block is None:
+        return [TensorType(x.dtype, None)]
+    c = None if x.shape[1] is None else x.shape[1] // int(np.prod(block))
+    return [TensorType(x.dtype, (x.shape[0], c, *image))]
+
+
+@op(
+    "GridSample",
+    inputs=["X", "grid"],
+    outputs=["Y"],
+    attrs={
+        "align_corners": Attr("int", 0),
+        "mode": Attr("string", "linear"),
+        "padding_mode": Attr("string", "zeros"),
+    },
+    differentiable=True,
+)
+def _grid_sample(ctx):
+    x, grid = ctx.input(0), ctx.input(1)
+    if x.shape is None or grid.shape is None:
+        return [TensorType(x.dtype, None)]
+    return [TensorType(x.dtype, (x.shape[0], x.shape[1], *grid.shape[1:-1]))]
+
+
+@op("AffineGrid", inputs=["theta", "size"], outputs=["grid"], attrs={"align_corners": Attr("int", 0)}, differentiable=True)
+def _affine_grid(ctx):
+    theta = ctx.input(0)
+    size = const_ints(ctx, 1)
+    if size is None:
+        return [TensorType(theta.dtype, None)]
+    return [TensorType(theta.dtype, (size[0], *size[2:], len(size) - 2))]
+
+
+@op(
+    "Attention",
+    inputs=["Q", "K", "V", "attn_mask?", "past_key?", "past_value?", "nonpad_kv_seqlen?"],
+    outputs=["Y", "present_key?", "present_value?", "qk_matmul_output?"],
+    attrs={
+        "is_causal": Attr("int", 0),
+        "kv_num_heads": Attr("int"),
+        "left_window_size": Attr("int", -1),
+        "q_num_heads": Attr("int"),
+        "qk_matmul_output_mode": Attr("int", 0),
+        "scale": Attr("float"),
+        "right_window_size": Attr("int", -1),
+        "softcap": Attr("float", 0.0),
+        "softmax_precision": Attr("int"),
+    },
+    differentiable=True,
+)
+def _attention(ctx):
+    q, v = ctx.input(0), ctx.input(2)
+    y = TensorType(q.dtype, None)
+    if q.shape is not None and v.shape is not None and len(q.shape) == len(v.shape):
+        if len(q.shape) == 4:
+            y = TensorType(q.dtype, (q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
+        elif len(q.shape) == 3 and ctx.attrs["kv_num_heads"] and v.shape[2] is not None:
+            hv = v.shape[2] // ctx.attrs["kv_num_heads"]
+            y = TensorType(q.dtype, (q.shape[0], q.shape[1], None if not ctx.attrs["q_num_heads"] else hv * ctx.attrs["q_num_heads"]))
+    rest = [TensorType(q.dtype, None)] * 3
+    return [y, *rest][: ctx.num_outputs]
+
+
+@op(
+    "RotaryEmbedding",
+    inputs=["X", "cos_cache", "sin_cache", "position_ids?"],
+    outputs=["Y"],
+    attrs={"interleaved": Attr("int", 0), "num_heads": Attr("int"), "rotary_embedding_dim": Attr("int", 0)},
+    differentiable=True,
+)
+def _rotary(ctx):
+    return [ctx.input(0)]
+
+
+def _loss_shape(ctx, target_shape):
+    if ctx.attrs["reduction"] == "none":
+        return target_shape
+    return ()
+
+
+@op(
+    "SoftmaxCrossEntropyLoss",
+    inputs=["scores", "labels", "weights?"],
+    outputs=["output", "log_prob?"],
+    attrs={"ignore_index": Attr("int"), "reduction": Attr("string", "mean")},
+    differentiable=True,
+)
+def _softmax_ce(ctx):
+    scores, labels = ctx.input(0), ctx.input(1)
+    return [TensorType(scores.dtype, _loss_shape(ctx, labels.shape)), scores][: ctx.num_outputs]
+
+
+@op(
+    "NegativeLogLikelihoodLoss",
+    inputs=["input", "target", "weight?"],
+    outputs=["loss"],
+    attrs={"ignore_index": Attr("int"), "reduction": Attr("string", "mean")},
+    differentiable=True,
+)
+def _nll(ctx):
+    x, target = ctx.input(0), ctx.input(1)
+    return [TensorType(x.dtype, _loss_shape(ctx, target.shape))]
+

@@ -1,0 +1,183 @@
+"""Sliding-window machinery for convolution and pooling (N, C, spatial...) arrays.
+
+Windows are strided views (``as_strided``) over a padded input: a convolution copies them once
+into an im2col matrix and does one (grouped, batched) matmul; pooling reduces the view directly.
+Nothing here loops over pixels; the only Python loops run over kernel offsets or spatial axes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+
+@dataclass(frozen=True)
+class Window:
+    """A resolved sliding window over the spatial axes: pads, output size and extra end padding."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pad_begin: tuple[int, ...]
+    pad_end: tuple[int, ...]  # declared (or auto) end padding
+    extra_end: tuple[int, ...]  # further padding so ceil_mode windows fit; never counted as input
+    out: tuple[int, ...]
+
+    @property
+    def effective(self) -> tuple[int, ...]:
+        return tuple((k - 1) * d + 1 for k, d in zip(self.kernel, self.dilations))
+
+
+def resolve_window(spatial, kernel, strides, dilations, pads, auto_pad, ceil_mode=0) -> Window:
+    n = len(kernel)
+    strides = tuple(strides or [1] * n)
+    dilations = tuple(dilations or [1] * n)
+    pads = list(pads or [0] * (2 * n))
+    begin, end, extra, out = [], [], [], []
+    for i, size in enumerate(spatial):
+        eff = (kernel[i] - 1) * dilations[i] + 1
+        s = strides[i]
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-size // s)
+            total = max((o - 1) * s + eff - size, 0)
+            small = total // 2
+            pb, pe = (small, total - small) if auto_pad == "SAME_UPPER" else (total - small, small)
+        else:
+            pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[i + n])
+            span = size + pb + pe - eff
+            if ceil_mode:
+                o = -(-span // s) + 1
+                if (o - 1) * s >= size + pb:  # a window may not start in the end padding
+                    o -= 1
+            else:
+                o = span // s + 1
+        if o < 1:
+            raise ValueError(f"window {tuple(kernel)} does not fit spatial input {tuple(spatial)} with pads {pads}")
+        begin.append(pb)
+        end.append(pe)
+        extra.append(max((o - 1) * s + eff - (size + pb + pe), 0))
+        out.append(o)
+    return Window(tuple(kernel), strides, dilations, tuple(begin), tuple(end), tuple(extra), tuple(out))
+
+
+def pad_spatial(x, xp, begin, end, value=0):
+    if not any(begin) and not any(end):
+        return x
+    widths = [(0, 0)] * (x.ndim - len(begin)) + list(zip(begin, end))
+    return xp.pad(x, widths, mode="constant", constant_values=value)
+
+
+def windows(xpad, xp, win: Window):
+    """Strided view (N, C, out..., kernel...) of the windows over an already padded input."""
+    n = len(win.kernel)
+    lead = xpad.strides[: xpad.ndim - n]
+    spatial = xpad.strides[xpad.ndim - n :]
+    shape = xpad.shape[: xpad.ndim - n] + win.out + win.kernel
+    strides = lead + tuple(st * s for st, s in zip(spatial, win.strides)) + tuple(
+        st * d for st, d in zip(spatial, win.dilations)
+    )
+    return xp.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
+
+
+def offset_slices(win: Window, offset):
+    """The strided slice of the padded input that kernel tap ``offset`` sees, for every output pixel."""
+    return tuple(
+        slice(k * d, k * d + (o - 1) * s + 1, s)
+        for k, d, o, s in zip(offset, win.dilations, win.out, win.strides)
+    )
+
+
+def conv(x, w, b, xp, *, group, win: Window):
+    n_sp = len(win.kernel)
+    xpad = pad_spatial(x, xp, win.pad_begin, win.pad_end)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    if group == c and m == c and w.shape[1] == 1:
+        y = _depthwise(xpad, w, xp, win)
+    elif all(k == 1 for k in win.kernel) and group == 1:
+        y = _pointwise(xpad, w, xp, win)
+    else:
+        y = _im2col(xpad, w, xp, win, group)
+    if b is not None:
+        y += b.reshape((1, m) + (1,) * n_sp)
+    return y
+
+
+def _pointwise(xpad, w, xp, win):
+    # A 1x1 convolution is one matmul over channels: (M, C) @ (N, C, pixels).
+    sub = xpad[(Ellipsis,) + tuple(slice(None, None, s) for s in win.strides)][
+        (Ellipsis,) + tuple(slice(0, o) for o in win.out)
+    ]
+    n, c = sub.shape[:2]
+    y = xp.matmul(w.reshape(w.shape[0], c), sub.reshape(n, c, -1))
+    return y.reshape((n, w.shape[0]) + win.out)
+
+
+def _depthwise(xpad, w, xp, win):
+    # One multiply-add per kernel tap, each over every (batch, channel, pixel) at once: cheaper than
+    # im2col, which would copy the input kh*kw times to feed C matmuls of a single row each.
+    c = xpad.shape[1]
+    n_sp = len(win.kernel)
+    taps = w.reshape((c, -1))
+    y = None
+    for t, offset in enumerate(product(*(range(k) for k in win.kernel))):
+        wt = taps[:, t].reshape((1, c) + (1,) * n_sp)
+        term = xpad[(slice(None), slice(None)) + offset_slices(win, offset)] * wt
+        if y is None:
+            y = term
+        else:
+            y += term
+    return y
+
+
+def _im2col(xpad, w, xp, win, group):
+    n, c = xpad.shape[:2]
+    m = w.shape[0]
+    n_sp = len(win.kernel)
+    view = windows(xpad, xp, win)  # (N, C, out..., k...)
+    order = (0, 1) + tuple(range(2 + n_sp, 2 + 2 * n_sp)) + tuple(range(2, 2 + n_sp))
+    k = 1
+    for d in win.kernel:
+        k *= d
+    pixels = 1
+    for d in win.out:
+        pixels *= d
+    cols = view.transpose(order).reshape(n, group, (c // group) * k, pixels)
+    wg = w.reshape(group, m // group, (c // group) * k)
+    y = xp.matmul(wg, cols)  # (N, G, M/G, pixels)
+    return y.reshape((n, m) + win.out)
+
+
+def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_spatial):
+    """Transposed convolution: one grouped matmul to columns, then one scatter-add per kernel tap."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    n_sp = len(spatial)
+    mg = w.shape[1]
+    m = mg * group
+    k = 1
+    for d in kernel:
+        k *= d
+    pixels = 1
+    for d in spatial:
+        pixels *= d
+    wg = w.reshape(group, c // group, mg * k).transpose(0, 2, 1)  # (G, M/G*K, C/G)
+    cols = xp.matmul(wg, x.reshape(n, group, c // group, pixels))  # (N, G, M/G*K, pixels)
+    cols = cols.reshape((n, m, k) + tuple(spatial))
+    # The full output before cropping: every tap's contribution lands inside it.
+    full = [
+        max((i - 1) * s + (kk - 1) * d + 1, pb + o)
+        for i, s, kk, d, pb, o in zip(spatial, strides, kernel, dilations, pads[:n_sp], out_spatial)
+    ]
+    y = xp.zeros((n, m) + tuple(full), dtype=x.dtype)
+    for t, offset in enumerate(product(*(range(kk) for kk in kernel))):
+        sl = tuple(
+            slice(kk * d, kk * d + (i - 1) * s + 1, s)
+            for kk, d, i, s in zip(offset, dilations, spatial, strides)
+        )
+        y[(slice(None), slice(None)) + sl] += cols[:, :, t]
+    crop = tuple(slice(pb, pb + o) for pb, o in zip(pads[:n_sp], out_spatial))
+    y = y[(slice(None), slice(None)) + crop]
+    if b is not None:
+        y = y + b.reshape((1, m) + (1,) * n_sp)
+    return xp.ascontiguousarray(y)
