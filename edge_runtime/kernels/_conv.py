@@ -169,15 +169,19 @@ def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_
         max((i - 1) * s + (kk - 1) * d + 1, pb + o)
         for i, s, kk, d, pb, o in zip(spatial, strides, kernel, dilations, pads[:n_sp], out_spatial)
     ]
-    y = xp.zeros((n, m) + tuple(full), dtype=x.dtype)
-    for t, offset in enumerate(product(*(range(kk) for kk in kernel))):
-        sl = tuple(
-            slice(kk * d, kk * d + (i - 1) * s + 1, s)
-            for kk, d, i, s in zip(offset, dilations, spatial, strides)
-        )
-        y[(slice(None), slice(None)) + sl] += cols[:, :, t]
+    win = Window(tuple(kernel), tuple(strides), tuple(dilations), (0,) * n_sp, (0,) * n_sp, (0,) * n_sp, tuple(spatial))
+    y = col2im(cols, xp, win, full)
     crop = tuple(slice(pb, pb + o) for pb, o in zip(pads[:n_sp], out_spatial))
     y = y[(slice(None), slice(None)) + crop]
     if b is not None:
         y = y + b.reshape((1, m) + (1,) * n_sp)
     return xp.ascontiguousarray(y)
+
+
+def col2im(cols, xp, win: Window, padded_spatial):
+    """Scatter-add columns (N, C, taps, out...) back into a padded image: one add per kernel tap."""
+    n, c = cols.shape[:2]
+    y = xp.zeros((n, c) + tuple(padded_spatial), dtype=cols.dtype)
+    for t, offset in enumerate(product(*(range(k) for k in win.kernel))):
+        y[(slice(None), slice(None)) + offset_slices(win, offset)] += cols[:, :, t]
+    return y

@@ -152,3 +152,188 @@ def max_unpool(x, indices, output_shape, *, xp, kernel_shape, pads, strides):
     y = xp.zeros(math.prod(shape), dtype=x.dtype)
     y[flat] = x.reshape(-1)
     return y.reshape(shape)
+
+
+@kernel("Col2Im")
+def col2im(x, image_shape, block_shape, *, xp, dilations, pads, strides):
+    image = tuple(int(d) for d in image_shape.tolist())
+    block = tuple(int(d) for d in block_shape.tolist())
+    n_sp = len(image)
+    win = _conv.resolve_window(image, block, strides, dilations, pads, "NOTSET")
+    n = x.shape[0]
+    c = x.shape[1] // math.prod(block)
+    cols = x.reshape((n, c, math.prod(block)) + win.out)
+    y = _conv.col2im(cols, xp, win, tuple(i + b + e for i, b, e in zip(image, win.pad_begin, win.pad_end)))
+    crop = tuple(slice(b, b + i) for b, i in zip(win.pad_begin, image))
+    return xp.ascontiguousarray(y[(slice(None), slice(None)) + crop])
+
+
+# --------------------------------------------------------------------------------- normalization
+
+
+def _compute_dtype(x, xp, stash_type=1):
+    # stash_type=1 asks for float32 statistics: half-precision inputs are widened, doubles kept.
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4 and stash_type == 1:
+        return xp.float32
+    return x.dtype
+
+
+def _normalize(x, axes, eps, xp, dtype):
+    xc = x.astype(dtype, copy=False)
+    mean = xc.mean(axis=axes, keepdims=True)
+    diff = xc - mean
+    var = (diff * diff).mean(axis=axes, keepdims=True)
+    inv_std = 1 / xp.sqrt(var + xp.asarray(eps, dtype=dtype))
+    return diff * inv_std, mean, inv_std
+
+
+def _channel(v, ndim):
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+@kernel("BatchNormalization")
+def batch_normalization(x, scale, b, mean, var, *, xp, epsilon, momentum, training_mode):
+    eps = xp.asarray(epsilon, dtype=x.dtype)
+    if training_mode:
+        axes = (0,) + _spatial_axes(x)
+        batch_mean = x.mean(axis=axes)
+        batch_var = x.var(axis=axes)
+        y = (x - _channel(batch_mean, x.ndim)) / xp.sqrt(_channel(batch_var, x.ndim) + eps)
+        y = y * _channel(scale, x.ndim) + _channel(b, x.ndim)
+        running_mean = mean * momentum + batch_mean * (1 - momentum)
+        running_var = var * momentum + batch_var * (1 - momentum)
+        return y.astype(x.dtype), running_mean.astype(mean.dtype), running_var.astype(var.dtype)
+    inv = _channel(scale, x.ndim) / xp.sqrt(_channel(var, x.ndim) + eps)
+    y = (x - _channel(mean, x.ndim)) * inv + _channel(b, x.ndim)
+    return y.astype(x.dtype), mean, var
+
+
+@kernel("LayerNormalization")
+def layer_normalization(x, scale, b, *, xp, axis, epsilon, stash_type):
+    axis = axis % x.ndim
+    axes = tuple(range(axis, x.ndim))
+    normed, mean, inv_std = _normalize(x, axes, epsilon, xp, _compute_dtype(x, xp, stash_type))
+    y = normed * scale
+    if b is not None:
+        y = y + b
+    return y.astype(x.dtype), mean.astype(x.dtype), inv_std.astype(x.dtype)
+
+
+@kernel("InstanceNormalization")
+def instance_normalization(x, scale, b, *, xp, epsilon):
+    normed, _, _ = _normalize(x, _spatial_axes(x), epsilon, xp, _compute_dtype(x, xp))
+    return (normed * _channel(scale, x.ndim) + _channel(b, x.ndim)).astype(x.dtype)
+
+
+@kernel("GroupNormalization")
+def group_normalization(x, scale, bias, *, xp, epsilon, num_groups, stash_type):
+    n, c = x.shape[:2]
+    grouped = x.reshape((n, num_groups, -1))
+    normed, _, _ = _normalize(grouped, (2,), epsilon, xp, _compute_dtype(x, xp, stash_type))
+    y = normed.reshape(x.shape) * _channel(scale, x.ndim) + _channel(bias, x.ndim)
+    return y.astype(x.dtype)
+
+
+@kernel("RMSNormalization")
+def rms_normalization(x, scale, *, xp, axis, epsilon, stash_type):
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    xc = x.astype(_compute_dtype(x, xp, stash_type), copy=False)
+    ms = (xc * xc).mean(axis=axes, keepdims=True)
+    y = xc / xp.sqrt(ms + xp.asarray(epsilon, dtype=xc.dtype)) * scale
+    return y.astype(x.dtype)
+
+
+@kernel("LRN")
+def lrn(x, *, xp, alpha, beta, bias, size):
+    # Sum of squares over a window of channels: one padded cumulative sum, then a difference.
+    sq = (x * x).astype(_compute_dtype(x, xp), copy=False)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    widths = [(0, 0), (lo + 1, hi)] + [(0, 0)] * (x.ndim - 2)
+    csum = xp.cumsum(xp.pad(sq, widths), axis=1)
+    c = x.shape[1]
+    window = csum[:, size : size + c] - csum[:, :c]
+    y = x / (bias + (alpha / size) * window) ** beta
+    return y.astype(x.dtype)
+
+
+@kernel("LpNormalization")
+def lp_normalization(x, *, xp, axis, p):
+    if p == 1:
+        norm = xp.abs(x).sum(axis=axis, keepdims=True)
+    else:
+        norm = xp.sqrt((x * x).sum(axis=axis, keepdims=True))
+    # A zero vector stays zero rather than becoming 0/0.
+    safe = xp.where(norm == 0, xp.ones((), dtype=norm.dtype), norm)
+    return (x / safe).astype(x.dtype)
+
+
+@kernel("MeanVarianceNormalization")
+def mean_variance_normalization(x, *, xp, axes):
+    axes = tuple(a % x.ndim for a in axes)
+    mean = x.mean(axis=axes, keepdims=True)
+    std = xp.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True))
+    return ((x - mean) / (std + xp.asarray(1e-9, dtype=x.dtype))).astype(x.dtype)
+
+
+# ------------------------------------------------------------------------------ dropout, layout
+
+
+@kernel("Dropout")
+def dropout(x, ratio, training_mode, *, xp, seed):
+    ratio = 0.5 if ratio is None else float(ratio)
+    if training_mode is None or not bool(training_mode) or ratio == 0:
+        return x, xp.ones(x.shape, dtype=bool)
+    mask = xp.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
+    scale = xp.asarray(1.0 / (1.0 - ratio), dtype=x.dtype)
+    return (x * mask * scale).astype(x.dtype), mask
+
+
+@kernel("DepthToSpace")
+def depth_to_space(x, *, xp, blocksize, mode):
+    n, c, h, w = x.shape
+    b = blocksize
+    if mode == "DCR":
+        t = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        t = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return t.reshape(n, c // (b * b), h * b, w * b)
+
+
+@kernel("SpaceToDepth")
+def space_to_depth(x, *, xp, blocksize, mode):
+    n, c, h, w = x.shape
+    b = blocksize
+    t = x.reshape(n, c, h // b, b, w // b, b)
+    t = t.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else t.transpose(0, 1, 3, 5, 2, 4)
+    return t.reshape(n, c * b * b, h // b, w // b)
+
+
+# ------------------------------------------------------------------------------------- losses
+
+
+def _nll(logp, target, weight, xp, *, ignore_index, reduction):
+    c = logp.shape[1]
+    keep = xp.ones(target.shape, dtype=bool) if ignore_index is None else target != ignore_index
+    safe = xp.where(keep, target, 0).astype(xp.int64)
+    picked = xp.take_along_axis(logp, xp.expand_dims(safe, 1), axis=1)[:, 0]
+    w = xp.ones(c, dtype=logp.dtype) if weight is None else weight
+    wt = xp.where(keep, w[safe], xp.zeros((), dtype=logp.dtype))
+    loss = -picked * wt
+    if reduction == "none":
+        return loss.astype(logp.dtype)
+    if reduction == "sum":
+        return loss.sum().astype(logp.dtype)
+    return (loss.sum() / wt.sum()).astype(logp.dtype)
+
+
+@kernel("NegativeLogLikelihoodLoss")
+def negative_log_likelihood_loss(x, target, weight, *, xp, ignore_index, reduction):
+    return _nll(x, target, weight, xp, ignore_index=ignore_index, reduction=reduction)
+
+
+@kernel("SoftmaxCrossEntropyLoss")
+def softmax_cross_entropy_loss(scores, labels, weights, *, xp, ignore_index, reduction):
+    shifted = scores - scores.max(axis=1, keepdims=True)
+    log_prob = (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(scores.dtype)
+    loss = _nll(log_prob, labels, weights, xp, ignore_index=ignore_index, reduction=reduction)
+    return loss, log_prob
