@@ -1,13 +1,233 @@
-"""Elementwise math, activations, comparisons, logic and matrix products."""
+"""Elementwise math, activations, comparisons, logic, matrix products, casts and windows.
+
+Kernels never write into their inputs (they may be read-only views of the weights); where a
+result is built in place, it is an array the kernel itself allocated.
+"""
 
 from __future__ import annotations
 
+import math
+from functools import reduce
+
 from edge_runtime.kernels.registry import kernel
+from schemas import dtypes
+from schemas.ops.math import element_dtype
+from schemas.registry import UnsupportedOpError
+
+
+def _scalar(x, value):
+    """``value`` as a scalar of ``x``'s dtype, so float32 stays float32."""
+    return x.dtype.type(value)
+
+
+# --- elementwise unary -----------------------------------------------------------------------
+
+_UNARY = {
+    "Abs": "abs", "Neg": "negative", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+    "Reciprocal": "reciprocal", "Floor": "floor", "Ceil": "ceil", "Sign": "sign",
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "arcsin", "Acos": "arccos", "Atan": "arctan",
+    "Sinh": "sinh", "Cosh": "cosh", "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh",
+    "Tanh": "tanh", "IsNaN": "isnan", "Not": "logical_not", "BitwiseNot": "invert",
+    # ONNX Round is round-half-to-even, as numpy's.
+    "Round": "round",
+}
+
+
+def _unary(name: str):
+    def run(x, *, xp):
+        return getattr(xp, name)(x)
+
+    return run
+
+
+for _op, _fn in _UNARY.items():
+    kernel(_op)(_unary(_fn))
+
+
+# Maclaurin coefficients of erf, 2/sqrt(pi) * (-1)^n / (n! (2n+1)), highest power first.
+_ERF_SERIES = [2 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(14)][::-1]
+# Numerical Recipes' erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2): relative error < 1.2e-7.
+_ERFC_POLY = [0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
+              0.09678418, 0.37409196, 1.00002368, -1.26551223]
+
+
+def _horner(coefficients, t):
+    acc = coefficients[0]
+    for c in coefficients[1:]:
+        acc = acc * t + c
+    return acc
+
+
+def _erf(x, xp):
+    # numpy has no erf (and the edge runtime may not depend on scipy). Near 0 the series is
+    # exact to float64; elsewhere 1 - erfc, whose error is ~1e-7 relative: float32-exact.
+    z = x.astype(xp.float64)
+    small = xp.clip(z, -0.5, 0.5)
+    series = small * _horner(_ERF_SERIES, small * small)
+    a = xp.minimum(xp.abs(z), 30.0)  # erfc(30) underflows to 0; avoids overflow in a*a
+    t = 1.0 / (1.0 + 0.5 * a)
+    tail = xp.sign(z) * (1.0 - t * xp.exp(_horner(_ERFC_POLY, t) - a * a))
+    return xp.where(xp.abs(z) < 0.5, series, tail).astype(x.dtype, copy=False)
+
+
+@kernel("Erf")
+def erf(x, *, xp):
+    return _erf(x, xp)
+
+
+@kernel("IsInf")
+def is_inf(x, *, xp, detect_negative, detect_positive):
+    if detect_negative and detect_positive:
+        return xp.isinf(x)
+    if detect_negative:
+        return xp.isneginf(x)
+    if detect_positive:
+        return xp.isposinf(x)
+    return xp.zeros(x.shape, dtype=bool)
+
+
+# --- activations -----------------------------------------------------------------------------
 
 
 @kernel("Relu")
 def relu(x, *, xp):
-    return xp.maximum(x, x.dtype.type(0))
+    return xp.maximum(x, _scalar(x, 0))
+
+
+@kernel("LeakyRelu")
+def leaky_relu(x, *, xp, alpha):
+    return xp.where(x < 0, x * _scalar(x, alpha), x)
+
+
+@kernel("PRelu")
+def prelu(x, slope, *, xp):
+    return xp.where(x < 0, x * slope, x).astype(x.dtype, copy=False)
+
+
+def _sigmoid(x, xp):
+    # exp(-|x|) never overflows; the two branches are the same function rearranged.
+    e = xp.exp(-xp.abs(x))
+    one = _scalar(x, 1)
+    return xp.where(x >= 0, one / (one + e), e / (one + e))
+
+
+@kernel("Sigmoid")
+def sigmoid(x, *, xp):
+    return _sigmoid(x, xp)
+
+
+@kernel("HardSigmoid")
+def hard_sigmoid(x, *, xp, alpha, beta):
+    return xp.clip(x * _scalar(x, alpha) + _scalar(x, beta), _scalar(x, 0), _scalar(x, 1))
+
+
+@kernel("HardSwish")
+def hard_swish(x, *, xp):
+    return x * xp.clip(x / _scalar(x, 6) + _scalar(x, 0.5), _scalar(x, 0), _scalar(x, 1))
+
+
+@kernel("Gelu")
+def gelu(x, *, xp, approximate):
+    half = _scalar(x, 0.5)
+    if approximate == "tanh":
+        inner = _scalar(x, math.sqrt(2 / math.pi)) * (x + _scalar(x, 0.044715) * x * x * x)
+        return half * x * (_scalar(x, 1) + xp.tanh(inner))
+    if approximate != "none":
+        raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return half * x * (_scalar(x, 1) + _erf(x / _scalar(x, math.sqrt(2)), xp))
+
+
+@kernel("Elu")
+def elu(x, *, xp, alpha):
+    return xp.where(x > 0, x, _scalar(x, alpha) * xp.expm1(xp.minimum(x, _scalar(x, 0))))
+
+
+@kernel("Selu")
+def selu(x, *, xp, alpha, gamma):
+    neg = _scalar(x, alpha) * xp.expm1(xp.minimum(x, _scalar(x, 0)))
+    return _scalar(x, gamma) * xp.where(x > 0, x, neg)
+
+
+@kernel("Celu")
+def celu(x, *, xp, alpha):
+    a = _scalar(x, alpha)
+    zero = _scalar(x, 0)
+    return xp.maximum(x, zero) + xp.minimum(zero, a * xp.expm1(xp.minimum(x, zero) / a))
+
+
+def _softplus(x, xp):
+    # log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
+    return xp.maximum(x, _scalar(x, 0)) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+@kernel("Softplus")
+def softplus(x, *, xp):
+    return _softplus(x, xp)
+
+
+@kernel("Softsign")
+def softsign(x, *, xp):
+    return x / (_scalar(x, 1) + xp.abs(x))
+
+
+@kernel("Mish")
+def mish(x, *, xp):
+    return x * xp.tanh(_softplus(x, xp))
+
+
+@kernel("Swish")
+def swish(x, *, xp, alpha):
+    return x * _sigmoid(x * _scalar(x, alpha), xp)
+
+
+@kernel("Shrink")
+def shrink(x, *, xp, bias, lambd):
+    # Python float scalars are weak: float inputs keep their dtype, integer ones come back.
+    y = xp.where(x < -lambd, x + bias, xp.where(x > lambd, x - bias, 0))
+    return y.astype(x.dtype, copy=False)
+
+
+@kernel("ThresholdedRelu")
+def thresholded_relu(x, *, xp, alpha):
+    return xp.where(x > _scalar(x, alpha), x, _scalar(x, 0))
+
+
+@kernel("Clip")
+def clip(x, lo, hi, *, xp):
+    # min(max(x, lo), hi): when lo > hi every element becomes hi, as ONNX specifies.
+    y = x if lo is None else xp.maximum(x, lo.astype(x.dtype, copy=False))
+    y = y if hi is None else xp.minimum(y, hi.astype(x.dtype, copy=False))
+    return y if y is not x else x.copy()
+
+
+def _max_shifted(x, axis, xp):
+    """x - max(x) along axis, with rows that are all -inf left as they are (not NaN)."""
+    m = xp.max(x, axis=axis, keepdims=True)
+    return x - xp.where(xp.isfinite(m), m, _scalar(x, 0))
+
+
+@kernel("Softmax")
+def softmax(x, *, xp, axis):
+    e = xp.exp(_max_shifted(x, axis, xp))
+    e /= xp.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+@kernel("LogSoftmax")
+def log_softmax(x, *, xp, axis):
+    shifted = _max_shifted(x, axis, xp)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+@kernel("Hardmax")
+def hardmax(x, *, xp, axis):
+    axis = axis % x.ndim
+    first = xp.argmax(x, axis=axis)
+    positions = xp.arange(x.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+    return (positions == xp.expand_dims(first, axis)).astype(x.dtype)
+
+
+# --- binary and variadic with broadcasting ---------------------------------------------------
 
 
 @kernel("Add")
@@ -39,11 +259,170 @@ def _int_div(a, b, xp):
     return (q + fix).astype(a.dtype)
 
 
-@kernel("Equal")
-def equal(a, b, *, xp):
-    return xp.equal(a, b)
+@kernel("Pow")
+def pow_(x, y, *, xp):
+    # The result has the base's dtype; an integer base with a float exponent computes in float.
+    if y.dtype != x.dtype and not (x.dtype.kind in "iu" and y.dtype.kind == "f"):
+        y = y.astype(x.dtype)
+    return xp.power(x, y).astype(x.dtype, copy=False)
+
+
+@kernel("Mod")
+def mod(a, b, *, xp, fmod):
+    # fmod=1: sign of the dividend (C fmod); fmod=0: sign of the divisor (Python %).
+    return xp.fmod(a, b) if fmod else xp.mod(a, b)
+
+
+@kernel("BitShift")
+def bit_shift(x, y, *, xp, direction):
+    if direction == "LEFT":
+        return xp.left_shift(x, y)
+    if direction == "RIGHT":
+        return xp.right_shift(x, y)
+    raise ValueError(f"BitShift: direction must be 'LEFT' or 'RIGHT', got {direction!r}")
+
+
+_BINARY = {
+    "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor",
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
+    "Equal": "equal", "Greater": "greater", "GreaterOrEqual": "greater_equal",
+    "Less": "less", "LessOrEqual": "less_equal",
+}
+
+
+def _binary(name: str):
+    def run(a, b, *, xp):
+        return getattr(xp, name)(a, b)
+
+    return run
+
+
+for _op, _fn in _BINARY.items():
+    kernel(_op)(_binary(_fn))
+
+
+def _variadic(name: str):
+    def run(*arrays, xp):
+        ufunc = getattr(xp, name)
+        if len(arrays) == 1:
+            return arrays[0].copy()
+        return reduce(ufunc, arrays)
+
+    return run
+
+
+for _op, _fn in (("Sum", "add"), ("Max", "maximum"), ("Min", "minimum")):
+    kernel(_op)(_variadic(_fn))
+
+
+@kernel("Mean")
+def mean(*arrays, xp):
+    total = reduce(xp.add, arrays)
+    return (total / _scalar(total, len(arrays))).astype(total.dtype, copy=False)
+
+
+@kernel("Where")
+def where(condition, x, y, *, xp):
+    return xp.where(condition, x, y)
+
+
+# --- linear algebra --------------------------------------------------------------------------
 
 
 @kernel("MatMul")
 def matmul(a, b, *, xp):
     return xp.matmul(a, b)
+
+
+@kernel("Gemm")
+def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
+    # One BLAS call (transposes are free views); scale and bias go into the fresh product.
+    y = xp.matmul(a.T if transA else a, b.T if transB else b)
+    if alpha != 1.0:
+        y *= _scalar(y, alpha)
+    if c is not None and beta != 0.0:
+        y += c if beta == 1.0 else c * _scalar(c, beta)
+    return y
+
+
+@kernel("Einsum")
+def einsum(*operands, xp, equation):
+    return xp.einsum(equation, *operands, optimize=True)
+
+
+@kernel("Det")
+def det(x, *, xp):
+    return xp.linalg.det(x)
+
+
+@kernel("Trilu")
+def trilu(x, k, *, xp, upper):
+    diagonal = 0 if k is None else int(k)
+    return xp.triu(x, diagonal) if upper else xp.tril(x, diagonal)
+
+
+def _cumulative(name: str, identity: int):
+    def run(x, axis, *, xp, exclusive, reverse):
+        axis = int(axis) % x.ndim
+        if reverse:
+            x = xp.flip(x, axis)
+        y = getattr(xp, name)(x, axis=axis, dtype=x.dtype)
+        if exclusive:
+            # Shift by one along axis rather than subtract/divide: exact, and safe for zeros.
+            head = xp.full(x.shape[:axis] + (1,) + x.shape[axis + 1:], identity, dtype=x.dtype)
+            body = xp.take(y, xp.arange(x.shape[axis] - 1), axis=axis)
+            y = xp.concatenate([head, body], axis=axis)
+        return xp.flip(y, axis) if reverse else y
+
+    return run
+
+
+kernel("CumSum")(_cumulative("cumsum", 0))
+kernel("CumProd")(_cumulative("cumprod", 1))
+
+
+# --- types -----------------------------------------------------------------------------------
+
+
+def _cast(x, dtype, xp):
+    if dtype.kind == "O":  # ONNX strings are object arrays of str
+        return x.copy() if x.dtype.kind == "O" else x.astype(str).astype(object)
+    if x.dtype.kind in "OUS":
+        # float('inf'), float('NaN'), ... parse every spelling ONNX allows.
+        return xp.asarray(x.astype(str).astype(float if dtype.kind in "fc" else dtype)).astype(dtype)
+    return x.astype(dtype)
+
+
+@kernel("Cast")
+def cast(x, *, xp, to, saturate, round_mode):
+    return _cast(x, element_dtype(to, "Cast: "), xp)
+
+
+@kernel("CastLike")
+def cast_like(x, target, *, xp, saturate, round_mode):
+    try:
+        code = dtypes.from_numpy(target.dtype)
+    except dtypes.DTypeError as exc:  # e.g. an ml_dtypes float8 array
+        raise UnsupportedOpError(f"CastLike: target_type: {exc}") from None
+    return _cast(x, element_dtype(code, "CastLike: "), xp)
+
+
+# --- windows ---------------------------------------------------------------------------------
+
+
+def _window(coefficients):
+    """A generalized cosine window: sum_k (-1)^k a_k cos(2 pi k n / N)."""
+
+    def run(size, *, xp, output_datatype, periodic):
+        n = int(size)
+        denominator = n if periodic else n - 1
+        phase = 2 * math.pi * xp.arange(n, dtype=xp.float64) / max(denominator, 1)
+        w = sum((-1) ** k * a * xp.cos(k * phase) for k, a in enumerate(coefficients))
+        return xp.asarray(w).astype(element_dtype(output_datatype, "window output_datatype: "))
+
+    return run
+
+
+kernel("HannWindow")(_window([0.5, 0.5]))
+kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
+kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))

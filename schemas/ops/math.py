@@ -1,16 +1,141 @@
-"""Elementwise math, activations, comparisons, logic and matrix products."""
+"""Elementwise math, activations, comparisons, logic, matrix products, casts and windows."""
 
 from __future__ import annotations
 
-from schemas.ops.rules import BOOL, broadcast, same_as_input
-from schemas.registry import Attr, TensorType, op
+import numpy as np
+
+from schemas import dtypes
+from schemas.ops.rules import (
+    BOOL,
+    broadcast,
+    broadcast_shapes,
+    common_dtype,
+    const_ints,
+    normalize_axis,
+    same_as_input,
+)
+from schemas.registry import REQUIRED, Attr, TensorType, UnsupportedOpError, op
+
+# ONNX element types NumPy cannot hold; named so a refused Cast says which one it was.
+_UNREPRESENTABLE = {
+    16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2",
+    20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
+    25: "UINT2", 26: "INT2", 27: "FLOAT6E2M3", 28: "FLOAT6E3M2",
+}
+
+
+def element_dtype(code: int, where: str = "") -> np.dtype:
+    """The NumPy dtype for an ONNX element type code; UnsupportedOpError for the rest.
+
+    >>> element_dtype(1)
+    dtype('float32')
+    """
+    if code in _UNREPRESENTABLE:
+        raise UnsupportedOpError(f"{where}element type {_UNREPRESENTABLE[code]} has no NumPy equivalent")
+    try:
+        return dtypes.to_numpy(code)
+    except dtypes.DTypeError as exc:
+        raise UnsupportedOpError(f"{where}{exc}") from None
+
+
+def _dtype_attr(ctx, name: str) -> np.dtype:
+    return element_dtype(ctx.attrs[name], f"{ctx.schema.name}: attribute {name}: ")
+
+
+def _with_axis(ctx):
+    """Rule: output like input 0, after checking the ``axis`` attribute against its rank."""
+    x = ctx.input(0)
+    if x.rank is not None:
+        normalize_axis(ctx, ctx.attrs["axis"], x.rank)
+    return [x]
+
+
+# --- elementwise unary -----------------------------------------------------------------------
+
+_FLOAT_UNARY = (
+    "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos",
+    "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Sigmoid", "Tanh", "HardSwish",
+    "Softplus", "Softsign", "Mish",
+)
+for _name in _FLOAT_UNARY:
+    op(_name, inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+
+# Piecewise constant: the gradient is zero almost everywhere, so no gradient flows.
+for _name in ("Floor", "Ceil", "Round", "Sign"):
+    op(_name, inputs=["X"], outputs=["Y"])(same_as_input(0))
+
+for _name in ("Not", "BitwiseNot"):
+    op(_name, inputs=["X"], outputs=["Y"])(same_as_input(0))
+
+op("IsNaN", inputs=["X"], outputs=["Y"])(broadcast(BOOL))
+op(
+    "IsInf", inputs=["X"], outputs=["Y"],
+    attrs={"detect_negative": Attr("int", 1), "detect_positive": Attr("int", 1)},
+)(broadcast(BOOL))
 
 op("Relu", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("LeakyRelu", inputs=["X"], outputs=["Y"], attrs={"alpha": Attr("float", 0.01)},
+   differentiable=True)(same_as_input(0))
+op("Gelu", inputs=["X"], outputs=["Y"], attrs={"approximate": Attr("string", "none")},
+   differentiable=True)(same_as_input(0))
+op("HardSigmoid", inputs=["X"], outputs=["Y"],
+   attrs={"alpha": Attr("float", 0.2), "beta": Attr("float", 0.5)}, differentiable=True)(same_as_input(0))
+op("Elu", inputs=["X"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)},
+   differentiable=True)(same_as_input(0))
+op("Selu", inputs=["X"], outputs=["Y"],
+   attrs={"alpha": Attr("float", 1.6732631921768188), "gamma": Attr("float", 1.0507010221481323)},
+   differentiable=True)(same_as_input(0))
+op("Celu", inputs=["X"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)},
+   differentiable=True)(same_as_input(0))
+op("Shrink", inputs=["X"], outputs=["Y"], attrs={"bias": Attr("float", 0.0), "lambd": Attr("float", 0.5)},
+   differentiable=True)(same_as_input(0))
+op("ThresholdedRelu", inputs=["X"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)},
+   differentiable=True)(same_as_input(0))
+op("Swish", inputs=["X"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)},
+   differentiable=True)(same_as_input(0))
+op("Clip", inputs=["X", "min?", "max?"], outputs=["Y"], differentiable=True)(same_as_input(0))
+
+for _name in ("Softmax", "LogSoftmax"):
+    op(_name, inputs=["X"], outputs=["Y"], attrs={"axis": Attr("int", -1)}, differentiable=True)(_with_axis)
+op("Hardmax", inputs=["X"], outputs=["Y"], attrs={"axis": Attr("int", -1)})(_with_axis)
+
+# --- binary and variadic with broadcasting ---------------------------------------------------
 
 for _name in ("Add", "Sub", "Mul", "Div"):
     op(_name, inputs=["A", "B"], outputs=["C"], differentiable=True)(broadcast())
 
-op("Equal", inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+op("Pow", inputs=["X", "Y"], outputs=["Z"], differentiable=True)(broadcast(same_dtype=False))
+op("Mod", inputs=["A", "B"], outputs=["C"], attrs={"fmod": Attr("int", 0)})(broadcast())
+op("BitShift", inputs=["X", "Y"], outputs=["Z"], attrs={"direction": Attr("string", REQUIRED)})(broadcast())
+
+for _name in ("And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+    op(_name, inputs=["A", "B"], outputs=["C"])(broadcast())
+
+for _name in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"):
+    op(_name, inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+
+
+@op("PRelu", inputs=["X", "slope"], outputs=["Y"], differentiable=True)
+def _prelu(ctx):
+    # slope broadcasts to X (unidirectionally): the output is X's shape.
+    x, slope = ctx.input(0), ctx.input(1)
+    shape = broadcast_shapes(ctx, [x.shape, slope.shape])
+    if x.shape is not None and shape is not None and len(shape) != len(x.shape):
+        raise ctx.fail(f"slope {slope.shape} does not broadcast to X {x.shape}")
+    return [TensorType(common_dtype(ctx, [0, 1]), x.shape if x.shape is not None else shape)]
+
+
+for _name in ("Sum", "Mean", "Max", "Min"):
+    op(_name, inputs=["data_0+"], outputs=["result"], differentiable=True)(broadcast())
+
+
+@op("Where", inputs=["condition", "X", "Y"], outputs=["output"], differentiable=True)
+def _where(ctx):
+    shape = broadcast_shapes(ctx, [ctx.input(i).shape for i in range(3)])
+    return [TensorType(common_dtype(ctx, [1, 2]), shape)]
+
+
+# --- linear algebra --------------------------------------------------------------------------
 
 
 @op("MatMul", inputs=["A", "B"], outputs=["Y"], differentiable=True)
@@ -29,8 +154,124 @@ def _matmul(ctx):
     k1, k2 = sa[-1], sb[-2]
     if k1 is not None and k2 is not None and k1 != k2:
         raise ctx.fail(f"inner dimensions differ: A {a.shape} @ B {b.shape}")
-    from schemas.ops.rules import broadcast_shapes
-
     batch = broadcast_shapes(ctx, [tuple(sa[:-2]), tuple(sb[:-2])])
     out = list(batch) + ([] if a_vec else [sa[-2]]) + ([] if b_vec else [sb[-1]])
     return [TensorType(a.dtype, tuple(out))]
+
+
+@op(
+    "Gemm", inputs=["A", "B", "C?"], outputs=["Y"], differentiable=True,
+    attrs={"alpha": Attr("float", 1.0), "beta": Attr("float", 1.0),
+           "transA": Attr("int", 0), "transB": Attr("int", 0)},
+)
+def _gemm(ctx):
+    a, b = ctx.input(0), ctx.input(1)
+    dtype = common_dtype(ctx, [0, 1])
+    if a.shape is None or b.shape is None:
+        return [TensorType(dtype, None)]
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ctx.fail(f"A and B must be matrices, got A {a.shape} and B {b.shape}")
+    m, ka = a.shape[::-1] if ctx.attrs["transA"] else a.shape
+    kb, n = b.shape[::-1] if ctx.attrs["transB"] else b.shape
+    if ka is not None and kb is not None and ka != kb:
+        raise ctx.fail(
+            f"inner dimensions differ: A {a.shape} (transA={ctx.attrs['transA']}) "
+            f"and B {b.shape} (transB={ctx.attrs['transB']})"
+        )
+    c = ctx.input(2)
+    if ctx.has_input(2) and c.shape is not None:
+        out = broadcast_shapes(ctx, [(m, n), c.shape])
+        if len(c.shape) > 2 or any(d not in (None, 1, o) for d, o in zip(c.shape[::-1], (n, m))):
+            raise ctx.fail(f"C {c.shape} does not broadcast to the product's shape {(m, n)}")
+        m, n = out
+    return [TensorType(dtype, (m, n))]
+
+
+@op("Einsum", inputs=["Inputs+"], outputs=["Output"], attrs={"equation": Attr("string", REQUIRED)},
+    differentiable=True)
+def _einsum(ctx):
+    equation = ctx.attrs["equation"].replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != ctx.num_inputs:
+        raise ctx.fail(f"equation {equation!r} names {len(terms)} operands, got {ctx.num_inputs} inputs")
+    dtype = common_dtype(ctx, range(ctx.num_inputs))
+    sizes: dict[str, int | None] = {}
+    ellipsis_shapes = []
+    for i, term in enumerate(terms):
+        shape = ctx.input(i).shape
+        if shape is None:
+            return [TensorType(dtype, None)]
+        labels = term.replace("...", "")
+        n_ell = len(shape) - len(labels)
+        if n_ell < 0 or (n_ell and "..." not in term):
+            raise ctx.fail(f"operand {i} of rank {len(shape)} does not match term {term!r}")
+        before = term.split("...")[0] if "..." in term else term
+        ellipsis_shapes.append(tuple(shape[len(before):len(before) + n_ell]))
+        dims = list(shape[:len(before)]) + list(shape[len(before) + n_ell:])
+        for label, dim in zip(labels, dims):
+            known = sizes.get(label)
+            if known is not None and dim is not None and known != dim and 1 not in (known, dim):
+                raise ctx.fail(f"label {label!r} has sizes {known} and {dim} in {equation!r}")
+            if known is None or known == 1:
+                sizes[label] = dim
+    ell = broadcast_shapes(ctx, ellipsis_shapes)
+    if not arrow:
+        counts = {c: lhs.count(c) for c in lhs if c.isalpha()}
+        rhs = ("..." if "..." in lhs else "") + "".join(sorted(c for c, k in counts.items() if k == 1))
+    head, ell_mark, tail = rhs.partition("...")
+    out = [sizes.get(c) for c in head]
+    if ell_mark:
+        out += list(ell) + [sizes.get(c) for c in tail]
+    return [TensorType(dtype, tuple(out))]
+
+
+@op("Det", inputs=["X"], outputs=["Y"], differentiable=True)
+def _det(ctx):
+    x = ctx.input(0)
+    if x.shape is None:
+        return [x]
+    if len(x.shape) < 2:
+        raise ctx.fail(f"X must have rank >= 2, got {x.shape}")
+    m, n = x.shape[-2:]
+    if m is not None and n is not None and m != n:
+        raise ctx.fail(f"X must hold square matrices, got {x.shape}")
+    return [TensorType(x.dtype, x.shape[:-2])]
+
+
+op("Trilu", inputs=["X", "k?"], outputs=["Y"], attrs={"upper": Attr("int", 1)},
+   differentiable=True)(same_as_input(0))
+
+for _name in ("CumSum", "CumProd"):
+    op(_name, inputs=["X", "axis"], outputs=["Y"], differentiable=True,
+       attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)})(same_as_input(0))
+
+# --- types -----------------------------------------------------------------------------------
+
+# saturate and round_mode only change conversions to float8 types, which are refused.
+_CAST_ATTRS = {"saturate": Attr("int", 1), "round_mode": Attr("string", "up")}
+
+
+@op("Cast", inputs=["input"], outputs=["output"], attrs={"to": Attr("int", REQUIRED), **_CAST_ATTRS},
+    differentiable=True)
+def _cast(ctx):
+    return [TensorType(_dtype_attr(ctx, "to"), ctx.input(0).shape)]
+
+
+@op("CastLike", inputs=["input", "target_type"], outputs=["output"], attrs=dict(_CAST_ATTRS),
+    differentiable=True)
+def _cast_like(ctx):
+    return [TensorType(ctx.input(1).dtype, ctx.input(0).shape)]
+
+
+# --- windows ---------------------------------------------------------------------------------
+
+
+def _window(ctx):
+    size = const_ints(ctx, 0)
+    return [TensorType(_dtype_attr(ctx, "output_datatype"), (size[0],) if size else (None,))]
+
+
+for _name in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+    op(_name, inputs=["size"], outputs=["output"],
+       attrs={"output_datatype": Attr("int", dtypes.FLOAT), "periodic": Attr("int", 1)})(_window)
