@@ -337,3 +337,129 @@ def softmax_cross_entropy_loss(scores, labels, weights, *, xp, ignore_index, red
     log_prob = (shifted - xp.log(xp.exp(shifted).sum(axis=1, keepdims=True))).astype(scores.dtype)
     loss = _nll(log_prob, labels, weights, xp, ignore_index=ignore_index, reduction=reduction)
     return loss, log_prob
+
+
+# ------------------------------------------------------------------------------------ attention
+
+_ONNX_FLOAT_DTYPES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
+
+
+def _heads(t, num_heads):
+    """(B, S, H*D) -> (B, H, S, D)."""
+    b, s, hidden = t.shape
+    return t.reshape(b, s, num_heads, hidden // num_heads).transpose(0, 2, 1, 3)
+
+
+def _attention_bias(xp, dtype, q_len, kv_len, batch, *, mask, is_causal, offset, left, right, nonpad):
+    """The additive bias (0 or -inf where disallowed, plus any float mask), broadcastable to scores.
+
+    ``offset`` aligns causal and window bounds bottom-right: a scalar (past length) or, for an
+    external cache, a per-batch array ``nonpad_kv_seqlen - q_len``.
+    """
+    neg_inf = xp.asarray(-xp.inf, dtype=dtype)
+    zero = xp.zeros((), dtype=dtype)
+    bias = xp.zeros((q_len, kv_len), dtype=dtype)
+    if mask is not None:
+        pad = kv_len - mask.shape[-1]
+        if pad > 0:
+            fill = False if mask.dtype == bool else -xp.inf
+            mask = xp.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(0, pad)], constant_values=fill)
+        bias = bias + (xp.where(mask, zero, neg_inf) if mask.dtype == bool else mask.astype(dtype))
+    if is_causal or left >= 0 or right >= 0:
+        i = xp.arange(q_len).reshape(q_len, 1)
+        j = xp.arange(kv_len).reshape(1, kv_len)
+        if xp.ndim(offset) > 0:
+            diff = (i + offset.reshape(-1, 1, 1, 1)) - j  # (B, 1, q, kv)
+        else:
+            diff = (i + int(offset)) - j
+        allowed = xp.ones(diff.shape, dtype=bool)
+        if is_causal:
+            allowed &= diff >= 0
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
+        bias = bias + xp.where(allowed, zero, neg_inf)
+    if nonpad is not None:
+        valid = xp.arange(kv_len).reshape(1, kv_len) < nonpad.reshape(-1, 1)
+        bias = bias + xp.where(valid, zero, neg_inf).reshape(batch, 1, 1, kv_len)
+    return bias
+
+
+@kernel("Attention")
+def attention(
+    q, k, v, attn_mask, past_key, past_value, nonpad_kv_seqlen, *, xp, is_causal, kv_num_heads,
+    left_window_size, q_num_heads, qk_matmul_output_mode, right_window_size, scale, softcap, softmax_precision,
+):
+    three_d = q.ndim == 3
+    if three_d:
+        q, k, v = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
+    dtype = q.dtype
+    if past_key is not None:
+        k = xp.concatenate((past_key, k), axis=2)
+        v = xp.concatenate((past_value, v), axis=2)
+    present_key, present_value = k, v
+    batch, hq, q_len, head = q.shape
+    kv_len = k.shape[2]
+    if k.shape[1] != hq:  # grouped-query attention: each kv head serves hq / hkv query heads
+        reps = hq // k.shape[1]
+        k, v = xp.repeat(k, reps, axis=1), xp.repeat(v, reps, axis=1)
+    if past_key is not None:
+        offset = past_key.shape[2]
+    elif nonpad_kv_seqlen is not None:
+        offset = nonpad_kv_seqlen.astype(xp.int64) - q_len
+    else:
+        offset = 0
+    bias = _attention_bias(
+        xp, dtype, q_len, kv_len, batch, mask=attn_mask, is_causal=is_causal, offset=offset,
+        left=left_window_size, right=right_window_size, nonpad=nonpad_kv_seqlen,
+    )
+    factor = dtype.type(math.sqrt(1 / math.sqrt(head) if scale is None else scale))
+    # astype: numpy's matmul widens bfloat16 to float32, ONNX keeps the input type.
+    scores = xp.matmul(q * factor, (k * factor).transpose(0, 1, 3, 2)).astype(dtype)
+    if softcap > 0:
+        scores = xp.tanh(scores / dtype.type(softcap)) * dtype.type(softcap)
+    biased = scores + bias
+    precision = _ONNX_FLOAT_DTYPES.get(softmax_precision, dtype) if softmax_precision else dtype
+    logits = biased.astype(precision)
+    row_max = logits.max(axis=-1, keepdims=True)
+    # A row with no allowed key yields zeros, not NaN (0/0).
+    masked_row = xp.isneginf(bias.max(axis=-1, keepdims=True))
+    e = xp.exp(logits - xp.where(xp.isneginf(row_max), xp.zeros((), dtype=logits.dtype), row_max))
+    total = e.sum(axis=-1, keepdims=True)
+    probs = e / xp.where(total == 0, xp.ones((), dtype=total.dtype), total)
+    probs = xp.where(masked_row, xp.zeros((), dtype=probs.dtype), probs).astype(dtype)
+    y = xp.matmul(probs, v).astype(dtype)
+    if three_d:
+        y = y.transpose(0, 2, 1, 3).reshape(batch, q_len, -1)
+    qk = {2: biased, 3: probs}.get(qk_matmul_output_mode, scores)
+    return y, present_key, present_value, qk.astype(dtype)
+
+
+@kernel("RotaryEmbedding")
+def rotary_embedding(x, cos_cache, sin_cache, position_ids, *, xp, interleaved, num_heads, rotary_embedding_dim):
+    shape = x.shape
+    if x.ndim == 4:  # (B, H, S, D) -> (B, S, H, D)
+        t = x.transpose(0, 2, 1, 3)
+    else:
+        t = x.reshape(shape[0], shape[1], num_heads, shape[2] // num_heads)
+    dim = rotary_embedding_dim or t.shape[3]
+    rot, rest = t[..., :dim], t[..., dim:]
+    if position_ids is not None:
+        cos_cache, sin_cache = cos_cache[position_ids], sin_cache[position_ids]
+    cos = xp.expand_dims(cos_cache, 2)  # (B, S, 1, dim/2)
+    sin = xp.expand_dims(sin_cache, 2)
+    if interleaved:
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+    else:
+        x1, x2 = rot[..., : dim // 2], rot[..., dim // 2 :]
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if interleaved:
+        rotated = xp.stack((real, imag), axis=-1).reshape(rot.shape)
+    else:
+        rotated = xp.concatenate((real, imag), axis=-1)
+    out = xp.concatenate((rotated.astype(x.dtype), rest), axis=-1)
+    if x.ndim == 4:
+        return xp.ascontiguousarray(out.transpose(0, 2, 1, 3))
+    return out.reshape(shape)
