@@ -1,3 +1,269 @@
-"""recurrent kernels."""
+"""Recurrent layers: RNN, GRU, LSTM (ONNX semantics).
+
+All three share one driver. The input projection ``X @ W^T`` (plus the biases that can be folded
+into it) is one matmul over every timestep and direction; the loop over time is the only Python
+loop, and each step is one small batched matmul ``H @ R^T`` over all directions at once.
+
+Internally everything is time-major with a leading direction axis: projections are
+``(directions, time, batch, gates * hidden)`` and states ``(directions, batch, hidden)``. A
+reverse direction runs forward over its time-reversed input; with ``sequence_lens`` each batch
+entry is reversed within its own length (a gather), and steps past a sequence's end are masked:
+its state stops changing and its ``Y`` rows are zero.
+"""
 
 from __future__ import annotations
+
+from typing import Callable
+
+from edge_runtime.kernels.registry import kernel
+
+_DIRECTIONS = {"forward": (False,), "reverse": (True,), "bidirectional": (False, True)}
+
+
+# --- activations ----------------------------------------------------------------------------
+
+def _sigmoid(x, a, b, xp):
+    # tanh form: no overflow for large |x| (exp would warn) and one transcendental call
+    return xp.tanh(x * 0.5) * 0.5 + 0.5
+
+
+# name -> (function(x, alpha, beta, xp), default alpha or None if unused, default beta or None)
+_ACTIVATIONS: dict[str, tuple[Callable, float | None, float | None]] = {
+    "sigmoid": (_sigmoid, None, None),
+    "tanh": (lambda x, a, b, xp: xp.tanh(x), None, None),
+    "relu": (lambda x, a, b, xp: xp.maximum(x, 0), None, None),
+    "affine": (lambda x, a, b, xp: x * a + b, 1.0, 0.0),
+    "leakyrelu": (lambda x, a, b, xp: xp.where(x >= 0, x, x * a), 0.01, None),
+    "thresholdedrelu": (lambda x, a, b, xp: xp.where(x > a, x, 0).astype(x.dtype), 1.0, None),
+    "scaledtanh": (lambda x, a, b, xp: xp.tanh(x * b) * a, 1.0, 1.0),
+    "hardsigmoid": (lambda x, a, b, xp: xp.clip(x * a + b, 0, 1), 0.2, 0.5),
+    "elu": (lambda x, a, b, xp: xp.where(x >= 0, x, xp.expm1(xp.minimum(x, 0)) * a), 1.0, None),
+    "softsign": (lambda x, a, b, xp: x / (xp.abs(x) + 1), None, None),
+    "softplus": (lambda x, a, b, xp: xp.logaddexp(x, 0).astype(x.dtype), None, None),
+}
+
+
+def _activation_specs(names, alphas, betas, defaults: list[str], num_directions: int):
+    """(name, alpha, beta) per activation slot, ``len(defaults) * num_directions`` of them.
+
+    Alphas and betas are consumed in order by the activations that take them (as onnxruntime
+    does); a missing one takes the function's default.
+    """
+    names = list(defaults) * num_directions if not names else list(names)
+    if len(names) == len(defaults) and num_directions == 2:
+        names = names * 2
+    if len(names) != len(defaults) * num_directions:
+        raise ValueError(f"expected {len(defaults) * num_directions} activations, got {names}")
+    alphas, betas = list(alphas or []), list(betas or [])
+    specs = []
+    for name in names:
+        key = name.lower()
+        if key not in _ACTIVATIONS:
+            raise ValueError(f"unsupported activation {name!r}; supported: {sorted(_ACTIVATIONS)}")
+        _, alpha, beta = _ACTIVATIONS[key]
+        if alpha is not None and alphas:
+            alpha = alphas.pop(0)
+        if beta is not None and betas:
+            beta = betas.pop(0)
+        specs.append((key, alpha, beta))
+    return specs
+
+
+def _activations(names, alphas, betas, defaults: list[str], num_directions: int, xp) -> list[Callable]:
+    """One callable per activation slot (f, g, h...), each applied to all directions at once."""
+    specs = _activation_specs(names, alphas, betas, defaults, num_directions)
+    k = len(defaults)
+    result = []
+    for slot in range(k):
+        per_direction = [specs[d * k + slot] for d in range(num_directions)]
+        fns = [_bind(spec, xp) for spec in per_direction]
+        if all(spec == per_direction[0] for spec in per_direction):
+            result.append(fns[0])
+        else:
+            result.append(lambda x, fns=fns: xp.stack([fn(x[d]) for d, fn in enumerate(fns)]))
+    return result
+
+
+def _bind(spec, xp) -> Callable:
+    name, alpha, beta = spec
+    fn = _ACTIVATIONS[name][0]
+    return lambda x: fn(x, alpha, beta, xp)
+
+
+def _clipper(clip, xp) -> Callable:
+    if clip is None:
+        return lambda x: x
+    return lambda x: xp.clip(x, -clip, clip)
+
+
+# --- the shared driver ----------------------------------------------------------------------
+
+class _Layer:
+    """Inputs of one recurrent node, normalised to time-major, direction-first arrays."""
+
+    def __init__(self, x, w, r, sequence_lens, *, xp, direction, hidden_size, layout):
+        if direction not in _DIRECTIONS:
+            raise ValueError(f"direction must be one of {sorted(_DIRECTIONS)}, got {direction!r}")
+        self.xp = xp
+        self.reversed = _DIRECTIONS[direction]
+        self.layout = layout
+        self.x = x if layout == 0 else xp.swapaxes(x, 0, 1)
+        self.steps, self.batch, _ = self.x.shape
+        self.directions = len(self.reversed)
+        if w.shape[0] != self.directions:
+            raise ValueError(f"W has {w.shape[0]} directions; direction={direction!r} needs {self.directions}")
+        self.hidden = hidden_size if hidden_size is not None else r.shape[-1]
+        self.w, self.r = w, r
+        self.rt = xp.ascontiguousarray(xp.swapaxes(r, 1, 2))  # (D, hidden, gates * hidden)
+        self.mask = self.index = self.empty = None
+        if sequence_lens is not None:
+            lens = sequence_lens.astype(xp.int64)
+            if not bool((lens >= self.steps).all()):
+                t = xp.arange(self.steps)[:, None]
+                valid = t < lens[None, :]  # (T, B)
+                self.mask = valid[:, None, :, None]  # (T, 1, B, 1): broadcasts over D and hidden
+                self.index = xp.where(valid, lens[None, :] - 1 - t, t)
+                if not bool(lens.all()):
+                    self.empty = (lens == 0)[None, :, None]  # (1, B, 1)
+
+    def initial_state(self, value):
+        xp = self.xp
+        if value is None:
+            return xp.zeros((self.directions, self.batch, self.hidden), dtype=self.x.dtype)
+        return value if self.layout == 0 else xp.swapaxes(value, 0, 1)
+
+    def project(self, bias):
+        """``X @ W^T + bias`` for every step and direction: (D, T, B, G), reversed where needed."""
+        xp = self.xp
+        t, b, i = self.x.shape
+        flat = xp.ascontiguousarray(self.x).reshape(1, t * b, i)
+        xw = xp.matmul(flat, xp.swapaxes(self.w, 1, 2))  # (D, T*B, G)
+        if bias is not None:
+            xw += bias[:, None, :]
+        xw = xw.reshape(self.directions, t, b, -1)
+        if any(self.reversed):
+            xw = xp.stack([self._flip(xw[d]) if rev else xw[d] for d, rev in enumerate(self.reversed)])
+        return xw
+
+    def _flip(self, a):
+        """Reverse time (axis 0 of ``a``), each batch entry within its own length."""
+        if self.index is None:
+            return a[::-1]
+        return a[self.index, self.xp.arange(self.batch)[None, :]]
+
+    def outputs(self, y, *states):
+        """Undo the reversal of Y and lay Y and the final states out as the node's layout says."""
+        xp = self.xp
+        if self.empty is not None:
+            # onnxruntime's convention: an empty sequence's final states are zero, not the initial ones
+            states = tuple(xp.where(self.empty, 0, s).astype(s.dtype) for s in states)
+        if any(self.reversed):
+            y = xp.stack([self._flip(y[:, d]) if rev else y[:, d] for d, rev in enumerate(self.reversed)], axis=1)
+        if self.layout == 0:
+            return (y,) + states
+        return (xp.ascontiguousarray(y.transpose(2, 0, 1, 3)),) + tuple(
+            xp.ascontiguousarray(xp.swapaxes(s, 0, 1)) for s in states
+        )
+
+    def step_mask(self, t):
+        return None if self.mask is None else self.mask[t]
+
+
+# --- RNN ------------------------------------------------------------------------------------
+
+@kernel("RNN")
+def rnn(x, w, r, b, sequence_lens, initial_h, *, xp, activation_alpha, activation_beta, activations,
+        clip, direction, hidden_size, layout):
+    layer = _Layer(x, w, r, sequence_lens, xp=xp, direction=direction, hidden_size=hidden_size, layout=layout)
+    (f,) = _activations(activations, activation_alpha, activation_beta, ["Tanh"], layer.directions, xp)
+    bias = None if b is None else b[:, : layer.hidden] + b[:, layer.hidden :]
+    xw = layer.project(bias)
+    clipped = _clipper(clip, xp)
+    h = layer.initial_state(initial_h)
+    y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
+    for t in range(layer.steps):
+        h_new = f(clipped(xw[:, t] + xp.matmul(h, layer.rt)))
+        h, y[t] = _masked(xp, layer.step_mask(t), h_new, h)
+    return layer.outputs(y, h)
+
+
+# --- GRU ------------------------------------------------------------------------------------
+
+@kernel("GRU")
+def gru(x, w, r, b, sequence_lens, initial_h, *, xp, activation_alpha, activation_beta, activations,
+        clip, direction, hidden_size, layout, linear_before_reset):
+    layer = _Layer(x, w, r, sequence_lens, xp=xp, direction=direction, hidden_size=hidden_size, layout=layout)
+    f, g = _activations(activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh"], layer.directions, xp)
+    n = layer.hidden
+    bias, rb_h = None, None
+    if b is not None:
+        wb, rb = b[:, : 3 * n], b[:, 3 * n :]
+        if linear_before_reset:
+            # R's h-gate bias sits inside the reset product: keep it out of the projection
+            bias = wb + xp.concatenate([rb[:, : 2 * n], xp.zeros_like(rb[:, 2 * n :])], axis=1)
+            rb_h = rb[:, None, 2 * n :]
+        else:
+            bias = wb + rb
+    xw = layer.project(bias)
+    clipped = _clipper(clip, xp)
+    rt_zr = xp.ascontiguousarray(layer.rt[..., : 2 * n])
+    rt_h = xp.ascontiguousarray(layer.rt[..., 2 * n :])
+    h = layer.initial_state(initial_h)
+    y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
+    for t in range(layer.steps):
+        xt = xw[:, t]
+        if linear_before_reset:
+            hr = xp.matmul(h, layer.rt)
+            zr = f(clipped(xt[..., : 2 * n] + hr[..., : 2 * n]))
+            hh = hr[..., 2 * n :] if rb_h is None else hr[..., 2 * n :] + rb_h
+            candidate = g(clipped(xt[..., 2 * n :] + zr[..., n:] * hh))
+        else:
+            zr = f(clipped(xt[..., : 2 * n] + xp.matmul(h, rt_zr)))
+            candidate = g(clipped(xt[..., 2 * n :] + xp.matmul(zr[..., n:] * h, rt_h)))
+        h_new = candidate + zr[..., :n] * (h - candidate)  # (1 - z) * candidate + z * h
+        h, y[t] = _masked(xp, layer.step_mask(t), h_new, h)
+    return layer.outputs(y, h)
+
+
+# --- LSTM -----------------------------------------------------------------------------------
+
+@kernel("LSTM")
+def lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, *, xp, activation_alpha, activation_beta,
+         activations, clip, direction, hidden_size, layout, input_forget):
+    layer = _Layer(x, w, r, sequence_lens, xp=xp, direction=direction, hidden_size=hidden_size, layout=layout)
+    f, g, act_h = _activations(
+        activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], layer.directions, xp
+    )
+    n = layer.hidden
+    bias = None if b is None else b[:, : 4 * n] + b[:, 4 * n :]
+    xw = layer.project(bias)  # gate order i, o, f, c
+    clipped = _clipper(clip, xp)
+    h = layer.initial_state(initial_h)
+    c = layer.initial_state(initial_c)
+    if p is not None:
+        p_i, p_o, p_f = (p[:, None, k * n : (k + 1) * n] for k in range(3))
+    y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
+    for t in range(layer.steps):
+        z = xw[:, t] + xp.matmul(h, layer.rt)
+        if p is None:
+            iof = f(clipped(z[..., : 3 * n]))  # i, o and f share f: one call
+            i, o = iof[..., :n], iof[..., n : 2 * n]
+            forget = 1 - i if input_forget else iof[..., 2 * n :]
+            c_new = forget * c + i * g(clipped(z[..., 3 * n :]))
+        else:
+            i = f(clipped(z[..., :n] + p_i * c))
+            forget = 1 - i if input_forget else f(clipped(z[..., 2 * n : 3 * n] + p_f * c))
+            c_new = forget * c + i * g(clipped(z[..., 3 * n :]))
+            o = f(clipped(z[..., n : 2 * n] + p_o * c_new))
+        h_new = o * act_h(c_new)
+        mask = layer.step_mask(t)
+        h, y[t] = _masked(xp, mask, h_new, h)
+        c = c_new if mask is None else xp.where(mask, c_new, c)
+    return layer.outputs(y, h, c)
+
+
+def _masked(xp, mask, new, old):
+    """(next state, Y row) for one step: past a sequence's end the state holds and Y is zero."""
+    if mask is None:
+        return new, new
+    return xp.where(mask, new, old), xp.where(mask, new, 0)
