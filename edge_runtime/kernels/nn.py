@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import _conv, _resize
 from edge_runtime.kernels.registry import kernel
 
 # ----------------------------------------------------------------------------------- convolution
@@ -306,6 +306,36 @@ def space_to_depth(x, *, xp, blocksize, mode):
     t = x.reshape(n, c, h // b, b, w // b, b)
     t = t.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else t.transpose(0, 1, 3, 5, 2, 4)
     return t.reshape(n, c * b * b, h // b, w // b)
+
+
+# ----------------------------------------------------------------------------------- resampling
+
+
+def _given(v):
+    return None if v is None or v.size == 0 else v.tolist()
+
+
+@kernel("Resize")
+def resize(
+    x, roi, scales, sizes, *, xp, antialias, axes, coordinate_transformation_mode, cubic_coeff_a,
+    exclude_outside, extrapolation_value, keep_aspect_ratio_policy, mode, nearest_mode,
+):
+    return _resize.resize(
+        x, xp, scales=_given(scales), sizes=_given(sizes), roi=_given(roi), axes=axes, mode=mode,
+        coordinate_transformation_mode=coordinate_transformation_mode, nearest_mode=nearest_mode,
+        cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, extrapolation_value=extrapolation_value,
+        antialias=antialias, keep_aspect_ratio_policy=keep_aspect_ratio_policy,
+    )
+
+
+@kernel("Upsample")
+def upsample(x, scales, *, xp, mode):
+    # Upsample is Resize with the opset-10 conventions: asymmetric coordinates, nearest rounds down.
+    return _resize.resize(
+        x, xp, scales=scales.tolist(), sizes=None, roi=None, axes=None, mode=mode,
+        coordinate_transformation_mode="asymmetric", nearest_mode="floor", cubic_coeff_a=-0.75,
+        exclude_outside=0, extrapolation_value=0.0, antialias=0, keep_aspect_ratio_policy="stretch",
+    )
 
 
 # ------------------------------------------------------------------------------------- losses

@@ -1,0 +1,146 @@
+"""Separable resampling for Resize/Upsample: one axis at a time, each a gather or one matmul.
+
+For every resized axis the output coordinates are mapped back to input coordinates (the
+``coordinate_transformation_mode``), then either gathered (nearest) or combined through a dense
+(out, in) weight matrix built from the interpolation filter (linear, cubic, antialiased variants),
+applied with a single matmul. Coordinates and weights are computed in float64, like ONNX's reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy):
+    """Per-axis (scale, output length) for the axes being resized, in the order given."""
+    rank = len(shape)
+    axes = [a % rank for a in axes] if axes else list(range(rank))
+    if sizes is not None:
+        sizes = [int(s) for s in sizes]
+        scales = [o / shape[a] for a, o in zip(axes, sizes)]
+        if keep_aspect_ratio_policy != "stretch":
+            pick = min if keep_aspect_ratio_policy == "not_larger" else max
+            scale = pick(scales)
+            scales = [scale] * len(axes)
+            sizes = [int(scale * shape[a] + 0.5) for a in axes]
+    else:
+        scales = [float(s) for s in scales]
+        sizes = [int(s * shape[a]) for a, s in zip(axes, scales)]
+    return axes, scales, sizes
+
+
+def source_coords(xp, mode, out_len, in_len, scale, roi):
+    """Input coordinate of each output index, and which ones fall outside (tf_crop_and_resize)."""
+    x = xp.arange(out_len, dtype=xp.float64)
+    out_f = scale * in_len  # ONNX uses the unrounded output length here
+    outside = None
+    if mode == "align_corners":
+        src = xp.zeros_like(x) if out_f == 1 else x * (in_len - 1) / (out_f - 1)
+    elif mode == "asymmetric":
+        src = x / scale
+    elif mode == "tf_crop_and_resize":
+        start, end = roi
+        if out_f == 1:
+            src = xp.full_like(x, (end - start) * (in_len - 1) / 2)
+        else:
+            src = x * (end - start) * (in_len - 1) / (out_f - 1)
+        src = src + start * (in_len - 1)
+        outside = (src < 0) | (src > in_len - 1)
+    elif mode == "pytorch_half_pixel":
+        src = xp.full_like(x, -0.5) if out_f == 1 else (x + 0.5) / scale - 0.5
+    elif mode == "half_pixel":
+        src = (x + 0.5) / scale - 0.5
+    elif mode == "half_pixel_symmetric":
+        offset = in_len / 2 * (1 - out_len / out_f)
+        src = offset + (x + 0.5) / scale - 0.5
+    else:
+        raise ValueError(f"unknown coordinate_transformation_mode {mode!r}")
+    return src, outside
+
+
+def nearest_index(xp, src, in_len, nearest_mode):
+    floor = xp.floor(src)
+    frac = src - floor
+    if nearest_mode == "round_prefer_floor":
+        up = frac > 0.5
+    elif nearest_mode == "round_prefer_ceil":
+        up = frac >= 0.5
+    elif nearest_mode == "floor":
+        up = xp.zeros(src.shape, dtype=bool)
+    elif nearest_mode == "ceil":
+        up = frac > 0
+    else:
+        raise ValueError(f"unknown nearest_mode {nearest_mode!r}")
+    return xp.clip(floor + up, 0, in_len - 1).astype(xp.int64)
+
+
+def _cubic(d, a):
+    d = abs(d)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return near, far
+
+
+def weight_matrix(xp, src, in_len, scale, *, mode, antialias, cubic_coeff_a, exclude_outside):
+    """Dense (out, in) interpolation weights for linear or cubic filtering."""
+    support = 1 if mode == "linear" else 2
+    # Antialiasing widens the filter by 1/scale when shrinking; otherwise the taps are fixed.
+    stretch = min(scale, 1.0) if antialias else 1.0
+    first = math.floor(-support / stretch) + 1
+    taps = range(first, 2 - first)
+    base = xp.ceil(src) - 1  # the reference counts an integral coordinate as ratio 1 above base
+    ratio = src - base
+    weights, indices = [], []
+    for t in taps:
+        d = xp.abs((t - ratio) * stretch)
+        if mode == "linear":
+            w = xp.clip(1 - d, 0, 1)
+        else:
+            near, far = _cubic(d, cubic_coeff_a)
+            w = xp.where(d <= 1, near, xp.where(d < 2, far, 0.0))
+        idx = (base + t).astype(xp.int64)
+        if exclude_outside:
+            w = xp.where((idx < 0) | (idx >= in_len), 0.0, w)
+        weights.append(w)
+        indices.append(xp.clip(idx, 0, in_len - 1))
+    total = sum(weights)
+    columns = xp.arange(in_len).reshape(1, -1)
+    matrix = xp.zeros((src.shape[0], in_len), dtype=xp.float64)
+    for w, idx in zip(weights, indices):
+        matrix += (w / total).reshape(-1, 1) * (idx.reshape(-1, 1) == columns)
+    return matrix
+
+
+def resize(x, xp, *, scales, sizes, roi, axes, mode, coordinate_transformation_mode, nearest_mode,
+           cubic_coeff_a, exclude_outside, extrapolation_value, antialias, keep_aspect_ratio_policy):
+    axes, scales, sizes = output_plan(x.shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    rank = x.ndim
+    if roi is not None and len(roi) == 2 * len(axes):
+        roi = {a: (float(roi[i]), float(roi[i + len(axes)])) for i, a in enumerate(axes)}
+    elif roi is not None and len(roi) == 2 * rank:
+        roi = {a: (float(roi[a]), float(roi[a + rank])) for a in range(rank)}
+    else:
+        roi = {}
+    y = x if mode == "nearest" else x.astype(xp.float64)
+    for axis, scale, out_len in zip(axes, scales, sizes):
+        in_len = y.shape[axis]
+        r = roi.get(axis, (0.0, 1.0))
+        if math.isclose(scale, 1.0) and out_len == in_len and r == (0.0, 1.0):
+            continue
+        src, outside = source_coords(xp, coordinate_transformation_mode, out_len, in_len, scale, r)
+        if mode == "nearest":
+            y = xp.take(y, nearest_index(xp, src, in_len, nearest_mode), axis=axis)
+        else:
+            m = weight_matrix(
+                xp, src, in_len, scale, mode=mode, antialias=antialias, cubic_coeff_a=cubic_coeff_a,
+                exclude_outside=exclude_outside,
+            )
+            y = xp.moveaxis(xp.tensordot(m, y, axes=([1], [axis])), 0, axis)
+        if outside is not None and bool(outside.any()):
+            shape = [1] * rank
+            shape[axis] = out_len
+            y = xp.where(outside.reshape(shape), xp.asarray(extrapolation_value, dtype=y.dtype), y)
+    if mode != "nearest" and x.dtype.kind in "iu":
+        info = xp.iinfo(x.dtype)
+        y = xp.clip(xp.rint(y), info.min, info.max)
+    return xp.ascontiguousarray(y.astype(x.dtype))
