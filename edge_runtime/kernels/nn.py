@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import product
 
 from edge_runtime.kernels import _conv, _resize
 from edge_runtime.kernels.registry import kernel
@@ -336,6 +337,95 @@ def upsample(x, scales, *, xp, mode):
         coordinate_transformation_mode="asymmetric", nearest_mode="floor", cubic_coeff_a=-0.75,
         exclude_outside=0, extrapolation_value=0.0, antialias=0, keep_aspect_ratio_policy="stretch",
     )
+
+
+def _reflect(xp, x, lo, hi):
+    """Fold coordinates outside [lo, hi] back inside, mirroring at the borders as often as needed."""
+    span = hi - lo
+    below, above = lo - x, x - hi
+    dist = xp.where(x < lo, below, above)
+    folds = xp.trunc(dist / span)
+    rest = dist - folds * span
+    even = folds % 2 == 0
+    from_low = xp.where(even, lo + rest, hi - rest)
+    from_high = xp.where(even, hi - rest, lo + rest)
+    return xp.where(x < lo, from_low, xp.where(x > hi, from_high, x))
+
+
+def _grid_taps(xp, coord, size, mode, align_corners, padding_mode):
+    """Per spatial dim: the (index, weight, valid) triples that sample ``coord`` from that dim."""
+    lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
+    if mode == "nearest":
+        coord = xp.rint(coord)
+    if padding_mode == "border":
+        coord = xp.clip(coord, 0, size - 1)
+    elif padding_mode == "reflection":
+        coord = _reflect(xp, coord, lo, hi)
+    if mode == "nearest":
+        taps = [(xp.trunc(coord), xp.ones_like(coord))]
+    else:
+        base = xp.floor(coord)
+        f = coord - base
+        if mode == "linear":
+            taps = [(base, 1 - f), (base + 1, f)]
+        else:
+            a = -0.75
+            near = [((a + 2) * d - (a + 3)) * d * d + 1 for d in (f, 1 - f)]
+            far = [((a * d - 5 * a) * d + 8 * a) * d - 4 * a for d in (f + 1, 2 - f)]
+            taps = [(base - 1, far[0]), (base, near[0]), (base + 1, near[1]), (base + 2, far[1])]
+    out = []
+    for index, weight in taps:
+        if padding_mode == "zeros":
+            valid = (index >= 0) & (index < size)
+        else:
+            valid = xp.ones(index.shape, dtype=bool)
+            if padding_mode == "border":
+                index = xp.clip(index, 0, size - 1)
+            else:
+                index = xp.trunc(_reflect(xp, index, lo, hi))
+        out.append((xp.clip(index, 0, size - 1).astype(xp.int64), weight, valid))
+    return out
+
+
+@kernel("GridSample")
+def grid_sample(x, grid, *, xp, align_corners, mode, padding_mode):
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    out_spatial = grid.shape[1:-1]
+    g = grid.reshape(n, -1, len(spatial)).astype(xp.float64)
+    per_dim = []
+    for d, size in enumerate(spatial):
+        norm = g[..., len(spatial) - 1 - d]  # the grid lists x (innermost dim) first
+        coord = (norm + 1) / 2 * (size - 1) if align_corners else ((norm + 1) * size - 1) / 2
+        per_dim.append(_grid_taps(xp, coord, size, mode, align_corners, padding_mode))
+    flat_x = x.reshape(n, c, -1)
+    y = xp.zeros((n, c, g.shape[1]), dtype=xp.float64)
+    for combo in product(*per_dim):  # at most 4**3 tap combinations, each over every pixel
+        flat = xp.zeros(g.shape[:2], dtype=xp.int64)
+        weight = xp.ones(g.shape[:2], dtype=xp.float64)
+        for (index, w, valid), size in zip(combo, spatial):
+            flat = flat * size + index
+            weight = weight * xp.where(valid, w, 0.0)
+        values = xp.take_along_axis(flat_x, flat[:, None, :], axis=2)
+        y += values * weight[:, None, :]
+    return y.reshape((n, c) + tuple(out_spatial)).astype(x.dtype)
+
+
+@kernel("AffineGrid")
+def affine_grid(theta, size, *, xp, align_corners):
+    dims = [int(d) for d in size.tolist()][2:]
+    axes = []
+    for length in dims:
+        if align_corners:
+            axes.append(xp.linspace(-1.0, 1.0, length) if length > 1 else xp.zeros(1))
+        else:
+            axes.append((xp.arange(length) * 2 + 1) / length - 1)
+    mesh = xp.meshgrid(*axes, indexing="ij")
+    # Homogeneous coordinates (x, y[, z], 1), x being the innermost spatial dim.
+    homo = xp.stack([m.reshape(-1) for m in reversed(mesh)] + [xp.ones(mesh[0].size)], axis=0)
+    grid = xp.matmul(theta.astype(xp.float64), homo)  # (N, nd, pixels)
+    n = theta.shape[0]
+    return xp.ascontiguousarray(grid.transpose(0, 2, 1)).reshape((n, *dims, len(dims))).astype(theta.dtype)
 
 
 # ------------------------------------------------------------------------------------- losses
