@@ -1,0 +1,111 @@
+"""Graph optimization passes (each ``IR -> IR`` in its own module) and the pass manager that runs them.
+
+A pass is a function ``pass(model) -> (new_model, changes)``: it never edits its argument, and
+``changes`` counts what it rewrote (0 = nothing to do). ``optimize`` runs the passes in order,
+round after round, until a whole round changes nothing::
+
+    optimized, report = optimize(model)
+    print(report)          # per pass: what changed; op counts before and after
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from exporter import ir
+from exporter.passes.constant_folding import fold_constants
+from exporter.passes.cse import eliminate_common_subexpressions
+from exporter.passes.dead_code import eliminate_dead_code
+from exporter.passes.fold_batch_norm import fold_batch_norm
+from exporter.passes.fuse_activation import fuse_activations
+from exporter.passes.graph_edit import op_counts
+from exporter.passes.identity import remove_identities
+from exporter.passes.transpose_cancel import cancel_transposes
+
+Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
+
+# Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
+# and activation fusion last, after BatchNormalization has been folded out from between them.
+DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
+    ("remove_identities", remove_identities),
+    ("fold_constants", fold_constants),
+    ("eliminate_dead_code", eliminate_dead_code),
+    ("eliminate_common_subexpressions", eliminate_common_subexpressions),
+    ("cancel_transposes", cancel_transposes),
+    ("fold_batch_norm", fold_batch_norm),
+    ("fuse_activations", fuse_activations),
+)
+
+MAX_ROUNDS = 20
+
+
+@dataclass
+class PassReport:
+    """What ``optimize`` did: changes per pass (summed over rounds) and op counts before/after."""
+
+    rounds: int = 0
+    changes: dict[str, int] = field(default_factory=dict)
+    ops_before: Counter = field(default_factory=Counter)
+    ops_after: Counter = field(default_factory=Counter)
+
+    @property
+    def nodes_before(self) -> int:
+        return sum(self.ops_before.values())
+
+    @property
+    def nodes_after(self) -> int:
+        return sum(self.ops_after.values())
+
+    def __str__(self) -> str:
+        lines = [f"optimized in {self.rounds} round(s): {self.nodes_before} -> {self.nodes_after} ops"]
+        for name, count in self.changes.items():
+            lines.append(f"  {name}: {count} change(s)")
+        for op_type in sorted(set(self.ops_before) | set(self.ops_after)):
+            before, after = self.ops_before[op_type], self.ops_after[op_type]
+            if before != after:
+                lines.append(f"  {op_type}: {before} -> {after}")
+        return "\n".join(lines)
+
+
+def optimize(
+    model: ir.Model,
+    verbose: bool = False,
+    passes: Sequence[tuple[str, Pass]] = DEFAULT_PASSES,
+    max_rounds: int = MAX_ROUNDS,
+) -> tuple[ir.Model, PassReport]:
+    """Run ``passes`` to a fixed point; returns the optimized model (the input is left as it was) and a report.
+
+    With ``verbose``, prints each pass that changed something, round by round.
+    """
+    report = PassReport(changes={name: 0 for name, _ in passes}, ops_before=op_counts(model.graph))
+    for round_index in range(1, max_rounds + 1):
+        report.rounds = round_index
+        changed = 0
+        for name, run in passes:
+            model, count = run(model)
+            report.changes[name] += count
+            changed += count
+            if verbose and count:
+                print(f"round {round_index}: {name}: {count} change(s)")
+        if not changed:
+            break
+    report.ops_after = op_counts(model.graph)
+    if verbose:
+        print(report)
+    return model, report
+
+
+__all__ = [
+    "DEFAULT_PASSES",
+    "PassReport",
+    "cancel_transposes",
+    "eliminate_common_subexpressions",
+    "eliminate_dead_code",
+    "fold_batch_norm",
+    "fold_constants",
+    "fuse_activations",
+    "optimize",
+    "remove_identities",
+]
