@@ -47,11 +47,17 @@ def _reduction(compute, empty_value):
     return run
 
 
+def _log(x, xp):
+    # log(0) = -inf is the defined result of a log-sum over zeros, not an error.
+    with np.errstate(divide="ignore"):
+        return xp.log(x)
+
+
 def _log_sum_exp(x, axes, keepdims, xp):
     # Shift by the maximum so exp never overflows; an all -inf slice stays -inf, not NaN.
     m = xp.max(x, axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, x.dtype.type(0))
-    out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    out = _log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True), xp) + m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axes, False))
 
 
@@ -65,7 +71,7 @@ _REDUCTIONS = {
     "ReduceL1": (lambda x, a, k, xp: xp.sum(xp.abs(x), axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
     "ReduceL2": (lambda x, a, k, xp: xp.sqrt(xp.sum(x * x, axis=a, keepdims=k)), lambda d: 0),
     "ReduceSumSquare": (lambda x, a, k, xp: xp.sum(x * x, axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
-    "ReduceLogSum": (lambda x, a, k, xp: xp.log(xp.sum(x, axis=a, keepdims=k)), lambda d: -np.inf),
+    "ReduceLogSum": (lambda x, a, k, xp: _log(xp.sum(x, axis=a, keepdims=k), xp), lambda d: -np.inf),
     "ReduceLogSumExp": (_log_sum_exp, lambda d: -np.inf),
 }
 

@@ -180,10 +180,12 @@ def _gemm(ctx):
         )
     c = ctx.input(2)
     if ctx.has_input(2) and c.shape is not None:
-        out = broadcast_shapes(ctx, [(m, n), c.shape])
-        if len(c.shape) > 2 or any(d not in (None, 1, o) for d, o in zip(c.shape[::-1], (n, m))):
+        # C broadcasts to the product (unidirectionally); it can only fill in unknown dims.
+        if len(c.shape) > 2 or any(
+            d not in (None, 1) and o is not None and d != o for d, o in zip(c.shape[::-1], (n, m))
+        ):
             raise ctx.fail(f"C {c.shape} does not broadcast to the product's shape {(m, n)}")
-        m, n = out
+        m, n = broadcast_shapes(ctx, [(m, n), c.shape])
     return [TensorType(dtype, (m, n))]
 
 

@@ -1,0 +1,283 @@
+"""Math kernels and shape rules: the edge cases the ONNX node suite leaves out.
+
+Broadcasting, dtype preservation (float32 stays float32), numerical stability, integer
+division semantics, string casts, refused element types, and shape errors that name the shapes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from edge_runtime.kernels import get_kernel
+from schemas import ShapeError, TensorType, UnsupportedOpError, get_schema, infer_types
+
+F32 = np.dtype(np.float32)
+
+
+def run(op: str, *inputs, **attrs):
+    """Call op's kernel the way the runtime does: every declared attribute by keyword."""
+    return get_kernel(op)(*inputs, xp=np, **get_schema(op).resolve_attrs(attrs))
+
+
+def infer(op: str, *types, values=(), **attrs):
+    schema = get_schema(op)
+    return infer_types(schema, list(types), schema.resolve_attrs(attrs), input_values=list(values),
+                       num_outputs=len(schema.outputs))
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only array, like a weight mapped from a .flow file: kernels must not write into it."""
+    array = np.array(array)
+    array.setflags(write=False)
+    return array
+
+
+# --- dtypes ----------------------------------------------------------------------------------
+
+FLOAT_ACTIVATIONS = [
+    ("LeakyRelu", {"alpha": 0.3}), ("Elu", {"alpha": 0.7}), ("Selu", {}), ("Celu", {"alpha": 2.0}),
+    ("HardSigmoid", {}), ("HardSwish", {}), ("Gelu", {}), ("Gelu", {"approximate": "tanh"}),
+    ("Sigmoid", {}), ("Softplus", {}), ("Softsign", {}), ("Mish", {}), ("Swish", {"alpha": 1.5}),
+    ("Shrink", {"bias": 0.25, "lambd": 0.5}), ("ThresholdedRelu", {"alpha": 0.1}), ("Erf", {}),
+    ("Softmax", {}), ("LogSoftmax", {"axis": 0}), ("Hardmax", {}), ("Tanh", {}), ("Round", {}),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("op, attrs", FLOAT_ACTIVATIONS, ids=lambda v: v if isinstance(v, str) else "")
+def test_activations_keep_the_input_dtype(op: str, attrs: dict, dtype) -> None:
+    x = np.linspace(-3, 3, 12, dtype=dtype).reshape(3, 4)
+    y = run(op, frozen(x), **attrs)
+    assert y.dtype == dtype and y.shape == x.shape
+
+
+def test_mean_and_gemm_keep_float32() -> None:
+    a = np.ones((2, 3), F32)
+    assert run("Mean", a, a, a * 2).dtype == F32
+    y = run("Gemm", a, a.T.copy(), np.ones(2, F32), alpha=0.5, beta=0.25)
+    assert y.dtype == F32
+    np.testing.assert_allclose(y, np.full((2, 2), 1.75, F32))
+
+
+def test_pow_output_has_the_base_dtype() -> None:
+    assert run("Pow", np.array([2, 3], np.int32), np.array([2.0, 0.5], F32)).dtype == np.int32
+    y = run("Pow", np.array([2.0, 4.0], F32), np.array([3, -1], np.int64))
+    assert y.dtype == F32
+    np.testing.assert_allclose(y, [8.0, 0.25])
+    infer_dtype = infer("Pow", TensorType(F32, (2,)), TensorType(np.dtype(np.int64), (2,)))[0].dtype
+    assert infer_dtype == F32
+
+
+@pytest.mark.parametrize("op", ["Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Equal"])
+def test_comparisons_give_bool(op: str) -> None:
+    y = run(op, np.arange(6, dtype=F32).reshape(2, 3), np.array([1.0, 2.0, 3.0], F32))
+    assert y.dtype == bool and y.shape == (2, 3)
+    assert infer(op, TensorType(F32, (2, 3)), TensorType(F32, (3,)))[0] == TensorType(np.dtype(bool), (2, 3))
+
+
+# --- broadcasting ----------------------------------------------------------------------------
+
+
+def test_variadic_ops_broadcast_every_input() -> None:
+    a, b, c = np.ones((2, 1, 3), F32), np.arange(4, dtype=F32).reshape(4, 1), np.full((3,), 5.0, F32)
+    np.testing.assert_array_equal(run("Sum", a, b, c), a + b + c)
+    np.testing.assert_array_equal(run("Max", a, b, c), np.maximum(np.maximum(a, b), c))
+    np.testing.assert_array_equal(run("Min", a, b, c), np.minimum(np.minimum(a, b), c))
+    np.testing.assert_allclose(run("Mean", a, b, c), (a + b + c) / 3)
+    assert infer("Sum", TensorType(F32, (2, 1, 3)), TensorType(F32, (4, 1)), TensorType(F32, (3,)))[0].shape == (2, 4, 3)
+
+
+def test_single_input_variadic_returns_a_new_array() -> None:
+    x = frozen(np.ones(3, F32))
+    y = run("Sum", x)
+    assert y is not x and y.flags.writeable
+
+
+def test_where_and_prelu_broadcast() -> None:
+    cond = np.array([[True], [False]])
+    np.testing.assert_array_equal(run("Where", cond, np.float32(1), np.zeros(3, F32)), [[1, 1, 1], [0, 0, 0]])
+    x = np.array([[-2.0, 2.0], [-4.0, 4.0]], F32)
+    y = run("PRelu", x, np.array([0.5, 0.25], F32))
+    np.testing.assert_array_equal(y, [[-1.0, 2.0], [-2.0, 4.0]])
+    assert y.dtype == F32
+
+
+def test_clip_with_optional_bounds() -> None:
+    x = np.array([-5, 0, 5], np.int32)
+    np.testing.assert_array_equal(run("Clip", x, np.array(-1, np.int32), None), [-1, 0, 5])
+    np.testing.assert_array_equal(run("Clip", x, None, np.array(1, np.int32)), [-5, 0, 1])
+    assert run("Clip", x, None, None) is not x
+    # min > max: every element becomes max, as ONNX specifies.
+    np.testing.assert_array_equal(run("Clip", x, np.array(3, np.int32), np.array(1, np.int32)), [1, 1, 1])
+
+
+# --- numerical stability ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_softmax_is_stable_for_large_values(op: str) -> None:
+    x = np.array([[1e4, 1e4 - 1, 1e4 - 2], [-1e4, -1e4 - 1, -1e4 - 2]], F32)
+    small = np.array([0.0, -1.0, -2.0])
+    expected = np.exp(small) / np.exp(small).sum()
+    expected = expected if op == "Softmax" else np.log(expected)
+    y = run(op, x)
+    assert y.dtype == F32 and np.isfinite(y).all()
+    np.testing.assert_allclose(y, np.stack([expected, expected]), rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_of_a_row_with_minus_infinity() -> None:
+    y = run("Softmax", np.array([[0.0, -np.inf, 0.0]], F32))
+    np.testing.assert_array_equal(y, [[0.5, 0.0, 0.5]])
+
+
+def test_sigmoid_softplus_and_swish_saturate_without_overflow() -> None:
+    x = np.array([-1000.0, -50.0, 0.0, 50.0, 1000.0], F32)
+    np.testing.assert_allclose(run("Sigmoid", x), [0.0, 0.0, 0.5, 1.0, 1.0], atol=1e-20)
+    np.testing.assert_allclose(run("Softplus", x), [0.0, 0.0, math.log(2), 50.0, 1000.0], rtol=1e-6, atol=1e-20)
+    np.testing.assert_allclose(run("Swish", x), [0.0, 0.0, 0.0, 50.0, 1000.0], atol=1e-18)
+    np.testing.assert_allclose(run("Mish", x), [0.0, 0.0, 0.0, 50.0, 1000.0], atol=1e-18)
+
+
+def test_erf_matches_the_standard_library() -> None:
+    x = np.concatenate([np.linspace(-6, 6, 1201), [1e-9, -1e-12, 0.4999, 0.5, 30.0, -1e300, np.inf]])
+    expected = np.array([math.erf(v) for v in x])
+    np.testing.assert_allclose(run("Erf", x), expected, rtol=2e-7, atol=1e-15)
+    assert np.isnan(run("Erf", np.array([np.nan], F32)))[0]
+
+
+# --- integer semantics -----------------------------------------------------------------------
+
+
+def test_integer_div_truncates_toward_zero() -> None:
+    a = np.array([7, -7, 7, -7, 6], np.int32)
+    b = np.array([2, 2, -2, -2, 3], np.int32)
+    y = run("Div", a, b)
+    np.testing.assert_array_equal(y, [3, -3, -3, 3, 2])
+    assert y.dtype == np.int32
+
+
+def test_mod_sign_follows_the_divisor_or_the_dividend() -> None:
+    a = np.array([7, -7, 7, -7], np.int64)
+    b = np.array([3, 3, -3, -3], np.int64)
+    np.testing.assert_array_equal(run("Mod", a, b), [1, 2, -2, -1])
+    np.testing.assert_array_equal(run("Mod", a, b, fmod=1), [1, -1, 1, -1])
+    y = run("Mod", np.array([-7.5], F32), np.array([2.0], F32), fmod=1)
+    assert y.dtype == F32 and y[0] == -1.5
+
+
+def test_bit_shift_directions() -> None:
+    x = np.array([16, 4, 1], np.uint8)
+    np.testing.assert_array_equal(run("BitShift", x, np.array([1, 2, 3], np.uint8), direction="RIGHT"), [8, 1, 0])
+    np.testing.assert_array_equal(run("BitShift", x, np.array([1], np.uint8), direction="LEFT"), [32, 8, 2])
+
+
+# --- linear algebra --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("c_shape", [None, (), (5,), (1, 5), (3, 1), (3, 5)])
+def test_gemm_transposes_and_bias_broadcast(trans_a: int, trans_b: int, c_shape) -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 3) if trans_a else (3, 4)).astype(F32)
+    b = rng.standard_normal((5, 4) if trans_b else (4, 5)).astype(F32)
+    c = None if c_shape is None else frozen(rng.standard_normal(c_shape).astype(F32))
+    y = run("Gemm", frozen(a), frozen(b), c, alpha=2.0, beta=0.5, transA=trans_a, transB=trans_b)
+    expected = 2.0 * (a.T if trans_a else a) @ (b.T if trans_b else b) + (0 if c is None else 0.5 * c)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5)
+    assert y.dtype == F32 and y.shape == (3, 5)
+    types = [TensorType(F32, a.shape), TensorType(F32, b.shape)] + ([] if c is None else [TensorType(F32, c.shape)])
+    assert infer("Gemm", *types, transA=trans_a, transB=trans_b)[0] == TensorType(F32, (3, 5))
+
+
+def test_einsum_shape_rule_follows_the_equation() -> None:
+    a, b = TensorType(F32, (2, 3, 4)), TensorType(F32, (2, 4, 5))
+    assert infer("Einsum", a, b, equation="bij,bjk->bik")[0].shape == (2, 3, 5)
+    assert infer("Einsum", a, equation="...ij->...ji")[0].shape == (2, 4, 3)
+    assert infer("Einsum", a, equation="ijk")[0].shape == (2, 3, 4)
+    assert infer("Einsum", TensorType(F32, (3, 3)), equation="ii")[0].shape == ()
+    x = np.arange(24, dtype=F32).reshape(2, 3, 4)
+    np.testing.assert_allclose(run("Einsum", x, equation="...ij->...ji"), np.swapaxes(x, -1, -2))
+
+
+def test_trilu_and_cumulative_ops() -> None:
+    x = np.arange(1, 10, dtype=np.int32).reshape(3, 3)
+    np.testing.assert_array_equal(run("Trilu", x, np.array(1, np.int64), upper=0), np.tril(x, 1))
+    np.testing.assert_array_equal(run("Trilu", x, None), np.triu(x))
+    v = np.array([1, 2, 3, 4], np.int32)
+    axis = np.array(0, np.int64)
+    y = run("CumSum", v, axis, exclusive=1, reverse=1)
+    np.testing.assert_array_equal(y, [9, 7, 4, 0])
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(run("CumProd", v, axis, exclusive=1), [1, 1, 2, 6])
+    np.testing.assert_array_equal(run("CumProd", v, np.array(-1, np.int32), reverse=1), [24, 24, 12, 4])
+
+
+def test_hardmax_picks_the_first_of_tied_maxima() -> None:
+    y = run("Hardmax", np.array([[3.0, 3.0, 1.0], [0.0, 2.0, 2.0]], F32), axis=1)
+    np.testing.assert_array_equal(y, [[1, 0, 0], [0, 1, 0]])
+
+
+# --- casts -----------------------------------------------------------------------------------
+
+
+def test_cast_between_strings_and_numbers() -> None:
+    s = np.array(["1.5", "-INF", "NaN", "1e3"], dtype=object)
+    y = run("Cast", s, to=1)
+    assert y.dtype == F32
+    np.testing.assert_array_equal(y, np.array([1.5, -np.inf, np.nan, 1000.0], F32))
+    back = run("Cast", np.array([1.5, 2.0], F32), to=8)
+    assert back.dtype == object and list(back) == ["1.5", "2.0"]
+    np.testing.assert_array_equal(run("Cast", np.array(["7", "-2"], dtype=object), to=6), [7, -2])
+
+
+@pytest.mark.parametrize("code, name", [(16, "BFLOAT16"), (17, "FLOAT8E4M3FN"), (22, "INT4"), (23, "FLOAT4E2M1")])
+def test_cast_to_types_numpy_cannot_hold_is_refused_by_name(code: int, name: str) -> None:
+    with pytest.raises(UnsupportedOpError, match=name):
+        run("Cast", np.ones(2, F32), to=code)
+    with pytest.raises(UnsupportedOpError, match=name):
+        infer("Cast", TensorType(F32, (2,)), to=code)
+
+
+def test_cast_like_takes_the_target_dtype() -> None:
+    y = run("CastLike", np.array([1.7, -1.7], F32), np.zeros(0, np.int8))
+    assert y.dtype == np.int8
+    np.testing.assert_array_equal(y, [1, -1])
+    assert infer("CastLike", TensorType(F32, (2,)), TensorType(np.dtype(np.int8), (0,)))[0].dtype == np.int8
+
+
+def test_windows() -> None:
+    np.testing.assert_allclose(run("HannWindow", np.array(4, np.int64)), [0.0, 0.5, 1.0, 0.5], atol=1e-7)
+    y = run("HammingWindow", np.array(3, np.int64), periodic=0, output_datatype=11)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, [4 / 46, 1.0, 4 / 46])
+
+
+# --- shape errors ----------------------------------------------------------------------------
+
+
+def test_broadcast_error_names_both_shapes() -> None:
+    with pytest.raises(ShapeError, match=r"\(2, 3\).*\(4, 3\)"):
+        infer("Add", TensorType(F32, (2, 3)), TensorType(F32, (4, 3)))
+
+
+def test_gemm_and_matmul_errors_name_both_shapes() -> None:
+    with pytest.raises(ShapeError, match=r"\(3, 4\).*\(5, 6\)"):
+        infer("Gemm", TensorType(F32, (3, 4)), TensorType(F32, (5, 6)))
+    with pytest.raises(ShapeError, match=r"\(3, 4\).*\(5, 6\)"):
+        infer("MatMul", TensorType(F32, (3, 4)), TensorType(F32, (5, 6)))
+    with pytest.raises(ShapeError, match=r"\(2, 3\).*\(4, 1\)"):
+        infer("Gemm", TensorType(F32, (4, 3)), TensorType(F32, (3, 1)), TensorType(F32, (2, 3)))
+
+
+def test_softmax_axis_out_of_range() -> None:
+    with pytest.raises(ShapeError, match="axis 2"):
+        infer("Softmax", TensorType(F32, (2, 3)), axis=2)
+
+
+def test_unknown_shapes_stay_unknown() -> None:
+    unknown = TensorType(F32, None)
+    assert infer("Gemm", unknown, unknown)[0] == TensorType(F32, None)
+    assert infer("Add", TensorType(F32, (None, 3)), TensorType(F32, (2, 1)))[0].shape == (2, 3)
