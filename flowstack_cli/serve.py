@@ -1,0 +1,80 @@
+"""``flowstack serve``: run the batching model server over a model repository.
+
+Also runnable alone: ``python -m flowstack_cli.serve --model-repository models/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="serve a model repository over KServe v2 (HTTP, gRPC) and TF Serving REST")
+    add_arguments(p)
+    p.set_defaults(handler=run)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-repository", type=Path, required=True, help="directory of <name>/<version>/model.flow")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--http-port", type=int, default=8000, help="HTTP port; 0 picks a free one, -1 turns HTTP off")
+    p.add_argument("--grpc-port", type=int, default=8001, help="gRPC port; 0 picks a free one, -1 turns gRPC off")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="run models on NumPy (cpu) or CuPy (gpu)")
+    p.add_argument("--poll-interval", type=float, default=5.0,
+                   help="seconds between repository scans; 0 loads once and never polls (default 5)")
+    p.add_argument("--auth-token-env", metavar="VAR",
+                   help="name of an environment variable holding a bearer token that every request must carry")
+    p.add_argument("--tls-cert", type=Path, help="PEM certificate: serve HTTPS and gRPC over TLS (with --tls-key)")
+    p.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
+    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit; larger gets 413")
+    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit")
+    p.add_argument("--drain-timeout", type=float, default=30.0, help="seconds to let in-flight requests finish on SIGTERM")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+
+
+def run(args: argparse.Namespace) -> int:
+    from serving.server import ServerOptions, configure_logging, serve
+
+    configure_logging(args.log_level)
+    token = None
+    if args.auth_token_env:
+        token = os.environ.get(args.auth_token_env)
+        if not token:
+            raise ValueError(f"--auth-token-env {args.auth_token_env}: that environment variable is empty or unset")
+    options = ServerOptions(
+        model_repository=args.model_repository,
+        host=args.host,
+        http_port=None if args.http_port < 0 else args.http_port,
+        grpc_port=None if args.grpc_port < 0 else args.grpc_port,
+        device=args.device,
+        poll_interval_s=args.poll_interval or None,
+        auth_token=token,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        max_request_bytes=args.max_request_bytes,
+        grpc_max_message_bytes=args.grpc_max_message_bytes,
+        drain_timeout_s=args.drain_timeout,
+    )
+    try:
+        return serve(options)
+    except RuntimeError as exc:  # e.g. --device gpu without a GPU
+        print(f"flowstack serve: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="flowstack serve", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"flowstack serve: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

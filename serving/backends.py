@@ -1,0 +1,81 @@
+"""Backends: run a model on a list of requests (``infer_batch``), concatenating along the batch dim.
+
+``EdgeRuntimeBackend`` loads a .flow file once (memory-mapped weights) with the edge runtime, on
+NumPy (``device="cpu"``) or CuPy (``device="gpu"``). One loaded ``Model`` is thread-safe, so the
+batcher's instance threads all share it and its weights.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from edge_runtime import TensorSpec, load
+
+Feeds = dict[str, np.ndarray]
+
+
+def check_device(device: str) -> None:
+    """Fail fast, with a message saying what is missing, when ``device`` cannot be used here."""
+    if device == "cpu":
+        return
+    if device != "gpu":
+        raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
+    try:
+        import cupy
+
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # ImportError, or CUDA driver/runtime errors
+        raise RuntimeError(f"--device gpu needs CuPy and a CUDA GPU, and none is usable here: {type(exc).__name__}: {exc}") from None
+    if count < 1:
+        raise RuntimeError("--device gpu needs a CUDA GPU, and CUDA reports none")
+
+
+class EdgeRuntimeBackend:
+    """A .flow model on the edge runtime.
+
+    ``batched`` says whether dim 0 of every input and output is a batch dimension, so that
+    requests may be concatenated along it and outputs split back.
+    """
+
+    def __init__(self, path: str | Path, device: str = "cpu"):
+        self.path = Path(path)
+        self.device = device
+        self.model = load(self.path, device=device)
+        self.inputs: list[TensorSpec] = list(self.model.inputs)
+        self.outputs: list[TensorSpec] = list(self.model.outputs)
+        self.metadata: dict[str, str] = dict(self.model.metadata)
+        self.batched = all(s.shape and s.shape[0] == -1 for s in self.inputs + self.outputs)
+
+    @property
+    def platform(self) -> str:
+        return "flowstack_gpu" if self.device == "gpu" else "flowstack"
+
+    def infer_batch(self, requests: Sequence[Feeds]) -> list[Feeds]:
+        """Outputs for each request, in order. Requests whose non-batch dims agree run as one call."""
+        if len(requests) == 1 or not self.batched:
+            return [self.model.run(r) for r in requests]
+        groups: dict[tuple, list[int]] = {}
+        for i, feeds in enumerate(requests):
+            key = tuple((name, a.dtype.str, a.shape[1:]) for name, a in sorted(feeds.items()))
+            groups.setdefault(key, []).append(i)
+        results: list[Feeds | None] = [None] * len(requests)
+        for members in groups.values():
+            if len(members) == 1:
+                results[members[0]] = self.model.run(requests[members[0]])
+                continue
+            rows = [next(iter(requests[i].values())).shape[0] for i in members]
+            names = requests[members[0]].keys()
+            joined = {n: np.concatenate([requests[i][n] for i in members]) for n in names}
+            outputs = self.model.run(joined)
+            total = sum(rows)
+            for n, v in outputs.items():
+                if v.shape[:1] != (total,):
+                    raise RuntimeError(f"output {n!r} has shape {list(v.shape)}, not {total} batch rows; cannot split it")
+            bounds = np.cumsum(rows)[:-1]
+            pieces = {n: np.split(v, bounds) for n, v in outputs.items()}
+            for k, i in enumerate(members):
+                results[i] = {n: pieces[n][k] for n in outputs}
+        return results  # type: ignore[return-value]

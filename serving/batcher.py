@@ -1,0 +1,178 @@
+"""``DynamicBatcher``: group concurrent requests into one backend call, off the event loop.
+
+Requests wait in a bounded queue. Each of ``instances`` worker threads takes the oldest request
+and keeps adding queued ones while they fit in ``max_batch_size`` rows, until the batch is full,
+reaches a preferred size, or the oldest request has waited ``max_queue_delay_us``. The batch goes
+to ``infer_batch(list of feeds) -> list of outputs`` (same length and order, Triton's contract)
+and each request's future gets its own outputs. A full queue refuses at once (``Overloaded``)
+instead of letting latency grow without bound.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from serving.errors import Overloaded, RequestTimeout, VersionRetired
+
+log = logging.getLogger("flowstack.serving")
+
+Feeds = dict[str, np.ndarray]
+InferBatch = Callable[[list[Feeds]], list[Feeds]]
+# on_batch(rows, queue waits in seconds one per request, compute seconds)
+BatchObserver = Callable[[int, list[float], float], None]
+
+
+@dataclass
+class _Pending:
+    feeds: Feeds
+    rows: int
+    enqueued: float
+    deadline: float | None
+    future: Future = field(default_factory=Future)
+
+
+class DynamicBatcher:
+    """A bounded queue and worker threads in front of one backend.
+
+    >>> import numpy as np
+    >>> b = DynamicBatcher(lambda reqs: [{"y": r["x"] * 2} for r in reqs], max_batch_size=8)
+    >>> b.submit({"x": np.ones(1)}, rows=1).result()["y"]
+    array([2.])
+    >>> b.close()
+    """
+
+    def __init__(
+        self,
+        infer_batch: InferBatch,
+        *,
+        max_batch_size: int = 0,
+        max_queue_delay_us: int = 0,
+        preferred_batch_sizes: tuple[int, ...] = (),
+        instances: int = 1,
+        max_queue_size: int = 256,
+        on_batch: BatchObserver | None = None,
+        name: str = "model",
+    ):
+        self._infer_batch = infer_batch
+        self.max_batch_size = max_batch_size
+        self._delay_s = max_queue_delay_us / 1e6
+        self._preferred = frozenset(preferred_batch_sizes)
+        self.max_queue_size = max_queue_size
+        self._on_batch = on_batch
+        self._queue: collections.deque[_Pending] = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._in_flight = 0
+        self._workers = [
+            threading.Thread(target=self._work, name=f"batcher-{name}-{i}", daemon=True) for i in range(instances)
+        ]
+        for worker in self._workers:
+            worker.start()
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._queue)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests accepted and not yet answered (queued or running)."""
+        return self._in_flight
+
+    def submit(self, feeds: Feeds, rows: int, timeout_s: float | None = None) -> Future:
+        """Queue one request of ``rows`` batch rows; its future resolves to its outputs."""
+        now = time.perf_counter()
+        pending = _Pending(feeds, rows, now, None if timeout_s is None else now + timeout_s)
+        with self._cond:
+            if self._closed:
+                raise VersionRetired("this model version is being unloaded")
+            if len(self._queue) >= self.max_queue_size:
+                raise Overloaded(f"queue full ({self.max_queue_size} requests waiting); retry later")
+            self._queue.append(pending)
+            self._in_flight += 1
+            self._cond.notify()
+        return pending.future
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop accepting; requests already queued still run. Returns when the workers are done."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for worker in self._workers:
+            worker.join(timeout)
+
+    def _next_batch(self) -> list[_Pending] | None:
+        with self._cond:
+            while not self._queue:
+                if self._closed:
+                    return None
+                self._cond.wait()
+            batch = [self._queue.popleft()]
+            if self.max_batch_size <= 0:
+                return batch
+            rows = batch[0].rows
+            flush_at = batch[0].enqueued + self._delay_s
+            while True:
+                while self._queue and rows + self._queue[0].rows <= self.max_batch_size:
+                    pending = self._queue.popleft()
+                    batch.append(pending)
+                    rows += pending.rows
+                full = rows >= self.max_batch_size or bool(self._queue)
+                remaining = flush_at - time.perf_counter()
+                if full or rows in self._preferred or remaining <= 0 or self._closed:
+                    return batch
+                self._cond.wait(remaining)
+
+    def _work(self) -> None:
+        while True:
+            batch = self._next_batch()
+            if batch is None:
+                return
+            try:
+                self._run(batch)
+            finally:
+                with self._cond:
+                    self._in_flight -= len(batch)
+
+    def _run(self, batch: list[_Pending]) -> None:
+        start = time.perf_counter()
+        live = []
+        for pending in batch:
+            if pending.future.set_running_or_notify_cancel() is False:
+                continue
+            if pending.deadline is not None and start > pending.deadline:
+                waited_us = (start - pending.enqueued) * 1e6
+                pending.future.set_exception(RequestTimeout(f"request timed out after waiting {waited_us:.0f} us in the queue"))
+                continue
+            live.append(pending)
+        if not live:
+            return
+        try:
+            results = self._infer_batch([p.feeds for p in live])
+        except Exception as exc:
+            if len(live) == 1:
+                live[0].future.set_exception(exc)
+                return
+            # One bad request must not fail its neighbours: run each alone to find it.
+            log.warning("batch of %d failed (%s); retrying its requests one by one", len(live), exc)
+            results = []
+            for pending in live:
+                try:
+                    results.extend(self._infer_batch([pending.feeds]))
+                except Exception as single_exc:
+                    results.append(single_exc)
+        compute_s = time.perf_counter() - start
+        for pending, result in zip(live, results):
+            if isinstance(result, Exception):
+                pending.future.set_exception(result)
+            else:
+                pending.future.set_result(result)
+        if self._on_batch is not None:
+            self._on_batch(sum(p.rows for p in live), [start - p.enqueued for p in live], compute_s)

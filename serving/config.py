@@ -1,0 +1,131 @@
+"""Per-model configuration (``<repo>/<name>/config.json``), validated with messages naming the field."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_BATCH_SIZE = 32
+DEFAULT_MAX_QUEUE_SIZE = 256
+
+
+class ConfigError(ValueError):
+    """A config.json that cannot be used: names the file and the field."""
+
+
+@dataclass(frozen=True)
+class VersionPolicy:
+    """Which versions to serve: the latest N, all, or a specific list (Triton's three kinds)."""
+
+    kind: str = "latest"  # "latest" | "all" | "specific"
+    num_versions: int = 1
+    versions: tuple[int, ...] = ()
+
+    def select(self, available: list[int]) -> list[int]:
+        """Versions to try, most preferred first (the caller skips ones that fail to load)."""
+        newest_first = sorted(available, reverse=True)
+        if self.kind == "specific":
+            return [v for v in newest_first if v in self.versions]
+        return newest_first
+
+    def wanted(self) -> int | None:
+        """How many versions to serve at most (None: every selected one)."""
+        return self.num_versions if self.kind == "latest" else None
+
+    def to_json(self) -> dict:
+        if self.kind == "latest":
+            return {"latest": {"num_versions": self.num_versions}}
+        if self.kind == "all":
+            return {"all": {}}
+        return {"specific": {"versions": list(self.versions)}}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Batching and loading settings for one model.
+
+    ``max_batch_size`` 0 turns dynamic batching off (each request runs alone); otherwise requests
+    are grouped up to that many rows, waiting at most ``max_queue_delay_us`` for more to arrive.
+    When None, batching is on with ``DEFAULT_MAX_BATCH_SIZE`` if the model has a dynamic batch
+    dimension on every input and output, and off otherwise.
+    """
+
+    max_batch_size: int | None = None
+    max_queue_delay_us: int = 0
+    preferred_batch_sizes: tuple[int, ...] = ()
+    instances: int = 1
+    max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE
+    version_policy: VersionPolicy = field(default_factory=VersionPolicy)
+    warmup: tuple[dict, ...] = ({"batch_size": 1},)
+
+    @classmethod
+    def from_file(cls, path: Path) -> "ModelConfig":
+        if not path.exists():
+            return cls()
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+        return cls.from_dict(raw, str(path))
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str = "config") -> "ModelConfig":
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+        known = {"max_batch_size", "max_queue_delay_us", "preferred_batch_sizes", "instances", "max_queue_size",
+                 "version_policy", "warmup"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields are {sorted(known)}")
+
+        def integer(name: str, default: Any, minimum: int) -> Any:
+            value = raw.get(name, default)
+            if value is None:
+                return None
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise ConfigError(f"{where}: {name} must be an integer >= {minimum}, got {value!r}")
+            return value
+
+        preferred = raw.get("preferred_batch_sizes", [])
+        if not isinstance(preferred, list) or not all(isinstance(v, int) and v > 0 for v in preferred):
+            raise ConfigError(f"{where}: preferred_batch_sizes must be a list of positive integers, got {preferred!r}")
+        warmup = raw.get("warmup", [{"batch_size": 1}])
+        if not isinstance(warmup, list) or not all(isinstance(s, dict) for s in warmup):
+            raise ConfigError(f"{where}: warmup must be a list of objects like {{\"batch_size\": 1}}")
+        config = cls(
+            max_batch_size=integer("max_batch_size", None, 0),
+            max_queue_delay_us=integer("max_queue_delay_us", 0, 0),
+            preferred_batch_sizes=tuple(sorted(preferred)),
+            instances=integer("instances", 1, 1),
+            max_queue_size=integer("max_queue_size", DEFAULT_MAX_QUEUE_SIZE, 1),
+            version_policy=_version_policy(raw.get("version_policy"), where),
+            warmup=tuple(warmup),
+        )
+        if config.max_batch_size is not None and any(p > config.max_batch_size for p in preferred):
+            raise ConfigError(f"{where}: preferred_batch_sizes {preferred} exceed max_batch_size {config.max_batch_size}")
+        return config
+
+
+def _version_policy(raw: Any, where: str) -> VersionPolicy:
+    if raw is None:
+        return VersionPolicy()
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise ConfigError(f"{where}: version_policy must be one of {{\"latest\": {{\"num_versions\": N}}}}, "
+                          "{\"all\": {}}, {\"specific\": {\"versions\": [...]}}")
+    (kind, body), = raw.items()
+    body = body or {}
+    if kind == "latest":
+        n = body.get("num_versions", 1)
+        if not isinstance(n, int) or n < 1:
+            raise ConfigError(f"{where}: version_policy.latest.num_versions must be a positive integer, got {n!r}")
+        return VersionPolicy("latest", num_versions=n)
+    if kind == "all":
+        return VersionPolicy("all")
+    if kind == "specific":
+        versions = body.get("versions")
+        if not isinstance(versions, list) or not versions or not all(isinstance(v, int) and v > 0 for v in versions):
+            raise ConfigError(f"{where}: version_policy.specific.versions must be a list of positive integers")
+        return VersionPolicy("specific", versions=tuple(versions))
+    raise ConfigError(f"{where}: unknown version_policy {kind!r}; expected latest, all or specific")

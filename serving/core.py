@@ -1,0 +1,243 @@
+"""``InferenceCore``: the one data plane behind every protocol.
+
+Front ends translate their wire format into an ``InferRequest`` (arrays already decoded) and call
+``await core.infer(request)``; validation against the model, batching, statistics and metrics
+all happen here, so REST, gRPC and TensorFlow Serving REST can never disagree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from serving import datatypes
+from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired
+from serving.repository import ModelRepository, ModelVersion
+
+SERVER_NAME = "flowstack"
+SERVER_VERSION = "0.1.0"
+EXTENSIONS = ["binary_tensor_data", "model_repository", "statistics", "tensorflow_serving_rest"]
+
+
+@dataclass
+class InferInput:
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: np.ndarray
+
+
+@dataclass
+class InferOutput:
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: np.ndarray
+
+
+@dataclass
+class InferRequest:
+    model_name: str
+    inputs: list[InferInput]
+    model_version: str = ""
+    id: str = ""
+    outputs: list[str] | None = None  # None: every output
+    parameters: dict[str, Any] = field(default_factory=dict)
+    protocol: str = "http"
+
+
+@dataclass
+class InferResponse:
+    model_name: str
+    model_version: str
+    outputs: list[InferOutput]
+    id: str = ""
+
+
+def tensor_metadata(spec, max_batch_size: int) -> dict:
+    shape = list(spec.shape)
+    return {"name": spec.name, "datatype": datatypes.from_numpy(spec.dtype), "shape": shape}
+
+
+class InferenceCore:
+    """Health, metadata and inference over one ``ModelRepository``."""
+
+    def __init__(self, repository: ModelRepository):
+        self.repository = repository
+        self.metrics = repository.metrics
+        # Set when shutdown begins: readiness turns false while in-flight requests finish.
+        self.draining = False
+
+    # -- health and metadata -------------------------------------------------------------------
+    def live(self) -> bool:
+        return True
+
+    def ready(self) -> bool:
+        return not self.draining and self.repository.ready()
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        return not self.draining and self.repository.is_ready(name, version)
+
+    def server_metadata(self) -> dict:
+        return {"name": SERVER_NAME, "version": SERVER_VERSION, "extensions": EXTENSIONS}
+
+    def model_metadata(self, name: str, version: str = "") -> dict:
+        mv = self.repository.get(name, version)
+        return {
+            "name": name,
+            "versions": [str(v) for v in self.repository.versions(name)],
+            "platform": mv.backend.platform,
+            "inputs": [tensor_metadata(s, mv.max_batch_size) for s in mv.inputs],
+            "outputs": [tensor_metadata(s, mv.max_batch_size) for s in mv.outputs],
+        }
+
+    def model_config(self, name: str, version: str = "") -> dict:
+        """The model's configuration in Triton's JSON form (what perf_analyzer reads)."""
+        mv = self.repository.get(name, version)
+        batched = mv.max_batch_size > 0
+
+        def tensors(specs):
+            return [
+                {
+                    "name": s.name,
+                    "data_type": datatypes.CONFIG_TYPE_NAMES[datatypes.from_numpy(s.dtype)],
+                    "dims": list(s.shape[1:] if batched else s.shape),
+                }
+                for s in specs
+            ]
+
+        config = {
+            "name": name,
+            "platform": mv.backend.platform,
+            "backend": "flowstack",
+            "version_policy": mv.config.version_policy.to_json(),
+            "max_batch_size": mv.max_batch_size,
+            "input": tensors(mv.inputs),
+            "output": tensors(mv.outputs),
+            "instance_group": [{"count": mv.config.instances, "kind": "KIND_GPU" if self.repository.device == "gpu" else "KIND_CPU"}],
+            "parameters": {k: {"string_value": v} for k, v in mv.backend.metadata.items()},
+        }
+        if batched:
+            config["dynamic_batching"] = {
+                "preferred_batch_size": list(mv.config.preferred_batch_sizes),
+                "max_queue_delay_microseconds": mv.config.max_queue_delay_us,
+                "default_queue_policy": {"max_queue_size": mv.config.max_queue_size},
+            }
+        return config
+
+    def model_stats(self, name: str = "", version: str = "") -> dict:
+        names = [name] if name else self.repository.model_names()
+        stats = []
+        if name and name not in self.repository.model_names():
+            self.repository.get(name)  # raises ModelNotFound naming the models there are
+        for model in names:
+            if version:
+                targets = [self.repository.get(model, version)]
+            else:
+                targets = [self.repository.get(model, str(v)) for v in self.repository.versions(model)]
+            stats.extend(mv.stats.to_json(model, mv.version) for mv in targets)
+        return {"model_stats": stats}
+
+    # -- inference -----------------------------------------------------------------------------
+    async def infer(self, request: InferRequest) -> InferResponse:
+        """Validate, queue, run and answer one request; raises a ``ServingError`` subclass."""
+        start = time.perf_counter()
+        status = "success"
+        mv: ModelVersion | None = None
+        try:
+            for attempt in range(3):
+                mv = self.repository.get(request.model_name, request.model_version)
+                feeds, rows = self._validate(mv, request)
+                try:
+                    future = mv.batcher.submit(feeds, rows, _timeout_s(request.parameters))
+                except VersionRetired:
+                    continue  # swapped out between lookup and submit: the new version takes it
+                outputs = await asyncio.wrap_future(future)
+                break
+            else:
+                raise ShuttingDown(f"model {request.model_name!r} is being unloaded")
+            response = self._response(mv, request, outputs)
+            return response
+        except ServingError as exc:
+            status = type(exc).__name__
+            raise
+        except ValueError as exc:  # the runtime's own checks, e.g. a shape a kernel cannot take
+            status = "InvalidRequest"
+            raise InvalidRequest(str(exc)) from None
+        except Exception:
+            status = "InternalError"
+            raise
+        finally:
+            elapsed = time.perf_counter() - start
+            version = str(mv.version) if mv is not None else ""
+            self.metrics.requests.inc(model=request.model_name if mv else "", version=version,
+                                      protocol=request.protocol, status=status)
+            if mv is not None:
+                self.metrics.request_seconds.observe(elapsed, model=mv.name, version=version)
+                rows = request.inputs[0].shape[0] if (mv.max_batch_size > 0 and request.inputs) else 1
+                mv.stats.request(status == "success", elapsed, rows)
+
+    def _validate(self, mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], int]:
+        specs = {s.name: s for s in mv.inputs}
+        feeds: dict[str, np.ndarray] = {}
+        for tensor in request.inputs:
+            spec = specs.get(tensor.name)
+            if spec is None:
+                raise InvalidRequest(f"unknown input {tensor.name!r} for model {mv.name!r}; expected inputs {sorted(specs)}")
+            if tensor.name in feeds:
+                raise InvalidRequest(f"input {tensor.name!r} is given more than once")
+            expected = datatypes.from_numpy(spec.dtype)
+            if tensor.datatype != expected:
+                raise InvalidRequest(f"input {tensor.name!r}: expected datatype {expected}, got {tensor.datatype}")
+            shape = tuple(tensor.shape)
+            if len(shape) != len(spec.shape):
+                raise InvalidRequest(
+                    f"input {tensor.name!r}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), "
+                    f"got shape {list(shape)}"
+                )
+            for axis, (want, got) in enumerate(zip(spec.shape, shape)):
+                if want != -1 and want != got:
+                    raise InvalidRequest(
+                        f"input {tensor.name!r}: dimension {axis} must be {want}, got {got} "
+                        f"(expected shape {list(spec.shape)}, got {list(shape)})"
+                    )
+            feeds[tensor.name] = tensor.data
+        missing = sorted(set(specs) - set(feeds))
+        if missing:
+            raise InvalidRequest(f"missing input(s) {missing} for model {mv.name!r}")
+        rows = 1
+        if mv.max_batch_size > 0:
+            batch_sizes = {name: a.shape[0] for name, a in feeds.items()}
+            rows = next(iter(batch_sizes.values()))
+            if len(set(batch_sizes.values())) > 1:
+                raise InvalidRequest(f"inputs disagree on the batch size (dimension 0): {batch_sizes}")
+            if rows < 1 or rows > mv.max_batch_size:
+                raise InvalidRequest(f"batch size {rows} is outside 1..{mv.max_batch_size} (max_batch_size of {mv.name!r})")
+        if request.outputs is not None:
+            known = {s.name for s in mv.outputs}
+            unknown = [n for n in request.outputs if n not in known]
+            if unknown:
+                raise InvalidRequest(f"unknown output(s) {unknown} requested; model {mv.name!r} has {sorted(known)}")
+        return feeds, rows
+
+    def _response(self, mv: ModelVersion, request: InferRequest, outputs: dict[str, np.ndarray]) -> InferResponse:
+        names = request.outputs if request.outputs is not None else [s.name for s in mv.outputs]
+        tensors = []
+        for name in names:
+            array = np.asarray(outputs[name])
+            tensors.append(InferOutput(name, datatypes.from_numpy(array.dtype), tuple(array.shape), array))
+        return InferResponse(mv.name, str(mv.version), tensors, request.id)
+
+
+def _timeout_s(parameters: dict[str, Any]) -> float | None:
+    """KServe's ``timeout`` request parameter, in microseconds."""
+    value = parameters.get("timeout")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise InvalidRequest(f"parameter 'timeout' must be a non-negative number of microseconds, got {value!r}")
+    return value / 1e6 if value > 0 else None

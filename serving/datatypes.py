@@ -1,0 +1,174 @@
+"""Tensor data types of the KServe v2 protocol, and decoding and encoding of tensor contents.
+
+Every decoder checks sizes against the declared shape before allocating, so a request that
+declares a huge shape with little data is refused instead of exhausting memory.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any
+
+import numpy as np
+
+from serving.errors import InvalidRequest
+
+_TO_NUMPY = {
+    "BOOL": np.dtype(np.bool_),
+    "UINT8": np.dtype(np.uint8),
+    "UINT16": np.dtype(np.uint16),
+    "UINT32": np.dtype(np.uint32),
+    "UINT64": np.dtype(np.uint64),
+    "INT8": np.dtype(np.int8),
+    "INT16": np.dtype(np.int16),
+    "INT32": np.dtype(np.int32),
+    "INT64": np.dtype(np.int64),
+    "FP16": np.dtype(np.float16),
+    "FP32": np.dtype(np.float32),
+    "FP64": np.dtype(np.float64),
+    "BYTES": np.dtype(object),
+}
+_FROM_NUMPY = {dtype: name for name, dtype in _TO_NUMPY.items()}
+
+# Triton's model configuration spells the same types TYPE_<NAME>, with STRING for BYTES.
+CONFIG_TYPE_NAMES = {name: ("TYPE_STRING" if name == "BYTES" else f"TYPE_{name}") for name in _TO_NUMPY}
+
+
+def to_numpy(datatype: str, tensor: str = "") -> np.dtype:
+    """The NumPy dtype for a protocol datatype name, or InvalidRequest naming the tensor."""
+    try:
+        return _TO_NUMPY[datatype]
+    except (KeyError, TypeError):
+        where = f"input {tensor!r}: " if tensor else ""
+        raise InvalidRequest(f"{where}unknown datatype {datatype!r}; expected one of {sorted(_TO_NUMPY)}") from None
+
+
+def from_numpy(dtype: np.dtype) -> str:
+    """The protocol datatype name for a NumPy dtype (strings and bytes map to BYTES)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "OSU":
+        return "BYTES"
+    try:
+        return _FROM_NUMPY[dtype]
+    except KeyError:
+        raise ValueError(f"dtype {dtype} has no KServe v2 datatype") from None
+
+
+def check_shape(name: str, shape: Any, max_elements: int) -> tuple[int, ...]:
+    """Validate a declared shape: a list of non-negative ints whose product is within limits."""
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise InvalidRequest(f"input {name!r}: shape must be a list of integers, got {shape!r}")
+    if any(d < 0 for d in shape):
+        raise InvalidRequest(f"input {name!r}: shape {list(shape)} has a negative dimension")
+    count = math.prod(shape)
+    if count > max_elements:
+        raise InvalidRequest(
+            f"input {name!r}: shape {list(shape)} declares {count} elements, more than the limit of {max_elements}"
+        )
+    return tuple(shape)
+
+
+def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np.ndarray:
+    """Decode JSON tensor data (flat or nested, row-major) into an array of the declared shape."""
+    dtype = to_numpy(datatype, name)
+    if data is None:
+        raise InvalidRequest(f"input {name!r}: no 'data' and no binary_data_size parameter")
+    if dtype == object:
+        flat = _flatten(name, data)
+        array = np.empty(len(flat), dtype=object)
+        array[:] = [v.encode() if isinstance(v, str) else v for v in flat]
+    else:
+        try:
+            array = np.asarray(data)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest(f"input {name!r}: data is not a regular array: {exc}") from None
+        if array.dtype == object or array.dtype.kind in "USV":
+            raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be numbers")
+        if datatype == "BOOL" and array.dtype != np.bool_:
+            raise InvalidRequest(f"input {name!r}: data for datatype BOOL must be true/false")
+        if dtype.kind in "iu" and array.dtype.kind == "f":
+            raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be integers, got floats")
+        if dtype.kind in "iu" and array.size and array.dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if array.min() < info.min or array.max() > info.max:
+                raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
+        array = array.astype(dtype, copy=False).reshape(-1)
+    expected = math.prod(shape)
+    if array.size != expected:
+        raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} elements, data has {array.size}")
+    return array.reshape(shape)
+
+
+def _flatten(name: str, data: Any) -> list:
+    if not isinstance(data, list):
+        return [data]
+    out: list = []
+    stack = [iter(data)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, list):
+                stack.append(iter(item))
+                break
+            if not isinstance(item, (str, bytes)):
+                raise InvalidRequest(f"input {name!r}: BYTES data must be strings, got {type(item).__name__}")
+            out.append(item)
+        else:
+            stack.pop()
+    return out
+
+
+def from_raw(name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memoryview) -> np.ndarray:
+    """Decode raw little-endian row-major bytes (BYTES: each element a 4-byte length then its bytes)."""
+    dtype = to_numpy(datatype, name)
+    expected = math.prod(shape)
+    if dtype == object:
+        return _bytes_from_raw(name, shape, raw, expected)
+    need = expected * dtype.itemsize
+    if len(raw) != need:
+        raise InvalidRequest(
+            f"input {name!r}: shape {list(shape)} of {datatype} needs {need} bytes, got {len(raw)}"
+        )
+    return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
+
+
+def _bytes_from_raw(name: str, shape: tuple[int, ...], raw: bytes | memoryview, expected: int) -> np.ndarray:
+    view = memoryview(raw)
+    items = []
+    offset = 0
+    while offset < len(view):
+        if offset + 4 > len(view):
+            raise InvalidRequest(f"input {name!r}: truncated BYTES element length at byte {offset}")
+        (length,) = struct.unpack_from("<I", view, offset)
+        offset += 4
+        if offset + length > len(view):
+            raise InvalidRequest(f"input {name!r}: BYTES element of {length} bytes runs past the end of the data")
+        items.append(bytes(view[offset : offset + length]))
+        offset += length
+        if len(items) > expected:
+            break
+    if len(items) != expected:
+        raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} BYTES elements, got {len(items)}")
+    array = np.empty(expected, dtype=object)
+    array[:] = items
+    return array.reshape(shape)
+
+
+def to_raw(array: np.ndarray) -> bytes:
+    """Encode an array as raw row-major little-endian bytes (BYTES: length-prefixed elements)."""
+    if array.dtype.kind in "OSU":
+        parts = []
+        for item in array.reshape(-1):
+            value = item.encode() if isinstance(item, str) else bytes(item)
+            parts.append(struct.pack("<I", len(value)))
+            parts.append(value)
+        return b"".join(parts)
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+
+
+def to_json(array: np.ndarray) -> list:
+    """Flatten an array into a JSON-ready list (BYTES as UTF-8 strings)."""
+    flat = array.reshape(-1)
+    if array.dtype.kind in "OS":
+        return [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in flat]
+    return flat.tolist()

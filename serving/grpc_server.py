@@ -1,0 +1,251 @@
+"""The gRPC front end: KServe v2 ``inference.GRPCInferenceService`` and ``grpc.health.v1.Health``
+on a grpc.aio server built by ``create_grpc_server``.
+
+Tensors come in as ``raw_input_contents`` (what tritonclient sends) or typed ``contents``, and go
+out as ``raw_output_contents``. The health service is served from hand-written (de)serializers
+of its two one-field messages, so no second copy of ``grpc/health/v1/health.proto`` is registered
+in the process and no extra dependency is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import numpy as np
+
+from schemas.proto import grpc_service_pb2 as pb
+from schemas.proto import grpc_service_pb2_grpc as pb_grpc
+from serving import datatypes
+from serving.core import InferenceCore, InferInput, InferRequest
+from serving.errors import InvalidRequest, ServingError
+
+log = logging.getLogger("flowstack.serving")
+
+DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+
+# Which InferTensorContents field holds each datatype (FP16 has none: raw only).
+_CONTENTS_FIELD = {
+    "BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents", "INT32": "int_contents",
+    "INT64": "int64_contents", "UINT8": "uint_contents", "UINT16": "uint_contents", "UINT32": "uint_contents",
+    "UINT64": "uint64_contents", "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents",
+}
+
+
+@dataclass(frozen=True)
+class GrpcSettings:
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    auth_token: str | None = None
+    tls_cert: bytes | None = None  # PEM; with tls_key, the server speaks TLS
+    tls_key: bytes | None = None
+
+
+def _parameter_value(p: pb.InferParameter) -> Any:
+    choice = p.WhichOneof("parameter_choice")
+    return getattr(p, choice) if choice else None
+
+
+def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> InferRequest:
+    """A protobuf ModelInferRequest as an ``InferRequest`` (raises InvalidRequest naming the input)."""
+    raw = request.raw_input_contents
+    if raw and len(raw) != len(request.inputs):
+        raise InvalidRequest(f"raw_input_contents has {len(raw)} entries for {len(request.inputs)} inputs")
+    if not request.inputs:
+        raise InvalidRequest("request has no inputs")
+    inputs = []
+    for position, tensor in enumerate(request.inputs):
+        name, datatype = tensor.name, tensor.datatype
+        datatypes.to_numpy(datatype, name)
+        shape = datatypes.check_shape(name, list(tensor.shape), max_elements)
+        if raw:
+            if tensor.HasField("contents"):
+                raise InvalidRequest(f"input {name!r}: set either contents or raw_input_contents, not both")
+            array = datatypes.from_raw(name, datatype, shape, raw[position])
+        else:
+            field = _CONTENTS_FIELD.get(datatype)
+            if field is None:
+                raise InvalidRequest(f"input {name!r}: datatype {datatype} must be sent in raw_input_contents")
+            values = getattr(tensor.contents, field)
+            data = list(values) if datatype == "BYTES" else np.asarray(values)
+            array = datatypes.from_json(name, datatype, shape, data)
+        inputs.append(InferInput(name, datatype, shape, array))
+    return InferRequest(
+        model_name=request.model_name,
+        inputs=inputs,
+        model_version=request.model_version,
+        id=request.id,
+        outputs=[o.name for o in request.outputs] or None,
+        parameters={k: _parameter_value(v) for k, v in request.parameters.items()},
+        protocol="grpc",
+    )
+
+
+class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
+    """Each RPC calls one ``InferenceCore`` method; ``ServingError`` becomes its gRPC status."""
+
+    def __init__(self, core: InferenceCore, settings: GrpcSettings):
+        self.core = core
+        self.max_elements = settings.max_message_bytes
+
+    async def _abort(self, context: grpc.aio.ServicerContext, exc: Exception) -> None:
+        if isinstance(exc, ServingError):
+            await context.abort(exc.grpc_code, str(exc))
+        log.exception("unexpected error while handling a gRPC request")
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+
+    async def ServerLive(self, request, context):
+        return pb.ServerLiveResponse(live=self.core.live())
+
+    async def ServerReady(self, request, context):
+        return pb.ServerReadyResponse(ready=self.core.ready())
+
+    async def ModelReady(self, request, context):
+        return pb.ModelReadyResponse(ready=self.core.model_ready(request.name, request.version))
+
+    async def ServerMetadata(self, request, context):
+        return pb.ServerMetadataResponse(**self.core.server_metadata())
+
+    async def ModelMetadata(self, request, context):
+        try:
+            meta = self.core.model_metadata(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.ModelMetadataResponse(
+            name=meta["name"],
+            versions=meta["versions"],
+            platform=meta["platform"],
+            inputs=[pb.ModelMetadataResponse.TensorMetadata(**t) for t in meta["inputs"]],
+            outputs=[pb.ModelMetadataResponse.TensorMetadata(**t) for t in meta["outputs"]],
+        )
+
+    async def ModelInfer(self, request, context):
+        try:
+            infer_request = decode_infer_request(request, self.max_elements)
+            remaining = context.time_remaining()
+            if remaining is not None and "timeout" not in infer_request.parameters:
+                infer_request.parameters["timeout"] = max(int(remaining * 1e6), 1)
+            response = await self.core.infer(infer_request)
+        except Exception as exc:
+            await self._abort(context, exc)
+        reply = pb.ModelInferResponse(model_name=response.model_name, model_version=response.model_version, id=response.id)
+        for out in response.outputs:
+            reply.outputs.add(name=out.name, datatype=out.datatype, shape=list(out.shape))
+            reply.raw_output_contents.append(datatypes.to_raw(out.data))
+        return reply
+
+
+# -- grpc.health.v1.Health -------------------------------------------------------------------------
+SERVING, NOT_SERVING, SERVICE_UNKNOWN = 1, 2, 3
+HEALTH_SERVICE = "grpc.health.v1.Health"
+INFERENCE_SERVICE = "inference.GRPCInferenceService"
+
+
+def decode_health_request(data: bytes) -> str:
+    """HealthCheckRequest {string service = 1}: returns the service name."""
+    pos, service = 0, ""
+    while pos < len(data):
+        key, pos = _varint(data, pos)
+        if key & 7 == 2:
+            length, pos = _varint(data, pos)
+            if key >> 3 == 1:
+                service = data[pos : pos + length].decode("utf-8", "replace")
+            pos += length
+        elif key & 7 == 0:
+            _, pos = _varint(data, pos)
+        else:
+            raise ValueError("unexpected wire type in HealthCheckRequest")
+    return service
+
+
+def encode_health_response(status: int) -> bytes:
+    """HealthCheckResponse {ServingStatus status = 1}."""
+    return bytes([0x08, status])
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
+    def status_of(service: str) -> int:
+        if service not in ("", INFERENCE_SERVICE):
+            return SERVICE_UNKNOWN
+        return SERVING if core.ready() else NOT_SERVING
+
+    async def check(service: str, context):
+        status = status_of(service)
+        if status == SERVICE_UNKNOWN:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {service!r}")
+        return status
+
+    async def watch(service: str, context):
+        last = None
+        while True:
+            status = status_of(service)
+            if status != last:
+                yield status
+                last = status
+            await asyncio.sleep(0.5)
+
+    return grpc.method_handlers_generic_handler(HEALTH_SERVICE, {
+        "Check": grpc.unary_unary_rpc_method_handler(
+            check, request_deserializer=decode_health_request, response_serializer=encode_health_response),
+        "Watch": grpc.unary_stream_rpc_method_handler(
+            watch, request_deserializer=decode_health_request, response_serializer=encode_health_response),
+    })
+
+
+class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
+    """Refuse calls without ``authorization: Bearer <token>`` metadata (health checks excepted)."""
+
+    def __init__(self, token: str):
+        self.expected = f"Bearer {token}"
+
+        async def deny(request, context):
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+        self._deny = grpc.unary_unary_rpc_method_handler(deny, request_deserializer=lambda b: b)
+
+    async def intercept_service(self, continuation, handler_call_details):
+        if handler_call_details.method.startswith(f"/{HEALTH_SERVICE}/"):
+            return await continuation(handler_call_details)
+        metadata = dict(handler_call_details.invocation_metadata or ())
+        if hmac.compare_digest(str(metadata.get("authorization", "")), self.expected):
+            return await continuation(handler_call_details)
+        return self._deny
+
+
+def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> tuple[grpc.aio.Server, int]:
+    """A grpc.aio server for ``core`` bound to ``address`` ("host:port"); returns it and the port.
+
+    Call ``await server.start()`` inside the event loop that will run it.
+    """
+    settings = settings or GrpcSettings()
+    options = [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
+    server = grpc.aio.server(options=options, interceptors=interceptors)
+    pb_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceServicer(core, settings), server)
+    server.add_generic_rpc_handlers((health_handler(core),))
+    if settings.tls_cert and settings.tls_key:
+        credentials = grpc.ssl_server_credentials([(settings.tls_key, settings.tls_cert)])
+        port = server.add_secure_port(address, credentials)
+    else:
+        port = server.add_insecure_port(address)
+    return server, port

@@ -1,0 +1,424 @@
+"""The HTTP front end: KServe v2 REST (with the binary tensor extension), TensorFlow Serving REST
+and Prometheus ``/metrics``, as one Starlette app built by ``create_app``.
+
+Handlers only translate between the wire and ``InferenceCore``; every failure becomes
+``{"error": "..."}`` with the status of its ``ServingError`` class.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+import logging
+import zlib
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import numpy as np
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from serving import datatypes
+from serving.core import InferenceCore, InferInput, InferRequest, InferResponse
+from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError
+from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+
+log = logging.getLogger("flowstack.serving")
+
+DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+HEADER_LENGTH = "inference-header-content-length"
+# Probes must work without credentials.
+OPEN_PATHS = frozenset({"/v2/health/live", "/v2/health/ready"})
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    auth_token: str | None = None
+
+    @property
+    def max_elements(self) -> int:
+        # No tensor can hold more elements than the body has bytes (plus JSON's worst case of
+        # a few bytes per element); anything declaring more is refused before allocation.
+        return self.max_request_bytes
+
+
+def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def _error(exc: Exception) -> Response:
+    if isinstance(exc, ServingError):
+        headers = {"Retry-After": str(exc.retry_after_s)} if hasattr(exc, "retry_after_s") else None
+        return _json({"error": str(exc)}, exc.http_status, headers)
+    log.exception("unexpected error while handling a request")
+    return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _endpoint(handler: Callable[..., Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """Turn every exception into an error response: a request never takes the server down."""
+
+    @functools.wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as exc:
+            return _error(exc)
+
+    return wrapped
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body of {declared} bytes is over the limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise PayloadTooLarge(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    encoding = request.headers.get("content-encoding", "").lower()
+    if encoding in ("gzip", "deflate"):
+        decompressor = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
+        try:
+            body = decompressor.decompress(body, limit + 1)
+        except zlib.error as exc:
+            raise InvalidRequest(f"request body is not valid {encoding} data: {exc}") from None
+        if len(body) > limit or decompressor.unconsumed_tail:
+            raise PayloadTooLarge(f"decompressed request body is over the limit of {limit} bytes")
+    elif encoding not in ("", "identity"):
+        raise InvalidRequest(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
+    return body
+
+
+def _load_json(raw: bytes | memoryview) -> dict:
+    try:
+        doc = json.loads(bytes(raw))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidRequest(f"request body must be a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+# -- KServe v2 ---------------------------------------------------------------------------------
+def parse_kserve_request(
+    body: bytes, header_length: str | None, name: str, version: str, max_elements: int
+) -> tuple[InferRequest, dict[str, bool]]:
+    """Decode a v2 infer request (JSON, or JSON header plus binary tensors); returns the request
+    and, per requested output, whether to answer it as binary data."""
+    binary = memoryview(b"")
+    if header_length is not None:
+        if not header_length.isdigit() or int(header_length) > len(body):
+            raise InvalidRequest(
+                f"Inference-Header-Content-Length {header_length!r} is not a length within the {len(body)}-byte body"
+            )
+        binary = memoryview(body)[int(header_length):]
+        body = body[: int(header_length)]
+    doc = _load_json(body)
+    items = doc.get("inputs")
+    if not isinstance(items, list) or not items:
+        raise InvalidRequest("request needs a non-empty 'inputs' list")
+    inputs, offset = [], 0
+    for position, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise InvalidRequest(f"inputs[{position}] must be an object with a string 'name'")
+        tensor = item["name"]
+        datatype = item.get("datatype")
+        if not isinstance(datatype, str):
+            raise InvalidRequest(f"input {tensor!r}: missing 'datatype'")
+        datatypes.to_numpy(datatype, tensor)
+        shape = datatypes.check_shape(tensor, item.get("shape"), max_elements)
+        params = item.get("parameters") or {}
+        if not isinstance(params, dict):
+            raise InvalidRequest(f"input {tensor!r}: 'parameters' must be an object")
+        size = params.get("binary_data_size")
+        if size is not None:
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                raise InvalidRequest(f"input {tensor!r}: binary_data_size must be a non-negative integer, got {size!r}")
+            if offset + size > len(binary):
+                raise InvalidRequest(
+                    f"input {tensor!r}: binary_data_size {size} runs past the end of the request "
+                    f"({len(binary) - offset} bytes of binary data left)"
+                )
+            array = datatypes.from_raw(tensor, datatype, shape, binary[offset : offset + size])
+            offset += size
+        else:
+            array = datatypes.from_json(tensor, datatype, shape, item.get("data"))
+        inputs.append(InferInput(tensor, datatype, shape, array))
+    if offset != len(binary):
+        raise InvalidRequest(f"{len(binary) - offset} bytes of binary data after the last input are not claimed by any binary_data_size")
+    parameters = doc.get("parameters") or {}
+    if not isinstance(parameters, dict):
+        raise InvalidRequest("'parameters' must be an object")
+    default_binary = parameters.get("binary_data_output") is True
+    outputs, binary_flags = None, {}
+    requested = doc.get("outputs")
+    if requested is not None:
+        if not isinstance(requested, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in requested):
+            raise InvalidRequest("'outputs' must be a list of objects with a string 'name'")
+        outputs = [o["name"] for o in requested]
+        for o in requested:
+            flag = (o.get("parameters") or {}).get("binary_data", default_binary)
+            binary_flags[o["name"]] = flag is True
+    request_id = doc.get("id", "")
+    request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
+                           outputs, parameters, protocol="http")
+    return request, binary_flags or {"*": default_binary}
+
+
+def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> Response:
+    outputs, blobs = [], []
+    for out in response.outputs:
+        entry: dict[str, Any] = {"name": out.name, "datatype": out.datatype, "shape": list(out.shape)}
+        if binary_flags.get(out.name, binary_flags.get("*", False)):
+            raw = datatypes.to_raw(out.data)
+            entry["parameters"] = {"binary_data_size": len(raw)}
+            blobs.append(raw)
+        else:
+            entry["data"] = datatypes.to_json(out.data)
+        outputs.append(entry)
+    doc: dict[str, Any] = {"model_name": response.model_name, "model_version": response.model_version, "outputs": outputs}
+    if response.id:
+        doc["id"] = response.id
+    header = json.dumps(doc, separators=(",", ":")).encode()
+    if not blobs:
+        return Response(header, media_type="application/json")
+    return Response(
+        header + b"".join(blobs),
+        media_type="application/octet-stream",
+        headers={"Inference-Header-Content-Length": str(len(header))},
+    )
+
+
+# -- TensorFlow Serving REST -------------------------------------------------------------------
+def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: int) -> tuple[InferRequest, bool]:
+    """Decode a TF Serving predict body (row ``instances`` or columnar ``inputs``); returns the
+    request and whether the answer goes back in row format."""
+    if ("instances" in doc) == ("inputs" in doc):
+        raise InvalidRequest("request must have exactly one of 'instances' (row format) or 'inputs' (columnar format)")
+    names = [s.name for s in specs]
+    row = "instances" in doc
+    if row:
+        instances = doc["instances"]
+        if not isinstance(instances, list) or not instances:
+            raise InvalidRequest("'instances' must be a non-empty list")
+        if all(isinstance(i, dict) for i in instances):
+            for position, instance in enumerate(instances):
+                if set(instance) != set(names):
+                    raise InvalidRequest(f"instances[{position}] has keys {sorted(instance)}; the model's inputs are {names}")
+            columns = {n: [i[n] for i in instances] for n in names}
+        elif len(names) == 1:
+            columns = {names[0]: instances}
+        else:
+            raise InvalidRequest(f"the model has inputs {names}: each instance must be an object keyed by input name")
+    else:
+        value = doc["inputs"]
+        if isinstance(value, dict):
+            columns = value
+        elif len(names) == 1:
+            columns = {names[0]: value}
+        else:
+            raise InvalidRequest(f"the model has inputs {names}: 'inputs' must be an object keyed by input name")
+    inputs = []
+    by_name = {s.name: s for s in specs}
+    for tensor, value in columns.items():
+        spec = by_name.get(tensor)
+        if spec is None:
+            raise InvalidRequest(f"unknown input {tensor!r}; the model's inputs are {names}")
+        datatype = datatypes.from_numpy(spec.dtype)
+        try:
+            shape = np.shape(value) if datatype != "BYTES" else np.asarray(value, dtype=object).shape
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequest(f"input {tensor!r}: not a regular array: {exc}") from None
+        shape = datatypes.check_shape(tensor, list(shape), max_elements)
+        if datatype in ("FP16", "FP32", "FP64"):
+            value = np.asarray(value, dtype=np.float64) if _is_numeric(value) else value
+        inputs.append(InferInput(tensor, datatype, shape, datatypes.from_json(tensor, datatype, shape, value)))
+    signature = doc.get("signature_name", "serving_default")
+    if signature != "serving_default":
+        raise InvalidRequest(f"unknown signature_name {signature!r}; the model serves 'serving_default'")
+    return InferRequest(name, inputs, version, protocol="tfserving"), row
+
+
+def _is_numeric(value: Any) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except (ValueError, TypeError):
+        return False
+
+
+def tf_predict_response(response: InferResponse, row: bool) -> dict:
+    outputs = {o.name: o.data for o in response.outputs}
+    if len(outputs) == 1:
+        (value,) = outputs.values()
+        return {"predictions" if row else "outputs": _tf_json(value)}
+    if not row:
+        return {"outputs": {n: _tf_json(v) for n, v in outputs.items()}}
+    rows = len(next(iter(outputs.values())))
+    return {"predictions": [{n: _tf_json(v[i]) for n, v in outputs.items()} for i in range(rows)]}
+
+
+def _tf_json(array: np.ndarray) -> Any:
+    if array.dtype.kind in "OS":
+        return np.vectorize(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v), otypes=[object])(array).tolist()
+    return array.tolist()
+
+
+# -- the app -------------------------------------------------------------------------------------
+class BearerTokenMiddleware:
+    """Refuse requests without ``Authorization: Bearer <token>`` (health probes excepted)."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = _json({"error": "missing or invalid bearer token"}, 401, {"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Starlette:
+    """The ASGI app serving ``core`` over HTTP.
+
+    >>> from serving import create_app  # doctest: +SKIP
+    >>> app = create_app(InferenceCore(repository), HttpSettings(auth_token="s3cret"))  # doctest: +SKIP
+    """
+    settings = settings or HttpSettings()
+
+    def version_of(request: Request) -> str:
+        return request.path_params.get("version", "")
+
+    @_endpoint
+    async def live(request: Request) -> Response:
+        return _json({"live": core.live()})
+
+    @_endpoint
+    async def ready(request: Request) -> Response:
+        ok = core.ready()
+        return _json({"ready": ok}, 200 if ok else 503)
+
+    @_endpoint
+    async def server_metadata(request: Request) -> Response:
+        return _json(core.server_metadata())
+
+    @_endpoint
+    async def model_metadata(request: Request) -> Response:
+        return _json(core.model_metadata(request.path_params["name"], version_of(request)))
+
+    @_endpoint
+    async def model_ready(request: Request) -> Response:
+        ok = core.model_ready(request.path_params["name"], version_of(request))
+        return _json({"name": request.path_params["name"], "ready": ok}, 200 if ok else 400)
+
+    @_endpoint
+    async def model_config(request: Request) -> Response:
+        return _json(core.model_config(request.path_params["name"], version_of(request)))
+
+    @_endpoint
+    async def model_stats(request: Request) -> Response:
+        return _json(core.model_stats(request.path_params.get("name", ""), version_of(request)))
+
+    @_endpoint
+    async def repository_index(request: Request) -> Response:
+        return _json(core.repository.index())
+
+    @_endpoint
+    async def infer(request: Request) -> Response:
+        body = await _read_body(request, settings.max_request_bytes)
+        infer_request, binary_flags = parse_kserve_request(
+            body, request.headers.get(HEADER_LENGTH), request.path_params["name"], version_of(request),
+            settings.max_elements,
+        )
+        return kserve_response(await core.infer(infer_request), binary_flags)
+
+    @_endpoint
+    async def tf_status(request: Request) -> Response:
+        name, wanted = request.path_params["name"], version_of(request)
+        if name not in core.repository.model_names():
+            core.repository.get(name)  # raises ModelNotFound naming the models there are
+        statuses = [s for s in core.repository.statuses(name) if not wanted or str(s.version) == wanted]
+        if wanted and not statuses:
+            raise ModelNotFound(f"model {name!r} has no version {wanted}")
+        return _json({"model_version_status": [
+            {
+                "version": str(s.version),
+                "state": {"READY": "AVAILABLE", "LOADING": "LOADING"}.get(s.state, "END"),
+                "status": {"error_code": "OK" if s.state == "READY" else "UNKNOWN", "error_message": s.reason},
+            }
+            for s in statuses
+        ]})
+
+    @_endpoint
+    async def tf_metadata(request: Request) -> Response:
+        meta = core.model_metadata(request.path_params["name"], version_of(request))
+
+        def info(tensors):
+            return {t["name"]: {"dtype": t["datatype"], "tensor_shape": {"dim": [{"size": str(d)} for d in t["shape"]]},
+                                "name": t["name"]} for t in tensors}
+
+        return _json({
+            "model_spec": {"name": meta["name"], "version": meta["versions"][-1] if meta["versions"] else ""},
+            "metadata": {"signature_def": {"signature_def": {"serving_default": {
+                "inputs": info(meta["inputs"]), "outputs": info(meta["outputs"]), "method_name": "tensorflow/serving/predict",
+            }}}},
+        })
+
+    @_endpoint
+    async def tf_predict(request: Request) -> Response:
+        name, version = request.path_params["name"], version_of(request)
+        mv = core.repository.get(name, version)
+        doc = _load_json(await _read_body(request, settings.max_request_bytes))
+        infer_request, row = parse_tf_predict(doc, mv.inputs, name, version, settings.max_elements)
+        return _json(tf_predict_response(await core.infer(infer_request), row))
+
+    @_endpoint
+    async def metrics(request: Request) -> Response:
+        return Response(core.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return _json({"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', 'not found')}"}, status)
+
+    model = "/v2/models/{name}"
+    versioned = "/v2/models/{name}/versions/{version}"
+    tf_model = "/v1/models/{name}"
+    tf_versioned = "/v1/models/{name}/versions/{version}"
+    routes = [
+        Route("/v2/health/live", live, methods=["GET"]),
+        Route("/v2/health/ready", ready, methods=["GET"]),
+        Route("/v2", server_metadata, methods=["GET"]),
+        Route("/v2/models/stats", model_stats, methods=["GET"]),
+        Route("/v2/repository/index", repository_index, methods=["GET", "POST"]),
+        *[route for prefix in (model, versioned) for route in (
+            Route(prefix, model_metadata, methods=["GET"]),
+            Route(prefix + "/ready", model_ready, methods=["GET"]),
+            Route(prefix + "/config", model_config, methods=["GET"]),
+            Route(prefix + "/stats", model_stats, methods=["GET"]),
+            Route(prefix + "/infer", infer, methods=["POST"]),
+        )],
+        Route(tf_model + ":predict", tf_predict, methods=["POST"]),
+        Route(tf_versioned + ":predict", tf_predict, methods=["POST"]),
+        Route(tf_model + "/metadata", tf_metadata, methods=["GET"]),
+        Route(tf_versioned + "/metadata", tf_metadata, methods=["GET"]),
+        Route(tf_model, tf_status, methods=["GET"]),
+        Route(tf_versioned, tf_status, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    middleware = [Middleware(BearerTokenMiddleware, token=settings.auth_token)] if settings.auth_token else []
+    return Starlette(routes=routes, middleware=middleware, exception_handlers={404: not_found, 405: not_found})

@@ -1,0 +1,135 @@
+"""Prometheus metrics in the text exposition format (version 0.0.4), without a client library.
+
+Three kinds, enough for a server: counters, histograms (cumulative buckets, _sum, _count) and
+gauges read from a callback when scraped. All are thread-safe.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from typing import Callable, Iterable
+
+LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+Labels = tuple[tuple[str, str], ...]
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _format_labels(labels: Labels, extra: tuple[tuple[str, str], ...] = ()) -> str:
+    items = labels + extra
+    if not items:
+        return ""
+    return "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in items) + "}"
+
+
+def _format_value(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if not float(value).is_integer() else str(int(value))
+
+
+class Counter:
+    def __init__(self, name: str, help_text: str):
+        self.name, self.help = name, help_text
+        self._values: dict[Labels, float] = {}
+        self._lock = threading.Lock()
+
+    def inc(self, amount: float = 1.0, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        with self._lock:
+            self._values[key] = self._values.get(key, 0.0) + amount
+
+    def value(self, **labels: str) -> float:
+        return self._values.get(tuple(sorted(labels.items())), 0.0)
+
+    def render(self) -> Iterable[str]:
+        yield f"# HELP {self.name} {self.help}"
+        yield f"# TYPE {self.name} counter"
+        with self._lock:
+            items = sorted(self._values.items())
+        for labels, value in items:
+            yield f"{self.name}{_format_labels(labels)} {_format_value(value)}"
+
+
+class Histogram:
+    def __init__(self, name: str, help_text: str, buckets: tuple[float, ...]):
+        self.name, self.help, self.buckets = name, help_text, tuple(buckets)
+        self._series: dict[Labels, list] = {}  # labels -> [bucket counts..., sum, count]
+        self._lock = threading.Lock()
+
+    def observe(self, value: float, **labels: str) -> None:
+        key = tuple(sorted(labels.items()))
+        index = bisect.bisect_left(self.buckets, value)
+        with self._lock:
+            series = self._series.get(key)
+            if series is None:
+                series = self._series[key] = [0] * (len(self.buckets) + 1) + [0.0, 0]
+            series[index] += 1
+            series[-2] += value
+            series[-1] += 1
+
+    def count(self, **labels: str) -> int:
+        series = self._series.get(tuple(sorted(labels.items())))
+        return series[-1] if series else 0
+
+    def render(self) -> Iterable[str]:
+        yield f"# HELP {self.name} {self.help}"
+        yield f"# TYPE {self.name} histogram"
+        with self._lock:
+            items = sorted((k, list(v)) for k, v in self._series.items())
+        for labels, series in items:
+            cumulative = 0
+            for bound, n in zip(self.buckets + (math.inf,), series):
+                cumulative += n
+                le = (("le", _format_value(bound)),)
+                yield f"{self.name}_bucket{_format_labels(labels, le)} {cumulative}"
+            yield f"{self.name}_sum{_format_labels(labels)} {_format_value(series[-2])}"
+            yield f"{self.name}_count{_format_labels(labels)} {series[-1]}"
+
+
+class Gauge:
+    """A gauge whose samples are read from ``collect() -> {labels dict as tuple: value}`` on scrape."""
+
+    def __init__(self, name: str, help_text: str, collect: Callable[[], dict[Labels, float]]):
+        self.name, self.help, self._collect = name, help_text, collect
+
+    def render(self) -> Iterable[str]:
+        yield f"# HELP {self.name} {self.help}"
+        yield f"# TYPE {self.name} gauge"
+        for labels, value in sorted(self._collect().items()):
+            yield f"{self.name}{_format_labels(labels)} {_format_value(value)}"
+
+
+class ServingMetrics:
+    """The server's metric families; ``render()`` returns the /metrics page."""
+
+    def __init__(self) -> None:
+        self.requests = Counter("flowstack_inference_requests_total", "Inference requests by model, protocol and status.")
+        self.queue_seconds = Histogram(
+            "flowstack_queue_duration_seconds", "Time requests wait in the batcher queue.", LATENCY_BUCKETS_S
+        )
+        self.compute_seconds = Histogram(
+            "flowstack_compute_duration_seconds", "Time of one batched backend call.", LATENCY_BUCKETS_S
+        )
+        self.request_seconds = Histogram(
+            "flowstack_request_duration_seconds", "End-to-end inference time inside the server.", LATENCY_BUCKETS_S
+        )
+        self.batch_size = Histogram("flowstack_batch_size", "Rows per batched backend call.", BATCH_SIZE_BUCKETS)
+        self._gauges: list[Gauge] = []
+
+    def add_gauge(self, name: str, help_text: str, collect: Callable[[], dict[Labels, float]]) -> None:
+        self._gauges.append(Gauge(name, help_text, collect))
+
+    def render(self) -> str:
+        families = [self.requests, self.request_seconds, self.queue_seconds, self.compute_seconds, self.batch_size]
+        lines: list[str] = []
+        for family in families + self._gauges:
+            lines.extend(family.render())
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,450 @@
+"""``ModelRepository``: the models under ``<root>/<name>/<version>/model.flow``, kept in sync by polling.
+
+A scan loads new or changed versions off to the side (load, then warm up) and only then swaps
+them in; versions no longer wanted are swapped out and their batchers drained in the background.
+A version that fails to load is reported (``statuses``) and never replaces one that serves; it is
+retried only when its files change. Names are validated and nothing outside the root is followed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from serving.backends import EdgeRuntimeBackend
+from serving.batcher import DynamicBatcher
+from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
+from serving.errors import InvalidRequest, ModelNotFound, ShuttingDown
+from serving.metrics import ServingMetrics
+
+log = logging.getLogger("flowstack.serving")
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+MODEL_FILE = "model.flow"
+CONFIG_FILE = "config.json"
+
+BackendFactory = Callable[[Path, str], Any]
+
+
+def validate_name(name: str, what: str = "model") -> str:
+    """A model name from a URL or the file system: letters, digits, ``_ . -``, no path tricks."""
+    if not isinstance(name, str) or not NAME_PATTERN.match(name) or name in (".", ".."):
+        raise InvalidRequest(f"invalid {what} name {name!r}: use 1-128 letters, digits, '_', '.', '-'")
+    return name
+
+
+def parse_version(version: str | None) -> int | None:
+    """A version from a request: empty means 'pick by policy', else a positive integer."""
+    if version in (None, ""):
+        return None
+    if not isinstance(version, str) or not version.isdigit() or len(version) > 18 or int(version) < 1:
+        raise InvalidRequest(f"invalid model version {version!r}: expected a positive integer")
+    return int(version)
+
+
+class VersionStats:
+    """Triton-style statistics of one model version (counts and total nanoseconds)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.durations = {k: [0, 0] for k in ("success", "fail", "queue", "compute_input", "compute_infer", "compute_output")}
+        self.inference_count = 0
+        self.execution_count = 0
+        self.last_inference_ms = 0
+        self.batches: dict[int, list[int]] = {}
+
+    def request(self, ok: bool, seconds: float, rows: int) -> None:
+        with self._lock:
+            entry = self.durations["success" if ok else "fail"]
+            entry[0] += 1
+            entry[1] += int(seconds * 1e9)
+            if ok:
+                self.inference_count += rows
+            self.last_inference_ms = int(time.time() * 1000)
+
+    def batch(self, rows: int, waits: list[float], compute_s: float) -> None:
+        with self._lock:
+            self.execution_count += 1
+            queue = self.durations["queue"]
+            queue[0] += len(waits)
+            queue[1] += int(sum(waits) * 1e9)
+            infer = self.durations["compute_infer"]
+            infer[0] += len(waits)
+            infer[1] += int(compute_s * 1e9) * len(waits)
+            entry = self.batches.setdefault(rows, [0, 0])
+            entry[0] += 1
+            entry[1] += int(compute_s * 1e9)
+
+    def to_json(self, name: str, version: int) -> dict:
+        with self._lock:
+            return {
+                "name": name,
+                "version": str(version),
+                "last_inference": self.last_inference_ms,
+                "inference_count": self.inference_count,
+                "execution_count": self.execution_count,
+                "inference_stats": {k: {"count": c, "ns": ns} for k, (c, ns) in self.durations.items()},
+                "batch_stats": [
+                    {"batch_size": rows, "compute_infer": {"count": c, "ns": ns}}
+                    for rows, (c, ns) in sorted(self.batches.items())
+                ],
+            }
+
+
+@dataclass
+class ModelVersion:
+    """One loaded, warmed-up version: its backend, its batcher and its statistics."""
+
+    name: str
+    version: int
+    path: Path
+    config: ModelConfig
+    backend: Any
+    max_batch_size: int
+    fingerprint: tuple
+    batcher: DynamicBatcher | None = None
+    stats: VersionStats = field(default_factory=VersionStats)
+
+    @property
+    def inputs(self):
+        return self.backend.inputs
+
+    @property
+    def outputs(self):
+        return self.backend.outputs
+
+
+@dataclass
+class VersionStatus:
+    version: int
+    state: str  # LOADING, READY, UNAVAILABLE (failed or not selected), UNLOADING
+    reason: str = ""
+
+
+@dataclass
+class _ModelEntry:
+    serving: dict[int, ModelVersion] = field(default_factory=dict)
+    failed: dict[int, tuple] = field(default_factory=dict)  # version -> fingerprint that failed
+    statuses: dict[int, VersionStatus] = field(default_factory=dict)
+    config: ModelConfig = field(default_factory=ModelConfig)
+    error: str = ""  # a model-level problem (bad config.json), reported alongside the versions
+
+
+class ModelRepository:
+    """Loads and serves the models of one directory; ``start()`` begins loading and polling."""
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        device: str = "cpu",
+        poll_interval_s: float | None = None,
+        backend_factory: BackendFactory = EdgeRuntimeBackend,
+        metrics: ServingMetrics | None = None,
+    ):
+        self.root = Path(root)
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"model repository {self.root} is not a directory")
+        self._real_root = self.root.resolve()
+        self.device = device
+        self.poll_interval_s = poll_interval_s
+        self._backend_factory = backend_factory
+        self.metrics = metrics or ServingMetrics()
+        self._models: dict[str, _ModelEntry] = {}
+        self._problems: dict[str, str] = {}  # directory entries that are not valid models
+        self._scan_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._scanned = threading.Event()
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._retiring: list[threading.Thread] = []
+        self.metrics.add_gauge("flowstack_queue_depth", "Requests waiting in each model version's queue.", self._queue_depths)
+        self.metrics.add_gauge("flowstack_model_ready", "1 for each model version ready to serve.", self._ready_versions)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load everything in a background thread, then poll every ``poll_interval_s`` (if set)."""
+        self._thread = threading.Thread(target=self._run, name="model-repository", daemon=True)
+        self._thread.start()
+
+    def wait_scanned(self, timeout: float | None = None) -> bool:
+        return self._scanned.wait(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll()
+            except Exception:  # a scan must never kill the poller
+                log.exception("model repository scan failed")
+            if self.poll_interval_s is None or self._stop.wait(self.poll_interval_s):
+                return
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Stop polling and unload every version, letting queued requests finish."""
+        self._closing = True
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        with self._scan_lock:
+            versions = [mv for entry in self._models.values() for mv in entry.serving.values()]
+            for entry in self._models.values():
+                entry.serving = {}
+        for mv in versions:
+            if mv.batcher is not None:
+                mv.batcher.close(timeout)
+        for thread in list(self._retiring):
+            thread.join(timeout)
+
+    # -- queries -----------------------------------------------------------------------------
+    def ready(self) -> bool:
+        """True once the first scan is done, there is a model, and every model has a ready version."""
+        if self._closing or not self._scanned.is_set():
+            return False
+        models = list(self._models.values())
+        return bool(models) and all(entry.serving for entry in models)
+
+    def model_names(self) -> list[str]:
+        return sorted(self._models)
+
+    def get(self, name: str, version: str | None = None) -> ModelVersion:
+        """The version to run: the one asked for, or the newest ready one."""
+        if self._closing:
+            raise ShuttingDown("server is shutting down")
+        validate_name(name)
+        wanted = parse_version(version)
+        entry = self._models.get(name)
+        if entry is None:
+            raise ModelNotFound(f"unknown model {name!r}; available models: {self.model_names()}")
+        serving = entry.serving
+        if wanted is None:
+            if not serving:
+                raise ModelNotFound(f"model {name!r} has no version ready: {self._reasons(entry)}")
+            return serving[max(serving)]
+        found = serving.get(wanted)
+        if found is None:
+            status = entry.statuses.get(wanted)
+            detail = f" ({status.state}: {status.reason})" if status and status.reason else ""
+            raise ModelNotFound(f"model {name!r} version {wanted} is not being served{detail}; ready versions: {sorted(serving)}")
+        return found
+
+    def is_ready(self, name: str, version: str | None = None) -> bool:
+        try:
+            self.get(name, version)
+            return True
+        except (ModelNotFound, InvalidRequest, ShuttingDown):
+            return False
+
+    def versions(self, name: str) -> list[int]:
+        entry = self._models.get(name)
+        return sorted(entry.serving) if entry else []
+
+    def statuses(self, name: str) -> list[VersionStatus]:
+        entry = self._models.get(name)
+        return [entry.statuses[v] for v in sorted(entry.statuses)] if entry else []
+
+    def index(self) -> list[dict]:
+        """Every model and version with its state and reason (Triton's repository index)."""
+        rows = []
+        for name in self.model_names():
+            entry = self._models[name]
+            if entry.error:
+                rows.append({"name": name, "version": "", "state": "UNAVAILABLE", "reason": entry.error})
+            for status in self.statuses(name):
+                rows.append({"name": name, "version": str(status.version), "state": status.state, "reason": status.reason})
+        for name, problem in sorted(self._problems.items()):
+            rows.append({"name": name, "version": "", "state": "UNAVAILABLE", "reason": problem})
+        return rows
+
+    def _reasons(self, entry: _ModelEntry) -> str:
+        parts = [entry.error] if entry.error else []
+        parts += [f"version {s.version} {s.state}: {s.reason}" for s in entry.statuses.values() if s.reason]
+        return "; ".join(parts) or "no version directory with a model.flow"
+
+    def _queue_depths(self) -> dict:
+        return {
+            (("model", name), ("version", str(v))): mv.batcher.queue_depth
+            for name, entry in list(self._models.items())
+            for v, mv in list(entry.serving.items())
+            if mv.batcher is not None
+        }
+
+    def _ready_versions(self) -> dict:
+        return {
+            (("model", name), ("version", str(v))): 1
+            for name, entry in list(self._models.items())
+            for v in list(entry.serving)
+        }
+
+    # -- scanning ----------------------------------------------------------------------------
+    def _inside_root(self, path: Path) -> bool:
+        try:
+            return path.resolve().is_relative_to(self._real_root)
+        except (OSError, RuntimeError):
+            return False
+
+    def poll(self) -> None:
+        """Scan the repository once and bring the served versions in line with it."""
+        with self._scan_lock:
+            if self._closing:
+                return
+            found: set[str] = set()
+            problems: dict[str, str] = {}
+            for directory in sorted(self.root.iterdir()):
+                if not directory.is_dir() or directory.name.startswith("."):
+                    continue
+                name = directory.name
+                if not NAME_PATTERN.match(name):
+                    problems[name] = "invalid model name; use letters, digits, '_', '.', '-'"
+                    continue
+                if not self._inside_root(directory):
+                    problems[name] = "refused: the directory resolves outside the model repository"
+                    continue
+                found.add(name)
+                self._sync_model(name, directory)
+            for name, problem in problems.items():
+                if self._problems.get(name) != problem:
+                    log.error("model repository entry %r: %s", name, problem)
+            self._problems = problems
+            for name in set(self._models) - found:
+                log.info("model %r removed from the repository; unloading", name)
+                entry = self._models.pop(name)
+                for mv in entry.serving.values():
+                    self._retire(mv)
+        self._scanned.set()
+
+    def _available_versions(self, directory: Path) -> dict[int, Path]:
+        versions = {}
+        for sub in directory.iterdir():
+            if not sub.name.isdigit() or sub.name.startswith("0") or not sub.is_dir():
+                continue
+            path = sub / MODEL_FILE
+            if path.is_file() and self._inside_root(path):
+                versions[int(sub.name)] = path
+        return versions
+
+    def _sync_model(self, name: str, directory: Path) -> None:
+        entry = self._models.setdefault(name, _ModelEntry())
+        config_path = directory / CONFIG_FILE
+        config_stamp = _stamp(config_path)
+        try:
+            config = ModelConfig.from_file(config_path)
+        except ConfigError as exc:
+            if entry.error != str(exc):
+                log.error("model %r: %s (keeping the versions already served)", name, exc)
+            entry.error = str(exc)
+            return
+        entry.error = ""
+        entry.config = config
+        available = self._available_versions(directory)
+        limit = config.version_policy.wanted()
+        keep: dict[int, ModelVersion] = {}
+        statuses: dict[int, VersionStatus] = {}
+        for version in config.version_policy.select(list(available)):
+            if limit is not None and len(keep) >= limit:
+                break
+            fingerprint = (_stamp(available[version]), config_stamp)
+            current = entry.serving.get(version)
+            if current is not None and current.fingerprint == fingerprint:
+                keep[version] = current
+                statuses[version] = VersionStatus(version, "READY")
+                continue
+            if entry.failed.get(version) == fingerprint:
+                statuses[version] = entry.statuses[version]
+                if current is not None:
+                    keep[version] = current
+                continue
+            entry.statuses[version] = VersionStatus(version, "LOADING")
+            try:
+                loaded = self._load(name, version, available[version], config, fingerprint)
+            except Exception as exc:  # any load or warmup failure is reported, never raised
+                reason = f"failed to load {available[version]}: {type(exc).__name__}: {exc}"
+                log.error("model %r version %d: %s", name, version, reason)
+                entry.failed[version] = fingerprint
+                statuses[version] = VersionStatus(version, "UNAVAILABLE", reason)
+                if current is not None:
+                    keep[version] = current
+                    statuses[version].reason += " (still serving the previously loaded copy)"
+                continue
+            entry.failed.pop(version, None)
+            keep[version] = loaded
+            statuses[version] = VersionStatus(version, "READY")
+            log.info("model %r version %d loaded and warmed up from %s", name, version, available[version])
+        for version in available:
+            statuses.setdefault(version, VersionStatus(version, "UNAVAILABLE", "not selected by the version policy"))
+        retired = [mv for version, mv in entry.serving.items() if keep.get(version) is not mv]
+        entry.serving = keep  # one assignment: readers see the old set or the new one
+        entry.statuses = statuses
+        for mv in retired:
+            log.info("model %r version %d unloading (draining its queue)", name, mv.version)
+            self._retire(mv)
+
+    def _load(self, name: str, version: int, path: Path, config: ModelConfig, fingerprint: tuple) -> ModelVersion:
+        backend = self._backend_factory(path, self.device)
+        batched = getattr(backend, "batched", False)
+        max_batch_size = config.max_batch_size
+        if max_batch_size is None:
+            max_batch_size = DEFAULT_MAX_BATCH_SIZE if batched else 0
+        elif max_batch_size > 0 and not batched:
+            raise ConfigError(
+                f"max_batch_size {max_batch_size} needs dimension 0 of every input and output to be dynamic (-1); "
+                "set max_batch_size to 0"
+            )
+        mv = ModelVersion(name, version, path, config, backend, max_batch_size, fingerprint)
+        for sample in config.warmup:
+            backend.infer_batch([_warmup_feeds(backend.inputs, sample, max_batch_size)])
+        labels = {"model": name, "version": str(version)}
+
+        def observe(rows: int, waits: list[float], compute_s: float) -> None:
+            mv.stats.batch(rows, waits, compute_s)
+            self.metrics.batch_size.observe(rows, **labels)
+            self.metrics.compute_seconds.observe(compute_s, **labels)
+            for wait in waits:
+                self.metrics.queue_seconds.observe(wait, **labels)
+
+        mv.batcher = DynamicBatcher(
+            backend.infer_batch,
+            max_batch_size=max_batch_size,
+            max_queue_delay_us=config.max_queue_delay_us,
+            preferred_batch_sizes=config.preferred_batch_sizes,
+            instances=config.instances,
+            max_queue_size=config.max_queue_size,
+            on_batch=observe,
+            name=f"{name}-{version}",
+        )
+        return mv
+
+    def _retire(self, mv: ModelVersion) -> None:
+        if mv.batcher is None:
+            return
+        thread = threading.Thread(target=mv.batcher.close, name=f"retire-{mv.name}-{mv.version}", daemon=True)
+        thread.start()
+        self._retiring = [t for t in self._retiring if t.is_alive()] + [thread]
+
+
+def _stamp(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _warmup_feeds(specs, sample: dict, max_batch_size: int) -> dict[str, np.ndarray]:
+    """Inputs for one warmup run: explicit ``inputs`` from the sample, else zeros of a valid shape."""
+    rows = int(sample.get("batch_size", 1))
+    given = sample.get("inputs", {})
+    feeds = {}
+    for spec in specs:
+        if spec.name in given:
+            feeds[spec.name] = np.asarray(given[spec.name], dtype=spec.dtype)
+            continue
+        shape = [rows if (axis == 0 and max_batch_size > 0) else (1 if d == -1 else d) for axis, d in enumerate(spec.shape)]
+        feeds[spec.name] = np.zeros(shape, dtype=spec.dtype)
+    return feeds

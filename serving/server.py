@@ -1,0 +1,176 @@
+"""``InferenceServer``: the repository, the HTTP and gRPC front ends, and graceful shutdown.
+
+``serve(options)`` runs it until SIGTERM or SIGINT, then drains: readiness turns false, both
+front ends stop accepting while in-flight requests finish, then the batchers are closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+
+from serving.backends import EdgeRuntimeBackend, check_device
+from serving.core import InferenceCore
+from serving.grpc_server import DEFAULT_MAX_MESSAGE_BYTES, GrpcSettings, create_grpc_server
+from serving.http_app import DEFAULT_MAX_REQUEST_BYTES, HttpSettings, create_app
+from serving.repository import ModelRepository
+
+log = logging.getLogger("flowstack.serving")
+
+
+@dataclass
+class ServerOptions:
+    """Everything ``flowstack serve`` can set. Port 0 picks a free port; None turns a front end off."""
+
+    model_repository: Path
+    host: str = "127.0.0.1"
+    http_port: int | None = 8000
+    grpc_port: int | None = 8001
+    device: str = "cpu"
+    poll_interval_s: float | None = 5.0
+    auth_token: str | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    grpc_max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    drain_timeout_s: float = 30.0
+    backend_factory: type = field(default=EdgeRuntimeBackend, repr=False)
+
+
+class _Uvicorn(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield  # InferenceServer owns the signals and decides when to stop
+
+
+class InferenceServer:
+    """Start with ``await start()``; ``http_port``/``grpc_port`` are then the bound ports."""
+
+    def __init__(self, options: ServerOptions):
+        self.options = options
+        self.http_port: int | None = None
+        self.grpc_port: int | None = None
+        self.repository: ModelRepository | None = None
+        self.core: InferenceCore | None = None
+        self._http: _Uvicorn | None = None
+        self._http_task: asyncio.Task | None = None
+        self._grpc = None
+
+    async def start(self) -> None:
+        o = self.options
+        check_device(o.device)
+        if bool(o.tls_cert) != bool(o.tls_key):
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
+        self.repository = ModelRepository(
+            o.model_repository, device=o.device, poll_interval_s=o.poll_interval_s, backend_factory=o.backend_factory
+        )
+        self.core = InferenceCore(self.repository)
+        self.repository.start()
+        if o.http_port is not None:
+            sock = socket.socket(socket.AF_INET6 if ":" in o.host else socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((o.host, o.http_port))
+            sock.set_inheritable(True)
+            self.http_port = sock.getsockname()[1]
+            app = create_app(self.core, HttpSettings(max_request_bytes=o.max_request_bytes, auth_token=o.auth_token))
+            config = uvicorn.Config(
+                app,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=o.drain_timeout_s,
+                backlog=2048,
+                ssl_certfile=str(o.tls_cert) if o.tls_cert else None,
+                ssl_keyfile=str(o.tls_key) if o.tls_key else None,
+            )
+            self._http = _Uvicorn(config)
+            self._http_task = asyncio.create_task(self._http.serve(sockets=[sock]))
+            while not self._http.started:
+                if self._http_task.done():
+                    self._http_task.result()  # raises the startup error
+                    raise RuntimeError("HTTP server stopped during startup")
+                await asyncio.sleep(0.01)
+        if o.grpc_port is not None:
+            settings = GrpcSettings(
+                max_message_bytes=o.grpc_max_message_bytes,
+                auth_token=o.auth_token,
+                tls_cert=o.tls_cert.read_bytes() if o.tls_cert else None,
+                tls_key=o.tls_key.read_bytes() if o.tls_key else None,
+            )
+            host = f"[{o.host}]" if ":" in o.host else o.host
+            self._grpc, self.grpc_port = create_grpc_server(self.core, f"{host}:{o.grpc_port}", settings)
+            await self._grpc.start()
+        log.info("serving", extra={"fields": {
+            "event": "serving", "http_port": self.http_port, "grpc_port": self.grpc_port, "host": o.host,
+            "model_repository": str(o.model_repository), "device": o.device,
+        }})
+
+    async def stop(self) -> None:
+        """Drain: refuse new connections and calls, finish the ones in flight, unload the models."""
+        started = time.perf_counter()
+        if self.core is not None:
+            self.core.draining = True
+        waits = []
+        if self._http is not None:
+            self._http.should_exit = True
+            waits.append(self._http_task)
+        if self._grpc is not None:
+            waits.append(asyncio.ensure_future(self._grpc.stop(grace=self.options.drain_timeout_s)))
+        if waits:
+            await asyncio.gather(*waits, return_exceptions=True)
+        if self.repository is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.repository.close, self.options.drain_timeout_s)
+        log.info("stopped", extra={"fields": {"event": "stopped", "drain_seconds": round(time.perf_counter() - started, 3)}})
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, plus any ``extra={"fields": {...}}``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        doc.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def configure_logging(level: str = "info") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLogFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+async def serve_until_signal(options: ServerOptions) -> int:
+    """Run the server until SIGTERM/SIGINT, then drain and return 0."""
+    server = InferenceServer(options)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down", extra={"fields": {"event": "draining"}})
+    await server.stop()
+    return 0
+
+
+def serve(options: ServerOptions) -> int:
+    """Blocking entry point used by ``flowstack serve``."""
+    return asyncio.run(serve_until_signal(options))
