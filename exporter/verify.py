@@ -1,0 +1,205 @@
+"""Parity check: does the exported model compute what the reference computes, on the edge runtime?
+
+Both models are serialized to .flow and run by the edge runtime on the same inputs (given, or
+generated from the reference's signature). When an output is over tolerance, both are run again
+with every intermediate tensor they share by name exposed, and the first of those (in the
+candidate's execution order) that diverges is named in the ``ParityError``: the passes keep
+names of the values they preserve, so that is where the rewrite that broke the model sits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import numpy as np
+
+import edge_runtime
+from exporter import flow_writer, ir
+from exporter.passes.graph_edit import copy_model
+
+DEFAULT_RTOL = 1e-5
+DEFAULT_ATOL = 1e-6
+
+
+class ParityError(AssertionError):
+    """The candidate model cannot run, or computes something else than the reference, over tolerance."""
+
+    def __init__(self, message: str, report: "ParityReport | None" = None):
+        super().__init__(message)
+        self.report = report
+
+
+@dataclass
+class TensorDiff:
+    name: str
+    max_abs: float
+    max_rel: float
+    within: bool
+
+
+@dataclass
+class ParityReport:
+    """Per output, the worst absolute and relative difference over all samples."""
+
+    samples: int = 0
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    outputs: dict[str, TensorDiff] = field(default_factory=dict)
+    first_divergence: str | None = None  # name of the first shared tensor over tolerance
+
+    @property
+    def ok(self) -> bool:
+        return all(d.within for d in self.outputs.values())
+
+    def __str__(self) -> str:
+        lines = [f"parity on {self.samples} sample(s) (rtol={self.rtol:g}, atol={self.atol:g}): {'ok' if self.ok else 'FAILED'}"]
+        for d in self.outputs.values():
+            lines.append(f"  {d.name}: max abs diff {d.max_abs:.3g}, max rel diff {d.max_rel:.3g}{'' if d.within else '  <- over tolerance'}")
+        if self.first_divergence:
+            lines.append(f"  first diverging tensor: {self.first_divergence}")
+        return "\n".join(lines)
+
+
+def check_parity(
+    reference: ir.Model,
+    candidate: ir.Model,
+    samples: Mapping[str, np.ndarray] | Iterable[Mapping[str, np.ndarray]] | None = None,
+    rtol: float = DEFAULT_RTOL,
+    atol: float = DEFAULT_ATOL,
+    seed: int = 0,
+) -> ParityReport:
+    """Run both models on the edge runtime and compare outputs; raise ``ParityError`` over tolerance.
+
+    ``samples`` is one feed dict (public input name -> array), several, or None to generate one
+    from the reference's signature (random normal floats, small non-negative integers, dynamic
+    dimensions set to 1). Returns the report when every output is within
+    ``|candidate - reference| <= atol + rtol * |reference|``.
+    """
+    ref_runtime = _load(reference, "reference")
+    cand_runtime = _load(candidate, "candidate")
+    feeds_list = _sample_list(ref_runtime, samples, seed)
+    report = ParityReport(samples=len(feeds_list), rtol=rtol, atol=atol)
+    for feeds in feeds_list:
+        expected = _run(ref_runtime, feeds, "reference")
+        actual = _run(cand_runtime, feeds, "candidate")
+        missing = sorted(set(expected) - set(actual))
+        if missing:
+            raise ParityError(f"candidate model lacks output(s) {missing}; it has {sorted(actual)}", report)
+        for name, want in expected.items():
+            diff = _compare(name, want, actual[name], rtol, atol)
+            previous = report.outputs.get(name)
+            if previous is not None:
+                diff = TensorDiff(name, max(diff.max_abs, previous.max_abs), max(diff.max_rel, previous.max_rel), diff.within and previous.within)
+            report.outputs[name] = diff
+        if not report.ok:
+            report.first_divergence = _first_divergence(reference, candidate, feeds, rtol, atol)
+            bad = next(d for d in report.outputs.values() if not d.within)
+            raise ParityError(
+                f"candidate diverges from reference: first diverging tensor {report.first_divergence or bad.name!r}; "
+                f"output {bad.name!r} max abs diff {bad.max_abs:.3g}, max rel diff {bad.max_rel:.3g} "
+                f"(rtol={rtol:g}, atol={atol:g})\n{report}",
+                report,
+            )
+    return report
+
+
+def sample_inputs(model: ir.Model, seed: int = 0) -> dict[str, np.ndarray]:
+    """One feed dict for ``model``'s public inputs, generated from their declared dtypes and shapes."""
+    return _generate(_load(model, "model"), seed)
+
+
+def _load(model: ir.Model, role: str) -> edge_runtime.Model:
+    try:
+        return edge_runtime.load(flow_writer.to_bytes(model))
+    except Exception as exc:
+        raise ParityError(f"{role} model does not load on the edge runtime: {type(exc).__name__}: {exc}") from exc
+
+
+def _run(runtime: edge_runtime.Model, feeds: Mapping[str, np.ndarray], role: str) -> dict[str, np.ndarray]:
+    try:
+        return runtime.run(feeds)
+    except Exception as exc:
+        raise ParityError(f"{role} model fails on the edge runtime: {type(exc).__name__}: {exc}") from exc
+
+
+def _sample_list(runtime: edge_runtime.Model, samples, seed: int) -> list[Mapping[str, np.ndarray]]:
+    if samples is None:
+        return [_generate(runtime, seed)]
+    if isinstance(samples, Mapping):
+        return [samples]
+    samples = list(samples)
+    if not samples:
+        raise ValueError("samples is empty: give at least one feed dict, or None to generate one")
+    return samples
+
+
+def _generate(runtime: edge_runtime.Model, seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for spec in runtime.inputs:
+        shape = tuple(1 if d < 0 else d for d in spec.shape)
+        if spec.dtype.kind == "f":
+            feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
+        elif spec.dtype.kind in "iu":
+            feeds[spec.name] = rng.integers(0, 4, shape).astype(spec.dtype)
+        elif spec.dtype.kind == "b":
+            feeds[spec.name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            raise ValueError(
+                f"cannot generate a sample for input {spec.name!r} of dtype {spec.dtype}; pass samples={{...}}"
+            )
+    return feeds
+
+
+def _compare(name: str, want, got, rtol: float, atol: float) -> TensorDiff:
+    want, got = np.asarray(want), np.asarray(got)
+    if want.shape != got.shape or want.dtype != got.dtype:
+        raise ParityError(
+            f"tensor {name!r}: reference has shape {list(want.shape)} dtype {want.dtype}, "
+            f"candidate shape {list(got.shape)} dtype {got.dtype}"
+        )
+    if want.dtype.kind not in "fciub":
+        same = bool(np.array_equal(want, got))
+        return TensorDiff(name, 0.0 if same else float("inf"), 0.0 if same else float("inf"), same)
+    if want.size == 0:
+        return TensorDiff(name, 0.0, 0.0, True)
+    w, g = want.astype(np.float64), got.astype(np.float64)
+    nan_mismatch = np.isnan(w) != np.isnan(g)
+    both = ~(np.isnan(w) | np.isnan(g))
+    err = np.where(both, np.abs(w - g), 0.0)
+    err = np.where(np.isinf(w) & (w == g), 0.0, err)
+    rel = err / np.maximum(np.abs(w), np.finfo(np.float64).tiny)
+    within = bool(np.all(err <= atol + rtol * np.abs(w)) and not nan_mismatch.any())
+    return TensorDiff(name, float(np.nan_to_num(err.max(), nan=np.inf)), float(np.nan_to_num(rel.max(), nan=np.inf)), within)
+
+
+def _first_divergence(reference: ir.Model, candidate: ir.Model, feeds, rtol: float, atol: float) -> str | None:
+    """The first tensor of the candidate's main graph, in execution order, that the reference also
+    computes and that differs over tolerance."""
+    ref_made = {o for n in reference.graph.nodes for o in n.outputs if o}
+    shared = [o for n in candidate.graph.nodes for o in n.outputs if o and o in ref_made]
+    if not shared:
+        return None
+    try:
+        expected = _run(_load(_exposing(reference, shared), "reference"), feeds, "reference")
+        actual = _run(_load(_exposing(candidate, shared), "candidate"), feeds, "candidate")
+    except ParityError:
+        return None
+    for name in shared:
+        if name in expected and name in actual:
+            try:
+                if not _compare(name, expected[name], actual[name], rtol, atol).within:
+                    return name
+            except ParityError:
+                return name
+    return None
+
+
+def _exposing(model: ir.Model, names: list[str]) -> ir.Model:
+    exposed = copy_model(model)
+    graph = exposed.graph
+    graph.outputs = list(dict.fromkeys(graph.outputs + names))
+    for sig in exposed.signatures.values():
+        sig.outputs.update({n: n for n in names if n not in sig.outputs})
+    return exposed

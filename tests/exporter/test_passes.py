@@ -1,0 +1,384 @@
+"""Graph passes: each on small hand-built IR graphs, then every pass preserving outputs on real models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import edge_runtime.kernels.fused  # noqa: F401  (registers the fused kernels until the families list them)
+import schemas.ops.fused  # noqa: F401
+from edge_runtime import load
+from exporter import flow_writer, ir
+from exporter.passes import (
+    DEFAULT_PASSES,
+    cancel_transposes,
+    eliminate_common_subexpressions,
+    eliminate_dead_code,
+    fold_batch_norm,
+    fold_constants,
+    fuse_activations,
+    optimize,
+    remove_identities,
+)
+from exporter.passes.graph_edit import op_counts
+from schemas import dtypes
+
+RNG = np.random.default_rng(0)
+
+
+def randn(*shape) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def graph(nodes, inputs, outputs, constants=None, shapes=None, name="main") -> ir.Graph:
+    g = ir.Graph(name=name, nodes=nodes, inputs=list(inputs), outputs=list(outputs))
+    for n in inputs:
+        g.values[n] = ir.Value(n, dtypes.FLOAT, (shapes or {}).get(n))
+    for n, data in (constants or {}).items():
+        g.values[n] = ir.Value(n, data=np.asarray(data))
+    for n, shape in (shapes or {}).items():
+        if n not in g.values:
+            g.values[n] = ir.Value(n, dtypes.FLOAT, shape)
+    return g
+
+
+def model(g: ir.Graph) -> ir.Model:
+    return ir.Model(g, opset_imports={"": 21})
+
+
+def run(m: ir.Model, **feeds) -> dict[str, np.ndarray]:
+    return load(flow_writer.to_bytes(m)).run(feeds)
+
+
+def ops(m: ir.Model) -> list[str]:
+    return [n.op_type for n in m.graph.nodes]
+
+
+def assert_same_outputs(before: ir.Model, after: ir.Model, rtol=1e-5, atol=1e-6, **feeds) -> None:
+    want, got = run(before, **feeds), run(after, **feeds)
+    assert set(want) == set(got)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=rtol, atol=atol, err_msg=name)
+
+
+def if_model() -> ir.Model:
+    """y = If(c, then: x * w (w captured from outside), else: Identity(x) + 1)."""
+    then_g = graph([ir.Node("Mul", ["x", "w"], ["t"], name="then_mul")], [], ["t"], name="then")
+    else_g = graph(
+        [ir.Node("Identity", ["x"], ["ex"], name="else_id"), ir.Node("Add", ["ex", "one"], ["e"], name="else_add")],
+        [], ["e"], constants={"one": np.float32(1)}, name="else",
+    )
+    g = graph(
+        [
+            ir.Node("Identity", ["w0"], ["w"], name="read_w"),
+            ir.Node("If", ["c"], ["y"], {"then_branch": then_g, "else_branch": else_g}, name="branch"),
+        ],
+        ["x", "c"], ["y"], constants={"w0": randn(3)}, shapes={"x": (3,)},
+    )
+    g.values["c"] = ir.Value("c", dtypes.BOOL, ())
+    return model(g)
+
+
+class TestRemoveIdentities:
+    def test_identity_dropout_cast_and_reshape_go(self) -> None:
+        g = graph(
+            [
+                ir.Node("Identity", ["x"], ["a"], name="id"),
+                ir.Node("Relu", ["a"], ["b"], name="relu"),
+                ir.Node("Dropout", ["b"], ["c", "mask"], {"seed": 1}, name="drop"),
+                ir.Node("Cast", ["c"], ["d"], {"to": dtypes.FLOAT}, name="cast"),
+                ir.Node("Reshape", ["d", "same"], ["e"], name="reshape"),
+                ir.Node("Neg", ["e"], ["y"], name="neg"),
+            ],
+            ["x"], ["y"], constants={"same": np.array([2, -1], np.int64)},
+            shapes={"x": (2, 3), "a": (2, 3), "b": (2, 3), "c": (2, 3), "d": (2, 3)},
+        )
+        g.values["c"].dtype = g.values["d"].dtype = dtypes.FLOAT
+        before = model(g)
+        after, removed = remove_identities(before)
+        assert removed == 4 and ops(after) == ["Relu", "Neg"]
+        assert ops(before) == ["Identity", "Relu", "Dropout", "Cast", "Reshape", "Neg"], "input model was edited"
+        assert_same_outputs(before, after, x=randn(2, 3))
+
+    def test_keeps_what_changes_values(self) -> None:
+        g = graph(
+            [
+                ir.Node("Cast", ["x"], ["a"], {"to": dtypes.DOUBLE}, name="cast"),
+                ir.Node("Reshape", ["x", "other"], ["b"], name="reshape"),
+                ir.Node("Dropout", ["x", "ratio", "train"], ["c"], name="drop"),
+            ],
+            ["x"], ["a", "b", "c"],
+            constants={"other": np.array([3, 2], np.int64), "ratio": np.float32(0.5), "train": np.bool_(True)},
+            shapes={"x": (2, 3)},
+        )
+        assert remove_identities(model(g))[1] == 0
+
+    def test_dropout_with_read_mask_stays(self) -> None:
+        g = graph([ir.Node("Dropout", ["x"], ["y", "mask"], name="drop")], ["x"], ["y", "mask"])
+        assert remove_identities(model(g))[1] == 0
+
+    def test_identity_onto_graph_output_renames_producer(self) -> None:
+        g = graph([ir.Node("Relu", ["x"], ["h"], name="relu"), ir.Node("Identity", ["h"], ["y"], name="id")], ["x"], ["y"])
+        after, removed = remove_identities(model(g))
+        assert removed == 1 and after.graph.nodes[0].outputs == ["y"]
+
+    def test_identity_of_graph_input_to_output_stays(self) -> None:
+        g = graph([ir.Node("Identity", ["x"], ["y"], name="id")], ["x"], ["y"])
+        assert remove_identities(model(g))[1] == 0
+
+    def test_inside_subgraph_and_captures(self) -> None:
+        before = if_model()
+        after, removed = remove_identities(before)
+        assert removed == 2  # read_w outside, else_id inside the else branch
+        branch = after.graph.nodes[0]
+        assert branch.attrs["then_branch"].nodes[0].inputs == ["x", "w0"]  # the capture now reads w0
+        assert branch.attrs["else_branch"].nodes[0].inputs == ["x", "one"]
+        for c in (True, False):
+            assert_same_outputs(before, after, x=randn(3), c=np.array(c))
+
+
+class TestFoldConstants:
+    def test_all_constant_chain_folds(self) -> None:
+        g = graph(
+            [
+                ir.Node("Add", ["a", "b"], ["ab"], name="add"),
+                ir.Node("Mul", ["ab", "b"], ["k"], name="mul"),
+                ir.Node("Mul", ["x", "k"], ["y"], name="scale"),
+            ],
+            ["x"], ["y"], constants={"a": randn(4), "b": randn(4)},
+        )
+        before = model(g)
+        after, folded = fold_constants(before)
+        assert folded == 2 and ops(after) == ["Mul"]
+        c = before.graph.constants()
+        np.testing.assert_allclose(after.graph.values["k"].data, (c["a"] + c["b"]) * c["b"], rtol=1e-6)
+        assert_same_outputs(before, after, x=randn(4))
+
+    def test_skips_huge_outputs(self) -> None:
+        g = graph([ir.Node("ConstantOfShape", ["shape"], ["big"], name="zeros"), ir.Node("Add", ["x", "big"], ["y"], name="add")],
+                  ["x"], ["y"], constants={"shape": np.array([1024, 1024], np.int64)})
+        assert fold_constants(model(g))[1] == 0
+
+    def test_folds_inside_subgraph_with_outer_constants(self) -> None:
+        then_g = graph([ir.Node("Neg", ["w"], ["nw"], name="neg"), ir.Node("Mul", ["x", "nw"], ["t"], name="mul")],
+                       [], ["t"], name="then")
+        else_g = graph([ir.Node("Identity", ["x"], ["e"], name="id")], [], ["e"], name="else")
+        g = graph([ir.Node("If", ["c"], ["y"], {"then_branch": then_g, "else_branch": else_g}, name="branch")],
+                  ["x", "c"], ["y"], constants={"w": randn(3)})
+        g.values["c"] = ir.Value("c", dtypes.BOOL, ())
+        before = model(g)
+        after, folded = fold_constants(before)
+        then_after = after.graph.nodes[0].attrs["then_branch"]
+        assert folded == 1 and [n.op_type for n in then_after.nodes] == ["Mul"]
+        assert_same_outputs(before, after, x=randn(3), c=np.array(True))
+
+
+class TestEliminateDeadCode:
+    def test_removes_unused_nodes_constants_and_outputs(self) -> None:
+        g = graph(
+            [
+                ir.Node("Relu", ["x"], ["unused"], name="dead"),
+                ir.Node("Mul", ["x", "w_dead"], ["also_unused"], name="dead2"),
+                ir.Node("Dropout", ["x"], ["y", "mask"], name="drop"),
+            ],
+            ["x"], ["y"], constants={"w_dead": randn(3)},
+        )
+        after, removed = eliminate_dead_code(model(g))
+        assert ops(after) == ["Dropout"] and after.graph.nodes[0].outputs == ["y"]
+        assert "w_dead" not in after.graph.values and removed == 4
+
+    def test_keeps_values_captured_by_subgraphs(self) -> None:
+        before = if_model()
+        after, _ = eliminate_dead_code(before)
+        assert ops(after) == ["Identity", "If"]  # read_w feeds only the then branch, by capture
+        assert_same_outputs(before, after, x=randn(3), c=np.array(True))
+
+
+class TestCommonSubexpressions:
+    def test_duplicates_merge_including_duplicate_constants(self) -> None:
+        w = randn(3)
+        g = graph(
+            [
+                ir.Node("Mul", ["x", "w1"], ["a"], name="m1"),
+                ir.Node("Mul", ["x", "w2"], ["b"], name="m2"),
+                ir.Node("Add", ["a", "b"], ["y"], name="add"),
+            ],
+            ["x"], ["y"], constants={"w1": w, "w2": w.copy()},
+        )
+        before = model(g)
+        after, merged = eliminate_common_subexpressions(before)
+        assert merged == 2 and ops(after) == ["Mul", "Add"] and after.graph.nodes[1].inputs == ["a", "a"]
+        assert_same_outputs(before, after, x=randn(3))
+
+    def test_different_attrs_or_graph_outputs_are_kept(self) -> None:
+        g = graph(
+            [
+                ir.Node("LeakyRelu", ["x"], ["a"], {"alpha": 0.1}, name="l1"),
+                ir.Node("LeakyRelu", ["x"], ["b"], {"alpha": 0.2}, name="l2"),
+                ir.Node("LeakyRelu", ["x"], ["c"], {"alpha": 0.1}, name="l3"),
+            ],
+            ["x"], ["a", "b", "c"],
+        )
+        assert eliminate_common_subexpressions(model(g))[1] == 0
+
+
+def conv_bn(producer: str = "Conv", activation: str | None = "Relu") -> ir.Model:
+    c = 4
+    nodes = []
+    constants = {"scale": RNG.uniform(0.5, 1.5, c).astype(np.float32), "bias": randn(c),
+                 "mean": randn(c), "var": RNG.uniform(0.5, 1.5, c).astype(np.float32)}
+    shapes = {}
+    if producer == "Conv":
+        constants.update(w=randn(c, 3, 3, 3), b=randn(c))
+        nodes.append(ir.Node("Conv", ["x", "w", "b"], ["h"], {"pads": [1, 1, 1, 1]}, name="conv"))
+        shapes["x"] = (2, 3, 5, 5)
+    elif producer == "Gemm":
+        constants.update(w=randn(c, 6), b=randn(c))
+        nodes.append(ir.Node("Gemm", ["x", "w", "b"], ["h"], {"transB": 1, "alpha": 0.5, "beta": 2.0}, name="fc"))
+        shapes["x"] = (2, 6)
+    else:  # MatMul + Add
+        constants.update(w=randn(6, c), b=randn(c))
+        nodes += [ir.Node("MatMul", ["x", "w"], ["mm"], name="mm"), ir.Node("Add", ["mm", "b"], ["h"], name="bias")]
+        shapes.update(x=(2, 6), mm=(2, c), h=(2, c))
+    nodes.append(ir.Node("BatchNormalization", ["h", "scale", "bias", "mean", "var"], ["n"], {"epsilon": 1e-3}, name="bn"))
+    if activation == "Clip":
+        constants.update(lo=np.float32(0), hi=np.float32(6))
+        nodes.append(ir.Node("Clip", ["n", "lo", "hi"], ["y"], name="act"))
+    elif activation:
+        nodes.append(ir.Node(activation, ["n"], ["y"], name="act"))
+    return model(graph(nodes, ["x"], ["y" if activation else "n"], constants=constants, shapes=shapes))
+
+
+class TestFoldBatchNorm:
+    @pytest.mark.parametrize("producer", ["Conv", "Gemm", "MatMulAdd"])
+    def test_folds_into_producer(self, producer) -> None:
+        before = conv_bn(producer, activation=None)
+        after, folded = fold_batch_norm(before)
+        assert folded == 1 and "BatchNormalization" not in ops(after)
+        x = randn(*before.graph.values["x"].shape)
+        assert_same_outputs(before, after, rtol=1e-4, atol=1e-5, x=x)
+
+    def test_matmul_without_bias_gains_an_add(self) -> None:
+        before = conv_bn("MatMulAdd", activation=None)
+        before.graph.nodes = [before.graph.nodes[0], before.graph.nodes[2]]
+        before.graph.nodes[1].inputs[0] = "mm"
+        after, folded = fold_batch_norm(before)
+        assert folded == 1 and ops(after) == ["MatMul", "Add"]
+        assert_same_outputs(before, after, rtol=1e-4, atol=1e-5, x=randn(2, 6))
+
+    def test_shared_producer_output_is_not_folded(self) -> None:
+        before = conv_bn("Conv", activation=None)
+        before.graph.outputs.append("h")
+        assert fold_batch_norm(before)[1] == 0
+
+    def test_non_constant_statistics_are_not_folded(self) -> None:
+        before = conv_bn("Conv", activation=None)
+        before.graph.inputs.append("mean")
+        before.graph.values["mean"] = ir.Value("mean", dtypes.FLOAT, (4,))
+        assert fold_batch_norm(before)[1] == 0
+
+
+class TestFuseActivations:
+    @pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"])
+    @pytest.mark.parametrize("producer", ["Conv", "Gemm"])
+    def test_fused_kernel_matches(self, producer, activation) -> None:
+        before, _ = fold_batch_norm(conv_bn(producer, activation))
+        after, fused = fuse_activations(before)
+        assert fused == 1 and ops(after) == ["Fused" + producer]
+        assert after.graph.nodes[0].outputs == ["y"] and after.opset_imports["flowstack"] == 1
+        assert_same_outputs(before, after, x=randn(*before.graph.values["x"].shape))
+
+    def test_not_fused_when_linear_output_is_read_elsewhere(self) -> None:
+        before, _ = fold_batch_norm(conv_bn("Conv", "Relu"))
+        before.graph.outputs.append("n")
+        assert fuse_activations(before)[1] == 0
+
+    def test_clip_with_variable_bound_is_not_fused(self) -> None:
+        before, _ = fold_batch_norm(conv_bn("Conv", "Clip"))
+        before.graph.inputs.append("hi")
+        before.graph.values["hi"] = ir.Value("hi", dtypes.FLOAT, ())
+        assert fuse_activations(before)[1] == 0
+
+
+class TestCancelTransposes:
+    def test_inverse_pair_cancels(self) -> None:
+        g = graph(
+            [
+                ir.Node("Transpose", ["x"], ["t1"], {"perm": [0, 2, 3, 1]}, name="to_nhwc"),
+                ir.Node("Transpose", ["t1"], ["t2"], {"perm": [0, 3, 1, 2]}, name="to_nchw"),
+                ir.Node("Relu", ["t2"], ["y"], name="relu"),
+            ],
+            ["x"], ["y"],
+        )
+        before = model(g)
+        after, changed = cancel_transposes(before)
+        after, _ = eliminate_dead_code(after)
+        assert changed == 1 and ops(after) == ["Relu"] and after.graph.nodes[0].inputs == ["x"]
+        assert_same_outputs(before, after, x=randn(2, 3, 4, 5))
+
+    def test_pair_composes_into_one(self) -> None:
+        g = graph(
+            [
+                ir.Node("Transpose", ["x"], ["t1"], {"perm": [1, 0, 2]}, name="a"),
+                ir.Node("Transpose", ["t1"], ["y"], {"perm": [0, 2, 1]}, name="b"),
+            ],
+            ["x"], ["y"],
+        )
+        before = model(g)
+        after, _ = eliminate_dead_code(cancel_transposes(before)[0])
+        assert ops(after) == ["Transpose"]
+        assert_same_outputs(before, after, x=randn(2, 3, 4))
+
+    def test_reshape_chain_shortens(self) -> None:
+        g = graph(
+            [
+                ir.Node("Reshape", ["x", "s1"], ["r1"], name="r1"),
+                ir.Node("Reshape", ["r1", "s2"], ["y"], name="r2"),
+            ],
+            ["x"], ["y"], constants={"s1": np.array([6, 4], np.int64), "s2": np.array([-1, 2], np.int64)},
+        )
+        before = model(g)
+        after, _ = eliminate_dead_code(cancel_transposes(before)[0])
+        assert ops(after) == ["Reshape"] and after.graph.nodes[0].inputs == ["x", "s2"]
+        assert_same_outputs(before, after, x=randn(2, 3, 4))
+
+    def test_reshape_copying_dims_is_kept(self) -> None:
+        g = graph(
+            [ir.Node("Reshape", ["x", "s1"], ["r1"], name="r1"), ir.Node("Reshape", ["r1", "s2"], ["y"], name="r2")],
+            ["x"], ["y"], constants={"s1": np.array([6, 4], np.int64), "s2": np.array([0, 2, 2], np.int64)},
+        )
+        assert cancel_transposes(model(g))[1] == 0
+
+
+class TestOptimize:
+    def test_reaches_fixed_point_and_reports(self, capsys) -> None:
+        before = conv_bn("Conv", "Relu")
+        before.graph.nodes.insert(0, ir.Node("Identity", ["x"], ["x_read"], name="read"))
+        before.graph.nodes[1].inputs[0] = "x_read"
+        after, report = optimize(before, verbose=True)
+        assert ops(after) == ["FusedConv"]
+        assert report.changes["fold_batch_norm"] == 1 and report.changes["fuse_activations"] == 1
+        assert report.nodes_before == 4 and report.nodes_after == 1
+        assert "BatchNormalization: 1 -> 0" in str(report) and "fold_batch_norm" in capsys.readouterr().out
+        assert_same_outputs(before, after, x=randn(2, 3, 5, 5))
+
+    def test_optimizing_twice_changes_nothing(self) -> None:
+        once, _ = optimize(conv_bn("Gemm", "Sigmoid"))
+        _, report = optimize(once)
+        assert report.rounds == 1 and not any(report.changes.values())
+
+
+@pytest.mark.parametrize("name, run_pass", DEFAULT_PASSES, ids=[n for n, _ in DEFAULT_PASSES])
+@pytest.mark.parametrize("build", [lambda: conv_bn("Conv", "Relu"), lambda: conv_bn("MatMulAdd", "Clip"), if_model],
+                         ids=["conv_bn_relu", "matmul_bn_clip", "if_capture"])
+def test_every_pass_preserves_outputs(name, run_pass, build) -> None:
+    before = build()
+    counts = op_counts(before.graph)
+    after, _ = run_pass(before)
+    assert op_counts(before.graph) == counts, f"{name} edited its input"
+    feeds = {"x": randn(*(before.graph.values["x"].shape or (3,)))}
+    if "c" in before.graph.inputs:
+        for c in (True, False):
+            assert_same_outputs(before, after, rtol=1e-4, atol=1e-5, **feeds, c=np.array(c))
+    else:
+        assert_same_outputs(before, after, rtol=1e-4, atol=1e-5, **feeds)

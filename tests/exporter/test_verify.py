@@ -1,0 +1,91 @@
+"""Parity check: an optimized model passes; a broken one is refused naming the first diverging tensor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import edge_runtime.kernels.fused  # noqa: F401  (registers the fused kernels until the families list them)
+import schemas.ops.fused  # noqa: F401
+from exporter import ir
+from exporter.passes import optimize
+from exporter.passes.graph_edit import copy_model
+from exporter.verify import ParityError, ParityReport, check_parity, sample_inputs
+from schemas import dtypes
+from tests.exporter.test_passes import conv_bn, graph, if_model, model, randn
+
+
+def two_layer() -> ir.Model:
+    """x -> Conv+BN+Relu ("n" after folding is "y") -> Mul by k -> out."""
+    m = conv_bn("Conv", "Relu")
+    g = m.graph
+    g.values["k"] = ir.Value("k", data=np.float32(2))
+    g.nodes.append(ir.Node("Mul", ["y", "k"], ["out"], name="scale"))
+    g.outputs = ["out"]
+    return m
+
+
+def test_optimized_model_passes_with_generated_samples() -> None:
+    reference = two_layer()
+    candidate, _ = optimize(reference)
+    report = check_parity(reference, candidate)
+    assert isinstance(report, ParityReport) and report.ok and report.samples == 1
+    assert report.outputs["out"].max_rel < 1e-5
+    assert "ok" in str(report)
+
+
+def test_given_samples_are_used() -> None:
+    reference = two_layer()
+    candidate, _ = optimize(reference)
+    samples = [{"x": randn(2, 3, 5, 5)}, {"x": randn(2, 3, 5, 5)}]
+    assert check_parity(reference, candidate, samples=samples).samples == 2
+
+
+def test_divergence_names_first_diverging_tensor() -> None:
+    reference = two_layer()
+    candidate, _ = optimize(reference)
+    broken = copy_model(candidate)
+    conv = broken.graph.nodes[0]
+    broken.graph.values[conv.inputs[2]].data = broken.graph.values[conv.inputs[2]].data + 0.5
+    with pytest.raises(ParityError, match=r"first diverging tensor 'y'; output 'out'") as info:
+        check_parity(reference, broken)
+    assert info.value.report.first_divergence == "y" and not info.value.report.ok
+
+
+def test_tolerance_is_respected() -> None:
+    reference = two_layer()
+    nudged = copy_model(reference)
+    nudged.graph.values["k"].data = np.float32(2 * (1 + 1e-6))
+    check_parity(reference, nudged)  # within rtol=1e-5
+    with pytest.raises(ParityError):
+        check_parity(reference, nudged, rtol=1e-8, atol=0)
+
+
+def test_candidate_that_does_not_run_is_refused() -> None:
+    reference = two_layer()
+    broken = copy_model(reference)
+    broken.graph.nodes[0].op_type = "NoSuchOp"
+    with pytest.raises(ParityError, match="candidate model does not load.*NoSuchOp"):
+        check_parity(reference, broken)
+
+
+def test_shape_mismatch_is_refused() -> None:
+    reference = model(graph([ir.Node("Relu", ["x"], ["y"], name="r")], ["x"], ["y"], shapes={"x": (2, 3)}))
+    candidate = copy_model(reference)
+    candidate.graph.values["s"] = ir.Value("s", data=np.array([3, 2], np.int64))
+    candidate.graph.nodes.append(ir.Node("Reshape", ["y0", "s"], ["y"], name="reshape"))
+    candidate.graph.nodes[0].outputs = ["y0"]
+    with pytest.raises(ParityError, match=r"tensor 'y': reference has shape \[2, 3\].*candidate shape \[3, 2\]"):
+        check_parity(reference, candidate)
+
+
+def test_samples_follow_signature_types() -> None:
+    m = if_model()
+    m.graph.values["n"] = ir.Value("n", dtypes.INT64, (-1, 2))
+    m.graph.inputs.append("n")
+    feeds = sample_inputs(m)
+    assert feeds["x"].dtype == np.float32 and feeds["x"].shape == (3,)
+    assert feeds["c"].dtype == np.bool_ and feeds["n"].dtype == np.int64 and feeds["n"].shape == (1, 2)
+    reference = if_model()
+    optimized, _ = optimize(reference)
+    check_parity(reference, optimized, samples=[{"x": randn(3), "c": np.array(c)} for c in (True, False)])
