@@ -1,6 +1,6 @@
 """Backends: run a model on a list of requests (``infer_batch``), concatenating along the batch dim.
 
-``EdgeRuntimeBackend`` loads a .flow file once (memory-mapped weights) with the edge runtime, on
+``EdgeRuntimeBackend`` loads a .flow file once with the edge runtime, on
 NumPy (``device="cpu"``) or CuPy (``device="gpu"``). One loaded ``Model`` is thread-safe, so the
 batcher's instance threads all share it and its weights.
 """
@@ -43,7 +43,10 @@ class EdgeRuntimeBackend:
     def __init__(self, path: str | Path, device: str = "cpu"):
         self.path = Path(path)
         self.device = device
-        self.model = load(self.path, device=device)
+        # Read into memory rather than memory-map: a mapped file rewritten in place (``cp`` over
+        # it) would silently change the served weights, or kill the process with SIGBUS if
+        # truncated. One private copy per version, shared by all of its instance threads.
+        self.model = load(self.path.read_bytes(), device=device)
         self.inputs: list[TensorSpec] = list(self.model.inputs)
         self.outputs: list[TensorSpec] = list(self.model.outputs)
         self.metadata: dict[str, str] = dict(self.model.metadata)

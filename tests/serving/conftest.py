@@ -157,3 +157,21 @@ def running_server(repo: Path, **overrides):
 def server(repo: Path):
     with running_server(repo) as running:
         yield running
+
+
+def write_pair_model(path: Path) -> Path:
+    """Two inputs a, b (FP32 [n, 2]) and two outputs sum = a + b, prod = a * b."""
+    from onnx import TensorProto, helper
+
+    from exporter.onnx_import import convert_onnx
+
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["sum"]), helper.make_node("Mul", ["a", "b"], ["prod"])],
+        "pair",
+        [info("a", TensorProto.FLOAT, ["n", 2]), info("b", TensorProto.FLOAT, ["n", 2])],
+        [info("sum", TensorProto.FLOAT, ["n", 2]), info("prod", TensorProto.FLOAT, ["n", 2])],
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path

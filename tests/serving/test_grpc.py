@@ -1,0 +1,137 @@
+"""The gRPC front end: KServe v2 through our generated stubs, through tritonclient.grpc (in a
+subprocess, see triton_grpc_client.py), the health service, limits and auth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+
+from schemas.proto import grpc_service_pb2 as pb
+from schemas.proto import grpc_service_pb2_grpc as pb_grpc
+from serving.grpc_server import decode_health_request, encode_health_response
+from tests.serving.conftest import running_server
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def grpc_server(tmp_path_factory, mlp):
+    from tests.serving.conftest import add_version
+
+    root = tmp_path_factory.mktemp("grpc") / "models"
+    root.mkdir()
+    add_version(root, "mlp", 1, mlp, {"max_batch_size": 8})
+    with running_server(root, http_port=None, grpc_max_message_bytes=1 << 20) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def stub(grpc_server):
+    channel = grpc.insecure_channel(grpc_server.grpc_address)
+    yield pb_grpc.GRPCInferenceServiceStub(channel)
+    channel.close()
+
+
+def infer_request(x: np.ndarray, **fields) -> pb.ModelInferRequest:
+    request = pb.ModelInferRequest(model_name="mlp", **fields)
+    request.inputs.add(name="x", datatype="FP32", shape=list(x.shape))
+    request.raw_input_contents.append(x.astype("<f4").tobytes())
+    return request
+
+
+def test_health_and_metadata(stub):
+    assert stub.ServerLive(pb.ServerLiveRequest(), timeout=5).live
+    assert stub.ServerReady(pb.ServerReadyRequest(), timeout=5).ready
+    assert stub.ModelReady(pb.ModelReadyRequest(name="mlp"), timeout=5).ready
+    assert not stub.ModelReady(pb.ModelReadyRequest(name="mlp", version="3"), timeout=5).ready
+    meta = stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp"), timeout=5)
+    assert meta.versions == ["1"] and meta.inputs[0].name == "x" and list(meta.inputs[0].shape) == [-1, 4]
+    assert "binary_tensor_data" in stub.ServerMetadata(pb.ServerMetadataRequest(), timeout=5).extensions
+
+
+def test_infer_raw_and_typed_contents(stub, mlp):
+    x = np.random.default_rng(3).standard_normal((5, 4)).astype(np.float32)
+    reply = stub.ModelInfer(infer_request(x, id="abc"), timeout=10)
+    assert reply.id == "abc" and reply.model_version == "1"
+    assert reply.outputs[0].name == "probs" and list(reply.outputs[0].shape) == [5, 3]
+    got = np.frombuffer(reply.raw_output_contents[0], "<f4").reshape(5, 3)
+    np.testing.assert_allclose(got, mlp(x), rtol=1e-5)
+    typed = pb.ModelInferRequest(model_name="mlp")
+    typed.inputs.add(name="x", datatype="FP32", shape=[5, 4]).contents.fp32_contents.extend(x.ravel().tolist())
+    reply = stub.ModelInfer(typed, timeout=10)
+    np.testing.assert_allclose(np.frombuffer(reply.raw_output_contents[0], "<f4").reshape(5, 3), mlp(x), rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "mutate, code, message",
+    [
+        (lambda r: r.inputs.__getitem__(0).__setattr__("datatype", "INT64"), grpc.StatusCode.INVALID_ARGUMENT, "input 'x'"),
+        (lambda r: r.raw_input_contents.__setitem__(0, b"\x00" * 7), grpc.StatusCode.INVALID_ARGUMENT, "needs 80 bytes, got 7"),
+        (lambda r: r.inputs.__getitem__(0).shape.__setitem__(0, 1 << 40), grpc.StatusCode.INVALID_ARGUMENT, "more than the limit"),
+        (lambda r: r.__setattr__("model_name", "ghost"), grpc.StatusCode.NOT_FOUND, "unknown model 'ghost'"),
+        (lambda r: r.__setattr__("model_version", "9"), grpc.StatusCode.NOT_FOUND, "version 9"),
+        (lambda r: r.inputs.__getitem__(0).__setattr__("name", "y"), grpc.StatusCode.INVALID_ARGUMENT, "unknown input 'y'"),
+        (lambda r: r.outputs.add(name="nope"), grpc.StatusCode.INVALID_ARGUMENT, "unknown output"),
+    ],
+)
+def test_bad_requests_are_invalid_argument(stub, mutate, code, message):
+    request = infer_request(np.zeros((5, 4), np.float32))
+    mutate(request)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.ModelInfer(request, timeout=10)
+    assert info.value.code() == code
+    assert message in info.value.details()
+
+
+def test_message_size_limit(stub):
+    with pytest.raises(grpc.RpcError) as info:
+        stub.ModelInfer(infer_request(np.zeros((70000, 4), np.float32)), timeout=10)
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_health_service(grpc_server):
+    channel = grpc.insecure_channel(grpc_server.grpc_address)
+    check = channel.unary_unary(
+        "/grpc.health.v1.Health/Check",
+        request_serializer=lambda service: b"\x0a" + bytes([len(service)]) + service.encode() if service else b"",
+        response_deserializer=lambda data: data,
+    )
+    assert check("", timeout=5) == encode_health_response(1)  # SERVING
+    assert check("inference.GRPCInferenceService", timeout=5) == encode_health_response(1)
+    with pytest.raises(grpc.RpcError) as info:
+        check("other.Service", timeout=5)
+    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    channel.close()
+    assert decode_health_request(b"\x0a\x03abc") == "abc"
+
+
+def test_tritonclient_grpc(grpc_server, mlp):
+    run = subprocess.run(
+        [sys.executable, str(HERE / "triton_grpc_client.py"), grpc_server.grpc_address],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["live"] and report["ready"] and report["model_ready"] and report["server_name"] == "flowstack"
+    assert report["inputs"] == [{"name": "x", "datatype": "FP32", "shape": ["-1", "4"]}]
+    np.testing.assert_allclose(np.array(report["probs"]), mlp(np.array(report["x"], np.float32)), rtol=1e-5)
+    assert report["id"] == "g1"
+    assert report["error_status"] == "StatusCode.INVALID_ARGUMENT"
+    assert "input 'x': dimension 1 must be 4, got 5" in report["error_message"]
+
+
+def test_grpc_bearer_token(repo):
+    with running_server(repo, http_port=None, auth_token="tok") as server:
+        channel = grpc.insecure_channel(server.grpc_address)
+        stub = pb_grpc.GRPCInferenceServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as info:
+            stub.ServerReady(pb.ServerReadyRequest(), timeout=5)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert stub.ServerReady(pb.ServerReadyRequest(), timeout=5, metadata=[("authorization", "Bearer tok")]).ready
+        channel.close()
