@@ -1,0 +1,245 @@
+"""nn kernels and shape rules: the cases the ONNX node suite leaves out.
+
+Every conv path (depthwise, pointwise, im2col, grouped) against a direct definition, pooling
+edge cases, dtype preservation, Upsample (no ONNX node case), and shape rules that agree with the
+kernels.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from edge_runtime.kernels import _conv, get_kernel
+from schemas import TensorType, get_schema, infer_types
+
+F32 = np.dtype(np.float32)
+
+
+def run(op: str, *inputs, **attrs):
+    """Call op's kernel the way the runtime does: every declared attribute by keyword."""
+    schema = get_schema(op)
+    inputs = list(inputs) + [None] * (len(schema.inputs) - len(inputs))
+    return get_kernel(op)(*inputs, xp=np, **schema.resolve_attrs(attrs))
+
+
+def infer(op: str, *types, values=(), num_outputs=1, **attrs):
+    schema = get_schema(op)
+    return infer_types(schema, list(types), schema.resolve_attrs(attrs), input_values=list(values),
+                       num_outputs=num_outputs)
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only array, like a weight mapped from a .flow file: kernels must not write into it."""
+    array = np.array(array)
+    array.setflags(write=False)
+    return array
+
+
+def conv_by_definition(x, w, b, strides, pads, dilations, group):
+    """Direct (slow, obviously right) convolution over explicit loops on output positions."""
+    n_sp = x.ndim - 2
+    xpad = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + n_sp]) for i in range(n_sp)])
+    kernel = w.shape[2:]
+    out = [
+        (xpad.shape[2 + i] - ((kernel[i] - 1) * dilations[i] + 1)) // strides[i] + 1 for i in range(n_sp)
+    ]
+    m, cg = w.shape[:2]
+    y = np.zeros((x.shape[0], m, *out), dtype=np.float64)
+    for pos in itertools.product(*(range(o) for o in out)):
+        region = tuple(
+            slice(pos[i] * strides[i], pos[i] * strides[i] + (kernel[i] - 1) * dilations[i] + 1, dilations[i])
+            for i in range(n_sp)
+        )
+        for oc in range(m):
+            g = oc // (m // group)
+            patch = xpad[(slice(None), slice(g * cg, (g + 1) * cg)) + region]
+            y[(slice(None), oc) + pos] = (patch * w[oc]).reshape(x.shape[0], -1).sum(axis=1)
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * n_sp)
+    return y
+
+
+CONV_CASES = [
+    # (x shape, w shape, group, strides, pads, dilations): each dispatch path, 1-D to 3-D
+    ((2, 6, 9, 11), (6, 1, 3, 3), 6, [1, 1], [1, 1, 1, 1], [1, 1]),  # depthwise
+    ((1, 6, 10, 9), (6, 1, 3, 3), 6, [2, 2], [1, 0, 2, 1], [1, 1]),  # depthwise, stride 2, odd pads
+    ((1, 4, 10, 7), (4, 1, 3, 2), 4, [1, 1], [2, 0, 1, 3], [2, 1]),  # depthwise, dilated
+    ((1, 4, 10, 7), (4, 1, 3, 3), 4, [2, 1], [1, 1, 1, 1], [1, 1]),  # depthwise, unequal strides
+    ((2, 3, 5, 6, 7), (3, 1, 3, 3, 3), 3, [2, 2, 2], [1] * 6, [1, 1, 1]),  # depthwise 3-D
+    ((2, 8, 7, 7), (5, 8, 1, 1), 1, [1, 1], [0, 0, 0, 0], [1, 1]),  # pointwise
+    ((2, 8, 7, 7), (5, 8, 1, 1), 1, [2, 2], [1, 1, 1, 1], [1, 1]),  # pointwise, stride and pads
+    ((2, 4, 8, 9), (6, 4, 3, 3), 1, [1, 2], [1, 2, 0, 1], [1, 1]),  # im2col
+    ((1, 6, 9, 9), (4, 3, 3, 2), 2, [2, 1], [1, 1, 1, 1], [2, 1]),  # grouped
+    ((2, 4, 12), (6, 2, 5), 2, [3], [2, 2], [2]),  # 1-D grouped
+    ((1, 4, 5, 6, 7), (2, 4, 2, 3, 2), 1, [1, 2, 1], [0, 1, 1, 0, 1, 0], [2, 1, 1]),  # 3-D
+]
+
+
+@pytest.mark.parametrize("xs, ws, group, strides, pads, dilations", CONV_CASES)
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv_paths_match_definition(xs, ws, group, strides, pads, dilations, bias) -> None:
+    rng = np.random.default_rng(0)
+    x = frozen(rng.standard_normal(xs).astype(np.float32))
+    w = frozen(rng.standard_normal(ws).astype(np.float32))
+    b = frozen(rng.standard_normal(ws[0]).astype(np.float32)) if bias else None
+    y = run("Conv", x, w, b, group=group, strides=strides, pads=pads, dilations=dilations)
+    expected = conv_by_definition(x, w, b, strides, pads, dilations, group)
+    assert y.dtype == F32
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+    (t,) = infer("Conv", TensorType(F32, xs), TensorType(F32, ws), group=group, strides=strides, pads=pads,
+                 dilations=dilations)
+    assert t == TensorType(F32, y.shape)
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+def test_conv_auto_pad_matches_explicit_pads(auto_pad) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 2, 7, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 2, 4, 3)).astype(np.float32)
+    y = run("Conv", x, w, auto_pad=auto_pad, strides=[2, 2])
+    pads = {"SAME_UPPER": [1, 0, 2, 1], "SAME_LOWER": [2, 1, 1, 0], "VALID": [0, 0, 0, 0]}[auto_pad]
+    np.testing.assert_allclose(y, conv_by_definition(x, w, None, [2, 2], pads, [1, 1], 1), rtol=1e-4, atol=1e-4)
+    (t,) = infer("Conv", TensorType(F32, x.shape), TensorType(F32, w.shape), auto_pad=auto_pad, strides=[2, 2])
+    assert t.shape == y.shape
+
+
+def test_depthwise_and_generic_paths_agree() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 16, 13, 12)).astype(np.float32)
+    w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    for stride in (1, 2, 3):
+        win = _conv.resolve_window(x.shape[2:], (3, 3), [stride] * 2, [1, 1], [1, 1, 1, 1], "NOTSET")
+        fast = _conv._depthwise(x, w, np, win)
+        generic = _conv._im2col(_conv.pad_spatial(x, np, win.pad_begin, win.pad_end), w, np, win, 16)
+        np.testing.assert_allclose(fast, generic, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_is_the_adjoint_of_conv() -> None:
+    # <conv(x), y> == <x, conv_transpose(y)> with the same weights, strides, pads and dilations.
+    rng = np.random.default_rng(3)
+    attrs = {"strides": [2, 1], "pads": [1, 0, 1, 2], "dilations": [1, 2], "group": 2}
+    x = rng.standard_normal((1, 4, 9, 8))
+    w = rng.standard_normal((6, 2, 3, 2))
+    y = run("Conv", x, w, **attrs)
+    g = rng.standard_normal(y.shape)
+    # Conv's (C_out, C_in/group, k...) weights read as ConvTranspose's (C_in, C_out/group, k...).
+    xt = run("ConvTranspose", g, w, **attrs)
+    assert xt.shape == x.shape
+    np.testing.assert_allclose((y * g).sum(), (x * xt).sum(), rtol=1e-9)
+
+
+def test_max_pool_indices_and_storage_order() -> None:
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)[:, :, ::-1]
+    y, idx = run("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 1])
+    np.testing.assert_array_equal(x.reshape(-1)[idx], y)
+    _, idx_col = run("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 1], storage_order=1)
+    h, w_ = np.unravel_index(idx % 20, (4, 5))
+    np.testing.assert_array_equal(idx_col % 20, w_ * 4 + h)
+    assert idx.dtype == np.int64 and y.dtype == F32
+
+
+def test_max_pool_integer_input_pads_with_the_lowest_value() -> None:
+    x = np.full((1, 1, 3, 3), -100, dtype=np.int8)
+    y, _ = run("MaxPool", x, kernel_shape=[2, 2], pads=[1, 1, 1, 1])
+    assert y.dtype == np.int8 and (y == -100).all()
+
+
+def test_average_pool_ceil_mode_never_counts_the_overhang() -> None:
+    x = np.ones((1, 1, 5, 5), dtype=np.float32)
+    for include in (0, 1):
+        y = run("AveragePool", x, kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, count_include_pad=include)
+        assert y.shape == (1, 1, 3, 3)
+        np.testing.assert_allclose(y, 1.0)
+    (t,) = infer("AveragePool", TensorType(F32, (1, 1, 5, 5)), kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    assert t.shape == (1, 1, 3, 3)
+
+
+def test_global_lp_pool() -> None:
+    x = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3)
+    y = run("GlobalLpPool", x, p=2)
+    np.testing.assert_allclose(y, np.sqrt((x**2).sum(axis=(2, 3), keepdims=True)), rtol=1e-6)
+    assert y.dtype == F32
+
+
+def test_upsample_nearest_and_linear() -> None:
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    scales = np.array([1, 1, 2, 3], dtype=np.float32)
+    y = run("Upsample", x, scales, mode="nearest")
+    np.testing.assert_array_equal(y, np.repeat(np.repeat(x, 2, axis=2), 3, axis=3))
+    lin = run("Upsample", x, np.array([1, 1, 2, 2], dtype=np.float32), mode="linear")
+    np.testing.assert_allclose(lin[0, 0, 0], [0, 0.5, 1, 1])
+    assert lin.dtype == F32
+    (t,) = infer("Upsample", TensorType(F32, (1, 1, 2, 2)), TensorType(F32, (4,)), values=[None, scales])
+    assert t.shape == (1, 1, 4, 6)
+
+
+def test_resize_keeps_integer_dtype() -> None:
+    x = np.array([[[[0, 100], [200, 250]]]], dtype=np.uint8)
+    y = run("Resize", x, None, np.array([1, 1, 2, 2], np.float32), mode="linear")
+    assert y.dtype == np.uint8 and y.shape == (1, 1, 4, 4)
+
+
+def test_normalizations_keep_float32_and_half() -> None:
+    rng = np.random.default_rng(4)
+    for dtype in (np.float32, np.float16):
+        x = rng.standard_normal((2, 4, 3, 3)).astype(dtype)
+        c = np.ones(4, dtype=dtype)
+        assert run("BatchNormalization", x, c, c, c, c)[0].dtype == dtype
+        assert run("InstanceNormalization", x, c, c).dtype == dtype
+        assert run("GroupNormalization", x, c, c, num_groups=2).dtype == dtype
+        assert run("LRN", x, size=3).dtype == dtype
+        y, mean, inv = run("LayerNormalization", x, np.ones(3, dtype=dtype), axis=-1)
+        assert y.dtype == dtype and mean.shape == (2, 4, 3, 1)
+
+
+def test_lp_normalization_of_a_zero_vector_is_zero() -> None:
+    y = run("LpNormalization", np.zeros((2, 3), dtype=np.float32), axis=1)
+    np.testing.assert_array_equal(y, 0)
+
+
+def test_dropout_inference_is_identity_and_training_scales() -> None:
+    x = np.ones((100, 100), dtype=np.float32)
+    y, mask = run("Dropout", x)
+    assert y is x and mask.all()
+    y, mask = run("Dropout", x, np.array(0.25, np.float32), np.array(True), seed=3)
+    assert y.dtype == F32
+    np.testing.assert_allclose(y[mask], 1 / 0.75, rtol=1e-6)
+    assert 0.2 < 1 - mask.mean() < 0.3
+
+
+def test_attention_grouped_query_equals_repeated_heads() -> None:
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 4, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((1, 2, 5, 8)).astype(np.float32)
+    y = run("Attention", q, k, v, is_causal=1)[0]
+    y_full = run("Attention", q, np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1), is_causal=1)[0]
+    np.testing.assert_allclose(y, y_full, rtol=1e-6)
+    assert y.dtype == F32 and y.shape == (1, 4, 3, 8)
+
+
+def test_nll_loss_mean_ignores_ignored_targets() -> None:
+    logp = np.log(np.full((3, 4), 0.25, dtype=np.float32))
+    target = np.array([0, 5, 1])
+    loss = run("NegativeLogLikelihoodLoss", logp, target, ignore_index=5)
+    np.testing.assert_allclose(loss, np.log(4), rtol=1e-6)
+    assert loss.dtype == F32
+
+
+def test_shape_rules() -> None:
+    x = TensorType(F32, (1, 8, None, 16))
+    (t,) = infer("MaxPool", x, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    assert t.shape == (1, 8, None, 8)
+    (t,) = infer("ConvTranspose", TensorType(F32, (1, 4, 5, 5)), TensorType(F32, (4, 3, 3, 3)), strides=[2, 2],
+                 output_padding=[1, 1])
+    assert t.shape == (1, 3, 12, 12)
+    (t,) = infer("DepthToSpace", TensorType(F32, (1, 8, 2, 3)), blocksize=2)
+    assert t.shape == (1, 2, 4, 6)
+    (t,) = infer("Resize", TensorType(F32, (1, 3, 4, 4)), TensorType(F32, (0,)), TensorType(F32, (4,)),
+                 values=[None, None, np.array([1, 1, 1.5, 2], np.float32)])
+    assert t.shape == (1, 3, 6, 8)
+    with pytest.raises(Exception, match="channels"):
+        infer("Conv", TensorType(F32, (1, 3, 8, 8)), TensorType(F32, (4, 2, 3, 3)))
