@@ -1,0 +1,267 @@
+"""Median latency of the edge runtime against onnxruntime and onnx's ReferenceEvaluator.
+
+    python -m benchmarks.edge_vs_onnxruntime                  # all models, full size
+    python -m benchmarks.edge_vs_onnxruntime --quick          # tiny sizes, a smoke run
+    python -m benchmarks.edge_vs_onnxruntime --models resnet18,lstm
+    python -m benchmarks.edge_vs_onnxruntime --optimize --blas-threads 1
+
+Each model is built in memory (``benchmarks.models``), converted to .flow bytes and loaded; all
+three runners are checked against onnxruntime's output before any timing. Ours and onnxruntime
+are timed alternately, call for call, so that load from other processes on a shared machine
+falls on both and the ratio holds even when absolute times drift. onnxruntime runs with
+intra_op_num_threads=2, inter_op_num_threads=1 and its default graph optimisations. Ours runs the
+model as ``onnx_to_flow_bytes`` converts it, or with ``--optimize`` after the exporter's passes
+(BatchNormalization folding, activation fusion, ...); NumPy's BLAS keeps its own thread count
+unless ``--blas-threads`` sets one (through threadpoolctl).
+
+Targets (issue 2): geometric mean of ours/ort <= 2.0, no model above 4.0, and the reference
+evaluator at least 10x slower than ours on the conv nets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx.reference import ReferenceEvaluator
+
+from benchmarks.models import BENCHMARKS
+from edge_runtime import load
+from exporter import flow_writer
+from exporter.onnx_import import import_onnx, onnx_to_flow_bytes
+from exporter.passes import optimize
+
+GEOMEAN_TARGET = 2.0
+MODEL_TARGET = 4.0
+REFERENCE_TARGET = 10.0
+
+
+@dataclass
+class Timing:
+    median_ms: float
+    count: int
+
+
+@dataclass
+class Row:
+    name: str
+    shape: str
+    ours: Timing | None = None
+    ort: Timing | None = None
+    reference: Timing | None = None
+    error: str = ""
+    conv_net: bool = False
+
+    @property
+    def ratio(self) -> float | None:
+        return self.ours.median_ms / self.ort.median_ms if self.ours and self.ort else None
+
+    @property
+    def reference_ratio(self) -> float | None:
+        return self.reference.median_ms / self.ours.median_ms if self.ours and self.reference else None
+
+
+def _elapsed_ms(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def time_pair(ours: Callable[[], object], peer: Callable[[], object], warmup: int, min_count: int, max_count: int,
+              budget_s: float) -> tuple[Timing, Timing]:
+    """Median latency of two callables run alternately: at least ``min_count`` pairs, then more
+    until ``budget_s`` is spent or ``max_count`` pairs are done."""
+    for _ in range(warmup):
+        ours()
+        peer()
+    a: list[float] = []
+    b: list[float] = []
+    deadline = time.perf_counter() + budget_s
+    while len(a) < min_count or (len(a) < max_count and time.perf_counter() < deadline):
+        a.append(_elapsed_ms(ours))
+        b.append(_elapsed_ms(peer))
+    return Timing(statistics.median(a), len(a)), Timing(statistics.median(b), len(b))
+
+
+def time_one(fn: Callable[[], object], count: int, budget_s: float, first_ms: float) -> Timing:
+    """Median of ``first_ms`` (an already timed call) and more calls until ``count`` or the budget."""
+    times = [first_ms]
+    deadline = time.perf_counter() + budget_s
+    while len(times) < count and time.perf_counter() < deadline:
+        times.append(_elapsed_ms(fn))
+    return Timing(statistics.median(times), len(times))
+
+
+def agree(name: str, who: str, got: list[np.ndarray], want: list[np.ndarray], rtol: float = 1e-3) -> None:
+    """Outputs match when every element is within ``rtol`` of the reference output's largest magnitude
+    (float32 sums over thousands of terms reorder freely between BLAS builds)."""
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.shape != w.shape:
+            raise AssertionError(f"{name}: {who} output {i} has shape {g.shape}, onnxruntime {w.shape}")
+        scale = max(float(np.abs(w).max()), 1e-6)
+        worst = float(np.abs(g.astype(np.float64) - w).max())
+        if not worst <= rtol * scale:
+            raise AssertionError(f"{name}: {who} output {i} differs from onnxruntime by {worst:.3g} "
+                                 f"(largest |value| {scale:.3g}, allowed {rtol * scale:.3g})")
+
+
+def ort_session(model_bytes: bytes):
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def flow_bytes(model: onnx.ModelProto, optimized: bool) -> bytes:
+    """The .flow image our runtime loads: the plain conversion, or after the exporter's passes."""
+    if not optimized:
+        return onnx_to_flow_bytes(model)
+    return flow_writer.to_bytes(optimize(import_onnx(model))[0])
+
+
+def bench_model(name: str, quick: bool, budget_s: float, reference_budget_s: float, optimized: bool = False) -> Row:
+    spec = BENCHMARKS[name]
+    model = spec.build(quick=quick)
+    feeds = spec.feeds(model, quick=quick)
+    row = Row(name, " ".join("x".join(map(str, x.shape)) for x in feeds.values()), conv_net=spec.conv_net)
+    try:
+        flow = load(flow_bytes(model, optimized))
+    except Exception as exc:  # UnsupportedOpError while kernels are still landing: report, go on
+        row.error = f"{type(exc).__name__}: {exc}"
+        return row
+    session = ort_session(model.SerializeToString())
+    output_names = [o.name for o in model.graph.output]
+
+    def run_ours():
+        return flow.run(feeds)
+
+    def run_ort():
+        return session.run(output_names, feeds)
+
+    reference = ReferenceEvaluator(model)
+    want = run_ort()
+    try:
+        got = run_ours()
+        agree(name, "edge runtime", [got[n] for n in output_names], want)
+    except Exception as exc:
+        row.error = f"{type(exc).__name__}: {exc}"
+        return row
+    ref_ms = _elapsed_ms(lambda: reference.run(None, feeds))
+    agree(name, "ReferenceEvaluator", reference.run(None, feeds), want)
+
+    row.ours, row.ort = time_pair(run_ours, run_ort, warmup=3, min_count=10, max_count=2000, budget_s=budget_s)
+    # the reference evaluator takes seconds per call on the conv nets: a couple of calls is enough
+    row.reference = time_one(lambda: reference.run(None, feeds), count=2 if spec.conv_net else 20,
+                             budget_s=reference_budget_s, first_ms=ref_ms)
+    return row
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(rows: list[Row]) -> str:
+    header = "| model | input | ours ms (n) | ort ms (n) | ours/ort | reference ms (n) | reference/ours |"
+    lines = [header, "|" + "---|" * 7]
+    for r in rows:
+        if r.error:
+            lines.append(f"| {r.name} | {r.shape} | {r.error} | | | | |")
+            continue
+        lines.append(
+            f"| {r.name} | {r.shape} | {r.ours.median_ms:.2f} ({r.ours.count}) | {r.ort.median_ms:.2f} ({r.ort.count}) "
+            f"| {_fmt(r.ratio, '.2f')} | {r.reference.median_ms:.1f} ({r.reference.count}) | {_fmt(r.reference_ratio, '.1f')} |"
+        )
+    return "\n".join(lines)
+
+
+def verdict(rows: list[Row]) -> tuple[str, bool]:
+    ratios = [r.ratio for r in rows if r.ratio is not None]
+    missing = [r.name for r in rows if r.ratio is None]
+    if not ratios:
+        return "no model ran", False
+    geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    worst = max(rows, key=lambda r: r.ratio or 0.0)
+    slow_ref = [r.name for r in rows if r.conv_net and r.reference_ratio is not None and r.reference_ratio < REFERENCE_TARGET]
+    ok = geomean <= GEOMEAN_TARGET and worst.ratio <= MODEL_TARGET and not slow_ref and not missing
+    lines = [
+        f"geometric mean ours/ort over {len(ratios)} models: {geomean:.2f} (target <= {GEOMEAN_TARGET})",
+        f"worst ours/ort: {worst.name} {worst.ratio:.2f} (target <= {MODEL_TARGET})",
+        f"conv nets under {REFERENCE_TARGET:.0f}x the reference evaluator: {', '.join(slow_ref) or 'none'}",
+    ]
+    if missing:
+        lines.append(f"not measured: {', '.join(missing)}")
+    lines.append("targets met" if ok else "targets NOT met")
+    return "\n".join(lines), ok
+
+
+def blas_threads() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl not installed)"
+    pools = [f"{p['internal_api']} {p['num_threads']}" for p in threadpool_info() if p["user_api"] == "blas"]
+    return ", ".join(pools) or "none found"
+
+
+def machine() -> str:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.machine())
+    except OSError:
+        cpu = platform.machine()
+    return (f"{cpu}, {cores} cores; Python {platform.python_version()}, numpy {np.__version__} "
+            f"(BLAS threads: {blas_threads()}), onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(BENCHMARKS), help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
+    parser.add_argument("--quick", action="store_true", help="tiny model sizes and budgets: a smoke run, not a measurement")
+    parser.add_argument("--optimize", action="store_true", help="run the exporter's passes before loading (ours only)")
+    parser.add_argument("--blas-threads", type=int, default=None, help="limit NumPy's BLAS to this many threads")
+    parser.add_argument("--budget", type=float, default=None, help="seconds of timed pairs per model (default 10, quick 0.5)")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}; choose from {', '.join(BENCHMARKS)}")
+    budget = args.budget if args.budget is not None else (0.5 if args.quick else 10.0)
+
+    limit = contextlib.nullcontext()
+    if args.blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        limit = threadpool_limits(limits=args.blas_threads, user_api="blas")
+    with limit:
+        print(machine(), flush=True)
+        conversion = "import_onnx + exporter passes (optimize) + flow_writer" if args.optimize else "onnx_to_flow_bytes"
+        print(f"ours: {conversion}; "
+              f"onnxruntime: intra_op_num_threads=2, inter_op_num_threads=1", flush=True)
+        rows = []
+        for name in names:
+            start = time.perf_counter()
+            row = bench_model(name, args.quick, budget, reference_budget_s=budget * 2, optimized=args.optimize)
+            rows.append(row)
+            status = row.error or f"ours/ort {row.ratio:.2f}"
+            print(f"  {name}: {status} ({time.perf_counter() - start:.0f} s)", flush=True)
+    print(render(rows))
+    summary, ok = verdict(rows)
+    print(summary)
+    return 0 if ok or args.quick else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
