@@ -1,1 +1,2 @@
-"""flowstack trainer."""
+"""flowstack trainer (bootstrap)."""
+from trainer.graph import Graph, get_default_graph  # noqa

@@ -1,3 +1,251 @@
-"""training ops."""
+"""Training-only ops (domain ``flowstack``), with TensorFlow's names.
+
+Three kinds live here:
+- graph inputs and state: Placeholder, Variable, Assign*, the fused optimizer updates (Apply*),
+  sparse updates (Scatter*), queues, Save/Restore, Send/Recv, stacks for loop gradients;
+- gradient helper ops: pure functions that backward passes are built from (ReluGrad,
+  ConvBackpropInput, MaxPoolGrad, SumToShape, ...); their kernels live in ``trainer/kernels``;
+- summaries, which turn values into serialized TensorBoard ``Summary`` protos.
+
+Stateful ops mutate or read session state (variables, queues, files); their kernels live in
+``trainer/`` because they need that state. A ``ref`` input is the variable being updated: its
+kernel receives the variable's buffer and updates it in place.
+"""
 
 from __future__ import annotations
+
+import numpy as np
+
+from schemas.ops.rules import same_as_input, unknown_outputs
+from schemas.registry import REQUIRED, Attr, TensorType, op
+
+D = "flowstack"
+_OBJECT = np.dtype(object)
+_INT64 = np.dtype(np.int64)
+
+
+def _shape_attr(shape):
+    return None if shape is None else tuple(None if d < 0 else int(d) for d in shape)
+
+
+# -- graph inputs and variables -----------------------------------------------------------------
+@op("Placeholder", domain=D, inputs=[], outputs=["output"], stateful=True,
+    attrs={"dtype": Attr("string", REQUIRED), "shape": Attr("ints")})
+def _placeholder(ctx):
+    """A value fed by each run (session-supplied, hence stateful); -1 marks an unknown dim."""
+    return [TensorType(np.dtype(ctx.attrs["dtype"]), _shape_attr(ctx.attrs["shape"]))]
+
+
+@op("Variable", domain=D, inputs=[], outputs=["ref"], stateful=True,
+    attrs={"dtype": Attr("string", REQUIRED), "shape": Attr("ints", REQUIRED),
+           "shared_name": Attr("string", "")})
+def _variable(ctx):
+    """Mutable state that outlives a step; outputs the variable's buffer (not a copy)."""
+    return [TensorType(np.dtype(ctx.attrs["dtype"]), _shape_attr(ctx.attrs["shape"]))]
+
+
+@op("Assign", domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True,
+    attrs={"validate_shape": Attr("int", 1)}, doc="ref <- value (in place when shapes agree).")
+def _assign(ctx):
+    ref, value = ctx.input(0), ctx.input(1)
+    if ctx.attrs["validate_shape"] and ref.shape is not None and value.shape is not None:
+        if len(ref.shape) != len(value.shape) or any(
+            a is not None and b is not None and a != b for a, b in zip(ref.shape, value.shape)
+        ):
+            raise ctx.fail(f"value of shape {value.shape} cannot be assigned to variable of shape {ref.shape}")
+    return [ref]
+
+
+for _name in ("AssignAdd", "AssignSub"):
+    op(_name, domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True)(same_as_input(0))
+
+# The fused optimizer updates: one kernel each, in place on the variable's (and slots') buffers.
+op("ApplyGradientDescent", domain=D, inputs=["var", "alpha", "delta"], outputs=["out"],
+   stateful=True)(same_as_input(0))
+op("ApplyMomentum", domain=D, inputs=["var", "accum", "lr", "grad", "momentum"], outputs=["out"],
+   stateful=True, attrs={"use_nesterov": Attr("int", 0)})(same_as_input(0))
+op("ApplyAdam", domain=D,
+   inputs=["var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"],
+   outputs=["out"], stateful=True)(same_as_input(0))
+op("ApplyAdagrad", domain=D, inputs=["var", "accum", "lr", "grad"], outputs=["out"],
+   stateful=True)(same_as_input(0))
+op("ApplyRMSProp", domain=D, inputs=["var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"],
+   outputs=["out"], stateful=True)(same_as_input(0))
+for _name in ("ScatterAdd", "ScatterSub"):
+    op(_name, domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+       doc="ref[indices] +=/-= updates, accumulating repeated indices (sparse gradient updates).")(
+        same_as_input(0))
+
+op("NoOp", domain=D, inputs=[], outputs=["dummy*"], doc="Groups control dependencies; no outputs.")(
+    lambda ctx: [])
+
+# -- checkpoints ------------------------------------------------------------------------------
+op("Save", domain=D, inputs=["filename", "tensors*"], outputs=["done*"], stateful=True,
+   attrs={"tensor_names": Attr("strings", REQUIRED), "graph_json": Attr("string", "")},
+   doc="Atomically write the tensors (and the graph) as a checkpoint at ``filename``.")(
+    lambda ctx: [])
+
+
+@op("Restore", domain=D, inputs=["filename"], outputs=["tensor"], stateful=True,
+    attrs={"tensor_name": Attr("string", REQUIRED), "dtype": Attr("string", REQUIRED),
+           "shape": Attr("ints")})
+def _restore(ctx):
+    return [TensorType(np.dtype(ctx.attrs["dtype"]), _shape_attr(ctx.attrs["shape"]))]
+
+
+# -- queues -----------------------------------------------------------------------------------
+_QUEUE_ATTRS = {
+    "component_types": Attr("strings", REQUIRED),
+    "shapes": Attr("strings", ()),  # JSON per component ("[28, 28]"), "" for unknown
+    "capacity": Attr("int", -1),
+    "shared_name": Attr("string", ""),
+}
+op("FIFOQueue", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_QUEUE_ATTRS)(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("RandomShuffleQueue", domain=D, inputs=[], outputs=["handle"], stateful=True,
+   attrs={**_QUEUE_ATTRS, "min_after_dequeue": Attr("int", 0), "seed": Attr("int", 0)})(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("QueueEnqueue", domain=D, inputs=["handle", "components+"], outputs=["done*"], stateful=True)(
+    lambda ctx: [])
+op("QueueEnqueueMany", domain=D, inputs=["handle", "components+"], outputs=["done*"], stateful=True)(
+    lambda ctx: [])
+op("QueueDequeue", domain=D, inputs=["handle"], outputs=["components+"], stateful=True,
+   attrs={"component_types": Attr("strings", REQUIRED)})(unknown_outputs)
+op("QueueDequeueMany", domain=D, inputs=["handle", "n"], outputs=["components+"], stateful=True,
+   attrs={"component_types": Attr("strings", REQUIRED)})(unknown_outputs)
+op("QueueClose", domain=D, inputs=["handle"], outputs=["done*"], stateful=True,
+   attrs={"cancel_pending_enqueues": Attr("int", 0)})(lambda ctx: [])
+op("QueueSize", domain=D, inputs=["handle"], outputs=["size"], stateful=True)(
+    lambda ctx: [TensorType(_INT64, ())])
+
+# -- devices: partitions exchange tensors through a rendezvous ---------------------------------
+op("Send", domain=D, inputs=["tensor"], outputs=["done*"], stateful=True,
+   attrs={"tensor_name": Attr("string", REQUIRED), "send_device": Attr("string", ""),
+          "recv_device": Attr("string", "")})(lambda ctx: [])
+op("Recv", domain=D, inputs=[], outputs=["tensor"], stateful=True,
+   attrs={"tensor_name": Attr("string", REQUIRED), "send_device": Attr("string", ""),
+          "recv_device": Attr("string", "")})(unknown_outputs)
+
+# -- per-step stacks that carry loop values from a forward loop to its gradient loop -----------
+op("StackPush", domain=D, inputs=["value"], outputs=["output"], stateful=True,
+   attrs={"stack_name": Attr("string", REQUIRED)}, doc="Push (by reference) and pass the value through.")(
+    same_as_input(0))
+op("StackPop", domain=D, inputs=["trigger?"], outputs=["value"], stateful=True,
+   attrs={"stack_name": Attr("string", REQUIRED)})(unknown_outputs)
+
+# -- summaries --------------------------------------------------------------------------------
+op("ScalarSummary", domain=D, inputs=["value"], outputs=["summary"], attrs={"tag": Attr("string", REQUIRED)})(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("HistogramSummary", domain=D, inputs=["values"], outputs=["summary"],
+   attrs={"tag": Attr("string", REQUIRED)})(lambda ctx: [TensorType(_OBJECT, ())])
+op("MergeSummary", domain=D, inputs=["inputs+"], outputs=["summary"])(lambda ctx: [TensorType(_OBJECT, ())])
+
+
+# -- gradient helper ops (pure; kernels in trainer/kernels) -----------------------------------
+@op("SumToShape", domain=D, inputs=["X", "like"], outputs=["Y"], differentiable=True,
+    doc="Sum X down to the shape of ``like`` (undoes numpy broadcasting).")
+def _sum_to_shape(ctx):
+    return [TensorType(ctx.input(0).dtype, ctx.input(1).shape)]
+
+
+op("ZerosLike", domain=D, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("OnesLike", domain=D, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("ReluGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("SigmoidGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("TanhGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("SoftmaxGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"], attrs={"axis": Attr("int", -1)})(
+    same_as_input(1))
+op("LogSoftmaxGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"], attrs={"axis": Attr("int", -1)})(
+    same_as_input(1))
+
+
+@op("BroadcastReduceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
+    attrs={"axes": Attr("ints"), "keepdims": Attr("int", 1), "scale": Attr("string", "sum")},
+    doc="Gradient of ReduceSum/ReduceMean: dY re-expanded to X's shape (divided by the count for mean).")
+def _broadcast_reduce_grad(ctx):
+    return [ctx.input(1)]
+
+
+@op("ReduceExtremumGrad", domain=D, inputs=["dY", "X", "Y"], outputs=["dX"],
+    attrs={"axes": Attr("ints"), "keepdims": Attr("int", 1)},
+    doc="Gradient of ReduceMax/ReduceMin: dY split evenly over the positions that attain Y.")
+def _reduce_extremum_grad(ctx):
+    return [ctx.input(1)]
+
+
+def _two_outputs(ctx):
+    logits = ctx.input(0)
+    batch = None if logits.shape is None else tuple(logits.shape[:-1])
+    return [TensorType(logits.dtype, batch), logits]
+
+
+op("SoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"], outputs=["loss", "backprop"],
+   differentiable=True, doc="Per-example -sum(labels * log_softmax(logits)) and its gradient.")(_two_outputs)
+op("SparseSoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"],
+   outputs=["loss", "backprop"], differentiable=True,
+   doc="As SoftmaxCrossEntropyWithLogits with integer class labels.")(_two_outputs)
+
+_CONV_ATTRS = {
+    "auto_pad": Attr("string", "NOTSET"),
+    "dilations": Attr("ints"),
+    "group": Attr("int", 1),
+    "kernel_shape": Attr("ints"),
+    "pads": Attr("ints"),
+    "strides": Attr("ints"),
+}
+op("ConvBackpropInput", domain=D, inputs=["dY", "W", "X"], outputs=["dX"], attrs=_CONV_ATTRS,
+   doc="Gradient of Conv with respect to its input X (X supplies the shape).")(same_as_input(2))
+op("ConvBackpropFilter", domain=D, inputs=["dY", "X", "W"], outputs=["dW"], attrs=_CONV_ATTRS,
+   doc="Gradient of Conv with respect to its filter W.")(same_as_input(2))
+_POOL_ATTRS = {
+    "auto_pad": Attr("string", "NOTSET"),
+    "ceil_mode": Attr("int", 0),
+    "dilations": Attr("ints"),
+    "kernel_shape": Attr("ints", REQUIRED),
+    "pads": Attr("ints"),
+    "storage_order": Attr("int", 0),
+    "strides": Attr("ints"),
+    "count_include_pad": Attr("int", 0),
+}
+op("MaxPoolGrad", domain=D, inputs=["dY", "X"], outputs=["dX"], attrs=_POOL_ATTRS)(same_as_input(1))
+op("AveragePoolGrad", domain=D, inputs=["dY", "X"], outputs=["dX"], attrs=_POOL_ATTRS)(same_as_input(1))
+
+
+@op("ScatterToDense", domain=D, inputs=["values", "indices", "like"], outputs=["dense"],
+    doc="Sum rows ``values`` into a zero tensor shaped like ``like`` at ``indices`` (densifies IndexedSlices).")
+def _scatter_to_dense(ctx):
+    return [TensorType(ctx.input(0).dtype, ctx.input(2).shape)]
+
+
+@op("GatherGrad", domain=D, inputs=["dY", "indices", "X"], outputs=["dX"], attrs={"axis": Attr("int", 0)},
+    doc="Dense gradient of Gather along any axis.")
+def _gather_grad(ctx):
+    return [ctx.input(2)]
+
+
+@op("BatchNormTraining", domain=D, inputs=["X", "scale", "B"], outputs=["Y", "mean", "var", "inv_std"],
+    attrs={"epsilon": Attr("float", 1e-5)}, differentiable=True,
+    doc="Batch normalization over all axes but 1 (NCHW / NC) with batch statistics.")
+def _bn_train(ctx):
+    x = ctx.input(0)
+    c = None if x.shape is None or len(x.shape) < 2 else (x.shape[1],)
+    t = TensorType(x.dtype, c)
+    return [x, t, t, t]
+
+
+op("BatchNormTrainingGrad", domain=D, inputs=["dY", "X", "scale", "mean", "inv_std"],
+   outputs=["dX", "dscale", "dB"])(lambda ctx: [ctx.input(1), ctx.input(2), ctx.input(2)])
+op("LayerNormGrad", domain=D, inputs=["dY", "X", "scale"], outputs=["dX", "dscale", "dB"],
+   attrs={"axis": Attr("int", -1), "epsilon": Attr("float", 1e-5)})(lambda ctx: [ctx.input(1), ctx.input(2), ctx.input(2)])
+
+op("DropoutMask", domain=D, inputs=["X", "rate"], outputs=["mask"], stateful=True,
+   attrs={"seed": Attr("int", 0)},
+   doc="A fresh keep-mask scaled by 1/(1-rate) each step (random state is why it is stateful).")(
+    same_as_input(0))
+op("ClipByGlobalNormScale", domain=D, inputs=["clip_norm", "tensors+"], outputs=["scale", "global_norm"],
+   doc="min(1, clip_norm / global_norm) over all tensors, and global_norm.")(
+    lambda ctx: [TensorType(ctx.input(1).dtype, ()), TensorType(ctx.input(1).dtype, ())])
+op("SliceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
+   attrs={"starts": Attr("ints", REQUIRED), "ends": Attr("ints", REQUIRED), "axes": Attr("ints"),
+          "steps": Attr("ints")},
+   doc="Gradient of Slice: dY written into zeros shaped like X at the sliced positions.")(same_as_input(1))

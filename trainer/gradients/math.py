@@ -1,0 +1,127 @@
+"""Gradients of elementwise math, activations and matrix products."""
+
+from __future__ import annotations
+
+from schemas.dtypes import from_numpy
+from trainer.gradients.helpers import binary, fs, onnx, unary, unbroadcast, zero_grad
+from trainer.gradients.registry import register_gradient
+
+reg = register_gradient
+
+reg("Add")(binary(lambda g, a, b, y: g, lambda g, a, b, y: g))
+reg("Sub")(binary(lambda g, a, b, y: g, lambda g, a, b, y: -g))
+reg("Mul")(binary(lambda g, a, b, y: g * b, lambda g, a, b, y: g * a))
+reg("Div")(binary(lambda g, a, b, y: g / b, lambda g, a, b, y: -(g * y) / b))
+reg("Pow")(binary(lambda g, a, b, y: g * b * onnx("Pow", [a, b - 1.0]),
+                  lambda g, a, b, y: g * y * onnx("Log", [a])))
+reg("Neg")(unary(lambda g, x, y: -g))
+reg("Identity")(unary(lambda g, x, y: g))
+reg("Relu")(unary(lambda g, x, y: fs("ReluGrad", [g, y])))
+reg("Sigmoid")(unary(lambda g, x, y: fs("SigmoidGrad", [g, y])))
+reg("Tanh")(unary(lambda g, x, y: fs("TanhGrad", [g, y])))
+reg("Exp")(unary(lambda g, x, y: g * y))
+reg("Log")(unary(lambda g, x, y: g / x))
+reg("Sqrt")(unary(lambda g, x, y: g * 0.5 / y))
+reg("Reciprocal")(unary(lambda g, x, y: -(g * y * y)))
+reg("Abs")(unary(lambda g, x, y: g * onnx("Sign", [x])))
+reg("Sin")(unary(lambda g, x, y: g * onnx("Cos", [x])))
+reg("Cos")(unary(lambda g, x, y: -(g * onnx("Sin", [x]))))
+reg("Softplus")(unary(lambda g, x, y: g * onnx("Sigmoid", [x])))
+reg("LeakyRelu")(lambda node, grads: [
+    onnx("Where", [onnx("Greater", [node.inputs[0], 0.0]), grads[0], grads[0] * node.attrs["alpha"]])])
+reg("Elu")(lambda node, grads: [
+    onnx("Where", [onnx("Greater", [node.inputs[0], 0.0]), grads[0], grads[0] * (node.outputs[0] + node.attrs["alpha"])])])
+reg("Softmax")(lambda node, grads: [fs("SoftmaxGrad", [grads[0], node.outputs[0]], {"axis": node.attrs["axis"]})])
+reg("LogSoftmax")(lambda node, grads: [fs("LogSoftmaxGrad", [grads[0], node.outputs[0]], {"axis": node.attrs["axis"]})])
+reg("Sum")(lambda node, grads: [unbroadcast(grads[0], x, node.outputs[0]) for x in node.inputs])
+reg("Mean")(lambda node, grads: [unbroadcast(grads[0] / float(len(node.inputs)), x, node.outputs[0]) for x in node.inputs])
+
+
+@reg("Max")
+@reg("Min")
+def _extremum(node, grads):
+    y = node.outputs[0]
+    # Ties share nothing: the first input attaining the extremum gets the gradient, as in ONNX Max.
+    return [unbroadcast(onnx("Where", [onnx("Equal", [x, y]), grads[0], fs("ZerosLike", [grads[0]])]), x, y)
+            for x in node.inputs]
+
+
+@reg("Where")
+def _where(node, grads):
+    c, a, b = node.inputs
+    y = node.outputs[0]
+    zero = fs("ZerosLike", [grads[0]])
+    return [None, unbroadcast(onnx("Where", [c, grads[0], zero]), a, y),
+            unbroadcast(onnx("Where", [c, zero, grads[0]]), b, y)]
+
+
+@reg("Clip")
+def _clip(node, grads):
+    x = node.inputs[0]
+    keep = None
+    for bound, cmp in ((1, "GreaterOrEqual"), (2, "LessOrEqual")):
+        if len(node.inputs) > bound and node.inputs[bound] is not None:
+            ok = onnx(cmp, [x, node.inputs[bound]])
+            keep = ok if keep is None else onnx("And", [keep, ok])
+    g = grads[0] if keep is None else onnx("Where", [keep, grads[0], fs("ZerosLike", [grads[0]])])
+    return [g] + [None] * (len(node.inputs) - 1)
+
+
+@reg("Cast")
+def _cast(node, grads):
+    x = node.inputs[0]
+    if x.dtype is None or x.dtype.kind != "f":
+        return [None]
+    return [onnx("Cast", [grads[0]], {"to": from_numpy(x.dtype)})]
+
+
+def _swap_last(t):
+    rank = len(t.shape)
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    return onnx("Transpose", [t], {"perm": perm})
+
+
+@reg("MatMul")
+def _matmul(node, grads):
+    a, b = node.inputs
+    g = grads[0]
+    if a.shape is None or b.shape is None or len(a.shape) < 2 or len(b.shape) < 2:
+        raise NotImplementedError("MatMul gradient needs inputs of known rank >= 2")
+    if len(a.shape) == 2 and len(b.shape) == 2:
+        return [onnx("Gemm", [g, b], {"transB": 1}), onnx("Gemm", [a, g], {"transA": 1})]
+    y = node.outputs[0]
+    da = onnx("MatMul", [g, _swap_last(b)])
+    db = onnx("MatMul", [_swap_last(a), g])
+    return [_sum_batch(da, a, y), _sum_batch(db, b, y)]
+
+
+def _sum_batch(d, like, y):
+    if len(like.shape) == len(y.shape):
+        return unbroadcast(d, like, d)
+    return fs("SumToShape", [d, like])
+
+
+@reg("Gemm")
+def _gemm(node, grads):
+    a, b = node.inputs[:2]
+    c = node.inputs[2] if len(node.inputs) > 2 else None
+    g = grads[0]
+    alpha, beta = node.attrs["alpha"], node.attrs["beta"]
+    ta, tb = node.attrs["transA"], node.attrs["transB"]
+    scale = {"alpha": alpha}
+    if not ta:
+        da = onnx("Gemm", [g, b], {**scale, "transB": 0 if tb else 1})
+    else:
+        da = onnx("Gemm", [b, g], {**scale, "transA": tb, "transB": 1})
+    if not tb:
+        db = onnx("Gemm", [a, g], {**scale, "transA": 0 if ta else 1})
+    else:
+        db = onnx("Gemm", [g, a], {**scale, "transA": 1, "transB": ta})
+    dc = None
+    if c is not None:
+        dc = unbroadcast(g if beta == 1.0 else g * beta, c, node.outputs[0])
+    return [da, db, dc]
+
+
+zero_grad("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor",
+          "Sign", "Floor", "Ceil", "Round", "IsNaN", "IsInf")

@@ -1,0 +1,77 @@
+"""Gradients of convolution, pooling, normalization and the fused losses."""
+
+from __future__ import annotations
+
+from trainer.gradients.helpers import fs, ints_const, onnx
+from trainer.gradients.registry import register_gradient
+
+reg = register_gradient
+_CONV_KEYS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+_POOL_KEYS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides")
+
+
+def _pick(attrs, keys):
+    return {k: attrs[k] for k in keys if attrs.get(k) is not None}
+
+
+@reg("Conv")
+def _conv(node, grads):
+    x, w = node.inputs[:2]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    g = grads[0]
+    attrs = _pick(node.attrs, _CONV_KEYS)
+    dx = fs("ConvBackpropInput", [g, w, x], attrs)
+    dw = fs("ConvBackpropFilter", [g, x, w], attrs)
+    db = None
+    if b is not None:
+        axes = [0] + list(range(2, len(g.shape))) if g.shape is not None else [0, 2, 3]
+        db = onnx("ReduceSum", [g, ints_const(axes)], {"keepdims": 0})
+    return [dx, dw, db]
+
+
+@reg("MaxPool")
+def _max_pool(node, grads):
+    return [fs("MaxPoolGrad", [grads[0], node.inputs[0]], _pick(node.attrs, _POOL_KEYS))]
+
+
+@reg("AveragePool")
+def _avg_pool(node, grads):
+    attrs = _pick(node.attrs, _POOL_KEYS + ("count_include_pad",))
+    attrs.pop("storage_order", None)
+    return [fs("AveragePoolGrad", [grads[0], node.inputs[0]], attrs)]
+
+
+@reg("GlobalAveragePool")
+def _global_avg_pool(node, grads):
+    x = node.inputs[0]
+    axes = list(range(2, len(x.shape)))
+    return [fs("BroadcastReduceGrad", [grads[0], x], {"axes": axes, "keepdims": 1, "scale": "mean"})]
+
+
+@reg("BatchNormTraining", "flowstack")
+def _bn_training(node, grads):
+    x, scale, _ = node.inputs
+    _, mean, _, inv_std = node.outputs
+    dx, dscale, db = fs("BatchNormTrainingGrad", [grads[0], x, scale, mean, inv_std], n=3)
+    return [dx, dscale, db]
+
+
+@reg("LayerNormalization")
+def _layer_norm(node, grads):
+    x, scale = node.inputs[:2]
+    attrs = {"axis": node.attrs["axis"], "epsilon": node.attrs["epsilon"]}
+    dx, dscale, db = fs("LayerNormGrad", [grads[0], x, scale], attrs, n=3)
+    return [dx, dscale, db if len(node.inputs) > 2 and node.inputs[2] is not None else None][: len(node.inputs)]
+
+
+def _xent(node, grads):
+    g = grads[0]
+    if g is None:
+        return [None, None]
+    backprop = node.outputs[1]
+    return [onnx("Unsqueeze", [g, ints_const([-1])]) * backprop, None]
+
+
+reg("SoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
+reg("SparseSoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
+reg("DropoutMask", "flowstack")(lambda node, grads: [None, None])

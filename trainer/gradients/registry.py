@@ -1,0 +1,192 @@
+"""The gradient table and the backward walk.
+
+A gradient rule is ``rule(node, grads) -> [grad for each input]``: ``grads`` holds one entry per
+node output (None where nothing flows back), the result one per input (None = no gradient).
+Rules are registered by op name, one line for most ops thanks to the helpers below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor
+
+__all__ = [
+    "IndexedSlices",
+    "NO_GRADIENT",
+    "get_gradient",
+    "gradients",
+    "has_gradient",
+    "register_gradient",
+]
+
+GradRule = Callable[[Node, list], list]
+_GRADS: dict[tuple[str, str], GradRule] = {}
+
+
+def NO_GRADIENT(node: Node, grads) -> list:
+    """Rule for ops whose outputs do not depend smoothly on their inputs (Shape, ArgMax, Equal...)."""
+    return [None] * len(node.inputs)
+
+
+def register_gradient(name: str, domain: str = ""):
+    def register(rule: GradRule) -> GradRule:
+        if (domain, name) in _GRADS:
+            raise ValueError(f"gradient for {name} registered twice")
+        _GRADS[(domain, name)] = rule
+        return rule
+
+    return register
+
+
+def _load():
+    from trainer.gradients import control, math, nn, reduce, shape  # noqa: F401
+
+
+def get_gradient(name: str, domain: str = "") -> GradRule:
+    _load()
+    try:
+        return _GRADS[(domain, name)]
+    except KeyError:
+        qual = f"{domain}::{name}" if domain else name
+        raise LookupError(f"no gradient rule for op {qual!r}") from None
+
+
+def has_gradient(name: str, domain: str = "") -> bool:
+    _load()
+    return (domain, name) in _GRADS
+
+
+@dataclass
+class IndexedSlices:
+    """A sparse gradient: rows ``values`` at ``indices`` of a tensor shaped like ``dense_like``."""
+
+    values: Tensor
+    indices: Tensor
+    dense_like: Tensor
+
+    @property
+    def graph(self):
+        return self.values.graph
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    def to_dense(self) -> Tensor:
+        from trainer.ops import make_op
+
+        return make_op("ScatterToDense", [self.values, self.indices, self.dense_like], domain=TRAINER_DOMAIN).outputs[0]
+
+
+def _dense(g):
+    return g.to_dense() if isinstance(g, IndexedSlices) else g
+
+
+def _aggregate(partials: list, keep_sparse: bool):
+    partials = [p for p in partials if p is not None]
+    if not partials:
+        return None
+    if len(partials) == 1:
+        return partials[0] if keep_sparse else _dense(partials[0])
+    from trainer.ops import add_n
+
+    return add_n([_dense(p) for p in partials])
+
+
+def _between(ys: Sequence[Tensor], xs: Sequence[Tensor], stop: set) -> set:
+    """Nodes on some path from an x to a y (the only ones whose gradients matter)."""
+    back = set()
+    stack = [y.node for y in ys]
+    while stack:
+        n = stack.pop()
+        if n in back:
+            continue
+        back.add(n)
+        if n in stop:
+            continue
+        stack.extend(t.node for t in n.inputs if t is not None)
+        loop = getattr(n, "while_loop", None)
+        if loop is not None:
+            stack.extend(loop.outer_inputs())
+    x_nodes = {x.node for x in xs}
+    fwd = set()
+    consumers: dict[Node, list[Node]] = {}
+    for n in back:
+        for t in n.inputs:
+            if t is not None:
+                consumers.setdefault(t.node, []).append(n)
+        loop = getattr(n, "while_loop", None)
+        if loop is not None:
+            for src in loop.outer_inputs():
+                consumers.setdefault(src, []).append(n)
+    stack = list(x_nodes)
+    while stack:
+        n = stack.pop()
+        if n in fwd:
+            continue
+        fwd.add(n)
+        stack.extend(consumers.get(n, ()))
+    return back & fwd
+
+
+def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
+    """d(sum of ys)/d(x) for each x, summing partial gradients over all paths.
+
+    Returns a Tensor per x (an ``IndexedSlices`` where the gradient is sparse, e.g. through
+    Gather), or None where y does not depend on x.
+    """
+    from trainer.ops import convert_to_tensor, ones_like
+
+    ys = [convert_to_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
+    xs_list = xs if isinstance(xs, (list, tuple)) else [xs]
+    xs_t = [convert_to_tensor(x) for x in xs_list]
+    graph = ys[0].graph
+    for t in ys + xs_t:
+        if t.graph is not graph:
+            raise GraphError(f"gradients: tensor {t.name} belongs to another graph than {ys[0].name}")
+    if grad_ys is None:
+        grad_ys = [None] * len(ys)
+    elif not isinstance(grad_ys, (list, tuple)):
+        grad_ys = [grad_ys]
+    stop = {convert_to_tensor(s).node for s in stop_gradients}
+    stop |= {n for n in graph._nodes if getattr(n, "stop_gradient", False)}
+    x_set = set(xs_t)
+    grads: dict[Tensor, list] = {}
+    with graph.as_default(), graph.name_scope("gradients"):
+        for y, gy in zip(ys, grad_ys):
+            grads.setdefault(y, []).append(ones_like(y) if gy is None else convert_to_tensor(gy, graph=graph))
+        todo = _between(ys, xs_t, stop)
+        done_loops = set()
+        for node in sorted(todo, key=lambda n: n.id, reverse=True):
+            if node in stop:
+                continue
+            loop = getattr(node, "while_loop", None)
+            if loop is not None:
+                if id(loop) in done_loops:
+                    continue
+                done_loops.add(id(loop))
+                exit_grads = [_aggregate(grads.get(t, []), False) for t in loop.exit_tensors()]
+                for t, g in loop.gradient(exit_grads).items():
+                    grads.setdefault(t, []).append(g)
+                continue
+            if getattr(node, "in_while_body", False):
+                continue  # handled by its loop's gradient
+            out_grads = [_aggregate(grads.get(t, []), t in x_set) for t in node.outputs]
+            if all(g is None for g in out_grads):
+                continue
+            if not any(t is not None and t.node in todo for t in node.inputs):
+                continue  # an x itself (or a source): nothing further back needs a gradient
+            rule = get_gradient(node.op_type, node.domain)
+            dense = [_dense(g) for g in out_grads]
+            with graph.name_scope(node.name.replace("/", "_") + "_grad"):
+                in_grads = rule(node, dense)
+            if len(in_grads) != len(node.inputs):
+                raise GraphError(
+                    f"gradient of {node.op_type} returned {len(in_grads)} values for {len(node.inputs)} inputs"
+                )
+            for t, g in zip(node.inputs, in_grads):
+                if t is not None and g is not None and t.node in todo:
+                    grads.setdefault(t, []).append(g)
+    return [_aggregate(grads.get(x, []), True) for x in xs_t]

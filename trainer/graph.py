@@ -1,0 +1,489 @@
+"""Dataflow graphs: nodes are ops from the registry, edges are tensors; built once, run many times.
+
+A ``Graph`` owns ``Node``s in creation order (which is a topological order: a node's inputs always
+exist before it). Every node is checked against its op schema when it is built, so a shape error
+is raised at the line that built the node, naming the op, the node and both shapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from schemas.registry import ShapeError, TensorType, get_schema, infer_types
+
+__all__ = [
+    "Graph",
+    "GraphError",
+    "GraphKeys",
+    "Node",
+    "Tensor",
+    "control_dependencies",
+    "device",
+    "get_default_graph",
+    "name_scope",
+    "reset_default_graph",
+]
+
+TRAINER_DOMAIN = "flowstack"
+
+
+class GraphError(ValueError):
+    """A graph that cannot be built or run as asked (foreign tensor, cycle, missing feed, ...)."""
+
+
+class GraphKeys:
+    """Names of the standard collections."""
+
+    GLOBAL_VARIABLES = "variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    UPDATE_OPS = "update_ops"
+    SUMMARIES = "summaries"
+    QUEUE_RUNNERS = "queue_runners"
+    GLOBAL_STEP = "global_step"
+    LOSSES = "losses"
+
+
+class Tensor:
+    """Output ``index`` of ``node``: a symbolic value with a static dtype and (partial) shape."""
+
+    __slots__ = ("node", "index", "type", "__weakref__")
+
+    def __init__(self, node: "Node", index: int, type: TensorType):
+        self.node = node
+        self.index = index
+        self.type = type
+
+    @property
+    def name(self) -> str:
+        return f"{self.node.name}:{self.index}"
+
+    @property
+    def graph(self) -> "Graph":
+        return self.node.graph
+
+    @property
+    def op(self) -> "Node":
+        return self.node
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        return self.type.dtype
+
+    @property
+    def shape(self) -> tuple[int | None, ...] | None:
+        return self.type.shape
+
+    def __repr__(self) -> str:
+        return f"<Tensor {self.name} {self.node.op_type} dtype={self.dtype} shape={self.shape}>"
+
+    # Operator overloads build nodes in the tensor's graph.
+    def __add__(self, other):
+        from trainer import ops
+        return ops.add(self, other)
+
+    def __radd__(self, other):
+        from trainer import ops
+        return ops.add(other, self)
+
+    def __sub__(self, other):
+        from trainer import ops
+        return ops.subtract(self, other)
+
+    def __rsub__(self, other):
+        from trainer import ops
+        return ops.subtract(other, self)
+
+    def __mul__(self, other):
+        from trainer import ops
+        return ops.multiply(self, other)
+
+    def __rmul__(self, other):
+        from trainer import ops
+        return ops.multiply(other, self)
+
+    def __truediv__(self, other):
+        from trainer import ops
+        return ops.divide(self, other)
+
+    def __rtruediv__(self, other):
+        from trainer import ops
+        return ops.divide(other, self)
+
+    def __matmul__(self, other):
+        from trainer import ops
+        return ops.matmul(self, other)
+
+    def __neg__(self):
+        from trainer import ops
+        return ops.negative(self)
+
+    def __pow__(self, other):
+        from trainer import ops
+        return ops.pow(self, other)
+
+    def __lt__(self, other):
+        from trainer import ops
+        return ops.less(self, other)
+
+    def __gt__(self, other):
+        from trainer import ops
+        return ops.greater(self, other)
+
+    def __getitem__(self, key):
+        from trainer import ops
+        return ops.getitem(self, key)
+
+    # Tensors are graph edges: identity semantics, so they can be dict keys (feeds, fetches).
+    __hash__ = object.__hash__
+
+    def __eq__(self, other):  # noqa: D105 - identity, as dict keys need
+        return self is other
+
+    def __bool__(self):
+        raise TypeError(f"tensor {self.name} has no truth value while building a graph; use cond()")
+
+
+class Node:
+    """One op instance: ``op_type`` in ``domain`` with ``inputs``, ``attrs`` and ``outputs``.
+
+    ``inputs`` holds Tensors, or None for an omitted optional input. ``control_inputs`` are nodes
+    that must run first. ``device`` is the requested device ("" = let the placer choose).
+    """
+
+    def __init__(self, graph, name, op_type, domain, inputs, attrs, control_inputs, device):
+        self.graph = graph
+        self.name = name
+        self.op_type = op_type
+        self.domain = domain
+        self.inputs: list[Tensor | None] = list(inputs)
+        self.attrs: dict[str, Any] = attrs
+        self.control_inputs: list[Node] = list(control_inputs)
+        self.device: str = device
+        self.outputs: list[Tensor] = []
+        self.id = len(graph._nodes)
+        self.cf_context = None  # control-flow context (cond branch or loop) the node lives in
+        self.colocate_with: Node | None = None
+
+    @property
+    def schema(self):
+        return get_schema(self.op_type, self.domain)
+
+    @property
+    def type(self) -> str:
+        return self.op_type
+
+    @property
+    def stateful(self) -> bool:
+        return self.schema.stateful
+
+    def output(self, i: int = 0) -> Tensor:
+        return self.outputs[i]
+
+    def __repr__(self) -> str:
+        dom = f"{self.domain}::" if self.domain else ""
+        return f"<Node {self.name} {dom}{self.op_type}>"
+
+    __hash__ = object.__hash__
+
+
+class Graph:
+    """A dataflow graph. Use ``with graph.as_default():`` to build into it."""
+
+    def __init__(self):
+        self._nodes: list[Node] = []
+        self._by_name: dict[str, Node] = {}
+        self._name_counts: dict[str, int] = {}
+        self._collections: dict[str, list] = {}
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self.loops: list = []  # WhileLoop records, so exporters can rebuild functional Loop ops
+        self.conds: list = []
+        self.version = 0  # bumps on every new node; sessions key plans on it
+
+    # -- per-thread building state ----------------------------------------------------------
+    def _state(self):
+        st = self._local
+        if not hasattr(st, "scope"):
+            st.scope = []
+            st.control = []
+            st.device = []
+            st.cf = []
+            st.colocate = []
+        return st
+
+    def as_default(self):
+        return _default_graph_scope(self)
+
+    # -- nodes ------------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        """All nodes in creation (topological) order."""
+        return list(self._nodes)
+
+    def get_operations(self) -> list[Node]:
+        return self.nodes
+
+    def node(self, name: str) -> Node:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise GraphError(f"no node named {name!r} in this graph") from None
+
+    get_operation_by_name = node
+
+    def tensor(self, name: str) -> Tensor:
+        """``"node:0"`` (or ``"node"`` for output 0) to its Tensor."""
+        node_name, _, idx = name.partition(":")
+        node = self.node(node_name)
+        i = int(idx or 0)
+        if i >= len(node.outputs):
+            raise GraphError(f"node {node_name!r} has {len(node.outputs)} outputs; asked for {name!r}")
+        return node.outputs[i]
+
+    get_tensor_by_name = tensor
+
+    def unique_name(self, name: str) -> str:
+        st = self._state()
+        full = "/".join(st.scope + [name]) if st.scope else name
+        with self._lock:
+            if full not in self._by_name and full not in self._name_counts:
+                self._name_counts[full] = 0
+                return full
+            n = self._name_counts.get(full, 0)
+            while True:
+                n += 1
+                candidate = f"{full}_{n}"
+                if candidate not in self._by_name and candidate not in self._name_counts:
+                    self._name_counts[full] = n
+                    self._name_counts[candidate] = 0
+                    return candidate
+
+    def create_op(
+        self,
+        op_type: str,
+        inputs: Sequence[Tensor | None],
+        attrs: dict[str, Any] | None = None,
+        *,
+        domain: str = "",
+        name: str | None = None,
+        num_outputs: int | None = None,
+        output_types: Sequence[TensorType] | None = None,
+        control_inputs: Sequence[Node] = (),
+        in_context: bool = True,
+    ) -> Node:
+        """Build a node, validated against the op registry; shape errors name op, node and shapes."""
+        schema = get_schema(op_type, domain)
+        st = self._state()
+        inputs = list(inputs)
+        for i, t in enumerate(inputs):
+            if t is not None and not isinstance(t, Tensor):
+                raise GraphError(f"{op_type}: input {i} is {type(t).__name__}, not a Tensor")
+            if t is not None and t.node.graph is not self:
+                raise GraphError(
+                    f"{op_type}: input {i} ({t.name}) belongs to another graph; "
+                    "all inputs of a node must come from the graph it is built in"
+                )
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+        ctx = st.cf[-1] if (st.cf and in_context) else None
+        if ctx is not None:
+            inputs = ctx.enter_inputs(inputs)
+        node_name = self.unique_name(name or op_type)
+        resolved = schema.resolve_attrs(attrs or {}, where=f"node {node_name!r}: ")
+        n_out = num_outputs if num_outputs is not None else max(len(schema.outputs), 1)
+        if schema.max_outputs is None and num_outputs is None:
+            n_out = max(len(schema.outputs) - 1, 1)
+        schema.check_arity(len(inputs), n_out, where=f"node {node_name!r}: ")
+        if output_types is None:
+            in_types = [None if t is None else t.type for t in inputs]
+            in_values = [None if t is None else constant_value(t) for t in inputs]
+            try:
+                output_types = infer_types(
+                    schema, in_types, resolved, input_values=in_values, num_outputs=n_out, name=node_name
+                )
+            except ShapeError:
+                raise
+            except Exception as e:  # a shape rule tripping over odd input is still a shape error
+                shapes = [None if t is None else t.shape for t in inputs]
+                raise ShapeError(f"{op_type} (node {node_name!r}): inputs {shapes}: {e}") from e
+        ctrl = list(control_inputs)
+        for deps in st.control:
+            ctrl.extend(d for d in deps if d not in ctrl)
+        dev = st.device[-1] if st.device else ""
+        with self._lock:
+            node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, dev)
+            node.outputs = [Tensor(node, i, t) for i, t in enumerate(output_types)]
+            if st.colocate:
+                node.colocate_with = st.colocate[-1]
+            if ctx is not None:
+                node.cf_context = ctx
+                ctx.add_node(node)
+            self._nodes.append(node)
+            self._by_name[node_name] = node
+            self.version += 1
+        return node
+
+    # -- scopes -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def name_scope(self, name: str | None):
+        st = self._state()
+        if not name:
+            yield ""
+            return
+        if name.endswith("/"):  # re-enter an existing scope exactly
+            parts = [p for p in name.rstrip("/").split("/") if p]
+        else:
+            parts = self.unique_name(name).split("/")
+        saved = st.scope
+        st.scope = parts
+        try:
+            yield "/".join(parts) + "/"
+        finally:
+            st.scope = saved
+
+    @contextlib.contextmanager
+    def control_dependencies(self, deps):
+        st = self._state()
+        if deps is None:  # clears outer dependencies, as in TensorFlow
+            saved = st.control
+            st.control = []
+            try:
+                yield
+            finally:
+                st.control = saved
+            return
+        nodes = [d.node if isinstance(d, Tensor) else _as_node(d) for d in deps]
+        st.control.append(nodes)
+        try:
+            yield
+        finally:
+            st.control.pop()
+
+    @contextlib.contextmanager
+    def device(self, name: str | None):
+        from trainer.devices import canonical_device
+
+        st = self._state()
+        st.device.append(canonical_device(name) if name else "")
+        try:
+            yield
+        finally:
+            st.device.pop()
+
+    @contextlib.contextmanager
+    def colocate_with(self, node: "Node"):
+        st = self._state()
+        st.colocate.append(_as_node(node))
+        try:
+            yield
+        finally:
+            st.colocate.pop()
+
+    @contextlib.contextmanager
+    def _control_flow_context(self, ctx):
+        st = self._state()
+        st.cf.append(ctx)
+        try:
+            yield ctx
+        finally:
+            st.cf.pop()
+
+    def _current_cf_context(self):
+        st = self._state()
+        return st.cf[-1] if st.cf else None
+
+    # -- collections ------------------------------------------------------------------------
+    def add_to_collection(self, key: str, value) -> None:
+        with self._lock:
+            self._collections.setdefault(key, []).append(value)
+
+    def get_collection(self, key: str, scope: str | None = None) -> list:
+        items = list(self._collections.get(key, []))
+        if scope:
+            items = [v for v in items if getattr(v, "name", "").startswith(scope)]
+        return items
+
+    def get_all_collection_keys(self) -> list[str]:
+        return sorted(self._collections)
+
+    def finalize(self) -> None:
+        self._finalized = True
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(list(self._nodes))
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+
+def _as_node(x) -> Node:
+    if isinstance(x, Node):
+        return x
+    if isinstance(x, Tensor):
+        return x.node
+    if hasattr(x, "node"):  # Variable, queue handles
+        return x.node
+    raise GraphError(f"expected a node or tensor, got {type(x).__name__}")
+
+
+def constant_value(t: Tensor) -> np.ndarray | None:
+    """The value of ``t`` if it is known at build time (a constant), else None."""
+    node = t.node
+    if node.op_type == "Constant" and node.domain == "":
+        return node.attrs.get("value")
+    return None
+
+
+# -- the default graph ------------------------------------------------------------------------
+_global_default: Graph | None = None
+_stack = threading.local()
+
+
+def _graph_stack() -> list:
+    if not hasattr(_stack, "graphs"):
+        _stack.graphs = []
+    return _stack.graphs
+
+
+@contextlib.contextmanager
+def _default_graph_scope(graph: Graph):
+    stack = _graph_stack()
+    stack.append(graph)
+    try:
+        yield graph
+    finally:
+        stack.pop()
+
+
+def get_default_graph() -> Graph:
+    """The innermost ``as_default()`` graph of this thread, else the process-wide default."""
+    global _global_default
+    stack = _graph_stack()
+    if stack:
+        return stack[-1]
+    if _global_default is None:
+        _global_default = Graph()
+    return _global_default
+
+
+def reset_default_graph() -> None:
+    global _global_default
+    _global_default = Graph()
+
+
+def name_scope(name: str | None):
+    return get_default_graph().name_scope(name)
+
+
+def control_dependencies(deps):
+    return get_default_graph().control_dependencies(deps)
+
+
+def device(name: str | None):
+    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``."""
+    return get_default_graph().device(name)

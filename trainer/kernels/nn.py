@@ -1,0 +1,156 @@
+"""Gradient helper kernels for convolution, pooling and normalization.
+
+They reuse the edge runtime's sliding-window machinery (``_conv``): a convolution's filter
+gradient is one matmul against the im2col columns, its input gradient one matmul followed by a
+col2im scatter-add; pooling gradients route ``dY`` to window taps and scatter-add them back.
+"""
+
+from __future__ import annotations
+
+from edge_runtime.kernels import _conv
+from edge_runtime.kernels import kernel
+
+D = "flowstack"
+
+
+def _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides):
+    kernel = tuple(kernel_shape or w.shape[2:])
+    return _conv.resolve_window(x.shape[2:], kernel, strides, dilations, pads, auto_pad)
+
+
+def _cols(x, xp, win):
+    """im2col: (N, C*K, P) columns of the padded input."""
+    n, c = x.shape[:2]
+    n_sp = len(win.kernel)
+    xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.pad_end)
+    view = _conv.windows(xpad, xp, win)  # (N, C, out..., k...)
+    order = (0, 1) + tuple(range(2 + n_sp, 2 + 2 * n_sp)) + tuple(range(2, 2 + n_sp))
+    return view.transpose(order).reshape(n, -1, _prod(win.out))
+
+
+def _prod(xs):
+    p = 1
+    for v in xs:
+        p *= v
+    return p
+
+
+def _crop(y, win, spatial):
+    return y[(slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(win.pad_begin, spatial))]
+
+
+@kernel("ConvBackpropFilter", domain=D)
+def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_shape, pads, strides):
+    win = _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides)
+    n, m = dy.shape[:2]
+    cols = _cols(x, xp, win)  # (N, C*K, P)
+    g = group
+    c = x.shape[1]
+    d2 = dy.reshape(n, g, m // g, -1)
+    c2 = cols.reshape(n, g, (c // g) * _prod(win.kernel), -1)
+    dw = xp.einsum("ngmp,ngkp->gmk", d2, c2, optimize=True)
+    return dw.reshape(w.shape).astype(w.dtype, copy=False)
+
+
+@kernel("ConvBackpropInput", domain=D)
+def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shape, pads, strides):
+    win = _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides)
+    n, m = dy.shape[:2]
+    c = x.shape[1]
+    g = group
+    k = _prod(win.kernel)
+    wg = w.reshape(g, m // g, (c // g) * k).transpose(0, 2, 1)  # (G, C/G*K, M/G)
+    dcols = xp.matmul(wg, dy.reshape(n, g, m // g, -1))  # (N, G, C/G*K, P)
+    dcols = dcols.reshape((n, c, k) + win.out)
+    padded = tuple(s + b + e for s, b, e in zip(x.shape[2:], win.pad_begin, win.pad_end))
+    padded = tuple(max(p, (o - 1) * st + (kk - 1) * d + 1) for p, o, st, kk, d in
+                   zip(padded, win.out, win.strides, win.kernel, win.dilations))
+    full = _conv.col2im(dcols, xp, win, padded)
+    return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
+
+
+def _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
+    return _conv.resolve_window(x.shape[2:], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
+
+
+def _padded_shape(x, win):
+    return tuple(s + b + e + x_ for s, b, e, x_ in zip(x.shape[2:], win.pad_begin, win.pad_end, win.extra_end))
+
+
+@kernel("MaxPoolGrad", domain=D)
+def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides,
+                  count_include_pad):
+    win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    n_sp = len(win.kernel)
+    low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
+    view = _conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end, low), xp, win)
+    flat = view.reshape(view.shape[: 2 + n_sp] + (-1,))
+    tap = flat.argmax(axis=-1)  # (N, C, out...)
+    k = _prod(win.kernel)
+    onehot = (tap[..., None] == xp.arange(k)) * dy[..., None]  # (N, C, out..., K)
+    cols = xp.moveaxis(onehot, -1, 2)  # (N, C, K, out...)
+    full = _conv.col2im(cols.astype(dy.dtype, copy=False), xp, win, _padded_shape(x, win))
+    return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
+
+
+@kernel("AveragePoolGrad", domain=D)
+def average_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides,
+                      count_include_pad):
+    win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
+    ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
+    if count_include_pad:
+        mask = _conv.pad_spatial(_conv.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1), xp,
+                                 (0,) * len(win.kernel), win.extra_end)
+    else:
+        mask = _conv.pad_spatial(ones, xp, win.pad_begin, end)
+    count = _conv.windows(mask, xp, win).sum(axis=tuple(range(2 + len(win.kernel), 2 + 2 * len(win.kernel))))
+    share = dy / count  # (N, C, out...)
+    k = _prod(win.kernel)
+    cols = xp.broadcast_to(share[:, :, None], share.shape[:2] + (k,) + share.shape[2:])
+    full = _conv.col2im(xp.ascontiguousarray(cols), xp, win, _padded_shape(x, win))
+    return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
+
+
+def _channel(v, ndim):
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+@kernel("BatchNormTraining", domain=D)
+def batch_norm_training(x, scale, b, *, xp, epsilon):
+    axes = (0,) + tuple(range(2, x.ndim))
+    mean = x.mean(axis=axes)
+    xc = x - _channel(mean, x.ndim)
+    var = (xc * xc).mean(axis=axes)
+    inv_std = (1 / xp.sqrt(var + x.dtype.type(epsilon))).astype(x.dtype)
+    y = xc * _channel(inv_std * scale, x.ndim) + _channel(b, x.ndim)
+    return y, mean, var, inv_std
+
+
+@kernel("BatchNormTrainingGrad", domain=D)
+def batch_norm_training_grad(dy, x, scale, mean, inv_std, *, xp):
+    axes = (0,) + tuple(range(2, x.ndim))
+    m = x.size // x.shape[1]
+    xhat = (x - _channel(mean, x.ndim)) * _channel(inv_std, x.ndim)
+    db = dy.sum(axis=axes)
+    dscale = (dy * xhat).sum(axis=axes)
+    dx = _channel(scale * inv_std / m, x.ndim) * (m * dy - _channel(db, x.ndim) - xhat * _channel(dscale, x.ndim))
+    return dx.astype(x.dtype, copy=False), dscale, db
+
+
+@kernel("LayerNormGrad", domain=D)
+def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
+    axis = axis % x.ndim
+    axes = tuple(range(axis, x.ndim))
+    lead = tuple(range(axis))
+    mean = x.mean(axis=axes, keepdims=True)
+    xc = x - mean
+    inv_std = 1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + x.dtype.type(epsilon))
+    xhat = xc * inv_std
+    db = dy.sum(axis=lead) if lead else dy
+    dscale = (dy * xhat).sum(axis=lead) if lead else dy * xhat
+    g = dy * scale
+    m = _prod(x.shape[axis:])
+    dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
+    return dx.astype(x.dtype, copy=False), dscale.reshape(scale.shape), db.reshape(scale.shape)

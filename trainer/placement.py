@@ -1,0 +1,91 @@
+"""The placer: user constraints first, then colocation, then a cost model.
+
+An op that updates a variable (Assign*, Apply*, Scatter*) goes where the variable lives. An op
+with no constraint goes to the GPU when there is one, it has a GPU-capable kernel and the cost
+model says it is big enough to pay for the transfer; otherwise to CPU:0. The cost model starts
+from estimated flops and bytes per op and is refined by measured kernel times
+(``CostModel.record``), which ``Session.run(..., trace=True)`` feeds.
+"""
+
+from __future__ import annotations
+
+import math
+
+from schemas.registry import get_schema
+
+__all__ = ["CostModel", "Placer", "PlacementError"]
+
+D = "flowstack"
+_HOST_ONLY_STATEFUL = {"Save", "Restore", "FIFOQueue", "RandomShuffleQueue", "QueueEnqueue",
+                       "QueueEnqueueMany", "QueueDequeue", "QueueDequeueMany", "QueueClose",
+                       "QueueSize", "ScalarSummary", "HistogramSummary", "MergeSummary", "Placeholder"}
+
+
+class PlacementError(ValueError):
+    """A device constraint that cannot be met; names the node and the device."""
+
+
+class CostModel:
+    """Estimated seconds per op: flops/bytes estimates, replaced by measurements when there are some."""
+
+    FLOPS_PER_S = 5e10
+    BYTES_PER_S = 1e10
+
+    def __init__(self):
+        self.measured: dict[str, float] = {}
+
+    def estimate(self, node) -> float:
+        if node.name in self.measured:
+            return self.measured[node.name]
+        elems = 0
+        for t in node.outputs:
+            if t.shape is not None:
+                elems += math.prod(1024 if d is None else d for d in t.shape)
+        flops = elems
+        if node.op_type in ("MatMul", "Gemm") and node.inputs and node.inputs[0].shape:
+            k = node.inputs[0].shape[-1] or 1024
+            flops = 2 * elems * k
+        elif node.op_type == "Conv" and len(node.inputs) > 1 and node.inputs[1].shape:
+            flops = 2 * elems * math.prod(d or 1 for d in node.inputs[1].shape[1:])
+        return flops / self.FLOPS_PER_S + 4 * elems / self.BYTES_PER_S
+
+    def record(self, node, seconds: float) -> None:
+        old = self.measured.get(node.name)
+        self.measured[node.name] = seconds if old is None else 0.8 * old + 0.2 * seconds
+
+
+class Placer:
+    GPU_THRESHOLD_S = 2e-5
+
+    def __init__(self, devices: list[str], cost_model: CostModel | None = None):
+        self.devices = devices
+        self.cost_model = cost_model or CostModel()
+        self.default = "CPU:0"
+        self.gpu = next((d for d in devices if d.startswith("GPU")), None)
+
+    def place(self, nodes) -> dict:
+        placement: dict = {}
+        for n in nodes:
+            placement[n] = self._place(n, placement)
+        return placement
+
+    def _place(self, node, placement) -> str:
+        anchor = node.colocate_with
+        schema = get_schema(node.op_type, node.domain)
+        if anchor is None and schema.stateful and node.inputs and node.inputs[0] is not None:
+            src = node.inputs[0].node
+            if src.op_type == "Variable" and src.domain == D:
+                anchor = src  # updates run where the variable lives
+        if anchor is not None:
+            return placement.get(anchor) or self._place(anchor, placement)
+        if node.device:
+            if node.device not in self.devices:
+                raise PlacementError(
+                    f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
+                    f"but this session has only {self.devices}"
+                )
+            return node.device
+        if self.gpu and node.op_type not in _HOST_ONLY_STATEFUL and node.domain == "":
+            if self.cost_model.estimate(node) >= self.GPU_THRESHOLD_S:
+                return self.gpu
+        return self.default

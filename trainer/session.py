@@ -1,0 +1,206 @@
+"""Sessions: run parts of a graph, many times, from several threads at once.
+
+``Session.run(fetches, feed_dict)`` compiles a plan the first time it sees a (fetches, feeds)
+pair and reuses it afterwards, so a training step does no graph work: it checks the feeds, walks
+the cached steps and returns the fetched values in the structure they were asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from trainer.devices import Device, available_devices
+from trainer.executor import compile_plan
+from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
+from trainer.partition import Rendezvous
+from trainer.placement import CostModel, Placer
+from trainer.state import RunContext, SessionState
+
+__all__ = ["Session"]
+
+
+class _FetchMapper:
+    """Flattens a fetch structure (tensor, node, list, tuple, dict) and rebuilds it from values."""
+
+    def __init__(self, graph: Graph, fetches):
+        self.tensors: list[Tensor] = []
+        self.targets: list[Node] = []
+        self.build = self._parse(graph, fetches)
+
+    def _parse(self, graph, f):
+        if isinstance(f, (list, tuple)):
+            parts = [self._parse(graph, x) for x in f]
+            kind = type(f)
+            return lambda vals: kind(p(vals) for p in parts) if kind is tuple else [p(vals) for p in parts]
+        if isinstance(f, dict):
+            parts = {k: self._parse(graph, v) for k, v in f.items()}
+            return lambda vals: {k: p(vals) for k, p in parts.items()}
+        t = _resolve(graph, f)
+        if isinstance(t, Node):
+            self.targets.append(t)
+            return lambda vals: None
+        i = len(self.tensors)
+        self.tensors.append(t)
+        return lambda vals: vals[i]
+
+
+def _resolve(graph: Graph, f):
+    if isinstance(f, (Tensor, Node)):
+        return f
+    if hasattr(f, "_as_tensor"):
+        return f._as_tensor()
+    if hasattr(f, "node") and isinstance(f.node, Node):
+        return f.node
+    if isinstance(f, str):
+        return graph.tensor(f) if ":" in f else graph.node(f)
+    raise TypeError(f"cannot fetch {type(f).__name__} {f!r}: expected a Tensor, a node, or a name")
+
+
+def _fetch_key(fetches):
+    if isinstance(fetches, list):
+        return ("l", *fetches)
+    if isinstance(fetches, dict):
+        return ("d", *fetches.items())
+    return fetches
+
+
+class _Compiled:
+    __slots__ = ("plan", "mapper", "feed_tensors", "single")
+
+    def __init__(self, plan, mapper, feed_tensors, single):
+        self.plan, self.mapper, self.feed_tensors, self.single = plan, mapper, feed_tensors, single
+
+
+class Session:
+    """Runs a graph: ``with Session(graph) as sess: sess.run(train_op, {x: batch})``.
+
+    ``devices`` lists the devices this session may place ops on (default: ``CPU:0`` plus ``GPU:0``
+    where CuPy finds one); ``num_cpu_devices`` adds ``CPU:1``... to exercise partitioning.
+    """
+
+    def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
+                 inter_op_threads: int = 4):
+        self.graph = graph or get_default_graph()
+        names = list(devices) if devices is not None else available_devices(num_cpu_devices)
+        from trainer.devices import canonical_device
+
+        names = [canonical_device(n) for n in names]
+        self._devices = {n: Device(n) for n in names}
+        self.cost_model = CostModel()
+        self._placer = Placer(names, self.cost_model)
+        self._state = SessionState()
+        self._plans: dict = {}
+        self._plan_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
+                                        thread_name_prefix="flowstack-partition")
+        self._closed = False
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, *, trace: bool = False):
+        """Fetch values (same structure as ``fetches``) running only what they need.
+
+        >>> import numpy as np, trainer
+        >>> g = trainer.Graph()
+        >>> with g.as_default():
+        ...     x = trainer.placeholder(np.float32, (None, 2)); y = x * 2.0
+        >>> trainer.Session(g).run(y, {x: np.ones((1, 2), np.float32)})
+        array([[2., 2.]], dtype=float32)
+        """
+        if self._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        feed_keys = tuple(feed_dict) if feed_dict else ()
+        try:
+            key = (_fetch_key(fetches), feed_keys)
+            compiled = self._plans.get(key)
+        except TypeError:  # unhashable fetch structure: compile (uncached)
+            key, compiled = None, None
+        if compiled is None:
+            compiled = self._compile(fetches, feed_keys, key)
+        plan = compiled.plan
+        feed_values = [spec.convert(feed_dict[k]) for spec, k in zip(plan.feeds, feed_keys)] if feed_keys else ()
+        rctx = RunContext(self, Rendezvous() if len(plan.partitions) > 1 else None)
+        if trace:
+            values = self._run_traced(plan, feed_values, rctx)
+        else:
+            values = plan.run(feed_values, rctx, self._pool)
+        if self._devices.keys() - {"CPU:0"}:
+            values = [v if isinstance(v, np.ndarray) or v is None else _to_host(v) for v in values]
+        if compiled.single:
+            return values[0] if compiled.mapper.tensors else None
+        return compiled.mapper.build(values)
+
+    def _compile(self, fetches, feed_keys, key):
+        mapper = _FetchMapper(self.graph, fetches)
+        feed_tensors = []
+        for k in feed_keys:
+            t = _resolve(self.graph, k)
+            if isinstance(t, Node):
+                if len(t.outputs) != 1:
+                    raise GraphError(f"cannot feed node {t.name!r}; feed one of its output tensors")
+                t = t.outputs[0]
+            feed_tensors.append(t)
+        plan = compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self)
+        single = isinstance(fetches, (Tensor, Node)) or hasattr(fetches, "_as_tensor") or isinstance(fetches, str)
+        compiled = _Compiled(plan, mapper, feed_tensors, single)
+        if key is not None:
+            with self._plan_lock:
+                self._plans[key] = compiled
+        return compiled
+
+    def _run_traced(self, plan, feed_values, rctx):
+        """Runs step by step, timing each kernel into the cost model (single partition only)."""
+        import time
+
+        from trainer.executor import FlatPlan
+
+        if not isinstance(plan, FlatPlan) or len(plan.partitions) != 1:
+            return plan.run(feed_values, rctx, self._pool)
+        timings = []
+        orig = plan.fast[0]
+        wrapped = []
+        for (fn, ins, outs, attrs, wants), step in zip(orig, plan.partitions[0][1]):
+            def timed(*a, _fn=fn, _node=step.node, **kw):
+                t0 = time.perf_counter()
+                r = _fn(*a, **kw)
+                timings.append((_node, time.perf_counter() - t0))
+                return r
+            wrapped.append((timed, ins, outs, attrs, wants))
+        plan.fast[0] = wrapped
+        try:
+            return plan.run(feed_values, rctx, self._pool)
+        finally:
+            plan.fast[0] = orig
+            for node, dt in timings:
+                self.cost_model.record(node, dt)
+
+    # -- state access (exporter, saver) ------------------------------------------------------
+    def variable_values(self) -> dict[str, np.ndarray]:
+        """Copies of every initialized variable's value, by variable name."""
+        return {k: _to_host(v).copy() for k, v in self._state.variables.items()}
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.shutdown(wait=False)
+
+    def __enter__(self):
+        self._default = self.graph.as_default()
+        self._default.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._default.__exit__(*exc)
+        self.close()
+        return False
+
+    @property
+    def devices(self) -> list[str]:
+        return list(self._devices)
+
+
+def _to_host(v):
+    if isinstance(v, np.ndarray) or v is None:
+        return v
+    return v.get() if hasattr(v, "get") else np.asarray(v)

@@ -1,0 +1,227 @@
+"""Optimizers as graph ops, gradient clipping, learning-rate schedules and the global step.
+
+``minimize(loss)`` = ``compute_gradients`` (the backward graph) + ``apply_gradients`` (one fused
+in-place update op per variable, e.g. ApplyAdam, plus the global-step increment).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.gradients import IndexedSlices, gradients
+from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
+from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
+from trainer.variables import Variable, trainable_variables
+
+__all__ = [
+    "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
+    "RMSPropOptimizer", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
+    "piecewise_constant",
+]
+
+
+def get_or_create_global_step(graph=None):
+    """The int64 scalar variable counting training steps (one per graph)."""
+    g = graph or get_default_graph()
+    existing = g.get_collection(GraphKeys.GLOBAL_STEP)
+    if existing:
+        return existing[0]
+    with g.as_default(), g.name_scope(None):
+        step = Variable(np.zeros((), np.int64), trainable=False, name="global_step",
+                        collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
+    return step
+
+
+def clip_by_global_norm(tensors, clip_norm):
+    """(tensors scaled by min(1, clip_norm / global_norm), global_norm)."""
+    present = [t for t in tensors if t is not None]
+    dense = [t.values if isinstance(t, IndexedSlices) else t for t in present]
+    clip = convert_to_tensor(np.asarray(clip_norm, dense[0].dtype), graph=dense[0].graph)
+    scale, norm = make_op("ClipByGlobalNormScale", [clip, *dense], domain=TRAINER_DOMAIN, num_outputs=2).outputs
+    out = []
+    for t in tensors:
+        if t is None:
+            out.append(None)
+        elif isinstance(t, IndexedSlices):
+            out.append(IndexedSlices(multiply(t.values, scale), t.indices, t.dense_like))
+        else:
+            out.append(multiply(t, scale))
+    return out, norm
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False):
+    """``lr * decay_rate ** (step / decay_steps)`` as a graph value (recomputed every step)."""
+    step = cast(convert_to_tensor(global_step), np.float32)
+    p = step / float(decay_steps)
+    if staircase:
+        p = make_op("Floor", [p]).outputs[0]
+    return multiply(constant(np.float32(learning_rate)), make_op("Pow", [constant(np.float32(decay_rate)), p]).outputs[0])
+
+
+def piecewise_constant(global_step, boundaries, values):
+    """values[i] while boundaries[i-1] <= step < boundaries[i]."""
+    from trainer.ops import greater, where
+
+    step = convert_to_tensor(global_step)
+    out = constant(np.float32(values[-1]))
+    for b, v in reversed(list(zip(boundaries, values[:-1]))):
+        out = where(greater(constant(np.asarray(b, step.dtype)), step), constant(np.float32(v)), out)
+    return out
+
+
+class Optimizer:
+    """Base class: subclasses say which slots a variable needs and which fused op applies an update."""
+
+    name = "Optimizer"
+
+    def __init__(self, learning_rate):
+        self.learning_rate = learning_rate
+        self._slots: dict = {}
+
+    def compute_gradients(self, loss, var_list=None):
+        var_list = list(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
+        if not var_list:
+            raise ValueError("no trainable variables to optimize")
+        grads = gradients(loss, var_list)
+        return list(zip(grads, var_list))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise ValueError("no gradients for any variable: does the loss depend on them?")
+        graph = pairs[0][1].graph
+        with graph.as_default(), graph.name_scope(name or self.name):
+            self._prepare(graph, pairs[0][1].dtype)
+            updates = [self._apply(g, v) for g, v in pairs]
+            finish = self._finish(updates)
+            if global_step is not None:
+                with graph.control_dependencies(finish):
+                    return group(global_step.assign_add(np.asarray(1, global_step.dtype)), name="train_op")
+            return group(*finish, name="train_op")
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None):
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step=global_step, name=name)
+
+    # -- subclass hooks ----------------------------------------------------------------------
+    def _prepare(self, graph, dtype):
+        self._lr = self._scalar(self.learning_rate, dtype)
+
+    def _scalar(self, value, dtype):
+        if hasattr(value, "_as_tensor") or hasattr(value, "node"):
+            t = convert_to_tensor(value)
+            return t if t.dtype == dtype else cast(t, dtype)
+        return constant(np.asarray(value, dtype))
+
+    def _slot(self, var, name, init=0.0):
+        key = (var, name)
+        if key not in self._slots:
+            g = var.graph
+            with g.as_default(), g.name_scope(None), g.colocate_with(var.node):
+                self._slots[key] = Variable(np.full(var.shape, init, var.dtype), trainable=False,
+                                            name=f"{var.name}/{self.name}/{name}")
+        return self._slots[key]
+
+    def get_slot(self, var, name):
+        return self._slots.get((var, name))
+
+    def _apply(self, grad, var):
+        raise NotImplementedError
+
+    def _finish(self, updates):
+        return updates
+
+    def _fused(self, op_type, inputs, attrs=None):
+        var = inputs[0]
+        g = var.graph
+        with g.colocate_with(var.node):
+            return g.create_op(op_type, [convert_to_tensor(i) for i in inputs], attrs or {},
+                               domain=TRAINER_DOMAIN, name=f"{self.name}/update_{var.name}").outputs[0]
+
+    @staticmethod
+    def _dense(grad):
+        return grad.to_dense() if isinstance(grad, IndexedSlices) else grad
+
+
+class GradientDescentOptimizer(Optimizer):
+    name = "GradientDescent"
+
+    def _apply(self, grad, var):
+        if isinstance(grad, IndexedSlices):  # touch only the gathered rows
+            return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
+                           domain=TRAINER_DOMAIN).outputs[0]
+        return self._fused("ApplyGradientDescent", [var, self._lr, grad])
+
+
+class MomentumOptimizer(Optimizer):
+    name = "Momentum"
+
+    def __init__(self, learning_rate, momentum, use_nesterov=False):
+        super().__init__(learning_rate)
+        self.momentum = momentum
+        self.use_nesterov = use_nesterov
+
+    def _prepare(self, graph, dtype):
+        super()._prepare(graph, dtype)
+        self._mom = self._scalar(self.momentum, dtype)
+
+    def _apply(self, grad, var):
+        return self._fused("ApplyMomentum", [var, self._slot(var, "momentum"), self._lr, self._dense(grad), self._mom],
+                           {"use_nesterov": int(self.use_nesterov)})
+
+
+class AdamOptimizer(Optimizer):
+    name = "Adam"
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8):
+        super().__init__(learning_rate)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self._powers = None
+
+    def _prepare(self, graph, dtype):
+        super()._prepare(graph, dtype)
+        self._b1, self._b2, self._eps = (self._scalar(v, dtype) for v in (self.beta1, self.beta2, self.epsilon))
+        if self._powers is None:
+            with graph.name_scope(None):
+                self._powers = (Variable(np.asarray(self.beta1, dtype), trainable=False, name="beta1_power"),
+                                Variable(np.asarray(self.beta2, dtype), trainable=False, name="beta2_power"))
+
+    def _apply(self, grad, var):
+        p1, p2 = self._powers
+        return self._fused("ApplyAdam", [var, self._slot(var, "m"), self._slot(var, "v"), p1, p2, self._lr,
+                                         self._b1, self._b2, self._eps, self._dense(grad)])
+
+    def _finish(self, updates):
+        p1, p2 = self._powers
+        g = p1.graph
+        with g.control_dependencies(updates):
+            u1 = make_op("Assign", [p1, multiply(p1, self._b1)], domain=TRAINER_DOMAIN).outputs[0]
+            u2 = make_op("Assign", [p2, multiply(p2, self._b2)], domain=TRAINER_DOMAIN).outputs[0]
+        return list(updates) + [u1, u2]
+
+
+class AdagradOptimizer(Optimizer):
+    name = "Adagrad"
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1):
+        super().__init__(learning_rate)
+        self.initial = initial_accumulator_value
+
+    def _apply(self, grad, var):
+        return self._fused("ApplyAdagrad", [var, self._slot(var, "accumulator", self.initial), self._lr,
+                                            self._dense(grad)])
+
+
+class RMSPropOptimizer(Optimizer):
+    name = "RMSProp"
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10):
+        super().__init__(learning_rate)
+        self.decay, self.momentum, self.epsilon = decay, momentum, epsilon
+
+    def _prepare(self, graph, dtype):
+        super()._prepare(graph, dtype)
+        self._rho, self._mom, self._eps = (self._scalar(v, dtype) for v in (self.decay, self.momentum, self.epsilon))
+
+    def _apply(self, grad, var):
+        return self._fused("ApplyRMSProp", [var, self._slot(var, "rms", 1.0), self._slot(var, "momentum"), self._lr,
+                                            self._rho, self._mom, self._eps, self._dense(grad)])

@@ -1,0 +1,145 @@
+"""Variables: named mutable buffers owned by the session, read and updated by graph ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
+from trainer import ops
+
+__all__ = [
+    "Variable",
+    "global_variables",
+    "global_variables_initializer",
+    "trainable_variables",
+    "variables_initializer",
+]
+
+
+class Variable:
+    """``Variable(initial_value, trainable=True, name=None)``: state that outlives a step.
+
+    The variable node outputs the live buffer; ``assign*`` and optimizer updates change it in place.
+    ``initializer`` is the Assign that sets the initial value.
+    """
+
+    def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
+                 collections=None):
+        graph = get_default_graph()
+        if callable(initial_value):
+            initial_value = initial_value()
+        with graph.name_scope(None):
+            if isinstance(initial_value, Tensor):
+                init = initial_value
+            else:
+                init = ops.constant(np.asarray(initial_value, dtype=dtype) if dtype is not None
+                                    else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
+        if init.shape is None or any(d is None for d in init.shape):
+            raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape}")
+        vname = graph.unique_name(name or "Variable")
+        node = graph.create_op(
+            "Variable", [], {"dtype": init.dtype.name, "shape": list(init.shape), "shared_name": vname},
+            domain=TRAINER_DOMAIN, name=vname, in_context=False,
+        )
+        node.attrs["shared_name"] = node.name
+        self.node = node
+        self.tensor = node.outputs[0]
+        self.trainable = trainable
+        with graph.colocate_with(node):
+            self.initializer = graph.create_op("Assign", [self.tensor, init], {}, domain=TRAINER_DOMAIN,
+                                               name=node.name + "/Assign")
+        self.initial_value = init
+        node.variable = self
+        for key in collections or [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else []):
+            graph.add_to_collection(key, self)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def graph(self):
+        return self.node.graph
+
+    @property
+    def shape(self):
+        return self.tensor.shape
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    @property
+    def op(self):
+        return self.node
+
+    def _as_tensor(self) -> Tensor:
+        return self.tensor
+
+    def value(self) -> Tensor:
+        return self.tensor
+
+    def read_value(self) -> Tensor:
+        """A snapshot copy (Identity), for reads that must not see later in-place updates."""
+        return ops.identity(self.tensor)
+
+    def _update(self, op_type: str, value, name):
+        g = self.graph
+        value = ops.convert_to_tensor(value, dtype=self.dtype, graph=g)
+        with g.colocate_with(self.node):
+            return g.create_op(op_type, [self.tensor, value], {}, domain=TRAINER_DOMAIN,
+                               name=name or f"{self.name}/{op_type}").outputs[0]
+
+    def assign(self, value, name=None) -> Tensor:
+        return self._update("Assign", value, name)
+
+    def assign_add(self, value, name=None) -> Tensor:
+        return self._update("AssignAdd", value, name)
+
+    def assign_sub(self, value, name=None) -> Tensor:
+        return self._update("AssignSub", value, name)
+
+    def eval(self, session):
+        return session.run(self.tensor)
+
+    def __repr__(self) -> str:
+        return f"<Variable {self.name} shape={self.shape} dtype={self.dtype}>"
+
+    __hash__ = object.__hash__
+
+
+def _default_dtype(value):
+    arr = np.asarray(value)
+    if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def _delegate(name):
+    def method(self, *args):
+        return getattr(self.tensor, name)(*args)
+
+    method.__name__ = name
+    return method
+
+
+for _m in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+           "__rtruediv__", "__matmul__", "__neg__", "__pow__", "__getitem__", "__lt__", "__gt__"):
+    setattr(Variable, _m, _delegate(_m))
+
+
+def global_variables(graph=None) -> list[Variable]:
+    return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES)
+
+
+def trainable_variables(graph=None) -> list[Variable]:
+    return (graph or get_default_graph()).get_collection(GraphKeys.TRAINABLE_VARIABLES)
+
+
+def variables_initializer(var_list, name: str = "init"):
+    return ops.group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    """One op that runs every variable's initializer."""
+    return variables_initializer(global_variables(), name="init")
