@@ -6,13 +6,35 @@ result is built in place, it is an array the kernel itself allocated.
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import reduce
+
+import numpy as np
 
 from edge_runtime.kernels.registry import kernel
 from schemas import dtypes
 from schemas.ops.math import element_dtype
 from schemas.registry import UnsupportedOpError
+
+
+def ieee_kernel(name: str):
+    """Register a kernel like ``kernel(name)``, run with NumPy's floating-point warnings off.
+
+    inf and nan are results ONNX defines (log(0) = -inf, 0/0 = nan, overflow = inf, a NaN cast
+    to int), not failures; warnings about them would only be noise, or errors where warnings
+    are errors. CuPy does not warn, so this changes nothing there.
+    """
+
+    def register(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            with np.errstate(all="ignore"):
+                return fn(*args, **kwargs)
+
+        return kernel(name)(run)
+
+    return register
 
 
 def _scalar(x, value):
@@ -41,7 +63,7 @@ def _unary(name: str):
 
 
 for _op, _fn in _UNARY.items():
-    kernel(_op)(_unary(_fn))
+    ieee_kernel(_op)(_unary(_fn))
 
 
 # Maclaurin coefficients of erf, 2/sqrt(pi) * (-1)^n / (n! (2n+1)), highest power first.
@@ -70,12 +92,12 @@ def _erf(x, xp):
     return xp.where(xp.abs(z) < 0.5, series, tail).astype(x.dtype, copy=False)
 
 
-@kernel("Erf")
+@ieee_kernel("Erf")
 def erf(x, *, xp):
     return _erf(x, xp)
 
 
-@kernel("IsInf")
+@ieee_kernel("IsInf")
 def is_inf(x, *, xp, detect_negative, detect_positive):
     if detect_negative and detect_positive:
         return xp.isinf(x)
@@ -89,17 +111,17 @@ def is_inf(x, *, xp, detect_negative, detect_positive):
 # --- activations -----------------------------------------------------------------------------
 
 
-@kernel("Relu")
+@ieee_kernel("Relu")
 def relu(x, *, xp):
     return xp.maximum(x, _scalar(x, 0))
 
 
-@kernel("LeakyRelu")
+@ieee_kernel("LeakyRelu")
 def leaky_relu(x, *, xp, alpha):
     return xp.where(x < 0, x * _scalar(x, alpha), x)
 
 
-@kernel("PRelu")
+@ieee_kernel("PRelu")
 def prelu(x, slope, *, xp):
     return xp.where(x < 0, x * slope, x).astype(x.dtype, copy=False)
 
@@ -111,22 +133,22 @@ def _sigmoid(x, xp):
     return xp.where(x >= 0, one / (one + e), e / (one + e))
 
 
-@kernel("Sigmoid")
+@ieee_kernel("Sigmoid")
 def sigmoid(x, *, xp):
     return _sigmoid(x, xp)
 
 
-@kernel("HardSigmoid")
+@ieee_kernel("HardSigmoid")
 def hard_sigmoid(x, *, xp, alpha, beta):
     return xp.clip(x * _scalar(x, alpha) + _scalar(x, beta), _scalar(x, 0), _scalar(x, 1))
 
 
-@kernel("HardSwish")
+@ieee_kernel("HardSwish")
 def hard_swish(x, *, xp):
     return x * xp.clip(x / _scalar(x, 6) + _scalar(x, 0.5), _scalar(x, 0), _scalar(x, 1))
 
 
-@kernel("Gelu")
+@ieee_kernel("Gelu")
 def gelu(x, *, xp, approximate):
     half = _scalar(x, 0.5)
     if approximate == "tanh":
@@ -137,18 +159,18 @@ def gelu(x, *, xp, approximate):
     return half * x * (_scalar(x, 1) + _erf(x / _scalar(x, math.sqrt(2)), xp))
 
 
-@kernel("Elu")
+@ieee_kernel("Elu")
 def elu(x, *, xp, alpha):
     return xp.where(x > 0, x, _scalar(x, alpha) * xp.expm1(xp.minimum(x, _scalar(x, 0))))
 
 
-@kernel("Selu")
+@ieee_kernel("Selu")
 def selu(x, *, xp, alpha, gamma):
     neg = _scalar(x, alpha) * xp.expm1(xp.minimum(x, _scalar(x, 0)))
     return _scalar(x, gamma) * xp.where(x > 0, x, neg)
 
 
-@kernel("Celu")
+@ieee_kernel("Celu")
 def celu(x, *, xp, alpha):
     a = _scalar(x, alpha)
     zero = _scalar(x, 0)
@@ -160,39 +182,39 @@ def _softplus(x, xp):
     return xp.maximum(x, _scalar(x, 0)) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
-@kernel("Softplus")
+@ieee_kernel("Softplus")
 def softplus(x, *, xp):
     return _softplus(x, xp)
 
 
-@kernel("Softsign")
+@ieee_kernel("Softsign")
 def softsign(x, *, xp):
     return x / (_scalar(x, 1) + xp.abs(x))
 
 
-@kernel("Mish")
+@ieee_kernel("Mish")
 def mish(x, *, xp):
     return x * xp.tanh(_softplus(x, xp))
 
 
-@kernel("Swish")
+@ieee_kernel("Swish")
 def swish(x, *, xp, alpha):
     return x * _sigmoid(x * _scalar(x, alpha), xp)
 
 
-@kernel("Shrink")
+@ieee_kernel("Shrink")
 def shrink(x, *, xp, bias, lambd):
     # Python float scalars are weak: float inputs keep their dtype, integer ones come back.
     y = xp.where(x < -lambd, x + bias, xp.where(x > lambd, x - bias, 0))
     return y.astype(x.dtype, copy=False)
 
 
-@kernel("ThresholdedRelu")
+@ieee_kernel("ThresholdedRelu")
 def thresholded_relu(x, *, xp, alpha):
     return xp.where(x > _scalar(x, alpha), x, _scalar(x, 0))
 
 
-@kernel("Clip")
+@ieee_kernel("Clip")
 def clip(x, lo, hi, *, xp):
     # min(max(x, lo), hi): when lo > hi every element becomes hi, as ONNX specifies.
     y = x if lo is None else xp.maximum(x, lo.astype(x.dtype, copy=False))
@@ -206,20 +228,20 @@ def _max_shifted(x, axis, xp):
     return x - xp.where(xp.isfinite(m), m, _scalar(x, 0))
 
 
-@kernel("Softmax")
+@ieee_kernel("Softmax")
 def softmax(x, *, xp, axis):
     e = xp.exp(_max_shifted(x, axis, xp))
     e /= xp.sum(e, axis=axis, keepdims=True)
     return e
 
 
-@kernel("LogSoftmax")
+@ieee_kernel("LogSoftmax")
 def log_softmax(x, *, xp, axis):
     shifted = _max_shifted(x, axis, xp)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-@kernel("Hardmax")
+@ieee_kernel("Hardmax")
 def hardmax(x, *, xp, axis):
     axis = axis % x.ndim
     first = xp.argmax(x, axis=axis)
@@ -230,22 +252,22 @@ def hardmax(x, *, xp, axis):
 # --- binary and variadic with broadcasting ---------------------------------------------------
 
 
-@kernel("Add")
+@ieee_kernel("Add")
 def add(a, b, *, xp):
     return xp.add(a, b)
 
 
-@kernel("Sub")
+@ieee_kernel("Sub")
 def sub(a, b, *, xp):
     return xp.subtract(a, b)
 
 
-@kernel("Mul")
+@ieee_kernel("Mul")
 def mul(a, b, *, xp):
     return xp.multiply(a, b)
 
 
-@kernel("Div")
+@ieee_kernel("Div")
 def div(a, b, *, xp):
     if a.dtype.kind in "iu":
         return _int_div(a, b, xp)
@@ -259,7 +281,7 @@ def _int_div(a, b, xp):
     return (q + fix).astype(a.dtype)
 
 
-@kernel("Pow")
+@ieee_kernel("Pow")
 def pow_(x, y, *, xp):
     # The result has the base's dtype; an integer base with a float exponent computes in float.
     if y.dtype != x.dtype and not (x.dtype.kind in "iu" and y.dtype.kind == "f"):
@@ -267,13 +289,13 @@ def pow_(x, y, *, xp):
     return xp.power(x, y).astype(x.dtype, copy=False)
 
 
-@kernel("Mod")
+@ieee_kernel("Mod")
 def mod(a, b, *, xp, fmod):
     # fmod=1: sign of the dividend (C fmod); fmod=0: sign of the divisor (Python %).
     return xp.fmod(a, b) if fmod else xp.mod(a, b)
 
 
-@kernel("BitShift")
+@ieee_kernel("BitShift")
 def bit_shift(x, y, *, xp, direction):
     if direction == "LEFT":
         return xp.left_shift(x, y)
@@ -298,7 +320,7 @@ def _binary(name: str):
 
 
 for _op, _fn in _BINARY.items():
-    kernel(_op)(_binary(_fn))
+    ieee_kernel(_op)(_binary(_fn))
 
 
 def _variadic(name: str):
@@ -312,16 +334,16 @@ def _variadic(name: str):
 
 
 for _op, _fn in (("Sum", "add"), ("Max", "maximum"), ("Min", "minimum")):
-    kernel(_op)(_variadic(_fn))
+    ieee_kernel(_op)(_variadic(_fn))
 
 
-@kernel("Mean")
+@ieee_kernel("Mean")
 def mean(*arrays, xp):
     total = reduce(xp.add, arrays)
     return (total / _scalar(total, len(arrays))).astype(total.dtype, copy=False)
 
 
-@kernel("Where")
+@ieee_kernel("Where")
 def where(condition, x, y, *, xp):
     return xp.where(condition, x, y)
 
@@ -329,12 +351,12 @@ def where(condition, x, y, *, xp):
 # --- linear algebra --------------------------------------------------------------------------
 
 
-@kernel("MatMul")
+@ieee_kernel("MatMul")
 def matmul(a, b, *, xp):
     return xp.matmul(a, b)
 
 
-@kernel("Gemm")
+@ieee_kernel("Gemm")
 def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     # One BLAS call (transposes are free views); scale and bias go into the fresh product.
     y = xp.matmul(a.T if transA else a, b.T if transB else b)
@@ -345,17 +367,17 @@ def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     return y
 
 
-@kernel("Einsum")
+@ieee_kernel("Einsum")
 def einsum(*operands, xp, equation):
     return xp.einsum(equation, *operands, optimize=True)
 
 
-@kernel("Det")
+@ieee_kernel("Det")
 def det(x, *, xp):
     return xp.linalg.det(x)
 
 
-@kernel("Trilu")
+@ieee_kernel("Trilu")
 def trilu(x, k, *, xp, upper):
     diagonal = 0 if k is None else int(k)
     return xp.triu(x, diagonal) if upper else xp.tril(x, diagonal)
@@ -377,8 +399,8 @@ def _cumulative(name: str, identity: int):
     return run
 
 
-kernel("CumSum")(_cumulative("cumsum", 0))
-kernel("CumProd")(_cumulative("cumprod", 1))
+ieee_kernel("CumSum")(_cumulative("cumsum", 0))
+ieee_kernel("CumProd")(_cumulative("cumprod", 1))
 
 
 # --- types -----------------------------------------------------------------------------------
@@ -393,12 +415,12 @@ def _cast(x, dtype, xp):
     return x.astype(dtype)
 
 
-@kernel("Cast")
+@ieee_kernel("Cast")
 def cast(x, *, xp, to, saturate, round_mode):
     return _cast(x, element_dtype(to, "Cast: "), xp)
 
 
-@kernel("CastLike")
+@ieee_kernel("CastLike")
 def cast_like(x, target, *, xp, saturate, round_mode):
     try:
         code = dtypes.from_numpy(target.dtype)
@@ -423,6 +445,6 @@ def _window(coefficients):
     return run
 
 
-kernel("HannWindow")(_window([0.5, 0.5]))
-kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
-kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))
+ieee_kernel("HannWindow")(_window([0.5, 0.5]))
+ieee_kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
+ieee_kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))

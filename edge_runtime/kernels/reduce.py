@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_runtime.kernels.registry import kernel
+from edge_runtime.kernels.math import ieee_kernel
 
 
 def _axes(x, axes, noop_with_empty_axes) -> tuple[int, ...]:
@@ -47,17 +47,11 @@ def _reduction(compute, empty_value):
     return run
 
 
-def _log(x, xp):
-    # log(0) = -inf is the defined result of a log-sum over zeros, not an error.
-    with np.errstate(divide="ignore"):
-        return xp.log(x)
-
-
 def _log_sum_exp(x, axes, keepdims, xp):
     # Shift by the maximum so exp never overflows; an all -inf slice stays -inf, not NaN.
     m = xp.max(x, axis=axes, keepdims=True)
     m = xp.where(xp.isfinite(m), m, x.dtype.type(0))
-    out = _log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True), xp) + m
+    out = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axes, False))
 
 
@@ -71,12 +65,12 @@ _REDUCTIONS = {
     "ReduceL1": (lambda x, a, k, xp: xp.sum(xp.abs(x), axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
     "ReduceL2": (lambda x, a, k, xp: xp.sqrt(xp.sum(x * x, axis=a, keepdims=k)), lambda d: 0),
     "ReduceSumSquare": (lambda x, a, k, xp: xp.sum(x * x, axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
-    "ReduceLogSum": (lambda x, a, k, xp: _log(xp.sum(x, axis=a, keepdims=k), xp), lambda d: -np.inf),
+    "ReduceLogSum": (lambda x, a, k, xp: xp.log(xp.sum(x, axis=a, keepdims=k)), lambda d: -np.inf),
     "ReduceLogSumExp": (_log_sum_exp, lambda d: -np.inf),
 }
 
 for _op, (_compute, _empty) in _REDUCTIONS.items():
-    kernel(_op)(_reduction(_compute, _empty))
+    ieee_kernel(_op)(_reduction(_compute, _empty))
 
 
 def _arg_reduction(find):
@@ -93,8 +87,8 @@ def _arg_reduction(find):
     return run
 
 
-kernel("ArgMax")(_arg_reduction(lambda x, axis: x.argmax(axis=axis)))
-kernel("ArgMin")(_arg_reduction(lambda x, axis: x.argmin(axis=axis)))
+ieee_kernel("ArgMax")(_arg_reduction(lambda x, axis: x.argmax(axis=axis)))
+ieee_kernel("ArgMin")(_arg_reduction(lambda x, axis: x.argmin(axis=axis)))
 
 
 def _stable_order(v, largest, xp):
@@ -124,7 +118,7 @@ def _top_candidates(v, k, largest, xp):
     return xp.nonzero(chosen.reshape(-1, n))[1].reshape(v.shape[:-1] + (k,))
 
 
-@kernel("TopK")
+@ieee_kernel("TopK")
 def top_k(x, k, *, xp, axis, largest, sorted):
     # Results are always sorted: `sorted=0` leaves the order unspecified, so sorted is valid.
     k = int(k.reshape(-1)[0])
