@@ -121,7 +121,7 @@ class _Layer:
         if w.shape[0] != self.directions:
             raise ValueError(f"W has {w.shape[0]} directions; direction={direction!r} needs {self.directions}")
         self.hidden = hidden_size if hidden_size is not None else r.shape[-1]
-        self.w, self.r = w, r
+        self.w = w
         self.rt = xp.ascontiguousarray(xp.swapaxes(r, 1, 2))  # (D, hidden, gates * hidden)
         self.mask = self.index = self.empty = None
         if sequence_lens is not None:

@@ -56,10 +56,11 @@ def counting_body(log):
 
 def test_loop_with_trip_count_and_condition_stacks_scan_outputs():
     log = []
-    total, scanned = call("Loop", np.array(10, np.int64), np.array(True), np.array(0, np.int64), body=counting_body(log))
+    trip, cond, start = np.array(10, np.int64), np.array(True), np.array(0, np.int64)
+    total, scanned = call("Loop", trip, cond, start, body=counting_body(log))
     # totals 0, 0+0, 0+1, 1+2, 3+3, 6+4 -> stops after total 10 makes the condition false
     assert int(total) == 10
-    np.testing.assert_array_equal(scanned, np.array([0, 0, 2, 6, 12], np.float32) * 1)
+    np.testing.assert_array_equal(scanned, np.array([0, 0, 2, 6, 12], np.float32))
     assert scanned.dtype == np.float32 and len(log) == 5
     assert all(dtype == np.int64 for dtype, _ in log)
 
