@@ -17,6 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from exporter import ir
+from exporter.passes.graph_edit import copy_graph, rename_value
 from schemas import UnsupportedOpError, dtypes, get_schema, has_schema
 from schemas.ops.fused import ACTIVATIONS
 from schemas.ops.fused import DOMAIN as FUSED_DOMAIN
@@ -174,8 +175,6 @@ class _GraphWriter:
 
 def _renamed(g: ir.Graph, renames: dict[str, str]) -> ir.Graph:
     """The main graph with signature names as value names (inputs and outputs are then public)."""
-    from exporter.passes.graph_edit import copy_graph, rename_value
-
     g = copy_graph(g)
     for old, new in renames.items():
         if new in g.values or any(new in n.outputs for n in g.nodes):

@@ -22,7 +22,7 @@ DEFAULT_RTOL = 1e-5
 DEFAULT_ATOL = 1e-6
 
 
-class ParityError(AssertionError):
+class ParityError(RuntimeError):
     """The candidate model cannot run, or computes something else than the reference, over tolerance."""
 
     def __init__(self, message: str, report: "ParityReport | None" = None):

@@ -19,7 +19,7 @@ from schemas import get_schema, has_schema
 # A folded output may exceed its inputs' total size by at most this much.
 MAX_GROWTH_BYTES = 1 << 20
 
-_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 
 
 def fold_constants(model: ir.Model) -> tuple[ir.Model, int]:
@@ -50,7 +50,7 @@ def _fold_graph(graph: ir.Graph, outer: dict[str, np.ndarray]) -> int:
 
 
 def _evaluate(graph: ir.Graph, node: ir.Node, outer: dict[str, np.ndarray]) -> list[np.ndarray] | None:
-    if node.op_type in _NONDETERMINISTIC or not has_schema(node.op_type, node.domain):
+    if node.op_type in NONDETERMINISTIC or not has_schema(node.op_type, node.domain):
         return None
     schema = get_schema(node.op_type, node.domain)
     if schema.stateful or not has_kernel(node.op_type, node.domain):

@@ -1,9 +1,8 @@
 """Common subexpression elimination: compute each distinct (op, inputs, attributes) once.
 
 Identical constants (same dtype, shape and bytes) are merged first, so two nodes reading two
-copies of one weight become identical too. A duplicate whose output is a graph output keeps its
-name by taking the original's place. Nodes with nested graphs, random ops and stateful ops are
-never merged.
+copies of one weight become identical too. A duplicate whose output is a graph output is kept
+(the name is public). Nodes with nested graphs, random ops and stateful ops are never merged.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import hashlib
 import numpy as np
 
 from exporter import ir
-from exporter.passes.constant_folding import _NONDETERMINISTIC
+from exporter.passes.constant_folding import NONDETERMINISTIC
 from exporter.passes.graph_edit import all_graphs, copy_model, remove_nodes, rename_uses
 from schemas import get_schema, has_schema
 
@@ -68,7 +67,7 @@ def _merge_nodes(graph: ir.Graph) -> int:
 
 
 def _key(node: ir.Node) -> tuple | None:
-    if node.op_type in _NONDETERMINISTIC or any(True for _ in node.subgraphs()):
+    if node.op_type in NONDETERMINISTIC or any(True for _ in node.subgraphs()):
         return None
     if has_schema(node.op_type, node.domain) and get_schema(node.op_type, node.domain).stateful:
         return None
