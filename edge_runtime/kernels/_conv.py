@@ -114,32 +114,37 @@ def _pointwise(xpad, w, xp, win):
 
 
 def _depthwise(x, w, xp, win):
-    # Every pixel of every (batch, channel) plane is a sum of kernel-tap products. Flattening the
-    # padded planes makes each tap one long contiguous (stride 1) or evenly strided slice, so a
-    # tap costs one multiply and one add at full vector speed; outputs computed over the padding
-    # columns are thrown away at the end. Much cheaper than im2col, which would copy the input
-    # kh*kw times to feed C matmuls of a single row each.
+    # Every output pixel of every (batch, channel) plane is a sum of kernel-tap products. The
+    # padded planes are split into stride**n phases (pixels whose coordinates share a remainder
+    # mod the stride) and flattened, so each tap reads one contiguous slice of one phase and costs
+    # a single multiply and add at full vector speed; outputs computed over padding columns are
+    # thrown away at the end. Much cheaper than im2col, which would copy the input kh*kw times to
+    # feed C matmuls of a single row each.
     n, c = x.shape[:2]
     s = win.strides[0]
-    padded = [i + b + e for i, b, e in zip(x.shape[2:], win.pad_begin, win.pad_end)]
-    row = math.prod(padded[1:])  # flat length of one step along the outermost spatial dim
+    n_sp = len(win.kernel)
+    reach = [(k - 1) * d for k, d in zip(win.kernel, win.dilations)]
+    # Phase plane sizes: enough rows/columns for every output plus its furthest tap.
+    q = [o + r // s for o, r in zip(win.out, reach)]
+    q[0] += 1  # one spare row: the discarded columns of the last row read past its end
+    end = [qi * s - i - b for qi, i, b in zip(q, x.shape[2:], win.pad_begin)]
+    xpad = pad_spatial(x, xp, win.pad_begin, [max(e, 0) for e in end])
+    xpad = xpad[(slice(None), slice(None)) + tuple(slice(0, qi * s) for qi in q)]
+    split = (n, c) + tuple(d for qi in q for d in (qi, s))
+    order = (0, 1) + tuple(3 + 2 * i for i in range(n_sp)) + tuple(2 + 2 * i for i in range(n_sp))
+    phases = xpad.reshape(split).transpose(order).reshape(n, c, s**n_sp, -1)
+    row = math.prod(q[1:])
     length = win.out[0] * row
-    offsets = [
-        sum(k * d * math.prod(padded[i + 1 :]) for i, (k, d) in enumerate(zip(offset, win.dilations)))
-        for offset in product(*(range(k) for k in win.kernel))
-    ]
-    # The last taps of the last (discarded) columns read past the padded plane: add whole rows.
-    overflow = s * (length - 1) + max(offsets) + 1 - math.prod(padded)
-    extra_rows = max(-(-overflow // row), 0)
-    end = (win.pad_end[0] + extra_rows,) + win.pad_end[1:]
-    flat = pad_spatial(x, xp, win.pad_begin, end).reshape(n, c, -1)
     taps = w.reshape(c, -1)
     y = xp.zeros((n, c, length), dtype=x.dtype)
     tmp = xp.empty_like(y)
-    for t, off in enumerate(offsets):
-        xp.multiply(flat[:, :, off : off + s * (length - 1) + 1 : s], taps[:, t].reshape(1, c, 1), out=tmp)
+    for t, offset in enumerate(product(*(range(k) for k in win.kernel))):
+        shift = [k * d for k, d in zip(offset, win.dilations)]
+        phase = sum((sh % s) * s ** (n_sp - 1 - i) for i, sh in enumerate(shift))
+        start = sum((sh // s) * math.prod(q[i + 1 :]) for i, sh in enumerate(shift))
+        xp.multiply(phases[:, :, phase, start : start + length], taps[:, t].reshape(1, c, 1), out=tmp)
         y += tmp
-    y = y.reshape((n, c, win.out[0]) + tuple(padded[1:]))
+    y = y.reshape((n, c, win.out[0]) + tuple(q[1:]))
     return y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in win.out[1:])]
 
 
