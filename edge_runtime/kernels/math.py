@@ -99,12 +99,11 @@ def erf(x, *, xp):
 
 @ieee_kernel("IsInf")
 def is_inf(x, *, xp, detect_negative, detect_positive):
+    inf = xp.isinf(x)
     if detect_negative and detect_positive:
-        return xp.isinf(x)
-    if detect_negative:
-        return xp.isneginf(x)
-    if detect_positive:
-        return xp.isposinf(x)
+        return inf
+    if detect_negative or detect_positive:
+        return inf & ((x < 0) if detect_negative else (x > 0))
     return xp.zeros(x.shape, dtype=bool)
 
 
@@ -389,7 +388,7 @@ def _cumulative(name: str, identity: int):
         if reverse:
             x = xp.flip(x, axis)
         y = getattr(xp, name)(x, axis=axis, dtype=x.dtype)
-        if exclusive:
+        if exclusive and x.shape[axis]:
             # Shift by one along axis rather than subtract/divide: exact, and safe for zeros.
             head = xp.full(x.shape[:axis] + (1,) + x.shape[axis + 1:], identity, dtype=x.dtype)
             body = xp.take(y, xp.arange(x.shape[axis] - 1), axis=axis)

@@ -215,6 +215,20 @@ def test_trilu_and_cumulative_ops() -> None:
     np.testing.assert_array_equal(run("CumProd", v, np.array(-1, np.int32), reverse=1), [24, 24, 12, 4])
 
 
+def test_exclusive_cumsum_of_an_empty_axis() -> None:
+    y = run("CumSum", np.zeros((2, 0), F32), np.array(1, np.int64), exclusive=1)
+    assert y.shape == (2, 0) and y.dtype == F32
+
+
+@pytest.mark.parametrize("negative, positive, expected", [
+    (1, 1, [True, True, False, False]), (1, 0, [True, False, False, False]),
+    (0, 1, [False, True, False, False]), (0, 0, [False, False, False, False]),
+])
+def test_is_inf_directions(negative: int, positive: int, expected: list[bool]) -> None:
+    x = np.array([-np.inf, np.inf, np.nan, 1.0], F32)
+    np.testing.assert_array_equal(run("IsInf", x, detect_negative=negative, detect_positive=positive), expected)
+
+
 def test_hardmax_picks_the_first_of_tied_maxima() -> None:
     y = run("Hardmax", np.array([[3.0, 3.0, 1.0], [0.0, 2.0, 2.0]], F32), axis=1)
     np.testing.assert_array_equal(y, [[1, 0, 0], [0, 1, 0]])
@@ -281,3 +295,13 @@ def test_unknown_shapes_stay_unknown() -> None:
     unknown = TensorType(F32, None)
     assert infer("Gemm", unknown, unknown)[0] == TensorType(F32, None)
     assert infer("Add", TensorType(F32, (None, 3)), TensorType(F32, (2, 1)))[0].shape == (2, 3)
+
+
+def test_ieee_special_results_do_not_warn() -> None:
+    # Warnings are errors in this suite: inf and nan results are answers, not failures.
+    zero = np.zeros(1, F32)
+    assert run("Log", zero)[0] == -np.inf
+    assert np.isnan(run("Div", zero, zero))[0]
+    assert np.isnan(run("Mod", np.array([np.inf], F32), np.ones(1, F32), fmod=1))[0]
+    assert np.isnan(run("Softmax", np.full((1, 2), -np.inf, F32))).all()
+    assert run("Exp", np.array([100.0], np.float16))[0] == np.inf
