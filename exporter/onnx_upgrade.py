@@ -209,3 +209,9 @@ def _coerced_softmax(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
 
 for _op in ("Softmax", "LogSoftmax", "Hardmax"):
     upgrader(_op, below=13)(_coerced_softmax)
+
+
+@upgrader("Concat", below=4)
+def _concat_default_axis(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    node.attrs.setdefault("axis", 1)  # the default before opset 4
+    return [node]
