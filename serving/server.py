@@ -77,7 +77,10 @@ class InferenceServer:
         self.core = InferenceCore(self.repository)
         self.repository.start()
         if o.http_port is not None:
-            sock = socket.socket(socket.AF_INET6 if ":" in o.host else socket.AF_INET, socket.SOCK_STREAM)
+            # proto IPPROTO_TCP (not 0) so asyncio turns on TCP_NODELAY for accepted connections;
+            # without it every response pays a ~40 ms Nagle/delayed-ACK stall.
+            family = socket.AF_INET6 if ":" in o.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((o.host, o.http_port))
             sock.set_inheritable(True)
