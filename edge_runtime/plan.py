@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from edge_runtime.format import GraphRef, ModelDef, ModelFormatError, OperatorDef
 from edge_runtime.kernels import get_kernel
 from schemas import ShapeError, UnsupportedOpError, get_schema
@@ -85,6 +87,12 @@ class GraphPlan:
         return steps
 
     def execute(self, args: list[Any]) -> list[Any]:
+        # inf and nan are results ONNX defines (log(0), 0/0, overflow), not failures: NumPy's
+        # floating-point warnings about them are noise, and errors where warnings are errors.
+        with np.errstate(all="ignore"):
+            return self._execute(args)
+
+    def _execute(self, args: list[Any]) -> list[Any]:
         env = list(self.template)
         for slot, value in zip(self.inputs, args):
             env[slot] = value

@@ -72,17 +72,18 @@ class _GraphImporter:
         graph.outputs = [vi.name for vi in g.output]
         ctx = UpgradeContext(graph, self.opset)
         known = set(outer_names) | set(graph.inputs) | set(graph.constants())
+        # A subgraph may read any value of this graph, whichever node makes it.
+        scope = known | {o for n in g.node for o in n.output if o}
         nodes = []
         for index, proto in enumerate(g.node):
-            nodes.extend(self.node(ctx, proto, index, known))
+            nodes.extend(self.node(ctx, proto, index, scope))
         graph.nodes = self.topological(nodes, known, graph)
         return graph
 
-    def node(self, ctx: UpgradeContext, proto: onnx.NodeProto, index: int, known: set[str]) -> list[ir.Node]:
+    def node(self, ctx: UpgradeContext, proto: onnx.NodeProto, index: int, scope: set[str]) -> list[ir.Node]:
         domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
         name = proto.name or f"{proto.op_type}_{index}"
         where = f"{self.source}: node {name!r} (op {proto.op_type}{', domain ' + domain if domain else ''})"
-        scope = known | {o for o in proto.output}
         attrs = {a.name: self.attribute(a, where, scope) for a in proto.attribute}
         node = ir.Node(proto.op_type, list(proto.input), list(proto.output), attrs, name, domain)
         if domain == "" and node.op_type == "Constant" and len(node.outputs) == 1:
@@ -120,7 +121,9 @@ class _GraphImporter:
                 return [v.decode("utf-8", errors="replace") for v in value]
             if isinstance(value[0], (onnx.TensorProto, onnx.GraphProto, onnx.TypeProto, onnx.SparseTensorProto)):
                 raise UnsupportedOpError(f"{where}: attribute {attr.name!r} of type {type(value[0]).__name__} lists is not supported")
-        if isinstance(value, (onnx.SparseTensorProto, onnx.TypeProto)):
+        if isinstance(value, onnx.TypeProto):  # informational (Optional's `type`): kept as text
+            return helper.printable_type(value)
+        if isinstance(value, onnx.SparseTensorProto):
             raise UnsupportedOpError(f"{where}: attribute {attr.name!r} of type {type(value).__name__} is not supported")
         return value
 
@@ -209,6 +212,15 @@ def onnx_to_flow_bytes(source: str | Path | bytes | onnx.ModelProto) -> bytes:
     return flow_writer.to_bytes(import_onnx(source))
 
 
-def convert_onnx(source: str | Path | bytes | onnx.ModelProto, destination: str | Path) -> int:
-    """Convert an ONNX model to a .flow file (written atomically); returns the file size."""
-    return flow_writer.write(import_onnx(source), destination)
+def convert_onnx(
+    source: str | Path | bytes | onnx.ModelProto,
+    destination: str | Path,
+    *,
+    optimize_graph: bool = True,
+    verify: bool = True,
+    verbose: bool = False,
+):
+    """Convert an ONNX model to an optimized, verified .flow file; returns the ``ExportReport``."""
+    from exporter.pipeline import export
+
+    return export(import_onnx(source), destination, optimize_graph=optimize_graph, verify=verify, verbose=verbose)

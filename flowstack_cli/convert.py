@@ -1,4 +1,4 @@
-"""``flowstack convert model.onnx -o model.flow``"""
+"""``flowstack convert model.onnx -o model.flow [--verbose] [--no-verify] [--no-optimize]``"""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("convert", help="convert an ONNX model to a .flow file")
+    p = subparsers.add_parser("convert", help="convert an ONNX model to an optimized, verified .flow file")
     p.add_argument("source", type=Path, help="the .onnx file")
     p.add_argument("-o", "--output", type=Path, help="the .flow file to write (default: next to the source)")
+    p.add_argument("--verbose", action="store_true", help="report what each optimization pass changed")
+    p.add_argument("--no-verify", action="store_true", help="skip running both graphs to compare outputs")
+    p.add_argument("--no-optimize", action="store_true", help="write the graph as imported")
     p.set_defaults(handler=run)
 
 
@@ -18,6 +21,7 @@ def run(args) -> int:
     if not args.source.exists():
         raise FileNotFoundError(f"{args.source}: no such file")
     output = args.output or args.source.with_suffix(".flow")
-    size = convert_onnx(args.source, output)
-    print(f"wrote {output} ({size:,} bytes)")
+    report = convert_onnx(args.source, output, optimize_graph=not args.no_optimize,
+                          verify=not args.no_verify, verbose=args.verbose)
+    print(report if args.verbose else f"wrote {report.path} ({report.size:,} bytes)")
     return 0

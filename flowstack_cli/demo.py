@@ -32,8 +32,9 @@ def run(args) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="flowstack-demo-"))
     flow_path = workdir / "digits" / "1" / "model.flow"
 
-    size = convert_onnx(onnx_path, flow_path)
-    print(f"[1/3] converted {onnx_path.name} ({onnx_path.stat().st_size:,} bytes) -> {flow_path} ({size:,} bytes)")
+    report = convert_onnx(onnx_path, flow_path)
+    print(f"[1/3] converted {onnx_path.name} ({onnx_path.stat().st_size:,} bytes) -> {flow_path} ({report.size:,} bytes); "
+          f"{report.passes.nodes_before} -> {report.passes.nodes_after} ops, parity with the source graph checked")
 
     model = load(flow_path)
     probs = model.run({"image": images})["probs"]

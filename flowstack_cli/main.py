@@ -26,11 +26,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from edge_runtime import ModelFormatError, UnsupportedOpError
+    from edge_runtime import ExecutionError, ModelFormatError, UnsupportedOpError
 
     try:
         return int(args.handler(args) or 0)
-    except (ModelFormatError, UnsupportedOpError, ValueError, FileNotFoundError) as exc:
+    except (ModelFormatError, UnsupportedOpError, ExecutionError, ValueError, RuntimeError, FileNotFoundError) as exc:
         print(f"flowstack {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

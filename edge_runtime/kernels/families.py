@@ -1,3 +1,3 @@
 """Imports every kernel family so their decorators run (explicit registration, one line each)."""
 
-from edge_runtime.kernels import control, math, nn, quantize, recurrent, reduce, shape  # noqa: F401
+from edge_runtime.kernels import control, fused, math, nn, quantize, recurrent, reduce, shape  # noqa: F401

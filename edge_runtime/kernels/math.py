@@ -6,7 +6,6 @@ result is built in place, it is an array the kernel itself allocated.
 
 from __future__ import annotations
 
-import functools
 import math
 from functools import reduce
 
@@ -16,25 +15,6 @@ from edge_runtime.kernels.registry import kernel
 from schemas import dtypes
 from schemas.ops.math import element_dtype
 from schemas.registry import UnsupportedOpError
-
-
-def ieee_kernel(name: str):
-    """Register a kernel like ``kernel(name)``, run with NumPy's floating-point warnings off.
-
-    inf and nan are results ONNX defines (log(0) = -inf, 0/0 = nan, overflow = inf, a NaN cast
-    to int), not failures; warnings about them would only be noise, or errors where warnings
-    are errors. CuPy does not warn, so this changes nothing there.
-    """
-
-    def register(fn):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            with np.errstate(all="ignore"):
-                return fn(*args, **kwargs)
-
-        return kernel(name)(run)
-
-    return register
 
 
 def _scalar(x, value):
@@ -63,7 +43,7 @@ def _unary(name: str):
 
 
 for _op, _fn in _UNARY.items():
-    ieee_kernel(_op)(_unary(_fn))
+    kernel(_op)(_unary(_fn))
 
 
 # Maclaurin coefficients of erf, 2/sqrt(pi) * (-1)^n / (n! (2n+1)), highest power first.
@@ -92,12 +72,12 @@ def _erf(x, xp):
     return xp.where(xp.abs(z) < 0.5, series, tail).astype(x.dtype, copy=False)
 
 
-@ieee_kernel("Erf")
+@kernel("Erf")
 def erf(x, *, xp):
     return _erf(x, xp)
 
 
-@ieee_kernel("IsInf")
+@kernel("IsInf")
 def is_inf(x, *, xp, detect_negative, detect_positive):
     inf = xp.isinf(x)
     if detect_negative and detect_positive:
@@ -110,17 +90,17 @@ def is_inf(x, *, xp, detect_negative, detect_positive):
 # --- activations -----------------------------------------------------------------------------
 
 
-@ieee_kernel("Relu")
+@kernel("Relu")
 def relu(x, *, xp):
     return xp.maximum(x, _scalar(x, 0))
 
 
-@ieee_kernel("LeakyRelu")
+@kernel("LeakyRelu")
 def leaky_relu(x, *, xp, alpha):
     return xp.where(x < 0, x * _scalar(x, alpha), x)
 
 
-@ieee_kernel("PRelu")
+@kernel("PRelu")
 def prelu(x, slope, *, xp):
     return xp.where(x < 0, x * slope, x).astype(x.dtype, copy=False)
 
@@ -132,22 +112,22 @@ def _sigmoid(x, xp):
     return xp.where(x >= 0, one / (one + e), e / (one + e))
 
 
-@ieee_kernel("Sigmoid")
+@kernel("Sigmoid")
 def sigmoid(x, *, xp):
     return _sigmoid(x, xp)
 
 
-@ieee_kernel("HardSigmoid")
+@kernel("HardSigmoid")
 def hard_sigmoid(x, *, xp, alpha, beta):
     return xp.clip(x * _scalar(x, alpha) + _scalar(x, beta), _scalar(x, 0), _scalar(x, 1))
 
 
-@ieee_kernel("HardSwish")
+@kernel("HardSwish")
 def hard_swish(x, *, xp):
     return x * xp.clip(x / _scalar(x, 6) + _scalar(x, 0.5), _scalar(x, 0), _scalar(x, 1))
 
 
-@ieee_kernel("Gelu")
+@kernel("Gelu")
 def gelu(x, *, xp, approximate):
     half = _scalar(x, 0.5)
     if approximate == "tanh":
@@ -158,18 +138,18 @@ def gelu(x, *, xp, approximate):
     return half * x * (_scalar(x, 1) + _erf(x / _scalar(x, math.sqrt(2)), xp))
 
 
-@ieee_kernel("Elu")
+@kernel("Elu")
 def elu(x, *, xp, alpha):
     return xp.where(x > 0, x, _scalar(x, alpha) * xp.expm1(xp.minimum(x, _scalar(x, 0))))
 
 
-@ieee_kernel("Selu")
+@kernel("Selu")
 def selu(x, *, xp, alpha, gamma):
     neg = _scalar(x, alpha) * xp.expm1(xp.minimum(x, _scalar(x, 0)))
     return _scalar(x, gamma) * xp.where(x > 0, x, neg)
 
 
-@ieee_kernel("Celu")
+@kernel("Celu")
 def celu(x, *, xp, alpha):
     a = _scalar(x, alpha)
     zero = _scalar(x, 0)
@@ -181,39 +161,39 @@ def _softplus(x, xp):
     return xp.maximum(x, _scalar(x, 0)) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
-@ieee_kernel("Softplus")
+@kernel("Softplus")
 def softplus(x, *, xp):
     return _softplus(x, xp)
 
 
-@ieee_kernel("Softsign")
+@kernel("Softsign")
 def softsign(x, *, xp):
     return x / (_scalar(x, 1) + xp.abs(x))
 
 
-@ieee_kernel("Mish")
+@kernel("Mish")
 def mish(x, *, xp):
     return x * xp.tanh(_softplus(x, xp))
 
 
-@ieee_kernel("Swish")
+@kernel("Swish")
 def swish(x, *, xp, alpha):
     return x * _sigmoid(x * _scalar(x, alpha), xp)
 
 
-@ieee_kernel("Shrink")
+@kernel("Shrink")
 def shrink(x, *, xp, bias, lambd):
     # Python float scalars are weak: float inputs keep their dtype, integer ones come back.
     y = xp.where(x < -lambd, x + bias, xp.where(x > lambd, x - bias, 0))
     return y.astype(x.dtype, copy=False)
 
 
-@ieee_kernel("ThresholdedRelu")
+@kernel("ThresholdedRelu")
 def thresholded_relu(x, *, xp, alpha):
     return xp.where(x > _scalar(x, alpha), x, _scalar(x, 0))
 
 
-@ieee_kernel("Clip")
+@kernel("Clip")
 def clip(x, lo, hi, *, xp):
     # min(max(x, lo), hi): when lo > hi every element becomes hi, as ONNX specifies.
     y = x if lo is None else xp.maximum(x, lo.astype(x.dtype, copy=False))
@@ -227,20 +207,20 @@ def _max_shifted(x, axis, xp):
     return x - xp.where(xp.isfinite(m), m, _scalar(x, 0))
 
 
-@ieee_kernel("Softmax")
+@kernel("Softmax")
 def softmax(x, *, xp, axis):
     e = xp.exp(_max_shifted(x, axis, xp))
     e /= xp.sum(e, axis=axis, keepdims=True)
     return e
 
 
-@ieee_kernel("LogSoftmax")
+@kernel("LogSoftmax")
 def log_softmax(x, *, xp, axis):
     shifted = _max_shifted(x, axis, xp)
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-@ieee_kernel("Hardmax")
+@kernel("Hardmax")
 def hardmax(x, *, xp, axis):
     axis = axis % x.ndim
     first = xp.argmax(x, axis=axis)
@@ -251,22 +231,22 @@ def hardmax(x, *, xp, axis):
 # --- binary and variadic with broadcasting ---------------------------------------------------
 
 
-@ieee_kernel("Add")
+@kernel("Add")
 def add(a, b, *, xp):
     return xp.add(a, b)
 
 
-@ieee_kernel("Sub")
+@kernel("Sub")
 def sub(a, b, *, xp):
     return xp.subtract(a, b)
 
 
-@ieee_kernel("Mul")
+@kernel("Mul")
 def mul(a, b, *, xp):
     return xp.multiply(a, b)
 
 
-@ieee_kernel("Div")
+@kernel("Div")
 def div(a, b, *, xp):
     if a.dtype.kind in "iu":
         return _int_div(a, b, xp)
@@ -280,7 +260,7 @@ def _int_div(a, b, xp):
     return (q + fix).astype(a.dtype)
 
 
-@ieee_kernel("Pow")
+@kernel("Pow")
 def pow_(x, y, *, xp):
     # The result has the base's dtype; an integer base with a float exponent computes in float.
     if y.dtype != x.dtype and not (x.dtype.kind in "iu" and y.dtype.kind == "f"):
@@ -288,13 +268,13 @@ def pow_(x, y, *, xp):
     return xp.power(x, y).astype(x.dtype, copy=False)
 
 
-@ieee_kernel("Mod")
+@kernel("Mod")
 def mod(a, b, *, xp, fmod):
     # fmod=1: sign of the dividend (C fmod); fmod=0: sign of the divisor (Python %).
     return xp.fmod(a, b) if fmod else xp.mod(a, b)
 
 
-@ieee_kernel("BitShift")
+@kernel("BitShift")
 def bit_shift(x, y, *, xp, direction):
     if direction == "LEFT":
         return xp.left_shift(x, y)
@@ -319,7 +299,7 @@ def _binary(name: str):
 
 
 for _op, _fn in _BINARY.items():
-    ieee_kernel(_op)(_binary(_fn))
+    kernel(_op)(_binary(_fn))
 
 
 def _variadic(name: str):
@@ -333,16 +313,16 @@ def _variadic(name: str):
 
 
 for _op, _fn in (("Sum", "add"), ("Max", "maximum"), ("Min", "minimum")):
-    ieee_kernel(_op)(_variadic(_fn))
+    kernel(_op)(_variadic(_fn))
 
 
-@ieee_kernel("Mean")
+@kernel("Mean")
 def mean(*arrays, xp):
     total = reduce(xp.add, arrays)
     return (total / _scalar(total, len(arrays))).astype(total.dtype, copy=False)
 
 
-@ieee_kernel("Where")
+@kernel("Where")
 def where(condition, x, y, *, xp):
     return xp.where(condition, x, y)
 
@@ -350,12 +330,12 @@ def where(condition, x, y, *, xp):
 # --- linear algebra --------------------------------------------------------------------------
 
 
-@ieee_kernel("MatMul")
+@kernel("MatMul")
 def matmul(a, b, *, xp):
     return xp.matmul(a, b)
 
 
-@ieee_kernel("Gemm")
+@kernel("Gemm")
 def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     # One BLAS call (transposes are free views); scale and bias go into the fresh product.
     y = xp.matmul(a.T if transA else a, b.T if transB else b)
@@ -366,17 +346,17 @@ def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     return y
 
 
-@ieee_kernel("Einsum")
+@kernel("Einsum")
 def einsum(*operands, xp, equation):
     return xp.einsum(equation, *operands, optimize=True)
 
 
-@ieee_kernel("Det")
+@kernel("Det")
 def det(x, *, xp):
     return xp.linalg.det(x)
 
 
-@ieee_kernel("Trilu")
+@kernel("Trilu")
 def trilu(x, k, *, xp, upper):
     diagonal = 0 if k is None else int(k)
     return xp.triu(x, diagonal) if upper else xp.tril(x, diagonal)
@@ -398,8 +378,8 @@ def _cumulative(name: str, identity: int):
     return run
 
 
-ieee_kernel("CumSum")(_cumulative("cumsum", 0))
-ieee_kernel("CumProd")(_cumulative("cumprod", 1))
+kernel("CumSum")(_cumulative("cumsum", 0))
+kernel("CumProd")(_cumulative("cumprod", 1))
 
 
 # --- types -----------------------------------------------------------------------------------
@@ -414,12 +394,12 @@ def _cast(x, dtype, xp):
     return x.astype(dtype)
 
 
-@ieee_kernel("Cast")
+@kernel("Cast")
 def cast(x, *, xp, to, saturate, round_mode):
     return _cast(x, element_dtype(to, "Cast: "), xp)
 
 
-@ieee_kernel("CastLike")
+@kernel("CastLike")
 def cast_like(x, target, *, xp, saturate, round_mode):
     try:
         code = dtypes.from_numpy(target.dtype)
@@ -444,6 +424,6 @@ def _window(coefficients):
     return run
 
 
-ieee_kernel("HannWindow")(_window([0.5, 0.5]))
-ieee_kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
-ieee_kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))
+kernel("HannWindow")(_window([0.5, 0.5]))
+kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
+kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))

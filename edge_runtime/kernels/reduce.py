@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_runtime.kernels.math import ieee_kernel
+from edge_runtime.kernels.registry import kernel
 
 
 def _axes(x, axes, noop_with_empty_axes) -> tuple[int, ...]:
@@ -70,7 +70,7 @@ _REDUCTIONS = {
 }
 
 for _op, (_compute, _empty) in _REDUCTIONS.items():
-    ieee_kernel(_op)(_reduction(_compute, _empty))
+    kernel(_op)(_reduction(_compute, _empty))
 
 
 def _arg_reduction(find):
@@ -87,8 +87,8 @@ def _arg_reduction(find):
     return run
 
 
-ieee_kernel("ArgMax")(_arg_reduction(lambda x, axis: x.argmax(axis=axis)))
-ieee_kernel("ArgMin")(_arg_reduction(lambda x, axis: x.argmin(axis=axis)))
+kernel("ArgMax")(_arg_reduction(lambda x, axis: x.argmax(axis=axis)))
+kernel("ArgMin")(_arg_reduction(lambda x, axis: x.argmin(axis=axis)))
 
 
 def _stable_order(v, largest, xp):
@@ -118,7 +118,7 @@ def _top_candidates(v, k, largest, xp):
     return xp.nonzero(chosen.reshape(-1, n))[1].reshape(v.shape[:-1] + (k,))
 
 
-@ieee_kernel("TopK")
+@kernel("TopK")
 def top_k(x, k, *, xp, axis, largest, sorted):
     # Results are always sorted: `sorted=0` leaves the order unspecified, so sorted is valid.
     k = int(k.reshape(-1)[0])

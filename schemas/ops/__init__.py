@@ -3,6 +3,7 @@
 from schemas.ops import (  # noqa: F401
     control,
     dataflow,
+    fused,
     math,
     nn,
     quantize,

@@ -103,3 +103,16 @@ def test_gpu_device_without_cuda_fails_clearly() -> None:
         pass
     with pytest.raises(RuntimeError, match="device 'gpu' needs CuPy"):
         load(DATA, device="gpu")
+
+
+def test_inf_and_nan_results_do_not_warn() -> None:
+    """log(0) = -inf is an answer, not a failure: the runtime keeps NumPy quiet (warnings are errors here)."""
+    from exporter import ir
+    from schemas import dtypes
+
+    g = ir.Graph()
+    g.values["x"] = ir.Value("x", dtypes.FLOAT, (3,))
+    g.inputs, g.outputs = ["x"], ["y"]
+    g.nodes = [ir.Node("Log", ["x"], ["l"]), ir.Node("Div", ["l", "x"], ["y"])]
+    y = load(flow_writer.to_bytes(ir.Model(g))).run({"x": np.array([0.0, 1.0, -1.0], np.float32)})["y"]
+    assert y[0] == -np.inf and y[1] == 0.0 and np.isnan(y[2])
