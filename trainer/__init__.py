@@ -1,2 +1,100 @@
-"""flowstack trainer (bootstrap)."""
-from trainer.graph import Graph, get_default_graph  # noqa
+"""flowstack trainer: the TensorFlow 1.x programming model on NumPy.
+
+Build a graph of ops (placeholders, variables, math), differentiate it, add optimizer updates as
+ops, and run parts of it with a Session::
+
+    import numpy as np, trainer
+    x = trainer.placeholder(np.float32, (None, 4)); y = trainer.placeholder(np.int64, (None,))
+    logits = trainer.layers.dense(x, 3)
+    loss = trainer.losses.sparse_softmax_cross_entropy(y, logits)
+    train = trainer.train.AdamOptimizer(1e-2).minimize(loss)
+    with trainer.Session() as sess:
+        sess.run(trainer.global_variables_initializer())
+        sess.run(train, {x: xs, y: ys})
+"""
+
+from trainer.graph import (
+    Graph,
+    GraphError,
+    GraphKeys,
+    Node,
+    Tensor,
+    control_dependencies,
+    device,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+)
+from trainer.ops import (
+    abs,
+    add,
+    add_n,
+    argmax,
+    cast,
+    concat,
+    constant,
+    divide,
+    equal,
+    exp,
+    gather,
+    greater,
+    group,
+    identity,
+    less,
+    log,
+    make_op,
+    matmul,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    no_op,
+    ones_like,
+    placeholder,
+    pow,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_sum,
+    reshape,
+    shape,
+    sigmoid,
+    sqrt,
+    square,
+    squeeze,
+    stop_gradient,
+    subtract,
+    tanh,
+    transpose,
+    where,
+    zeros_like,
+)
+from trainer.session import Session
+from trainer.state import FailedPreconditionError, OutOfRangeError
+from trainer.variables import (
+    Variable,
+    global_variables,
+    global_variables_initializer,
+    trainable_variables,
+    variables_initializer,
+)
+from trainer.gradients import IndexedSlices, gradients
+from trainer import nn, layers, losses, metrics, train, init  # noqa: E402
+from trainer.control_flow import cond, while_loop
+from trainer.queues import FIFOQueue, QueueRunner, RandomShuffleQueue, start_queue_runners
+from trainer.saver import Saver, export_graph, import_graph, latest_checkpoint
+from trainer import summary
+
+__all__ = [
+    "FIFOQueue", "FailedPreconditionError", "Graph", "GraphError", "GraphKeys", "IndexedSlices", "Node",
+    "OutOfRangeError", "QueueRunner", "RandomShuffleQueue", "Saver", "Session", "Tensor", "Variable",
+    "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "device",
+    "divide", "equal", "exp", "export_graph", "gather", "get_default_graph", "global_variables",
+    "global_variables_initializer", "gradients", "greater", "group", "identity", "import_graph", "init",
+    "latest_checkpoint", "layers", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
+    "minimum", "multiply", "name_scope", "negative", "nn", "no_op", "ones_like", "placeholder", "pow",
+    "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph", "reshape", "shape",
+    "sigmoid", "sqrt", "square", "squeeze", "start_queue_runners", "stop_gradient", "subtract", "summary",
+    "tanh", "train", "trainable_variables", "transpose", "variables_initializer", "where", "while_loop",
+    "zeros_like",
+]

@@ -317,7 +317,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             continue
         dev = placement[n]
         xp = session._devices[dev].xp
-        if n.op_type == "Constant" and n.domain == "" and not dynamic:
+        if n.op_type == "Constant" and n.domain == "" and not n.control_inputs:
             value = get_kernel("Constant")(xp=xp, **n.attrs)
             template[slot_of(n.outputs[0])] = session._devices[dev].from_host(value)
             continue
@@ -346,7 +346,9 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
     fetch_slots = [slots[t] if t in slots else slot_of(t) for t in fetch_tensors]
     copy_fetch = [i for i, t in enumerate(fetch_tensors) if _aliases_state(t) and t not in fed]
     if dynamic:
-        return _dataflow_plan(steps, template, feeds, fetch_slots, copy_fetch, slots)
+        plan = _dataflow_plan(steps, template, feeds, fetch_slots, copy_fetch, slots)
+        plan.fetch_names = [t.name for t in fetch_tensors]
+        return plan
     from trainer.partition import partition_steps
 
     partitions = partition_steps(steps, placement, template, session)

@@ -1,1 +1,336 @@
-"""stub"""
+"""Checkpoints and graph files, without pickle.
+
+Files in a checkpoint directory:
+
+- ``<prefix>-<step>.ckpt``: a NumPy ``.npz`` archive (a zip of ``.npy`` members, read with
+  ``np.load(allow_pickle=False)``): one member per variable, keyed by variable name, plus
+  ``__meta__``, UTF-8 JSON as a uint8 array: ``{"format": "flowstack-checkpoint", "version": 1,
+  "variables": {name: {"dtype": "float32", "shape": [..]}}}``. Written to a temporary file,
+  fsynced, then renamed, so a crash never leaves a half-written checkpoint under its real name.
+- ``checkpoint``: JSON ``{"model_checkpoint_path": ..., "all_model_checkpoint_paths": [...]}``
+  naming the newest complete checkpoint (also replaced atomically).
+- ``graph.npz``: the graph (see ``export_graph``): member ``__graph__`` is UTF-8 JSON with
+  ``{"format": "flowstack-graph", "version": 1, "nodes": [...], "collections": {...}}``; each node
+  is ``{"name", "op", "domain", "inputs": ["node:index" | null], "control_inputs": [names],
+  "attrs": {...}, "device", "outputs": [{"dtype", "shape"}]}``; an array-valued attribute is
+  ``{"__array__": key}`` naming another member of the archive. ``import_graph`` rebuilds it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import threading
+import zipfile
+
+import numpy as np
+
+from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
+from trainer.state import stateful_kernel
+
+__all__ = ["CheckpointError", "Saver", "export_graph", "import_graph", "latest_checkpoint", "load_checkpoint"]
+
+FORMAT_VERSION = 1
+GRAPH_FILE = "graph.npz"
+STATE_FILE = "checkpoint"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, corrupt, or does not match the graph; names the variable."""
+
+
+# -- atomic files -------------------------------------------------------------------------------
+def _atomic_write(path: str, write) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _json_member(obj) -> np.ndarray:
+    return np.frombuffer(json.dumps(obj).encode("utf-8"), dtype=np.uint8)
+
+
+def _write_npz(f, arrays: dict) -> None:
+    # np.savez into a file object; members are plain .npy (no object arrays, so no pickle).
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
+        for key, arr in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            z.writestr(key + ".npy", buf.getvalue())
+
+
+def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """(meta, {variable name: array}) of a checkpoint file."""
+    if not os.path.exists(path):
+        raise CheckpointError(f"checkpoint {path!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["__meta__"]).decode("utf-8"))
+            values = {k: data[k] for k in meta["variables"]}
+    except CheckpointError:
+        raise
+    except Exception as e:
+        raise CheckpointError(f"checkpoint {path!r} is unreadable: {e}") from None
+    if meta.get("format") != "flowstack-checkpoint" or meta.get("version", 0) > FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path!r}: unsupported format {meta.get('format')!r} "
+                              f"version {meta.get('version')} (this reader knows version {FORMAT_VERSION})")
+    return meta, values
+
+
+# -- Save / Restore kernels ---------------------------------------------------------------------
+@stateful_kernel("Save")
+def save(rctx, filename, *tensors, xp, tensor_names, graph_json):
+    arrays = {}
+    meta = {"format": "flowstack-checkpoint", "version": FORMAT_VERSION, "variables": {}}
+    for name, t in zip(tensor_names, tensors):
+        host = t.get() if hasattr(t, "get") else np.asarray(t)
+        arrays[name] = host
+        meta["variables"][name] = {"dtype": host.dtype.name, "shape": list(host.shape)}
+    arrays["__meta__"] = _json_member(meta)
+    _atomic_write(str(filename[()] if isinstance(filename, np.ndarray) else filename),
+                  lambda f: _write_npz(f, arrays))
+    return None
+
+
+@stateful_kernel("Restore")
+def restore(rctx, filename, *, xp, tensor_name, dtype, shape):
+    path = str(filename[()] if isinstance(filename, np.ndarray) else filename)
+    cache = rctx.step.setdefault("restore_cache", {})
+    if path not in cache:
+        cache[path] = load_checkpoint(path)[1]
+    values = cache[path]
+    if tensor_name not in values:
+        raise CheckpointError(f"variable {tensor_name!r} is not in checkpoint {path!r}")
+    value = values[tensor_name]
+    _check(tensor_name, value, dtype, shape, path)
+    return xp.asarray(value)
+
+
+def _check(name, value, dtype, shape, path):
+    if value.dtype != np.dtype(dtype) or list(value.shape) != list(shape or []):
+        raise CheckpointError(
+            f"variable {name!r}: the graph expects {np.dtype(dtype).name}{tuple(shape or [])}, "
+            f"checkpoint {path!r} has {value.dtype.name}{tuple(value.shape)}"
+        )
+
+
+# -- Saver ----------------------------------------------------------------------------------------
+class Saver:
+    """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``."""
+
+    def __init__(self, var_list=None, max_to_keep: int = 5, graph: Graph | None = None):
+        from trainer.ops import placeholder
+        from trainer.variables import global_variables
+
+        self.graph = graph or get_default_graph()
+        self.var_list = list(var_list) if var_list is not None else global_variables(self.graph)
+        if not self.var_list:
+            raise ValueError("Saver: no variables to save")
+        self.max_to_keep = max_to_keep
+        self._lock = threading.Lock()
+        g = self.graph
+        with g.as_default(), g.name_scope("save"):
+            self.filename = placeholder(np.dtype(object), (), name="filename")
+            names = [v.name for v in self.var_list]
+            self.save_op = g.create_op("Save", [self.filename] + [v.tensor for v in self.var_list],
+                                       {"tensor_names": names}, domain=TRAINER_DOMAIN, name="save_all")
+            assigns = []
+            for v in self.var_list:
+                r = g.create_op("Restore", [self.filename], {"tensor_name": v.name, "dtype": v.dtype.name,
+                                                             "shape": list(v.shape)},
+                                domain=TRAINER_DOMAIN, name="restore_" + v.name.replace("/", "_"))
+                assigns.append(g.create_op("Assign", [v.tensor, r.outputs[0]], {}, domain=TRAINER_DOMAIN))
+            from trainer.ops import group
+
+            self.restore_op = group(*assigns, name="restore_all")
+
+    def save(self, sess, save_path: str, global_step=None, write_graph: bool = True) -> str:
+        """Write ``save_path-<step>.ckpt`` atomically, update the ``checkpoint`` file; returns the path."""
+        if global_step is not None and not isinstance(global_step, (int, np.integer)):
+            global_step = int(sess.run(global_step))
+        prefix = f"{save_path}-{global_step}" if global_step is not None else save_path
+        path = prefix + ".ckpt"
+        with self._lock:
+            sess.run(self.save_op, {self.filename: np.asarray(path, dtype=object)})
+            directory = os.path.dirname(os.path.abspath(path))
+            if write_graph and not os.path.exists(os.path.join(directory, GRAPH_FILE)):
+                export_graph(self.graph, os.path.join(directory, GRAPH_FILE))
+            state = _read_state(directory)
+            paths = [p for p in state.get("all_model_checkpoint_paths", []) if p != path] + [path]
+            while len(paths) > self.max_to_keep > 0:
+                old = paths.pop(0)
+                if os.path.exists(old):
+                    os.unlink(old)
+            _write_state(directory, {"model_checkpoint_path": path, "all_model_checkpoint_paths": paths})
+        return path
+
+    def restore(self, sess, save_path: str) -> None:
+        """Load every variable from ``save_path``; a missing or mismatching variable raises
+        CheckpointError naming it, before any variable is changed."""
+        meta, values = load_checkpoint(save_path)
+        problems = []
+        for v in self.var_list:
+            if v.name not in values:
+                problems.append(f"variable {v.name!r} is missing")
+                continue
+            a = values[v.name]
+            if a.dtype != v.dtype or tuple(a.shape) != tuple(v.shape):
+                problems.append(f"variable {v.name!r}: graph has {v.dtype.name}{tuple(v.shape)}, "
+                                f"checkpoint has {a.dtype.name}{tuple(a.shape)}")
+        if problems:
+            raise CheckpointError(f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems))
+        sess.run(self.restore_op, {self.filename: np.asarray(save_path, dtype=object)})
+
+
+def _read_state(directory: str) -> dict:
+    path = os.path.join(directory, STATE_FILE)
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _write_state(directory: str, state: dict) -> None:
+    _atomic_write(os.path.join(directory, STATE_FILE), lambda f: f.write(json.dumps(state, indent=1).encode()))
+
+
+def latest_checkpoint(directory: str) -> str | None:
+    """The newest complete checkpoint named by the directory's ``checkpoint`` file, or None."""
+    state = _read_state(directory)
+    for path in reversed(state.get("all_model_checkpoint_paths", [])):
+        if os.path.exists(path):
+            return path
+    return None
+
+
+# -- graph files ----------------------------------------------------------------------------------
+def _encode_attr(value, key: str, arrays: dict):
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise GraphError(f"attribute {key}: object arrays cannot be stored")
+        arrays[key] = value
+        return {"__array__": key}
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _decode_attr(value, arrays):
+    if isinstance(value, dict) and "__array__" in value:
+        return arrays[value["__array__"]]
+    return value
+
+
+def graph_to_dict(graph: Graph) -> tuple[dict, dict]:
+    """The JSON-able description of ``graph`` and the arrays its attributes refer to."""
+    arrays: dict = {}
+    nodes = []
+    for n in graph.nodes:
+        nodes.append({
+            "name": n.name,
+            "op": n.op_type,
+            "domain": n.domain,
+            "inputs": [None if t is None else t.name for t in n.inputs],
+            "control_inputs": [c.name for c in n.control_inputs],
+            "attrs": {k: _encode_attr(v, f"{n.name}/{k}", arrays) for k, v in n.attrs.items() if v is not None},
+            "device": n.device,
+            "outputs": [{"dtype": None if t.dtype is None else t.dtype.name,
+                         "shape": None if t.shape is None else [-1 if d is None else d for d in t.shape]}
+                        for t in n.outputs],
+        })
+    collections = {}
+    for key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES, GraphKeys.GLOBAL_STEP,
+                GraphKeys.MOVING_AVERAGE_VARIABLES):
+        items = graph.get_collection(key)
+        if items:
+            collections[key] = [v.name for v in items]
+    for key in (GraphKeys.UPDATE_OPS,):
+        items = graph.get_collection(key)
+        if items:
+            collections[key] = [getattr(v, "name", None) for v in items]
+    loops = [loop.to_dict() for loop in graph.loops]
+    return {"format": "flowstack-graph", "version": FORMAT_VERSION, "nodes": nodes,
+            "collections": collections, "loops": loops}, arrays
+
+
+def export_graph(graph: Graph, path: str) -> None:
+    """Write ``graph`` (structure, attributes, constants, variable collections) to ``path`` (.npz)."""
+    desc, arrays = graph_to_dict(graph)
+    members = {"__graph__": _json_member(desc), **arrays}
+    _atomic_write(path, lambda f: _write_npz(f, members))
+
+
+def import_graph(path: str, graph: Graph | None = None) -> Graph:
+    """Rebuild a graph written by ``export_graph`` (a checkpoint directory works too)."""
+    from schemas.registry import TensorType
+
+    from trainer.variables import Variable
+
+    if os.path.isdir(path):
+        path = os.path.join(path, GRAPH_FILE)
+    with np.load(path, allow_pickle=False) as data:
+        desc = json.loads(bytes(data["__graph__"]).decode("utf-8"))
+        arrays = {k: data[k] for k in data.files if k != "__graph__"}
+    if desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
+        raise GraphError(f"{path!r} is not a flowstack graph this reader understands")
+    g = graph or Graph()
+    for nd in desc["nodes"]:
+        inputs = [None if i is None else g.tensor(i) for i in nd["inputs"]]
+        ctrl = [g.node(c) for c in nd["control_inputs"]]
+        types = [TensorType(None if o["dtype"] is None else np.dtype(o["dtype"]),
+                            None if o["shape"] is None else tuple(None if d < 0 else d for d in o["shape"]))
+                 for o in nd["outputs"]]
+        attrs = {k: _decode_attr(v, arrays) for k, v in nd["attrs"].items()}
+        node = g.create_op(nd["op"], inputs, attrs, domain=nd["domain"], name=nd["name"],
+                           num_outputs=len(types), output_types=types, control_inputs=ctrl, in_context=False)
+        if node.name != nd["name"]:
+            raise GraphError(f"node name {nd['name']!r} clashes with an existing node in the target graph")
+        node.device = nd.get("device", "")
+    cols = desc.get("collections", {})
+    trainable = set(cols.get(GraphKeys.TRAINABLE_VARIABLES, []))
+    for name in cols.get(GraphKeys.GLOBAL_VARIABLES, []):
+        v = Variable.__new__(Variable)
+        v.node = g.node(name)
+        v.tensor = v.node.outputs[0]
+        v.trainable = name in trainable
+        v.initializer = g.node(name + "/Assign")
+        v.initial_value = v.initializer.inputs[1]
+        v.node.variable = v
+        g.add_to_collection(GraphKeys.GLOBAL_VARIABLES, v)
+        if v.trainable:
+            g.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, v)
+        for key in (GraphKeys.GLOBAL_STEP, GraphKeys.MOVING_AVERAGE_VARIABLES):
+            if name in cols.get(key, []):
+                g.add_to_collection(key, v)
+    for name in cols.get(GraphKeys.UPDATE_OPS, []):
+        if name:
+            g.add_to_collection(GraphKeys.UPDATE_OPS, g.node(name))
+    g.imported_loops = desc.get("loops", [])
+    return g

@@ -198,11 +198,13 @@ def stack_push(rctx, value, *, xp, stack_name):
 
 
 @stateful_kernel("StackPop")
-def stack_pop(rctx, trigger=None, *, xp, stack_name):
+def stack_pop(rctx, index, *, xp, stack_name):
+    # Read by position, not popped: backward iterations may run out of order.
     stack = rctx.step.get(stack_name)
-    if not stack:
-        raise FailedPreconditionError(f"stack {stack_name!r} is empty: its forward loop did not run in this step")
-    return stack.pop()
+    i = int(index)
+    if not stack or i >= len(stack):
+        raise FailedPreconditionError(f"stack {stack_name!r} has no entry {i}: its forward loop did not run in this step")
+    return stack[i]
 
 
 @stateful_kernel("DropoutMask", domain=D)

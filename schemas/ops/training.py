@@ -130,8 +130,9 @@ op("Recv", domain=D, inputs=[], outputs=["tensor"], stateful=True,
 op("StackPush", domain=D, inputs=["value"], outputs=["output"], stateful=True,
    attrs={"stack_name": Attr("string", REQUIRED)}, doc="Push (by reference) and pass the value through.")(
     same_as_input(0))
-op("StackPop", domain=D, inputs=["trigger?"], outputs=["value"], stateful=True,
-   attrs={"stack_name": Attr("string", REQUIRED)})(unknown_outputs)
+op("StackPop", domain=D, inputs=["index"], outputs=["value"], stateful=True,
+   attrs={"stack_name": Attr("string", REQUIRED)},
+   doc="The value pushed at position ``index`` (a gradient loop reads iterations in reverse).")(unknown_outputs)
 
 # -- summaries --------------------------------------------------------------------------------
 op("ScalarSummary", domain=D, inputs=["value"], outputs=["summary"], attrs={"tag": Attr("string", REQUIRED)})(

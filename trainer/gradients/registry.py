@@ -106,21 +106,19 @@ def _between(ys: Sequence[Tensor], xs: Sequence[Tensor], stop: set) -> set:
         back.add(n)
         if n in stop:
             continue
-        stack.extend(t.node for t in n.inputs if t is not None)
         loop = getattr(n, "while_loop", None)
-        if loop is not None:
+        if loop is not None:  # a loop is differentiated whole: step over its body
             stack.extend(loop.outer_inputs())
+            continue
+        stack.extend(t.node for t in n.inputs if t is not None)
     x_nodes = {x.node for x in xs}
     fwd = set()
     consumers: dict[Node, list[Node]] = {}
     for n in back:
-        for t in n.inputs:
-            if t is not None:
-                consumers.setdefault(t.node, []).append(n)
         loop = getattr(n, "while_loop", None)
-        if loop is not None:
-            for src in loop.outer_inputs():
-                consumers.setdefault(src, []).append(n)
+        sources = loop.outer_inputs() if loop is not None else [t.node for t in n.inputs if t is not None]
+        for src in sources:
+            consumers.setdefault(src, []).append(n)
     stack = list(x_nodes)
     while stack:
         n = stack.pop()
@@ -171,8 +169,6 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
                 for t, g in loop.gradient(exit_grads).items():
                     grads.setdefault(t, []).append(g)
                 continue
-            if getattr(node, "in_while_body", False):
-                continue  # handled by its loop's gradient
             out_grads = [_aggregate(grads.get(t, []), t in x_set) for t in node.outputs]
             if all(g is None for g in out_grads):
                 continue

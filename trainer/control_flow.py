@@ -1,0 +1,314 @@
+"""``cond`` and ``while_loop``, built from Switch, Merge, Enter, Exit, NextIteration and LoopCond.
+
+Both build a *context* while the user's functions run: a tensor from outside that a branch uses
+is routed through a Switch on the predicate (so it is dead when the branch is not taken), one a
+loop body uses enters the loop frame through a constant Enter, and ops without inputs get a
+control edge from the context's pivot so they run once per branch/iteration.
+
+A ``WhileLoop`` record keeps each loop's structure (enters, merges, switches, exits, the body's
+inputs and outputs) so exporters can rebuild a functional ``Loop`` and ``gradients`` can build
+the backward loop: the forward body pushes its per-iteration inputs on step-local stacks
+(StackPush, a pass-through), and the gradient loop re-runs the body on them in reverse order
+(StackPop by index), differentiating it and accumulating gradients for captured tensors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
+from trainer.ops import constant, convert_to_tensor
+
+__all__ = ["CondContext", "WhileContext", "WhileLoop", "cond", "while_loop"]
+
+D = TRAINER_DOMAIN
+
+
+def _inside(node, ctx) -> bool:
+    c = node.cf_context
+    while c is not None:
+        if c is ctx:
+            return True
+        c = c.outer
+    return False
+
+
+class _Context:
+    def __init__(self, graph, outer):
+        self.graph = graph
+        self.outer = outer
+        self.pivot = None
+        self.nodes: list = []
+        self._entered: dict = {}
+        self._routed: set = set()
+
+    def add_node(self, node) -> None:
+        self.nodes.append(node)
+        if not node.inputs and not node.control_inputs and self.pivot is not None:
+            node.control_inputs.append(self.pivot.node)
+
+    def enter_inputs(self, inputs):
+        out = []
+        for t in inputs:
+            if t is None or t in self._routed or _inside(t.node, self) or t.node is getattr(self.pivot, "node", None):
+                out.append(t)
+                continue
+            if t not in self._entered:
+                with self.graph._control_flow_context(self.outer):
+                    routed = self._route_in(t)
+                self._entered[t] = routed
+                self._routed.add(routed)
+            out.append(self._entered[t])
+        return out
+
+
+class CondContext(_Context):
+    """One branch of a cond: outside tensors come in through Switch(t, pred)[branch]."""
+
+    def __init__(self, graph, outer, pred, branch):
+        super().__init__(graph, outer)
+        self.pred, self.branch = pred, branch
+
+    def _route_in(self, t):
+        return self.graph.create_op("Switch", [t, self.pred], {}, domain=D, name="cond/switch_in").outputs[self.branch]
+
+
+class WhileContext(_Context):
+    """A loop frame: outside tensors come in through constant Enters."""
+
+    def __init__(self, graph, outer, frame_name, parallel_iterations):
+        super().__init__(graph, outer)
+        self.frame_name = frame_name
+        self.parallel_iterations = parallel_iterations
+        self.loop_nodes = self.nodes
+
+    def _route_in(self, t):
+        node = self.graph.create_op("Enter", [t], {"frame_name": self.frame_name, "is_constant": 1,
+                                                   "parallel_iterations": self.parallel_iterations},
+                                    domain=D, name="enter_const")
+        node.cf_context = self  # it lives in the frame it feeds
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def captured(self) -> dict:
+        """Outside tensor -> its constant Enter inside this frame."""
+        return dict(self._entered)
+
+
+def _flatten(x):
+    if isinstance(x, (list, tuple)):
+        return list(x), type(x)
+    return [x], None
+
+
+def _pack(values, kind):
+    if kind is None:
+        return values[0]
+    return kind(values) if kind is tuple else list(values)
+
+
+def cond(pred, true_fn, false_fn, name: str = "cond"):
+    """``true_fn()`` if ``pred`` else ``false_fn()``; only the taken branch runs.
+
+    Both functions must return the same structure of tensors (or values convertible to them).
+    """
+    g = get_default_graph()
+    pred = convert_to_tensor(pred)
+    with g.name_scope(name):
+        outer = g._current_cf_context()
+        s_false, s_true = g.create_op("Switch", [pred, pred], {}, domain=D, name="pred_switch").outputs
+        results = []
+        for branch, fn, sw in ((0, false_fn, s_false), (1, true_fn, s_true)):
+            ctx = CondContext(g, outer, pred, branch)
+            with g._control_flow_context(ctx):
+                ctx.pivot = g.create_op("Identity", [sw], {}, name=f"pivot_{branch}", in_context=False).outputs[0]
+                ctx.pivot.node.cf_context = ctx
+                vals, kind = _flatten(fn())
+                # Every branch output must live in the branch (a dead value when it is not taken).
+                vals = [g.create_op("Identity", [convert_to_tensor(v)], {}, name=f"out_{branch}").outputs[0] for v in vals]
+            results.append((vals, kind))
+        (f_vals, kind), (t_vals, t_kind) = results
+        if len(f_vals) != len(t_vals):
+            raise GraphError(f"cond {name!r}: true_fn returns {len(t_vals)} values, false_fn {len(f_vals)}")
+        outs = []
+        for f, t in zip(f_vals, t_vals):
+            if f.dtype != t.dtype:
+                raise GraphError(f"cond {name!r}: branches return dtypes {t.dtype} (true) and {f.dtype} (false)")
+            m = g.create_op("Merge", [f, t], {}, domain=D, name="merge")
+            m.cond_pred = pred
+            outs.append(m.outputs[0])
+        g.conds.append({"pred": pred.name, "outputs": [o.name for o in outs]})
+        return _pack(outs, kind)
+
+
+class WhileLoop:
+    """The structure of one while_loop, for gradients and for exporters."""
+
+    def __init__(self, ctx, enters, merges, switches, exits, next_iterations, loop_cond, body_inputs,
+                 body_outputs, counter_index, cond_fn, body_fn, pushes):
+        self.ctx = ctx
+        self.frame_name = ctx.frame_name
+        self.enters, self.merges, self.switches, self.exits = enters, merges, switches, exits
+        self.next_iterations, self.loop_cond = next_iterations, loop_cond
+        self.body_inputs, self.body_outputs = body_inputs, body_outputs
+        self.counter_index = counter_index
+        self.cond_fn, self.body_fn = cond_fn, body_fn
+        self.pushes = pushes
+
+    def exit_tensors(self) -> list[Tensor]:
+        return [e.outputs[0] for e in self.exits]
+
+    def outer_inputs(self) -> list:
+        nodes = [e.inputs[0].node for e in self.enters]
+        nodes += [t.node for t in self.ctx.captured()]
+        return nodes
+
+    def to_dict(self) -> dict:
+        return {
+            "frame_name": self.frame_name,
+            "enters": [n.name for n in self.enters],
+            "merges": [n.name for n in self.merges],
+            "switches": [n.name for n in self.switches],
+            "exits": [n.name for n in self.exits],
+            "next_iterations": [n.name for n in self.next_iterations],
+            "loop_cond": self.loop_cond.name,
+            "body_inputs": [t.name for t in self.body_inputs],
+            "body_outputs": [t.name for t in self.body_outputs],
+            "captured": {t.name: e.name for t, e in self.ctx.captured().items()},
+            "counter_index": self.counter_index,
+        }
+
+    def gradient(self, exit_grads):
+        """{outer tensor: gradient} for the loop's initial values and captured tensors."""
+        from trainer.gradients import gradients
+        from trainer.ops import add, less, ones_like, subtract, zeros_like
+
+        g = self.ctx.graph
+        n_user = self.counter_index
+        exits = self.exit_tensors()
+        diff = [i for i in range(n_user) if exits[i].dtype is not None and exits[i].dtype.kind == "f"]
+        captured = [t for t in self.ctx.captured() if t.dtype is not None and t.dtype.kind == "f"]
+        n_iter = exits[self.counter_index]
+        init_g = [exit_grads[i] if exit_grads[i] is not None else zeros_like(exits[i]) for i in diff]
+        init_acc = [zeros_like(c) for c in captured]
+        k0 = constant(np.asarray(0, np.int64))
+        stack_names = [p.attrs["stack_name"] for p in self.pushes]
+
+        def bcond(k, *rest):
+            return less(k, n_iter)
+
+        def bbody(k, *rest):
+            gs, accs = list(rest[: len(diff)]), list(rest[len(diff):])
+            idx = subtract(subtract(n_iter, k), np.asarray(1, np.int64))
+            xs = [g.create_op("StackPop", [idx], {"stack_name": stack_names[i]}, domain=D,
+                              name=f"{self.frame_name}_grad/pop").outputs[0] for i in range(n_user)]
+            for i, x in enumerate(xs):
+                x.type = self.body_inputs[i].type
+            ys, _ = _flatten(self.body_fn(*xs))
+            ys = [convert_to_tensor(y) for y in ys]
+            ctx = g._current_cf_context()
+            entered = [ctx.enter_inputs([c])[0] for c in captured]
+            targets = [xs[i] for i in diff] + entered
+            grads = gradients([ys[i] for i in diff], targets, grad_ys=gs)
+            new_g = [gr if gr is not None else zeros_like(xs[i]) for gr, i in zip(grads[: len(diff)], diff)]
+            new_acc = []
+            for a, gr in zip(accs, grads[len(diff):]):
+                if gr is None:
+                    new_acc.append(a)
+                else:
+                    gr = gr.to_dense() if hasattr(gr, "to_dense") else gr
+                    new_acc.append(add(a, gr))
+            return [add(k, ones_like(k))] + new_g + new_acc
+
+        outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad")
+        outs = list(outs)
+        result = {}
+        for j, i in enumerate(diff):
+            result[self.enters[i].inputs[0]] = outs[1 + j]
+        for j, c in enumerate(captured):
+            result[c] = outs[1 + len(diff) + j]
+        return result
+
+
+_loop_counter = [0]
+
+
+def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name: str = "while"):
+    """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; returns the final values.
+
+    The body must keep each loop variable's dtype and shape, and must not create variables.
+    """
+    g = get_default_graph()
+    vals, kind = _flatten(loop_vars)
+    vals = [convert_to_tensor(v) for v in vals]
+    outer = g._current_cf_context()
+    with g.name_scope(name) as scope:
+        frame = scope.rstrip("/")
+        counter = constant(np.asarray(0, np.int64), name="iteration_counter")
+        vals = vals + [counter]
+        n = len(vals)
+        ctx = WhileContext(g, outer, frame, parallel_iterations)
+        with g._control_flow_context(ctx):
+            enters = [g.create_op("Enter", [v], {"frame_name": frame, "is_constant": 0,
+                                                 "parallel_iterations": parallel_iterations},
+                                  domain=D, name="enter", in_context=False) for v in vals]
+            for e in enters:
+                e.cf_context = ctx
+                ctx.nodes.append(e)
+            merges = [g.create_op("Merge", [e.outputs[0], e.outputs[0]], {}, domain=D, name="merge") for e in enters]
+            merged = [m.outputs[0] for m in merges]
+            ctx.pivot = merged[0]
+            pred = convert_to_tensor(cond_fn(*merged[:-1]))
+            if pred.dtype != np.dtype(bool):
+                raise GraphError(f"while_loop {name!r}: cond must return a bool tensor, got {pred.dtype}")
+            loop_cond = g.create_op("LoopCond", [pred], {}, domain=D, name="loop_cond")
+            lc = loop_cond.outputs[0]
+            switches = [g.create_op("Switch", [m, lc], {}, domain=D, name="switch") for m in merged]
+            exits_in = [s.outputs[0] for s in switches]
+            body_in = [g.create_op("Identity", [s.outputs[1]], {}, name="body_in").outputs[0] for s in switches]
+            ctx.pivot = body_in[0]
+            _loop_counter[0] += 1
+            pushes = [g.create_op("StackPush", [b], {"stack_name": f"{frame}#{_loop_counter[0]}/{i}"}, domain=D,
+                                  name="history") for i, b in enumerate(body_in[:-1])]
+            pushed = [p.outputs[0] for p in pushes]
+            outs, _ = _flatten(body_fn(*pushed))
+            outs = [convert_to_tensor(o) for o in outs]
+            if len(outs) != n - 1:
+                raise GraphError(f"while_loop {name!r}: body returns {len(outs)} values for {n - 1} loop variables")
+            from trainer.ops import add, ones_like
+
+            outs.append(add(body_in[-1], ones_like(body_in[-1])))
+            nexts = []
+            for i, (o, m) in enumerate(zip(outs, merges)):
+                o = ctx.enter_inputs([o])[0] if not _inside(o.node, ctx) else o
+                if o.dtype != m.outputs[0].dtype:
+                    raise GraphError(f"while_loop {name!r}: loop variable {i} enters as {m.outputs[0].dtype} "
+                                     f"but the body returns {o.dtype}")
+                _check_invariant(name, i, m.outputs[0], o)
+                nxt = g.create_op("NextIteration", [o], {}, domain=D, name="next_iteration")
+                m.inputs[1] = nxt.outputs[0]  # the back edge
+                nexts.append(nxt)
+        exits = []
+        with g._control_flow_context(ctx):
+            for s in switches:
+                e = g.create_op("Exit", [s.outputs[0]], {}, domain=D, name="exit", in_context=False)
+                e.cf_context = outer
+                if outer is not None:
+                    outer.nodes.append(e)
+                exits.append(e)
+        record = WhileLoop(ctx, enters, merges, switches, exits, nexts, loop_cond, body_in, outs, n - 1,
+                           cond_fn, body_fn, pushes)
+        for e in exits:
+            e.while_loop = record
+        g.loops.append(record)
+        results = [e.outputs[0] for e in exits[:-1]]
+    return _pack(results, kind)
+
+
+def _check_invariant(name, i, entered: Tensor, returned: Tensor) -> None:
+    a, b = entered.shape, returned.shape
+    if a is None or b is None:
+        return
+    if len(a) != len(b) or any(x is not None and y is not None and x != y for x, y in zip(a, b)):
+        raise GraphError(f"while_loop {name!r}: loop variable {i} has shape {a} before the loop "
+                         f"but {b} after an iteration")

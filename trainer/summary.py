@@ -1,0 +1,165 @@
+"""TensorBoard summaries: summary ops, an event-file writer, and a console progress bar.
+
+Event files use TensorBoard's record format, written here without TensorFlow: each record is
+``uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)`` where data
+is a serialized ``Event`` protobuf (wall_time = 1, step = 2, file_version = 3, summary = 5).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+import numpy as np
+
+from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
+from trainer.kernels.summary import field_bytes, field_double, field_varint
+from trainer.ops import convert_to_tensor, make_op
+
+__all__ = ["FileWriter", "ProgressBar", "histogram", "masked_crc32c", "merge", "merge_all", "scalar"]
+
+
+def scalar(tag: str, value, collections=(GraphKeys.SUMMARIES,)):
+    """A summary op recording a scalar tensor under ``tag``."""
+    t = make_op("ScalarSummary", [convert_to_tensor(value)], {"tag": tag}, domain=TRAINER_DOMAIN,
+                name="summary_" + tag.replace("/", "_")).outputs[0]
+    for c in collections:
+        t.graph.add_to_collection(c, t)
+    return t
+
+
+def histogram(tag: str, values, collections=(GraphKeys.SUMMARIES,)):
+    t = make_op("HistogramSummary", [convert_to_tensor(values)], {"tag": tag}, domain=TRAINER_DOMAIN,
+                name="summary_" + tag.replace("/", "_")).outputs[0]
+    for c in collections:
+        t.graph.add_to_collection(c, t)
+    return t
+
+
+def merge(summaries):
+    return make_op("MergeSummary", list(summaries), domain=TRAINER_DOMAIN).outputs[0]
+
+
+def merge_all(graph=None):
+    """One op producing every summary in the SUMMARIES collection (None if there are none)."""
+    items = (graph or get_default_graph()).get_collection(GraphKeys.SUMMARIES)
+    return merge(items) if items else None
+
+
+# -- CRC32C (Castagnoli), table driven -------------------------------------------------------------
+def _table():
+    poly = 0x82F63B78
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _table()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    t = _CRC_TABLE
+    for b in data:
+        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _event(wall_time: float, step: int | None = None, file_version: str | None = None,
+           summary: bytes | None = None) -> bytes:
+    msg = field_double(1, wall_time)
+    if step is not None:
+        msg += field_varint(2, int(step))
+    if file_version is not None:
+        msg += field_bytes(3, file_version.encode())
+    if summary is not None:
+        msg += field_bytes(5, summary)
+    return msg
+
+
+class FileWriter:
+    """Appends events to ``logdir/events.out.tfevents.<time>.<host>``, readable by TensorBoard."""
+
+    def __init__(self, logdir: str, graph=None, flush_secs: float = 2.0):
+        os.makedirs(logdir, exist_ok=True)
+        self.path = os.path.join(logdir, f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}")
+        self._f = open(self.path, "ab")
+        self._lock = threading.Lock()
+        self._flush_secs = flush_secs
+        self._last_flush = time.time()
+        self._write(_event(time.time(), file_version="brain.Event:2"))
+        self.flush()
+
+    def _write(self, data: bytes) -> None:
+        header = struct.pack("<Q", len(data))
+        rec = header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+        with self._lock:
+            self._f.write(rec)
+            if time.time() - self._last_flush > self._flush_secs:
+                self._f.flush()
+                self._last_flush = time.time()
+
+    def add_summary(self, summary, global_step: int | None = None) -> None:
+        """Record a serialized Summary (the value of a summary op) at ``global_step``."""
+        if isinstance(summary, np.ndarray):
+            summary = summary[()]
+        self._write(_event(time.time(), step=global_step, summary=bytes(summary)))
+
+    def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
+        from trainer.kernels.summary import scalar_summary
+
+        self.add_summary(scalar_summary(tag, value), global_step)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self.flush()
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ProgressBar:
+    """A one-line console progress bar with loss and steps per second for long training runs."""
+
+    def __init__(self, total: int, width: int = 30, stream=None, min_interval: float = 0.1):
+        self.total, self.width = total, width
+        self.stream = stream or sys.stderr
+        self.start = time.perf_counter()
+        self.min_interval = min_interval
+        self._last = 0.0
+
+    def update(self, step: int, **metrics) -> None:
+        now = time.perf_counter()
+        if now - self._last < self.min_interval and step < self.total:
+            return
+        self._last = now
+        frac = min(step / self.total, 1.0) if self.total else 1.0
+        filled = int(self.width * frac)
+        rate = step / max(now - self.start, 1e-9)
+        shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
+        self.stream.write(f"\r[{'=' * filled}{' ' * (self.width - filled)}] {step}/{self.total} "
+                          f"{rate:.1f} steps/s {shown}")
+        if step >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
