@@ -1,0 +1,287 @@
+"""Load benchmark for ``flowstack serve`` against a bare Starlette app (HTTP) and a bare grpc.aio
+server (gRPC), each parsing the same request and returning a fixed response.
+
+Every server runs in its own process; this process is the load generator: a minimal asyncio
+HTTP/1.1 client on keep-alive connections and a grpc.aio client sending pre-serialized bytes,
+one connection or in-flight call per unit of concurrency. For each protocol and concurrency it
+prints requests/s and p50/p99 latency for (a) ours with dynamic batching, (b) ours with batching
+off, (c) the bare peer, then the ratios. Ratios within one run are what mean something on a
+shared machine.
+
+    python benchmarks/serving_load.py                         # concurrency 1, 16, 64; 3 s each
+    python benchmarks/serving_load.py --duration 5 --concurrency 1 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_DIM, HIDDEN, OUT_DIM = 64, 256, 10
+
+
+# -- servers -----------------------------------------------------------------------------------
+def write_repository(root: Path, config: dict) -> Path:
+    from onnx import TensorProto, helper, numpy_helper
+
+    sys.path.insert(0, str(ROOT))
+    from exporter.onnx_import import convert_onnx
+
+    rng = np.random.default_rng(0)
+    weights = {
+        "w1": rng.standard_normal((IN_DIM, HIDDEN)).astype(np.float32) / 8,
+        "b1": np.zeros(HIDDEN, np.float32),
+        "w2": rng.standard_normal((HIDDEN, OUT_DIM)).astype(np.float32) / 16,
+        "b2": np.zeros(OUT_DIM, np.float32),
+    }
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Gemm", ["r", "w2", "b2"], ["z"]),
+            helper.make_node("Softmax", ["z"], ["probs"], axis=1),
+        ],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", IN_DIM])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["n", OUT_DIM])],
+        [numpy_helper.from_array(a, n) for n, a in weights.items()],
+    )
+    model_dir = root / "mlp"
+    convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model_dir / "1" / "model.flow")
+    (model_dir / "config.json").write_text(json.dumps(config))
+    return root
+
+
+def _drain(stream) -> None:
+    for _ in stream:
+        pass
+
+
+def start_ours(repo: Path) -> tuple[subprocess.Popen, int, int]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "flowstack_cli.serve", "--model-repository", str(repo), "--http-port", "0",
+         "--grpc-port", "0", "--poll-interval", "0"],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True,
+    )
+    for line in process.stderr:
+        event = json.loads(line)
+        if event.get("event") == "serving":
+            threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
+            wait_ready(event["http_port"])
+            return process, event["http_port"], event["grpc_port"]
+    raise RuntimeError("server did not start")
+
+
+def wait_ready(port: int, timeout: float = 60.0) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server on port {port} did not become ready")
+
+
+def start_peer() -> tuple[subprocess.Popen, int, int]:
+    process = subprocess.Popen([sys.executable, __file__, "--peer"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    ports = json.loads(process.stdout.readline())
+    return process, ports["http_port"], ports["grpc_port"]
+
+
+def run_peer() -> None:
+    """The peer: bare Starlette on uvicorn and bare grpc.aio, parse the request, fixed answer."""
+    import socket
+
+    import grpc
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    sys.path.insert(0, str(ROOT))
+    from schemas.proto import grpc_service_pb2 as pb
+
+    fixed = json.dumps({"model_name": "mlp", "model_version": "1", "outputs": [
+        {"name": "probs", "datatype": "FP32", "shape": [1, OUT_DIM], "data": [0.1] * OUT_DIM}]}).encode()
+
+    async def infer(request):
+        json.loads(await request.body())
+        return Response(fixed, media_type="application/json")
+
+    reply = pb.ModelInferResponse(model_name="mlp", model_version="1")
+    reply.outputs.add(name="probs", datatype="FP32", shape=[1, OUT_DIM])
+    reply.raw_output_contents.append(np.full(OUT_DIM, 0.1, np.float32).tobytes())
+    reply_bytes = reply.SerializeToString()
+
+    async def grpc_infer(request_bytes, context):
+        pb.ModelInferRequest.FromString(request_bytes)
+        return reply_bytes
+
+    async def main():
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.bind(("127.0.0.1", 0))
+        app = Starlette(routes=[Route("/v2/models/mlp/infer", infer, methods=["POST"])])
+        server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", backlog=2048))
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        handler = grpc.method_handlers_generic_handler("inference.GRPCInferenceService", {
+            "ModelInfer": grpc.unary_unary_rpc_method_handler(grpc_infer)})
+        grpc_server = grpc.aio.server()
+        grpc_server.add_generic_rpc_handlers((handler,))
+        grpc_port = grpc_server.add_insecure_port("127.0.0.1:0")
+        await grpc_server.start()
+        while not server.started:
+            await asyncio.sleep(0.01)
+        print(json.dumps({"http_port": sock.getsockname()[1], "grpc_port": grpc_port}), flush=True)
+        await task
+
+    asyncio.run(main())
+
+
+# -- load ----------------------------------------------------------------------------------------
+def http_request_bytes(port: int) -> bytes:
+    x = np.random.default_rng(1).standard_normal((1, IN_DIM)).astype(np.float32)
+    body = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, IN_DIM],
+                                   "data": [round(float(v), 6) for v in x.ravel()]}]}).encode()
+    head = (f"POST /v2/models/mlp/infer HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    return head + body
+
+
+def grpc_request_bytes() -> bytes:
+    sys.path.insert(0, str(ROOT))
+    from schemas.proto import grpc_service_pb2 as pb
+
+    x = np.random.default_rng(1).standard_normal((1, IN_DIM)).astype(np.float32)
+    request = pb.ModelInferRequest(model_name="mlp")
+    request.inputs.add(name="x", datatype="FP32", shape=[1, IN_DIM])
+    request.raw_input_contents.append(x.tobytes())
+    return request.SerializeToString()
+
+
+async def http_worker(port: int, payload: bytes, until: float, warm_until: float, latencies: list, errors: list) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while (start := time.perf_counter()) < until:
+            writer.write(payload)
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
+            await reader.readexactly(length)
+            if start >= warm_until:
+                latencies.append(time.perf_counter() - start)
+                if status != 200:
+                    errors.append(status)
+    finally:
+        writer.close()
+
+
+async def grpc_worker(call, payload: bytes, until: float, warm_until: float, latencies: list, errors: list) -> None:
+    import grpc
+
+    while (start := time.perf_counter()) < until:
+        try:
+            await call(payload, timeout=30)
+            ok = True
+        except grpc.aio.AioRpcError:
+            ok = False
+        if start >= warm_until:
+            latencies.append(time.perf_counter() - start)
+            if not ok:
+                errors.append("rpc")
+
+
+async def measure(protocol: str, port: int, concurrency: int, duration: float, warmup: float) -> dict:
+    latencies: list[float] = []
+    errors: list = []
+    now = time.perf_counter()
+    warm_until, until = now + warmup, now + warmup + duration
+    if protocol == "http":
+        payload = http_request_bytes(port)
+        await asyncio.gather(*[http_worker(port, payload, until, warm_until, latencies, errors) for _ in range(concurrency)])
+    else:
+        import grpc
+
+        payload = grpc_request_bytes()
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+            await asyncio.gather(*[grpc_worker(call, payload, until, warm_until, latencies, errors) for _ in range(concurrency)])
+    elapsed = time.perf_counter() - warm_until
+    ms = np.array(latencies) * 1000 if latencies else np.array([float("nan")])
+    return {"rps": len(latencies) / elapsed, "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
+            "errors": len(errors)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=3.0, help="seconds measured per cell (default 3)")
+    parser.add_argument("--warmup", type=float, default=0.5, help="seconds run before measuring (default 0.5)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--protocols", nargs="+", default=["http", "grpc"], choices=["http", "grpc"])
+    parser.add_argument("--max-queue-delay-us", type=int, default=500, help="batching delay for (a) (default 500)")
+    parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.peer:
+        run_peer()
+        return 0
+
+    work = Path(tempfile.mkdtemp(prefix="serving-load-"))
+    batched = write_repository(work / "batched", {"max_batch_size": 64, "max_queue_delay_us": args.max_queue_delay_us,
+                                                  "max_queue_size": 4096})
+    unbatched = write_repository(work / "unbatched", {"max_batch_size": 0, "max_queue_size": 4096})
+    processes = []
+    try:
+        targets = {}
+        for label, starter in (("batching", lambda: start_ours(batched)), ("no batching", lambda: start_ours(unbatched)),
+                               ("peer", start_peer)):
+            process, http_port, grpc_port = starter()
+            processes.append(process)
+            targets[label] = {"http": http_port, "grpc": grpc_port}
+        time.sleep(1.0)
+        print(f"model: MLP {IN_DIM}-{HIDDEN}-{OUT_DIM}, batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
+              f"bare grpc.aio (gRPC); {os.cpu_count()} CPUs; {args.duration:.0f} s per cell")
+        header = (f"{'proto':5} {'conc':>4} | {'batching req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | {'no-batch req/s':>14} "
+                  f"{'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
+                  f"{'ours/peer':>9} {'batch/no':>8} {'p99/p50':>7}")
+        print(header)
+        print("-" * len(header))
+        for protocol in args.protocols:
+            for concurrency in args.concurrency:
+                row = {label: asyncio.run(measure(protocol, ports[protocol], concurrency, args.duration, args.warmup))
+                       for label, ports in targets.items()}
+                a, b, c = row["batching"], row["no batching"], row["peer"]
+                errors = sum(r["errors"] for r in row.values())
+                print(f"{protocol:5} {concurrency:>4} | {a['rps']:>14.0f} {a['p50']:>7.2f} {a['p99']:>7.2f} | "
+                      f"{b['rps']:>14.0f} {b['p50']:>7.2f} {b['p99']:>7.2f} | {c['rps']:>10.0f} {c['p50']:>7.2f} "
+                      f"{c['p99']:>7.2f} | {a['rps'] / c['rps']:>9.2f} {a['rps'] / b['rps']:>8.2f} "
+                      f"{a['p99'] / a['p50']:>7.2f}" + (f"  ({errors} errors)" if errors else ""), flush=True)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
