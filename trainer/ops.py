@@ -95,10 +95,8 @@ def _binary(op_type: str):
 def constant(value, dtype=None, name: str | None = None, graph: Graph | None = None) -> Tensor:
     """A Constant node holding ``value`` (Python floats default to float32, as in TensorFlow)."""
     arr = np.asarray(value, dtype=dtype)
-    if dtype is None and arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+    if dtype is None and arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         arr = arr.astype(np.float32)
-    if dtype is None and arr.dtype == np.int64 and not isinstance(value, np.ndarray):
-        arr = arr.astype(np.int64)
     g = graph or get_default_graph()
     return g.create_op("Constant", [], {"value": arr}, name=name or "Const").outputs[0]
 

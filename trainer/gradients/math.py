@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from schemas.dtypes import from_numpy
 from trainer.gradients.helpers import binary, fs, onnx, unary, unbroadcast, zero_grad
 from trainer.gradients.registry import register_gradient
@@ -125,3 +127,96 @@ def _gemm(node, grads):
 
 zero_grad("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor",
           "Sign", "Floor", "Ceil", "Round", "IsNaN", "IsInf")
+
+
+def _sq(x):
+    return x * x
+
+
+def _gt0(x):
+    return onnx("Greater", [x, 0.0])
+
+
+def _where(c, a, b):
+    return onnx("Where", [c, a, b])
+
+
+reg("Acos")(unary(lambda g, x, y: -(g / onnx("Sqrt", [1.0 - _sq(x)]))))
+reg("Asin")(unary(lambda g, x, y: g / onnx("Sqrt", [1.0 - _sq(x)])))
+reg("Acosh")(unary(lambda g, x, y: g / onnx("Sqrt", [_sq(x) - 1.0])))
+reg("Asinh")(unary(lambda g, x, y: g / onnx("Sqrt", [_sq(x) + 1.0])))
+reg("Atan")(unary(lambda g, x, y: g / (_sq(x) + 1.0)))
+reg("Atanh")(unary(lambda g, x, y: g / (1.0 - _sq(x))))
+reg("Sinh")(unary(lambda g, x, y: g * onnx("Cosh", [x])))
+reg("Cosh")(unary(lambda g, x, y: g * onnx("Sinh", [x])))
+reg("Tan")(unary(lambda g, x, y: g * (_sq(y) + 1.0)))
+reg("Erf")(unary(lambda g, x, y: g * onnx("Exp", [-_sq(x)]) * (2.0 / np.sqrt(np.pi))))
+reg("Softsign")(unary(lambda g, x, y: g / _sq(onnx("Abs", [x]) + 1.0)))
+reg("ThresholdedRelu")(lambda node, grads: [grads[0] * onnx("Cast", [onnx("Greater", [node.inputs[0], node.attrs["alpha"]])],
+                                                            {"to": from_numpy(node.inputs[0].dtype)})])
+reg("Shrink")(lambda node, grads: [grads[0] * onnx("Cast", [onnx("Greater", [onnx("Abs", [node.inputs[0]]), node.attrs["lambd"]])],
+                                                   {"to": from_numpy(node.inputs[0].dtype)})])
+reg("Selu")(lambda node, grads: [_where(_gt0(node.inputs[0]), grads[0] * node.attrs["gamma"],
+                                        grads[0] * (node.outputs[0] + node.attrs["alpha"] * node.attrs["gamma"]))])
+reg("Celu")(lambda node, grads: [_where(_gt0(node.inputs[0]), grads[0],
+                                        grads[0] * onnx("Exp", [node.inputs[0] / node.attrs["alpha"]]))])
+
+
+@reg("HardSigmoid")
+def _hard_sigmoid(node, grads):
+    x, a, b = node.inputs[0], node.attrs["alpha"], node.attrs["beta"]
+    z = x * a + b
+    inside = onnx("And", [onnx("Greater", [z, 0.0]), onnx("Less", [z, 1.0])])
+    return [_where(inside, grads[0] * a, fs("ZerosLike", [grads[0]]))]
+
+
+@reg("HardSwish")
+def _hard_swish(node, grads):
+    x, g = node.inputs[0], grads[0]
+    mid = g * (x / 3.0 + 0.5)
+    out = _where(onnx("Greater", [x, 3.0]), g, mid)
+    return [_where(onnx("Less", [x, -3.0]), fs("ZerosLike", [g]), out)]
+
+
+@reg("Swish")
+def _swish(node, grads):
+    x, a = node.inputs[0], node.attrs["alpha"]
+    s = onnx("Sigmoid", [x * a])
+    return [grads[0] * (s + x * a * s * (1.0 - s))]
+
+
+@reg("Mish")
+def _mish(node, grads):
+    x = node.inputs[0]
+    t = onnx("Tanh", [onnx("Softplus", [x])])
+    return [grads[0] * (t + x * onnx("Sigmoid", [x]) * (1.0 - t * t))]
+
+
+@reg("Gelu")
+def _gelu(node, grads):
+    x, g = node.inputs[0], grads[0]
+    if node.attrs["approximate"] == "tanh":
+        c = np.sqrt(2.0 / np.pi)
+        t = onnx("Tanh", [(x + x * x * x * 0.044715) * c])
+        d = (t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * c * (x * x * (3 * 0.044715) + 1.0)
+        return [g * d]
+    cdf = (onnx("Erf", [x * (1.0 / np.sqrt(2.0))]) + 1.0) * 0.5
+    pdf = onnx("Exp", [-(x * x) * 0.5]) * (1.0 / np.sqrt(2.0 * np.pi))
+    return [g * (cdf + x * pdf)]
+
+
+@reg("PRelu")
+def _prelu(node, grads):
+    x, slope = node.inputs
+    g, y = grads[0], node.outputs[0]
+    zero = fs("ZerosLike", [g])
+    pos = _gt0(x)
+    return [unbroadcast(_where(pos, g, g * slope), x, y), unbroadcast(_where(pos, zero, g * x), slope, y)]
+
+
+@reg("CastLike")
+def _cast_like(node, grads):
+    x = node.inputs[0]
+    if x.dtype is None or x.dtype.kind != "f":
+        return [None, None]
+    return [onnx("Cast", [grads[0]], {"to": from_numpy(x.dtype)}), None]

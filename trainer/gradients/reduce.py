@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainer.gradients.helpers import const_ints, fs, zero_grad
+from trainer.gradients.helpers import const_ints, fs, onnx, zero_grad
 from trainer.gradients.registry import register_gradient
 
 
@@ -36,3 +36,38 @@ register_gradient("ReduceMean")(_spread("mean"))
 register_gradient("ReduceMax")(_extremum)
 register_gradient("ReduceMin")(_extremum)
 zero_grad("ArgMax", "ArgMin")
+
+
+def _expanded(node, t):
+    """``t`` (shaped like the reduction's output) broadcast back to the input's shape."""
+    attrs = {"keepdims": node.attrs["keepdims"], "scale": "sum"}
+    axes = _axes(node)
+    if axes:
+        attrs["axes"] = axes
+    return fs("BroadcastReduceGrad", [t, node.inputs[0]], attrs)
+
+
+def _via(local):
+    """Rule for a reduction whose gradient is dY (expanded) times ``local(x, y_expanded)``."""
+
+    def rule(node, grads):
+        x = node.inputs[0]
+        return [_expanded(node, grads[0]) * local(x, _expanded(node, node.outputs[0]))] + [None] * (len(node.inputs) - 1)
+
+    return rule
+
+
+register_gradient("ReduceSumSquare")(_via(lambda x, y: x * 2.0))
+register_gradient("ReduceL1")(_via(lambda x, y: onnx("Sign", [x])))
+register_gradient("ReduceL2")(_via(lambda x, y: x / y))
+register_gradient("ReduceLogSum")(_via(lambda x, y: onnx("Reciprocal", [onnx("Exp", [y])])))
+register_gradient("ReduceLogSumExp")(_via(lambda x, y: onnx("Exp", [x - y])))
+register_gradient("ReduceProd")(_via(lambda x, y: y / x))
+
+
+@register_gradient("TopK")
+def _top_k(node, grads):
+    x = node.inputs[0]
+    zeros = fs("ZerosLike", [x])
+    dx = onnx("ScatterElements", [zeros, node.outputs[1], grads[0]], {"axis": node.attrs["axis"], "reduction": "add"})
+    return [dx, None]

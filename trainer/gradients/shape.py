@@ -83,3 +83,93 @@ def _sum_to_shape(node, grads):
 
 zero_grad("Shape", "Size", "ConstantOfShape")
 zero_grad("ZerosLike", "OnesLike", domain="flowstack")
+
+
+@reg("Tile")
+def _tile(node, grads):
+    x, repeats = node.inputs
+    reps = const_ints(repeats, "Tile repeats")
+    if x.shape is None or None in x.shape:
+        raise NotImplementedError("Tile gradient needs a static input shape")
+    split = [d for r, s in zip(reps, x.shape) for d in (r, s)]
+    summed = onnx("ReduceSum", [onnx("Reshape", [grads[0], ints_const(split)]),
+                                ints_const(list(range(0, 2 * len(reps), 2)))], {"keepdims": 0})
+    return [summed, None]
+
+
+@reg("Pad")
+def _pad(node, grads):
+    if node.attrs["mode"] != "constant":
+        raise NotImplementedError(f"Pad gradient supports mode 'constant', not {node.attrs['mode']!r}")
+    x = node.inputs[0]
+    pads = const_ints(node.inputs[1], "Pad pads")
+    rank = len(x.shape)
+    axes = const_ints(node.inputs[3], "Pad axes") if len(node.inputs) > 3 and node.inputs[3] is not None \
+        else list(range(rank))
+    n = len(axes)
+    big = np.iinfo(np.int64).max
+    starts = pads[:n]
+    ends = [-e if e > 0 else big for e in pads[n:]]
+    dx = onnx("Slice", [grads[0], ints_const(starts), ints_const(ends), ints_const(axes)])
+    return [dx] + [None] * (len(node.inputs) - 1)
+
+
+@reg("Trilu")
+def _trilu(node, grads):
+    return [onnx("Trilu", [grads[0]] + node.inputs[1:], {"upper": node.attrs["upper"]})] + [None] * (len(node.inputs) - 1)
+
+
+@reg("CumSum")
+def _cumsum(node, grads):
+    attrs = {"exclusive": node.attrs["exclusive"], "reverse": 1 - node.attrs["reverse"]}
+    return [onnx("CumSum", [grads[0], node.inputs[1]], attrs), None]
+
+
+@reg("ReverseSequence")
+def _reverse_sequence(node, grads):
+    return [onnx("ReverseSequence", [grads[0], node.inputs[1]], dict(node.attrs)), None]
+
+
+@reg("GatherElements")
+def _gather_elements(node, grads):
+    data, idx = node.inputs
+    zeros = fs("ZerosLike", [data])
+    return [onnx("ScatterElements", [zeros, idx, grads[0]], {"axis": node.attrs["axis"], "reduction": "add"}), None]
+
+
+@reg("GatherND")
+def _gather_nd(node, grads):
+    if node.attrs["batch_dims"]:
+        raise NotImplementedError("GatherND gradient supports batch_dims=0")
+    data, idx = node.inputs
+    return [onnx("ScatterND", [fs("ZerosLike", [data]), idx, grads[0]], {"reduction": "add"}), None]
+
+
+def _scatter_rule(scatter, gather, with_axis):
+    def rule(node, grads):
+        if node.attrs.get("reduction", "none") != "none":
+            raise NotImplementedError(f"{node.op_type} gradient supports reduction='none'")
+        data, idx, upd = node.inputs
+        attrs = {"axis": node.attrs["axis"]} if with_axis else {}
+        ddata = onnx(scatter, [grads[0], idx, fs("ZerosLike", [upd])], attrs)  # overwritten entries get none
+        dupd = onnx(gather, [grads[0], idx], attrs)
+        return [ddata, None, dupd]
+
+    return rule
+
+
+reg("ScatterElements")(_scatter_rule("ScatterElements", "GatherElements", True))
+reg("Scatter")(_scatter_rule("ScatterElements", "GatherElements", True))
+reg("ScatterND")(_scatter_rule("ScatterND", "GatherND", False))
+
+
+@reg("DepthToSpace")
+def _depth_to_space(node, grads):
+    if node.attrs.get("mode", "DCR") != "DCR":
+        raise NotImplementedError("DepthToSpace gradient supports mode DCR")
+    return [onnx("SpaceToDepth", [grads[0]], {"blocksize": node.attrs["blocksize"]})]
+
+
+@reg("SpaceToDepth")
+def _space_to_depth(node, grads):
+    return [onnx("DepthToSpace", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": "DCR"})]
