@@ -63,6 +63,9 @@ class _GraphImporter:
         graph = ir.Graph(name=g.name or "main")
         for vi in list(g.value_info) + list(g.input) + list(g.output):
             dtype, shape = _value_type(vi.type)
+            if dtype is not None and not dtypes.is_known(dtype):
+                name = onnx.TensorProto.DataType.Name(dtype) if dtype in onnx.TensorProto.DataType.values() else dtype
+                raise UnsupportedOpError(f"{self.source}: value {vi.name!r} has element type {name}, which flowstack cannot represent")
             graph.values[vi.name] = ir.Value(vi.name, dtype, shape)
         for init in g.initializer:
             graph.values[init.name] = ir.Value(init.name, data=self.tensor(init, f"initializer {init.name!r}"))

@@ -215,3 +215,14 @@ for _op in ("Softmax", "LogSoftmax", "Hardmax"):
 def _concat_default_axis(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
     node.attrs.setdefault("axis", 1)  # the default before opset 4
     return [node]
+
+
+@upgrader("PRelu", below=7)
+def _prelu_channel_slope(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    # Before opset 7 a 1-D slope of length C applied along axis 1 (per channel), not to the last axis.
+    slope = ctx.graph.values.get(node.inputs[1])
+    rank = ctx.rank(node.inputs[0])
+    if slope is None or slope.data is None or slope.data.ndim != 1 or rank is None or rank < 3 or slope.data.size == 1:
+        return [node]
+    node.inputs[1] = ctx.constant(f"{node.inputs[1]}_per_channel", slope.data.reshape((-1,) + (1,) * (rank - 2)))
+    return [node]
