@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-IN_DIM, HIDDEN, OUT_DIM = 64, 256, 10
+IN_DIM, HIDDEN, OUT_DIM = 256, 1024, 10
 
 
 # -- servers -----------------------------------------------------------------------------------
@@ -40,16 +40,20 @@ def write_repository(root: Path, config: dict) -> Path:
 
     rng = np.random.default_rng(0)
     weights = {
-        "w1": rng.standard_normal((IN_DIM, HIDDEN)).astype(np.float32) / 8,
+        "w1": rng.standard_normal((IN_DIM, HIDDEN)).astype(np.float32) / 16,
         "b1": np.zeros(HIDDEN, np.float32),
-        "w2": rng.standard_normal((HIDDEN, OUT_DIM)).astype(np.float32) / 16,
-        "b2": np.zeros(OUT_DIM, np.float32),
+        "w2": rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / 32,
+        "b2": np.zeros(HIDDEN, np.float32),
+        "w3": rng.standard_normal((HIDDEN, OUT_DIM)).astype(np.float32) / 32,
+        "b3": np.zeros(OUT_DIM, np.float32),
     }
     graph = helper.make_graph(
         [
-            helper.make_node("Gemm", ["x", "w1", "b1"], ["h"]),
-            helper.make_node("Relu", ["h"], ["r"]),
-            helper.make_node("Gemm", ["r", "w2", "b2"], ["z"]),
+            helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"]),
+            helper.make_node("Relu", ["h1"], ["r1"]),
+            helper.make_node("Gemm", ["r1", "w2", "b2"], ["h2"]),
+            helper.make_node("Relu", ["h2"], ["r2"]),
+            helper.make_node("Gemm", ["r2", "w3", "b3"], ["z"]),
             helper.make_node("Softmax", ["z"], ["probs"], axis=1),
         ],
         "mlp",
@@ -235,7 +239,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds run before measuring (default 0.5)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--protocols", nargs="+", default=["http", "grpc"], choices=["http", "grpc"])
-    parser.add_argument("--max-queue-delay-us", type=int, default=500, help="batching delay for (a) (default 500)")
+    parser.add_argument("--max-queue-delay-us", type=int, default=0,
+                        help="max_queue_delay_us for (a); 0 batches whatever queued while the backend was busy (default)")
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer:
@@ -255,7 +260,7 @@ def main() -> int:
             processes.append(process)
             targets[label] = {"http": http_port, "grpc": grpc_port}
         time.sleep(1.0)
-        print(f"model: MLP {IN_DIM}-{HIDDEN}-{OUT_DIM}, batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
+        print(f"model: MLP {IN_DIM}-{HIDDEN}-{HIDDEN}-{OUT_DIM} (1.3M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
               f"bare grpc.aio (gRPC); {os.cpu_count()} CPUs; {args.duration:.0f} s per cell")
         header = (f"{'proto':5} {'conc':>4} | {'batching req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | {'no-batch req/s':>14} "
                   f"{'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
