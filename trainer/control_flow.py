@@ -277,7 +277,10 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
                 raise GraphError(f"while_loop {name!r}: body returns {len(outs)} values for {n - 1} loop variables")
             from trainer.ops import add, ones_like
 
-            outs.append(add(body_in[-1], ones_like(body_in[-1])))
+            # The counter advances only after this iteration's pushes, so the gradient loop (which
+            # needs the final count) can never read a stack before the forward loop filled it.
+            with g.control_dependencies(pushes):
+                outs.append(add(body_in[-1], ones_like(body_in[-1])))
             nexts = []
             for i, (o, m) in enumerate(zip(outs, merges)):
                 o = ctx.enter_inputs([o])[0] if not _inside(o.node, ctx) else o

@@ -118,3 +118,116 @@ def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):
     with g.name_scope(name):
         table = Variable(init.uniform((vocab_size, dim)), name="embeddings")
         return nn.embedding_lookup(table, ids)
+
+
+class LSTMCell:
+    """An LSTM cell: ``cell(x, (h, c)) -> (h, (h, c))``; one fused Gemm for the four gates."""
+
+    def __init__(self, units: int, input_dim: int, name: str = "lstm_cell", dtype=np.float32):
+        g = get_default_graph()
+        self.units = units
+        with g.name_scope(name):
+            self.kernel = Variable(init.glorot_uniform((input_dim + units, 4 * units), dtype=dtype), name="kernel")
+            bias = np.zeros((4 * units,), dtype)
+            bias[units:2 * units] = 1.0  # forget-gate bias 1: remember by default
+            self.bias = Variable(bias, name="bias")
+
+    def zero_state(self, batch: int, dtype=np.float32):
+        from trainer.ops import constant
+
+        z = np.zeros((batch, self.units), dtype)
+        return (constant(z), constant(z))
+
+    def __call__(self, x, state):
+        from trainer.ops import concat
+
+        h, c = state
+        z = make_op("Gemm", [concat([x, h], axis=1), self.kernel, self.bias]).outputs[0]
+        i, f, gg, o = make_op("Split", [z], {"axis": 1, "num_outputs": 4}, num_outputs=4).outputs
+        c = nn.sigmoid(f) * c + nn.sigmoid(i) * nn.tanh(gg)
+        h = nn.sigmoid(o) * nn.tanh(c)
+        return h, (h, c)
+
+
+class GRUCell:
+    """A GRU cell: ``cell(x, h) -> (h, h)``."""
+
+    def __init__(self, units: int, input_dim: int, name: str = "gru_cell", dtype=np.float32):
+        g = get_default_graph()
+        self.units = units
+        with g.name_scope(name):
+            self.gates = Variable(init.glorot_uniform((input_dim + units, 2 * units), dtype=dtype), name="gates")
+            self.gates_bias = Variable(np.ones((2 * units,), dtype), name="gates_bias")
+            self.candidate = Variable(init.glorot_uniform((input_dim + units, units), dtype=dtype), name="candidate")
+            self.candidate_bias = Variable(np.zeros((units,), dtype), name="candidate_bias")
+
+    def zero_state(self, batch: int, dtype=np.float32):
+        from trainer.ops import constant
+
+        return constant(np.zeros((batch, self.units), dtype))
+
+    def __call__(self, x, h):
+        from trainer.ops import concat
+
+        zr = nn.sigmoid(make_op("Gemm", [concat([x, h], axis=1), self.gates, self.gates_bias]).outputs[0])
+        z, r = make_op("Split", [zr], {"axis": 1, "num_outputs": 2}, num_outputs=2).outputs
+        cand = nn.tanh(make_op("Gemm", [concat([x, r * h], axis=1), self.candidate, self.candidate_bias]).outputs[0])
+        h = z * h + (1.0 - z) * cand
+        return h, h
+
+
+class MultiRNNCell:
+    """Cells stacked so each step runs every layer (state is a tuple of the layers' states)."""
+
+    def __init__(self, cells):
+        self.cells = list(cells)
+
+    def zero_state(self, batch: int, dtype=np.float32):
+        return tuple(c.zero_state(batch, dtype) for c in self.cells)
+
+    def __call__(self, x, state):
+        new = []
+        for cell, s in zip(self.cells, state):
+            x, s = cell(x, s)
+            new.append(s)
+        return x, tuple(new)
+
+
+def _flat(state):
+    if isinstance(state, (list, tuple)):
+        return [t for s in state for t in _flat(s)]
+    return [state]
+
+
+def _unflat(like, flat):
+    if isinstance(like, (list, tuple)):
+        out = []
+        for s in like:
+            part = _unflat(s, flat)
+            out.append(part)
+        return tuple(out)
+    return flat.pop(0)
+
+
+def dynamic_rnn(cell, inputs, initial_state):
+    """Run ``cell`` over time-major ``inputs`` (T, B, D) with a while_loop; returns (last output, final state)."""
+    from trainer.control_flow import while_loop
+    from trainer.ops import constant, gather, less
+
+    inputs = convert_to_tensor(inputs)
+    steps = inputs.shape[0]
+    n_time = constant(np.asarray(steps, np.int64)) if steps is not None else make_op("Shape", [inputs]).outputs[0][0]
+    flat0 = _flat(initial_state)
+
+    def cond_fn(t, out, *flat):
+        return less(t, n_time)
+
+    def body_fn(t, out, *flat):
+        x = gather(inputs, t, axis=0)
+        y, new_state = cell(x, _unflat(initial_state, list(flat)))
+        return [t + np.asarray(1, np.int64), y] + _flat(new_state)
+
+    t0 = constant(np.asarray(0, np.int64))
+    first = flat0[0]
+    results = while_loop(cond_fn, body_fn, [t0, first] + flat0, name="rnn")
+    return results[1], _unflat(initial_state, list(results[2:]))

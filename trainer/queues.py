@@ -143,9 +143,8 @@ class FIFOQueue:
         self.shapes = [tuple(s) for s in shapes] if shapes is not None else None
         attrs = {"component_types": [d.name for d in self.dtypes], "capacity": capacity,
                  "shapes": [json.dumps(list(s)) for s in self.shapes] if self.shapes else [], **extra}
-        node_name = g.unique_name(name)
-        attrs["shared_name"] = node_name
-        self.node = g.create_op(self.op_type, [], attrs, domain=TRAINER_DOMAIN, name=node_name)
+        self.node = g.create_op(self.op_type, [], attrs, domain=TRAINER_DOMAIN, name=name)
+        self.node.attrs["shared_name"] = self.node.name
         self.handle = self.node.outputs[0]
         self.graph = g
 

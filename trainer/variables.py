@@ -36,10 +36,9 @@ class Variable:
                                     else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
         if init.shape is None or any(d is None for d in init.shape):
             raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape}")
-        vname = graph.unique_name(name or "Variable")
         node = graph.create_op(
-            "Variable", [], {"dtype": init.dtype.name, "shape": list(init.shape), "shared_name": vname},
-            domain=TRAINER_DOMAIN, name=vname, in_context=False,
+            "Variable", [], {"dtype": init.dtype.name, "shape": list(init.shape)},
+            domain=TRAINER_DOMAIN, name=name or "Variable", in_context=False,
         )
         node.attrs["shared_name"] = node.name
         self.node = node

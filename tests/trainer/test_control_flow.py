@@ -1,0 +1,138 @@
+"""cond and while_loop: values, dead branches, frames, and gradients (a while-loop RNN against
+the same RNN unrolled)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainer as T
+
+
+def test_cond_takes_one_branch_and_skips_the_other():
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (), name="x")
+        p = T.placeholder(np.bool_, (), name="p")
+        counter = T.Variable(np.float32(0.0), name="side_effects")
+
+        def true_fn():
+            return x * 3.0
+
+        def false_fn():
+            with T.control_dependencies([counter.assign_add(np.float32(1.0))]):
+                return x * x
+
+        y = T.cond(p, true_fn, false_fn)
+        (dy,) = T.gradients(y, [x])
+        init = T.global_variables_initializer()
+    s = T.Session(g)
+    s.run(init)
+    assert s.run([y, dy], {x: 2.0, p: True}) == [6.0, 3.0]
+    assert s.run(counter) == 0.0  # the untaken branch's update never ran
+    assert s.run([y, dy], {x: 2.0, p: False}) == [4.0, 4.0]
+    assert s.run(counter) == 1.0
+
+
+def test_while_loop_value_and_gradient():
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float64, (), name="x")
+        i, acc = T.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * x),
+                              [T.constant(0), T.constant(np.float64(1.0))])
+        (dx,) = T.gradients(acc, [x])
+    s = T.Session(g)
+    assert s.run([i, acc], {x: 2.0}) == [5, 32.0]
+    assert s.run(dx, {x: 2.0}) == 80.0
+
+
+def test_nested_cond_in_loop():
+    g = T.Graph()
+    with g.as_default():
+        n = T.placeholder(np.int64, (), name="n")
+
+        def body(i, total):
+            step = T.cond(T.equal(T.make_op("Mod", [i, np.int64(2)]).outputs[0], np.int64(0)),
+                          lambda: total + i, lambda: total - i)
+            return i + np.int64(1), step
+
+        _, total = T.while_loop(lambda i, t: i < n, body, [T.constant(np.int64(0)), T.constant(np.int64(0))])
+    assert T.Session(g).run(total, {n: np.int64(6)}) == 0 - 1 + 2 - 3 + 4 - 5
+
+
+def _rnn_graph(unrolled: bool, steps=4, batch=3, dim=2, hidden=5):
+    rng = np.random.default_rng(1)
+    g = T.Graph()
+    with g.as_default():
+        xs = T.placeholder(np.float64, (steps, batch, dim), name="xs")
+        w = T.Variable(rng.normal(size=(dim, hidden)) * 0.5, name="w")
+        u = T.Variable(rng.normal(size=(hidden, hidden)) * 0.5, name="u")
+        h0 = T.constant(np.zeros((batch, hidden)))
+
+        def cell(x, h):
+            return T.tanh(T.matmul(x, w) + T.matmul(h, u))
+
+        if unrolled:
+            h = h0
+            for t in range(steps):
+                h = cell(xs[t], h)
+        else:
+            n = T.constant(np.int64(steps))
+            _, h = T.while_loop(lambda t, h: T.less(t, n),
+                                lambda t, h: (t + np.int64(1), cell(T.gather(xs, t, axis=0), h)),
+                                [T.constant(np.int64(0)), h0])
+        loss = T.reduce_sum(h * h)
+        grads = T.gradients(loss, [w, u, xs])
+        init = T.global_variables_initializer()
+    return g, xs, loss, grads, init
+
+
+def test_while_loop_rnn_gradient_matches_unrolled():
+    feed = np.random.default_rng(2).normal(size=(4, 3, 2))
+    results = []
+    for unrolled in (True, False):
+        g, xs, loss, grads, init = _rnn_graph(unrolled)
+        s = T.Session(g)
+        s.run(init)
+        results.append(s.run([loss] + grads, {xs: feed}))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_lstm_over_while_loop_trains():
+    g = T.Graph()
+    with g.as_default():
+        T.init.set_seed(0)
+        xs = T.placeholder(np.float32, (6, 8, 3), name="xs")
+        y = T.placeholder(np.float32, (8, 1), name="y")
+        cell = T.layers.MultiRNNCell([T.layers.LSTMCell(8, 3, name="l1"), T.layers.LSTMCell(8, 8, name="l2")])
+        out, _ = T.layers.dynamic_rnn(cell, xs, cell.zero_state(8))
+        pred = T.layers.dense(out, 1)
+        loss = T.losses.mean_squared_error(y, pred)
+        train = T.train.AdamOptimizer(0.05).minimize(loss)
+        init = T.global_variables_initializer()
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(6, 8, 3)).astype(np.float32)
+    target = data.sum(axis=(0, 2))[:, None].astype(np.float32) * 0.1
+    s = T.Session(g)
+    s.run(init)
+    first = s.run(loss, {xs: data, y: target})
+    for _ in range(60):
+        s.run(train, {xs: data, y: target})
+    assert s.run(loss, {xs: data, y: target}) < first * 0.2
+
+
+def test_loop_structure_is_recorded_for_exporters():
+    g = T.Graph()
+    with g.as_default():
+        T.while_loop(lambda i: i < 3, lambda i: i + 1, [T.constant(0)])
+    (loop,) = g.loops
+    d = loop.to_dict()
+    assert d["loop_cond"].endswith("loop_cond") and len(d["enters"]) == 2  # the variable + the iteration counter
+
+
+def test_while_loop_shape_change_is_reported():
+    g = T.Graph()
+    with g.as_default(), pytest.raises(T.GraphError, match="loop variable 0 has shape"):
+        T.while_loop(lambda x: T.reduce_sum(x) < 10.0, lambda x: T.concat([x, x], axis=0),
+                     [T.constant(np.ones(2, np.float32))])
