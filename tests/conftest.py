@@ -19,6 +19,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "tests/conformance/test_onnx_backend.py" not in report.nodeid.replace("\\", "/"):
         return
     kind = "node" if "OnnxBackendNodeModelTest" in report.nodeid else "model"
+    if report.nodeid.endswith("_cuda"):
+        kind += " (cuda)"
     if report.when == "call":
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
         _conformance[(kind, outcome)] += 1
@@ -30,7 +32,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if not _conformance:
         return
     terminalreporter.section("ONNX backend conformance")
-    for kind in ("node", "model"):
+    for kind in ("node", "model", "node (cuda)", "model (cuda)"):
         counts = {o: _conformance[(kind, o)] for o in ("passed", "failed", "xfailed", "skipped")}
         total = sum(counts.values())
         if total:
