@@ -1,3 +1,15 @@
 """Imports every kernel family so their decorators run (explicit registration, one line each)."""
 
-from edge_runtime.kernels import control, fused, math, nn, quantize, recurrent, reduce, shape  # noqa: F401
+from edge_runtime.kernels import (  # noqa: F401
+    control,
+    detection,
+    fused,
+    math,
+    nn,
+    quantize,
+    recurrent,
+    reduce,
+    shape,
+    signal,
+    text,
+)

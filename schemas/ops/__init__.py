@@ -3,6 +3,7 @@
 from schemas.ops import (  # noqa: F401
     control,
     dataflow,
+    detection,
     fused,
     math,
     nn,
@@ -10,5 +11,7 @@ from schemas.ops import (  # noqa: F401
     recurrent,
     reduce,
     shape,
+    signal,
+    text,
     training,
 )

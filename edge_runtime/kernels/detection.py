@@ -1,0 +1,3 @@
+"""detection kernels."""
+
+from __future__ import annotations

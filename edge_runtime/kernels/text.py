@@ -1,0 +1,3 @@
+"""text kernels."""
+
+from __future__ import annotations

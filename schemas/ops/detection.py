@@ -1,0 +1,3 @@
+"""detection ops."""
+
+from __future__ import annotations

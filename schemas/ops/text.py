@@ -1,0 +1,3 @@
+"""text ops."""
+
+from __future__ import annotations
