@@ -106,6 +106,8 @@ def _load_json(raw: bytes | memoryview) -> dict:
         doc = json.loads(bytes(raw))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidRequest("request body is not valid JSON: nested too deeply") from None
     if not isinstance(doc, dict):
         raise InvalidRequest(f"request body must be a JSON object, got {type(doc).__name__}")
     return doc

@@ -50,6 +50,8 @@ MALFORMED = [
     ("/v2/models/mlp/infer", (b'{"inputs": [', {}), 400, "not valid JSON"),
     ("/v2/models/mlp/infer", (b"\xff\xfe\x00", {}), 400, "not valid JSON"),
     ("/v2/models/mlp/infer", _json([1, 2]), 400, "must be a JSON object"),
+    ("/v2/models/mlp/infer", (b"[" * 100_000 + b"]" * 100_000, {}), 400, "nested too deeply"),
+    ("/v2/models/mlp/infer", _input(data=[[0.5] * 4, [0.5] * 3]), 400, "input 'x': data is not a regular array"),
     ("/v2/models/mlp/infer", _json({"inputs": "x"}), 400, "non-empty 'inputs' list"),
     ("/v2/models/mlp/infer", _input(datatype="INT32", data=[1] * 8), 400, "input 'x': expected datatype FP32, got INT32"),
     ("/v2/models/mlp/infer", _input(datatype="FLOAT99"), 400, "input 'x': unknown datatype 'FLOAT99'"),
