@@ -75,7 +75,9 @@ def _write_npz(f, arrays: dict) -> None:
     with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
         for key, arr in arrays.items():
             buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            arr = np.asarray(arr)
+            np.lib.format.write_array(buf, arr if arr.flags.c_contiguous else arr.copy(order="C"),
+                                      allow_pickle=False)
             z.writestr(key + ".npy", buf.getvalue())
 
 

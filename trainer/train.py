@@ -26,7 +26,7 @@ def get_or_create_global_step(graph=None):
     existing = g.get_collection(GraphKeys.GLOBAL_STEP)
     if existing:
         return existing[0]
-    with g.as_default(), g.name_scope(None):
+    with g.as_default(), g.name_scope("/"):
         step = Variable(np.zeros((), np.int64), trainable=False, name="global_step",
                         collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.GLOBAL_STEP])
     return step
@@ -116,9 +116,9 @@ class Optimizer:
         key = (var, name)
         if key not in self._slots:
             g = var.graph
-            with g.as_default(), g.name_scope(None), g.colocate_with(var.node):
+            with g.as_default(), g.name_scope(var.name + "/"), g.colocate_with(var.node):
                 self._slots[key] = Variable(np.full(var.shape, init, var.dtype), trainable=False,
-                                            name=f"{var.name}/{self.name}/{name}")
+                                            name=f"{self.name}/{name}")
         return self._slots[key]
 
     def get_slot(self, var, name):
@@ -135,7 +135,7 @@ class Optimizer:
         g = var.graph
         with g.colocate_with(var.node):
             return g.create_op(op_type, [convert_to_tensor(i) for i in inputs], attrs or {},
-                               domain=TRAINER_DOMAIN, name=f"{self.name}/update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
 
     @staticmethod
     def _dense(grad):
@@ -181,7 +181,7 @@ class AdamOptimizer(Optimizer):
         super()._prepare(graph, dtype)
         self._b1, self._b2, self._eps = (self._scalar(v, dtype) for v in (self.beta1, self.beta2, self.epsilon))
         if self._powers is None:
-            with graph.name_scope(None):
+            with graph.name_scope("/"):
                 self._powers = (Variable(np.asarray(self.beta1, dtype), trainable=False, name="beta1_power"),
                                 Variable(np.asarray(self.beta2, dtype), trainable=False, name="beta2_power"))
 

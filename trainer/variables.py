@@ -28,12 +28,11 @@ class Variable:
         graph = get_default_graph()
         if callable(initial_value):
             initial_value = initial_value()
-        with graph.name_scope(None):
-            if isinstance(initial_value, Tensor):
-                init = initial_value
-            else:
-                init = ops.constant(np.asarray(initial_value, dtype=dtype) if dtype is not None
-                                    else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
+        if isinstance(initial_value, Tensor):
+            init = initial_value
+        else:
+            init = ops.constant(np.asarray(initial_value, dtype=dtype) if dtype is not None
+                                else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
         if init.shape is None or any(d is None for d in init.shape):
             raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape}")
         node = graph.create_op(
@@ -44,9 +43,9 @@ class Variable:
         self.node = node
         self.tensor = node.outputs[0]
         self.trainable = trainable
-        with graph.colocate_with(node):
+        with graph.colocate_with(node), graph.name_scope(node.name + "/"):
             self.initializer = graph.create_op("Assign", [self.tensor, init], {}, domain=TRAINER_DOMAIN,
-                                               name=node.name + "/Assign")
+                                               name="Assign")
         self.initial_value = init
         node.variable = self
         for key in collections or [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else []):
@@ -85,9 +84,9 @@ class Variable:
     def _update(self, op_type: str, value, name):
         g = self.graph
         value = ops.convert_to_tensor(value, dtype=self.dtype, graph=g)
-        with g.colocate_with(self.node):
+        with g.colocate_with(self.node), g.name_scope(self.name + "/"):
             return g.create_op(op_type, [self.tensor, value], {}, domain=TRAINER_DOMAIN,
-                               name=name or f"{self.name}/{op_type}").outputs[0]
+                               name=name or op_type).outputs[0]
 
     def assign(self, value, name=None) -> Tensor:
         return self._update("Assign", value, name)
