@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edge_runtime.format import GraphRef, ModelDef, ModelFormatError, OperatorDef
-from edge_runtime.kernels import get_kernel
+from edge_runtime.kernels import get_kernel, wants_output_count
 from schemas import ShapeError, UnsupportedOpError, get_schema
 
 
@@ -69,6 +69,8 @@ class GraphPlan:
                 graph_attrs[key] = plans.get(value.index) or GraphPlan(model, value.index, self.xp, plans)
             else:
                 attrs[key] = value
+        if wants_output_count(op.op_type, op.domain):
+            attrs["n_outputs"] = len(op.outputs)
         return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label)
 
     def _with_lifetimes(self, steps: list[Step]) -> list[Step]:

@@ -16,7 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 from onnx.backend.test.case.node import collect_testcases
 
-from edge_runtime.kernels import get_kernel
+from edge_runtime.kernels import get_kernel, wants_output_count
 from schemas import get_schema
 
 
@@ -45,6 +45,8 @@ def run_graph(graph: onnx.GraphProto, env: dict, args=()):
         ins = [env[n] if n else None for n in node.input]
         if not (schema.inputs and schema.inputs[-1].variadic):
             ins += [None] * (n_declared - len(ins))
+        if wants_output_count(node.op_type, schema.domain):
+            attrs["n_outputs"] = len(node.output)
         out = get_kernel(node.op_type, schema.domain)(*ins, xp=np, **attrs)
         out = out if isinstance(out, tuple) else (out,)
         for name, value in zip(node.output, out):

@@ -61,15 +61,30 @@ def _window_axes(win):
     return tuple(range(2 + n, 2 + 2 * n))
 
 
-@kernel("MaxPool")
-def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides):
+def _reduce_taps(view, xp, ufunc, n_spatial: int):
+    """Reduce each window of ``view`` (..., out..., k...) tap by tap: kh*kw whole-array ufunc calls.
+
+    Far faster than ``view.max(axis=window_axes)``, whose reduction walks tiny strided axes.
+    """
+    taps = product(*(range(k) for k in view.shape[-n_spatial:]))
+    first = next(taps)
+    out = view[(Ellipsis,) + first].copy()
+    for tap in taps:
+        ufunc(out, view[(Ellipsis,) + tap], out=out)
+    return out
+
+
+@kernel("MaxPool", output_count=True)
+def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides, n_outputs):
     win = _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
     view = _conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end, low), xp, win)
-    y = view.max(axis=_window_axes(win))
-    # Indices: the flat position of each window's first maximum in the unpadded input.
     n_sp = len(win.kernel)
+    y = _reduce_taps(view, xp, xp.maximum, n_sp)
+    if n_outputs < 2:
+        return y
+    # Indices: the flat position of each window's first maximum in the unpadded input.
     flat = view.reshape(view.shape[: 2 + n_sp] + (-1,))
     tap = xp.argmax(flat, axis=-1)
     taps = xp.unravel_index(tap, win.kernel)
@@ -91,7 +106,7 @@ def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
     end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
     axes = _window_axes(win)
-    total = _conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end), xp, win).sum(axis=axes)
+    total = _reduce_taps(_conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end), xp, win), xp, xp.add, len(win.kernel))
     ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
     if include_pad:
         ones = _conv.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1)

@@ -8,7 +8,9 @@ A kernel is a pure function ``kernel(*inputs, xp, **attrs) -> array | tuple[arra
 - ``xp`` is the array namespace (``numpy`` or ``cupy``); kernels never import cupy.
 
 They return one array or a tuple with one entry per declared output (the runtime keeps as many
-as the node has).
+as the node has). A kernel whose optional outputs are costly registers with
+``output_count=True`` and then also receives ``n_outputs``, the number the node uses, so it can
+skip the rest (MaxPool's Indices).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from schemas.registry import UnsupportedOpError, get_schema
 Kernel = Callable[..., object]
 
 _KERNELS: dict[tuple[str, str], Kernel] = {}
+_WANTS_OUTPUT_COUNT: set[tuple[str, str]] = set()
 
 
-def kernel(name: str, domain: str = "") -> Callable[[Kernel], Kernel]:
+def kernel(name: str, domain: str = "", *, output_count: bool = False) -> Callable[[Kernel], Kernel]:
     """Register ``fn`` as the forward kernel of op ``name``; the op must already be declared."""
 
     def register(fn: Kernel) -> Kernel:
@@ -31,9 +34,17 @@ def kernel(name: str, domain: str = "") -> Callable[[Kernel], Kernel]:
         if key in _KERNELS:
             raise ValueError(f"kernel for {name} registered twice")
         _KERNELS[key] = fn
+        if output_count:
+            _WANTS_OUTPUT_COUNT.add(key)
         return fn
 
     return register
+
+
+def wants_output_count(name: str, domain: str = "") -> bool:
+    """Whether the kernel of ``name`` takes ``n_outputs`` (the number of outputs the node uses)."""
+    _load_families()
+    return (domain, name) in _WANTS_OUTPUT_COUNT
 
 
 def get_kernel(name: str, domain: str = "") -> Kernel:

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv, get_kernel
+from edge_runtime.kernels import _conv, get_kernel, wants_output_count
 from schemas import TensorType, get_schema, infer_types
 
 F32 = np.dtype(np.float32)
@@ -22,7 +22,10 @@ def run(op: str, *inputs, **attrs):
     """Call op's kernel the way the runtime does: every declared attribute by keyword."""
     schema = get_schema(op)
     inputs = list(inputs) + [None] * (len(schema.inputs) - len(inputs))
-    return get_kernel(op)(*inputs, xp=np, **schema.resolve_attrs(attrs))
+    resolved = schema.resolve_attrs(attrs)
+    if wants_output_count(op):  # as the runtime does: here every declared output is wanted
+        resolved["n_outputs"] = len(schema.outputs)
+    return get_kernel(op)(*inputs, xp=np, **resolved)
 
 
 def infer(op: str, *types, values=(), num_outputs=1, **attrs):
