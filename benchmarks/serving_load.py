@@ -73,10 +73,13 @@ def _drain(stream) -> None:
 
 
 def start_ours(repo: Path) -> tuple[subprocess.Popen, int, int]:
+    # One BLAS thread: concurrency comes from requests, and BLAS threads that spin-wait for work
+    # on a machine shared with the peer and the load generator only steal their cores.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     process = subprocess.Popen(
         [sys.executable, "-m", "flowstack_cli.serve", "--model-repository", str(repo), "--http-port", "0",
          "--grpc-port", "0", "--poll-interval", "0"],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env,
     )
     for line in process.stderr:
         event = json.loads(line)
