@@ -58,9 +58,8 @@ class InferResponse:
     id: str = ""
 
 
-def tensor_metadata(spec, max_batch_size: int) -> dict:
-    shape = list(spec.shape)
-    return {"name": spec.name, "datatype": datatypes.from_numpy(spec.dtype), "shape": shape}
+def tensor_metadata(spec) -> dict:
+    return {"name": spec.name, "datatype": datatypes.from_numpy(spec.dtype), "shape": list(spec.shape)}
 
 
 class InferenceCore:
@@ -91,8 +90,8 @@ class InferenceCore:
             "name": name,
             "versions": [str(v) for v in self.repository.versions(name)],
             "platform": mv.backend.platform,
-            "inputs": [tensor_metadata(s, mv.max_batch_size) for s in mv.inputs],
-            "outputs": [tensor_metadata(s, mv.max_batch_size) for s in mv.outputs],
+            "inputs": [tensor_metadata(s) for s in mv.inputs],
+            "outputs": [tensor_metadata(s) for s in mv.outputs],
         }
 
     def model_config(self, name: str, version: str = "") -> dict:
@@ -160,8 +159,7 @@ class InferenceCore:
                 break
             else:
                 raise ShuttingDown(f"model {request.model_name!r} is being unloaded")
-            response = self._response(mv, request, outputs)
-            return response
+            return self._response(mv, request, outputs)
         except ServingError as exc:
             status = type(exc).__name__
             raise

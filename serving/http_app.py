@@ -63,7 +63,7 @@ def _error(exc: Exception) -> Response:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def _endpoint(handler: Callable[..., Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(handler: Handler) -> Handler:
     """Turn every exception into an error response: a request never takes the server down."""
 
     @functools.wraps(handler)

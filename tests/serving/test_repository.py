@@ -14,7 +14,7 @@ import pytest
 from serving import ModelRepository
 from serving.backends import EdgeRuntimeBackend
 from serving.errors import InvalidRequest, ModelNotFound
-from tests.serving.conftest import Mlp, add_version
+from tests.serving.conftest import add_version
 
 
 def loaded(root: Path, **kwargs) -> ModelRepository:
