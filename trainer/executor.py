@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from edge_runtime.kernels import get_kernel
+from edge_runtime.kernels.registry import wants_output_count
 from schemas.registry import get_schema
 from trainer.graph import GraphError, Node, Tensor
 from trainer.state import FailedPreconditionError, OutOfRangeError, get_stateful_kernel
@@ -107,6 +108,8 @@ def resolve_kernel(node: Node):
 
 def _kernel_attrs(node: Node, xp) -> dict:
     attrs = dict(node.attrs)
+    if wants_output_count(node.op_type, node.domain):
+        attrs["n_outputs"] = len(node.outputs)
     if node.op_type == "Assign" and node.domain == D:
         attrs["_var"] = node.inputs[0].node.attrs["shared_name"]
     attrs["xp"] = xp
