@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-IN_DIM, HIDDEN, OUT_DIM = 256, 1024, 10
+IN_DIM, OUT_DIM = 256, 10
 
 
 # -- servers -----------------------------------------------------------------------------------
-def write_repository(root: Path, config: dict) -> Path:
+def write_repository(root: Path, config: dict, hidden: int) -> Path:
     from onnx import TensorProto, helper, numpy_helper
 
     sys.path.insert(0, str(ROOT))
@@ -40,11 +40,11 @@ def write_repository(root: Path, config: dict) -> Path:
 
     rng = np.random.default_rng(0)
     weights = {
-        "w1": rng.standard_normal((IN_DIM, HIDDEN)).astype(np.float32) / 16,
-        "b1": np.zeros(HIDDEN, np.float32),
-        "w2": rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) / 32,
-        "b2": np.zeros(HIDDEN, np.float32),
-        "w3": rng.standard_normal((HIDDEN, OUT_DIM)).astype(np.float32) / 32,
+        "w1": rng.standard_normal((IN_DIM, hidden)).astype(np.float32) / 16,
+        "b1": np.zeros(hidden, np.float32),
+        "w2": rng.standard_normal((hidden, hidden)).astype(np.float32) / 32,
+        "b2": np.zeros(hidden, np.float32),
+        "w3": rng.standard_normal((hidden, OUT_DIM)).astype(np.float32) / 32,
         "b3": np.zeros(OUT_DIM, np.float32),
     }
     graph = helper.make_graph(
@@ -244,6 +244,7 @@ def main() -> int:
     parser.add_argument("--protocols", nargs="+", default=["http", "grpc"], choices=["http", "grpc"])
     parser.add_argument("--max-queue-delay-us", type=int, default=0,
                         help="max_queue_delay_us for (a); 0 batches whatever queued while the backend was busy (default)")
+    parser.add_argument("--hidden", type=int, default=1024, help="width of the MLP's two hidden layers (default 1024)")
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer:
@@ -252,8 +253,8 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="serving-load-"))
     batched = write_repository(work / "batched", {"max_batch_size": 64, "max_queue_delay_us": args.max_queue_delay_us,
-                                                  "max_queue_size": 4096})
-    unbatched = write_repository(work / "unbatched", {"max_batch_size": 0, "max_queue_size": 4096})
+                                                  "max_queue_size": 4096}, args.hidden)
+    unbatched = write_repository(work / "unbatched", {"max_batch_size": 0, "max_queue_size": 4096}, args.hidden)
     processes = []
     try:
         targets = {}
@@ -263,7 +264,8 @@ def main() -> int:
             processes.append(process)
             targets[label] = {"http": http_port, "grpc": grpc_port}
         time.sleep(1.0)
-        print(f"model: MLP {IN_DIM}-{HIDDEN}-{HIDDEN}-{OUT_DIM} (1.3M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
+        parameters = IN_DIM * args.hidden + args.hidden * args.hidden + args.hidden * OUT_DIM
+        print(f"model: MLP {IN_DIM}-{args.hidden}-{args.hidden}-{OUT_DIM} ({parameters / 1e6:.1f}M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
               f"bare grpc.aio (gRPC); {os.cpu_count()} CPUs; {args.duration:.0f} s per cell")
         header = (f"{'proto':5} {'conc':>4} | {'batching req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | {'no-batch req/s':>14} "
                   f"{'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
