@@ -1,3 +1,144 @@
-"""text kernels."""
+"""Text kernels: string cleaning, concatenation, splitting, regex matching and n-gram vectorizing.
+
+String tensors are NumPy object arrays of Python ``str``. Strings have no vectorised arithmetic,
+so the string ops work element by element over the flattened array; the numeric parts (counting
+n-grams, weighting) are array operations.
+"""
 
 from __future__ import annotations
+
+import re
+
+from edge_runtime.kernels.registry import kernel
+from schemas.registry import UnsupportedOpError
+
+_CASE_CHANGE = {"NONE": lambda s: s, "LOWER": str.lower, "UPPER": str.upper}
+
+
+def _strings(xp, values, shape):
+    """An object array of ``shape`` holding ``values`` (np.array would split nested str lists)."""
+    out = xp.empty(len(values), dtype=object)
+    out[:] = values
+    return out.reshape(shape)
+
+
+@kernel("StringNormalizer")
+def string_normalizer(x, *, xp, case_change_action, is_case_sensitive, locale, stopwords):
+    if x.ndim not in (1, 2) or (x.ndim == 2 and x.shape[0] != 1):
+        raise UnsupportedOpError(f"StringNormalizer: X must be [C] or [1, C], got shape {x.shape}")
+    if case_change_action not in _CASE_CHANGE:
+        raise UnsupportedOpError(
+            f"StringNormalizer: case_change_action must be one of {sorted(_CASE_CHANGE)}, got {case_change_action!r}"
+        )
+    words = list(x.reshape(-1))
+    if stopwords:
+        if is_case_sensitive:
+            stop = set(stopwords)
+            words = [w for w in words if w not in stop]
+        else:
+            stop = {s.lower() for s in stopwords}
+            words = [w for w in words if w.lower() not in stop]
+    change = _CASE_CHANGE[case_change_action]
+    words = [change(w) for w in words] or [""]  # all dropped: one empty string, as ONNX specifies
+    return _strings(xp, words, (*x.shape[:-1], len(words)))
+
+
+@kernel("StringConcat")
+def string_concat(x, y, *, xp):
+    # object arrays add elementwise with Python's str.__add__, broadcasting like any ufunc
+    return xp.asarray(xp.add(x, y), dtype=object)
+
+
+@kernel("StringSplit")
+def string_split(x, *, xp, delimiter, maxsplit):
+    # An absent or empty delimiter splits on runs of whitespace, which is str.split(None).
+    sep = delimiter or None
+    limit = -1 if maxsplit is None else maxsplit
+    parts = [s.split(sep, limit) for s in x.reshape(-1)]
+    counts = xp.asarray([len(p) for p in parts], dtype=xp.int64).reshape(x.shape)
+    width = max((len(p) for p in parts), default=0)
+    padded = [s for p in parts for s in p + [""] * (width - len(p))]
+    return _strings(xp, padded, (*x.shape, width)), counts
+
+
+@kernel("RegexFullMatch")
+def regex_full_match(x, *, xp, pattern):
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise UnsupportedOpError(f"RegexFullMatch: pattern {pattern!r} is not supported: {exc}") from None
+    matched = [compiled.fullmatch(s) is not None for s in x.reshape(-1)]
+    return xp.asarray(matched, dtype=bool).reshape(x.shape)
+
+
+# ------------------------------------------------------------------------------ TfIdfVectorizer
+
+
+def _pool_grams(pool, ngram_counts, ngram_indexes, min_gram, max_gram):
+    """Yield (n, grams as a list of n-tuples, their output columns) for each counted gram length."""
+    ends = list(ngram_counts[1:]) + [len(pool)]
+    gram_id = 0
+    for n, (start, end) in enumerate(zip(ngram_counts, ends), start=1):
+        count = (end - start) // n
+        if min_gram <= n <= max_gram and count:
+            grams = [tuple(pool[start + i * n : start + (i + 1) * n]) for i in range(count)]
+            yield n, grams, list(ngram_indexes[gram_id : gram_id + count])
+        gram_id += count
+
+
+def _token_ids(x, pool, xp):
+    """Each token's index in the pool's vocabulary, -1 for tokens the pool never mentions."""
+    vocab = {token: i for i, token in enumerate(dict.fromkeys(pool))}
+    if x.dtype == object:
+        ids = [vocab.get(token, -1) for token in x.reshape(-1)]
+        return xp.asarray(ids, dtype=xp.int64).reshape(x.shape), vocab
+    keys = xp.asarray(list(vocab), dtype=xp.int64)
+    order = xp.argsort(keys)
+    pos = xp.clip(xp.searchsorted(keys[order], x), 0, len(keys) - 1)
+    ids = xp.where(keys[order][pos] == x, order[pos], -1)
+    return ids.astype(xp.int64), vocab
+
+
+@kernel("TfIdfVectorizer")
+def tfidf_vectorizer(
+    x, *, xp, max_gram_length, max_skip_count, min_gram_length, mode, ngram_counts, ngram_indexes,
+    pool_int64s, pool_strings, weights,
+):
+    if mode not in ("TF", "IDF", "TFIDF"):
+        raise UnsupportedOpError(f"TfIdfVectorizer: mode must be TF, IDF or TFIDF, got {mode!r}")
+    if x.ndim not in (1, 2):
+        raise UnsupportedOpError(f"TfIdfVectorizer: X must be [C] or [N, C], got shape {x.shape}")
+    size = max(ngram_indexes) + 1
+    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    counts = xp.zeros((rows.shape[0], size), dtype=xp.int64)
+    pool = list(pool_strings or pool_int64s or [])
+    if pool and rows.size:
+        ids, vocab = _token_ids(rows, pool, xp)
+        length = rows.shape[1]
+        for n, grams, columns in _pool_grams(pool, ngram_counts, ngram_indexes, min_gram_length, max_gram_length):
+            pool_ids = xp.asarray([[vocab[t] for t in g] for g in grams], dtype=xp.int64)
+            # a unigram is the same for every skip; longer grams are taken at each skip distance
+            for distance in range(1, (max_skip_count + 1 if n > 1 else 1) + 1):
+                starts = length - distance * (n - 1)
+                if starts <= 0:
+                    break
+                windows = xp.stack([ids[:, k * distance : k * distance + starts] for k in range(n)], axis=-1)
+                # matching rows of (pool grams + windows) share a group; each pool gram names a column
+                _, group = xp.unique(
+                    xp.concatenate([pool_ids, windows.reshape(-1, n)]), axis=0, return_inverse=True
+                )
+                group = group.reshape(-1)
+                column_of_group = xp.full(int(group.max()) + 1, -1, dtype=xp.int64)
+                column_of_group[group[: len(grams)]] = xp.asarray(columns, dtype=xp.int64)
+                found = column_of_group[group[len(grams) :]].reshape(rows.shape[0], starts)
+                row, pos = xp.nonzero(found >= 0)
+                xp.add.at(counts, (row, found[row, pos]), 1)
+    scale = xp.asarray(weights, dtype=xp.float32) if weights else xp.ones(size, dtype=xp.float32)
+    if mode == "TF":
+        y = counts.astype(xp.float32)
+    elif mode == "IDF":
+        y = (counts > 0) * scale
+    else:
+        y = counts * scale
+    y = y.astype(xp.float32)
+    return y.reshape(size) if x.ndim == 1 else y

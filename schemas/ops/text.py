@@ -1,3 +1,78 @@
-"""text ops."""
+"""Text ops: string cleaning, concatenation, splitting, regex matching and n-gram vectorizing.
+
+String tensors are NumPy object arrays of Python ``str``; their dtype is ``object``.
+"""
 
 from __future__ import annotations
+
+import numpy as np
+
+from schemas.ops.rules import BOOL, INT64, broadcast
+from schemas.registry import REQUIRED, Attr, TensorType, op
+
+STRING = np.dtype(object)
+FLOAT = np.dtype(np.float32)
+
+
+@op(
+    "StringNormalizer",
+    inputs=["X"],
+    outputs=["Y"],
+    attrs={
+        "case_change_action": Attr("string", "NONE"),
+        "is_case_sensitive": Attr("int", 0),
+        "locale": Attr("string"),
+        "stopwords": Attr("strings"),
+    },
+)
+def _string_normalizer(ctx):
+    x = ctx.input(0)
+    if x.shape is None:
+        return [TensorType(STRING, None)]
+    if len(x.shape) not in (1, 2) or (len(x.shape) == 2 and x.shape[0] not in (1, None)):
+        raise ctx.fail(f"X must be [C] or [1, C], got shape {x.shape}")
+    # Stopword removal makes the last dim depend on the data.
+    last = x.shape[-1] if not ctx.attrs.get("stopwords") else None
+    return [TensorType(STRING, (*x.shape[:-1], last))]
+
+
+op("StringConcat", inputs=["X", "Y"], outputs=["Z"])(broadcast())
+
+
+@op("StringSplit", inputs=["X"], outputs=["Y", "Z"], attrs={"delimiter": Attr("string"), "maxsplit": Attr("int")})
+def _string_split(ctx):
+    shape = ctx.input(0).shape
+    if shape is None:
+        return [TensorType(STRING, None), TensorType(INT64, None)]
+    return [TensorType(STRING, (*shape, None)), TensorType(INT64, shape)]
+
+
+@op("RegexFullMatch", inputs=["X"], outputs=["Y"], attrs={"pattern": Attr("string", REQUIRED)})
+def _regex_full_match(ctx):
+    return [TensorType(BOOL, ctx.input(0).shape)]
+
+
+@op(
+    "TfIdfVectorizer",
+    inputs=["X"],
+    outputs=["Y"],
+    attrs={
+        "max_gram_length": Attr("int", REQUIRED),
+        "max_skip_count": Attr("int", REQUIRED),
+        "min_gram_length": Attr("int", REQUIRED),
+        "mode": Attr("string", REQUIRED),
+        "ngram_counts": Attr("ints", REQUIRED),
+        "ngram_indexes": Attr("ints", REQUIRED),
+        "pool_int64s": Attr("ints"),
+        "pool_strings": Attr("strings"),
+        "weights": Attr("floats"),
+    },
+)
+def _tfidf_vectorizer(ctx):
+    x = ctx.input(0)
+    size = max(ctx.attrs["ngram_indexes"], default=-1) + 1
+    if x.shape is None:
+        return [TensorType(FLOAT, None)]
+    if len(x.shape) not in (1, 2):
+        raise ctx.fail(f"X must be [C] or [N, C], got shape {x.shape}")
+    return [TensorType(FLOAT, (*x.shape[:-1], size))]
