@@ -177,3 +177,21 @@ def test_batching_config_needs_a_batch_dimension(tmp_path):
     assert not repository.ready()
     assert "dimension 0 of every input and output to be dynamic" in repository.statuses("fixed")[0].reason
     repository.close()
+
+
+def test_config_change_reloads_and_removed_model_unloads(tmp_path, mlp):
+    add_version(tmp_path, "mlp", 1, mlp, {"max_batch_size": 4})
+    repository = loaded(tmp_path)
+    first = repository.get("mlp")
+    assert first.max_batch_size == 4
+    (tmp_path / "mlp" / "config.json").write_text(json.dumps({"max_batch_size": 8, "instances": 2}))
+    repository.poll()
+    second = repository.get("mlp")
+    assert second is not first and second.max_batch_size == 8 and second.config.instances == 2
+    np.testing.assert_allclose(run(repository), mlp(np.ones((1, 4), np.float32)), rtol=1e-5)
+    os.rename(tmp_path / "mlp", tmp_path / ".mlp-removed")
+    repository.poll()
+    assert repository.model_names() == [] and not repository.ready()
+    with pytest.raises(ModelNotFound, match="unknown model 'mlp'"):
+        repository.get("mlp")
+    repository.close()
