@@ -266,7 +266,8 @@ def main() -> int:
         time.sleep(1.0)
         parameters = IN_DIM * args.hidden + args.hidden * args.hidden + args.hidden * OUT_DIM
         print(f"model: MLP {IN_DIM}-{args.hidden}-{args.hidden}-{OUT_DIM} ({parameters / 1e6:.1f}M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
-              f"bare grpc.aio (gRPC); {os.cpu_count()} CPUs; {args.duration:.0f} s per cell")
+              f"bare grpc.aio (gRPC); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before; "
+              f"{args.duration:.0f} s per cell")
         header = (f"{'proto':5} {'conc':>4} | {'batching req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | {'no-batch req/s':>14} "
                   f"{'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
                   f"{'ours/peer':>9} {'batch/no':>8} {'p99/p50':>7}")
@@ -282,6 +283,7 @@ def main() -> int:
                       f"{b['rps']:>14.0f} {b['p50']:>7.2f} {b['p99']:>7.2f} | {c['rps']:>10.0f} {c['p50']:>7.2f} "
                       f"{c['p99']:>7.2f} | {a['rps'] / c['rps']:>9.2f} {a['rps'] / b['rps']:>8.2f} "
                       f"{a['p99'] / a['p50']:>7.2f}" + (f"  ({errors} errors)" if errors else ""), flush=True)
+        print(f"load average after: {os.getloadavg()[0]:.1f} (includes this benchmark's own processes)")
     finally:
         for process in processes:
             process.terminate()
