@@ -79,7 +79,7 @@ from trainer.variables import (
     variables_initializer,
 )
 from trainer.gradients import IndexedSlices, gradients
-from trainer import nn, layers, losses, metrics, train, init  # noqa: E402
+from trainer import inputs, nn, layers, losses, metrics, train, init  # noqa: E402
 from trainer.control_flow import cond, while_loop
 from trainer.queues import FIFOQueue, QueueRunner, RandomShuffleQueue, start_queue_runners
 from trainer.saver import Saver, export_graph, import_graph, latest_checkpoint
@@ -91,7 +91,7 @@ __all__ = [
     "OutOfRangeError", "QueueRunner", "RandomShuffleQueue", "Saver", "Session", "Tensor", "Variable",
     "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "device",
     "divide", "equal", "exp", "export_graph", "gather", "get_default_graph", "global_variables",
-    "global_variables_initializer", "gradients", "greater", "group", "identity", "import_graph", "init",
+    "global_variables_initializer", "gradients", "greater", "group", "identity", "import_graph", "init", "inputs",
     "latest_checkpoint", "layers", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
     "minimum", "multiply", "name_scope", "negative", "nn", "no_op", "ones_like", "placeholder", "pow",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph", "reshape", "shape",

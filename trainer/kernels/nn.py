@@ -48,7 +48,9 @@ def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_sha
     c = x.shape[1]
     d2 = dy.reshape(n, g, m // g, -1)
     c2 = cols.reshape(n, g, (c // g) * _prod(win.kernel), -1)
-    dw = xp.einsum("ngmp,ngkp->gmk", d2, c2, optimize=True)
+    # One batched GEMM per example against the transposed columns (a view BLAS reads directly),
+    # then a small sum over the batch; einsum would copy the columns first.
+    dw = xp.matmul(d2, c2.transpose(0, 1, 3, 2)).sum(axis=0)
     return dw.reshape(w.shape).astype(w.dtype, copy=False)
 
 
@@ -59,7 +61,7 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     c = x.shape[1]
     g = group
     k = _prod(win.kernel)
-    wg = w.reshape(g, m // g, (c // g) * k).transpose(0, 2, 1)  # (G, C/G*K, M/G)
+    wg = xp.ascontiguousarray(w.reshape(g, m // g, (c // g) * k).transpose(0, 2, 1))  # (G, C/G*K, M/G)
     dcols = xp.matmul(wg, dy.reshape(n, g, m // g, -1))  # (N, G, C/G*K, P)
     dcols = dcols.reshape((n, c, k) + win.out)
     padded = tuple(s + b + e for s, b, e in zip(x.shape[2:], win.pad_begin, win.pad_end))
