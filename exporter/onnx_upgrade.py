@@ -226,3 +226,13 @@ def _prelu_channel_slope(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
         return [node]
     node.inputs[1] = ctx.constant(f"{node.inputs[1]}_per_channel", slope.data.reshape((-1,) + (1,) * (rank - 2)))
     return [node]
+
+
+@upgrader("DFT", below=20)
+def _dft_axis_input(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    # DFT-17 took `axis` as an attribute defaulting to 1; DFT-20 takes it as input 2 (default -2).
+    axis = node.attrs.pop("axis", 1)
+    while len(node.inputs) < 2:
+        node.inputs.append("")
+    node.inputs[2:3] = [ctx.constant(f"{node.name or 'DFT'}_axis", np.asarray(axis, np.int64))]
+    return [node]

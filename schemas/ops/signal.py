@@ -23,7 +23,7 @@ def _scalar(ctx, index: int) -> int | None:
     inputs=["input", "dft_length?", "axis?"],
     outputs=["output"],
     attrs={"inverse": Attr("int", 0), "onesided": Attr("int", 0)},
-    differentiable=True,
+    differentiable=False,
 )
 def _dft(ctx):
     x = ctx.input(0)
@@ -57,7 +57,7 @@ def _dft(ctx):
     inputs=["signal", "frame_step", "window?", "frame_length?"],
     outputs=["output"],
     attrs={"onesided": Attr("int", 1)},
-    differentiable=True,
+    differentiable=False,
 )
 def _stft(ctx):
     x = ctx.input(0)
@@ -87,6 +87,6 @@ def _mel_weight_matrix(ctx):
 
 # SwiGLU is an activation, not a signal op: it arrived late (opset 28) and lives here, beside no
 # relatives, rather than reopen the math family for one line of math.
-op("SwiGLU", inputs=["A", "B"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)}, differentiable=True)(
+op("SwiGLU", inputs=["A", "B"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)}, differentiable=False)(
     same_as_input(0)
 )
