@@ -11,10 +11,9 @@ import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
 
-from benchmarks.edge_vs_onnxruntime import agree, main, ort_session
+from benchmarks.edge_vs_onnxruntime import agree, flow_bytes, main, ort_session
 from benchmarks.models import BENCHMARKS, MOBILENET_V2_BLOCKS, _divisible
 from edge_runtime import load
-from exporter.onnx_import import onnx_to_flow_bytes
 
 SLOW_AT_FULL_SIZE = {"resnet18", "mobilenet_v2", "transformer"}
 
@@ -32,8 +31,9 @@ def test_model_is_valid_onnx_and_matches_onnxruntime(name: str, quick: bool) -> 
     feeds = spec.feeds(model, quick=quick)
     names = [o.name for o in model.graph.output]
     want = ort_session(model.SerializeToString()).run(names, feeds)
-    got = load(onnx_to_flow_bytes(model)).run(feeds)
-    agree(name, "edge runtime", [got[n] for n in names], want)
+    for optimized in (False, True):  # BatchNormalization as its own node, then folded by the exporter
+        got = load(flow_bytes(model, optimized)).run(feeds)
+        agree(name, f"edge runtime ({'optimized' if optimized else 'plain import'})", [got[n] for n in names], want)
 
 
 @pytest.mark.parametrize("name", list(BENCHMARKS))
