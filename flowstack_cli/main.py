@@ -13,6 +13,7 @@ COMMANDS = (
     "flowstack_cli.run_model",
     "flowstack_cli.bench",
     "flowstack_cli.demo",
+    "flowstack_cli.serve",
 )
 
 
