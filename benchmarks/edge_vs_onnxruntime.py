@@ -7,8 +7,10 @@
 
 Each model is built in memory (``benchmarks.models``), converted to .flow bytes and loaded; all
 three runners are checked against onnxruntime's output before any timing. Ours and onnxruntime
-are timed alternately, call for call, so that load from other processes on a shared machine
-falls on both and the ratio holds even when absolute times drift. onnxruntime runs with
+are timed in alternating blocks of about 0.2 s each, so that load from other processes on a
+shared machine falls on both and the ratio holds even when absolute times drift, while each
+block still runs with warm caches (alternating call for call made onnxruntime 2x slower on the
+MLP, whose weights the other runner's call had evicted). onnxruntime runs with
 intra_op_num_threads=2, inter_op_num_threads=1 and its default graph optimisations. Ours runs the
 model as ``flowstack convert`` writes it, after the exporter's passes (BatchNormalization folding,
 activation fusion, ...), or with ``--no-optimize`` as plain ``onnx_to_flow_bytes`` imports it;
@@ -84,19 +86,23 @@ def _elapsed_ms(fn: Callable[[], object]) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+BLOCK_S = 0.2
+
+
 def time_pair(ours: Callable[[], object], peer: Callable[[], object], warmup: int, min_count: int, max_count: int,
               budget_s: float) -> tuple[Timing, Timing]:
-    """Median latency of two callables run alternately: at least ``min_count`` pairs, then more
-    until ``budget_s`` is spent or ``max_count`` pairs are done."""
-    for _ in range(warmup):
-        ours()
-        peer()
+    """Median latency of two callables timed in alternating blocks of about ``BLOCK_S`` each: at
+    least ``min_count`` calls of each, then more until ``budget_s`` is spent or ``max_count``."""
+    blocks = []
+    for fn in (ours, peer):
+        first = min(_elapsed_ms(fn) for _ in range(warmup))
+        blocks.append(max(1, int(BLOCK_S * 1e3 / max(first, 1e-3))))
     a: list[float] = []
     b: list[float] = []
     deadline = time.perf_counter() + budget_s
     while len(a) < min_count or (len(a) < max_count and time.perf_counter() < deadline):
-        a.append(_elapsed_ms(ours))
-        b.append(_elapsed_ms(peer))
+        a.extend(_elapsed_ms(ours) for _ in range(blocks[0]))
+        b.extend(_elapsed_ms(peer) for _ in range(blocks[1]))
     return Timing(statistics.median(a), len(a), min(a)), Timing(statistics.median(b), len(b), min(b))
 
 
