@@ -178,8 +178,9 @@ class WhileLoop:
             "counter_index": self.counter_index,
         }
 
-    def gradient(self, exit_grads):
-        """{outer tensor: gradient} for the loop's initial values and captured tensors."""
+    def gradient(self, exit_grads, wanted=lambda t: True):
+        """{outer tensor: gradient} for the loop's initial values and the captured tensors ``wanted`` says
+        the caller needs (a loop over a fed sequence need not accumulate the sequence's gradient)."""
         from trainer.gradients import gradients
         from trainer.ops import add, less, ones_like, subtract, zeros_like
 
@@ -187,7 +188,7 @@ class WhileLoop:
         n_user = self.counter_index
         exits = self.exit_tensors()
         diff = [i for i in range(n_user) if exits[i].dtype is not None and exits[i].dtype.kind == "f"]
-        captured = [t for t in self.ctx.captured() if t.dtype is not None and t.dtype.kind == "f"]
+        captured = [t for t in self.ctx.captured() if t.dtype is not None and t.dtype.kind == "f" and wanted(t)]
         n_iter = exits[self.counter_index]
         init_g = [exit_grads[i] if exit_grads[i] is not None else zeros_like(exits[i]) for i in diff]
         init_acc = [zeros_like(c) for c in captured]

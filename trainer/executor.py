@@ -24,7 +24,7 @@ from trainer.state import FailedPreconditionError, OutOfRangeError, get_stateful
 
 __all__ = ["compile_plan", "FlatPlan", "DataflowPlan", "KernelError"]
 
-CONTROL_FLOW_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
+CONTROL_FLOW_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration"})  # ops that route by frame
 D = "flowstack"
 _DEAD = object()
 
@@ -33,7 +33,7 @@ class KernelError(RuntimeError):
     """A kernel failed while running; names the node and its op."""
 
 
-def _needed_nodes(fetch_nodes: Sequence[Node], fed: set) -> list[Node]:
+def _needed_nodes(fetch_nodes: Sequence[Node], fed: set, whole_loops: bool = True) -> list[Node]:
     """Every node the fetches depend on, not looking past fed tensors; whole loops come along."""
     seen: set = set()
     stack = list(fetch_nodes)
@@ -43,7 +43,7 @@ def _needed_nodes(fetch_nodes: Sequence[Node], fed: set) -> list[Node]:
         if node in seen:
             continue
         seen.add(node)
-        ctx = node.cf_context
+        ctx = node.cf_context if whole_loops else None
         while ctx is not None:
             loop = getattr(ctx, "loop_nodes", None)
             if loop is not None and id(ctx) not in loops_added:
@@ -56,7 +56,7 @@ def _needed_nodes(fetch_nodes: Sequence[Node], fed: set) -> list[Node]:
             if i == 0 and node.op_type == "Assign" and node.domain == D:
                 continue  # Assign writes its ref; it does not read it
             stack.append(t.node)
-        stack.extend(node.control_inputs)
+        stack.extend(c for c in node.control_inputs if not any(o in fed for o in c.outputs))
     return list(seen)
 
 
@@ -279,8 +279,13 @@ class DataflowPlan:
         return run_dataflow(self, feed_values, rctx)
 
 
-def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[Node], feed_tensors, session):
-    """Build the plan for fetching ``fetch_tensors`` and running ``target_nodes`` given feeds."""
+def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[Node], feed_tensors, session,
+                 *, sub_plan: bool = False):
+    """Build the plan for fetching ``fetch_tensors`` and running ``target_nodes`` given feeds.
+
+    ``sub_plan`` compiles the inside of one loop (cond or body) for a fused loop step: no
+    whole-loop closure, no copies of fetched values, and it must come out flat.
+    """
     fed = set(feed_tensors)
     for t in list(fetch_tensors) + list(feed_tensors):
         if t.graph is not graph:
@@ -289,7 +294,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         if n.graph is not graph:
             raise GraphError(f"node {n.name} belongs to another graph than the session's")
     roots = [t.node for t in fetch_tensors if t not in fed] + list(target_nodes)
-    nodes = _needed_nodes(roots, fed)
+    nodes = _needed_nodes(roots, fed, whole_loops=not sub_plan)
     for n in nodes:
         if n.op_type == "Placeholder" and n.domain == D and not all(o in fed for o in n.outputs):
             needed_by = _who_needs(n, roots, fed)
@@ -299,7 +304,14 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             )
     order = _toposort(nodes, fed)
     placement = session._placer.place(order)
+    loop_steps = [] if sub_plan else _fuse_loops(graph, order, session)
+    if loop_steps:
+        order = _collapse_loops(order, loop_steps, fed)
+        for lp in loop_steps:
+            placement[lp] = placement[lp.anchor]
     dynamic = any(n.op_type in CONTROL_FLOW_OPS and n.domain == D for n in order)
+    if sub_plan and dynamic:
+        raise GraphError("internal: a fused loop body still contains control flow")
 
     slots: dict[Tensor, int] = {}
     template: list = []
@@ -320,7 +332,15 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             continue
         dev = placement[n]
         xp = session._devices[dev].xp
-        if n.op_type == "Constant" and n.domain == "" and not n.control_inputs:
+        if isinstance(n, LoopStep):
+            lp = n
+            step = Step(lp, lp.run, tuple(slot_of(t) for t in lp.inputs), tuple(slot_of(t) for t in lp.outputs),
+                        {}, True, dev)
+            steps.append(step)
+            steps_by_device.setdefault(dev, []).append(step)
+            continue
+        # (inside a fused loop body a constant's control edge from the pivot only tags frames)
+        if n.op_type == "Constant" and n.domain == "" and (sub_plan or not n.control_inputs):
             value = get_kernel("Constant")(xp=xp, **n.attrs)
             template[slot_of(n.outputs[0])] = session._devices[dev].from_host(value)
             continue
@@ -347,7 +367,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         steps_by_device.setdefault(dev, []).append(step)
     del slot_of_const
     fetch_slots = [slots[t] if t in slots else slot_of(t) for t in fetch_tensors]
-    copy_fetch = [i for i, t in enumerate(fetch_tensors) if _aliases_state(t) and t not in fed]
+    copy_fetch = [] if sub_plan else [i for i, t in enumerate(fetch_tensors) if _aliases_state(t) and t not in fed]
     if dynamic:
         plan = _dataflow_plan(steps, template, feeds, fetch_slots, copy_fetch, slots)
         plan.fetch_names = [t.name for t in fetch_tensors]
@@ -390,3 +410,101 @@ def _dataflow_plan(steps, template, feeds, fetch_slots, copy_fetch, slots):
         if n_deps == 0 and not s.node.control_inputs:
             initial.append(si)
     return DataflowPlan(steps, consumers, initial, template, feeds, fetch_slots, copy_fetch, slot_owner)
+
+
+class LoopStep:
+    """A whole while_loop run as one plan step: flat sub-plans for its cond and body, iterated in
+    Python. Used for loops with no nested control flow, where per-iteration frame bookkeeping
+    would cost more than the body itself (an LSTM step). Iterations then run one after another.
+    """
+
+    op_type = "WhileLoop"
+    domain = D
+
+    def __init__(self, loop, session, nodes):
+        self.loop = loop
+        self.name = loop.frame_name
+        self.nodes = nodes
+        self.control_inputs: list = []
+        self.inputs = [e.inputs[0] for e in loop.enters] + list(self.captured)
+        self.outputs = loop.exit_tensors()
+        graph = loop.ctx.graph
+        merged = [m.outputs[0] for m in loop.merges]
+        const_outs = [loop.ctx.captured()[t] for t in self.captured]
+        self.cond = compile_plan(graph, [loop.loop_cond.outputs[0]], [], merged + const_outs, session, sub_plan=True)
+        body_in = [sw.outputs[1] for sw in loop.switches]
+        nexts = [n.inputs[0] for n in loop.next_iterations]
+        self.body = compile_plan(graph, nexts, [], body_in + const_outs, session, sub_plan=True)
+        self.n_vars = len(loop.enters)
+
+    @property
+    def captured(self):
+        return list(self.loop.ctx.captured())
+
+    def run(self, rctx, *values, xp=None):
+        n = self.n_vars
+        current = list(values[:n])
+        consts = list(values[n:])
+        cond, body = self.cond, self.body
+        while bool(cond.run(current + consts, rctx)[0]):
+            current = body.run(current + consts, rctx)
+        return tuple(current)
+
+
+def _collapse_loops(order, loop_steps, fed) -> list:
+    """The plan order with each fused loop's nodes replaced by its LoopStep, re-sorted."""
+    rep = {n: lp for lp in loop_steps for n in lp.nodes}
+    items = [n for n in order if n not in rep] + list(loop_steps)
+    item_set = set(items)
+    consumers: dict = {it: [] for it in items}
+    indeg = {}
+    for it in items:
+        deps = set()
+        for i, t in enumerate(it.inputs):
+            if t is None or t in fed or (i == 0 and it.op_type == "Assign" and it.domain == D):
+                continue
+            if it.op_type == "Merge" and t.node.op_type == "NextIteration":
+                continue
+            p = rep.get(t.node, t.node)
+            if p in item_set and p is not it:
+                deps.add(p)
+        for c in it.control_inputs:
+            p = rep.get(c, c)
+            if p in item_set and p is not it:
+                deps.add(p)
+        indeg[it] = len(deps)
+        for d in deps:
+            consumers[d].append(it)
+    ready = deque(it for it in items if indeg[it] == 0)
+    out = []
+    while ready:
+        it = ready.popleft()
+        out.append(it)
+        for c in consumers[it]:
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                ready.append(c)
+    return out
+
+
+def _fuse_loops(graph, order, session) -> list:
+    """A LoopStep for each top-level loop of the plan with no nested control flow."""
+    present = set(order)
+    fused = []
+    for loop in graph.loops:
+        ctx = loop.ctx
+        if ctx.outer is not None or not any(e in present for e in loop.exits):
+            continue
+        own = set(loop.enters) | set(loop.merges) | set(loop.switches) | set(loop.next_iterations)
+        own.add(loop.loop_cond)
+        nested = [n for n in ctx.nodes if n.op_type in CONTROL_FLOW_OPS and n.domain == D and n not in own
+                  and not (n.op_type == "Enter" and n.attrs.get("is_constant"))]
+        if nested:
+            continue
+        first_exit = min((e for e in loop.exits if e in present), key=order.index)
+        nodes = set(ctx.nodes) | set(loop.exits)
+        step = LoopStep(loop, session, nodes)
+        step.anchor = first_exit
+        if len(step.cond.partitions) == 1 and len(step.body.partitions) == 1:
+            fused.append(step)  # loops spanning devices stay on the dataflow executor
+    return fused

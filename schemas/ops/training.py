@@ -250,3 +250,27 @@ op("SliceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
    attrs={"starts": Attr("ints", REQUIRED), "ends": Attr("ints", REQUIRED), "axes": Attr("ints"),
           "steps": Attr("ints")},
    doc="Gradient of Slice: dY written into zeros shaped like X at the sliced positions.")(same_as_input(1))
+
+
+@op("LSTMBlockCell", domain=D, inputs=["x", "h_prev", "c_prev", "W", "b"],
+    outputs=["h", "c", "i", "f", "o", "g", "co"], attrs={"forget_bias": Attr("float", 0.0)}, differentiable=True,
+    doc="One LSTM step, fused: z = [x, h_prev] @ W + b split into gates i, f, g, o; c = f*c_prev + i*g, "
+        "h = o*tanh(c). The gate activations are outputs too, for the gradient (as TensorFlow's LSTMBlockCell).")
+def _lstm_block_cell(ctx):
+    x, h, w = ctx.input(0), ctx.input(1), ctx.input(3)
+    if w.shape is not None and w.shape[1] is not None:
+        if w.shape[1] % 4:
+            raise ctx.fail(f"W must have 4*hidden columns, got shape {w.shape}")
+        if x.shape is not None and h.shape is not None and None not in (x.shape[1], h.shape[1], w.shape[0]):
+            if x.shape[1] + h.shape[1] != w.shape[0]:
+                raise ctx.fail(f"W has {w.shape[0]} rows but x {x.shape} and h_prev {h.shape} give "
+                               f"{x.shape[1] + h.shape[1]}")
+    state = TensorType(x.dtype, None if h.shape is None else tuple(h.shape))
+    return [state] * 7
+
+
+op("LSTMBlockCellGrad", domain=D,
+   inputs=["dh", "dc", "x", "h_prev", "c_prev", "W", "i", "f", "o", "g", "co"],
+   outputs=["dx", "dh_prev", "dc_prev", "dW", "db"])(
+    lambda ctx: [ctx.input(2), ctx.input(3), ctx.input(4), ctx.input(5),
+                 TensorType(ctx.input(5).dtype, None if ctx.input(5).shape is None else (ctx.input(5).shape[1],))])

@@ -136,3 +136,25 @@ def test_while_loop_shape_change_is_reported():
     with g.as_default(), pytest.raises(T.GraphError, match="loop variable 0 has shape"):
         T.while_loop(lambda x: T.reduce_sum(x) < 10.0, lambda x: T.concat([x, x], axis=0),
                      [T.constant(np.ones(2, np.float32))])
+
+
+def test_fused_lstm_cell_matches_composed_cell():
+    results = []
+    rng = np.random.default_rng(3)
+    data = rng.normal(size=(5, 4, 3))
+    for fused in (True, False):
+        g = T.Graph()
+        with g.as_default():
+            T.init.set_seed(7)
+            xs = T.placeholder(np.float64, (5, 4, 3))
+            cell = T.layers.MultiRNNCell([T.layers.LSTMCell(6, 3, name="a", dtype=np.float64, fused=fused),
+                                          T.layers.LSTMCell(6, 6, name="b", dtype=np.float64, fused=fused)])
+            out, ((h1, c1), (h2, c2)) = T.layers.dynamic_rnn(cell, xs, cell.zero_state(4, np.float64))
+            loss = T.reduce_sum(out * out) + T.reduce_sum(c2) + T.reduce_sum(c1 * h1)
+            grads = T.gradients(loss, T.trainable_variables() + [xs])
+            init = T.global_variables_initializer()
+        s = T.Session(g)
+        s.run(init)
+        results.append(s.run([loss] + grads, {xs: data}))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

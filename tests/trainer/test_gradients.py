@@ -132,6 +132,8 @@ CASES = {
                                                              "pads": [1, 1, 1, 1]}, [0, 1, 2]),
     "BatchNormalization": ([f(4, 3, 2, 2), pos(3), f(3), f(3), pos(3)], {"epsilon": 1e-3}, [0, 1, 2, 3, 4]),
     "Dropout": ([f(3, 4)], {}, [0]),
+    "flowstack::LSTMBlockCell": ([f(2, 3), f(2, 4), f(2, 4), f(7, 16), f(16)], {"forget_bias": 1.0},
+                                 [0, 1, 2, 3, 4]),
 }
 
 SKIP = {

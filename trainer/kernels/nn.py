@@ -156,3 +156,52 @@ def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     m = _prod(x.shape[axis:])
     dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
     return dx.astype(x.dtype, copy=False), dscale.reshape(scale.shape), db.reshape(scale.shape)
+
+
+def _sigmoid_(z, xp):
+    """In-place logistic sigmoid."""
+    xp.negative(z, out=z)
+    xp.exp(z, out=z)
+    z += 1
+    xp.reciprocal(z, out=z)
+    return z
+
+
+@kernel("LSTMBlockCell", domain=D)
+def lstm_block_cell(x, h_prev, c_prev, w, b, *, xp, forget_bias):
+    d = x.shape[1]
+    hidden = h_prev.shape[1]
+    z = xp.matmul(x, w[:d])
+    z += xp.matmul(h_prev, w[d:])
+    z += b
+    if forget_bias:
+        z[:, hidden:2 * hidden] += forget_bias
+    i = _sigmoid_(z[:, :hidden], xp)
+    f = _sigmoid_(z[:, hidden:2 * hidden], xp)
+    g = xp.tanh(z[:, 2 * hidden:3 * hidden], out=z[:, 2 * hidden:3 * hidden])
+    o = _sigmoid_(z[:, 3 * hidden:], xp)
+    c = f * c_prev
+    c += i * g
+    co = xp.tanh(c)
+    h = o * co
+    return h, c, i, f, o, g, co
+
+
+@kernel("LSTMBlockCellGrad", domain=D)
+def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp):
+    hidden = h_prev.shape[1]
+    d = x.shape[1]
+    dz = xp.empty((x.shape[0], 4 * hidden), dtype=x.dtype)
+    dct = dh * o
+    dct *= 1 - co * co
+    dct += dc
+    # pre-activation gradients, written straight into their slices of dz
+    xp.multiply(dct * g, i * (1 - i), out=dz[:, :hidden])
+    xp.multiply(dct * c_prev, f * (1 - f), out=dz[:, hidden:2 * hidden])
+    xp.multiply(dct * i, 1 - g * g, out=dz[:, 2 * hidden:3 * hidden])
+    xp.multiply(dh * co, o * (1 - o), out=dz[:, 3 * hidden:])
+    dxh = xp.matmul(dz, w.T)
+    dw = xp.empty_like(w)
+    xp.matmul(x.T, dz, out=dw[:d])
+    xp.matmul(h_prev.T, dz, out=dw[d:])
+    return dxh[:, :d], dxh[:, d:], dct * f, dw, dz.sum(axis=0)
