@@ -304,7 +304,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             )
     order = _toposort(nodes, fed)
     placement = session._placer.place(order)
-    loop_steps = [] if sub_plan else _fuse_loops(graph, order, session)
+    loop_steps = _fuse_loops(graph, order, session) if (session.fuse_loops and not sub_plan) else []
     if loop_steps:
         order = _collapse_loops(order, loop_steps, fed)
         for lp in loop_steps:

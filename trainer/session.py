@@ -79,10 +79,11 @@ class Session:
 
     ``devices`` lists the devices this session may place ops on (default: ``CPU:0`` plus ``GPU:0``
     where CuPy finds one); ``num_cpu_devices`` adds ``CPU:1``... to exercise partitioning.
+    ``fuse_loops=False`` runs every while_loop on the frame-tagged dataflow executor.
     """
 
     def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
-                 inter_op_threads: int = 4):
+                 inter_op_threads: int = 4, fuse_loops: bool = True):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         from trainer.devices import canonical_device
@@ -97,6 +98,9 @@ class Session:
         self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
                                         thread_name_prefix="flowstack-partition")
         self._closed = False
+        # Loops without nested control flow run as one step (flat sub-plans per iteration);
+        # False keeps every loop on the frame-tagged dataflow executor (iterations may overlap).
+        self.fuse_loops = fuse_loops
 
     # -- running ----------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, *, trace: bool = False):

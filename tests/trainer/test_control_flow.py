@@ -34,14 +34,19 @@ def test_cond_takes_one_branch_and_skips_the_other():
     assert s.run(counter) == 1.0
 
 
-def test_while_loop_value_and_gradient():
+@pytest.fixture(params=[True, False], ids=["fused_loops", "dataflow_frames"])
+def fuse(request):
+    return request.param
+
+
+def test_while_loop_value_and_gradient(fuse):
     g = T.Graph()
     with g.as_default():
         x = T.placeholder(np.float64, (), name="x")
         i, acc = T.while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * x),
                               [T.constant(0), T.constant(np.float64(1.0))])
         (dx,) = T.gradients(acc, [x])
-    s = T.Session(g)
+    s = T.Session(g, fuse_loops=fuse)
     assert s.run([i, acc], {x: 2.0}) == [5, 32.0]
     assert s.run(dx, {x: 2.0}) == 80.0
 
@@ -87,12 +92,12 @@ def _rnn_graph(unrolled: bool, steps=4, batch=3, dim=2, hidden=5):
     return g, xs, loss, grads, init
 
 
-def test_while_loop_rnn_gradient_matches_unrolled():
+def test_while_loop_rnn_gradient_matches_unrolled(fuse):
     feed = np.random.default_rng(2).normal(size=(4, 3, 2))
     results = []
     for unrolled in (True, False):
         g, xs, loss, grads, init = _rnn_graph(unrolled)
-        s = T.Session(g)
+        s = T.Session(g, fuse_loops=fuse)
         s.run(init)
         results.append(s.run([loss] + grads, {xs: feed}))
     for a, b in zip(*results):
@@ -138,7 +143,22 @@ def test_while_loop_shape_change_is_reported():
                      [T.constant(np.ones(2, np.float32))])
 
 
-def test_fused_lstm_cell_matches_composed_cell():
+def test_simple_loops_become_one_step_unless_asked_not_to():
+    g, xs, loss, grads, init = _rnn_graph(False)
+    kinds = []
+    for fuse_loops in (True, False):
+        s = T.Session(g, fuse_loops=fuse_loops)
+        s.run(init)
+        s.run(grads, {xs: np.zeros((4, 3, 2))})
+        kinds.append(type(s._plans[(_key(grads), (xs,))].plan).__name__)
+    assert kinds == ["FlatPlan", "DataflowPlan"]
+
+
+def _key(fetches):
+    return ("l", *fetches)
+
+
+def test_fused_lstm_cell_matches_composed_cell(fuse):
     results = []
     rng = np.random.default_rng(3)
     data = rng.normal(size=(5, 4, 3))
@@ -153,7 +173,7 @@ def test_fused_lstm_cell_matches_composed_cell():
             loss = T.reduce_sum(out * out) + T.reduce_sum(c2) + T.reduce_sum(c1 * h1)
             grads = T.gradients(loss, T.trainable_variables() + [xs])
             init = T.global_variables_initializer()
-        s = T.Session(g)
+        s = T.Session(g, fuse_loops=fuse)
         s.run(init)
         results.append(s.run([loss] + grads, {xs: data}))
     for a, b in zip(*results):
