@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -156,13 +157,19 @@ def test_mutated_files_fail_cleanly(data) -> None:
             blob[pos:pos + 4] = np.array([value], dtype="<i4").tobytes()[: len(blob) - pos]
         else:
             del blob[pos:]
+    tracemalloc.start()  # NumPy reports its buffers to tracemalloc, so a runaway allocation shows
     try:
-        model = load(bytes(blob))
-    except (ModelFormatError, UnsupportedOpError):
-        return
-    # A mutation that still parses (say, in padding or a float weight) must still run or fail cleanly.
-    x = np.ones((2, 4), np.float32)
-    try:
-        model.run({s.name: x for s in model.inputs if s.dtype == np.float32 and s.shape == (-1, 4)})
-    except (ValueError, RuntimeError):
-        pass
+        try:
+            model = load(bytes(blob))
+        except (ModelFormatError, UnsupportedOpError):
+            return
+        # A mutation that still parses (say, in padding or a float weight) must still run or fail cleanly.
+        x = np.ones((2, 4), np.float32)
+        try:
+            model.run({s.name: x for s in model.inputs if s.dtype == np.float32 and s.shape == (-1, 4)})
+        except (ValueError, RuntimeError):
+            pass
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 64 * 2**20, f"a {len(blob)}-byte file made the loader allocate {peak / 2**20:.0f} MiB"
