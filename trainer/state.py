@@ -128,7 +128,9 @@ def assign_sub(rctx, ref, value, *, xp):
 # -- fused optimizer updates, in place on the variable and slot buffers ------------------------
 @stateful_kernel("ApplyGradientDescent")
 def apply_gradient_descent(rctx, var, alpha, delta, *, xp):
-    var -= alpha * delta
+    tmp = _scratch_like(var, xp)
+    xp.multiply(delta, alpha, out=tmp)
+    var -= tmp
     return var
 
 
@@ -136,23 +138,48 @@ def apply_gradient_descent(rctx, var, alpha, delta, *, xp):
 def apply_momentum(rctx, var, accum, lr, grad, momentum, *, xp, use_nesterov):
     accum *= momentum
     accum += grad
+    tmp = _scratch_like(var, xp)
     if use_nesterov:
-        var -= lr * (grad + momentum * accum)
+        xp.multiply(accum, momentum, out=tmp)
+        tmp += grad
+        tmp *= lr
     else:
-        var -= lr * accum
+        xp.multiply(accum, lr, out=tmp)
+    var -= tmp
     return var
+
+
+_scratch = threading.local()
+
+
+def _scratch_like(a, xp):
+    """A per-thread work buffer shaped like ``a``: fused updates allocate nothing per step."""
+    cache = getattr(_scratch, "bufs", None)
+    if cache is None:
+        cache = _scratch.bufs = {}
+    key = (a.shape, a.dtype.str, xp.__name__)
+    buf = cache.get(key)
+    if buf is None:
+        buf = cache[key] = xp.empty_like(a)
+    return buf
 
 
 @stateful_kernel("ApplyAdam")
 def apply_adam(rctx, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, *, xp):
     alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    tmp = _scratch_like(var, xp)
     m *= beta1
-    m += (1 - beta1) * grad
+    xp.multiply(grad, 1 - beta1, out=tmp)
+    m += tmp
     v *= beta2
-    v += (1 - beta2) * (grad * grad)
-    denom = xp.sqrt(v)
-    denom += epsilon
-    var -= alpha * m / denom
+    xp.multiply(grad, grad, out=tmp)
+    tmp *= 1 - beta2
+    v += tmp
+    xp.sqrt(v, out=tmp)
+    tmp += epsilon
+    xp.divide(m, tmp, out=tmp)
+    tmp *= alpha
+    var -= tmp
     return var
 
 

@@ -79,6 +79,7 @@ CASES = {
     "Conv": ([f(2, 3, 6, 6), f(4, 3, 3, 3), f(4)], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
                                                      "strides": [2, 1]}, [0, 1, 2]),
     "MaxPool": ([f(2, 2, 5, 5)], {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 1, 1]}, [0]),
+    "flowstack::MaxPoolTiled": ([f(2, 3, 4, 6)], {"kernel_shape": [2, 3], "strides": [2, 3]}, [0]),
     "AveragePool": ([f(2, 2, 5, 5)], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [0]),
     "GlobalAveragePool": ([f(2, 3, 4, 4)], {}, [0]),
     "LayerNormalization": ([f(3, 6), pos(6), f(6)], {"axis": -1, "epsilon": 1e-5}, [0, 1, 2]),
@@ -220,6 +221,10 @@ def _check(name, domain, inputs, attrs, diff, num_outputs=None, rtol=2e-4, atol=
                                    err_msg=f"{name}: gradient for input {i}")
 
 
+def test_max_pool_gradient_when_windows_tile_the_input():
+    _check("MaxPool", "", *CASES["flowstack::MaxPoolTiled"])
+
+
 @pytest.mark.parametrize("schema", DIFFERENTIABLE, ids=_qual)
 def test_gradient_matches_finite_differences(schema):
     q = _qual(schema)
@@ -233,6 +238,7 @@ def test_gradient_matches_finite_differences(schema):
 def test_skip_list_is_short_and_current():
     names = {_qual(s) for s in DIFFERENTIABLE}
     assert set(SKIP) <= names, f"stale SKIP entries: {set(SKIP) - names}"
+    assert set(CASES) - {"flowstack::MaxPoolTiled"} <= names, f"stale CASES: {set(CASES) - names}"
     assert len(SKIP) <= 28  # only ever lower this
 
 

@@ -88,12 +88,22 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
     end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
     view = _conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end, low), xp, win)
     flat = view.reshape(view.shape[: 2 + n_sp] + (-1,))
-    tap = flat.argmax(axis=-1)  # (N, C, out...)
-    k = _prod(win.kernel)
-    onehot = (tap[..., None] == xp.arange(k)) * dy[..., None]  # (N, C, out..., K)
-    cols = xp.moveaxis(onehot, -1, 2)  # (N, C, K, out...)
-    full = _conv.col2im(cols.astype(dy.dtype, copy=False), xp, win, _padded_shape(x, win))
+    tap = flat.argmax(axis=-1)  # (N, C, out...): the first maximum of each window gets dY
+    routed = xp.zeros(flat.shape, dtype=dy.dtype)
+    xp.put_along_axis(routed, tap[..., None], dy[..., None], axis=-1)
+    if _tiles(x, win):
+        # Windows tile the input exactly: interleave (out_i, k_i) back into spatial axes, no scatter.
+        order = (0, 1) + tuple(a for i in range(n_sp) for a in (2 + i, 2 + n_sp + i))
+        return routed.reshape(flat.shape[: 2 + n_sp] + win.kernel).transpose(order).reshape(x.shape)
+    cols = xp.moveaxis(routed, -1, 2)  # (N, C, K, out...)
+    full = _conv.col2im(cols, xp, win, _padded_shape(x, win))
     return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
+
+
+def _tiles(x, win) -> bool:
+    return (win.strides == win.kernel and all(d == 1 for d in win.dilations) and not any(win.pad_begin)
+            and not any(win.pad_end) and not any(win.extra_end)
+            and all(o * k == s for o, k, s in zip(win.out, win.kernel, x.shape[2:])))
 
 
 @kernel("AveragePoolGrad", domain=D)
