@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from edge_runtime.format import ModelDef, parse, read_file
+from edge_runtime.format import ModelDef, ModelFormatError, parse, read_file
 from edge_runtime.plan import GraphPlan
 from schemas import dtypes
 
@@ -56,11 +56,10 @@ class Model:
         self.outputs = [self._spec(name, i) for name, i in out_map.items()]
         self._input_position = {i: pos for pos, i in enumerate(main.inputs)}
         self._output_position = {i: pos for pos, i in enumerate(main.outputs)}
-        missing = [s.name for s in self.inputs if s.index not in self._input_position]
-        if missing:
-            from edge_runtime.format import ModelFormatError
-
-            raise ModelFormatError(f"signature inputs {missing} are not inputs of the main graph")
+        for specs, positions, role in ((self.inputs, self._input_position, "inputs"), (self.outputs, self._output_position, "outputs")):
+            missing = [s.name for s in specs if s.index not in positions]
+            if missing:
+                raise ModelFormatError(f"signature {role} {missing} are not {role} of the main graph")
 
     def _spec(self, name: str, index: int) -> TensorSpec:
         tensor = self.definition.subgraphs[0].tensors[index]

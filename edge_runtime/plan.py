@@ -47,6 +47,7 @@ class GraphPlan:
             if tensor.data is not None:
                 self.template[slot] = tensor.data if xp.__name__ == "numpy" else xp.asarray(tensor.data)
         steps = [self._step(model, index, i, op, plans) for i, op in enumerate(graph.operators)]
+        self._check_dataflow(graph, steps)
         self.steps = self._with_lifetimes(steps)
 
     def _step(self, model: ModelDef, sub: int, i: int, op: OperatorDef, plans) -> Step:
@@ -72,6 +73,18 @@ class GraphPlan:
         if wants_output_count(op.op_type, op.domain):
             attrs["n_outputs"] = len(op.outputs)
         return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label)
+
+    def _check_dataflow(self, graph, steps: list[Step]) -> None:
+        """Every value must be written before it is read: a file that says otherwise is corrupt."""
+        written = set(self.inputs) | {s for s, v in enumerate(self.template) if v is not None}
+        for step in steps:
+            for slot in step.inputs + step.implicit:
+                if slot >= 0 and slot not in written:
+                    raise ModelFormatError(f"{step.label} reads tensor {slot} ({graph.tensors[slot].name!r}) before any node writes it")
+            written.update(step.outputs)
+        for slot in self.outputs:
+            if slot not in written:
+                raise ModelFormatError(f"subgraph {self.index}: output tensor {slot} ({graph.tensors[slot].name!r}) is never written")
 
     def _with_lifetimes(self, steps: list[Step]) -> list[Step]:
         keep = set(self.outputs) | {s for s, v in enumerate(self.template) if v is not None}
