@@ -218,7 +218,8 @@ class WhileLoop:
                     new_acc.append(a)
                 else:
                     gr = gr.to_dense() if hasattr(gr, "to_dense") else gr
-                    new_acc.append(add(a, gr))
+                    # The accumulator is private to this loop (a fresh zeros each step): add in place.
+                    new_acc.append(g.create_op("AccumulateAdd", [a, gr], {}, domain=D).outputs[0])
             return [add(k, ones_like(k))] + new_g + new_acc
 
         outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad")

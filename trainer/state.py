@@ -200,6 +200,12 @@ def apply_rmsprop(rctx, var, ms, mom, lr, rho, momentum, epsilon, grad, *, xp):
     return var
 
 
+@stateful_kernel("AccumulateAdd")
+def accumulate_add(rctx, accumulator, value, *, xp):
+    accumulator += value
+    return accumulator
+
+
 @stateful_kernel("ScatterAdd")
 def scatter_add(rctx, ref, indices, updates, *, xp):
     xp.add.at(ref, indices.reshape(-1), updates.reshape((-1,) + ref.shape[1:]))

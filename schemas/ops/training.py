@@ -274,3 +274,7 @@ op("LSTMBlockCellGrad", domain=D,
    outputs=["dx", "dh_prev", "dc_prev", "dW", "db"])(
     lambda ctx: [ctx.input(2), ctx.input(3), ctx.input(4), ctx.input(5),
                  TensorType(ctx.input(5).dtype, None if ctx.input(5).shape is None else (ctx.input(5).shape[1],))])
+op("AccumulateAdd", domain=D, inputs=["accumulator", "value"], outputs=["output"], stateful=True,
+   doc="accumulator += value in place, returning the accumulator. Only for loop-private gradient "
+       "accumulators that gradients() creates (a fresh buffer per step), never for user tensors.")(
+    same_as_input(0))

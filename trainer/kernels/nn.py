@@ -7,6 +7,8 @@ col2im scatter-add; pooling gradients route ``dY`` to window taps and scatter-ad
 
 from __future__ import annotations
 
+from itertools import product
+
 from edge_runtime.kernels import _conv
 from edge_runtime.kernels import kernel
 
@@ -82,28 +84,26 @@ def _padded_shape(x, win):
 @kernel("MaxPoolGrad", domain=D)
 def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides,
                   count_include_pad):
+    # One pass per kernel tap over strided views of the (padded) input, never materializing the
+    # windows: find each window's first maximum, then route dY to it.
     win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    n_sp = len(win.kernel)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
-    view = _conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end, low), xp, win)
-    flat = view.reshape(view.shape[: 2 + n_sp] + (-1,))
-    tap = flat.argmax(axis=-1)  # (N, C, out...): the first maximum of each window gets dY
-    routed = xp.zeros(flat.shape, dtype=dy.dtype)
-    xp.put_along_axis(routed, tap[..., None], dy[..., None], axis=-1)
-    if _tiles(x, win):
-        # Windows tile the input exactly: interleave (out_i, k_i) back into spatial axes, no scatter.
-        order = (0, 1) + tuple(a for i in range(n_sp) for a in (2 + i, 2 + n_sp + i))
-        return routed.reshape(flat.shape[: 2 + n_sp] + win.kernel).transpose(order).reshape(x.shape)
-    cols = xp.moveaxis(routed, -1, 2)  # (N, C, K, out...)
-    full = _conv.col2im(cols, xp, win, _padded_shape(x, win))
-    return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
-
-
-def _tiles(x, win) -> bool:
-    return (win.strides == win.kernel and all(d == 1 for d in win.dilations) and not any(win.pad_begin)
-            and not any(win.pad_end) and not any(win.extra_end)
-            and all(o * k == s for o, k, s in zip(win.out, win.kernel, x.shape[2:])))
+    xpad = _conv.pad_spatial(x, xp, win.pad_begin, end, low)
+    lead = (slice(None), slice(None))
+    taps = [lead + _conv.offset_slices(win, off) for off in product(*(range(k) for k in win.kernel))]
+    best = xpad[taps[0]]
+    arg = xp.zeros(best.shape, dtype=xp.int16)
+    for t, sl in enumerate(taps[1:], start=1):
+        v = xpad[sl]
+        better = v > best  # strict: ties keep the first maximum, as argmax does
+        arg = xp.where(better, xp.int16(t), arg)  # (where= masked copies are several times slower)
+        best = xp.where(better, v, best)
+    out = xp.zeros(xpad.shape, dtype=dy.dtype)
+    zero = dy.dtype.type(0)
+    for t, sl in enumerate(taps):
+        out[sl] += xp.where(arg == t, dy, zero)
+    return xp.ascontiguousarray(_crop(out, win, x.shape[2:]))
 
 
 @kernel("AveragePoolGrad", domain=D)
