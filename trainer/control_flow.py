@@ -118,8 +118,10 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
         outer = g._current_cf_context()
         s_false, s_true = g.create_op("Switch", [pred, pred], {}, domain=D, name="pred_switch").outputs
         results = []
+        contexts = []
         for branch, fn, sw in ((0, false_fn, s_false), (1, true_fn, s_true)):
             ctx = CondContext(g, outer, pred, branch)
+            contexts.append(ctx)
             with g._control_flow_context(ctx):
                 ctx.pivot = g.create_op("Identity", [sw], {}, name=f"pivot_{branch}", in_context=False).outputs[0]
                 ctx.pivot.node.cf_context = ctx
@@ -128,6 +130,7 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
                 vals = [g.create_op("Identity", [convert_to_tensor(v)], {}, name=f"out_{branch}").outputs[0] for v in vals]
             results.append((vals, kind))
         (f_vals, kind), (t_vals, t_kind) = results
+        false_ctx, true_ctx = contexts
         if len(f_vals) != len(t_vals):
             raise GraphError(f"cond {name!r}: true_fn returns {len(t_vals)} values, false_fn {len(f_vals)}")
         outs = []
@@ -137,7 +140,15 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
             m = g.create_op("Merge", [f, t], {}, domain=D, name="merge")
             m.cond_pred = pred
             outs.append(m.outputs[0])
-        g.conds.append({"pred": pred.name, "outputs": [o.name for o in outs]})
+        g.conds.append({
+            "pred": pred.name,
+            "merges": [o.node.name for o in outs],
+            "false_outputs": [t.name for t in f_vals],
+            "true_outputs": [t.name for t in t_vals],
+            # outside tensor -> the Switch output each branch reads it through
+            "false_inputs": {t.name: r.name for t, r in false_ctx._entered.items()},
+            "true_inputs": {t.name: r.name for t, r in true_ctx._entered.items()},
+        })
         return _pack(outs, kind)
 
 

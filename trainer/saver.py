@@ -13,7 +13,9 @@ Files in a checkpoint directory:
   ``{"format": "flowstack-graph", "version": 1, "nodes": [...], "collections": {...}}``; each node
   is ``{"name", "op", "domain", "inputs": ["node:index" | null], "control_inputs": [names],
   "attrs": {...}, "device", "outputs": [{"dtype", "shape"}]}``; an array-valued attribute is
-  ``{"__array__": key}`` naming another member of the archive. ``import_graph`` rebuilds it.
+  ``{"__array__": key}`` naming another member of the archive. ``loops`` and ``conds`` record each
+  while_loop's and cond's structure by node name (see WhileLoop.to_dict / cond) so an exporter
+  can rebuild functional Loop / If ops. ``import_graph`` rebuilds the graph.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class Saver:
             raise ValueError("Saver: no variables to save")
         self.max_to_keep = max_to_keep
         self._lock = threading.Lock()
+        self._graph_written = None
         g = self.graph
         with g.as_default(), g.name_scope("save"):
             self.filename = placeholder(np.dtype(object), (), name="filename")
@@ -175,8 +178,10 @@ class Saver:
         with self._lock:
             sess.run(self.save_op, {self.filename: np.asarray(path, dtype=object)})
             directory = os.path.dirname(os.path.abspath(path))
-            if write_graph and not os.path.exists(os.path.join(directory, GRAPH_FILE)):
-                export_graph(self.graph, os.path.join(directory, GRAPH_FILE))
+            graph_path = os.path.join(directory, GRAPH_FILE)
+            if write_graph and (self._graph_written != (graph_path, self.graph.version)):
+                export_graph(self.graph, graph_path)  # once per saver, and again if the graph grew
+                self._graph_written = (graph_path, self.graph.version)
             state = _read_state(directory)
             paths = [p for p in state.get("all_model_checkpoint_paths", []) if p != path] + [path]
             while len(paths) > self.max_to_keep > 0:
@@ -279,7 +284,7 @@ def graph_to_dict(graph: Graph) -> tuple[dict, dict]:
             collections[key] = [getattr(v, "name", None) for v in items]
     loops = [loop.to_dict() for loop in graph.loops]
     return {"format": "flowstack-graph", "version": FORMAT_VERSION, "nodes": nodes,
-            "collections": collections, "loops": loops}, arrays
+            "collections": collections, "loops": loops, "conds": list(graph.conds)}, arrays
 
 
 def export_graph(graph: Graph, path: str) -> None:
@@ -303,8 +308,15 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
     if desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
         raise GraphError(f"{path!r} is not a flowstack graph this reader understands")
     g = graph or Graph()
+    names = {nd["name"] for nd in desc["nodes"]}
+    back_edges = []  # a loop's Merge names its NextIteration, which comes later
     for nd in desc["nodes"]:
-        inputs = [None if i is None else g.tensor(i) for i in nd["inputs"]]
+        inputs = []
+        for k, i in enumerate(nd["inputs"]):
+            if i is not None and i.partition(":")[0] in names and i.partition(":")[0] not in g._by_name:
+                back_edges.append((nd["name"], k, i))
+                i = next(j for j in nd["inputs"] if j is not None and j.partition(":")[0] in g._by_name)
+            inputs.append(None if i is None else g.tensor(i))
         ctrl = [g.node(c) for c in nd["control_inputs"]]
         types = [TensorType(None if o["dtype"] is None else np.dtype(o["dtype"]),
                             None if o["shape"] is None else tuple(None if d < 0 else d for d in o["shape"]))
@@ -315,6 +327,8 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
         if node.name != nd["name"]:
             raise GraphError(f"node name {nd['name']!r} clashes with an existing node in the target graph")
         node.device = nd.get("device", "")
+    for name, k, i in back_edges:
+        g.node(name).inputs[k] = g.tensor(i)
     cols = desc.get("collections", {})
     trainable = set(cols.get(GraphKeys.TRAINABLE_VARIABLES, []))
     for name in cols.get(GraphKeys.GLOBAL_VARIABLES, []):
@@ -334,5 +348,6 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
     for name in cols.get(GraphKeys.UPDATE_OPS, []):
         if name:
             g.add_to_collection(GraphKeys.UPDATE_OPS, g.node(name))
-    g.imported_loops = desc.get("loops", [])
+    g.imported_loops = desc.get("loops", [])  # structure records (names), for exporters
+    g.imported_conds = desc.get("conds", [])
     return g

@@ -178,3 +178,19 @@ def test_fused_lstm_cell_matches_composed_cell(fuse):
         results.append(s.run([loss] + grads, {xs: data}))
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_control_flow_structure_survives_export(tmp_path):
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (), name="x")
+        y = T.cond(T.less(x, 0.0), lambda: -x, lambda: x * 2.0)
+        T.while_loop(lambda i: i < 3, lambda i: i + 1, [T.constant(0)])
+    T.export_graph(g, str(tmp_path / "graph.npz"))
+    g2 = T.import_graph(str(tmp_path))
+    assert g2.imported_conds[0]["merges"] == [y.node.name]
+    assert "x:0" in g2.imported_conds[0]["true_inputs"]
+    assert g2.imported_loops[0]["loop_cond"] == g.loops[0].loop_cond.name
+    s = T.Session(g2)
+    assert s.run("cond/merge:0", {"x:0": -3.0}) == 3.0 and s.run("cond/merge:0", {"x:0": 3.0}) == 6.0
+    assert s.run("while/exit:0") == 3  # the imported loop runs on the frame executor
