@@ -81,13 +81,13 @@ from trainer.variables import (
 from trainer.gradients import IndexedSlices, gradients
 from trainer import inputs, nn, layers, losses, metrics, train, init  # noqa: E402
 from trainer.control_flow import cond, while_loop
-from trainer.queues import FIFOQueue, QueueRunner, RandomShuffleQueue, start_queue_runners
+from trainer.queues import Coordinator, FIFOQueue, QueueRunner, RandomShuffleQueue, start_queue_runners
 from trainer.saver import Saver, export_graph, import_graph, latest_checkpoint
 from trainer import summary
 from trainer.monitored import MonitoredTrainingSession
 
 __all__ = [
-    "FIFOQueue", "FailedPreconditionError", "MonitoredTrainingSession", "Graph", "GraphError", "GraphKeys", "IndexedSlices", "Node",
+    "Coordinator", "FIFOQueue", "FailedPreconditionError", "MonitoredTrainingSession", "Graph", "GraphError", "GraphKeys", "IndexedSlices", "Node",
     "OutOfRangeError", "QueueRunner", "RandomShuffleQueue", "Saver", "Session", "Tensor", "Variable",
     "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "device",
     "divide", "equal", "exp", "export_graph", "gather", "get_default_graph", "global_variables",

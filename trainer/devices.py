@@ -7,6 +7,7 @@ import CuPy: they receive the device's array namespace as ``xp``.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -24,6 +25,7 @@ def canonical_device(name: str) -> str:
     return f"{m.group(1).upper()}:{int(m.group(2) or 0)}"
 
 
+@functools.lru_cache(maxsize=None)
 def _cupy():
     try:
         import cupy  # noqa: PLC0415 - optional
