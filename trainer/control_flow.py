@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.registry import get_schema
 from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
 
@@ -174,6 +175,40 @@ class WhileLoop:
         nodes += [t.node for t in self.ctx.captured()]
         return nodes
 
+    def _reuse_forward_values(self, remat, idx, bctx, start) -> dict:
+        """Point the gradient loop at the forward loop's own values instead of recomputing them.
+
+        The gradient loop re-ran the body (``remat``) to have nodes to differentiate; each of those
+        nodes has a twin in the forward body. Where the twins match op for op, the forward loop
+        also pushes the twin's outputs (by reference, so it costs nothing), and every use of a
+        recomputed output becomes a pop of the forward value: the recomputation is never run.
+        Bodies with nested control flow (values that may be dead) keep the recomputation.
+        """
+        fwd = self.body_nodes
+        g = self.ctx.graph
+        if len(fwd) != len(remat) or any(a.op_type != b.op_type or a.domain != b.domain for a, b in zip(fwd, remat)):
+            return {}
+        if any(n.op_type in ("Switch", "Merge") and n.domain == D for n in self.ctx.nodes if n not in self.switches
+               and n not in self.merges):
+            return {}
+        mapping: dict = {}
+        _loop_counter[0] += 1  # each gradient of this loop gets stacks of its own
+        tag = _loop_counter[0]
+        for f, r in zip(fwd, remat):
+            if get_schema(f.op_type, f.domain).stateful:
+                continue
+            for j, out in enumerate(f.outputs):
+                name = f"{self.frame_name}#fwd{tag}/{f.name}:{j}"
+                with g._control_flow_context(self.ctx):
+                    push = g.create_op("StackPush", [out], {"stack_name": name}, domain=D, name="keep")
+                self.counter_inc.control_inputs.append(push)  # the count waits for the push
+                pop = g.create_op("StackPop", [idx], {"stack_name": name}, domain=D, name="forward_value")
+                pop.outputs[0].type = r.outputs[j].type
+                mapping[r.outputs[j]] = pop.outputs[0]
+        for node in bctx.nodes[start:]:
+            node.inputs = [mapping.get(t, t) if t is not None else None for t in node.inputs]
+        return mapping
+
     def to_dict(self) -> dict:
         return {
             "frame_name": self.frame_name,
@@ -216,9 +251,11 @@ class WhileLoop:
                               name=f"{self.frame_name}_grad/pop").outputs[0] for i in range(n_user)]
             for i, x in enumerate(xs):
                 x.type = self.body_inputs[i].type
+            ctx = g._current_cf_context()
+            remat_start = len(ctx.nodes)
             ys, _ = _flatten(self.body_fn(*xs))
             ys = [convert_to_tensor(y) for y in ys]
-            ctx = g._current_cf_context()
+            remat = [nd for nd in ctx.nodes[remat_start:] if nd.op_type != "Enter"]
             entered = [ctx.enter_inputs([c])[0] for c in captured]
             targets = [xs[i] for i in diff] + entered
             grads = gradients([ys[i] for i in diff], targets, grad_ys=gs)
@@ -231,7 +268,8 @@ class WhileLoop:
                     gr = gr.to_dense() if hasattr(gr, "to_dense") else gr
                     # The accumulator is private to this loop (a fresh zeros each step): add in place.
                     new_acc.append(g.create_op("AccumulateAdd", [a, gr], {}, domain=D).outputs[0])
-            return [add(k, ones_like(k))] + new_g + new_acc
+            reused = self._reuse_forward_values(remat, idx, ctx, remat_start)
+            return [add(k, ones_like(k))] + [reused.get(t, t) for t in new_g + new_acc]
 
         outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad")
         outs = list(outs)
@@ -284,7 +322,9 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             pushes = [g.create_op("StackPush", [b], {"stack_name": f"{frame}#{_loop_counter[0]}/{i}"}, domain=D,
                                   name="history") for i, b in enumerate(body_in[:-1])]
             pushed = [p.outputs[0] for p in pushes]
+            body_start = len(ctx.nodes)
             outs, _ = _flatten(body_fn(*pushed))
+            body_nodes = [nd for nd in ctx.nodes[body_start:] if nd.op_type != "Enter"]
             outs = [convert_to_tensor(o) for o in outs]
             if len(outs) != n - 1:
                 raise GraphError(f"while_loop {name!r}: body returns {len(outs)} values for {n - 1} loop variables")
@@ -294,6 +334,7 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             # needs the final count) can never read a stack before the forward loop filled it.
             with g.control_dependencies(pushes):
                 outs.append(add(body_in[-1], ones_like(body_in[-1])))
+            counter_inc = outs[-1].node
             nexts = []
             for i, (o, m) in enumerate(zip(outs, merges)):
                 o = ctx.enter_inputs([o])[0] if not _inside(o.node, ctx) else o
@@ -314,6 +355,8 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
                 exits.append(e)
         record = WhileLoop(ctx, enters, merges, switches, exits, nexts, loop_cond, body_in, outs, n - 1,
                            cond_fn, body_fn, pushes)
+        record.body_nodes = body_nodes
+        record.counter_inc = counter_inc
         for e in exits:
             e.while_loop = record
         g.loops.append(record)

@@ -434,7 +434,9 @@ class LoopStep:
         self.cond = compile_plan(graph, [loop.loop_cond.outputs[0]], [], merged + const_outs, session, sub_plan=True)
         body_in = [sw.outputs[1] for sw in loop.switches]
         nexts = [n.inputs[0] for n in loop.next_iterations]
-        self.body = compile_plan(graph, nexts, [], body_in + const_outs, session, sub_plan=True)
+        # Stack pushes the gradient added later are nobody's input: run them as targets.
+        pushes = [n for n in loop.ctx.nodes if n.op_type == "StackPush" and n.domain == D]
+        self.body = compile_plan(graph, nexts, pushes, body_in + const_outs, session, sub_plan=True)
         self.n_vars = len(loop.enters)
 
     @property

@@ -194,3 +194,18 @@ def test_control_flow_structure_survives_export(tmp_path):
     s = T.Session(g2)
     assert s.run("cond/merge:0", {"x:0": -3.0}) == 3.0 and s.run("cond/merge:0", {"x:0": 3.0}) == 6.0
     assert s.run("while/exit:0") == 3  # the imported loop runs on the frame executor
+
+
+def test_two_gradients_of_one_loop(fuse):
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float64, (), name="x")
+        _, acc = T.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, T.make_op("Sin", [a * x]).outputs[0]),
+                              [T.constant(0), T.constant(np.float64(0.7))])
+        (d1,) = T.gradients(acc, [x])
+        (d2,) = T.gradients(acc * 2.0, [x])
+    s = T.Session(g, fuse_loops=fuse)
+    v1, v2 = s.run([d1, d2], {x: 0.9})
+    eps = 1e-6
+    num = (s.run(acc, {x: 0.9 + eps}) - s.run(acc, {x: 0.9 - eps})) / (2 * eps)
+    assert np.isclose(v1, num, rtol=1e-6) and np.isclose(v2, 2 * num, rtol=1e-6)
