@@ -89,8 +89,9 @@ def _elapsed_ms(fn: Callable[[], object]) -> float:
 BLOCK_S = 0.2
 
 
-def time_pair(ours: Callable[[], object], peer: Callable[[], object], warmup: int, min_count: int, max_count: int,
-              budget_s: float) -> tuple[Timing, Timing]:
+def time_pair(
+    ours: Callable[[], object], peer: Callable[[], object], warmup: int, min_count: int, max_count: int, budget_s: float
+) -> tuple[Timing, Timing]:
     """Median latency of two callables timed in alternating blocks of about ``BLOCK_S`` each: at
     least ``min_count`` calls of each, then more until ``budget_s`` is spent or ``max_count``."""
     blocks = []
@@ -125,8 +126,10 @@ def agree(name: str, who: str, got: list[np.ndarray], want: list[np.ndarray], rt
         scale = max(float(np.abs(w).max()), 1e-6)
         worst = float(np.abs(g.astype(np.float64) - w).max())
         if not worst <= rtol * scale:
-            raise AssertionError(f"{name}: {who} output {i} differs from onnxruntime by {worst:.3g} "
-                                 f"(largest |value| {scale:.3g}, allowed {rtol * scale:.3g})")
+            raise AssertionError(
+                f"{name}: {who} output {i} differs from onnxruntime by {worst:.3g} "
+                f"(largest |value| {scale:.3g}, allowed {rtol * scale:.3g})"
+            )
 
 
 def ort_session(model_bytes: bytes):
@@ -171,13 +174,19 @@ def bench_model(name: str, quick: bool, budget_s: float, reference_budget_s: flo
     except Exception as exc:
         row.error = f"{type(exc).__name__}: {exc}"
         return row
-    ref_ms = _elapsed_ms(lambda: reference.run(None, feeds))
-    agree(name, "ReferenceEvaluator", reference.run(None, feeds), want)
+    start = time.perf_counter()
+    ref_out = reference.run(None, feeds)
+    ref_ms = (time.perf_counter() - start) * 1e3
+    agree(name, "ReferenceEvaluator", ref_out, want)
 
     row.ours, row.ort = time_pair(run_ours, run_ort, warmup=3, min_count=10, max_count=2000, budget_s=budget_s)
     # the reference evaluator takes seconds per call on the conv nets: a couple of calls is enough
-    row.reference = time_one(lambda: reference.run(None, feeds), count=2 if spec.conv_net else 20,
-                             budget_s=reference_budget_s, first_ms=ref_ms)
+    row.reference = time_one(
+        lambda: reference.run(None, feeds),
+        count=2 if spec.conv_net else 20,
+        budget_s=reference_budget_s,
+        first_ms=ref_ms,
+    )
     return row
 
 
@@ -186,7 +195,9 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def render(rows: list[Row]) -> str:
-    header = "| model | input | ours ms (n) | ort ms (n) | ours/ort | min ours/ort | reference ms (n) | reference/ours |"
+    header = (
+        "| model | input | ours ms (n) | ort ms (n) | ours/ort | min ours/ort | reference ms (n) | reference/ours |"
+    )
     lines = [header, "|" + "---|" * 8]
     for r in rows:
         if r.error:
@@ -207,7 +218,9 @@ def verdict(rows: list[Row]) -> tuple[str, bool]:
         return "no model ran", False
     geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
     worst = max(rows, key=lambda r: r.ratio or 0.0)
-    slow_ref = [r.name for r in rows if r.conv_net and r.reference_ratio is not None and r.reference_ratio < REFERENCE_TARGET]
+    slow_ref = [
+        r.name for r in rows if r.conv_net and r.reference_ratio is not None and r.reference_ratio < REFERENCE_TARGET
+    ]
     ok = geomean <= GEOMEAN_TARGET and worst.ratio <= MODEL_TARGET and not slow_ref and not missing
     min_ratios = [r.min_ratio for r in rows if r.min_ratio is not None]
     min_geomean = math.exp(sum(map(math.log, min_ratios)) / len(min_ratios))
@@ -230,8 +243,11 @@ def blas_threads() -> str:
         return "unknown (threadpoolctl not installed)"
     # the kernel architecture matters as much as the count: OPENBLAS_CORETYPE=Haswell, for one,
     # keeps OpenBLAS on AVX2 kernels on a CPU that has AVX-512
-    pools = [f"{p['internal_api']} {p['num_threads']}, {p.get('architecture', '?')} kernels"
-             for p in threadpool_info() if p["user_api"] == "blas"]
+    pools = [
+        f"{p['internal_api']} {p['num_threads']}, {p.get('architecture', '?')} kernels"
+        for p in threadpool_info()
+        if p["user_api"] == "blas"
+    ]
     return ", ".join(pools) or "none found"
 
 
@@ -246,20 +262,32 @@ def machine() -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.machine())
+            cpu = next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), platform.machine()
+            )
     except OSError:
         cpu = platform.machine()
-    return (f"{cpu}, {cores} cores; Python {platform.python_version()}, numpy {np.__version__} "
-            f"(BLAS threads: {blas_threads()}), onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}")
+    return (
+        f"{cpu}, {cores} cores; Python {platform.python_version()}, numpy {np.__version__} "
+        f"(BLAS threads: {blas_threads()}), onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(BENCHMARKS), help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
-    parser.add_argument("--quick", action="store_true", help="tiny model sizes and budgets: a smoke run, not a measurement")
-    parser.add_argument("--no-optimize", action="store_true", help="load the plain import, without the exporter's passes")
+    parser.add_argument(
+        "--models", default=",".join(BENCHMARKS), help=f"comma-separated subset of {', '.join(BENCHMARKS)}"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny model sizes and budgets: a smoke run, not a measurement"
+    )
+    parser.add_argument(
+        "--no-optimize", action="store_true", help="load the plain import, without the exporter's passes"
+    )
     parser.add_argument("--blas-threads", type=int, default=None, help="limit NumPy's BLAS to this many threads")
-    parser.add_argument("--budget", type=float, default=None, help="seconds of timed pairs per model (default 10, quick 0.5)")
+    parser.add_argument(
+        "--budget", type=float, default=None, help="seconds of timed pairs per model (default 10, quick 0.5)"
+    )
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in BENCHMARKS]
@@ -275,9 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     with limit:
         print(machine(), flush=True)
         print(f"load average at the start: {_load_average()}", flush=True)
-        conversion = "onnx_to_flow_bytes (no passes)" if args.no_optimize else "import_onnx + exporter passes (optimize) + flow_writer"
-        print(f"ours: {conversion}; "
-              f"onnxruntime: intra_op_num_threads=2, inter_op_num_threads=1", flush=True)
+        conversion = (
+            "onnx_to_flow_bytes (no passes)"
+            if args.no_optimize
+            else "import_onnx + exporter passes (optimize) + flow_writer"
+        )
+        print(f"ours: {conversion}; " f"onnxruntime: intra_op_num_threads=2, inter_op_num_threads=1", flush=True)
         rows = []
         for name in names:
             start = time.perf_counter()

@@ -63,8 +63,17 @@ class _GraphBuilder:
 
     # layers -------------------------------------------------------------------------------
 
-    def conv(self, x: str, cin: int, cout: int, k: int, stride: int = 1, group: int = 1, bias: bool = False,
-             pad: int | None = None) -> str:
+    def conv(
+        self,
+        x: str,
+        cin: int,
+        cout: int,
+        k: int,
+        stride: int = 1,
+        group: int = 1,
+        bias: bool = False,
+        pad: int | None = None,
+    ) -> str:
         """A square convolution, "same"-padded (k // 2) unless ``pad`` says otherwise."""
         w = self.weight((cout, cin // group, k, k), fan_in=(cin // group) * k * k)
         inputs = [x, w] + ([self.bias(cout)] if bias else [])
@@ -98,9 +107,13 @@ class _GraphBuilder:
         beta = self.const((self.rng.standard_normal(d) * 0.05).astype(np.float32), "ln_bias")
         return self.op("LayerNormalization", [x, gamma, beta], axis=-1, epsilon=1e-5)
 
-    def model(self, name: str, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto]) -> onnx.ModelProto:
+    def model(
+        self, name: str, inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto]
+    ) -> onnx.ModelProto:
         graph = helper.make_graph(self.nodes, name, inputs, outputs, self.initializers)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="flowstack benchmarks")
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="flowstack benchmarks"
+        )
         model.ir_version = IR_VERSION
         return model
 
@@ -125,8 +138,13 @@ def mlp(sizes: tuple[int, ...] = (784, 512, 512, 10), seed: int = 0) -> onnx.Mod
     return g.model("mlp", [_float_input("x", ["batch", sizes[0]])], [_float_input("probs", ["batch", sizes[-1]])])
 
 
-def lenet(image: int = 28, channels: tuple[int, int] = (6, 16), hidden: tuple[int, int] = (120, 84), classes: int = 10,
-          seed: int = 0) -> onnx.ModelProto:
+def lenet(
+    image: int = 28,
+    channels: tuple[int, int] = (6, 16),
+    hidden: tuple[int, int] = (120, 84),
+    classes: int = 10,
+    seed: int = 0,
+) -> onnx.ModelProto:
     """LeNet-5 with BatchNormalization after each convolution: (conv5x5 + BN + Relu + MaxPool2) x 2,
     the first conv padded to keep 28x28 and the second unpadded (14 -> 10), as in the original; 3 Gemms."""
     g = _GraphBuilder(seed)
@@ -143,7 +161,9 @@ def lenet(image: int = 28, channels: tuple[int, int] = (6, 16), hidden: tuple[in
         n_in = n_out
     g.op("Softmax", [g.gemm(h, n_in, classes)], axis=-1)
     g.name_last_output("probs")
-    return g.model("lenet_bn", [_float_input("x", ["batch", 1, image, image])], [_float_input("probs", ["batch", classes])])
+    return g.model(
+        "lenet_bn", [_float_input("x", ["batch", 1, image, image])], [_float_input("probs", ["batch", classes])]
+    )
 
 
 def resnet18(image: int = 224, width: int = 64, classes: int = 1000, seed: int = 0) -> onnx.ModelProto:
@@ -167,11 +187,21 @@ def resnet18(image: int = 224, width: int = 64, classes: int = 1000, seed: int =
     h = g.op("Flatten", [g.op("GlobalAveragePool", [h])], axis=1)
     g.gemm(h, cin, classes)
     g.name_last_output("logits")
-    return g.model("resnet18", [_float_input("x", ["batch", 3, image, image])], [_float_input("logits", ["batch", classes])])
+    return g.model(
+        "resnet18", [_float_input("x", ["batch", 3, image, image])], [_float_input("logits", ["batch", classes])]
+    )
 
 
 # (expansion t, output channels c, repeats n, first stride s): Sandler et al. 2018, table 2
-MOBILENET_V2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+MOBILENET_V2_BLOCKS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
 
 
 def _divisible(value: float, divisor: int = 8) -> int:
@@ -204,11 +234,14 @@ def mobilenet_v2(image: int = 224, width_mult: float = 1.0, classes: int = 1000,
     h = g.op("Flatten", [g.op("GlobalAveragePool", [h])], axis=1)
     g.gemm(h, last, classes)
     g.name_last_output("logits")
-    return g.model("mobilenet_v2", [_float_input("x", ["batch", 3, image, image])], [_float_input("logits", ["batch", classes])])
+    return g.model(
+        "mobilenet_v2", [_float_input("x", ["batch", 3, image, image])], [_float_input("logits", ["batch", classes])]
+    )
 
 
-def transformer_encoder(layers: int = 6, d_model: int = 256, heads: int = 4, ff: int = 1024, seq: int = 128,
-                        seed: int = 0) -> onnx.ModelProto:
+def transformer_encoder(
+    layers: int = 6, d_model: int = 256, heads: int = 4, ff: int = 1024, seq: int = 128, seed: int = 0
+) -> onnx.ModelProto:
     """Pre-LayerNorm transformer encoder over embeddings [batch, seq, d_model]: per layer, multi-head
     self-attention (MatMul projections, Reshape/Transpose into heads, scaled QK^T, Softmax, MatMul
     with V) and a Gelu feed-forward block, each with a residual Add; a final LayerNormalization."""
@@ -234,7 +267,11 @@ def transformer_encoder(layers: int = 6, d_model: int = 256, heads: int = 4, ff:
         x = g.op("Add", [x, g.dense(h, ff, d_model)])
     g.layer_norm(x, d_model)
     g.name_last_output("y")
-    return g.model("transformer_encoder", [_float_input("x", ["batch", seq, d_model])], [_float_input("y", ["batch", seq, d_model])])
+    return g.model(
+        "transformer_encoder",
+        [_float_input("x", ["batch", seq, d_model])],
+        [_float_input("y", ["batch", seq, d_model])],
+    )
 
 
 def lstm(layers: int = 2, seq: int = 32, input_size: int = 128, hidden: int = 128, seed: int = 0) -> onnx.ModelProto:
@@ -291,9 +328,15 @@ BENCHMARKS: dict[str, BenchmarkModel] = {
         BenchmarkModel("mlp", mlp, batch=32, quick_args={"sizes": (784, 64, 64, 10)}, quick_batch=4),
         BenchmarkModel("lenet_bn", lenet, batch=32, quick_batch=4, conv_net=True),
         BenchmarkModel("resnet18", resnet18, batch=1, quick_args={"image": 32, "width": 8}, conv_net=True),
-        BenchmarkModel("mobilenet_v2", mobilenet_v2, batch=1, quick_args={"image": 32, "width_mult": 0.25}, conv_net=True),
-        BenchmarkModel("transformer", transformer_encoder, batch=1,
-                       quick_args={"layers": 2, "d_model": 32, "heads": 4, "ff": 64, "seq": 8}),
+        BenchmarkModel(
+            "mobilenet_v2", mobilenet_v2, batch=1, quick_args={"image": 32, "width_mult": 0.25}, conv_net=True
+        ),
+        BenchmarkModel(
+            "transformer",
+            transformer_encoder,
+            batch=1,
+            quick_args={"layers": 2, "d_model": 32, "heads": 4, "ff": 64, "seq": 8},
+        ),
         BenchmarkModel("lstm", lstm, batch=32, quick_args={"seq": 4, "input_size": 8, "hidden": 8}, quick_batch=3),
     )
 }

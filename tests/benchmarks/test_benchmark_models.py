@@ -42,7 +42,12 @@ def test_quick_model_matches_reference_evaluator(name: str) -> None:
     spec = BENCHMARKS[name]
     model = spec.build(quick=True)
     feeds = spec.feeds(model, quick=True)
-    agree(name, "ReferenceEvaluator", ReferenceEvaluator(model).run(None, feeds), ort_session(model.SerializeToString()).run(None, feeds))
+    agree(
+        name,
+        "ReferenceEvaluator",
+        ReferenceEvaluator(model).run(None, feeds),
+        ort_session(model.SerializeToString()).run(None, feeds),
+    )
 
 
 @pytest.mark.parametrize("name", list(BENCHMARKS))
@@ -52,7 +57,9 @@ def test_batch_dimension_is_dynamic(name: str) -> None:
     session = ort_session(model.SerializeToString())
     for batch in (1, 5):
         axis = 1 if name == "lstm" else 0  # the LSTM takes [seq, batch, input]
-        feeds = {k: np.repeat(v.take([0], axis=axis), batch, axis=axis) for k, v in spec.feeds(model, quick=True).items()}
+        feeds = {
+            k: np.repeat(v.take([0], axis=axis), batch, axis=axis) for k, v in spec.feeds(model, quick=True).items()
+        }
         (out,) = session.run(None, feeds)
         assert out.shape[axis] == batch
 
