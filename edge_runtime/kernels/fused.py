@@ -19,8 +19,7 @@ def _leaky_relu(y, xp, alpha):
 
 def _clip(y, xp, lo, hi):
     # min(max(y, lo), hi), as the Clip kernel: when lo > hi every element becomes hi.
-    xp.maximum(y, y.dtype.type(lo), out=y)
-    xp.minimum(y, y.dtype.type(hi), out=y)
+    xp.clip(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
 
 
 def _sigmoid(y, xp):

@@ -219,9 +219,12 @@ def batch_normalization(x, scale, b, mean, var, *, xp, epsilon, momentum, traini
         running_mean = mean * momentum + batch_mean * (1 - momentum)
         running_var = var * momentum + batch_var * (1 - momentum)
         return y.astype(x.dtype), running_mean.astype(mean.dtype), running_var.astype(var.dtype)
-    inv = _channel(scale, x.ndim) / xp.sqrt(_channel(var, x.ndim) + eps)
-    y = (x - _channel(mean, x.ndim)) * inv + _channel(b, x.ndim)
-    return y.astype(x.dtype), mean, var
+    # Per-channel scale and shift first (tiny), then one multiply and one in-place add over x.
+    inv = (scale / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
+    shift = (b - mean * inv).astype(x.dtype, copy=False)
+    y = x * _channel(inv, x.ndim)
+    y += _channel(shift, x.ndim)
+    return y, mean, var
 
 
 @kernel("LayerNormalization")
