@@ -93,16 +93,20 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
     lead = (slice(None), slice(None))
     taps = [lead + _conv.offset_slices(win, off) for off in product(*(range(k) for k in win.kernel))]
     best = xpad[taps[0]]
-    arg = xp.zeros(best.shape, dtype=xp.int16)
-    for t, sl in enumerate(taps[1:], start=1):
-        v = xpad[sl]
-        better = v > best  # strict: ties keep the first maximum, as argmax does
-        arg = xp.where(better, xp.int16(t), arg)  # (where= masked copies are several times slower)
-        best = xp.where(better, v, best)
+    for sl in taps[1:]:
+        best = xp.maximum(best, xpad[sl])
+    # Route dY to the first tap attaining the maximum (as argmax would). Masks are applied by
+    # multiplication: np.where is several times slower on these strided views.
     out = xp.zeros(xpad.shape, dtype=dy.dtype)
-    zero = dy.dtype.type(0)
-    for t, sl in enumerate(taps):
-        out[sl] += xp.where(arg == t, dy, zero)
+    taken = None
+    for sl in taps:
+        hit = xpad[sl] == best
+        if taken is None:
+            taken = hit
+        else:
+            hit &= ~taken
+            taken |= hit
+        out[sl] += dy * hit
     return xp.ascontiguousarray(_crop(out, win, x.shape[2:]))
 
 
