@@ -227,6 +227,8 @@ class WhileLoop:
     def gradient(self, exit_grads, wanted=lambda t: True):
         """{outer tensor: gradient} for the loop's initial values and the captured tensors ``wanted`` says
         the caller needs (a loop over a fed sequence need not accumulate the sequence's gradient)."""
+        if not self.pushes and self.counter_index:
+            raise GraphError(f"while_loop {self.frame_name!r} was built with differentiable=False")
         from trainer.gradients import gradients
         from trainer.ops import add, less, ones_like, subtract, zeros_like
 
@@ -271,7 +273,8 @@ class WhileLoop:
             reused = self._reuse_forward_values(remat, idx, ctx, remat_start)
             return [add(k, ones_like(k))] + [reused.get(t, t) for t in new_g + new_acc]
 
-        outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad")
+        outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad",
+                          differentiable=False)
         outs = list(outs)
         result = {}
         for j, i in enumerate(diff):
@@ -284,10 +287,13 @@ class WhileLoop:
 _loop_counter = [0]
 
 
-def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name: str = "while"):
+def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name: str = "while",
+               differentiable: bool = True):
     """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; returns the final values.
 
     The body must keep each loop variable's dtype and shape, and must not create variables.
+    ``differentiable=False`` skips recording per-iteration history (gradient loops use it: they
+    are not differentiated again).
     """
     g = get_default_graph()
     vals, kind = _flatten(loop_vars)
@@ -320,8 +326,8 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             ctx.pivot = body_in[0]
             _loop_counter[0] += 1
             pushes = [g.create_op("StackPush", [b], {"stack_name": f"{frame}#{_loop_counter[0]}/{i}"}, domain=D,
-                                  name="history") for i, b in enumerate(body_in[:-1])]
-            pushed = [p.outputs[0] for p in pushes]
+                                  name="history") for i, b in enumerate(body_in[:-1])] if differentiable else []
+            pushed = [p.outputs[0] for p in pushes] if differentiable else body_in[:-1]
             body_start = len(ctx.nodes)
             outs, _ = _flatten(body_fn(*pushed))
             body_nodes = [nd for nd in ctx.nodes[body_start:] if nd.op_type != "Enter"]

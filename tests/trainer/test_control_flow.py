@@ -209,3 +209,14 @@ def test_two_gradients_of_one_loop(fuse):
     eps = 1e-6
     num = (s.run(acc, {x: 0.9 + eps}) - s.run(acc, {x: 0.9 - eps})) / (2 * eps)
     assert np.isclose(v1, num, rtol=1e-6) and np.isclose(v2, 2 * num, rtol=1e-6)
+
+
+def test_non_differentiable_loop_says_so():
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, ())
+        _, y = T.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, a * x), [T.constant(0), x],
+                            differentiable=False)
+        with pytest.raises(T.GraphError, match="differentiable=False"):
+            T.gradients(y, [x])
+    assert T.Session(g).run(y, {x: 3.0}) == 27.0
