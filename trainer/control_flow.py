@@ -321,7 +321,6 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             loop_cond = g.create_op("LoopCond", [pred], {}, domain=D, name="loop_cond")
             lc = loop_cond.outputs[0]
             switches = [g.create_op("Switch", [m, lc], {}, domain=D, name="switch") for m in merged]
-            exits_in = [s.outputs[0] for s in switches]
             body_in = [g.create_op("Identity", [s.outputs[1]], {}, name="body_in").outputs[0] for s in switches]
             ctx.pivot = body_in[0]
             _loop_counter[0] += 1

@@ -323,9 +323,8 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             template.append(None)
         return s
 
-    none_slot = slot_of_const = None
+    none_slot = None
     feeds = [FeedSpec(t, slot_of(t)) for t in feed_tensors]
-    steps_by_device: dict[str, list[Step]] = {}
     steps: list[Step] = []
     for n in order:
         if n.outputs and all(o in fed for o in n.outputs):
@@ -337,7 +336,6 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             step = Step(lp, lp.run, tuple(slot_of(t) for t in lp.inputs), tuple(slot_of(t) for t in lp.outputs),
                         {}, True, dev)
             steps.append(step)
-            steps_by_device.setdefault(dev, []).append(step)
             continue
         # (inside a fused loop body a constant's control edge from the pivot only tags frames)
         if n.op_type == "Constant" and n.domain == "" and (sub_plan or not n.control_inputs):
@@ -364,8 +362,6 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         outs = out_slots[0] if len(out_slots) == 1 else out_slots
         step = Step(n, fn, tuple(ins), outs, _kernel_attrs(n, xp), wants_ctx, dev)
         steps.append(step)
-        steps_by_device.setdefault(dev, []).append(step)
-    del slot_of_const
     fetch_slots = [slots[t] if t in slots else slot_of(t) for t in fetch_tensors]
     copy_fetch = [] if sub_plan else [i for i, t in enumerate(fetch_tensors) if _aliases_state(t) and t not in fed]
     if dynamic:

@@ -49,7 +49,7 @@ def _extremum(node, grads):
 
 
 @reg("Where")
-def _where(node, grads):
+def _where_grad(node, grads):
     c, a, b = node.inputs
     y = node.outputs[0]
     zero = fs("ZerosLike", [grads[0]])
