@@ -229,6 +229,13 @@ class WhileLoop:
         the caller needs (a loop over a fed sequence need not accumulate the sequence's gradient)."""
         if not self.pushes and self.counter_index:
             raise GraphError(f"while_loop {self.frame_name!r} was built with differentiable=False")
+        outer = self.ctx.outer
+        while outer is not None:
+            if isinstance(outer, WhileContext):
+                # Its per-iteration stacks would mix the runs of every outer iteration.
+                raise NotImplementedError(
+                    f"gradient of while_loop {self.frame_name!r}: loops nested in loops are not differentiable yet")
+            outer = outer.outer
         from trainer.gradients import gradients
         from trainer.ops import add, less, ones_like, subtract, zeros_like
 

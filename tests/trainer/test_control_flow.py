@@ -220,3 +220,18 @@ def test_non_differentiable_loop_says_so():
         with pytest.raises(T.GraphError, match="differentiable=False"):
             T.gradients(y, [x])
     assert T.Session(g).run(y, {x: 3.0}) == 27.0
+
+
+def test_nested_loop_gradient_is_refused_not_wrong():
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float64, ())
+
+        def outer_body(i, a):
+            _, inner = T.while_loop(lambda j, b: j < 2, lambda j, b: (j + 1, b * x), [T.constant(0), a])
+            return i + 1, inner
+
+        _, y = T.while_loop(lambda i, a: i < 2, outer_body, [T.constant(0), x])
+        with pytest.raises(NotImplementedError, match="nested"):
+            T.gradients(y, [x])
+    assert T.Session(g).run(y, {x: 2.0}) == 32.0
