@@ -103,3 +103,25 @@ def ints_const(values) -> Tensor:
     from trainer.ops import constant
 
     return constant(np.asarray(values, np.int64))
+
+
+def via_composite(build):
+    """Rule for an op whose gradient comes from an equivalent composite of differentiable ops.
+
+    ``build(node, *inputs) -> output`` rebuilds output 0 from primitives; the rule differentiates
+    that rebuild (recomputing the forward once in the backward pass). One line per op, no
+    hand-written adjoint, and the composite is checked against the op's kernel by the same
+    finite-difference test as everything else.
+    """
+
+    def rule(node: Node, grads):
+        from trainer.gradients.registry import gradients
+        from trainer.ops import identity
+
+        ins = [None if t is None else identity(t) for t in node.inputs]
+        y = build(node, *ins)
+        wrt = [t for t in ins if t is not None and t.dtype is not None and t.dtype.kind == "f"]
+        got = dict(zip(wrt, gradients(y, wrt, grad_ys=grads[0])))
+        return [None if t is None else got.get(t) for t in ins]
+
+    return rule

@@ -220,3 +220,23 @@ def _cast_like(node, grads):
     if x.dtype is None or x.dtype.kind != "f":
         return [None, None]
     return [onnx("Cast", [grads[0]], {"to": from_numpy(x.dtype)}), None]
+
+
+@reg("Einsum")
+def _einsum(node, grads):
+    """Two operands without repeated or ellipsis indices: each operand's gradient is itself an
+    einsum of the output gradient with the other operand."""
+    eq = node.attrs["equation"].replace(" ", "")
+    if "->" not in eq or "." in eq:
+        raise NotImplementedError(f"Einsum gradient needs an explicit output and no ellipsis: {eq!r}")
+    lhs, out = eq.split("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or any(len(set(t)) != len(t) for t in terms):
+        raise NotImplementedError(f"Einsum gradient supports two operands without repeated indices: {eq!r}")
+    a, b = terms
+    result = []
+    for mine, other, t in ((a, b, node.inputs[1]), (b, a, node.inputs[0])):
+        if any(ch not in out and ch not in other for ch in mine):
+            raise NotImplementedError(f"Einsum gradient: an index of {mine!r} is summed within that operand alone")
+        result.append(onnx("Einsum", [grads[0], t], {"equation": f"{out},{other}->{mine}"}))
+    return result

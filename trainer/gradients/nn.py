@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainer.gradients.helpers import fs, ints_const, onnx
+from trainer.gradients.helpers import fs, ints_const, onnx, via_composite
 from trainer.gradients.registry import register_gradient
 
 reg = register_gradient
@@ -154,3 +154,65 @@ def _lstm_block_cell(node, grads):
     dc = grads[1] if grads[1] is not None else fs("ZerosLike", [c])
     dx, dh_prev, dc_prev, dw, db = fs("LSTMBlockCellGrad", [dh, dc, x, h_prev, c_prev, w, i, f, o, g, co], n=5)
     return [dx, dh_prev, dc_prev, dw, db]
+
+
+# -- normalizations without a hand-written adjoint: differentiate an equivalent composite --------
+def _mean(x, axes):
+    return onnx("ReduceMean", [x, ints_const(axes)], {"keepdims": 1})
+
+
+def _channel(t, rank):
+    return onnx("Reshape", [t, ints_const([1, -1] + [1] * (rank - 2))])
+
+
+def _standardize(x, axes, eps):
+    xc = x - _mean(x, axes)
+    return xc / onnx("Sqrt", [_mean(xc * xc, axes) + eps])
+
+
+def _instance_norm(node, x, scale, b):
+    rank = len(x.shape)
+    y = _standardize(x, list(range(2, rank)), node.attrs["epsilon"])
+    return y * _channel(scale, rank) + _channel(b, rank)
+
+
+def _group_norm(node, x, scale, bias):
+    rank = len(x.shape)
+    grouped = onnx("Reshape", [x, ints_const([0, node.attrs["num_groups"], -1])])
+    y = onnx("Reshape", [_standardize(grouped, [2], node.attrs["epsilon"]), onnx("Shape", [x])])
+    return y * _channel(scale, rank) + _channel(bias, rank)
+
+
+def _rms_norm(node, x, scale):
+    axes = list(range(node.attrs["axis"] % len(x.shape), len(x.shape)))
+    return x / onnx("Sqrt", [_mean(x * x, axes) + node.attrs["epsilon"]]) * scale
+
+
+def _mvn(node, x):
+    axes = [a % len(x.shape) for a in node.attrs["axes"]]
+    xc = x - _mean(x, axes)
+    return xc / (onnx("Sqrt", [_mean(xc * xc, axes)]) + 1e-9)
+
+
+def _lp_norm(node, x):
+    axis, p = node.attrs["axis"], node.attrs["p"]
+    if p == 1:
+        norm = onnx("ReduceSum", [onnx("Abs", [x]), ints_const([axis])], {"keepdims": 1})
+    else:
+        norm = onnx("Sqrt", [onnx("ReduceSum", [x * x, ints_const([axis])], {"keepdims": 1})])
+    return x / norm  # (an all-zero vector has no gradient worth defining)
+
+
+def _global_lp_pool(node, x):
+    p = float(node.attrs["p"])
+    s = onnx("ReduceSum", [onnx("Pow", [onnx("Abs", [x]), p]), ints_const(list(range(2, len(x.shape))))],
+             {"keepdims": 1})
+    return onnx("Pow", [s, 1.0 / p])
+
+
+reg("InstanceNormalization")(via_composite(_instance_norm))
+reg("GroupNormalization")(via_composite(_group_norm))
+reg("RMSNormalization")(via_composite(_rms_norm))
+reg("MeanVarianceNormalization")(via_composite(_mvn))
+reg("LpNormalization")(via_composite(_lp_norm))
+reg("GlobalLpPool")(via_composite(_global_lp_pool))
