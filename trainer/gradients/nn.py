@@ -216,3 +216,45 @@ reg("RMSNormalization")(via_composite(_rms_norm))
 reg("MeanVarianceNormalization")(via_composite(_mvn))
 reg("LpNormalization")(via_composite(_lp_norm))
 reg("GlobalLpPool")(via_composite(_global_lp_pool))
+
+
+def _nll_composite(node, logp, target, weight):
+    ignore = node.attrs.get("ignore_index")
+    if ignore is not None:
+        keep = onnx("Not", [onnx("Equal", [target, ints_const(ignore)])])
+        target = onnx("Where", [keep, target, fs("ZerosLike", [target])])
+    picked = onnx("Squeeze", [onnx("GatherElements", [logp, onnx("Unsqueeze", [target, ints_const([1])])], {"axis": 1}),
+                              ints_const([1])])
+    w = fs("OnesLike", [picked]) if weight is None else onnx("Gather", [weight, target], {"axis": 0})
+    if ignore is not None:
+        w = w * onnx("Cast", [keep], {"to": _code(logp)})
+    loss = -(picked * w)
+    reduction = node.attrs["reduction"]
+    if reduction == "none":
+        return loss
+    total = onnx("ReduceSum", [loss], {"keepdims": 0})
+    return total if reduction == "sum" else total / onnx("ReduceSum", [w], {"keepdims": 0})
+
+
+reg("NegativeLogLikelihoodLoss")(via_composite(lambda node, x, t, w=None: _nll_composite(node, x, t, w)))
+reg("SoftmaxCrossEntropyLoss")(via_composite(
+    lambda node, s, t, w=None: _nll_composite(node, onnx("LogSoftmax", [s], {"axis": 1}), t, w)))
+
+
+@reg("LpPool")
+def _lp_pool(node, grads):
+    if node.attrs.get("ceil_mode"):
+        raise NotImplementedError("LpPool gradient supports ceil_mode=0")
+    return via_composite(_lp_pool_composite)(node, grads)
+
+
+def _lp_pool_composite(node, x):
+    # sum over each window = average (counting pads) * window size
+    p = float(node.attrs["p"])
+    attrs = {k: node.attrs[k] for k in ("auto_pad", "kernel_shape", "pads", "strides", "dilations")
+             if node.attrs.get(k) is not None}
+    k = 1
+    for d in node.attrs["kernel_shape"]:
+        k *= d
+    avg = onnx("AveragePool", [onnx("Pow", [onnx("Abs", [x]), p])], {**attrs, "count_include_pad": 1})
+    return onnx("Pow", [avg * float(k), 1.0 / p])
