@@ -258,3 +258,24 @@ def _lp_pool_composite(node, x):
         k *= d
     avg = onnx("AveragePool", [onnx("Pow", [onnx("Abs", [x]), p])], {**attrs, "count_include_pad": 1})
     return onnx("Pow", [avg * float(k), 1.0 / p])
+
+
+def _lrn(node, x):
+    size, rank = node.attrs["size"], len(x.shape)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    sq = onnx("Pad", [x * x, ints_const([0, lo] + [0] * (rank - 2) + [0, hi] + [0] * (rank - 2))])
+    c = x.shape[1]
+    window = onnx("Sum", [onnx("Slice", [sq, ints_const([k]), ints_const([k + c]), ints_const([1])])
+                          for k in range(size)])
+    scale = window * (node.attrs["alpha"] / size) + node.attrs["bias"]
+    return x / onnx("Pow", [scale, float(node.attrs["beta"])])
+
+
+reg("LRN")(via_composite(_lrn))
+
+
+@reg("MaxUnpool")
+def _max_unpool(node, grads):
+    # Each input value went to one flat position of the output: read its gradient back from there.
+    flat = onnx("Reshape", [grads[0], ints_const([-1])])
+    return [onnx("Gather", [flat, node.inputs[1]], {"axis": 0}), None, None][: len(node.inputs)]
