@@ -25,6 +25,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+SESSION_OPTIONS: dict = {}
+
+
 def _time(step, iters, repeats):
     step()
     step()
@@ -66,7 +69,7 @@ def ours_mlp(rng):
         loss = T.losses.sparse_softmax_cross_entropy(y, logits)
         train = T.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
         init = T.global_variables_initializer()
-    s = T.Session(g)
+    s = T.Session(g, **SESSION_OPTIONS)
     s.run(init)
     feed = {x: rng.standard_normal((128, 784)).astype(np.float32), y: rng.integers(0, 10, 128)}
     return lambda: s.run(train, feed)
@@ -87,7 +90,7 @@ def ours_cnn(rng):
         loss = T.losses.sparse_softmax_cross_entropy(y, logits)
         train = T.train.AdamOptimizer(1e-3).minimize(loss)
         init = T.global_variables_initializer()
-    s = T.Session(g)
+    s = T.Session(g, **SESSION_OPTIONS)
     s.run(init)
     feed = {x: rng.standard_normal((64, 1, 28, 28)).astype(np.float32), y: rng.integers(0, 10, 64)}
     return lambda: s.run(train, feed)
@@ -106,7 +109,7 @@ def ours_lstm(rng, seq=32, batch=32, hidden=128, dim=64):
         loss = T.losses.mean_squared_error(target, out)
         train = T.train.AdamOptimizer(1e-3).minimize(loss)
         init = T.global_variables_initializer()
-    s = T.Session(g)
+    s = T.Session(g, **SESSION_OPTIONS)
     s.run(init)
     feed = {xs: rng.standard_normal((seq, batch, dim)).astype(np.float32),
             target: rng.standard_normal((batch, hidden)).astype(np.float32)}
@@ -247,12 +250,16 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--cases", default="mlp,cnn,lstm")
     p.add_argument("--no-tensorflow", action="store_true")
+    p.add_argument("--parallel-ops", action="store_true",
+                   help="ours runs independent ops on --threads threads, each op with single-threaded BLAS")
     args = p.parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(args.threads)
+    threadpool_limits(1 if args.parallel_ops else args.threads)
+    global SESSION_OPTIONS
+    SESSION_OPTIONS = {"parallel_ops": True, "inter_op_threads": args.threads} if args.parallel_ops else {}
     peers = {}
     try:
         import torch
@@ -275,7 +282,7 @@ def main(argv=None):
             print("TensorFlow CPU is not installed here (pip install tensorflow-cpu); skipping that peer")
     ours = {"mlp": ours_mlp, "cnn": ours_cnn, "lstm": ours_lstm}
     iters = {"mlp": 20, "cnn": 5, "lstm": 3}
-    print(f"threads={args.threads} numpy={np.__version__} torch={torch_version} tensorflow={tf_version}")
+    print(f"threads={args.threads} parallel_ops={args.parallel_ops} numpy={np.__version__} torch={torch_version} tensorflow={tf_version}")
     print(f"{'case':8} {'peer':11} {'ours ms':>9} {'peer ms':>9} {'ours/peer':>9}")
     for case in args.cases.split(","):
         steps = {"ours": ours[case](np.random.default_rng(0))}

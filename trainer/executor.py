@@ -194,12 +194,57 @@ class FlatPlan:
         ]
         self.steps = [s for _, steps in partitions for s in steps]
 
+    def enable_parallel(self, cost_model, threshold_s: float = 1e-4) -> None:
+        """Run independent expensive steps of one step concurrently (single-device plans).
+
+        Steps are grouped in dependency levels; within a level, steps the cost model deems
+        expensive go to the session's thread pool (NumPy releases the GIL in BLAS and most
+        ufuncs) while the rest run inline. The level barrier keeps it simple and safe.
+        """
+        if len(self.partitions) != 1:
+            return
+        steps = self.partitions[0][1]
+        slot_level: dict = {}
+        node_level: dict = {}
+        levels: list = []
+        for i, st in enumerate(steps):
+            lv = 0
+            for slot in st.ins:
+                lv = max(lv, slot_level.get(slot, -1) + 1)
+            for c in st.node.control_inputs:
+                lv = max(lv, node_level.get(c, -1) + 1)
+            for o in ((st.outs,) if isinstance(st.outs, int) else st.outs):
+                slot_level[o] = lv
+            node_level[st.node] = lv
+            while len(levels) <= lv:
+                levels.append([])
+            levels[lv].append(i)
+        fast = self.fast[0]
+        self.levels = []
+        for level in levels:
+            heavy = [i for i in level if not isinstance(steps[i].node, LoopStep)
+                     and cost_model.estimate(steps[i].node) >= threshold_s]
+            light = [i for i in level if i not in heavy]
+            self.levels.append(([fast[i] for i in light], [steps[i] for i in light],
+                                [([fast[i]], [steps[i]]) for i in heavy]))
+
+    levels = None
+
     def run(self, feed_values, rctx, pool=None):
         vals = self.template[:]
         for spec, v in zip(self.feeds, feed_values):
             vals[spec.slot] = v
         fast = self.fast
-        if len(fast) == 1:
+        if self.levels is not None and pool is not None:
+            for light, light_objs, heavy in self.levels:
+                futures = [pool.submit(_run_steps, f, vals, rctx, objs) for f, objs in heavy[1:]]
+                if heavy:
+                    _run_steps(heavy[0][0], vals, rctx, heavy[0][1])
+                if light:
+                    _run_steps(light, vals, rctx, light_objs)
+                for fut in futures:
+                    fut.result()
+        elif len(fast) == 1:
             _run_steps(fast[0], vals, rctx, self.partitions[0][1])
         else:
             futures = [pool.submit(_run_steps, f, vals, rctx, p[1]) for f, p in zip(fast[1:], self.partitions[1:])]
@@ -371,7 +416,10 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
     from trainer.partition import partition_steps
 
     partitions = partition_steps(steps, placement, template, session)
-    return FlatPlan(partitions, template, feeds, fetch_slots, copy_fetch, len(template))
+    plan = FlatPlan(partitions, template, feeds, fetch_slots, copy_fetch, len(template))
+    if session.parallel_ops and not sub_plan:
+        plan.enable_parallel(session.cost_model)
+    return plan
 
 
 def _aliases_state(t: Tensor) -> bool:

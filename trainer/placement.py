@@ -37,21 +37,30 @@ class CostModel:
     def estimate(self, node) -> float:
         if node.name in self.measured:
             return self.measured[node.name]
-        elems = 0
-        for t in node.outputs:
-            if t.shape is not None:
-                elems += math.prod(1024 if d is None else d for d in t.shape)
-        flops = elems
+        out_elems = sum(_elems(t) for t in node.outputs)
+        in_elems = sum(_elems(t) for t in node.inputs if t is not None)
+        flops = out_elems
+        conv_like = {"Conv": (None, 1), "ConvBackpropInput": (0, 1), "ConvBackpropFilter": (0, 2)}
         if node.op_type in ("MatMul", "Gemm") and node.inputs and node.inputs[0].shape:
             k = node.inputs[0].shape[-1] or 1024
-            flops = 2 * elems * k
-        elif node.op_type == "Conv" and len(node.inputs) > 1 and node.inputs[1].shape:
-            flops = 2 * elems * math.prod(d or 1 for d in node.inputs[1].shape[1:])
-        return flops / self.FLOPS_PER_S + 4 * elems / self.BYTES_PER_S
+            flops = 2 * out_elems * k
+        elif node.op_type in conv_like:
+            y_index, w_index = conv_like[node.op_type]
+            w = node.inputs[w_index] if len(node.inputs) > w_index else None
+            y_elems = out_elems if y_index is None else _elems(node.inputs[y_index])
+            if w is not None and w.shape:
+                flops = 2 * y_elems * math.prod(d or 1 for d in w.shape[1:])
+        return flops / self.FLOPS_PER_S + 4 * (out_elems + in_elems) / self.BYTES_PER_S
 
     def record(self, node, seconds: float) -> None:
         old = self.measured.get(node.name)
         self.measured[node.name] = seconds if old is None else 0.8 * old + 0.2 * seconds
+
+
+def _elems(t) -> int:
+    if t is None or t.shape is None:
+        return 0
+    return math.prod(1024 if d is None else d for d in t.shape)
 
 
 class Placer:

@@ -80,10 +80,12 @@ class Session:
     ``devices`` lists the devices this session may place ops on (default: ``CPU:0`` plus ``GPU:0``
     where CuPy finds one); ``num_cpu_devices`` adds ``CPU:1``... to exercise partitioning.
     ``fuse_loops=False`` runs every while_loop on the frame-tagged dataflow executor.
+    ``parallel_ops=True`` runs independent expensive ops of one step concurrently on
+    ``inter_op_threads`` threads (worth it with single-threaded BLAS on several cores).
     """
 
     def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
-                 inter_op_threads: int = 4, fuse_loops: bool = True):
+                 inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         from trainer.devices import canonical_device
@@ -101,6 +103,8 @@ class Session:
         # Loops without nested control flow run as one step (flat sub-plans per iteration);
         # False keeps every loop on the frame-tagged dataflow executor (iterations may overlap).
         self.fuse_loops = fuse_loops
+        # Run independent expensive ops of a step on the thread pool (see FlatPlan.enable_parallel).
+        self.parallel_ops = parallel_ops
 
     # -- running ----------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, *, trace: bool = False):

@@ -191,3 +191,27 @@ def test_empty_run_overhead_is_small(g):
         sess.run(noop)
     per_call = (time.perf_counter() - t0) / 2000
     assert per_call < 200e-6  # the benchmark reports the real figure; this only guards against regressions
+
+
+def test_parallel_ops_give_the_same_training_step():
+    results = []
+    for parallel in (False, True):
+        g = T.Graph()
+        with g.as_default():
+            T.init.set_seed(0)
+            x = T.placeholder(np.float32, (None, 1, 8, 8))
+            y = T.placeholder(np.int64, (None,))
+            h = T.layers.conv2d(x, 8, 3, activation="relu", name="c1")
+            h = T.layers.conv2d(h, 8, 3, activation="relu", name="c2")
+            logits = T.layers.dense(T.layers.flatten(h), 10)
+            loss = T.losses.sparse_softmax_cross_entropy(y, logits)
+            train = T.train.AdamOptimizer(0.01).minimize(loss)
+            init = T.global_variables_initializer()
+        s = T.Session(g, parallel_ops=parallel)
+        s.run(init)
+        rng = np.random.default_rng(0)
+        feed = {x: rng.normal(size=(16, 1, 8, 8)).astype(np.float32), y: rng.integers(0, 10, 16)}
+        for _ in range(3):
+            s.run(train, feed)
+        results.append(s.run(loss, feed))
+    assert results[0] == results[1]
