@@ -15,6 +15,26 @@ if str(ROOT) not in sys.path:
 _conformance: Counter[str] = Counter()
 
 
+def _gpu_unavailable() -> str | None:
+    """Why tests marked ``gpu`` cannot run here, or None when CuPy finds a CUDA device."""
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "CUDA reports no device"
+    except Exception as exc:  # ImportError, or a CUDA driver error
+        return f"CuPy finds no usable GPU ({type(exc).__name__}: {exc})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    reason = _gpu_unavailable() if gpu_items else None
+    if reason:
+        for item in gpu_items:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "tests/conformance/test_onnx_backend.py" not in report.nodeid.replace("\\", "/"):
         return
