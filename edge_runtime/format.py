@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import flatbuffers
 import numpy as np
 
 from schemas import dtypes

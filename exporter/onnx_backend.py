@@ -5,7 +5,7 @@ This is what the ONNX backend test suite drives in tests/conformance.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import onnx

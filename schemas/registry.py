@@ -16,7 +16,7 @@ Input and output names use a small notation: ``"B?"`` is optional, ``"inputs*"``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np

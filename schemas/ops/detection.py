@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.ops.nn import _kernel_spatial, _spatial_out
+from schemas.ops.nn import conv_output_types
 from schemas.ops.rules import INT64
 from schemas.registry import Attr, TensorType, op
 
@@ -55,11 +55,4 @@ def _roi_align(ctx):
     },
 )
 def _deform_conv(ctx):
-    x, w = ctx.input(0), ctx.input(1)
-    if x.shape is None:
-        return [TensorType(x.dtype, None)]
-    if len(x.shape) < 3:
-        raise ctx.fail(f"X must be (N, C, spatial...), got shape {x.shape}")
-    kernel = _kernel_spatial(ctx, w.shape) or [None] * (len(x.shape) - 2)
-    c_out = None if w.shape is None else w.shape[0]
-    return [TensorType(x.dtype, (x.shape[0], c_out, *_spatial_out(ctx, x.shape[2:], kernel)))]
+    return conv_output_types(ctx)

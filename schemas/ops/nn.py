@@ -19,6 +19,10 @@ _WINDOW = {
 }
 
 
+# The attributes of Conv, shared by every op that convolves like it.
+CONV_ATTRS = {**_WINDOW, "group": Attr("int", 1), "kernel_shape": Attr("ints")}
+
+
 def _spatial_out(ctx, spatial, kernel, *, ceil_mode=0):
     """Output spatial dims of a sliding window (conv/pool), None where an input dim is unknown."""
     n = len(kernel)
@@ -61,10 +65,11 @@ def _kernel_spatial(ctx, w_shape):
     "Conv",
     inputs=["X", "W", "B?"],
     outputs=["Y"],
-    attrs={**_WINDOW, "group": Attr("int", 1), "kernel_shape": Attr("ints")},
+    attrs=CONV_ATTRS,
     differentiable=True,
 )
-def _conv(ctx):
+def conv_output_types(ctx):
+    """Conv's shape rule; also the rule of every op shaped like a convolution (ConvInteger, DeformConv, ...)."""
     x, w = ctx.input(0), ctx.input(1)
     if x.shape is None:
         return [TensorType(x.dtype, None)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.ops.nn import CONV_ATTRS
 from schemas.ops.shape import dtype_from_code
 from schemas.registry import (
     Attr,
@@ -24,14 +25,6 @@ INT32 = np.dtype(np.int32)
 UINT8 = np.dtype(np.uint8)
 QUANTIZED_TYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32))
 
-_CONV_ATTRS = {
-    "auto_pad": Attr("string", "NOTSET"),
-    "dilations": Attr("ints"),
-    "group": Attr("int", 1),
-    "kernel_shape": Attr("ints"),
-    "pads": Attr("ints"),
-    "strides": Attr("ints"),
-}
 
 
 def check_quantized(dtype: np.dtype | None, where: str) -> None:
@@ -102,7 +95,7 @@ def _matmul_integer(ctx):
     return [TensorType(INT32, _shape_of(ctx, "MatMul", [0, 1]))]
 
 
-@op("ConvInteger", inputs=["x", "w", "x_zero_point?", "w_zero_point?"], outputs=["y"], attrs=_CONV_ATTRS)
+@op("ConvInteger", inputs=["x", "w", "x_zero_point?", "w_zero_point?"], outputs=["y"], attrs=CONV_ATTRS)
 def _conv_integer(ctx):
     return [TensorType(INT32, _shape_of(ctx, "Conv", [0, 1]))]
 
@@ -120,7 +113,7 @@ def _qlinear_matmul(ctx):
     "QLinearConv",
     inputs=["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "B?"],
     outputs=["y"],
-    attrs=_CONV_ATTRS,
+    attrs=CONV_ATTRS,
 )
 def _qlinear_conv(ctx):
     return [TensorType(ctx.input(7).dtype, _shape_of(ctx, "Conv", [0, 3]))]

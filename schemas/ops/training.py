@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.ops.nn import CONV_ATTRS
 from schemas.ops.rules import same_as_input, unknown_outputs
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
@@ -186,17 +187,9 @@ op("SparseSoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"],
    outputs=["loss", "backprop"], differentiable=True,
    doc="As SoftmaxCrossEntropyWithLogits with integer class labels.")(_two_outputs)
 
-_CONV_ATTRS = {
-    "auto_pad": Attr("string", "NOTSET"),
-    "dilations": Attr("ints"),
-    "group": Attr("int", 1),
-    "kernel_shape": Attr("ints"),
-    "pads": Attr("ints"),
-    "strides": Attr("ints"),
-}
-op("ConvBackpropInput", domain=D, inputs=["dY", "W", "X"], outputs=["dX"], attrs=_CONV_ATTRS,
+op("ConvBackpropInput", domain=D, inputs=["dY", "W", "X"], outputs=["dX"], attrs=CONV_ATTRS,
    doc="Gradient of Conv with respect to its input X (X supplies the shape).")(same_as_input(2))
-op("ConvBackpropFilter", domain=D, inputs=["dY", "X", "W"], outputs=["dW"], attrs=_CONV_ATTRS,
+op("ConvBackpropFilter", domain=D, inputs=["dY", "X", "W"], outputs=["dW"], attrs=CONV_ATTRS,
    doc="Gradient of Conv with respect to its filter W.")(same_as_input(2))
 _POOL_ATTRS = {
     "auto_pad": Attr("string", "NOTSET"),

@@ -6,17 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import get_kernel
 from edge_runtime.kernels.control import EMPTY_OPTIONAL
 from schemas import ShapeError, get_schema
 from schemas.registry import UNKNOWN, TensorType, infer_types
+from tests.edge_runtime.kernel_calls import run_kernel as call
 
 F32 = np.dtype(np.float32)
-
-
-def call(op, *inputs, **attrs):
-    schema = get_schema(op)
-    return get_kernel(op)(*inputs, xp=np, **schema.resolve_attrs(attrs))
 
 
 def infer(op, types, n_out=1, values=(), **attrs):

@@ -11,16 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import get_kernel
 from schemas import ShapeError, TensorType, UnsupportedOpError, get_schema, infer_types
+from tests.edge_runtime.kernel_calls import run_kernel as run
 
 F32 = np.dtype(np.float32)
-
-
-def run(op: str, *inputs, **attrs):
-    """Call op's kernel the way the runtime does: every declared attribute by keyword."""
-    with np.errstate(all="ignore"):  # as GraphPlan.execute runs every kernel
-        return get_kernel(op)(*inputs, xp=np, **get_schema(op).resolve_attrs(attrs))
 
 
 def infer(op: str, *types, values=(), **attrs):

@@ -12,20 +12,11 @@ import itertools
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv, get_kernel, wants_output_count
+from edge_runtime.kernels import _conv
 from schemas import TensorType, get_schema, infer_types
+from tests.edge_runtime.kernel_calls import run_kernel as run
 
 F32 = np.dtype(np.float32)
-
-
-def run(op: str, *inputs, **attrs):
-    """Call op's kernel the way the runtime does: every declared attribute by keyword."""
-    schema = get_schema(op)
-    inputs = list(inputs) + [None] * (len(schema.inputs) - len(inputs))
-    resolved = schema.resolve_attrs(attrs)
-    if wants_output_count(op):  # as the runtime does: here every declared output is wanted
-        resolved["n_outputs"] = len(schema.outputs)
-    return get_kernel(op)(*inputs, xp=np, **resolved)
 
 
 def infer(op: str, *types, values=(), num_outputs=1, **attrs):

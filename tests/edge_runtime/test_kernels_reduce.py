@@ -5,17 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import get_kernel
 from schemas import ShapeError, TensorType, get_schema, infer_types
+from tests.edge_runtime.kernel_calls import run_kernel as run
 
 F32 = np.dtype(np.float32)
 REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
               "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]
-
-
-def run(op: str, *inputs, **attrs):
-    with np.errstate(all="ignore"):  # as GraphPlan.execute runs every kernel
-        return get_kernel(op)(*inputs, xp=np, **get_schema(op).resolve_attrs(attrs))
 
 
 def infer(op: str, *types, values=(), **attrs):

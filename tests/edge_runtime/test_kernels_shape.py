@@ -5,17 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import get_kernel
 from schemas import get_schema
 from schemas.registry import ShapeError, TensorType, UnsupportedOpError, infer_types
-
-
-def run(op_name: str, *inputs, **attrs):
-    schema = get_schema(op_name)
-    inputs = list(inputs) + [None] * (len(schema.inputs) - len(inputs))
-    if schema.inputs and schema.inputs[-1].variadic:
-        inputs = [i for i in inputs if i is not None]
-    return get_kernel(op_name)(*inputs, xp=np, **schema.resolve_attrs(attrs))
+from tests.edge_runtime.kernel_calls import run_kernel as run
 
 
 def infer(op_name: str, shapes, values=(), num_outputs: int = 1, dtype=np.float32, **attrs):

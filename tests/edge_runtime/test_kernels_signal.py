@@ -7,18 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import get_kernel
 from schemas import TensorType, get_schema, infer_types
 from schemas.registry import UnsupportedOpError
+from tests.edge_runtime.kernel_calls import run_kernel as run
 
 R = np.random.default_rng(0)
 F32 = np.dtype(np.float32)
-
-
-def run(op: str, *inputs, **attrs):
-    schema = get_schema(op)
-    inputs = list(inputs) + [None] * (len(schema.inputs) - len(inputs))
-    return get_kernel(op)(*inputs, xp=np, **schema.resolve_attrs(attrs))
 
 
 def infer(op: str, *types, values=(), **attrs):
