@@ -9,6 +9,7 @@ import sys
 # Each module defines register(subparsers), which adds its subcommand and sets `handler`.
 COMMANDS = (
     "flowstack_cli.convert",
+    "flowstack_cli.export",
     "flowstack_cli.inspect_model",
     "flowstack_cli.run_model",
     "flowstack_cli.bench",
