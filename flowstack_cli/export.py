@@ -52,9 +52,12 @@ def run(args) -> int:
     report = export_trained(args.checkpoint_dir, args.output, parse_tensors(args.inputs), parse_tensors(args.outputs),
                             optimize_graph=not args.no_optimize, verify=not args.no_verify, verbose=args.verbose,
                             labels=labels)
-    print(report if args.verbose else f"wrote {report.path} ({report.size:,} bytes)")
+    # With --verbose the pass manager has printed its report already.
+    print(f"wrote {report.path} ({report.size:,} bytes)")
     if report.passes is not None and not args.verbose:
         print(f"ops: {report.passes.nodes_before} frozen -> {report.passes.nodes_after} optimized")
+    if report.parity is not None and args.verbose:
+        print(report.parity)
     if report.trainer_parity is not None:
         worst = max((d.max_rel for d in report.trainer_parity.outputs.values()), default=0.0)
         print(f"matches the trainer on {report.trainer_parity.samples} sample(s) (max rel diff {worst:.2g})")

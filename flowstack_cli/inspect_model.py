@@ -1,4 +1,6 @@
-"""``flowstack inspect model.flow``: inputs, outputs, op histogram, size, metadata."""
+"""``flowstack inspect model.flow [--compare other.flow]``: inputs, outputs, op histogram, size,
+metadata; and before/after figures: against ``--compare``, or against the frozen graph the file was
+optimized from when its metadata records it (``flowstack export`` does)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from schemas import dtypes
 def register(subparsers) -> None:
     p = subparsers.add_parser("inspect", help="describe a .flow file")
     p.add_argument("model", type=Path)
+    p.add_argument("--compare", type=Path, help="another .flow file (e.g. the unoptimized export) to set op counts and sizes against")
     p.set_defaults(handler=run)
 
 
@@ -19,9 +22,7 @@ def _shape(shape) -> str:
 
 
 def describe(path: Path) -> str:
-    from edge_runtime.format import read_file
-
-    model, _ = read_file(path)
+    model = _read(path)
     main = model.subgraphs[0]
     lines = [f"{path}: {model.size:,} bytes, format v{model.format_version}, producer {model.producer!r}"]
     lines.append("opsets: " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in model.opset_imports.items()))
@@ -32,7 +33,7 @@ def describe(path: Path) -> str:
             lines.append(f"  {t.name}: {dtypes.NAMES.get(t.dtype, t.dtype)} {_shape(t.shape)}")
     weights = [t for g in model.subgraphs for t in g.tensors if t.data is not None]
     weight_bytes = sum(getattr(t.data, "nbytes", 0) for t in weights)
-    ops = Counter(op.op_type for g in model.subgraphs for op in g.operators)
+    ops = _op_counts(model)
     lines.append(f"weights: {len(weights)} tensors, {weight_bytes:,} bytes")
     lines.append(f"ops: {sum(ops.values())} in {len(model.subgraphs)} subgraph(s)")
     for name, count in ops.most_common():
@@ -41,10 +42,40 @@ def describe(path: Path) -> str:
         lines.append("signatures: " + ", ".join(model.signatures))
     if model.metadata:
         lines.append("metadata:")
-        lines.extend(f"  {k}: {v}" for k, v in model.metadata.items())
+        lines.extend(f"  {k}: {v}" for k, v in model.metadata.items() if k != "labels")
+        if "labels" in model.metadata:
+            lines.append(f"  labels: {len(model.metadata['labels'].splitlines())} ({model.metadata['labels'].splitlines()[0]}, ...)")
+    frozen_ops, frozen_size = model.metadata.get("frozen_ops"), model.metadata.get("frozen_size")
+    if frozen_ops and frozen_size:
+        n = sum(ops.values())
+        lines.append(f"frozen graph: {int(frozen_ops)} ops, {int(frozen_size):,} bytes -> optimized (this file): "
+                     f"{n} ops, {model.size:,} bytes")
     return "\n".join(lines)
+
+
+def compare(path: Path, other: Path) -> str:
+    """Op counts and sizes of ``path`` set against ``other``, op type by op type."""
+    after, before = _read(path), _read(other)
+    a, b = _op_counts(after), _op_counts(before)
+    lines = [f"compared with {other}: {sum(b.values())} -> {sum(a.values())} ops, {before.size:,} -> {after.size:,} bytes"]
+    for op in sorted(set(a) | set(b)):
+        mark = "" if a[op] == b[op] else "  *"
+        lines.append(f"  {op:<28}{b[op]:>6} -> {a[op]:<6}{mark}")
+    return "\n".join(lines)
+
+
+def _read(path: Path):
+    from edge_runtime.format import read_file
+
+    return read_file(path)[0]
+
+
+def _op_counts(model) -> Counter:
+    return Counter(op.op_type for g in model.subgraphs for op in g.operators)
 
 
 def run(args) -> int:
     print(describe(args.model))
+    if args.compare is not None:
+        print(compare(args.model, args.compare))
     return 0
