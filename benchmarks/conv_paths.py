@@ -3,8 +3,9 @@
     python -m benchmarks.conv_paths            # full-size layers
     python -m benchmarks.conv_paths --quick    # small sizes, a smoke run
 
-Layers: a MobileNetV2-like depthwise 3x3 (N=1, C=144, 56x56, stride 1 and 2), a pointwise 1x1
-(144->24) and a ResNet-like 3x3 (64->64, 56x56). For each: our dispatched kernel, the generic
+Layers: MobileNetV2-like depthwise 3x3 (N=1, C=144, 56x56, stride 1 and 2, where im2col runs;
+576ch 14x14 and 960ch 7x7, where the channels-last path runs), a pointwise 1x1 (144->24) and a
+ResNet-like 3x3 (64->64, 56x56). For each: our dispatched kernel, the generic
 im2col path forced on the same layer, and onnxruntime on a one-node model (intra_op_num_threads=2,
 inter_op_num_threads=1, no spinning). Ours and onnxruntime are timed alternately, call for call, so load from
 other processes falls on both; each figure is best / median in milliseconds.
@@ -45,6 +46,8 @@ class Layer:
 LAYERS = [
     Layer("depthwise 3x3 s1 (144ch, 56x56)", 144, 144, 56, 3, 1, 144),
     Layer("depthwise 3x3 s2 (144ch, 56x56)", 144, 144, 56, 3, 2, 144),
+    Layer("depthwise 3x3 s1 (576ch, 14x14)", 576, 576, 14, 3, 1, 576),
+    Layer("depthwise 3x3 s1 (960ch, 7x7)", 960, 960, 7, 3, 1, 960),
     Layer("pointwise 1x1 (144->24, 56x56)", 144, 24, 56, 1, 1, 1),
     Layer("resnet 3x3 (64->64, 56x56)", 64, 64, 56, 3, 1, 1),
 ]

@@ -88,14 +88,21 @@ def offset_slices(win: Window, offset):
     )
 
 
+# Below this many output pixels per plane a depthwise conv runs channels-last; above it, im2col.
+# Channels-last makes every tap one multiply-add over rows of out_width * C contiguous values, where
+# the planar layouts loop over short rows of out_width; on large planes its two transposes cost more
+# than that saves (benchmarks/conv_paths.py: 2x faster than im2col at 7x7 and 14x14, 1.8x slower at
+# 112x112).
+CHANNELS_LAST_MAX_PIXELS = 784
+
+
 def conv(x, w, b, xp, *, group, win: Window):
     n_sp = len(win.kernel)
-    n, c = x.shape[:2]
+    c = x.shape[1]
     m = w.shape[0]
-    if group == c and m == c and w.shape[1] == 1 and all(s == 1 for s in win.strides):
-        # Strided depthwise convs go to im2col: measured 1.5x faster there (benchmarks/conv_paths.py).
-        y = _depthwise(x, w, xp, win)
-    elif all(k == 1 for k in win.kernel) and group == 1:
+    if group == c and m == c and w.shape[1] == 1 and math.prod(win.out) < CHANNELS_LAST_MAX_PIXELS:
+        return _depthwise(x, w, xp, win, b)
+    if all(k == 1 for k in win.kernel) and group == 1:
         y = _pointwise(pad_spatial(x, xp, win.pad_begin, win.pad_end), w, xp, win)
     else:
         y = _im2col(pad_spatial(x, xp, win.pad_begin, win.pad_end), w, xp, win, group)
@@ -114,40 +121,52 @@ def _pointwise(xpad, w, xp, win):
     return y.reshape((n, w.shape[0]) + win.out)
 
 
-def _depthwise(x, w, xp, win):
-    # Every output pixel of every (batch, channel) plane is a sum of kernel-tap products. The
-    # padded planes are split into stride**n phases (pixels whose coordinates share a remainder
-    # mod the stride) and flattened, so each tap reads one contiguous slice of one phase and costs
-    # a single multiply and add at full vector speed; outputs computed over padding columns are
-    # thrown away at the end. Much cheaper than im2col, which would copy the input kh*kw times to
-    # feed C matmuls of a single row each.
+def _depthwise(x, w, xp, win, b=None):
+    """Depthwise convolution (one filter per channel) as a sum of kernel-tap multiply-adds, channels-last.
+
+    The input is copied once into a zero-padded (N, spatial..., C) buffer, split into stride**n
+    phases (pixels whose coordinates share a remainder mod the stride) when strided, so that
+    every tap reads, for each output row, one contiguous run of out_width * C values; the tap's
+    weights are tiled to that run's length so the multiply needs no broadcasting.
+    """
     n, c = x.shape[:2]
-    s = win.strides[0]
     n_sp = len(win.kernel)
+    s = win.strides
     reach = [(k - 1) * d for k, d in zip(win.kernel, win.dilations)]
-    # Phase plane sizes: enough rows/columns for every output plus its furthest tap.
-    q = [o + r // s for o, r in zip(win.out, reach)]
-    q[0] += 1  # one spare row: the discarded columns of the last row read past its end
-    end = [qi * s - i - b for qi, i, b in zip(q, x.shape[2:], win.pad_begin)]
-    xpad = pad_spatial(x, xp, win.pad_begin, [max(e, 0) for e in end])
-    xpad = xpad[(slice(None), slice(None)) + tuple(slice(0, qi * s) for qi in q)]
-    split = (n, c) + tuple(d for qi in q for d in (qi, s))
-    order = (0, 1) + tuple(3 + 2 * i for i in range(n_sp)) + tuple(2 + 2 * i for i in range(n_sp))
-    phases = xpad.reshape(split).transpose(order).reshape(n, c, s**n_sp, -1)
-    row = math.prod(q[1:])
-    length = win.out[0] * row
-    taps = w.reshape(c, -1)
-    y = xp.zeros((n, c, length), dtype=x.dtype)
+    q = [o + r // st for o, r, st in zip(win.out, reach, s)]  # phase extent: every output and its furthest tap
+    # Input pixels past q * stride - pad_begin are read by no tap (e.g. a stride-2 window's last column).
+    keep = [min(i, qi * st - pb) for i, qi, st, pb in zip(x.shape[2:], q, s, win.pad_begin)]
+    xl = xp.zeros((n,) + tuple(qi * st for qi, st in zip(q, s)) + (c,), dtype=x.dtype)
+    into = (slice(None),) + tuple(slice(pb, pb + k) for pb, k in zip(win.pad_begin, keep))
+    xl[into] = x[(slice(None), slice(None)) + tuple(slice(0, k) for k in keep)].transpose(
+        (0,) + tuple(range(2, 2 + n_sp)) + (1,)
+    )
+    if any(st > 1 for st in s):
+        split = (n,) + tuple(d for qi, st in zip(q, s) for d in (qi, st)) + (c,)
+        order = (0,) + tuple(2 + 2 * i for i in range(n_sp)) + tuple(1 + 2 * i for i in range(n_sp)) + (1 + 2 * n_sp,)
+        xl = xp.ascontiguousarray(xl.reshape(split).transpose(order))
+    phases = xl.reshape((n, math.prod(s)) + tuple(q[:-1]) + (q[-1] * c,))
+    run = win.out[-1] * c
+    taps = xp.tile(w.reshape(c, -1).T, (1, win.out[-1]))  # (taps, out_width * C), C fastest
+    y = xp.empty((n,) + tuple(win.out[:-1]) + (run,), dtype=x.dtype)
     tmp = xp.empty_like(y)
     for t, offset in enumerate(product(*(range(k) for k in win.kernel))):
         shift = [k * d for k, d in zip(offset, win.dilations)]
-        phase = sum((sh % s) * s ** (n_sp - 1 - i) for i, sh in enumerate(shift))
-        start = sum((sh // s) * math.prod(q[i + 1 :]) for i, sh in enumerate(shift))
-        xp.multiply(phases[:, :, phase, start : start + length], taps[:, t].reshape(1, c, 1), out=tmp)
-        y += tmp
-    y = y.reshape((n, c, win.out[0]) + tuple(q[1:]))
-    # Contiguous output: the bias add and activation that follow run 1.5-2.5x faster on it.
-    return xp.ascontiguousarray(y[(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in win.out[1:])])
+        phase = 0
+        for sh, st in zip(shift, s):
+            phase = phase * st + sh % st
+        start = [sh // st for sh, st in zip(shift, s)]
+        rows = tuple(slice(a, a + o) for a, o in zip(start[:-1], win.out[:-1]))
+        src = phases[(slice(None), phase) + rows + (slice(start[-1] * c, start[-1] * c + run),)]
+        if t == 0:
+            xp.multiply(src, taps[0], out=y)
+        else:
+            xp.multiply(src, taps[t], out=tmp)
+            y += tmp
+    if b is not None:
+        y += xp.tile(b, win.out[-1])
+    y = y.reshape((n,) + tuple(win.out) + (c,))
+    return xp.ascontiguousarray(y.transpose((0, n_sp + 1) + tuple(range(1, n_sp + 1))))
 
 
 def _im2col(xpad, w, xp, win, group):

@@ -1,0 +1,55 @@
+"""Fast kernel paths against the generic path or a direct definition, on shapes that stress them.
+
+Each path the dispatch picks by shape (channels-last depthwise, im2col, ...) is also forced on
+shapes where it would not be picked, so a wrong index in it cannot hide behind the dispatch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_runtime.kernels import _conv
+from tests.edge_runtime.kernel_calls import run_kernel as run
+from tests.edge_runtime.test_kernels_nn import conv_by_definition
+
+DEPTHWISE_CASES = [
+    # (x shape, kernel, strides, pads, dilations)
+    ((2, 5, 7, 7), (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((1, 6, 13, 11), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    ((2, 3, 14, 15), (3, 3), (2, 2), (0, 1, 1, 0), (1, 1)),
+    ((1, 4, 12, 10), (5, 3), (3, 2), (2, 0, 1, 1), (1, 2)),
+    ((1, 3, 9, 9), (3, 3), (1, 1), (2, 2, 2, 2), (2, 2)),
+    ((2, 4, 6, 8), (2, 4), (1, 3), (0, 0, 0, 0), (1, 1)),
+    ((1, 2, 5, 5), (5, 5), (1, 1), (0, 0, 0, 0), (1, 1)),  # one output pixel
+    ((3, 4, 17), (3,), (2,), (1, 1), (1,)),
+    ((1, 3, 5, 6, 7), (3, 2, 3), (1, 2, 1), (1, 0, 1, 1, 1, 0), (1, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("shape, kernel, strides, pads, dilations", DEPTHWISE_CASES)
+def test_depthwise_channels_last_matches_definition(shape, kernel, strides, pads, dilations, with_bias) -> None:
+    rng = np.random.default_rng(0)
+    c = shape[1]
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((c, 1) + kernel).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32) if with_bias else None
+    want = conv_by_definition(x, w, b, strides, pads, dilations, c)
+    win = _conv.resolve_window(shape[2:], kernel, strides, dilations, pads, "NOTSET")
+    got = _conv._depthwise(x, w, np, win, b)
+    assert got.shape == want.shape and got.dtype == x.dtype and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("limit", [0, 10**9])  # every depthwise conv to im2col, or to channels-last
+@pytest.mark.parametrize("shape, kernel, strides, pads, dilations", DEPTHWISE_CASES)
+def test_depthwise_dispatch_either_way(monkeypatch, limit, shape, kernel, strides, pads, dilations) -> None:
+    monkeypatch.setattr(_conv, "CHANNELS_LAST_MAX_PIXELS", limit)
+    rng = np.random.default_rng(1)
+    c = shape[1]
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((c, 1) + kernel).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    got = run("Conv", x, w, b, group=c, strides=list(strides), pads=list(pads), dilations=list(dilations))
+    np.testing.assert_allclose(got, conv_by_definition(x, w, b, strides, pads, dilations, c), rtol=1e-4, atol=1e-4)
