@@ -68,6 +68,8 @@ def freeze(
     src = _open(source)
     model = _Freezer(src, _resolve_all(src.graph, inputs, "input"), _resolve_all(src.graph, outputs, "output")).model()
     model.metadata.update(_metadata(src, model, descriptions or {}, labels))
+    # What the passes start from, for `flowstack inspect` to set the written file against.
+    model.metadata["frozen_size"] = str(len(flow_writer.to_bytes(model)))
     return model
 
 
@@ -137,7 +139,6 @@ def export_trained(
 
     src = _open(source)
     frozen = freeze(src, inputs, outputs, descriptions=descriptions, labels=labels)
-    frozen.metadata["frozen_size"] = str(len(flow_writer.to_bytes(frozen)))
     trainer_parity = None
     if verify:
         if samples is None:

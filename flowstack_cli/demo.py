@@ -1,75 +1,128 @@
-"""``flowstack demo``: the main job, end to end on a bundled model.
+"""``flowstack demo``: the main job, end to end, from nothing.
 
-Converts the bundled digits MLP from ONNX to .flow, runs the held-out digits through the edge
-runtime, checks the answers against onnxruntime when it is installed, serves the model and
-queries it over HTTP and gRPC, and prints accuracy, file sizes and latency.
+Trains the digits CNN (batch norm, dropout) with the flowstack trainer behind a progress bar,
+checkpoints it, exports the checkpoint directory (freeze, check against the trainer, optimize,
+check again, write ``<workdir>/digits/1/model.flow``), runs the exported model on the edge
+runtime and prints the test accuracy from the trainer and from the edge runtime (they must
+agree), file sizes and edge latency; writes the model as ONNX and runs it in onnxruntime when
+both are installed; then serves the repository on loopback and queries it over HTTP and gRPC.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+IO = dict(inputs={"image": "images"}, outputs={"probs": "probabilities"})
+STEPS = 6
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("demo", help="convert and run the bundled digits model")
-    p.add_argument("--workdir", type=Path, help="where to write model.flow (default: a temporary directory)")
+    p = subparsers.add_parser("demo", help="train, export, run and serve the digits CNN, end to end")
+    p.add_argument("--workdir", type=Path, help="where checkpoints and the model repository go (default: a temporary directory)")
+    p.add_argument("--epochs", type=int, default=10, help="training epochs (default 10)")
     p.set_defaults(handler=run)
+
+
+def _step(i: int, text: str) -> None:
+    print(f"[{i}/{STEPS}] {text}", flush=True)
+
+
+def _size(path: Path) -> str:
+    return f"{path.stat().st_size:,} bytes"
 
 
 def run(args) -> int:
     from edge_runtime import load
-    from exporter.onnx_import import convert_onnx
+    from exporter import check_trainer_parity, freeze, write_repository
+    from exporter.freeze import trainer_outputs
+    from flowstack_cli import digits
 
-    data = resources.files("flowstack_cli") / "data"
-    onnx_path = Path(str(data / "digits_mlp.onnx"))
-    with np.load(str(data / "digits_test.npz"), allow_pickle=False) as test:
-        images, labels = test["images"], test["labels"]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="flowstack-demo-"))
-    flow_path = workdir / "digits" / "1" / "model.flow"
+    checkpoint_dir, repository = workdir / "checkpoints", workdir
+    (xtr, ytr), (xte, yte) = digits.load_digits()
 
-    report = convert_onnx(onnx_path, flow_path)
-    (flow_path.parent.parent / "config.json").write_text('{"max_batch_size": 64, "max_queue_delay_us": 500}\n')
-    print(f"[1/4] converted {onnx_path.name} ({onnx_path.stat().st_size:,} bytes) -> {flow_path} ({report.size:,} bytes); "
-          f"{report.passes.nodes_before} -> {report.passes.nodes_after} ops, parity with the source graph checked")
+    start = time.perf_counter()
+    graph, handles = digits.build_cnn()
+    session, checkpoint = digits.train_cnn(graph, handles, (xtr, ytr), str(checkpoint_dir), epochs=args.epochs)
+    _step(1, f"trained the digits CNN on {len(xtr)} images, {args.epochs} epochs in {time.perf_counter() - start:.1f}s; "
+             f"checkpoint {checkpoint}")
+
+    start = time.perf_counter()
+    frozen = freeze(checkpoint_dir, **IO, labels=[str(d) for d in range(10)],
+                    descriptions={"image": "8x8 grey digit, values in [0, 1]", "probs": "class probabilities, digits 0-9"})
+    samples = {"image": xte[:64]}
+    check_trainer_parity(frozen, checkpoint_dir, samples, **IO)
+    (repository / "digits").mkdir(parents=True, exist_ok=True)
+    report = write_repository(frozen, repository, "digits", 1, samples=samples,
+                              config={"max_batch_size": 64, "max_queue_delay_us": 500})
+    flow_path = report.path
+    _step(2, f"exported {checkpoint_dir} -> {flow_path} in {time.perf_counter() - start:.1f}s: "
+             f"{report.passes.nodes_before} -> {report.passes.nodes_after} ops "
+             f"({', '.join(f'{k} {v}' for k, v in report.passes.changes.items() if v)}); "
+             f"parity with the trainer and with the frozen graph checked")
 
     model = load(flow_path)
-    probs = model.run({"image": images})["probs"]
-    accuracy = float((probs.argmax(axis=1) == labels).mean())
-    print(f"[2/4] edge runtime: {len(labels)} held-out digits, accuracy {accuracy:.2%}")
+    edge_probs = model.run({"image": xte})["probs"]
+    trainer_probs = trainer_outputs(checkpoint_dir, {"image": xte}, **IO)["probs"]
+    edge_acc = float((edge_probs.argmax(1) == yte).mean())
+    trainer_acc = float((trainer_probs.argmax(1) == yte).mean())
+    agree = int((edge_probs.argmax(1) == trainer_probs.argmax(1)).sum())
+    max_diff = float(np.abs(edge_probs - trainer_probs).max())
+    _step(3, f"test accuracy on {len(yte)} held-out digits: trainer {trainer_acc:.2%}, edge runtime {edge_acc:.2%} "
+             f"(same prediction for {agree}/{len(yte)}, max abs difference {max_diff:.1e})")
 
-    single = images[:1]
-    model.run({"image": single})
-    times = []
-    for _ in range(200):
-        start = time.perf_counter()
-        model.run({"image": single})
-        times.append(time.perf_counter() - start)
-    p50, p99 = np.percentile(np.array(times) * 1e6, [50, 99])
-    line = f"[3/4] latency, batch 1: p50 {p50:.0f} us, p99 {p99:.0f} us"
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        print(line + " (install onnxruntime to compare)")
-        status = 0
-    else:
-        session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-        max_diff = float(np.abs(session.run(None, {"image": images})[0] - probs).max())
-        print(line + f"; matches onnxruntime (max abs difference {max_diff:.1e})")
-        status = 0 if max_diff < 1e-4 else 1
+    shard = Path(checkpoint)
+    frozen_size = int(frozen.metadata["frozen_size"])
+    latency = _latency(model, xte[:1])
+    _step(4, f"sizes: checkpoint {_size(shard)} + graph {_size(checkpoint_dir / 'graph.npz')}; frozen graph "
+             f"{frozen_size:,} bytes; model.flow {_size(flow_path)}. Edge latency, batch 1: {latency}")
+
+    status = 0 if trainer_acc == edge_acc and agree == len(yte) else 1
+    status |= _onnx_step(frozen, xte, trainer_probs, workdir)
 
     try:
         from flowstack_cli.demo_serving import serve_and_query
-
-        lines = serve_and_query(flow_path.parent.parent.parent, "digits", images, labels)
     except ImportError as exc:
-        print(f"[4/4] serving skipped: {exc.name} is not installed (pip install '.[serve]')")
+        _step(6, f"serving skipped: {exc.name} is not installed (pip install '.[serve]')")
         return status
-    print("[4/4] served on loopback and queried:")
+    try:
+        lines = serve_and_query(repository, "digits", xte, yte)
+    except ImportError as exc:
+        _step(6, f"serving skipped: {exc.name} is not installed (pip install '.[serve]')")
+        return status
+    _step(6, "served the repository on loopback and queried it:")
     for text in lines:
         print("      " + text)
     return status
+
+
+def _latency(model, x: np.ndarray, calls: int = 200) -> str:
+    model.run({"image": x})
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        model.run({"image": x})
+        times.append(time.perf_counter() - start)
+    p50, p99 = np.percentile(np.array(times) * 1e6, [50, 99])
+    return f"p50 {p50:.0f} us, p99 {p99:.0f} us"
+
+
+def _onnx_step(frozen, images: np.ndarray, trainer_probs: np.ndarray, workdir: Path) -> int:
+    try:
+        import onnxruntime as ort
+
+        from flowstack_cli.export import write_onnx
+    except ImportError as exc:
+        _step(5, f"ONNX skipped: {exc.name} is not installed (pip install onnx onnxruntime)")
+        return 0
+    path = workdir / "digits.onnx"
+    size = write_onnx(frozen, path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    max_diff = float(np.abs(session.run(None, {"image": images})[0] - trainer_probs).max())
+    _step(5, f"wrote {path} ({size:,} bytes, passes onnx.checker); onnxruntime matches the trainer "
+             f"(max abs difference {max_diff:.1e})")
+    return 0 if max_diff < 1e-4 else 1

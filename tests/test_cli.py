@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -60,5 +61,8 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "flowstack_cli", "demo", "--workdir", str(tmp_path)],
                             capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
-    assert "accuracy" in result.stdout and "matches onnxruntime" in result.stdout
-    assert (tmp_path / "digits" / "1" / "model.flow").exists()
+    out = result.stdout
+    accuracies = re.search(r"trainer (\d+\.\d+)%, edge runtime (\d+\.\d+)%", out)
+    assert accuracies and accuracies.group(1) == accuracies.group(2) and float(accuracies.group(1)) > 90, out
+    assert "onnxruntime matches the trainer" in out and "model.flow" in out and "latency" in out
+    assert (tmp_path / "digits" / "1" / "model.flow").exists() and (tmp_path / "checkpoints" / "graph.npz").exists()
