@@ -122,6 +122,7 @@ class _Layer:
             raise ValueError(f"W has {w.shape[0]} directions; direction={direction!r} needs {self.directions}")
         self.hidden = hidden_size if hidden_size is not None else r.shape[-1]
         self.w = w
+        self.r = r
         self.rt = xp.ascontiguousarray(xp.swapaxes(r, 1, 2))  # (D, hidden, gates * hidden)
         self.mask = self.index = self.empty = None
         if sequence_lens is not None:
@@ -262,7 +263,7 @@ def lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, *, xp, activation_a
         _activation_specs(activations, activation_alpha, activation_beta, defaults, layer.directions)
         == _activation_specs(None, None, None, defaults, layer.directions)
     )
-    if plain:
+    if plain and layer.mask is None:
         h, c = _lstm_plain_steps(layer, bias, h, c, y)
         return layer.outputs(y, h, c)
     f, g, act_h = _activations(activations, activation_alpha, activation_beta, defaults,
@@ -294,24 +295,42 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     """The common LSTM (default activations, no peepholes, clip or input_forget), tuned per step.
 
     sigmoid(z) = tanh(z / 2) / 2 + 1/2, so with the i, o, f rows of W, R and the bias halved up
-    front, one tanh over all four gates does the work of three sigmoids and a tanh.
+    front, one tanh over all four gates does the work of three sigmoids and a tanh. The steps run
+    transposed, on (gates * hidden, batch) arrays: ``R @ h^T`` needs no transposed weights, each
+    gate is a contiguous block of rows, and every elementwise op writes into a buffer allocated
+    once (about half the per-step cost of the batch-major form).
     """
-    xp, n = layer.xp, layer.hidden
-    half = xp.ones(4 * n, dtype=y.dtype)
+    xp, n, steps, batch = layer.xp, layer.hidden, layer.steps, layer.batch
+    half = xp.ones((4 * n, 1), dtype=y.dtype)
     half[: 3 * n] = 0.5
-    layer.w = layer.w * half[:, None]
-    layer.rt = layer.rt * half
-    xw = layer.project(None if bias is None else bias * half)
-    for t in range(layer.steps):
-        z = layer.recur(h)
-        z += xw[:, t]
+    w = layer.w * half
+    r = layer.r * half
+    flat_t = xp.ascontiguousarray(layer.x).reshape(steps * batch, -1).T
+    xw = xp.empty((layer.directions, 4 * n, steps * batch), dtype=y.dtype)  # column t * batch + b
+    for d in range(layer.directions):
+        xp.matmul(w[d], flat_t, out=xw[d])
+    if bias is not None:
+        xw += bias[:, :, None] * half
+    xw = xw.reshape(layer.directions, 4 * n, steps, batch)
+    h_t = xp.ascontiguousarray(xp.swapaxes(h, 1, 2))  # (D, hidden, batch)
+    c_t = xp.swapaxes(c, 1, 2).copy()  # updated in place below: never the caller's array
+    y_t = xp.empty((steps, layer.directions, n, batch), dtype=y.dtype)
+    z = xp.empty((layer.directions, 4 * n, batch), dtype=y.dtype)
+    tmp = xp.empty_like(c_t)
+    i, o, f, g = (z[:, k * n : (k + 1) * n] for k in range(4))
+    for t in range(steps):
+        for d, rev in enumerate(layer.reversed):
+            xp.matmul(r[d], h_t[d], out=z[d])
+            z[d] += xw[d, :, steps - 1 - t if rev else t]
         xp.tanh(z, out=z)
-        iof = z[..., : 3 * n]
+        iof = z[:, : 3 * n]
         iof *= 0.5
         iof += 0.5
-        c_new = z[..., 2 * n : 3 * n] * c + z[..., :n] * z[..., 3 * n :]
-        h_new = z[..., n : 2 * n] * xp.tanh(c_new)
-        mask = layer.step_mask(t)
-        h, y[t] = _masked(xp, mask, h_new, h)
-        c = c_new if mask is None else xp.where(mask, c_new, c)
-    return h, c
+        c_t *= f
+        xp.multiply(i, g, out=tmp)
+        c_t += tmp
+        xp.tanh(c_t, out=tmp)
+        h_t = y_t[t]
+        xp.multiply(o, tmp, out=h_t)
+    y[...] = xp.swapaxes(y_t, 2, 3)
+    return xp.ascontiguousarray(xp.swapaxes(h_t, 1, 2)), xp.ascontiguousarray(xp.swapaxes(c_t, 1, 2))

@@ -53,3 +53,38 @@ def test_depthwise_dispatch_either_way(monkeypatch, limit, shape, kernel, stride
     b = rng.standard_normal(c).astype(np.float32)
     got = run("Conv", x, w, b, group=c, strides=list(strides), pads=list(pads), dilations=list(dilations))
     np.testing.assert_allclose(got, conv_by_definition(x, w, b, strides, pads, dilations, c), rtol=1e-4, atol=1e-4)
+
+
+LSTM_CASES = [
+    # (direction, layout, initial states, bias, seq, batch, input, hidden)
+    ("forward", 0, False, True, 5, 3, 7, 4),
+    ("forward", 0, True, False, 1, 1, 2, 3),
+    ("reverse", 0, True, True, 4, 2, 3, 5),
+    ("bidirectional", 0, False, True, 6, 3, 5, 4),
+    ("bidirectional", 1, True, True, 3, 4, 2, 6),
+    ("forward", 1, False, False, 2, 5, 3, 2),
+]
+
+
+@pytest.mark.parametrize("direction, layout, with_states, with_bias, seq, batch, n_in, hidden", LSTM_CASES)
+def test_lstm_fast_steps_match_the_generic_loop(direction, layout, with_states, with_bias, seq, batch, n_in, hidden) -> None:
+    # A clip no value reaches sends the same node down the generic per-gate loop.
+    rng = np.random.default_rng(2)
+    d = 2 if direction == "bidirectional" else 1
+    x = rng.standard_normal((seq, batch, n_in) if layout == 0 else (batch, seq, n_in)).astype(np.float32)
+    w = rng.standard_normal((d, 4 * hidden, n_in)).astype(np.float32)
+    r = rng.standard_normal((d, 4 * hidden, hidden)).astype(np.float32)
+    b = rng.standard_normal((d, 8 * hidden)).astype(np.float32) if with_bias else None
+    state_shape = (d, batch, hidden) if layout == 0 else (batch, d, hidden)
+    h0 = rng.standard_normal(state_shape).astype(np.float32) if with_states else None
+    c0 = rng.standard_normal(state_shape).astype(np.float32) if with_states else None
+    inputs = (x, w, r, b, None, h0, c0)
+    attrs = {"hidden_size": hidden, "direction": direction, "layout": layout}
+    c0_before = None if c0 is None else c0.copy()
+    fast = run("LSTM", *inputs, **attrs)
+    generic = run("LSTM", *inputs, clip=1e30, **attrs)
+    for got, want in zip(fast, generic):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if c0 is not None:
+        np.testing.assert_array_equal(c0, c0_before)  # the initial state is not updated in place
