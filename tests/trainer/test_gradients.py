@@ -227,6 +227,21 @@ def test_max_pool_gradient_when_windows_tile_the_input():
     _check("MaxPool", "", *CASES["flowstack::MaxPoolTiled"])
 
 
+# Stride-1 convolutions take their own input-gradient path (dY laid out on the padded rows).
+CONV_STRIDE_ONE = {
+    "pads_and_dilations": ([f(2, 3, 6, 7), f(4, 3, 3, 2), f(4)],
+                           {"kernel_shape": [3, 2], "pads": [1, 0, 2, 1], "dilations": [2, 1]}),
+    "groups": ([f(2, 4, 5, 5), f(6, 2, 3, 3)], {"kernel_shape": [3, 3], "group": 2}),
+    "one_spatial_axis": ([f(2, 3, 7), f(2, 3, 3)], {"kernel_shape": [3], "pads": [1, 1]}),
+}
+
+
+@pytest.mark.parametrize("case", CONV_STRIDE_ONE)
+def test_conv_gradient_at_stride_one(case):
+    inputs, attrs = CONV_STRIDE_ONE[case]
+    _check("Conv", "", inputs, attrs, list(range(len(inputs))))
+
+
 @pytest.mark.parametrize("schema", DIFFERENTIABLE, ids=_qual)
 def test_gradient_matches_finite_differences(schema):
     q = _qual(schema)

@@ -26,7 +26,7 @@ def _conv(node, grads):
     if b is not None:
         axes = [0] + list(range(2, len(g.shape))) if g.shape is not None else [0, 2, 3]
         db = onnx("ReduceSum", [g, ints_const(axes)], {"keepdims": 0})
-    return [dx, dw, db]
+    return [dx, dw, db][: len(node.inputs)]
 
 
 @reg("MaxPool")
