@@ -61,16 +61,23 @@ def _window_axes(win):
     return tuple(range(2 + n, 2 + 2 * n))
 
 
-def _reduce_taps(view, xp, ufunc, n_spatial: int):
-    """Reduce each window of ``view`` (..., out..., k...) tap by tap: kh*kw whole-array ufunc calls.
+def _reduce_windows(xpad, xp, ufunc, win):
+    """Reduce every window of the padded input ``xpad`` with ``ufunc``, one spatial axis at a time.
 
-    Far faster than ``view.max(axis=window_axes)``, whose reduction walks tiny strided axes.
+    Max and sum over a box are separable: reducing each axis in turn takes sum(k) whole-array ufunc
+    calls instead of prod(k) (6 instead of 9 for 3x3, on arrays shrinking axis by axis), and the
+    first axes read contiguous rows. Far faster than ``view.max(axis=window_axes)`` over a strided
+    window view, whose reduction walks tiny strided axes.
     """
-    taps = product(*(range(k) for k in view.shape[-n_spatial:]))
-    first = next(taps)
-    out = view[(Ellipsis,) + first].copy()
-    for tap in taps:
-        ufunc(out, view[(Ellipsis,) + tap], out=out)
+    lead = xpad.ndim - len(win.kernel)
+    out = xpad
+    for axis, (k, s, d, o) in enumerate(zip(win.kernel, win.strides, win.dilations, win.out)):
+        before = (slice(None),) * (lead + axis)
+        span = (o - 1) * s + 1
+        acc = out[before + (slice(0, span, s),)].copy()
+        for t in range(1, k):
+            ufunc(acc, out[before + (slice(t * d, t * d + span, s),)], out=acc)
+        out = acc
     return out
 
 
@@ -79,11 +86,12 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
     win = _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
-    view = _conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end, low), xp, win)
-    n_sp = len(win.kernel)
-    y = _reduce_taps(view, xp, xp.maximum, n_sp)
+    xpad = _conv.pad_spatial(x, xp, win.pad_begin, end, low)
+    y = _reduce_windows(xpad, xp, xp.maximum, win)
     if n_outputs < 2:
         return y
+    view = _conv.windows(xpad, xp, win)
+    n_sp = len(win.kernel)
     # Indices: the flat position of each window's first maximum in the unpadded input.
     flat = view.reshape(view.shape[: 2 + n_sp] + (-1,))
     tap = xp.argmax(flat, axis=-1)
@@ -106,7 +114,7 @@ def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
     end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
     axes = _window_axes(win)
-    total = _reduce_taps(_conv.windows(_conv.pad_spatial(x, xp, win.pad_begin, end), xp, win), xp, xp.add, len(win.kernel))
+    total = _reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, end), xp, xp.add, win)
     ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
     if include_pad:
         ones = _conv.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1)

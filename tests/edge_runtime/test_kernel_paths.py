@@ -88,3 +88,49 @@ def test_lstm_fast_steps_match_the_generic_loop(direction, layout, with_states, 
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     if c0 is not None:
         np.testing.assert_array_equal(c0, c0_before)  # the initial state is not updated in place
+
+
+def pool_by_definition(x, reduce, kernel, strides, pads, dilations, ceil_mode, fill):
+    """Direct pooling over explicit loops on output positions; windows read ``fill`` outside the input."""
+    n_sp = x.ndim - 2
+    out = []
+    for i in range(n_sp):
+        span = x.shape[2 + i] + pads[i] + pads[i + n_sp] - ((kernel[i] - 1) * dilations[i] + 1)
+        o = (-(-span // strides[i]) if ceil_mode else span // strides[i]) + 1
+        if ceil_mode and (o - 1) * strides[i] >= x.shape[2 + i] + pads[i]:
+            o -= 1
+        out.append(o)
+    y = np.empty(x.shape[:2] + tuple(out), dtype=np.float64)
+    for pos in np.ndindex(*out):
+        values = []
+        for tap in np.ndindex(*kernel):
+            at = [pos[i] * strides[i] + tap[i] * dilations[i] - pads[i] for i in range(n_sp)]
+            inside = all(0 <= a < x.shape[2 + i] for i, a in enumerate(at))
+            values.append(x[(slice(None), slice(None)) + tuple(at)] if inside else np.full(x.shape[:2], fill))
+        y[(slice(None), slice(None)) + pos] = reduce(np.stack(values), axis=0)
+    return y
+
+
+POOL_CASES = [
+    # (x shape, kernel, strides, pads, dilations, ceil_mode)
+    ((2, 3, 9, 9), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 0),
+    ((1, 2, 8, 7), (2, 2), (2, 2), (0, 0, 0, 0), (1, 1), 0),
+    ((1, 2, 10, 11), (3, 2), (2, 3), (1, 0, 0, 1), (2, 1), 1),
+    ((2, 1, 7, 6), (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((1, 2, 13), (4,), (3,), (2, 1), (1,), 1),
+    ((1, 2, 5, 6, 7), (2, 3, 2), (1, 2, 2), (0, 1, 1, 1, 0, 0), (1, 1, 2), 0),
+]
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads, dilations, ceil_mode", POOL_CASES)
+def test_separable_max_and_average_pool_match_definition(shape, kernel, strides, pads, dilations, ceil_mode) -> None:
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    attrs = {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads), "ceil_mode": ceil_mode}
+    y = run("MaxPool", x, dilations=list(dilations), **attrs)[0]
+    want = pool_by_definition(x, np.max, kernel, strides, pads, dilations, ceil_mode, -np.inf)
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+    # AveragePool through the same reduction: window sums over the declared pads / the kernel size.
+    if dilations == (1,) * len(kernel) and not ceil_mode:
+        avg = run("AveragePool", x, count_include_pad=1, **attrs)
+        want = pool_by_definition(x, np.sum, kernel, strides, pads, dilations, 0, 0.0) / np.prod(kernel)
+        np.testing.assert_allclose(avg, want, rtol=1e-5, atol=1e-6)
