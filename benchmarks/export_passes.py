@@ -109,7 +109,7 @@ def trained_digits_cnn(epochs: int = 2):
 
     (xtr, ytr), (xte, _) = digits.load_digits()
     graph, handles = digits.build_cnn()
-    io = dict(inputs={"image": "images"}, outputs={"probs": "probabilities"})
+    io = {"inputs": {"image": "images"}, "outputs": {"probs": "probabilities"}}
     with tempfile.TemporaryDirectory() as directory:
         session, _ = digits.train_cnn(graph, handles, (xtr, ytr), directory, epochs=epochs, progress=False)
         frozen = freeze(session, **io)

@@ -8,8 +8,9 @@ away with everything else the outputs do not read); variables become constants h
 current values (from the session, or the newest checkpoint of a directory, whose graph.npz
 supplies the graph); training-mode ops become inference-mode ones: ``x * DropoutMask(x)`` is
 ``x``, ``BatchNormTraining`` is ``BatchNormalization`` over its scope's ``moving_mean`` and
-``moving_variance``, ``LSTMBlockCell`` is spelled in ONNX ops. What cannot be frozen is refused
-with a ``FreezeError`` naming the tensor, file or op and what to do about it.
+``moving_variance``, ``LSTMBlockCell`` is spelled in ONNX ops; each ``while_loop`` becomes an
+ONNX ``Loop`` and each ``cond`` an ``If``, with subgraphs. What cannot be frozen is refused with
+a ``FreezeError`` naming the tensor, file or op and what to do about it.
 
 ``check_trainer_parity`` runs the trainer itself (in inference mode) and the frozen or optimized
 model on the edge runtime over the same inputs, so an export is checked against the trainer's
@@ -22,19 +23,26 @@ import datetime
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from exporter import flow_writer, ir
-from exporter.verify import DEFAULT_ATOL, DEFAULT_RTOL, ParityError, ParityReport, TensorDiff
+from exporter.verify import (
+    DEFAULT_ATOL,
+    DEFAULT_RTOL,
+    ParityError,
+    ParityReport,
+    TensorDiff,
+)
 from schemas import dtypes
 
 TRAINER_DOMAIN = "flowstack"
 PRODUCER = "flowstack trainer"
 
-# Ops the control-flow lowering would need; loops and conds are not frozen yet (see _refuse_control_flow).
+# Dataflow control-flow ops: only met through a loop's Exits or a cond's Merges (see _Freezer).
 _CONTROL_FLOW = {"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"}
 
 
@@ -258,118 +266,255 @@ def _resolve(graph, t, public: str, role: str):
 
 
 # -- the rewrite ------------------------------------------------------------------------------------
+class _Scope:
+    """One IR graph being built (main, a Loop body, an If branch) and the trainer tensors named in it."""
+
+    def __init__(self, graph: ir.Graph, names: dict | None = None):
+        self.graph = graph
+        self.names: dict = dict(names or {})  # trainer Tensor -> IR value name
+
+
 class _Freezer:
+    """Builds the IR on demand, walking back from the outputs: only what they read is converted.
+
+    A while_loop is met at its Exits and becomes one ONNX ``Loop`` whose body computes the next
+    loop variables and then the condition on them (the first test runs in the enclosing graph); a
+    cond is met at its Merges and becomes one ``If``. Tensors a body or branch reads from outside
+    come in through Enter / Switch, which are named as the outside value: an outer capture.
+    """
+
     def __init__(self, src: _Source, inputs: dict, outputs: dict):
         self.src = src
         self.inputs = inputs
         self.outputs = outputs
-        self.graph = ir.Graph(name="main")
-        self.names: dict = {}  # trainer Tensor -> IR value name
+        g = src.graph
+        loops = [loop.to_dict() for loop in g.loops] + list(getattr(g, "imported_loops", []))
+        conds = list(g.conds) + list(getattr(g, "imported_conds", []))
+        self.loops = {name: rec for rec in loops for name in rec["exits"]}
+        self.conds = {name: rec for rec in conds for name in rec["merges"]}
+        self.used: set[str] = set(inputs) | set(outputs)
+        self.current = ""  # the public output being built, for error messages
+
+    def fresh(self, hint: str) -> str:
+        name, n = hint, 0
+        while name in self.used:
+            n += 1
+            name = f"{hint}_{n}"
+        self.used.add(name)
+        return name
 
     def model(self) -> ir.Model:
+        main = _Scope(ir.Graph(name="main"))
+        g = main.graph
         for public, t in self.inputs.items():
-            self.names[t] = public
-            self.graph.inputs.append(public)
-            self.graph.values[public] = _value(public, t)
-        needed = self._needed()
-        for node in self.src.graph.nodes:
-            if node in needed:
-                self._convert(node)
+            main.names[t] = public
+            g.inputs.append(public)
+            g.values[public] = _value(public, t)
         for public, t in self.outputs.items():
-            name = self.names[t]
-            if name in self.graph.outputs or name in self.graph.inputs or name in self.graph.constants():
-                self.graph.nodes.append(ir.Node("Identity", [name], [public], name=public))
+            self.current = public
+            name = self.emit(t, main)
+            produced = {o for n in g.nodes for o in n.outputs}
+            if name not in produced or name in g.outputs or name in g.inputs:
+                g.nodes.append(ir.Node("Identity", [name], [public], name=public))
             else:
-                self._rename(name, public)
-            self.graph.values[public] = _value(public, t)
-            self.graph.outputs.append(public)
+                self._rename(main, name, public)
+            g.values[public] = _value(public, t)
+            g.outputs.append(public)
         signature = ir.Signature({p: p for p in self.inputs}, {p: p for p in self.outputs})
-        return ir.Model(self.graph, opset_imports={"": 21}, producer=PRODUCER,
-                        signatures={"serving_default": signature})
+        return ir.Model(g, opset_imports={"": 21}, producer=PRODUCER, signatures={"serving_default": signature})
 
-    def _needed(self) -> set:
-        """Nodes the outputs read, data edges only, stopping at the inputs; refuses unfed placeholders."""
-        fed = set(self.inputs.values())
-        needed: set = set()
-        for public, out in self.outputs.items():
-            stack = [out]
-            seen: set = set()
-            while stack:
-                t = stack.pop()
-                if t in fed or t.node in seen:
-                    continue
-                node = t.node
-                seen.add(node)
-                if node.op_type == "Placeholder":
-                    raise FreezeError(
-                        f"output {public!r} ({out.name}) depends on placeholder {node.name!r}, which is not among the "
-                        f"inputs; add it to the inputs (e.g. --inputs {node.name}) or export an output that does not need it")
-                if node.op_type in _CONTROL_FLOW and node.domain == TRAINER_DOMAIN:
-                    raise FreezeError(
-                        f"output {public!r} depends on {node.op_type} node {node.name!r} of a while_loop or cond; "
-                        "freezing control flow into Loop/If subgraphs is not supported yet: export an output "
-                        "outside the loop, or build the model with static unrolling")
-                if node.op_type == "BatchNormTraining" and t.index > 0:
-                    raise FreezeError(f"output {public!r} reads the batch statistics {t.name} of BatchNormTraining node "
-                                      f"{node.name!r}, which inference does not compute; export its normalized output")
-                if _is_dropout(node):
-                    stack.append(_dropped_operand(node))
-                    continue
-                stack.extend(i for i in node.inputs if i is not None)
-            needed |= seen
-        return needed
+    # -- the walk -----------------------------------------------------------------------------
+    def emit(self, target, scope: _Scope) -> str:
+        """The IR name of trainer tensor ``target`` in ``scope``, converting what it needs first."""
+        stack = [target]
+        while stack:
+            t = stack[-1]
+            if t in scope.names:
+                stack.pop()
+                continue
+            missing = [d for d in self._deps(t) if d not in scope.names]
+            if missing:
+                if len(stack) > 100_000:
+                    raise FreezeError(f"output {self.current!r}: the graph behind {t.name} has a cycle")
+                stack.extend(missing)
+                continue
+            stack.pop()
+            self._build(t, scope)
+        return scope.names[target]
 
-    def _convert(self, node) -> None:
-        g = self.graph
+    def _deps(self, t) -> list:
+        node = t.node
+        trainer_op = node.domain == TRAINER_DOMAIN
+        if trainer_op and node.op_type == "Placeholder":
+            raise FreezeError(
+                f"output {self.current!r} depends on placeholder {node.name!r}, which is not among the inputs; "
+                f"add it to the inputs (e.g. --inputs {node.name}) or export an output that does not need it")
         if _is_dropout(node):
-            self.names[node.outputs[0]] = self.names[_dropped_operand(node)]
-            return
-        outs = [t.name for t in node.outputs]
-        for t in node.outputs:
-            self.names[t] = t.name
-            g.values[t.name] = _value(t.name, t)
-        ins = [self.names[t] if t is not None else "" for t in node.inputs]
-        if node.op_type == "Variable" and node.domain == TRAINER_DOMAIN:
-            g.values[outs[0]] = ir.Value(outs[0], data=np.ascontiguousarray(self._variable(node.name)))
-        elif node.op_type == "Constant" and node.domain == "":
-            g.values[outs[0]] = ir.Value(outs[0], data=np.ascontiguousarray(node.attrs["value"]))
-        elif node.op_type == "BatchNormTraining" and node.domain == TRAINER_DOMAIN:
-            g.nodes.append(self._batch_norm(node, ins, outs))
-        elif node.op_type == "StackPush" and node.domain == TRAINER_DOMAIN:
-            g.nodes.append(ir.Node("Identity", ins, outs, name=node.name))
-        elif node.op_type == "LSTMBlockCell" and node.domain == TRAINER_DOMAIN:
-            g.nodes.extend(_lstm_block_cell(g, node, ins, outs))
+            return [_dropped_operand(node)]
+        if trainer_op and node.op_type == "Exit" and node.name in self.loops:
+            rec = self.loops[node.name]
+            g = self.src.graph
+            return [g.node(e).inputs[0] for e in rec["enters"]] + [g.tensor(n) for n in rec["captured"]]
+        if trainer_op and node.op_type == "Merge" and node.name in self.conds:
+            rec = self.conds[node.name]
+            if t.index != 0:
+                raise FreezeError(f"output {self.current!r} reads {t.name}, which branch a cond took; export its value instead")
+            g = self.src.graph
+            return [g.tensor(rec["pred"])] + [g.tensor(n) for n in {**rec["false_inputs"], **rec["true_inputs"]}]
+        if trainer_op and node.op_type in _CONTROL_FLOW:
+            raise FreezeError(
+                f"output {self.current!r} reads {node.op_type} node {node.name!r} of a while_loop or cond from outside "
+                "its structure (not through the loop's exits or the cond's merges); export the loop's or cond's results")
+        if trainer_op and node.op_type == "BatchNormTraining" and t.index > 0:
+            raise FreezeError(f"output {self.current!r} reads the batch statistics {t.name} of BatchNormTraining node "
+                              f"{node.name!r}, which inference does not compute; export its normalized output")
+        if trainer_op and node.op_type == "LSTMBlockCell" and t.index > 1:
+            raise FreezeError(f"output {self.current!r} reads gate activation {t.name} of LSTMBlockCell node "
+                              f"{node.name!r}, kept for training only; export h (output 0) or c (output 1)")
+        if trainer_op and node.op_type in ("StackPush", "BatchNormTraining"):
+            return [i for i in node.inputs[:3] if i is not None]
+        return [i for i in node.inputs if i is not None]
+
+    def _build(self, t, scope: _Scope) -> None:
+        node = t.node
+        op = node.op_type if node.domain in ("", TRAINER_DOMAIN) else None
+        trainer_op = node.domain == TRAINER_DOMAIN
+        if _is_dropout(node):
+            scope.names[t] = scope.names[_dropped_operand(node)]
+        elif trainer_op and op == "StackPush":
+            scope.names[t] = scope.names[node.inputs[0]]
+        elif trainer_op and op == "Variable":
+            self._constant(scope, t, self._variable(node.name))
+        elif not trainer_op and op == "Constant":
+            self._constant(scope, t, node.attrs["value"])
+        elif trainer_op and op == "Exit":
+            self._loop(self.loops[node.name], scope)
+        elif trainer_op and op == "Merge":
+            self._cond(self.conds[node.name], scope)
         else:
-            _check_edge_kernel(node)
-            attrs = {k: v for k, v in node.attrs.items() if v is not None}
-            g.nodes.append(ir.Node(node.op_type, ins, outs, attrs, name=node.name, domain=node.domain))
+            ins = [scope.names[i] if i is not None else "" for i in node.inputs]
+            outs = []
+            for out in node.outputs:
+                scope.names[out] = name = self.fresh(out.name)
+                scope.graph.values[name] = _value(name, out)
+                outs.append(name)
+            scope.graph.nodes.extend(self._nodes(node, ins, outs, scope))
+
+    def _nodes(self, node, ins: list[str], outs: list[str], scope: _Scope) -> list[ir.Node]:
+        """The IR node(s) computing trainer ``node`` at inference."""
+        if node.domain == TRAINER_DOMAIN and node.op_type == "BatchNormTraining":
+            return [self._batch_norm(node, ins, outs, scope)]
+        if node.domain == TRAINER_DOMAIN and node.op_type == "LSTMBlockCell":
+            return _lstm_block_cell(self, node, ins, outs)
+        if node.domain == TRAINER_DOMAIN and node.op_type in ("OnesLike", "ZerosLike"):
+            fill = np.ones if node.op_type == "OnesLike" else np.zeros
+            shape = self.fresh(f"{node.name}/shape")
+            return [ir.Node("Shape", ins[:1], [shape], name=shape),
+                    ir.Node("ConstantOfShape", [shape], outs[:1], {"value": fill((1,), node.outputs[0].dtype)}, name=node.name)]
+        _check_edge_kernel(node)
+        attrs = {k: v for k, v in node.attrs.items() if v is not None}
+        return [ir.Node(node.op_type, ins, outs, attrs, name=node.name, domain=node.domain)]
+
+    def _constant(self, scope: _Scope, t, data: np.ndarray) -> None:
+        scope.names[t] = name = self.fresh(t.name)
+        scope.graph.values[name] = ir.Value(name, data=_contiguous(data))
 
     def _variable(self, name: str) -> np.ndarray:
         if name not in self.src.values:
             raise FreezeError(f"variable {name!r} has no value: run its initializer (or restore a checkpoint) before freezing")
         return self.src.values[name]
 
-    def _batch_norm(self, node, ins, outs) -> ir.Node:
-        scope = node.name.rsplit("/", 1)[0] if "/" in node.name else ""
+    def _batch_norm(self, node, ins, outs, scope: _Scope) -> ir.Node:
+        prefix = node.name.rsplit("/", 1)[0] + "/" if "/" in node.name else ""
         stats = []
         for stat in ("moving_mean", "moving_variance"):
-            var = f"{scope}/{stat}" if scope else stat
+            var = prefix + stat
             if var not in self.src.values:
                 raise FreezeError(f"node {node.name!r} (BatchNormTraining): no variable {var!r} with its moving "
                                   "statistics; build batch norm with trainer.layers.batch_normalization")
-            const = f"{var}:0"
-            self.graph.values[const] = ir.Value(const, data=np.ascontiguousarray(self.src.values[var]))
-            stats.append(const)
+            name = self.fresh(var + ":0")
+            scope.graph.values[name] = ir.Value(name, data=_contiguous(self.src.values[var]))
+            stats.append(name)
+        for extra in outs[1:]:
+            scope.graph.values.pop(extra, None)
         return ir.Node("BatchNormalization", ins[:3] + stats, outs[:1], {"epsilon": float(node.attrs["epsilon"])},
                        name=node.name)
 
-    def _rename(self, old: str, new: str) -> None:
+    # -- control flow ---------------------------------------------------------------------------
+    def _loop(self, rec: dict, scope: _Scope) -> None:
+        g = self.src.graph
+        frame = rec["frame_name"]
+        initial = [scope.names[g.node(e).inputs[0]] for e in rec["enters"]]
+        merged = [g.node(m).outputs[0] for m in rec["merges"]]
+        captures = {g.tensor(enter): scope.names[g.tensor(outer)] for outer, enter in rec["captured"].items()}
+        pred = g.node(rec["loop_cond"]).inputs[0]
+        # The first test, in the enclosing graph, on the initial values.
+        first = _Scope(scope.graph, {**scope.names, **captures, **dict(zip(merged, initial))})
+        cond0 = self.emit(pred, first)
+        for t, name in first.names.items():
+            scope.names.setdefault(t, name)
+        # The body: next values from this iteration's, then the test on the next values.
+        body = ir.Graph(name=self.fresh(f"{frame}/body"))
+        inner = _Scope(body, captures)
+        iteration, cond_in = self.fresh(f"{frame}/iteration"), self.fresh(f"{frame}/cond_in")
+        body.values[iteration] = ir.Value(iteration, dtypes.INT64, ())
+        body.values[cond_in] = ir.Value(cond_in, dtypes.BOOL, ())
+        body.inputs = [iteration, cond_in]
+        for name in rec["body_inputs"]:
+            t = g.tensor(name)
+            inner.names[t] = v = self.fresh(name)
+            body.values[v] = _value(v, t)
+            body.inputs.append(v)
+        nexts = [self.emit(g.tensor(name), inner) for name in rec["body_outputs"]]
+        test = _Scope(body, {**inner.names, **dict(zip(merged, nexts))})
+        body.outputs = self._produced(body, [self.emit(pred, test)] + nexts)
+        outs = []
+        for exit_name in rec["exits"]:
+            t = g.node(exit_name).outputs[0]
+            scope.names[t] = name = self.fresh(t.name)
+            scope.graph.values[name] = _value(name, t)
+            outs.append(name)
+        scope.graph.nodes.append(ir.Node("Loop", ["", cond0] + initial, outs, {"body": body}, name=frame))
+
+    def _cond(self, rec: dict, scope: _Scope) -> None:
+        g = self.src.graph
+        branches = {}
+        for key, attr in (("true", "then_branch"), ("false", "else_branch")):
+            sub = ir.Graph(name=self.fresh(f"{rec['merges'][0]}/{key}"))
+            seeds = {g.tensor(sw): scope.names[g.tensor(outer)] for outer, sw in rec[f"{key}_inputs"].items()}
+            inner = _Scope(sub, seeds)
+            sub.outputs = self._produced(sub, [self.emit(g.tensor(n), inner) for n in rec[f"{key}_outputs"]])
+            branches[attr] = sub
+        outs = []
+        for merge in rec["merges"]:
+            t = g.node(merge).outputs[0]
+            scope.names[t] = name = self.fresh(t.name)
+            scope.graph.values[name] = _value(name, t)
+            outs.append(name)
+        pred = scope.names[g.tensor(rec["pred"])]
+        scope.graph.nodes.append(ir.Node("If", [pred], outs, branches, name=rec["merges"][0].rsplit("/", 1)[0]))
+
+    def _produced(self, graph: ir.Graph, names: list[str]) -> list[str]:
+        """Subgraph outputs, each made by a node of the subgraph and listed once (an Identity where not)."""
+        made = {o for n in graph.nodes for o in n.outputs}
+        out: list[str] = []
+        for name in names:
+            if name not in made or name in out:
+                copy = self.fresh(f"{name}/out")
+                graph.nodes.append(ir.Node("Identity", [name], [copy], name=copy))
+                source = graph.values.get(name)
+                graph.values[copy] = ir.Value(copy, source.dtype if source else None, source.shape if source else None)
+                name = copy
+            out.append(name)
+        return out
+
+    def _rename(self, scope: _Scope, old: str, new: str) -> None:
         from exporter.passes.graph_edit import rename_value
 
-        rename_value(self.graph, old, new)
-        for t, name in self.names.items():
+        rename_value(scope.graph, old, new)
+        for t, name in scope.names.items():
             if name == old:
-                self.names[t] = new
+                scope.names[t] = new
 
 
 def _is_dropout(node) -> bool:
@@ -393,32 +538,36 @@ def _check_edge_kernel(node) -> None:
                           f"could not run on the edge: {hint}")
 
 
-def _lstm_block_cell(g: ir.Graph, node, ins, outs) -> list[ir.Node]:
-    """LSTMBlockCell in ONNX ops: z = [x, h] @ W + b; i, f, g, o = split(z); c' = s(f)c + s(i)tanh(g); h' = s(o)tanh(c')."""
+def _lstm_block_cell(freezer: _Freezer, node, ins, outs) -> list[ir.Node]:
+    """LSTMBlockCell (trainer/kernels/nn.py) in ONNX ops: z = [x, h] @ W + b; i, f, g, o = split(z, 4);
+    c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c')."""
     x, h, c, w, b = ins
-    p = node.name + "/"
-    used = [o for o in outs[:2]]
+    n = {k: freezer.fresh(f"{node.name}/{k}") for k in ("xh", "z", "zi", "zf", "zg", "zo", "i", "f", "g", "o", "fc", "ig", "tc")}
+    h_out, c_out = outs[:2]
 
-    def n(op, inputs, outputs, **attrs):
-        return ir.Node(op, inputs, outputs, attrs, name=p + outputs[0].rsplit("/", 1)[-1])
+    def op(op_type, inputs, outputs, **attrs):
+        return ir.Node(op_type, inputs, outputs, attrs, name=outputs[0])
 
-    nodes = [
-        n("Concat", [x, h], [p + "xh"], axis=1),
-        n("Gemm", [p + "xh", w, b], [p + "z"]),
-        n("Split", [p + "z"], [p + "zi", p + "zf", p + "zg", p + "zo"], axis=1, num_outputs=4),
-        n("Sigmoid", [p + "zi"], [p + "i"]),
-        n("Sigmoid", [p + "zf"], [p + "f"]),
-        n("Tanh", [p + "zg"], [p + "g"]),
-        n("Sigmoid", [p + "zo"], [p + "o"]),
-        n("Mul", [p + "f", c], [p + "fc"]),
-        n("Mul", [p + "i", p + "g"], [p + "ig"]),
-        n("Add", [p + "fc", p + "ig"], [used[1]]),
-        n("Tanh", [used[1]], [p + "tc"]),
-        n("Mul", [p + "o", p + "tc"], [used[0]]),
+    return [
+        op("Concat", [x, h], [n["xh"]], axis=1),
+        op("Gemm", [n["xh"], w, b], [n["z"]]),
+        op("Split", [n["z"]], [n["zi"], n["zf"], n["zg"], n["zo"]], axis=1, num_outputs=4),
+        op("Sigmoid", [n["zi"]], [n["i"]]),
+        op("Sigmoid", [n["zf"]], [n["f"]]),
+        op("Tanh", [n["zg"]], [n["g"]]),
+        op("Sigmoid", [n["zo"]], [n["o"]]),
+        op("Mul", [n["f"], c], [n["fc"]]),
+        op("Mul", [n["i"], n["g"]], [n["ig"]]),
+        op("Add", [n["fc"], n["ig"]], [c_out]),
+        op("Tanh", [c_out], [n["tc"]]),
+        op("Mul", [n["o"], n["tc"]], [h_out]),
     ]
-    for extra in outs[2:]:
-        g.values.pop(extra, None)
-    return nodes
+
+
+def _contiguous(data) -> np.ndarray:
+    # Not np.ascontiguousarray: it turns a 0-d array into a 1-d one.
+    data = np.asarray(data)
+    return data if data.flags.c_contiguous else data.copy(order="C")
 
 
 def _value(name: str, t) -> ir.Value:

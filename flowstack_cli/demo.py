@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-IO = dict(inputs={"image": "images"}, outputs={"probs": "probabilities"})
+IO = {"inputs": {"image": "images"}, "outputs": {"probs": "probabilities"}}
 STEPS = 6
 
 
@@ -47,7 +47,7 @@ def run(args) -> int:
 
     start = time.perf_counter()
     graph, handles = digits.build_cnn()
-    session, checkpoint = digits.train_cnn(graph, handles, (xtr, ytr), str(checkpoint_dir), epochs=args.epochs)
+    _, checkpoint = digits.train_cnn(graph, handles, (xtr, ytr), str(checkpoint_dir), epochs=args.epochs)
     _step(1, f"trained the digits CNN on {len(xtr)} images, {args.epochs} epochs in {time.perf_counter() - start:.1f}s; "
              f"checkpoint {checkpoint}")
 

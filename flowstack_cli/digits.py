@@ -56,7 +56,7 @@ def build_cnn(seed: int = 0, batch_norm: bool = True):
                         *g.get_collection(T.GraphKeys.UPDATE_OPS))
         init = T.global_variables_initializer()
         saver = T.Saver(max_to_keep=1)
-    return g, dict(x=x, y=y, probs=probs, loss=loss, train=train, init=init, saver=saver, step=step)
+    return g, {"x": x, "y": y, "probs": probs, "loss": loss, "train": train, "init": init, "saver": saver, "step": step}
 
 
 def train_cnn(graph, handles, data, checkpoint_dir: str, epochs: int = 10, batch: int = 64, progress: bool = True,

@@ -12,11 +12,18 @@ import pytest
 
 import edge_runtime
 import trainer as T
-from exporter import FreezeError, check_trainer_parity, export_trained, freeze, optimize, write_repository
+from exporter import (
+    FreezeError,
+    check_trainer_parity,
+    export_trained,
+    freeze,
+    optimize,
+    write_repository,
+)
 from exporter.freeze import trainer_outputs
 from flowstack_cli import digits
 
-IO = dict(inputs={"image": "images"}, outputs={"probs": "probabilities"})
+IO = {"inputs": {"image": "images"}, "outputs": {"probs": "probabilities"}}
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +113,7 @@ def test_lstm_block_cell_is_spelled_in_onnx_ops() -> None:
         init = T.global_variables_initializer()
     s = T.Session(g)
     s.run(init)
-    io = dict(inputs={"x": x, "h": h0, "c": c0}, outputs={"h_out": h, "c_out": c})
+    io = {"inputs": {"x": x, "h": h0, "c": c0}, "outputs": {"h_out": h, "c_out": c}}
     frozen = freeze(s, **io)
     assert "LSTMBlockCell" not in {n.op_type for n in frozen.graph.nodes}
     rng = np.random.default_rng(0)
@@ -129,7 +136,7 @@ def test_unfed_placeholder_is_refused_naming_it(trained) -> None:
     session, _, _, _ = trained
     loss = session.graph.get_collection(T.GraphKeys.LOSSES)
     target = loss[0] if loss else next(n for n in session.graph.nodes if n.op_type == "SparseSoftmaxCrossEntropyWithLogits").outputs[0]
-    with pytest.raises(FreezeError, match=r"output 'loss' .* depends on placeholder 'labels'.*add it to the inputs"):
+    with pytest.raises(FreezeError, match=r"output 'loss' depends on placeholder 'labels'.*add it to the inputs"):
         freeze(session, inputs={"image": "images"}, outputs={"loss": target})
 
 
@@ -140,14 +147,77 @@ def test_op_without_edge_kernel_is_refused_naming_it(trained) -> None:
         freeze(session, inputs={"image": "images", "labels": "labels"}, outputs={"xent": xent.outputs[0]})
 
 
-def test_while_loop_is_refused_with_a_reason() -> None:
+def _check_control_flow(g, inputs, outputs, feeds, tmp_path: Path, op: str) -> None:
+    s = T.Session(g)
+    if T.global_variables(g):
+        with g.as_default():
+            s.run(T.global_variables_initializer())
+    frozen = freeze(s, inputs, outputs)
+    assert op in {n.op_type for n in frozen.graph.nodes}
+    assert all(n.domain == "" for n in frozen.graph.nodes)
+    report = export_trained(s, tmp_path / "m.flow", inputs, outputs, samples=feeds)
+    assert report.trainer_parity.ok
+    ort = pytest.importorskip("onnxruntime")
+    from exporter import to_onnx
+
+    got = ort.InferenceSession(to_onnx(frozen).SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    want = trainer_outputs(s, feeds, inputs, outputs)
+    for name, value in zip(outputs, got):
+        np.testing.assert_allclose(value, want[name], rtol=1e-5, atol=1e-6)
+    return s
+
+
+def test_while_loop_becomes_loop(tmp_path: Path) -> None:
     g = T.Graph()
     with g.as_default():
         x = T.placeholder(np.float32, (3,), name="x")
+        n = T.placeholder(np.int64, (), name="n")
+        w = T.Variable(np.float32([0.5, 1.0, 2.0]), name="w")
         i0 = T.constant(np.asarray(0, np.int64))
-        _, out = T.while_loop(lambda i, v: T.less(i, np.int64(3)), lambda i, v: [i + np.int64(1), v * 2.0], [i0, x])
-    with pytest.raises(FreezeError, match="while_loop or cond"):
-        freeze(T.Session(g), inputs={"x": x}, outputs={"y": out})
+        _, out = T.while_loop(lambda i, v: T.less(i, n), lambda i, v: [i + np.int64(1), v * w + 1.0], [i0, x])
+    _check_control_flow(g, {"x": x, "n": n}, {"y": out}, {"x": np.float32([1, 2, 3]), "n": np.asarray(4, np.int64)},
+                        tmp_path, "Loop")
+
+
+def test_cond_becomes_if(tmp_path: Path) -> None:
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (None, 2), name="x")
+        p = T.placeholder(np.bool_, (), name="p")
+        y = T.cond(p, lambda: T.tanh(x) * 2.0, lambda: x - 1.0)
+    for flag in (True, False):
+        _check_control_flow(g, {"x": x, "p": p}, {"y": y}, {"x": np.float32([[1, 2], [3, 4]]), "p": np.asarray(flag)},
+                            tmp_path, "If")
+
+
+def test_lstm_dynamic_rnn_becomes_loop_of_onnx_ops(tmp_path: Path) -> None:
+    g = T.Graph()
+    with g.as_default():
+        xs = T.placeholder(np.float32, (5, 3, 4), name="xs")
+        cell = T.layers.MultiRNNCell([T.layers.LSTMCell(6, 4, name="l1"), T.layers.LSTMCell(6, 6, name="l2")])
+        out, _ = T.layers.dynamic_rnn(cell, xs, cell.zero_state(3))
+        target = T.placeholder(np.float32, (3, 6), name="target")
+        T.train.AdamOptimizer(1e-2).minimize(T.losses.mean_squared_error(target, out))
+    feeds = {"xs": np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)}
+    _check_control_flow(g, {"xs": xs}, {"h": out}, feeds, tmp_path, "Loop")
+
+
+def test_loop_freezes_from_a_checkpoint_dir(tmp_path: Path) -> None:
+    # Forward only: trainer.import_graph cannot yet re-import a graph holding a loop's gradient
+    # (a control edge to a later StackPush), so this graph has no optimizer.
+    g = T.Graph()
+    with g.as_default():
+        xs = T.placeholder(np.float32, (5, 3, 4), name="xs")
+        cell = T.layers.LSTMCell(6, 4)
+        out, _ = T.layers.dynamic_rnn(cell, xs, cell.zero_state(3))
+        init, saver = T.global_variables_initializer(), T.Saver()
+    session = T.Session(g)
+    session.run(init)
+    saver.save(session, str(tmp_path / "ckpt" / "model"), global_step=0)
+    feeds = {"xs": np.random.default_rng(0).standard_normal((5, 3, 4)).astype(np.float32)}
+    from_dir = freeze(tmp_path / "ckpt", {"xs": "xs"}, {"h": out.name})  # the loop records stored with the graph
+    want = trainer_outputs(session, feeds, {"xs": xs}, {"h": out})["h"]
+    np.testing.assert_allclose(edge_run(from_dir, feeds)["h"], want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "no_graph"])
@@ -181,4 +251,3 @@ def test_repository_layout(trained, tmp_path: Path) -> None:
     assert (tmp_path / "digits" / "1" / "model.flow").exists()
     assert (tmp_path / "digits" / "1" / "labels.txt").read_text() == "zero\none\n"
     assert json.loads((tmp_path / "digits" / "config.json").read_text()) == {"max_batch_size": 8}
-    from serving.repository import ModelRepository  # noqa: F401  (the layout serving reads)
