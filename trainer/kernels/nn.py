@@ -129,6 +129,9 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
     # Route dY to the first tap attaining the maximum (as argmax would). Masks are applied by
     # multiplication: np.where is several times slower on these strided views.
     out = xp.zeros(xpad.shape, dtype=dy.dtype)
+    # Windows that cannot overlap (stride >= extent) write each tap's share straight into its
+    # positions: a quarter of the memory traffic of adding a temporary.
+    disjoint = all(s >= e for s, e in zip(win.strides, win.effective))
     taken = None
     for sl in taps:
         hit = xpad[sl] == best
@@ -137,7 +140,10 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
         else:
             hit &= ~taken
             taken |= hit
-        out[sl] += dy * hit
+        if disjoint:
+            xp.multiply(dy, hit, out=out[sl])
+        else:
+            out[sl] += dy * hit
     return xp.ascontiguousarray(_crop(out, win, x.shape[2:]))
 
 
