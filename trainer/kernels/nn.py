@@ -40,7 +40,7 @@ _CHUNK_BYTES = 4 << 20
 
 def _chunks(n, bytes_per_example):
     step = max(1, _CHUNK_BYTES // max(bytes_per_example, 1))
-    return [(s, min(n, s + step)) for s in range(0, n, step)]
+    return [(s, min(n, s + step)) for s in range(0, max(n, 1), step)]  # an empty batch: one empty chunk
 
 
 @kernel("ConvBackpropFilter", domain=D)
