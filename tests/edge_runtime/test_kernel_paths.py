@@ -134,3 +134,42 @@ def test_separable_max_and_average_pool_match_definition(shape, kernel, strides,
         avg = run("AveragePool", x, count_include_pad=1, **attrs)
         want = pool_by_definition(x, np.sum, kernel, strides, pads, dilations, 0, 0.0) / np.prod(kernel)
         np.testing.assert_allclose(avg, want, rtol=1e-5, atol=1e-6)
+
+
+CONV_CASES = [
+    # (x shape, w shape, group, pads, dilations): stride 1, where the flat-plane columns apply
+    ((2, 3, 9, 8), (4, 3, 3, 3), 1, (1, 1, 1, 1), (1, 1)),
+    ((1, 2, 7, 11), (3, 2, 5, 2), 1, (2, 0, 1, 1), (1, 2)),
+    ((3, 4, 6, 6), (4, 2, 3, 3), 2, (0, 0, 0, 0), (1, 1)),
+    ((1, 6, 10, 9), (6, 1, 3, 3), 6, (1, 1, 1, 1), (2, 1)),  # depthwise
+    ((2, 1, 8, 8), (5, 1, 5, 5), 1, (2, 2, 2, 2), (1, 1)),
+    ((1, 3, 4, 5), (2, 3, 4, 5), 1, (0, 0, 0, 0), (1, 1)),  # one output pixel
+    ((2, 3, 12), (4, 3, 3), 1, (1, 2), (2,)),
+    ((1, 2, 5, 6, 4), (3, 2, 2, 3, 2), 1, (1, 0, 1, 0, 1, 1), (1, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
+def test_flat_plane_columns_match_definition(x_shape, w_shape, group, pads, dilations) -> None:
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    strides = (1,) * (x.ndim - 2)
+    win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
+    got = _conv._im2col_flat(x, w, np, win, group)
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, pads, dilations, group), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("waste", [-1, 10**9])  # never the flat-plane columns, or always
+@pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
+def test_conv_dispatch_either_way(monkeypatch, waste, x_shape, w_shape, group, pads, dilations) -> None:
+    monkeypatch.setattr(_conv, "FLAT_COLUMNS_MAX_WASTE", waste)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    x = x[..., ::-1]  # a non-contiguous input, as a Transpose or Slice may hand over
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    strides = (1,) * (x.ndim - 2)
+    got = run("Conv", x, w, b, group=group, pads=list(pads), dilations=list(dilations))
+    np.testing.assert_allclose(got, conv_by_definition(x, w, b, strides, pads, dilations, group), rtol=1e-4, atol=1e-4)
