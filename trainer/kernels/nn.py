@@ -7,6 +7,7 @@ col2im scatter-add; pooling gradients route ``dY`` to window taps and scatter-ad
 
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import product
 
 from edge_runtime.kernels import _conv
@@ -209,13 +210,15 @@ def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     return dx.astype(x.dtype, copy=False), dscale.reshape(scale.shape), db.reshape(scale.shape)
 
 
-def _sigmoid_(z, xp):
-    """In-place logistic sigmoid."""
-    xp.negative(z, out=z)
-    xp.exp(z, out=z)
-    z += 1
-    xp.reciprocal(z, out=z)
-    return z
+@lru_cache(maxsize=None)
+def _gate_affine(hidden, dtype, xp):
+    """Per-column (scale, shift) over the [i, f, g, o] gates: sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5
+    and g = tanh(z), so one tanh pass covers all four gates (cached: never written to)."""
+    half = xp.full(4 * hidden, 0.5, dtype=dtype)
+    half[2 * hidden:3 * hidden] = 1
+    shift = xp.full(4 * hidden, 0.5, dtype=dtype)
+    shift[2 * hidden:3 * hidden] = 0
+    return half, shift
 
 
 @kernel("LSTMBlockCell", domain=D)
@@ -226,10 +229,12 @@ def lstm_block_cell(x, h_prev, c_prev, w, b, *, xp, forget_bias):
     z += b
     if forget_bias:
         z[:, hidden:2 * hidden] += forget_bias
-    _sigmoid_(z[:, :2 * hidden], xp)  # i and f are adjacent: one pass for both
-    i, f = z[:, :hidden], z[:, hidden:2 * hidden]
-    g = xp.tanh(z[:, 2 * hidden:3 * hidden], out=z[:, 2 * hidden:3 * hidden])
-    o = _sigmoid_(z[:, 3 * hidden:], xp)
+    half, shift = _gate_affine(hidden, z.dtype.str, xp)
+    z *= half
+    xp.tanh(z, out=z)
+    z *= half
+    z += shift
+    i, f, g, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
     c = f * c_prev
     c += i * g
     co = xp.tanh(c)
