@@ -387,6 +387,11 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             value = get_kernel("Constant")(xp=xp, **n.attrs)
             template[slot_of(n.outputs[0])] = session._devices[dev].from_host(value)
             continue
+        if sub_plan and n.op_type == "Identity" and n.domain == "" and n.inputs[0] is not None:
+            # Identity returns its input object: inside a flat loop body its output can share the
+            # input's slot (a third of an LSTM body's steps are these).
+            slots[n.outputs[0]] = slot_of(n.inputs[0])
+            continue
         fn, wants_ctx = resolve_kernel(n)
         ins = []
         for i, t in enumerate(n.inputs):
