@@ -231,10 +231,13 @@ def _im2col_flat(x, w, xp, win, group):
         writeable=False,
     )
     k = math.prod(win.kernel)
-    cols = view.reshape(n, group, (c // group) * k, length)
-    y = xp.matmul(w.reshape(group, m // group, (c // group) * k), cols)  # (N, G, M/G, length)
-    y = y.reshape((n, m, win.out[0]) + tuple(padded[1:]))
-    return xp.ascontiguousarray(y[(Ellipsis,) + tuple(slice(0, o) for o in win.out[1:])])
+    # Batch images side by side in the columns: one matmul per group, not one per image.
+    order = tuple(range(1, 2 + len(win.kernel))) + (0, 2 + len(win.kernel))
+    cols = view.transpose(order).reshape(group, (c // group) * k, n * length)
+    y = xp.matmul(w.reshape(group, m // group, (c // group) * k), cols)  # (G, M/G, N * length)
+    y = y.reshape((m, n, win.out[0]) + tuple(padded[1:]))
+    crop = (slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in win.out[1:])
+    return xp.ascontiguousarray(y[crop].swapaxes(0, 1))
 
 
 def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_spatial):
