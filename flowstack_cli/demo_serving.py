@@ -80,6 +80,11 @@ def serve_and_query(repository: Path, model: str, images: np.ndarray, labels: np
         await server.start()
         try:
             loop = asyncio.get_running_loop()
+            # Models load in the background (the server reports not-ready until they have): wait.
+            await loop.run_in_executor(None, server.repository.wait_scanned, 120)
+            if not server.repository.is_ready(model):
+                reasons = "; ".join(f"version {s.version}: {s.state} {s.reason}" for s in server.repository.statuses(model))
+                raise RuntimeError(f"model {model!r} did not become ready: {reasons or 'not found in the repository'}")
             return await loop.run_in_executor(None, _query, server.http_port, server.grpc_port, model, images, labels)
         finally:
             await server.stop()
