@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import onnx
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from functools import reduce
 
-import numpy as np
 
 from edge_runtime.kernels.registry import kernel
 from schemas import dtypes

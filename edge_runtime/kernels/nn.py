@@ -182,7 +182,6 @@ def max_unpool(x, indices, output_shape, *, xp, kernel_shape, pads, strides):
 def col2im(x, image_shape, block_shape, *, xp, dilations, pads, strides):
     image = tuple(int(d) for d in image_shape.tolist())
     block = tuple(int(d) for d in block_shape.tolist())
-    n_sp = len(image)
     win = _conv.resolve_window(image, block, strides, dilations, pads, "NOTSET")
     n = x.shape[0]
     c = x.shape[1] // math.prod(block)
