@@ -310,6 +310,7 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
     g = graph or Graph()
     names = {nd["name"] for nd in desc["nodes"]}
     back_edges = []  # a loop's Merge names its NextIteration, which comes later
+    late_controls = []  # and a loop gradient's nodes may wait on a StackPush made later too
     for nd in desc["nodes"]:
         inputs = []
         for k, i in enumerate(nd["inputs"]):
@@ -317,7 +318,8 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
                 back_edges.append((nd["name"], k, i))
                 i = next(j for j in nd["inputs"] if j is not None and j.partition(":")[0] in g._by_name)
             inputs.append(None if i is None else g.tensor(i))
-        ctrl = [g.node(c) for c in nd["control_inputs"]]
+        ctrl = [g.node(c) for c in nd["control_inputs"] if c in g._by_name]
+        late_controls.extend((nd["name"], c) for c in nd["control_inputs"] if c not in g._by_name)
         types = [TensorType(None if o["dtype"] is None else np.dtype(o["dtype"]),
                             None if o["shape"] is None else tuple(None if d < 0 else d for d in o["shape"]))
                  for o in nd["outputs"]]
@@ -329,6 +331,8 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
         node.device = nd.get("device", "")
     for name, k, i in back_edges:
         g.node(name).inputs[k] = g.tensor(i)
+    for name, c in late_controls:
+        g.node(name).control_inputs.append(g.node(c))
     cols = desc.get("collections", {})
     trainable = set(cols.get(GraphKeys.TRAINABLE_VARIABLES, []))
     for name in cols.get(GraphKeys.GLOBAL_VARIABLES, []):
