@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import flatbuffers
@@ -11,6 +9,7 @@ import numpy as np
 
 from edge_runtime.format import BUFFER_ALIGNMENT, FILE_IDENTIFIER, FORMAT_VERSION
 from exporter import ir
+from exporter.atomic import atomic_write
 from schemas import dtypes
 from schemas.fb import (
     Attribute,
@@ -118,17 +117,31 @@ class _Layout:
         return record
 
 
+def _string_vector(b: flatbuffers.Builder, strings: list[str]) -> int:
+    offsets = [b.CreateString(s) for s in strings]
+    b.StartVector(4, len(offsets), 4)
+    for o in reversed(offsets):
+        b.PrependUOffsetTRelative(o)
+    return b.EndVector()
+
+
+# How each attribute type is stored: the vector to build first (None: a scalar field) and its adder.
+_ATTRIBUTE_FIELDS = {
+    AttrType.INT: (None, Attribute.AddI),
+    AttrType.FLOAT: (None, Attribute.AddF),
+    AttrType.STRING: (lambda b, v: b.CreateByteVector(v.encode("utf-8")), Attribute.AddS),
+    AttrType.INTS: (lambda b, v: b.CreateNumpyVector(np.asarray(v, dtype=np.int64)), Attribute.AddInts),
+    AttrType.FLOATS: (lambda b, v: b.CreateNumpyVector(np.asarray(v, dtype=np.float32)), Attribute.AddFloats),
+    AttrType.STRINGS: (_string_vector, Attribute.AddStrings),
+    AttrType.TENSOR: (None, Attribute.AddTensor),
+    AttrType.GRAPH: (None, Attribute.AddGraph),
+}
+
+
 def _build(layout: _Layout, data_start: int) -> bytes:
     b = flatbuffers.Builder(1024)
     b.ForceDefaults(True)  # fixed layout: the second pass must produce the same size
     model = layout.model
-
-    def string_vector(strings: list[str]) -> int:
-        offs = [b.CreateString(s) for s in strings]
-        b.StartVector(4, len(offs), 4)
-        for o in reversed(offs):
-            b.PrependUOffsetTRelative(o)
-        return b.EndVector()
 
     def table_vector(offsets: list[int]) -> int:
         b.StartVector(4, len(offsets), 4)
@@ -170,7 +183,7 @@ def _build(layout: _Layout, data_start: int) -> bytes:
         for t in sg["tensors"]:
             name = b.CreateString(t["name"])
             shape = b.CreateNumpyVector(np.asarray(t["shape"] or [], dtype=np.int64))
-            strings = string_vector(t["strings"]) if t["strings"] is not None else None
+            strings = _string_vector(b, t["strings"]) if t["strings"] is not None else None
             Tensor.Start(b)
             Tensor.AddName(b, name)
             Tensor.AddDtype(b, t["dtype"])
@@ -185,34 +198,12 @@ def _build(layout: _Layout, data_start: int) -> bytes:
             attrs = []
             for key, kind, value in o["attrs"]:
                 k = b.CreateString(key)
-                payload = None
-                if kind == AttrType.STRING:
-                    payload = b.CreateByteVector(value.encode("utf-8"))
-                elif kind == AttrType.INTS:
-                    payload = b.CreateNumpyVector(np.asarray(value, dtype=np.int64))
-                elif kind == AttrType.FLOATS:
-                    payload = b.CreateNumpyVector(np.asarray(value, dtype=np.float32))
-                elif kind == AttrType.STRINGS:
-                    payload = string_vector(value)
+                encode, add = _ATTRIBUTE_FIELDS[kind]
+                payload = encode(b, value) if encode else value
                 Attribute.Start(b)
                 Attribute.AddName(b, k)
                 Attribute.AddType(b, kind)
-                if kind == AttrType.INT:
-                    Attribute.AddI(b, value)
-                elif kind == AttrType.FLOAT:
-                    Attribute.AddF(b, value)
-                elif kind == AttrType.STRING:
-                    Attribute.AddS(b, payload)
-                elif kind == AttrType.INTS:
-                    Attribute.AddInts(b, payload)
-                elif kind == AttrType.FLOATS:
-                    Attribute.AddFloats(b, payload)
-                elif kind == AttrType.STRINGS:
-                    Attribute.AddStrings(b, payload)
-                elif kind == AttrType.TENSOR:
-                    Attribute.AddTensor(b, value)
-                elif kind == AttrType.GRAPH:
-                    Attribute.AddGraph(b, value)
+                add(b, payload)
                 attrs.append(Attribute.End(b))
             attr_vec = table_vector(attrs)
             ins, outs, implicit = int_vector(o["inputs"]), int_vector(o["outputs"]), int_vector(o["implicit"])
@@ -319,18 +310,4 @@ def to_bytes(model: ir.Model) -> bytes:
 
 def write(model: ir.Model, path: str | Path) -> int:
     """Write ``model`` to ``path`` atomically (temp file, fsync, rename); returns the size in bytes."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    size = 0
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in _chunks(model):
-                size += f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return size
+    return atomic_write(path, _chunks(model))

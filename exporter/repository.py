@@ -9,9 +9,7 @@ beside its ``model.flow``.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from exporter import ir
+from exporter.atomic import atomic_write
 from exporter.pipeline import ExportReport, export
 
 MODEL_FILE = "model.flow"
@@ -57,9 +56,9 @@ def write_repository(
                     samples=samples, verbose=verbose)
     labels = model.metadata.get("labels")
     if labels:
-        _atomic_text(version_dir / LABELS_FILE, labels + "\n")
+        atomic_write(version_dir / LABELS_FILE, [(labels + "\n").encode()])
     if config is not None:
-        _atomic_text(model_dir / CONFIG_FILE, json.dumps(dict(config), indent=1) + "\n")
+        atomic_write(model_dir / CONFIG_FILE, [(json.dumps(dict(config), indent=1) + "\n").encode()])
     return report
 
 
@@ -68,15 +67,3 @@ def next_version(model_dir: str | Path) -> int:
     model_dir = Path(model_dir)
     versions = [int(p.name) for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()] if model_dir.is_dir() else []
     return max(versions, default=0) + 1
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -8,8 +8,6 @@ frozen graph against the trainer's own outputs, optimizes it, checks it again, a
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 
@@ -71,18 +69,11 @@ def write_onnx(model, path: Path) -> int:
     """``to_onnx(model)``, checked by ``onnx.checker``, written atomically; returns the size."""
     import onnx
 
+    from exporter.atomic import atomic_write
     from exporter.onnx_export import to_onnx
 
     proto = to_onnx(model)
     onnx.checker.check_model(proto, full_check=True)
     data = proto.SerializeToString()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, [data])
     return len(data)
