@@ -7,7 +7,6 @@ all happen here, so REST, gRPC and TensorFlow Serving REST can never disagree.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from serving import datatypes
+from serving.completions import wrap_future
 from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired
 from serving.repository import ModelRepository, ModelVersion
 
@@ -155,7 +155,7 @@ class InferenceCore:
                     future = mv.batcher.submit(feeds, rows, _timeout_s(request.parameters))
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
-                outputs = await asyncio.wrap_future(future)
+                outputs = await wrap_future(future)
                 break
             else:
                 raise ShuttingDown(f"model {request.model_name!r} is being unloaded")
