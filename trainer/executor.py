@@ -60,33 +60,46 @@ def _needed_nodes(fetch_nodes: Sequence[Node], fed: set, whole_loops: bool = Tru
     return list(seen)
 
 
-def _toposort(nodes: list[Node], fed: set) -> list[Node]:
-    node_set = set(nodes)
-    indeg = {n: 0 for n in nodes}
-    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
-    for n in nodes:
-        deps = set()
-        for i, t in enumerate(n.inputs):
-            if t is None or t in fed or t.node not in node_set:
-                continue
-            if n.op_type == "Merge" and t.node.op_type == "NextIteration":
-                continue  # a loop's back edge
-            if i == 0 and n.op_type == "Assign" and n.domain == D:
-                continue
-            deps.add(t.node)
-        deps.update(c for c in n.control_inputs if c in node_set)
-        indeg[n] = len(deps)
-        for d in deps:
-            consumers[d].append(n)
-    ready = deque(sorted((n for n in nodes if indeg[n] == 0), key=lambda n: n.id))
+def _producers(n, fed: set):
+    """What ``n`` waits for: its inputs' producers (not a loop's back edge, not the variable an
+    Assign writes, not fed tensors) and its control inputs."""
+    for i, t in enumerate(n.inputs):
+        if t is None or t in fed:
+            continue
+        if n.op_type == "Merge" and t.node.op_type == "NextIteration":
+            continue  # a loop's back edge
+        if i == 0 and n.op_type == "Assign" and n.domain == D:
+            continue
+        yield t.node
+    yield from n.control_inputs
+
+
+def _kahn(items: list, deps: dict, sort_key=None) -> tuple[list, dict]:
+    """Kahn's topological order of ``items`` given each one's set of dependencies; also returns
+    the remaining in-degrees (non-zero for items on or after a cycle)."""
+    consumers: dict = {it: [] for it in items}
+    indeg = {}
+    for it in items:
+        indeg[it] = len(deps[it])
+        for d in deps[it]:
+            consumers[d].append(it)
+    first = [it for it in items if indeg[it] == 0]
+    ready = deque(sorted(first, key=sort_key) if sort_key else first)
     order = []
     while ready:
-        n = ready.popleft()
-        order.append(n)
-        for c in consumers[n]:
+        it = ready.popleft()
+        order.append(it)
+        for c in consumers[it]:
             indeg[c] -= 1
             if indeg[c] == 0:
                 ready.append(c)
+    return order, indeg
+
+
+def _toposort(nodes: list[Node], fed: set) -> list[Node]:
+    node_set = set(nodes)
+    deps = {n: {p for p in _producers(n, fed) if p in node_set} for n in nodes}
+    order, indeg = _kahn(nodes, deps, sort_key=lambda n: n.id)
     if len(order) != len(nodes):
         stuck = sorted((n for n in nodes if indeg[n] > 0), key=lambda n: n.id)
         names = ", ".join(repr(n.name) for n in stuck[:6])
@@ -507,35 +520,11 @@ def _collapse_loops(order, loop_steps, fed) -> list:
     rep = {n: lp for lp in loop_steps for n in lp.nodes}
     items = [n for n in order if n not in rep] + list(loop_steps)
     item_set = set(items)
-    consumers: dict = {it: [] for it in items}
-    indeg = {}
+    deps = {}
     for it in items:
-        deps = set()
-        for i, t in enumerate(it.inputs):
-            if t is None or t in fed or (i == 0 and it.op_type == "Assign" and it.domain == D):
-                continue
-            if it.op_type == "Merge" and t.node.op_type == "NextIteration":
-                continue
-            p = rep.get(t.node, t.node)
-            if p in item_set and p is not it:
-                deps.add(p)
-        for c in it.control_inputs:
-            p = rep.get(c, c)
-            if p in item_set and p is not it:
-                deps.add(p)
-        indeg[it] = len(deps)
-        for d in deps:
-            consumers[d].append(it)
-    ready = deque(it for it in items if indeg[it] == 0)
-    out = []
-    while ready:
-        it = ready.popleft()
-        out.append(it)
-        for c in consumers[it]:
-            indeg[c] -= 1
-            if indeg[c] == 0:
-                ready.append(c)
-    return out
+        producers = (rep.get(p, p) for p in _producers(it, fed))
+        deps[it] = {p for p in producers if p in item_set and p is not it}
+    return _kahn(items, deps)[0]
 
 
 def _fuse_loops(graph, order, session) -> list:
