@@ -52,6 +52,13 @@ class ParityReport:
     def ok(self) -> bool:
         return all(d.within for d in self.outputs.values())
 
+    def record(self, diff: TensorDiff) -> None:
+        """Fold one sample's comparison of an output into that output's worst case so far."""
+        old = self.outputs.get(diff.name)
+        if old is not None:
+            diff = TensorDiff(diff.name, max(diff.max_abs, old.max_abs), max(diff.max_rel, old.max_rel), diff.within and old.within)
+        self.outputs[diff.name] = diff
+
     def __str__(self) -> str:
         lines = [f"parity on {self.samples} sample(s) (rtol={self.rtol:g}, atol={self.atol:g}): {'ok' if self.ok else 'FAILED'}"]
         for d in self.outputs.values():
@@ -87,11 +94,7 @@ def check_parity(
         if missing:
             raise ParityError(f"candidate model lacks output(s) {missing}; it has {sorted(actual)}", report)
         for name, want in expected.items():
-            diff = _compare(name, want, actual[name], rtol, atol)
-            previous = report.outputs.get(name)
-            if previous is not None:
-                diff = TensorDiff(name, max(diff.max_abs, previous.max_abs), max(diff.max_rel, previous.max_rel), diff.within and previous.within)
-            report.outputs[name] = diff
+            report.record(_compare(name, want, actual[name], rtol, atol))
         if not report.ok:
             report.first_divergence = _first_divergence(reference, candidate, feeds, rtol, atol)
             bad = next(d for d in report.outputs.values() if not d.within)
