@@ -463,12 +463,7 @@ class _Freezer:
         nexts = [self.emit(g.tensor(name), inner) for name in rec["body_outputs"]]
         test = _Scope(body, {**inner.names, **dict(zip(merged, nexts))})
         body.outputs = self._produced(body, [self.emit(pred, test)] + nexts)
-        outs = []
-        for exit_name in rec["exits"]:
-            t = g.node(exit_name).outputs[0]
-            scope.names[t] = name = self.fresh(t.name)
-            scope.graph.values[name] = _value(name, t)
-            outs.append(name)
+        outs = self._bind_outputs(scope, rec["exits"])
         scope.graph.nodes.append(ir.Node("Loop", ["", cond0] + initial, outs, {"body": body}, name=frame))
 
     def _cond(self, rec: dict, scope: _Scope) -> None:
@@ -480,14 +475,19 @@ class _Freezer:
             inner = _Scope(sub, seeds)
             sub.outputs = self._produced(sub, [self.emit(g.tensor(n), inner) for n in rec[f"{key}_outputs"]])
             branches[attr] = sub
+        outs = self._bind_outputs(scope, rec["merges"])
+        pred = scope.names[g.tensor(rec["pred"])]
+        scope.graph.nodes.append(ir.Node("If", [pred], outs, branches, name=rec["merges"][0].rsplit("/", 1)[0]))
+
+    def _bind_outputs(self, scope: _Scope, node_names: list[str]) -> list[str]:
+        """Fresh names in ``scope`` for the first outputs of ``node_names`` (a Loop's exits, an If's merges)."""
         outs = []
-        for merge in rec["merges"]:
-            t = g.node(merge).outputs[0]
+        for node_name in node_names:
+            t = self.src.graph.node(node_name).outputs[0]
             scope.names[t] = name = self.fresh(t.name)
             scope.graph.values[name] = _value(name, t)
             outs.append(name)
-        pred = scope.names[g.tensor(rec["pred"])]
-        scope.graph.nodes.append(ir.Node("If", [pred], outs, branches, name=rec["merges"][0].rsplit("/", 1)[0]))
+        return outs
 
     def _produced(self, graph: ir.Graph, names: list[str]) -> list[str]:
         """Subgraph outputs, each made by a node of the subgraph and listed once (an Identity where not)."""
