@@ -23,21 +23,22 @@ from trainer.ops import convert_to_tensor, make_op
 __all__ = ["FileWriter", "ProgressBar", "histogram", "masked_crc32c", "merge", "merge_all", "scalar"]
 
 
-def scalar(tag: str, value, collections=(GraphKeys.SUMMARIES,)):
-    """A summary op recording a scalar tensor under ``tag``."""
-    t = make_op("ScalarSummary", [convert_to_tensor(value)], {"tag": tag}, domain=TRAINER_DOMAIN,
+def _summary(op_type: str, tag: str, value, collections):
+    t = make_op(op_type, [convert_to_tensor(value)], {"tag": tag}, domain=TRAINER_DOMAIN,
                 name="summary_" + tag.replace("/", "_")).outputs[0]
     for c in collections:
         t.graph.add_to_collection(c, t)
     return t
+
+
+def scalar(tag: str, value, collections=(GraphKeys.SUMMARIES,)):
+    """A summary op recording a scalar tensor under ``tag``."""
+    return _summary("ScalarSummary", tag, value, collections)
 
 
 def histogram(tag: str, values, collections=(GraphKeys.SUMMARIES,)):
-    t = make_op("HistogramSummary", [convert_to_tensor(values)], {"tag": tag}, domain=TRAINER_DOMAIN,
-                name="summary_" + tag.replace("/", "_")).outputs[0]
-    for c in collections:
-        t.graph.add_to_collection(c, t)
-    return t
+    """A summary op recording the distribution of ``values`` under ``tag``."""
+    return _summary("HistogramSummary", tag, values, collections)
 
 
 def merge(summaries):
