@@ -106,11 +106,10 @@ class Interpreter:
         return lambda: self.get_tensor(tensor_index)
 
     def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
-        sigs = self.model.signatures or {"serving_default": None}
-        if not self.model.signatures:
+        if not self.model.signatures:  # a file without signatures: its main graph's inputs and outputs
             return {"serving_default": {"inputs": [s.name for s in self.model.inputs],
                                         "outputs": [s.name for s in self.model.outputs]}}
-        return {k: {"inputs": list(s.inputs), "outputs": list(s.outputs)} for k, s in sigs.items()}
+        return {k: {"inputs": list(s.inputs), "outputs": list(s.outputs)} for k, s in self.model.signatures.items()}
 
     def get_signature_runner(self, signature_key: str | None = None) -> "SignatureRunner":
         keys = list(self.get_signature_list())
