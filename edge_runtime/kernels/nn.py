@@ -74,9 +74,10 @@ def _reduce_windows(xpad, xp, ufunc, win):
     for axis, (k, s, d, o) in enumerate(zip(win.kernel, win.strides, win.dilations, win.out)):
         before = (slice(None),) * (lead + axis)
         span = (o - 1) * s + 1
-        acc = out[before + (slice(0, span, s),)].copy()
-        for t in range(1, k):
-            ufunc(acc, out[before + (slice(t * d, t * d + span, s),)], out=acc)
+        taps = [out[before + (slice(t * d, t * d + span, s),)] for t in range(k)]
+        acc = ufunc(taps[0], taps[1]) if k > 1 else taps[0].copy()
+        for tap in taps[2:]:
+            ufunc(acc, tap, out=acc)
         out = acc
     return out
 
@@ -85,8 +86,7 @@ def _reduce_windows(xpad, xp, ufunc, win):
 def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides, n_outputs):
     win = _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
-    xpad = _conv.pad_spatial(x, xp, win.pad_begin, end, low)
+    xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
     y = _reduce_windows(xpad, xp, xp.maximum, win)
     if n_outputs < 2:
         return y
@@ -112,7 +112,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
 
 def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
-    end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
+    end = win.padded_end
     axes = _window_axes(win)
     total = _reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, end), xp, xp.add, win)
     ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
