@@ -1,0 +1,94 @@
+"""The phone example: bundle the app, runtime and model into a zip and run it with numpy and flatbuffers only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "android_python"))
+
+pytest.importorskip("onnx")
+
+import bundle
+
+# The process that runs the bundle fails any third-party import but these, as a phone would.
+BLOCKER = textwrap.dedent(
+    """
+    import sys, importlib.abc, runpy
+    ALLOWED = {"numpy", "flatbuffers", "edge_runtime", "schemas"}
+    stdlib = set(sys.stdlib_module_names)
+    class Block(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            top = name.split(".")[0]
+            if top in ALLOWED or top in stdlib or top.startswith("_"):
+                return None
+            raise ImportError(f"the phone bundle must not need {name}")
+    sys.meta_path.insert(0, Block())
+    sys.argv = [sys.argv[1]] + sys.argv[2:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return bundle.build(tmp_path_factory.mktemp("phone") / "flowstack_digits.pyz")
+
+
+def run_bundle(path: Path, *args: str) -> subprocess.CompletedProcess:
+    # cwd away from the checkout: the bundle is first on sys.path, and the first test checks
+    # that edge_runtime really came from it
+    return subprocess.run([sys.executable, "-c", BLOCKER, str(path), *args], check=False, capture_output=True, text=True,
+                          timeout=120, cwd=path.parent)
+
+
+def test_bundle_runs_from_the_zip_with_only_numpy_and_flatbuffers(built: Path) -> None:
+    result = run_bundle(built)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert lines["edge_runtime"].startswith(f"from {built}"), result.stdout
+    correct, total = lines["accuracy"].split(" = ")[0].split("/")
+    assert int(total) == 450 and int(correct) / int(total) > 0.95, result.stdout
+
+
+def test_the_blocker_blocks(tmp_path: Path) -> None:
+    script = tmp_path / "needs_onnx.py"
+    script.write_text("import onnx\n")
+    result = run_bundle(script)
+    assert result.returncode != 0 and "must not need onnx" in result.stderr
+
+
+def test_bundle_predictions_match_the_runtime_on_the_source_model(built: Path, tmp_path: Path) -> None:
+    """The Chaquopy entry point gives the same digits as the runtime loading the same .flow directly."""
+    import zipfile
+
+    import digits_app
+
+    from edge_runtime import load
+
+    with zipfile.ZipFile(built) as archive:
+        flow = archive.read(digits_app.BUNDLED_MODEL)
+        with np.load(archive.open(digits_app.BUNDLED_SAMPLES)) as data:
+            images, labels = data["images"][:50], data["labels"][:50]
+    model_path = tmp_path / "digits.flow"
+    model_path.write_bytes(flow)
+    expected = load(model_path).run({"image": images})["probs"]
+    for image, want in zip(images, expected):
+        digit, probs = digits_app.classify(image.tolist(), str(model_path))
+        assert digit == int(np.argmax(want))
+        np.testing.assert_allclose(probs, want, rtol=1e-5, atol=1e-7)
+    assert (np.argmax(expected, axis=1) == labels).mean() > 0.9
+
+
+def test_bundle_refuses_a_corrupt_model_with_a_clear_error(built: Path, tmp_path: Path) -> None:
+    corrupt = tmp_path / "corrupt.flow"
+    corrupt.write_bytes(b"\x00" * 64)
+    result = run_bundle(built, "--model", str(corrupt))
+    assert result.returncode != 0
+    assert "ModelFormatError" in result.stderr, result.stderr
