@@ -2,7 +2,7 @@
 
 from edge_runtime.format import ModelFormatError
 from edge_runtime.interpreter import Interpreter, SignatureRunner
-from edge_runtime.model import Model, TensorSpec, load
+from edge_runtime.model import Model, Signature, TensorSpec, load
 from edge_runtime.plan import ExecutionError
 from schemas.registry import ShapeError, UnsupportedOpError
 
@@ -12,6 +12,7 @@ __all__ = [
     "Model",
     "ModelFormatError",
     "ShapeError",
+    "Signature",
     "SignatureRunner",
     "TensorSpec",
     "UnsupportedOpError",

@@ -106,17 +106,13 @@ class Interpreter:
         return lambda: self.get_tensor(tensor_index)
 
     def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
-        if not self.model.signatures:  # a file without signatures: its main graph's inputs and outputs
-            return {"serving_default": {"inputs": [s.name for s in self.model.inputs],
-                                        "outputs": [s.name for s in self.model.outputs]}}
-        return {k: {"inputs": list(s.inputs), "outputs": list(s.outputs)} for k, s in self.model.signatures.items()}
+        return {
+            key: {"inputs": [s.name for s in sig.inputs], "outputs": [s.name for s in sig.outputs]}
+            for key, sig in self.model.entry_points.items()
+        }
 
     def get_signature_runner(self, signature_key: str | None = None) -> "SignatureRunner":
-        keys = list(self.get_signature_list())
-        key = signature_key or keys[0]
-        if key not in keys:
-            raise ValueError(f"no signature {key!r}; the model has {keys}")
-        return SignatureRunner(self.model)
+        return SignatureRunner(self.model, self.model.signature(signature_key).key)
 
     def _input(self, index: int) -> TensorSpec:
         if index not in self._specs:
@@ -127,14 +123,16 @@ class Interpreter:
 class SignatureRunner:
     """``runner(**inputs) -> dict`` for one signature, as LiteRT's SignatureRunner."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, key: str):
         self.model = model
+        self.key = key
+        self._signature = model.signature(key)
 
     def __call__(self, **inputs) -> dict[str, np.ndarray]:
-        return self.model.run(inputs)
+        return self.model.run(inputs, signature=self.key)
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
-        return {s.name: _details(s, s.shape) for s in self.model.inputs}
+        return {s.name: _details(s, s.shape) for s in self._signature.inputs}
 
     def get_output_details(self) -> dict[str, dict[str, Any]]:
-        return {s.name: _details(s, s.shape) for s in self.model.outputs}
+        return {s.name: _details(s, s.shape) for s in self._signature.outputs}

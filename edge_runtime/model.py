@@ -24,6 +24,24 @@ class TensorSpec:
     index: int = -1  # tensor index in subgraph 0
 
 
+DEFAULT_SIGNATURE = "serving_default"
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A named entry point into the main graph: its inputs and outputs under their public names."""
+
+    key: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    def output(self, name: str) -> TensorSpec:
+        for spec in self.outputs:
+            if spec.name == name:
+                return spec
+        raise ValueError(f"unknown output {name!r}; signature {self.key!r} has {[s.name for s in self.outputs]}")
+
+
 def _array_module(device: str):
     if device == "cpu":
         return np
@@ -49,17 +67,40 @@ class Model:
         self._plans: dict[int, GraphPlan] = {}
         self.plan = GraphPlan(model_def, 0, self.xp, self._plans)
         main = model_def.subgraphs[0]
-        sig = model_def.signatures.get("serving_default")
-        in_map = sig.inputs if sig else {main.tensors[i].name: i for i in main.inputs}
-        out_map = sig.outputs if sig else {main.tensors[i].name: i for i in main.outputs}
-        self.inputs = [self._spec(name, i) for name, i in in_map.items()]
-        self.outputs = [self._spec(name, i) for name, i in out_map.items()]
         self._input_position = {i: pos for pos, i in enumerate(main.inputs)}
         self._output_position = {i: pos for pos, i in enumerate(main.outputs)}
-        for specs, positions, role in ((self.inputs, self._input_position, "inputs"), (self.outputs, self._output_position, "outputs")):
-            missing = [s.name for s in specs if s.index not in positions]
-            if missing:
-                raise ModelFormatError(f"signature {role} {missing} are not {role} of the main graph")
+        self.entry_points = self._entry_points()
+        default = self.entry_points.get(DEFAULT_SIGNATURE) or next(iter(self.entry_points.values()))
+        self.inputs = list(default.inputs)
+        self.outputs = list(default.outputs)
+        self._default = default
+
+    def _entry_points(self) -> dict[str, "Signature"]:
+        """Every signature of the file, checked against the main graph; a file without any gets
+        ``serving_default`` over the main graph's own inputs and outputs."""
+        main = self.definition.subgraphs[0]
+        defs = self.definition.signatures
+        if not defs:
+            maps = {DEFAULT_SIGNATURE: ({main.tensors[i].name: i for i in main.inputs},
+                                        {main.tensors[i].name: i for i in main.outputs}, 0)}
+        else:
+            maps = {key: (sig.inputs, sig.outputs, sig.subgraph) for key, sig in defs.items()}
+        entries = {}
+        for key, (in_map, out_map, subgraph) in maps.items():
+            if subgraph != 0:
+                raise ModelFormatError(f"signature {key!r} runs subgraph {subgraph}; only the main graph (0) can be an entry point")
+            inputs = tuple(self._spec(name, i) for name, i in in_map.items())
+            outputs = tuple(self._spec(name, i) for name, i in out_map.items())
+            for specs, positions, role in ((inputs, self._input_position, "inputs"), (outputs, self._output_position, "outputs")):
+                missing = [spec.name for spec in specs if spec.index not in positions]
+                if missing:
+                    raise ModelFormatError(f"signature {key!r}: {role} {missing} are not {role} of the main graph")
+            unfed = sorted(set(self._input_position) - {spec.index for spec in inputs})
+            if unfed:
+                names = [main.tensors[i].name for i in unfed]
+                raise ModelFormatError(f"signature {key!r} leaves main-graph inputs {names} without a feed")
+            entries[key] = Signature(key, inputs, outputs)
+        return entries
 
     def _spec(self, name: str, index: int) -> TensorSpec:
         tensor = self.definition.subgraphs[0].tensors[index]
@@ -106,13 +147,24 @@ class Model:
                     )
         return array
 
-    def run(self, feeds: Mapping[str, Any], outputs: list[str] | None = None) -> dict[str, Any]:
-        """Run the main graph: ``feeds`` maps input names to arrays; returns output name -> array."""
-        unknown = set(feeds) - {s.name for s in self.inputs}
+    def signature(self, key: str | None = None) -> "Signature":
+        """The entry point ``key`` (default: ``serving_default``, else the file's first signature)."""
+        if key is None:
+            return self._default
+        try:
+            return self.entry_points[key]
+        except KeyError:
+            raise ValueError(f"no signature {key!r}; the model has {sorted(self.entry_points)}") from None
+
+    def run(self, feeds: Mapping[str, Any], outputs: list[str] | None = None, *, signature: str | None = None) -> dict[str, Any]:
+        """Run the main graph through one signature (default: ``serving_default``): ``feeds`` maps its
+        input names to arrays; returns its output names (or the ``outputs`` asked for) -> arrays."""
+        entry = self.signature(signature)
+        unknown = set(feeds) - {s.name for s in entry.inputs}
         if unknown:
-            raise ValueError(f"unknown input(s) {sorted(unknown)}; the model takes {[s.name for s in self.inputs]}")
+            raise ValueError(f"unknown input(s) {sorted(unknown)}; the model takes {[s.name for s in entry.inputs]}")
         args: list[Any] = [None] * len(self._input_position)
-        for spec in self.inputs:
+        for spec in entry.inputs:
             if spec.name not in feeds:
                 raise ValueError(f"missing input {spec.name!r} (dtype {spec.dtype}, shape {list(spec.shape)})")
             array = self.check_input(spec, feeds[spec.name])
@@ -120,18 +172,12 @@ class Model:
                 array = self.xp.asarray(array)
             args[self._input_position[spec.index]] = array
         results = self.plan.execute(args)
-        wanted = self.outputs if outputs is None else [self._output(n) for n in outputs]
+        wanted = entry.outputs if outputs is None else [entry.output(n) for n in outputs]
         out = {}
         for spec in wanted:
             value = results[self._output_position[spec.index]]
             out[spec.name] = self.xp.asnumpy(value) if self.xp is not np and hasattr(value, "device") else value
         return out
-
-    def _output(self, name: str) -> TensorSpec:
-        for spec in self.outputs:
-            if spec.name == name:
-                return spec
-        raise ValueError(f"unknown output {name!r}; the model has {[s.name for s in self.outputs]}")
 
 
 def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu") -> Model:

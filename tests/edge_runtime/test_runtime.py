@@ -116,3 +116,60 @@ def test_inf_and_nan_results_do_not_warn() -> None:
     g.nodes = [ir.Node("Log", ["x"], ["l"]), ir.Node("Div", ["l", "x"], ["y"])]
     y = load(flow_writer.to_bytes(ir.Model(g))).run({"x": np.array([0.0, 1.0, -1.0], np.float32)})["y"]
     assert y[0] == -np.inf and y[1] == 0.0 and np.isnan(y[2])
+
+
+def _two_signature_model():
+    """The MLP exposing its hidden layer too: serving_default gives y, "features" gives the hidden layer."""
+    from exporter import ir
+
+    model = mlp()
+    model.graph.outputs = ["y", "a"]
+    model.signatures = {
+        "serving_default": ir.Signature({"x": "x"}, {"y": "y"}),
+        "features": ir.Signature({"pixels": "x"}, {"embedding": "a"}),
+    }
+    return model
+
+
+def test_each_signature_runs_with_its_own_names() -> None:
+    model = _two_signature_model()
+    loaded = load(flow_writer.to_bytes(model))
+    x = np.random.default_rng(3).standard_normal((2, 4)).astype(np.float32)
+    c = model.graph.constants()
+    assert set(loaded.run({"x": x})) == {"y"}
+    np.testing.assert_allclose(loaded.run({"x": x})["y"], mlp_reference(model, x), rtol=1e-5)
+    features = loaded.run({"pixels": x}, signature="features")
+    np.testing.assert_allclose(features["embedding"], np.maximum(x @ c["w1"] + c["b1"], 0), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"unknown input\(s\) \['x'\]; the model takes \['pixels'\]"):
+        loaded.run({"x": x}, signature="features")
+    with pytest.raises(ValueError, match=r"no signature 'nope'; the model has \['features', 'serving_default'\]"):
+        loaded.run({"x": x}, signature="nope")
+
+    it = Interpreter(model_content=flow_writer.to_bytes(model))
+    assert it.get_signature_list() == {
+        "serving_default": {"inputs": ["x"], "outputs": ["y"]},
+        "features": {"inputs": ["pixels"], "outputs": ["embedding"]},
+    }
+    runner = it.get_signature_runner("features")
+    assert list(runner.get_input_details()) == ["pixels"]
+    assert list(runner.get_output_details()) == ["embedding"]
+    np.testing.assert_allclose(runner(pixels=x)["embedding"], features["embedding"])
+    assert list(it.get_signature_runner()(x=x)) == ["y"]  # no key: serving_default, as LiteRT
+    with pytest.raises(ValueError, match="no signature 'nope'"):
+        it.get_signature_runner("nope")
+
+
+def test_a_signature_that_leaves_an_input_unfed_is_a_format_error() -> None:
+    from edge_runtime import ModelFormatError
+    from exporter import ir
+    from schemas import dtypes
+
+    model = _two_signature_model()
+    model.graph.values["z"] = ir.Value("z", dtypes.FLOAT, (-1, 4))
+    model.graph.inputs = ["x", "z"]
+    model.graph.nodes.append(ir.Node("Add", ["x", "z"], ["s"], name="uses_z"))
+    model.graph.outputs.append("s")
+    model.signatures["serving_default"].inputs["z"] = "z"
+    with pytest.raises(ModelFormatError, match=r"signature 'features' leaves main-graph inputs \['z'\] without a feed"):
+        load(flow_writer.to_bytes(model))
+
