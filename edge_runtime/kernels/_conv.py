@@ -133,11 +133,13 @@ def offset_slices(win: Window, offset):
     )
 
 
-# Below this many output pixels per plane a depthwise conv runs channels-last; above it, im2col.
-# Channels-last makes every tap one multiply-add over rows of out_width * C contiguous values, where
-# the planar layouts loop over short rows of out_width; on large planes its two transposes cost more
-# than that saves (benchmarks/conv_paths.py: 2x faster than im2col at 7x7 and 14x14, 1.8x slower at
-# 112x112).
+# Below this many output pixels per plane a strided depthwise conv runs channels-last; above it,
+# im2col. Channels-last makes every tap one multiply-add over rows of out_width * C contiguous
+# values, where strided planar windows loop over short rows of out_width; on large planes its two
+# transposes cost more than that saves (MobileNetV2's stride-2 layers: 1.5x faster than im2col
+# at 7x7 out, even at 14x14, 1.4x slower at 56x56). Stride-1 depthwise convs take the flat-plane
+# im2col, which reads every tap as one contiguous run: 1.2-2x faster than channels-last from 7x7
+# to 112x112.
 CHANNELS_LAST_MAX_PIXELS = 784
 # Stride-1 convs build their columns from flattened padded planes while the wasted outputs this
 # computes cost less than the faster column copy saves: (M / group) * (padded row / output row - 1)
@@ -151,7 +153,8 @@ def conv(x, w, b, xp, *, group, win: Window):
     n_sp = len(win.kernel)
     c = x.shape[1]
     m = w.shape[0]
-    if group == c and m == c and w.shape[1] == 1 and math.prod(win.out) < CHANNELS_LAST_MAX_PIXELS:
+    if (group == c and m == c and w.shape[1] == 1 and any(s > 1 for s in win.strides)
+            and math.prod(win.out) < CHANNELS_LAST_MAX_PIXELS):
         return _depthwise(x, w, xp, win, b)
     if all(k == 1 for k in win.kernel) and group == 1:
         y = _pointwise(pad_spatial(x, xp, win.pad_begin, win.pad_end), w, xp, win)
