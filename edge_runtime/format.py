@@ -106,6 +106,8 @@ def read_file(path: str | Path) -> tuple[ModelDef, mmap.mmap | None]:
     return parse(mapped, source=str(path)), mapped
 
 
+
+
 def parse(data: bytes | bytearray | memoryview | mmap.mmap, source: str = "<bytes>") -> ModelDef:
     """Parse and validate a complete .flow image held in memory (or mapped)."""
     size = len(data)
@@ -263,30 +265,25 @@ class _Reader:
     def attribute(self, a, tensors: list[TensorDef], n_sub: int) -> Any:
         kind = a.Type()
         name = self.string(a.Name())
-        if kind == AttrType.INT:
-            return int(a.I())
-        if kind == AttrType.FLOAT:
-            return float(a.F())
-        if kind == AttrType.STRING:
-            n = self.count(a, "S", 1)
-            return bytes(a.SAsNumpy()).decode("utf-8") if n else ""
-        if kind == AttrType.INTS:
-            return self.ints(a, "Ints", 8)
-        if kind == AttrType.FLOATS:
-            return [float(v) for v in self.floats(a, "Floats")]
-        if kind == AttrType.STRINGS:
-            return self.strings(a, "Strings")
-        if kind == AttrType.TENSOR:
-            t = a.Tensor()
-            if not 0 <= t < len(tensors) or tensors[t].data is None:
-                raise self.fail(f"attribute {name!r} refers to tensor {t}, which is not a constant of this subgraph")
-            return tensors[t].data
-        if kind == AttrType.GRAPH:
-            g = a.Graph()
-            if not 0 < g < n_sub:
-                raise self.fail(f"attribute {name!r} refers to subgraph {g}; valid: 1..{n_sub - 1}")
-            return GraphRef(g)
-        raise self.fail(f"attribute {name!r} has unknown type {kind}")
+        read = _ATTRIBUTE_READERS.get(kind)
+        if read is None:
+            raise self.fail(f"attribute {name!r} has unknown type {kind}")
+        return read(self, a, name, tensors, n_sub)
+
+    def _string_attr(self, a, name, tensors, n_sub) -> str:
+        return bytes(a.SAsNumpy()).decode("utf-8") if self.count(a, "S", 1) else ""
+
+    def _tensor_attr(self, a, name, tensors, n_sub) -> np.ndarray:
+        t = a.Tensor()
+        if not 0 <= t < len(tensors) or tensors[t].data is None:
+            raise self.fail(f"attribute {name!r} refers to tensor {t}, which is not a constant of this subgraph")
+        return tensors[t].data
+
+    def _graph_attr(self, a, name, tensors, n_sub) -> GraphRef:
+        g = a.Graph()
+        if not 0 < g < n_sub:
+            raise self.fail(f"attribute {name!r} refers to subgraph {g}; valid: 1..{n_sub - 1}")
+        return GraphRef(g)
 
     def tensor(self, t, sub: int, index: int) -> TensorDef:
         self.where = f"subgraph {sub}, tensor {index}"
@@ -327,3 +324,16 @@ class _Reader:
                 data = data.view()
                 data.flags.writeable = False
         return TensorDef(name, code, shape, data, quant)
+
+
+# How each attribute type is read back: (reader, attribute table, name, tensors, subgraph count).
+_ATTRIBUTE_READERS = {
+    AttrType.INT: lambda r, a, *_: int(a.I()),
+    AttrType.FLOAT: lambda r, a, *_: float(a.F()),
+    AttrType.STRING: _Reader._string_attr,
+    AttrType.INTS: lambda r, a, *_: r.ints(a, "Ints", 8),
+    AttrType.FLOATS: lambda r, a, *_: [float(v) for v in r.floats(a, "Floats")],
+    AttrType.STRINGS: lambda r, a, *_: r.strings(a, "Strings"),
+    AttrType.TENSOR: _Reader._tensor_attr,
+    AttrType.GRAPH: _Reader._graph_attr,
+}
