@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.import_guard import edge_only_imports
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("schemas", "edge_runtime", "trainer", "exporter", "serving")
 ALLOWED = {
@@ -63,18 +65,8 @@ def test_edge_runtime_runs_with_only_numpy_and_flatbuffers(tmp_path: Path) -> No
     )
     path = tmp_path / "model.flow"
     convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    script = textwrap.dedent(
+    script = edge_only_imports() + textwrap.dedent(
         f"""
-        import sys, importlib.abc
-        ALLOWED = {{"numpy", "flatbuffers", "schemas", "edge_runtime"}}
-        stdlib = set(sys.stdlib_module_names)
-        class Block(importlib.abc.MetaPathFinder):
-            def find_spec(self, name, path=None, target=None):
-                top = name.split(".")[0]
-                if top in ALLOWED or top in stdlib or top.startswith("_"):
-                    return None
-                raise ImportError(f"edge_runtime must not need {{name}}")
-        sys.meta_path.insert(0, Block())
         sys.path.insert(0, {str(ROOT)!r})
         import numpy as np
         import edge_runtime

@@ -17,19 +17,13 @@ pytest.importorskip("onnx")
 
 import bundle
 
-# The process that runs the bundle fails any third-party import but these, as a phone would.
-BLOCKER = textwrap.dedent(
+from tests.import_guard import edge_only_imports
+
+# The process that runs the bundle fails any third-party import but numpy and flatbuffers (and the
+# bundle's own packages), as a phone would.
+BLOCKER = edge_only_imports(who="the phone bundle") + textwrap.dedent(
     """
-    import sys, importlib.abc, runpy
-    ALLOWED = {"numpy", "flatbuffers", "edge_runtime", "schemas"}
-    stdlib = set(sys.stdlib_module_names)
-    class Block(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            top = name.split(".")[0]
-            if top in ALLOWED or top in stdlib or top.startswith("_"):
-                return None
-            raise ImportError(f"the phone bundle must not need {name}")
-    sys.meta_path.insert(0, Block())
+    import runpy
     sys.argv = [sys.argv[1]] + sys.argv[2:]
     runpy.run_path(sys.argv[0], run_name="__main__")
     """
