@@ -111,36 +111,66 @@ def weight_matrix(xp, src, in_len, scale, *, mode, antialias, cubic_coeff_a, exc
     return matrix
 
 
-def resize(x, xp, *, scales, sizes, roi, axes, mode, coordinate_transformation_mode, nearest_mode,
-           cubic_coeff_a, exclude_outside, extrapolation_value, antialias, keep_aspect_ratio_policy):
-    axes, scales, sizes = output_plan(x.shape, scales, sizes, axes, keep_aspect_ratio_policy)
-    rank = x.ndim
+def axis_steps(xp, shape, *, scales, sizes, roi, axes, mode, coordinate_transformation_mode, nearest_mode,
+               cubic_coeff_a, exclude_outside, antialias, keep_aspect_ratio_policy):
+    """Per resized axis, in order: (axis, nearest indices or None, (out, in) weights or None,
+    output positions outside the roi or None). Resize applies them; its gradient applies their transposes."""
+    axes, scales, sizes = output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    rank = len(shape)
     if roi is not None and len(roi) == 2 * len(axes):
         roi = {a: (float(roi[i]), float(roi[i + len(axes)])) for i, a in enumerate(axes)}
     elif roi is not None and len(roi) == 2 * rank:
         roi = {a: (float(roi[a]), float(roi[a + rank])) for a in range(rank)}
     else:
         roi = {}
-    y = x if mode == "nearest" else x.astype(xp.float64)
+    steps = []
     for axis, scale, out_len in zip(axes, scales, sizes):
-        in_len = y.shape[axis]
+        in_len = shape[axis]
         r = roi.get(axis, (0.0, 1.0))
         if math.isclose(scale, 1.0) and out_len == in_len and r == (0.0, 1.0):
             continue
         src, outside = source_coords(xp, coordinate_transformation_mode, out_len, in_len, scale, r)
+        if outside is not None and not bool(outside.any()):
+            outside = None
         if mode == "nearest":
-            y = xp.take(y, nearest_index(xp, src, in_len, nearest_mode), axis=axis)
+            steps.append((axis, nearest_index(xp, src, in_len, nearest_mode), None, outside))
         else:
             m = weight_matrix(
                 xp, src, in_len, scale, mode=mode, antialias=antialias, cubic_coeff_a=cubic_coeff_a,
                 exclude_outside=exclude_outside,
             )
+            steps.append((axis, None, m, outside))
+    return steps
+
+
+def _along(shape_rank, axis, mask):
+    shape = [1] * shape_rank
+    shape[axis] = mask.shape[0]
+    return mask.reshape(shape)
+
+
+def resize(x, xp, *, extrapolation_value, **plan):
+    y = x if plan["mode"] == "nearest" else x.astype(xp.float64)
+    for axis, index, m, outside in axis_steps(xp, x.shape, **plan):
+        if index is not None:
+            y = xp.take(y, index, axis=axis)
+        else:
             y = xp.moveaxis(xp.tensordot(m, y, axes=([1], [axis])), 0, axis)
-        if outside is not None and bool(outside.any()):
-            shape = [1] * rank
-            shape[axis] = out_len
-            y = xp.where(outside.reshape(shape), xp.asarray(extrapolation_value, dtype=y.dtype), y)
-    if mode != "nearest" and x.dtype.kind in "iu":
+        if outside is not None:
+            y = xp.where(_along(x.ndim, axis, outside), xp.asarray(extrapolation_value, dtype=y.dtype), y)
+    if plan["mode"] != "nearest" and x.dtype.kind in "iu":
         info = xp.iinfo(x.dtype)
         y = xp.clip(xp.rint(y), info.min, info.max)
     return xp.ascontiguousarray(y.astype(x.dtype))
+
+
+def resize_adjoint(dy, shape, xp, **plan):
+    """The transpose of ``resize`` as a linear map of x (shaped ``shape``): its gradient for ``dy``."""
+    g = dy.astype(xp.float64)
+    for axis, index, m, outside in reversed(axis_steps(xp, shape, **plan)):
+        if outside is not None:  # extrapolated positions do not depend on x
+            g = xp.where(_along(g.ndim, axis, outside), 0.0, g)
+        if index is not None:  # a gather is a one-hot weight matrix
+            m = (index.reshape(-1, 1) == xp.arange(shape[axis]).reshape(1, -1)).astype(xp.float64)
+        g = xp.moveaxis(xp.tensordot(m.T, g, axes=([1], [axis])), 0, axis)
+    return g

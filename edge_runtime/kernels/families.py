@@ -4,6 +4,7 @@ from edge_runtime.kernels import (  # noqa: F401
     control,
     detection,
     fused,
+    gradient_helpers,
     math,
     nn,
     quantize,

@@ -5,6 +5,7 @@ from schemas.ops import (  # noqa: F401
     dataflow,
     detection,
     fused,
+    gradient_helpers,
     math,
     nn,
     quantize,
