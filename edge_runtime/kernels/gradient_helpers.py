@@ -80,7 +80,7 @@ def resize_grad(
         cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, antialias=antialias,
         keep_aspect_ratio_policy=keep_aspect_ratio_policy,
     )
-    return xp.ascontiguousarray(dx.astype(dy.dtype))
+    return xp.ascontiguousarray(dx.astype(x.dtype))
 
 
 # ---------------------------------------------------------------------------------- GridSample

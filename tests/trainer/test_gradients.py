@@ -188,10 +188,17 @@ VARIANTS = {
         {"q_num_heads": 2, "kv_num_heads": 1, "is_causal": 1, "softcap": 2.0}, [0, 1, 2, 4, 5]),
     "Attention-all-outputs": ("Attention", [f(1, 2, 3, 4), f(1, 1, 3, 4), f(1, 1, 3, 4), f(3, 2),
                                             f(1, 1, 1, 4), f(1, 1, 1, 4)],
-                              {"qk_matmul_output_mode": 3}, [0, 1, 2, 3, 4, 5], {"num_outputs": 4, "all_outputs": True}),
+                              {"qk_matmul_output_mode": 3}, [0, 1, 2, 3, 4, 5],
+                              {"num_outputs": 4, "all_outputs": True}),  # a mask shorter than past + K
     "Attention-qk-output-biased": ("Attention", [f(1, 2, 3, 4), f(1, 2, 3, 4), f(1, 2, 3, 4), f(3, 3)],
                                    {"qk_matmul_output_mode": 2, "softcap": 1.5}, [0, 1, 2, 3],
                                    {"num_outputs": 4, "all_outputs": True}),
+    "Attention-qk-output-scores": ("Attention", [f(1, 2, 3, 4), f(1, 2, 3, 4), f(1, 2, 3, 4)],
+                                   {"qk_matmul_output_mode": 0, "softcap": 1.5}, [0, 1, 2],
+                                   {"num_outputs": 4, "all_outputs": True}),
+    "Attention-nonpad-kv-window": ("Attention", [f(2, 1, 2, 4), f(2, 1, 4, 4), f(2, 1, 4, 4), None, None, None,
+                                                 ints([3, 4])],
+                                   {"is_causal": 1, "left_window_size": 1}, [0, 1, 2]),
     "RotaryEmbedding-4d-interleaved-partial-positions": (
         "RotaryEmbedding", [f(1, 2, 3, 6), f(4, 2), f(4, 2), ints([[0, 2, 2]])],
         {"interleaved": 1, "rotary_embedding_dim": 4}, [0, 1, 2]),

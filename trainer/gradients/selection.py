@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from trainer.gradients.helpers import ints_const, onnx, via_composite
 from trainer.gradients.registry import register_gradient
+from trainer.graph import GraphError
 
 reg = register_gradient
 
@@ -26,6 +27,8 @@ reg("Compress")(via_composite(_compress))
 def _center_crop_pad(node, grads):
     # Cropping and padding centred the same way are each other's transpose: crop/pad dY back.
     x = node.inputs[0]
+    if x.shape is None:
+        raise GraphError(f"CenterCropPad gradient needs the rank of {x.name}")
     rank = len(x.shape)
     axes = [a % rank for a in (node.attrs["axes"] or range(rank))]
     if None not in (x.shape[a] for a in axes):
