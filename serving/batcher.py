@@ -6,6 +6,10 @@ reaches a preferred size, or the oldest request has waited ``max_queue_delay_us`
 to ``infer_batch(list of feeds) -> list of outputs`` (same length and order, Triton's contract)
 and each request's future gets its own outputs. A full queue refuses at once (``Overloaded``)
 instead of letting latency grow without bound.
+
+The future is a ``concurrent.futures.Future`` unless the caller passes its own: anything with
+Future's ``set_running_or_notify_cancel``, ``set_result`` and ``set_exception`` will do, which lets
+an asyncio front end receive results without a thread-safe Future (and its locks) per request.
 """
 
 from __future__ import annotations
@@ -15,8 +19,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -30,13 +33,11 @@ InferBatch = Callable[[list[Feeds]], list[Feeds]]
 BatchObserver = Callable[[int, list[float], float], None]
 
 
-@dataclass
 class _Pending:
-    feeds: Feeds
-    rows: int
-    enqueued: float
-    deadline: float | None
-    future: Future = field(default_factory=Future)
+    __slots__ = ("feeds", "rows", "enqueued", "deadline", "future")
+
+    def __init__(self, feeds: Feeds, rows: int, enqueued: float, deadline: float | None, future: Any):
+        self.feeds, self.rows, self.enqueued, self.deadline, self.future = feeds, rows, enqueued, deadline, future
 
 
 class DynamicBatcher:
@@ -86,10 +87,12 @@ class DynamicBatcher:
         """Requests accepted and not yet answered (queued or running)."""
         return self._in_flight
 
-    def submit(self, feeds: Feeds, rows: int, timeout_s: float | None = None) -> Future:
-        """Queue one request of ``rows`` batch rows; its future resolves to its outputs."""
+    def submit(self, feeds: Feeds, rows: int, timeout_s: float | None = None, future: Any = None) -> Future:
+        """Queue one request of ``rows`` batch rows; ``future`` (a new Future unless given) resolves
+        to its outputs, and is returned."""
         now = time.perf_counter()
-        pending = _Pending(feeds, rows, now, None if timeout_s is None else now + timeout_s)
+        pending = _Pending(feeds, rows, now, None if timeout_s is None else now + timeout_s,
+                           Future() if future is None else future)
         with self._cond:
             if self._closed:
                 raise VersionRetired("this model version is being unloaded")

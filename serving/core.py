@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from serving import datatypes
-from serving.completions import wrap_future
+from serving.completions import loop_completion
 from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired
 from serving.repository import ModelRepository, ModelVersion
 
@@ -68,6 +68,8 @@ class InferenceCore:
     def __init__(self, repository: ModelRepository):
         self.repository = repository
         self.metrics = repository.metrics
+        # (model, version, protocol, status) -> bound metric series; as many as /metrics shows.
+        self._series: dict[tuple, tuple] = {}
         # Set when shutdown begins: readiness turns false while in-flight requests finish.
         self.draining = False
 
@@ -151,11 +153,12 @@ class InferenceCore:
             for attempt in range(3):
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
+                completion = loop_completion()
                 try:
-                    future = mv.batcher.submit(feeds, rows, _timeout_s(request.parameters))
+                    mv.batcher.submit(feeds, rows, _timeout_s(request.parameters), completion)
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
-                outputs = await wrap_future(future)
+                outputs = await completion.waiter
                 break
             else:
                 raise ShuttingDown(f"model {request.model_name!r} is being unloaded")
@@ -171,64 +174,71 @@ class InferenceCore:
             raise
         finally:
             elapsed = time.perf_counter() - start
-            version = str(mv.version) if mv is not None else ""
-            self.metrics.requests.inc(model=request.model_name if mv else "", version=version,
-                                      protocol=request.protocol, status=status)
+            count, seconds = self._request_series(mv, request.protocol, status)
+            count.inc()
             if mv is not None:
-                self.metrics.request_seconds.observe(elapsed, model=mv.name, version=version)
+                seconds.observe(elapsed)
                 rows = request.inputs[0].shape[0] if (mv.max_batch_size > 0 and request.inputs) else 1
                 mv.stats.request(status == "success", elapsed, rows)
 
+    def _request_series(self, mv: ModelVersion | None, protocol: str, status: str) -> tuple:
+        key = (mv.name, mv.version, protocol, status) if mv is not None else ("", "", protocol, status)
+        series = self._series.get(key)
+        if series is None:
+            model, version = (mv.name, mv.version_label) if mv is not None else ("", "")
+            series = self._series[key] = (
+                self.metrics.requests.labels(model=model, version=version, protocol=protocol, status=status),
+                self.metrics.request_seconds.labels(model=model, version=version),
+            )
+        return series
+
     def _validate(self, mv: ModelVersion, request: InferRequest) -> tuple[dict[str, np.ndarray], int]:
-        specs = {s.name: s for s in mv.inputs}
+        checks = mv.input_checks
         feeds: dict[str, np.ndarray] = {}
         for tensor in request.inputs:
-            spec = specs.get(tensor.name)
-            if spec is None:
-                raise InvalidRequest(f"unknown input {tensor.name!r} for model {mv.name!r}; expected inputs {sorted(specs)}")
-            if tensor.name in feeds:
-                raise InvalidRequest(f"input {tensor.name!r} is given more than once")
-            expected = datatypes.from_numpy(spec.dtype)
+            name, shape = tensor.name, tuple(tensor.shape)
+            check = checks.get(name)
+            if check is None:
+                raise InvalidRequest(f"unknown input {name!r} for model {mv.name!r}; expected inputs {sorted(checks)}")
+            if name in feeds:
+                raise InvalidRequest(f"input {name!r} is given more than once")
+            spec, expected, fixed = check
             if tensor.datatype != expected:
-                raise InvalidRequest(f"input {tensor.name!r}: expected datatype {expected}, got {tensor.datatype}")
-            shape = tuple(tensor.shape)
+                raise InvalidRequest(f"input {name!r}: expected datatype {expected}, got {tensor.datatype}")
             if len(shape) != len(spec.shape):
                 raise InvalidRequest(
-                    f"input {tensor.name!r}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), "
-                    f"got shape {list(shape)}"
+                    f"input {name!r}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), got shape {list(shape)}"
                 )
-            for axis, (want, got) in enumerate(zip(spec.shape, shape)):
-                if want != -1 and want != got:
+            for axis, want in fixed:
+                if shape[axis] != want:
                     raise InvalidRequest(
-                        f"input {tensor.name!r}: dimension {axis} must be {want}, got {got} "
+                        f"input {name!r}: dimension {axis} must be {want}, got {shape[axis]} "
                         f"(expected shape {list(spec.shape)}, got {list(shape)})"
                     )
-            feeds[tensor.name] = tensor.data
-        missing = sorted(set(specs) - set(feeds))
-        if missing:
-            raise InvalidRequest(f"missing input(s) {missing} for model {mv.name!r}")
+            feeds[name] = tensor.data
+        if len(feeds) != len(checks):  # every feed is a distinct known input, so some are missing
+            raise InvalidRequest(f"missing input(s) {sorted(set(checks) - set(feeds))} for model {mv.name!r}")
         rows = 1
         if mv.max_batch_size > 0:
             batch_sizes = {name: a.shape[0] for name, a in feeds.items()}
             rows = next(iter(batch_sizes.values()))
-            if len(set(batch_sizes.values())) > 1:
+            if len(feeds) > 1 and len(set(batch_sizes.values())) > 1:
                 raise InvalidRequest(f"inputs disagree on the batch size (dimension 0): {batch_sizes}")
             if rows < 1 or rows > mv.max_batch_size:
                 raise InvalidRequest(f"batch size {rows} is outside 1..{mv.max_batch_size} (max_batch_size of {mv.name!r})")
         if request.outputs is not None:
-            known = {s.name for s in mv.outputs}
-            unknown = [n for n in request.outputs if n not in known]
+            unknown = [n for n in request.outputs if n not in mv.output_names]
             if unknown:
-                raise InvalidRequest(f"unknown output(s) {unknown} requested; model {mv.name!r} has {sorted(known)}")
+                raise InvalidRequest(f"unknown output(s) {unknown} requested; model {mv.name!r} has {sorted(mv.output_names)}")
         return feeds, rows
 
     def _response(self, mv: ModelVersion, request: InferRequest, outputs: dict[str, np.ndarray]) -> InferResponse:
-        names = request.outputs if request.outputs is not None else [s.name for s in mv.outputs]
+        names = request.outputs if request.outputs is not None else mv.output_names
         tensors = []
         for name in names:
             array = np.asarray(outputs[name])
-            tensors.append(InferOutput(name, datatypes.from_numpy(array.dtype), tuple(array.shape), array))
-        return InferResponse(mv.name, str(mv.version), tensors, request.id)
+            tensors.append(InferOutput(name, datatypes.from_numpy(array.dtype), array.shape, array))
+        return InferResponse(mv.name, mv.version_label, tensors, request.id)
 
 
 def _timeout_s(parameters: dict[str, Any]) -> float | None:

@@ -74,7 +74,7 @@ def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np
     dtype = to_numpy(datatype, name)
     if data is None:
         raise InvalidRequest(f"input {name!r}: no 'data' and no binary_data_size parameter")
-    if dtype == object:
+    if dtype.kind == "O":  # BYTES
         flat = _flatten(name, data)
         array = np.empty(len(flat), dtype=object)
         array[:] = [v.encode() if isinstance(v, str) else v for v in flat]
@@ -83,21 +83,21 @@ def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np
             array = np.asarray(data)
         except (ValueError, TypeError) as exc:
             raise InvalidRequest(f"input {name!r}: data is not a regular array: {exc}") from None
-        if array.dtype == object or array.dtype.kind in "USV":
+        kind = array.dtype.kind
+        if kind in "OUSV":
             raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be numbers")
-        if datatype == "BOOL" and array.dtype != np.bool_:
+        if datatype == "BOOL" and kind != "b":
             raise InvalidRequest(f"input {name!r}: data for datatype BOOL must be true/false")
-        if dtype.kind in "iu" and array.dtype.kind == "f":
+        if dtype.kind in "iu" and kind == "f":
             raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be integers, got floats")
-        if dtype.kind in "iu" and array.size and array.dtype.kind in "iu":
+        if dtype.kind in "iu" and array.size and kind in "iu":
             info = np.iinfo(dtype)
             if array.min() < info.min or array.max() > info.max:
                 raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
-        array = array.astype(dtype, copy=False).reshape(-1)
     expected = math.prod(shape)
     if array.size != expected:
         raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} elements, data has {array.size}")
-    return array.reshape(shape)
+    return array.astype(dtype, copy=False).reshape(shape)
 
 
 def _flatten(name: str, data: Any) -> list:

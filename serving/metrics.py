@@ -1,7 +1,8 @@
 """Prometheus metrics in the text exposition format (version 0.0.4), without a client library.
 
 Three kinds, enough for a server: counters, histograms (cumulative buckets, _sum, _count) and
-gauges read from a callback when scraped. All are thread-safe.
+gauges read from a callback when scraped. All are thread-safe. ``labels(...)`` binds a series
+once, so a hot path does not sort its labels on every update.
 """
 
 from __future__ import annotations
@@ -42,9 +43,11 @@ class Counter:
         self._lock = threading.Lock()
 
     def inc(self, amount: float = 1.0, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        with self._lock:
-            self._values[key] = self._values.get(key, 0.0) + amount
+        self.labels(**labels).inc(amount)
+
+    def labels(self, **labels: str) -> CounterSeries:
+        """The series with these label values, bound for repeated updates."""
+        return CounterSeries(self, tuple(sorted(labels.items())))
 
     def value(self, **labels: str) -> float:
         return self._values.get(tuple(sorted(labels.items())), 0.0)
@@ -65,15 +68,11 @@ class Histogram:
         self._lock = threading.Lock()
 
     def observe(self, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        index = bisect.bisect_left(self.buckets, value)
-        with self._lock:
-            series = self._series.get(key)
-            if series is None:
-                series = self._series[key] = [0] * (len(self.buckets) + 1) + [0.0, 0]
-            series[index] += 1
-            series[-2] += value
-            series[-1] += 1
+        self.labels(**labels).observe(value)
+
+    def labels(self, **labels: str) -> HistogramSeries:
+        """The series with these label values, bound for repeated updates."""
+        return HistogramSeries(self, tuple(sorted(labels.items())))
 
     def count(self, **labels: str) -> int:
         series = self._series.get(tuple(sorted(labels.items())))
@@ -92,6 +91,45 @@ class Histogram:
                 yield f"{self.name}_bucket{_format_labels(labels, le)} {cumulative}"
             yield f"{self.name}_sum{_format_labels(labels)} {_format_value(series[-2])}"
             yield f"{self.name}_count{_format_labels(labels)} {series[-1]}"
+
+
+class CounterSeries:
+    __slots__ = ("_counter", "_key")
+
+    def __init__(self, counter: Counter, key: Labels):
+        self._counter, self._key = counter, key
+
+    def inc(self, amount: float = 1.0) -> None:
+        counter = self._counter
+        with counter._lock:
+            counter._values[self._key] = counter._values.get(self._key, 0.0) + amount
+
+
+class HistogramSeries:
+    __slots__ = ("_histogram", "_key", "_series")
+
+    def __init__(self, histogram: Histogram, key: Labels):
+        self._histogram, self._key = histogram, key
+        self._series: list | None = None  # created by the first observation, as unbound ones are
+
+    def observe(self, value: float) -> None:
+        self.observe_many((value,))
+
+    def observe_many(self, values) -> None:
+        """Record several observations under one lock (e.g. the queue waits of one batch)."""
+        histogram = self._histogram
+        buckets = histogram.buckets
+        with histogram._lock:
+            series = self._series
+            if series is None:
+                series = histogram._series.get(self._key)
+                if series is None:
+                    series = histogram._series[self._key] = [0] * (len(buckets) + 1) + [0.0, 0]
+                self._series = series
+            for value in values:
+                series[bisect.bisect_left(buckets, value)] += 1
+                series[-2] += value
+                series[-1] += 1
 
 
 class Gauge:

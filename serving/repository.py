@@ -8,6 +8,7 @@ retried only when its files change. Names are validated and nothing outside the 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -18,6 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from serving import datatypes
 from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
 from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
@@ -120,6 +122,23 @@ class ModelVersion:
     def outputs(self):
         return self.backend.outputs
 
+    @functools.cached_property
+    def input_checks(self) -> dict[str, tuple[Any, str, tuple[tuple[int, int], ...]]]:
+        """Per input name: its spec, the protocol datatype it must be sent as, and its fixed
+        (axis, size) pairs. Every request is checked against these, so they are built once."""
+        return {
+            s.name: (s, datatypes.from_numpy(s.dtype), tuple((axis, d) for axis, d in enumerate(s.shape) if d != -1))
+            for s in self.inputs
+        }
+
+    @functools.cached_property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.outputs)
+
+    @functools.cached_property
+    def version_label(self) -> str:
+        return str(self.version)
+
 
 @dataclass
 class VersionStatus:
@@ -217,9 +236,10 @@ class ModelRepository:
         """The version to run: the one asked for, or the newest ready one."""
         if self._closing:
             raise ShuttingDown("server is shutting down")
-        validate_name(name)
+        entry = self._models.get(name) if isinstance(name, str) else None
+        if entry is None:
+            validate_name(name)  # a name being served is valid: no regex per request
         wanted = parse_version(version)
-        entry = self._models.get(name)
         if entry is None:
             raise ModelNotFound(f"unknown model {name!r}; available models: {self.model_names()}")
         serving = entry.serving
@@ -400,13 +420,15 @@ class ModelRepository:
         for sample in config.warmup:
             backend.infer_batch([_warmup_feeds(backend.inputs, sample, max_batch_size)])
         labels = {"model": name, "version": str(version)}
+        batch_size = self.metrics.batch_size.labels(**labels)
+        compute_seconds = self.metrics.compute_seconds.labels(**labels)
+        queue_seconds = self.metrics.queue_seconds.labels(**labels)
 
         def observe(rows: int, waits: list[float], compute_s: float) -> None:
             mv.stats.batch(rows, waits, compute_s)
-            self.metrics.batch_size.observe(rows, **labels)
-            self.metrics.compute_seconds.observe(compute_s, **labels)
-            for wait in waits:
-                self.metrics.queue_seconds.observe(wait, **labels)
+            batch_size.observe(rows)
+            compute_seconds.observe(compute_s)
+            queue_seconds.observe_many(waits)
 
         mv.batcher = DynamicBatcher(
             backend.infer_batch,
