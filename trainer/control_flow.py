@@ -237,7 +237,7 @@ class WhileLoop:
                     f"gradient of while_loop {self.frame_name!r}: loops nested in loops are not differentiable yet")
             outer = outer.outer
         from trainer.gradients import gradients
-        from trainer.ops import add, less, ones_like, subtract, zeros_like
+        from trainer.ops import add, less, subtract, zeros_like
 
         g = self.ctx.graph
         n_user = self.counter_index
@@ -248,6 +248,7 @@ class WhileLoop:
         init_g = [exit_grads[i] if exit_grads[i] is not None else zeros_like(exits[i]) for i in diff]
         init_acc = [zeros_like(c) for c in captured]
         k0 = constant(np.asarray(0, np.int64))
+        last = subtract(n_iter, np.asarray(1, np.int64))  # the forward iteration the first backward one undoes
         stack_names = [p.attrs["stack_name"] for p in self.pushes]
 
         def bcond(k, *rest):
@@ -255,7 +256,7 @@ class WhileLoop:
 
         def bbody(k, *rest):
             gs, accs = list(rest[: len(diff)]), list(rest[len(diff):])
-            idx = subtract(subtract(n_iter, k), np.asarray(1, np.int64))
+            idx = subtract(last, k)
             xs = [g.create_op("StackPop", [idx], {"stack_name": stack_names[i]}, domain=D,
                               name=f"{self.frame_name}_grad/pop").outputs[0] for i in range(n_user)]
             for i, x in enumerate(xs):
@@ -277,8 +278,9 @@ class WhileLoop:
                     gr = gr.to_dense() if hasattr(gr, "to_dense") else gr
                     # The accumulator is private to this loop (a fresh zeros each step): add in place.
                     new_acc.append(g.create_op("AccumulateAdd", [a, gr], {}, domain=D).outputs[0])
+            _skip_unread_cell_dx(ctx.nodes[remat_start:], new_g + new_acc)
             reused = self._reuse_forward_values(remat, idx, ctx, remat_start)
-            return [add(k, ones_like(k))] + [reused.get(t, t) for t in new_g + new_acc]
+            return [add(k, np.asarray(1, np.int64))] + [reused.get(t, t) for t in new_g + new_acc]
 
         outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad",
                           differentiable=False)
@@ -292,6 +294,16 @@ class WhileLoop:
 
 
 _loop_counter = [0]
+
+
+def _skip_unread_cell_dx(nodes, returned) -> None:
+    """Fused-cell gradients whose input gradient nothing reads (the first layer's dx, when the
+    sequence it reads needs no gradient) skip computing it."""
+    read = {id(t) for t in returned}
+    read.update(id(t) for n in nodes for t in n.inputs if t is not None)
+    for n in nodes:
+        if n.op_type == "LSTMBlockCellGrad" and n.domain == D and id(n.outputs[0]) not in read:
+            n.attrs["need_dx"] = 0
 
 
 def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name: str = "while",
@@ -340,12 +352,13 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             outs = [convert_to_tensor(o) for o in outs]
             if len(outs) != n - 1:
                 raise GraphError(f"while_loop {name!r}: body returns {len(outs)} values for {n - 1} loop variables")
-            from trainer.ops import add, ones_like
+            from trainer.ops import add
 
+            one = constant(np.asarray(1, np.int64), name="one")
             # The counter advances only after this iteration's pushes, so the gradient loop (which
             # needs the final count) can never read a stack before the forward loop filled it.
             with g.control_dependencies(pushes):
-                outs.append(add(body_in[-1], ones_like(body_in[-1])))
+                outs.append(add(body_in[-1], one))
             counter_inc = outs[-1].node
             nexts = []
             for i, (o, m) in enumerate(zip(outs, merges)):

@@ -20,7 +20,8 @@ from edge_runtime.kernels import get_kernel
 from edge_runtime.kernels.registry import wants_output_count
 from schemas.registry import get_schema
 from trainer.graph import GraphError, Node, Tensor
-from trainer.state import FailedPreconditionError, OutOfRangeError, get_stateful_kernel
+from trainer.state import (FailedPreconditionError, OutOfRangeError, get_stateful_kernel, stack_pop_many,
+                           stack_push_many)
 
 __all__ = ["compile_plan", "FlatPlan", "DataflowPlan", "KernelError"]
 
@@ -384,6 +385,9 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
     none_slot = None
     feeds = [FeedSpec(t, slot_of(t)) for t in feed_tensors]
     steps: list[Step] = []
+    first_device = placement[order[0]] if order else None
+    pushes: list = []  # (node, stack name, slot) of a fused loop body's StackPushes
+    pops: dict = {}  # index slot -> the one step popping every stack at that index
     for n in order:
         if n.outputs and all(o in fed for o in n.outputs):
             continue
@@ -405,6 +409,20 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
             # input's slot (a third of an LSTM body's steps are these).
             slots[n.outputs[0]] = slot_of(n.inputs[0])
             continue
+        if sub_plan and n.domain == D and n.op_type in ("StackPush", "StackPop") and placement[n] == first_device:
+            # A loop body pushes (and its gradient pops) a dozen values per iteration: one step
+            # does them all (a push passes its input through, so its output shares the slot).
+            if n.op_type == "StackPush":
+                slots[n.outputs[0]] = slot_of(n.inputs[0])
+                pushes.append((n, n.attrs["stack_name"], slots[n.outputs[0]]))
+            else:
+                index = slot_of(n.inputs[0])
+                if index not in pops:
+                    pops[index] = Step(n, stack_pop_many, (index,), [], {"stack_names": []}, True, dev)
+                    steps.append(pops[index])
+                pops[index].outs.append(slot_of(n.outputs[0]))
+                pops[index].attrs["stack_names"].append(n.attrs["stack_name"])
+            continue
         fn, wants_ctx = resolve_kernel(n)
         ins = []
         for i, t in enumerate(n.inputs):
@@ -425,6 +443,11 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         outs = out_slots[0] if len(out_slots) == 1 else out_slots
         step = Step(n, fn, tuple(ins), outs, _kernel_attrs(n, xp), wants_ctx, dev)
         steps.append(step)
+    for step in pops.values():
+        step.outs = tuple(step.outs)
+    if pushes:
+        steps.append(Step(pushes[0][0], stack_push_many, tuple(s for _, _, s in pushes), (),
+                          {"stack_names": [name for _, name, _ in pushes]}, True, first_device))
     fetch_slots = [slots[t] if t in slots else slot_of(t) for t in fetch_tensors]
     copy_fetch = [] if sub_plan else [i for i, t in enumerate(fetch_tensors) if _aliases_state(t) and t not in fed]
     if dynamic:

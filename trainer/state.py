@@ -240,6 +240,25 @@ def stack_pop(rctx, index, *, xp, stack_name):
     return stack[i]
 
 
+# A fused loop body's StackPushes (and StackPops at one index) as one plan step (trainer/executor.py).
+def stack_push_many(rctx, *values, stack_names):
+    step = rctx.step
+    for name, value in zip(stack_names, values):
+        stack = step.get(name)
+        if stack is None:
+            step[name] = [value]
+        else:
+            stack.append(value)
+
+
+def stack_pop_many(rctx, index, *, stack_names):
+    step, i = rctx.step, int(index)
+    try:
+        return tuple(step[name][i] for name in stack_names)
+    except (KeyError, IndexError):
+        return tuple(stack_pop(rctx, index, xp=None, stack_name=name) for name in stack_names)  # names the stack
+
+
 @stateful_kernel("DropoutMask", domain=D)
 def dropout_mask(rctx, x, rate, *, xp, seed):
     keep = 1.0 - float(rate)

@@ -264,7 +264,9 @@ def _lstm_block_cell(ctx):
 
 op("LSTMBlockCellGrad", domain=D,
    inputs=["dh", "dc", "x", "h_prev", "c_prev", "W", "i", "f", "o", "g", "co"],
-   outputs=["dx", "dh_prev", "dc_prev", "dW", "db"])(
+   outputs=["dx", "dh_prev", "dc_prev", "dW", "db"], attrs={"need_dx": Attr("int", 1)},
+   doc="Gradient of LSTMBlockCell. need_dx=0 skips dx (None) where nothing reads it, e.g. a fed "
+       "input sequence: a fifth of the step's backward GEMM work for the first layer.")(
     lambda ctx: [ctx.input(2), ctx.input(3), ctx.input(4), ctx.input(5),
                  TensorType(ctx.input(5).dtype, None if ctx.input(5).shape is None else (ctx.input(5).shape[1],))])
 op("AccumulateAdd", domain=D, inputs=["accumulator", "value"], outputs=["output"], stateful=True,

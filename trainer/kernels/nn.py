@@ -243,7 +243,7 @@ def lstm_block_cell(x, h_prev, c_prev, w, b, *, xp, forget_bias):
 
 
 @kernel("LSTMBlockCellGrad", domain=D)
-def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp):
+def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp, need_dx=1):
     hidden = h_prev.shape[1]
     d = x.shape[1]
     dz = xp.empty((x.shape[0], 4 * hidden), dtype=x.dtype)
@@ -255,8 +255,13 @@ def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp):
     xp.multiply(dct * c_prev, f * (1 - f), out=dz[:, hidden:2 * hidden])
     xp.multiply(dct * i, 1 - g * g, out=dz[:, 2 * hidden:3 * hidden])
     xp.multiply(dh * co, o * (1 - o), out=dz[:, 3 * hidden:])
-    dxh = xp.matmul(dz, w.T)
+    if need_dx:
+        dxh = xp.matmul(dz, w.T)
+        dx, dh_prev = dxh[:, :d], dxh[:, d:]
+    else:
+        dx, dh_prev = None, xp.matmul(dz, w[d:].T)
     dw = xp.empty_like(w)
     xp.matmul(x.T, dz, out=dw[:d])
     xp.matmul(h_prev.T, dz, out=dw[d:])
-    return dxh[:, :d], dxh[:, d:], dct * f, dw, dz.sum(axis=0)
+    dct *= f
+    return dx, dh_prev, dct, dw, dz.sum(axis=0)
