@@ -143,6 +143,17 @@ def _resize_no_roi(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
     return [node]
 
 
+# GridSample's modes were renamed in opset 20; PyTorch still exports the old names at opset 16-19.
+_GRID_SAMPLE_MODES = {"bilinear": "linear", "bicubic": "cubic"}
+
+
+@upgrader("GridSample", below=20)
+def _grid_sample_mode_names(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    mode = node.attrs.get("mode", "bilinear")
+    node.attrs["mode"] = _GRID_SAMPLE_MODES.get(mode, mode)
+    return [node]
+
+
 @upgrader("Cast", below=6)
 def _cast_string_type(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
     to = node.attrs.get("to")

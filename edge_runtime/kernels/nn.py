@@ -377,8 +377,15 @@ def _reflect(xp, x, lo, hi):
     return xp.where(x < lo, from_low, xp.where(x > hi, from_high, x))
 
 
+_GRID_MODES = ("nearest", "linear", "cubic")
+_GRID_PADDING = ("zeros", "border", "reflection")
+
+
 def _grid_taps(xp, coord, size, mode, align_corners, padding_mode):
     """Per spatial dim: the (index, weight, valid) triples that sample ``coord`` from that dim."""
+    if mode not in _GRID_MODES or padding_mode not in _GRID_PADDING:
+        raise ValueError(f"GridSample: mode must be one of {_GRID_MODES} and padding_mode one of {_GRID_PADDING}, "
+                         f"got {mode!r} and {padding_mode!r}")
     lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
     if mode == "nearest":
         coord = xp.rint(coord)

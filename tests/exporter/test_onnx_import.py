@@ -94,3 +94,24 @@ def test_constant_nodes_become_weights() -> None:
     ir_model = import_onnx(make_model(nodes, [tensor("x", [2])], [tensor("y", [2])]))
     assert [n.op_type for n in ir_model.graph.nodes] == ["Add"]
     assert ir_model.graph.values["c"].data.tolist() == [1.0, -5.0]
+
+
+def test_grid_sample_opset16_mode_names_are_upgraded() -> None:
+    """PyTorch exports GridSample at opset 16 with mode="bilinear"; it must sample linearly, not cubically."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (1, 4, 3, 2)).astype(np.float32)
+    results = {}
+    for opset, mode in ((16, "bilinear"), (20, "linear"), (16, "bicubic"), (20, "cubic")):
+        node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode=mode)
+        graph = helper.make_graph(
+            [node], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape),
+             helper.make_tensor_value_info("grid", TensorProto.FLOAT, grid.shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        results[mode] = load(onnx_to_flow_bytes(model)).run({"x": x, "grid": grid})["y"]
+    np.testing.assert_array_equal(results["bilinear"], results["linear"])
+    np.testing.assert_array_equal(results["bicubic"], results["cubic"])
+    assert not np.allclose(results["linear"], results["cubic"])
