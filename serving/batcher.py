@@ -87,9 +87,12 @@ class DynamicBatcher:
         """Requests accepted and not yet answered (queued or running)."""
         return self._in_flight
 
-    def submit(self, feeds: Feeds, rows: int, timeout_s: float | None = None, future: Any = None) -> Future:
+    def submit(
+        self, feeds: Feeds, rows: int, timeout_s: float | None = None, future: Any = None, wake: bool = True
+    ) -> Future:
         """Queue one request of ``rows`` batch rows; ``future`` (a new Future unless given) resolves
-        to its outputs, and is returned."""
+        to its outputs, and is returned. ``wake=False`` leaves an idle worker asleep until
+        ``wake()``, so that a caller submitting a burst wakes it once, for the whole burst."""
         now = time.perf_counter()
         pending = _Pending(feeds, rows, now, None if timeout_s is None else now + timeout_s,
                            Future() if future is None else future)
@@ -100,8 +103,14 @@ class DynamicBatcher:
                 raise Overloaded(f"queue full ({self.max_queue_size} requests waiting); retry later")
             self._queue.append(pending)
             self._in_flight += 1
-            self._cond.notify()
+            if wake:
+                self._cond.notify()
         return pending.future
+
+    def wake(self) -> None:
+        """Wake idle workers for what is queued (after submits with ``wake=False``)."""
+        with self._cond:
+            self._cond.notify(len(self._queue))
 
     def close(self, timeout: float | None = None) -> None:
         """Stop accepting; requests already queued still run. Returns when the workers are done."""

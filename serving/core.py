@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from serving import datatypes
-from serving.completions import loop_completion
+from serving import datatypes, handoff
 from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired
 from serving.repository import ModelRepository, ModelVersion
 
@@ -153,12 +152,11 @@ class InferenceCore:
             for attempt in range(3):
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
-                completion = loop_completion()
                 try:
-                    mv.batcher.submit(feeds, rows, _timeout_s(request.parameters), completion)
+                    result = handoff.submit(mv.batcher, feeds, rows, _timeout_s(request.parameters))
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
-                outputs = await completion.waiter
+                outputs = await result
                 break
             else:
                 raise ShuttingDown(f"model {request.model_name!r} is being unloaded")

@@ -1,12 +1,16 @@
-"""Results of worker threads, handed to an event loop with one wake-up per burst.
+"""Between an event loop and the batcher threads: requests go over with one worker wake-up per
+loop iteration, results come back with one loop wake-up per burst.
+
+Waking the worker on every submit starts a batch with the first request of a burst while the
+loop is still decoding the rest, so the batches stay small (under gRPC load, mostly one request)
+and every wake-up makes the two threads trade the GIL. Instead the first submit of a loop
+iteration schedules one wake-up for the next, and the worker then finds the whole burst queued.
 
 ``asyncio.wrap_future`` wakes the loop once per finished request. A batch finishes many requests
 at once, and those wake-ups (a self-pipe write each) cost ~9% of the server's CPU under load:
-here the first completion of a burst schedules one drain, and the rest join its list.
-
-The worker side is a ``LoopCompletion``, which the batcher resolves as it would a
-``concurrent.futures.Future``; it is not one, because a Future allocates a condition variable
-and takes its lock several times per request, and nothing here waits on it from a thread.
+here the first completion of a burst schedules one drain, and the rest join its list. The
+worker resolves a ``LoopCompletion``, not a ``concurrent.futures.Future``, which would allocate a
+condition variable and take its lock several times per request for a wait no thread makes.
 """
 
 from __future__ import annotations
@@ -17,19 +21,33 @@ import weakref
 from collections import deque
 from typing import Any
 
+from serving.batcher import DynamicBatcher, Feeds
 
-class CompletionRelay:
-    """Resolves asyncio futures of ``loop`` from other threads, one loop wake-up per burst."""
+
+class LoopHandoff:
+    """Submits to batchers from ``loop`` and resolves the loop's futures from their threads."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self._loop = loop
+        self._to_wake: set[DynamicBatcher] = set()  # touched by the loop's thread only
         self._ready: deque[tuple[asyncio.Future, Any, bool]] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
 
-    def completion(self) -> LoopCompletion:
-        """A new waiter on this loop and the handle a worker thread resolves it through."""
-        return LoopCompletion(self._loop.create_future(), self)
+    def submit(self, batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None) -> asyncio.Future:
+        """Queue a request (raising what ``batcher.submit`` raises); await the result for its outputs."""
+        completion = LoopCompletion(self._loop.create_future(), self)
+        batcher.submit(feeds, rows, timeout_s, completion, wake=False)
+        if not self._to_wake:
+            self._loop.call_soon(self._wake)
+        self._to_wake.add(batcher)
+        return completion.waiter
+
+    def _wake(self) -> None:
+        batchers = list(self._to_wake)
+        self._to_wake.clear()
+        for batcher in batchers:
+            batcher.wake()
 
     def push(self, waiter: asyncio.Future, value: Any, failed: bool) -> None:
         """From any thread: resolve ``waiter`` with ``value`` (an exception when ``failed``)."""
@@ -57,31 +75,30 @@ class CompletionRelay:
 class LoopCompletion:
     """The worker thread's end of one request: Future's resolving methods, relayed to ``waiter``."""
 
-    __slots__ = ("waiter", "_relay")
+    __slots__ = ("waiter", "_handoff")
 
-    def __init__(self, waiter: asyncio.Future, relay: CompletionRelay):
+    def __init__(self, waiter: asyncio.Future, handoff: LoopHandoff):
         self.waiter = waiter
-        self._relay = relay
+        self._handoff = handoff
 
     def set_running_or_notify_cancel(self) -> bool:
         # A plain read of the waiter's state; if it is cancelled just after, the drain skips it.
         return not self.waiter.cancelled()
 
     def set_result(self, result: Any) -> None:
-        self._relay.push(self.waiter, result, False)
+        self._handoff.push(self.waiter, result, False)
 
     def set_exception(self, exception: BaseException) -> None:
-        self._relay.push(self.waiter, exception, True)
+        self._handoff.push(self.waiter, exception, True)
 
 
-_relays: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CompletionRelay]" = weakref.WeakKeyDictionary()
+_handoffs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" = weakref.WeakKeyDictionary()
 
 
-def loop_completion() -> LoopCompletion:
-    """A ``LoopCompletion`` for the running loop: pass it to ``DynamicBatcher.submit`` as the future
-    and ``await`` its ``waiter``."""
+def submit(batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None = None) -> asyncio.Future:
+    """``batcher.submit`` from the running loop, as an asyncio future (see the module docstring)."""
     loop = asyncio.get_running_loop()
-    relay = _relays.get(loop)
-    if relay is None:
-        relay = _relays[loop] = CompletionRelay(loop)
-    return relay.completion()
+    handoff = _handoffs.get(loop)
+    if handoff is None:
+        handoff = _handoffs[loop] = LoopHandoff(loop)
+    return handoff.submit(batcher, feeds, rows, timeout_s)
