@@ -12,7 +12,7 @@ import math
 from itertools import product
 
 from edge_runtime.kernels import _resize
-from edge_runtime.kernels.nn import _attention_bias, _given, _grid_taps, _heads, _reflect
+from edge_runtime.kernels.nn import _attention_bias, _given, _grid_taps, _heads, _query_offset, _reflect
 from edge_runtime.kernels.registry import kernel
 
 D = "flowstack"
@@ -222,12 +222,7 @@ def attention_grad(
     hkv, kv_len = k4.shape[1], k4.shape[2]
     reps = hq // hkv
     kr, vr = xp.repeat(k4, reps, axis=1), xp.repeat(v4, reps, axis=1)
-    if past_key is not None:
-        offset = past
-    elif nonpad_kv_seqlen is not None:
-        offset = nonpad_kv_seqlen.astype(xp.int64) - q_len
-    else:
-        offset = 0
+    offset = _query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
     bias = _attention_bias(
         xp, f64, q_len, kv_len, batch, mask=attn_mask, is_causal=is_causal, offset=offset,
         left=left_window_size, right=right_window_size, nonpad=nonpad_kv_seqlen,

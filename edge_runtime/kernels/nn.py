@@ -502,6 +502,15 @@ def _heads(t, num_heads):
     return t.reshape(b, s, num_heads, hidden // num_heads).transpose(0, 2, 1, 3)
 
 
+def _query_offset(xp, past_key, nonpad_kv_seqlen, q_len):
+    """Position of the first query among the keys: after the cached keys, or the last q_len valid ones."""
+    if past_key is not None:
+        return past_key.shape[2]
+    if nonpad_kv_seqlen is not None:
+        return nonpad_kv_seqlen.astype(xp.int64) - q_len
+    return 0
+
+
 def _attention_bias(xp, dtype, q_len, kv_len, batch, *, mask, is_causal, offset, left, right, nonpad):
     """The additive bias (0 or -inf where disallowed, plus any float mask), broadcastable to scores.
 
@@ -556,12 +565,7 @@ def attention(
     if k.shape[1] != hq:  # grouped-query attention: each kv head serves hq / hkv query heads
         reps = hq // k.shape[1]
         k, v = xp.repeat(k, reps, axis=1), xp.repeat(v, reps, axis=1)
-    if past_key is not None:
-        offset = past_key.shape[2]
-    elif nonpad_kv_seqlen is not None:
-        offset = nonpad_kv_seqlen.astype(xp.int64) - q_len
-    else:
-        offset = 0
+    offset = _query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
     bias = _attention_bias(
         xp, dtype, q_len, kv_len, batch, mask=attn_mask, is_causal=is_causal, offset=offset,
         left=left_window_size, right=right_window_size, nonpad=nonpad_kv_seqlen,
