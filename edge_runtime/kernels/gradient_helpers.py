@@ -12,7 +12,14 @@ import math
 from itertools import product
 
 from edge_runtime.kernels import _resize
-from edge_runtime.kernels.nn import _attention_bias, _given, _grid_taps, _heads, _query_offset, _reflect
+from edge_runtime.kernels.nn import (
+    _attention_bias,
+    _given,
+    _grid_taps,
+    _heads,
+    _query_offset,
+    _reflect,
+)
 from edge_runtime.kernels.registry import kernel
 
 D = "flowstack"
