@@ -6,7 +6,8 @@ HTTP/1.1 client on keep-alive connections and a grpc.aio client sending pre-seri
 one connection or in-flight call per unit of concurrency. For each protocol and concurrency it
 prints requests/s and p50/p99 latency for (a) ours with dynamic batching, (b) ours with batching
 off, (c) the bare peer, then the ratios. Ratios within one run are what mean something on a
-shared machine.
+shared machine. A second table gives each server's CPU time per request (all its threads, read
+from /proc over the measured window) and the mean rows per model call of (a).
 
     python benchmarks/serving_load.py                         # concurrency 1, 16, 64; 3 s each
     python benchmarks/serving_load.py --duration 5 --concurrency 1 64
@@ -215,11 +216,27 @@ async def grpc_worker(call, payload: bytes, until: float, warm_until: float, lat
                 errors.append("rpc")
 
 
-async def measure(protocol: str, port: int, concurrency: int, duration: float, warmup: float) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux), or NaN where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(protocol: str, port: int, concurrency: int, duration: float, warmup: float, pid: int) -> dict:
     latencies: list[float] = []
     errors: list = []
     now = time.perf_counter()
     warm_until, until = now + warmup, now + warmup + duration
+    cpu: list[float] = []
+
+    async def sample_cpu() -> None:  # the server's CPU over the measured window only
+        await asyncio.sleep(warmup)
+        cpu.append(cpu_seconds(pid))
+
+    sampler = asyncio.ensure_future(sample_cpu())
     if protocol == "http":
         payload = http_request_bytes(port)
         await asyncio.gather(*[http_worker(port, payload, until, warm_until, latencies, errors) for _ in range(concurrency)])
@@ -231,9 +248,20 @@ async def measure(protocol: str, port: int, concurrency: int, duration: float, w
             call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
             await asyncio.gather(*[grpc_worker(call, payload, until, warm_until, latencies, errors) for _ in range(concurrency)])
     elapsed = time.perf_counter() - warm_until
+    await sampler
+    cpu_us = (cpu_seconds(pid) - cpu[0]) / max(len(latencies), 1) * 1e6
     ms = np.array(latencies) * 1000 if latencies else np.array([float("nan")])
     return {"rps": len(latencies) / elapsed, "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)),
-            "errors": len(errors)}
+            "errors": len(errors), "cpu_us": cpu_us}
+
+
+def batch_counts(http_port: int) -> tuple[int, int]:
+    """(rows run, model calls) so far for the benchmark model, from the server's statistics."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/models/mlp/stats", timeout=10) as response:
+        stats = json.load(response)["model_stats"][0]
+    return stats["inference_count"], stats["execution_count"]
 
 
 def main() -> int:
@@ -262,7 +290,7 @@ def main() -> int:
                                ("peer", start_peer)):
             process, http_port, grpc_port = starter()
             processes.append(process)
-            targets[label] = {"http": http_port, "grpc": grpc_port}
+            targets[label] = {"http": http_port, "grpc": grpc_port, "pid": process.pid}
         time.sleep(1.0)
         parameters = IN_DIM * args.hidden + args.hidden * args.hidden + args.hidden * OUT_DIM
         print(f"model: MLP {IN_DIM}-{args.hidden}-{args.hidden}-{OUT_DIM} ({parameters / 1e6:.1f}M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
@@ -273,16 +301,28 @@ def main() -> int:
                   f"{'ours/peer':>9} {'batch/no':>8} {'p99/p50':>7}")
         print(header)
         print("-" * len(header))
+        details = []
         for protocol in args.protocols:
             for concurrency in args.concurrency:
-                row = {label: asyncio.run(measure(protocol, ports[protocol], concurrency, args.duration, args.warmup))
+                rows_before, calls_before = batch_counts(targets["batching"]["http"])
+                row = {label: asyncio.run(measure(protocol, ports[protocol], concurrency, args.duration, args.warmup,
+                                                  ports["pid"]))
                        for label, ports in targets.items()}
+                rows_after, calls_after = batch_counts(targets["batching"]["http"])
                 a, b, c = row["batching"], row["no batching"], row["peer"]
                 errors = sum(r["errors"] for r in row.values())
                 print(f"{protocol:5} {concurrency:>4} | {a['rps']:>14.0f} {a['p50']:>7.2f} {a['p99']:>7.2f} | "
                       f"{b['rps']:>14.0f} {b['p50']:>7.2f} {b['p99']:>7.2f} | {c['rps']:>10.0f} {c['p50']:>7.2f} "
                       f"{c['p99']:>7.2f} | {a['rps'] / c['rps']:>9.2f} {a['rps'] / b['rps']:>8.2f} "
                       f"{a['p99'] / a['p50']:>7.2f}" + (f"  ({errors} errors)" if errors else ""), flush=True)
+                mean_batch = (rows_after - rows_before) / max(calls_after - calls_before, 1)
+                details.append(f"{protocol:5} {concurrency:>4} | {a['cpu_us']:>8.0f} {b['cpu_us']:>10.0f} "
+                               f"{c['cpu_us']:>6.0f} | {mean_batch:>10.1f}")
+        # CPU per request is steadier than req/s on a shared machine: it does not count the time a
+        # server waits for a core, only what it spends once it has one.
+        print("\nserver CPU per request (us, all threads), and (a)'s mean rows per model call (warmup included)")
+        print(f"{'proto':5} {'conc':>4} | {'batching':>8} {'no-batching':>10} {'peer':>6} | {'mean batch':>10}")
+        print("\n".join(details))
         print(f"load average after: {os.getloadavg()[0]:.1f} (includes this benchmark's own processes)")
     finally:
         for process in processes:
