@@ -6,7 +6,9 @@ One step = forward, backward and the optimizer update, same shapes and optimizer
 framework, BLAS/intra-op threads pinned to the same number. Cases (issue 3):
   mlp   784-512-512-10, batch 128, Momentum(0.01, 0.9)
   cnn   28x28x1: conv 32 3x3, conv 64 3x3, max-pool 2, dense 128, dense 10; batch 64, Adam
-  lstm  2-layer LSTM, sequence 32, batch 32, hidden 128 (input 64), loss on the last output, Adam
+  lstm  2-layer LSTM, sequence 32, batch 32, hidden 128 (input 64), loss on the last output, Adam;
+        ours is two LSTMBlockFusedCells (one op per layer over the sequence, as nn.LSTM), printed
+        with the while_loop variant (dynamic_rnn over LSTMCells) as lstm_dynamic_rnn beside it
 Also: the overhead of an empty Session.run and the per-op cost of a 100-op chain of tiny ops.
 Prints ours, peer and ours/peer (lower is better). Timings alone mean little on a shared
 machine: compare the ratios, measured in the same run.
@@ -97,16 +99,41 @@ def ours_cnn(rng):
 
 
 def ours_lstm(rng, seq=32, batch=32, hidden=128, dim=64):
+    """Two LSTMBlockFusedCells: one op per layer over the whole sequence, as nn.LSTM."""
+    import trainer as T
+
+    def build(xs):
+        l1 = T.layers.LSTMBlockFusedCell(hidden, dim, name="l1")
+        l2 = T.layers.LSTMBlockFusedCell(hidden, hidden, name="l2")
+        seq1, _ = l1(xs, l1.zero_state(batch))
+        _, (h, _) = l2(seq1, l2.zero_state(batch))
+        return h
+
+    return _ours_lstm_step(rng, build, seq, batch, hidden, dim)
+
+
+def ours_lstm_dynamic_rnn(rng, seq=32, batch=32, hidden=128, dim=64):
+    """The same network as a while_loop: dynamic_rnn over a MultiRNNCell of LSTMCells (an
+    LSTMBlockCell op per layer and step)."""
+    import trainer as T
+
+    def build(xs):
+        cell = T.layers.MultiRNNCell([T.layers.LSTMCell(hidden, dim, name="l1"),
+                                      T.layers.LSTMCell(hidden, hidden, name="l2")])
+        out, _ = T.layers.dynamic_rnn(cell, xs, cell.zero_state(batch))
+        return out
+
+    return _ours_lstm_step(rng, build, seq, batch, hidden, dim)
+
+
+def _ours_lstm_step(rng, build, seq, batch, hidden, dim):
     import trainer as T
 
     g = T.Graph()
     with g.as_default():
         xs = T.placeholder(np.float32, (seq, batch, dim))
         target = T.placeholder(np.float32, (batch, hidden))
-        cell = T.layers.MultiRNNCell([T.layers.LSTMCell(hidden, dim, name="l1"),
-                                      T.layers.LSTMCell(hidden, hidden, name="l2")])
-        out, _ = T.layers.dynamic_rnn(cell, xs, cell.zero_state(batch))
-        loss = T.losses.mean_squared_error(target, out)
+        loss = T.losses.mean_squared_error(target, build(xs))
         train = T.train.AdamOptimizer(1e-3).minimize(loss)
         init = T.global_variables_initializer()
     s = T.Session(g, **SESSION_OPTIONS)
@@ -280,17 +307,20 @@ def main(argv=None):
             peers["tensorflow"] = {c: (lambda rng, c=c: tf_models(rng, c)) for c in ("mlp", "cnn", "lstm")}
         except ImportError:
             print("TensorFlow CPU is not installed here (pip install tensorflow-cpu); skipping that peer")
-    ours = {"mlp": ours_mlp, "cnn": ours_cnn, "lstm": ours_lstm}
-    iters = {"mlp": 20, "cnn": 5, "lstm": 3}
+    ours = {"mlp": ours_mlp, "cnn": ours_cnn, "lstm": ours_lstm, "lstm_dynamic_rnn": ours_lstm_dynamic_rnn}
+    iters = {"mlp": 20, "cnn": 5, "lstm": 3, "lstm_dynamic_rnn": 3}
     print(f"threads={args.threads} parallel_ops={args.parallel_ops} numpy={np.__version__} torch={torch_version} tensorflow={tf_version}")
-    print(f"{'case':8} {'peer':11} {'ours ms':>9} {'peer ms':>9} {'ours/peer':>9}")
+    print(f"{'case':16} {'peer':11} {'ours ms':>9} {'peer ms':>9} {'ours/peer':>9}")
     for case in args.cases.split(","):
-        steps = {"ours": ours[case](np.random.default_rng(0))}
+        # lstm is timed with its while_loop variant beside it, against the same peers, in one rotation.
+        variants = [case] + (["lstm_dynamic_rnn"] if case == "lstm" else [])
+        steps = {v: ours[v](np.random.default_rng(0)) for v in variants}
         steps.update({name: fns[case](np.random.default_rng(0)) for name, fns in peers.items()})
         times = _interleaved(steps, iters[case], args.repeats)
-        for name in peers:
-            t_ours, t_peer = times["ours"], times[name]
-            print(f"{case:8} {name:11} {t_ours * 1e3:9.2f} {t_peer * 1e3:9.2f} {t_ours / t_peer:9.2f}")
+        for variant in variants:
+            for name in peers:
+                t_ours, t_peer = times[variant], times[name]
+                print(f"{variant:16} {name:11} {t_ours * 1e3:9.2f} {t_peer * 1e3:9.2f} {t_ours / t_peer:9.2f}")
     empty, chain = ours_overheads()
     line = f"empty Session.run: {empty * 1e6:.1f} us; 100-op chain: {chain * 1e6:.2f} us/op"
     if "tensorflow" in peers:

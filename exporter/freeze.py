@@ -8,9 +8,10 @@ away with everything else the outputs do not read); variables become constants h
 current values (from the session, or the newest checkpoint of a directory, whose graph.npz
 supplies the graph); training-mode ops become inference-mode ones: ``x * DropoutMask(x)`` is
 ``x``, ``BatchNormTraining`` is ``BatchNormalization`` over its scope's ``moving_mean`` and
-``moving_variance``, ``LSTMBlockCell`` is spelled in ONNX ops; each ``while_loop`` becomes an
-ONNX ``Loop`` and each ``cond`` an ``If``, with subgraphs. What cannot be frozen is refused with
-a ``FreezeError`` naming the tensor, file or op and what to do about it.
+``moving_variance``, ``LSTMBlockCell`` is spelled in ONNX ops and ``LSTMBlockFused`` becomes an
+ONNX ``LSTM``; each ``while_loop`` becomes an ONNX ``Loop`` and each ``cond`` an ``If``, with
+subgraphs. What cannot be frozen is refused with a ``FreezeError`` naming the tensor, file or op
+and what to do about it.
 
 ``check_trainer_parity`` runs the trainer itself (in inference mode) and the frozen or optimized
 model on the edge runtime over the same inputs, so an export is checked against the trainer's
@@ -37,6 +38,7 @@ from exporter.verify import (
     ParityReport,
 )
 from schemas import dtypes
+from schemas.registry import get_schema
 
 TRAINER_DOMAIN = "flowstack"
 PRODUCER = "flowstack trainer"
@@ -363,9 +365,11 @@ class _Freezer:
         if trainer_op and node.op_type == "BatchNormTraining" and t.index > 0:
             raise FreezeError(f"output {self.current!r} reads the batch statistics {t.name} of BatchNormTraining node "
                               f"{node.name!r}, which inference does not compute; export its normalized output")
-        if trainer_op and node.op_type == "LSTMBlockCell" and t.index > 1:
-            raise FreezeError(f"output {self.current!r} reads gate activation {t.name} of LSTMBlockCell node "
-                              f"{node.name!r}, kept for training only; export h (output 0) or c (output 1)")
+        if trainer_op and node.op_type in _LSTM_OPS and t.index >= _LSTM_OPS[node.op_type][0]:
+            saved = get_schema(node.op_type, node.domain).outputs[t.index].name
+            raise FreezeError(f"output {self.current!r} reads {t.name} ({saved}), which {node.op_type} node "
+                              f"{node.name!r} saves for its gradient, kept for training only; "
+                              f"export {_LSTM_OPS[node.op_type][1]}")
         if trainer_op and node.op_type in ("StackPush", "BatchNormTraining"):
             return [i for i in node.inputs[:3] if i is not None]
         return [i for i in node.inputs if i is not None]
@@ -399,8 +403,8 @@ class _Freezer:
         """The IR node(s) computing trainer ``node`` at inference."""
         if node.domain == TRAINER_DOMAIN and node.op_type == "BatchNormTraining":
             return [self._batch_norm(node, ins, outs, scope)]
-        if node.domain == TRAINER_DOMAIN and node.op_type == "LSTMBlockCell":
-            return _lstm_block_cell(self, node, ins, outs)
+        if node.domain == TRAINER_DOMAIN and node.op_type in _LSTM_OPS:
+            return _LSTM_OPS[node.op_type][2](self, node, ins, outs, scope)
         if node.domain == TRAINER_DOMAIN and node.op_type in ("OnesLike", "ZerosLike"):
             fill = np.ones if node.op_type == "OnesLike" else np.zeros
             shape = self.fresh(f"{node.name}/shape")
@@ -533,7 +537,7 @@ def _check_edge_kernel(node) -> None:
                           f"could not run on the edge: {hint}")
 
 
-def _lstm_block_cell(freezer: _Freezer, node, ins, outs) -> list[ir.Node]:
+def _lstm_block_cell(freezer: _Freezer, node, ins, outs, scope: _Scope) -> list[ir.Node]:
     """LSTMBlockCell (trainer/kernels/nn.py) in ONNX ops: z = [x, h] @ W + b; i, f, g, o = split(z, 4);
     c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c')."""
     x, h, c, w, b = ins
@@ -557,6 +561,70 @@ def _lstm_block_cell(freezer: _Freezer, node, ins, outs) -> list[ir.Node]:
         op("Tanh", [c_out], [n["tc"]]),
         op("Mul", [n["o"], n["tc"]], [h_out]),
     ]
+
+
+# Our gates (LSTMBlockCell's column blocks of W: i, f, g, o) in ONNX LSTM's order (i, o, f, c).
+_ONNX_LSTM_GATES = (0, 3, 1, 2)
+
+
+def _lstm_block_fused(freezer: _Freezer, node, ins, outs, scope: _Scope) -> list[ir.Node]:
+    """LSTMBlockFused as one ONNX LSTM: W [I + H, 4H] is transposed, its gate blocks put in ONNX's
+    order and split into W (input rows) and R (recurrent rows); b (plus forget_bias) is Wb and Rb is
+    zero; Y [T, 1, B, H] and the final states lose their direction axis. The weight reshuffle is
+    ops on the weights, which constant folding turns into the ONNX weights."""
+    x, h0, c0, w, b = ins
+    shape = node.inputs[3].shape
+    if shape is None or None in shape:
+        raise FreezeError(f"LSTMBlockFused node {node.name!r}: its weights' shape {shape} is not known; "
+                          "freeze a graph whose W is a variable")
+    hidden = shape[1] // 4
+    width = shape[0] - hidden
+    dtype = node.inputs[3].dtype
+    n = {k: freezer.fresh(f"{node.name}/{k}") for k in
+         ("wt", "wt_onnx", "w_x", "w_r", "W", "R", "b_onnx", "b_fb", "b_flat", "B", "h0", "c0", "Y", "Y_h", "Y_c")}
+
+    def const(key, value):
+        name = freezer.fresh(f"{node.name}/{key}")
+        scope.graph.values[name] = ir.Value(name, data=_contiguous(value))
+        return name
+
+    def op(op_type, inputs, outputs, **attrs):
+        return ir.Node(op_type, inputs, outputs, attrs, name=outputs[0])
+
+    rows = const("gate_rows", np.concatenate([np.arange(k * hidden, (k + 1) * hidden) for k in _ONNX_LSTM_GATES]))
+    axis0, axis1 = const("axis0", np.int64([0])), const("axis1", np.int64([1]))
+    split = const("split", np.int64([width]))
+    forget = np.zeros(4 * hidden, dtype)
+    forget[2 * hidden:3 * hidden] = node.attrs["forget_bias"]  # ONNX's f block
+    rb = np.zeros(4 * hidden, dtype)
+    for extra in outs[3:]:
+        scope.graph.values.pop(extra, None)
+    y, h_n, c_n = outs[:3]
+    return [
+        op("Transpose", [w], [n["wt"]], perm=[1, 0]),
+        op("Gather", [n["wt"], rows], [n["wt_onnx"]], axis=0),
+        op("Slice", [n["wt_onnx"], const("start", np.int64([0])), split, axis1], [n["w_x"]]),
+        op("Slice", [n["wt_onnx"], split, const("end", np.int64([width + hidden])), axis1], [n["w_r"]]),
+        op("Unsqueeze", [n["w_x"], axis0], [n["W"]]),
+        op("Unsqueeze", [n["w_r"], axis0], [n["R"]]),
+        op("Gather", [b, rows], [n["b_onnx"]], axis=0),
+        op("Add", [n["b_onnx"], const("forget_bias", forget)], [n["b_fb"]]),
+        op("Concat", [n["b_fb"], const("Rb", rb)], [n["b_flat"]], axis=0),
+        op("Unsqueeze", [n["b_flat"], axis0], [n["B"]]),
+        op("Unsqueeze", [h0, axis0], [n["h0"]]),
+        op("Unsqueeze", [c0, axis0], [n["c0"]]),
+        op("LSTM", [x, n["W"], n["R"], n["B"], "", n["h0"], n["c0"]], [n["Y"], n["Y_h"], n["Y_c"]], hidden_size=hidden),
+        op("Squeeze", [n["Y"], axis1], [y]),
+        op("Squeeze", [n["Y_h"], axis0], [h_n]),
+        op("Squeeze", [n["Y_c"], axis0], [c_n]),
+    ]
+
+
+# Trainer LSTM ops: (first output kept for training only, what to export instead, converter).
+_LSTM_OPS = {
+    "LSTMBlockCell": (2, "h (output 0) or c (output 1)", _lstm_block_cell),
+    "LSTMBlockFused": (3, "y (output 0), h_n (output 1) or c_n (output 2)", _lstm_block_fused),
+}
 
 
 def _contiguous(data) -> np.ndarray:

@@ -120,6 +120,15 @@ def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):
         return nn.embedding_lookup(table, ids)
 
 
+def _lstm_variables(units: int, input_dim: int, dtype):
+    """``kernel`` [input_dim + units, 4 * units] (gates i, f, g, o) and ``bias`` in the current name
+    scope, shared by the LSTM layers so their weights and checkpoints are interchangeable."""
+    kernel = Variable(init.glorot_uniform((input_dim + units, 4 * units), dtype=dtype), name="kernel")
+    bias = np.zeros((4 * units,), dtype)
+    bias[units:2 * units] = 1.0  # forget-gate bias 1: remember by default
+    return kernel, Variable(bias, name="bias")
+
+
 class LSTMCell:
     """An LSTM cell: ``cell(x, (h, c)) -> (h, (h, c))``.
 
@@ -129,14 +138,10 @@ class LSTMCell:
     """
 
     def __init__(self, units: int, input_dim: int, name: str = "lstm_cell", dtype=np.float32, fused: bool = True):
-        g = get_default_graph()
         self.units = units
         self.fused = fused
-        with g.name_scope(name):
-            self.kernel = Variable(init.glorot_uniform((input_dim + units, 4 * units), dtype=dtype), name="kernel")
-            bias = np.zeros((4 * units,), dtype)
-            bias[units:2 * units] = 1.0  # forget-gate bias 1: remember by default
-            self.bias = Variable(bias, name="bias")
+        with get_default_graph().name_scope(name):
+            self.kernel, self.bias = _lstm_variables(units, input_dim, dtype)
 
     def zero_state(self, batch: int, dtype=np.float32):
         from trainer.ops import constant
@@ -156,6 +161,45 @@ class LSTMCell:
         c = nn.sigmoid(f) * c + nn.sigmoid(i) * nn.tanh(gg)
         h = nn.sigmoid(o) * nn.tanh(c)
         return h, (h, c)
+
+
+class LSTMBlockFusedCell:
+    """An LSTM over a whole time-major sequence as one op, as TensorFlow 1.x's ``LSTMBlockFusedCell``
+    (and PyTorch's ``nn.LSTM``): ``cell(inputs [T, B, input_dim], (h, c)) -> (outputs [T, B, units],
+    (h, c))``, the final state last.
+
+    One LSTMBlockFused op with its own gradient op replaces the per-step loop of ``dynamic_rnn``
+    over an ``LSTMCell``: the input projection and the weight gradients become a few large GEMMs
+    over all steps. Its variables are ``LSTMCell``'s (``name/kernel``, ``name/bias``, same gate
+    layout), so either layer restores the other's checkpoint.
+
+    >>> import trainer as T
+    >>> g = T.Graph()
+    >>> with g.as_default():
+    ...     cell = T.layers.LSTMBlockFusedCell(8, 3)
+    ...     outputs, (h, c) = cell(T.placeholder(np.float32, (5, 2, 3)), cell.zero_state(2))
+    >>> outputs.shape, h.shape
+    ((5, 2, 8), (2, 8))
+    """
+
+    def __init__(self, units: int, input_dim: int, name: str = "lstm_fused_cell", dtype=np.float32):
+        self.units = units
+        with get_default_graph().name_scope(name) as scope:
+            self.kernel, self.bias = _lstm_variables(units, input_dim, dtype)
+        self._scope = scope
+
+    def zero_state(self, batch: int, dtype=np.float32):
+        from trainer.ops import constant
+
+        z = np.zeros((batch, self.units), dtype)
+        return (constant(z), constant(z))
+
+    def __call__(self, inputs, initial_state):
+        h0, c0 = initial_state
+        with self.kernel.graph.name_scope(self._scope):
+            y, h, c = make_op("LSTMBlockFused", [inputs, h0, c0, self.kernel, self.bias],
+                              domain=TRAINER_DOMAIN).outputs[:3]
+        return y, (h, c)
 
 
 class GRUCell:

@@ -149,6 +149,8 @@ CASES = {
     "LpPool": ([f(2, 2, 5, 5)], {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 1, 1], "p": 3}, [0]),
     "flowstack::LSTMBlockCell": ([f(2, 3), f(2, 4), f(2, 4), f(7, 16), f(16)], {"forget_bias": 1.0},
                                  [0, 1, 2, 3, 4]),
+    "flowstack::LSTMBlockFused": ([f(3, 2, 3), f(2, 4), f(2, 4), f(7, 16), f(16)], {"forget_bias": 1.0},
+                                  [0, 1, 2, 3, 4]),
     "AffineGrid": ([f(2, 2, 3), ints([2, 1, 3, 4])], {"align_corners": 0}, [0]),
     "GridSample": ([f(1, 2, 3, 4), f(1, 2, 3, 2, lo=-1.2, hi=1.2)],
                    {"mode": "linear", "padding_mode": "zeros", "align_corners": 0}, [0, 1]),

@@ -41,7 +41,7 @@ def register_gradient(name: str, domain: str = ""):
 
 
 def _load():
-    from trainer.gradients import attention, control, math, nn, products, reduce, selection, shape, spatial  # noqa: F401
+    from trainer.gradients import attention, control, math, nn, products, recurrent, reduce, selection, shape, spatial  # noqa: F401
 
 
 def get_gradient(name: str, domain: str = "") -> GradRule:

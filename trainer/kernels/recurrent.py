@@ -1,0 +1,102 @@
+"""The fused whole-sequence LSTM (LSTMBlockFused) and its gradient.
+
+One op runs every step, so the work that does not depend on the recurrence is done once for the
+whole sequence as large GEMMs: the input projection ``X @ W_x`` before the forward loop, and
+``dW``, ``db`` (and, in the gradient rule, ``dx``) after the backward loop. Each step is then one
+small GEMM against the recurrent weights plus elementwise gate math written into buffers
+allocated once per call. The gate layout is LSTMBlockCell's (columns i, f, g, o of W).
+"""
+
+from __future__ import annotations
+
+from edge_runtime.kernels import kernel
+from trainer.kernels.nn import _gate_affine
+
+D = "flowstack"
+
+
+@kernel("LSTMBlockFused", domain=D)
+def lstm_block_fused(x, h0, c0, w, b, *, xp, forget_bias):
+    steps, batch, width = x.shape
+    hidden = h0.shape[1]
+    dtype = x.dtype
+    # sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5: with the sigmoid gates' columns of W and b halved up
+    # front, one tanh over all four gates and one affine map give i, f, g and o.
+    half, shift = _gate_affine(hidden, dtype.str, xp)
+    w_half = w * half
+    bias = b * half
+    if forget_bias:
+        bias[hidden:2 * hidden] += dtype.type(0.5 * forget_bias)
+    gates = xp.empty((steps, batch, 4 * hidden), dtype=dtype)  # the input projection, then the activations
+    xp.matmul(x.reshape(steps * batch, width), w_half[:width], out=gates.reshape(steps * batch, 4 * hidden))
+    gates += bias
+    w_h = w_half[width:]
+    y = xp.empty((steps, batch, hidden), dtype=dtype)
+    cs = xp.empty_like(y)
+    co = xp.empty_like(y)
+    recurrent = xp.empty((batch, 4 * hidden), dtype=dtype)
+    ig = xp.empty((batch, hidden), dtype=dtype)
+    h, c = h0, c0
+    for t in range(steps):
+        z = gates[t]
+        xp.matmul(h, w_h, out=recurrent)
+        z += recurrent
+        xp.tanh(z, out=z)
+        z *= half
+        z += shift
+        i, f, g, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        xp.multiply(f, c, out=cs[t])
+        xp.multiply(i, g, out=ig)
+        cs[t] += ig
+        xp.tanh(cs[t], out=co[t])
+        xp.multiply(o, co[t], out=y[t])
+        h, c = y[t], cs[t]
+    # The final state is a copy: outputs never alias one another.
+    return y, xp.array(h, dtype=dtype), xp.array(c, dtype=dtype), gates, cs, co
+
+
+@kernel("LSTMBlockFusedGrad", domain=D)
+def lstm_block_fused_grad(x, h0, c0, w, y, gates, cs, co, dy, dh_n, dc_n, *, xp):
+    steps, batch, width = x.shape
+    hidden = h0.shape[1]
+    dtype = x.dtype
+    # What multiplies the incoming gradients at each step depends only on forward values, so it is
+    # computed for all steps at once: with dc the cell state's gradient and dh the output's,
+    #   dz_i = dc * g i(1-i),  dz_f = dc * c_prev f(1-f),  dz_g = dc * i (1-g^2),  dz_o = dh * co o(1-o)
+    # and dc picks up dh * o (1-co^2) from h = o tanh(c).
+    scale = xp.subtract(1, gates, dtype=dtype)
+    scale *= gates  # a(1-a): the sigmoid gates' derivative (the g block is overwritten below)
+    i, f, g, o = (gates[..., k * hidden:(k + 1) * hidden] for k in range(4))
+    s_i, s_f, s_g, s_o = (scale[..., k * hidden:(k + 1) * hidden] for k in range(4))
+    s_i *= g
+    s_f[0] *= c0
+    s_f[1:] *= cs[:-1]
+    s_o *= co
+    xp.multiply(g, g, out=s_g)
+    xp.subtract(1, s_g, out=s_g)
+    s_g *= i
+    through_h = xp.multiply(co, co)
+    xp.subtract(1, through_h, out=through_h)
+    through_h *= o
+    dz = xp.empty_like(gates)
+    dz4 = dz.reshape(steps, batch, 4, hidden)
+    scale4 = scale.reshape(steps, batch, 4, hidden)
+    dh = xp.zeros((batch, hidden), dtype=dtype) if dh_n is None else xp.array(dh_n, dtype=dtype)
+    dc = xp.zeros((batch, hidden), dtype=dtype) if dc_n is None else xp.array(dc_n, dtype=dtype)
+    tmp = xp.empty((batch, hidden), dtype=dtype)
+    w_h_t = w[width:].T  # a transposed view: BLAS reads it as is
+    for t in range(steps - 1, -1, -1):
+        if dy is not None:
+            dh += dy[t]
+        xp.multiply(dh, through_h[t], out=tmp)
+        dc += tmp
+        xp.multiply(scale4[t, :, :3], dc[:, None, :], out=dz4[t, :, :3])  # i, f and g in one op
+        xp.multiply(scale4[t, :, 3], dh, out=dz4[t, :, 3])
+        dc *= f[t]
+        xp.matmul(dz[t], w_h_t, out=dh)
+    dz2 = dz.reshape(steps * batch, 4 * hidden)
+    dw = xp.empty_like(w)
+    xp.matmul(x.reshape(steps * batch, width).T, dz2, out=dw[:width])
+    h_prev = xp.concatenate((h0[None], y[:-1])) if steps else y
+    xp.matmul(h_prev.reshape(steps * batch, hidden).T, dz2, out=dw[width:])
+    return dz2, dh, dc, dw, dz2.sum(axis=0)
