@@ -107,6 +107,41 @@ def wait_ready(port: int, timeout: float = 60.0) -> None:
     raise RuntimeError(f"server on port {port} did not become ready")
 
 
+def start_inline(repo: Path) -> tuple[subprocess.Popen, int, int]:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    process = subprocess.Popen([sys.executable, __file__, "--inline-server", str(repo)], cwd=ROOT, stdout=subprocess.PIPE,
+                               text=True, env=env)
+    ports = json.loads(process.stdout.readline())
+    wait_ready(ports["http_port"])
+    return process, ports["http_port"], ports["grpc_port"]
+
+
+def run_inline_server(repo: Path) -> None:
+    """Our server with the model called in the event loop, one request at a time: no queue, no
+    worker thread. Not a mode we ship (a slow model would stall every connection); a reference for
+    what batching-off costs without the thread handoff."""
+    sys.path.insert(0, str(ROOT))
+    import serving.server
+    from serving.core import InferenceCore
+
+    class InlineCore(InferenceCore):
+        async def infer(self, request):
+            mv = self.repository.get(request.model_name, request.model_version)
+            feeds, _ = self._validate(mv, request)
+            return self._response(mv, request, mv.backend.infer_batch([feeds])[0])
+
+    serving.server.InferenceCore = InlineCore
+
+    async def main():
+        server = serving.server.InferenceServer(serving.server.ServerOptions(repo, http_port=0, grpc_port=0,
+                                                                             poll_interval_s=None))
+        await server.start()
+        print(json.dumps({"http_port": server.http_port, "grpc_port": server.grpc_port}), flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
 def start_peer() -> tuple[subprocess.Popen, int, int]:
     process = subprocess.Popen([sys.executable, __file__, "--peer"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     ports = json.loads(process.stdout.readline())
@@ -273,10 +308,16 @@ def main() -> int:
     parser.add_argument("--max-queue-delay-us", type=int, default=0,
                         help="max_queue_delay_us for (a); 0 batches whatever queued while the backend was busy (default)")
     parser.add_argument("--hidden", type=int, default=1024, help="width of the MLP's two hidden layers (default 1024)")
+    parser.add_argument("--inline-reference", action="store_true",
+                        help="also measure (d): batching off with the model called in the event loop, no worker thread")
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--inline-server", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.peer:
         run_peer()
+        return 0
+    if args.inline_server:
+        run_inline_server(args.inline_server)
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="serving-load-"))
@@ -291,6 +332,10 @@ def main() -> int:
             process, http_port, grpc_port = starter()
             processes.append(process)
             targets[label] = {"http": http_port, "grpc": grpc_port, "pid": process.pid}
+        if args.inline_reference:
+            process, http_port, grpc_port = start_inline(unbatched)
+            processes.append(process)
+            targets["inline"] = {"http": http_port, "grpc": grpc_port, "pid": process.pid}
         time.sleep(1.0)
         parameters = IN_DIM * args.hidden + args.hidden * args.hidden + args.hidden * OUT_DIM
         print(f"model: MLP {IN_DIM}-{args.hidden}-{args.hidden}-{OUT_DIM} ({parameters / 1e6:.1f}M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
@@ -318,6 +363,10 @@ def main() -> int:
                 mean_batch = (rows_after - rows_before) / max(calls_after - calls_before, 1)
                 details.append(f"{protocol:5} {concurrency:>4} | {a['cpu_us']:>8.0f} {b['cpu_us']:>10.0f} "
                                f"{c['cpu_us']:>6.0f} | {mean_batch:>10.1f}")
+                if "inline" in row:
+                    d = row["inline"]
+                    details[-1] += (f" | (d) inline {d['rps']:.0f} req/s, p50 {d['p50']:.2f} ms, {d['cpu_us']:.0f} us CPU; "
+                                    f"batching/inline {a['rps'] / d['rps']:.2f}")
         # CPU per request is steadier than req/s on a shared machine: it does not count the time a
         # server waits for a core, only what it spends once it has one.
         print("\nserver CPU per request (us, all threads), and (a)'s mean rows per model call (warmup included)")
