@@ -54,11 +54,12 @@ def test_fused_layer_matches_dynamic_rnn_of_lstm_cells(input_grad):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
-def test_whole_sequence_and_final_state_gradients_match_finite_differences():
+@pytest.mark.parametrize("steps", [1, STEPS])
+def test_whole_sequence_and_final_state_gradients_match_finite_differences(steps):
     rng = np.random.default_rng(5)
     values = [rng.uniform(-1, 1, size=s) for s in
-              [(STEPS, 2, INPUT), (2, HIDDEN), (2, HIDDEN), (INPUT + HIDDEN, 4 * HIDDEN), (4 * HIDDEN,)]]
-    weights = [rng.uniform(-1, 1, size=s) for s in [(STEPS, 2, HIDDEN), (2, HIDDEN), (2, HIDDEN)]]
+              [(steps, 2, INPUT), (2, HIDDEN), (2, HIDDEN), (INPUT + HIDDEN, 4 * HIDDEN), (4 * HIDDEN,)]]
+    weights = [rng.uniform(-1, 1, size=s) for s in [(steps, 2, HIDDEN), (2, HIDDEN), (2, HIDDEN)]]
     g = T.Graph()
     with g.as_default():
         phs = [T.placeholder(np.float64, v.shape) for v in values]

@@ -63,24 +63,22 @@ def lstm_block_fused_grad(x, h0, c0, w, y, gates, cs, co, dy, dh_n, dc_n, *, xp)
     # What multiplies the incoming gradients at each step depends only on forward values, so it is
     # computed for all steps at once: with dc the cell state's gradient and dh the output's,
     #   dz_i = dc * g i(1-i),  dz_f = dc * c_prev f(1-f),  dz_g = dc * i (1-g^2),  dz_o = dh * co o(1-o)
-    # and dc picks up dh * o (1-co^2) from h = o tanh(c).
-    scale = xp.subtract(1, gates, dtype=dtype)
-    scale *= gates  # a(1-a): the sigmoid gates' derivative (the g block is overwritten below)
+    # and dc picks up dh * o (1-co^2) from h = o tanh(c). The loop then scales these factors in
+    # place into dz: every buffer here is allocated once (fresh pages cost as much as the math).
+    dz = xp.subtract(1, gates, dtype=dtype)
+    dz *= gates  # a(1-a): the sigmoid gates' derivative (the g block is overwritten below)
     i, f, g, o = (gates[..., k * hidden:(k + 1) * hidden] for k in range(4))
-    s_i, s_f, s_g, s_o = (scale[..., k * hidden:(k + 1) * hidden] for k in range(4))
-    s_i *= g
-    s_f[0] *= c0
-    s_f[1:] *= cs[:-1]
-    s_o *= co
-    xp.multiply(g, g, out=s_g)
-    xp.subtract(1, s_g, out=s_g)
-    s_g *= i
+    d_i, d_f, d_g, d_o = (dz[..., k * hidden:(k + 1) * hidden] for k in range(4))
+    d_i *= g
+    d_f[:1] *= c0
+    d_f[1:] *= cs[:-1]
+    d_o *= co
+    xp.multiply(g, g, out=d_g)
+    xp.subtract(1, d_g, out=d_g)
+    d_g *= i
     through_h = xp.multiply(co, co)
     xp.subtract(1, through_h, out=through_h)
     through_h *= o
-    dz = xp.empty_like(gates)
-    dz4 = dz.reshape(steps, batch, 4, hidden)
-    scale4 = scale.reshape(steps, batch, 4, hidden)
     dh = xp.zeros((batch, hidden), dtype=dtype) if dh_n is None else xp.array(dh_n, dtype=dtype)
     dc = xp.zeros((batch, hidden), dtype=dtype) if dc_n is None else xp.array(dc_n, dtype=dtype)
     tmp = xp.empty((batch, hidden), dtype=dtype)
@@ -90,13 +88,18 @@ def lstm_block_fused_grad(x, h0, c0, w, y, gates, cs, co, dy, dh_n, dc_n, *, xp)
             dh += dy[t]
         xp.multiply(dh, through_h[t], out=tmp)
         dc += tmp
-        xp.multiply(scale4[t, :, :3], dc[:, None, :], out=dz4[t, :, :3])  # i, f and g in one op
-        xp.multiply(scale4[t, :, 3], dh, out=dz4[t, :, 3])
+        d_i[t] *= dc
+        d_f[t] *= dc
+        d_g[t] *= dc
+        d_o[t] *= dh
         dc *= f[t]
         xp.matmul(dz[t], w_h_t, out=dh)
     dz2 = dz.reshape(steps * batch, 4 * hidden)
     dw = xp.empty_like(w)
     xp.matmul(x.reshape(steps * batch, width).T, dz2, out=dw[:width])
-    h_prev = xp.concatenate((h0[None], y[:-1])) if steps else y
-    xp.matmul(h_prev.reshape(steps * batch, hidden).T, dz2, out=dw[width:])
+    # The previous outputs are h0 then y[:-1]: two GEMMs rather than a copy of them into one array.
+    dw_h = dw[width:]
+    xp.matmul(y[:-1].reshape(-1, hidden).T, dz2[batch:], out=dw_h)  # zeros for a single step
+    if steps:
+        dw_h += xp.matmul(h0.T, dz2[:batch])
     return dz2, dh, dc, dw, dz2.sum(axis=0)
