@@ -83,14 +83,13 @@ def lstm_block_fused_grad(x, h0, c0, w, y, gates, cs, co, dy, dh_n, dc_n, *, xp)
     dc = xp.zeros((batch, hidden), dtype=dtype) if dc_n is None else xp.array(dc_n, dtype=dtype)
     tmp = xp.empty((batch, hidden), dtype=dtype)
     w_h_t = w[width:].T  # a transposed view: BLAS reads it as is
+    ifg = dz.reshape(steps, batch, 4, hidden)[:, :, :3]
     for t in range(steps - 1, -1, -1):
         if dy is not None:
             dh += dy[t]
         xp.multiply(dh, through_h[t], out=tmp)
         dc += tmp
-        d_i[t] *= dc
-        d_f[t] *= dc
-        d_g[t] *= dc
+        xp.multiply(ifg[t], dc[:, None, :], out=ifg[t])  # i, f and g in one op
         d_o[t] *= dh
         dc *= f[t]
         xp.matmul(dz[t], w_h_t, out=dh)
