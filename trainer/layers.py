@@ -188,11 +188,7 @@ class LSTMBlockFusedCell:
             self.kernel, self.bias = _lstm_variables(units, input_dim, dtype)
         self._scope = scope
 
-    def zero_state(self, batch: int, dtype=np.float32):
-        from trainer.ops import constant
-
-        z = np.zeros((batch, self.units), dtype)
-        return (constant(z), constant(z))
+    zero_state = LSTMCell.zero_state  # the same (h, c)
 
     def __call__(self, inputs, initial_state):
         h0, c0 = initial_state
