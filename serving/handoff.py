@@ -2,8 +2,8 @@
 loop iteration, results come back with one loop wake-up per burst.
 
 Waking the worker on every submit starts a batch with the first request of a burst while the
-loop is still decoding the rest, so the batches stay small (under gRPC load, mostly one request)
-and every wake-up makes the two threads trade the GIL. Instead the first submit of a loop
+loop is still decoding the rest, so the batches stay small (under gRPC load at concurrency 64, a
+mean of 3.5-4.4 rows, most batches of one) and every wake-up makes the two threads trade the GIL. Instead the first submit of a loop
 iteration schedules one wake-up for the next, and the worker then finds the whole burst queued.
 
 ``asyncio.wrap_future`` wakes the loop once per finished request. A batch finishes many requests
