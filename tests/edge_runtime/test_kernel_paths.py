@@ -173,3 +173,17 @@ def test_conv_dispatch_either_way(monkeypatch, waste, x_shape, w_shape, group, p
     strides = (1,) * (x.ndim - 2)
     got = run("Conv", x, w, b, group=group, pads=list(pads), dilations=list(dilations))
     np.testing.assert_allclose(got, conv_by_definition(x, w, b, strides, pads, dilations, group), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 1)])  # flat-plane columns, or windows
+@pytest.mark.parametrize("chunk_bytes", [1, 20000])  # one image per chunk, or a few with a ragged last chunk
+def test_conv_in_batch_chunks_matches_definition(monkeypatch, chunk_bytes, strides) -> None:
+    monkeypatch.setattr(_conv, "COLUMN_CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((7, 3, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    got = run("Conv", x, w, b, strides=list(strides), pads=[1, 0, 1, 2])
+    want = conv_by_definition(x, w, b, strides, (1, 0, 1, 2), (1, 1), 1)
+    assert got.shape == want.shape and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
