@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from itertools import product
 
 from edge_runtime.kernels import _conv, _resize
@@ -69,17 +70,23 @@ def _reduce_windows(xpad, xp, ufunc, win):
     first axes read contiguous rows. Far faster than ``view.max(axis=window_axes)`` over a strided
     window view, whose reduction walks tiny strided axes.
     """
-    lead = xpad.ndim - len(win.kernel)
     out = xpad
-    for axis, (k, s, d, o) in enumerate(zip(win.kernel, win.strides, win.dilations, win.out)):
-        before = (slice(None),) * (lead + axis)
-        span = (o - 1) * s + 1
-        taps = [out[before + (slice(t * d, t * d + span, s),)] for t in range(k)]
-        acc = ufunc(taps[0], taps[1]) if k > 1 else taps[0].copy()
+    for axis_taps in _tap_slices(xpad.ndim - len(win.kernel), win):
+        taps = [out[index] for index in axis_taps]
+        acc = ufunc(taps[0], taps[1]) if len(taps) > 1 else taps[0].copy()
         for tap in taps[2:]:
             ufunc(acc, tap, out=acc)
         out = acc
     return out
+
+
+@lru_cache(maxsize=1024)
+def _tap_slices(lead: int, win) -> tuple[tuple[tuple[slice, ...], ...], ...]:
+    """Per spatial axis, the index of each kernel tap's strided view along that axis."""
+    return tuple(
+        tuple((slice(None),) * (lead + axis) + (slice(t * d, t * d + (o - 1) * s + 1, s),) for t in range(k))
+        for axis, (k, s, d, o) in enumerate(zip(win.kernel, win.strides, win.dilations, win.out))
+    )
 
 
 @kernel("MaxPool", output_count=True)
