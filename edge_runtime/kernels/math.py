@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from functools import reduce
 
-
 from edge_runtime.kernels.registry import kernel
 from schemas import dtypes
 from schemas.ops.math import element_dtype
