@@ -266,10 +266,6 @@ def _im2col(xpad, w, xp, win, group):
     return y.reshape((n, m) + win.out)
 
 
-def _padded_spatial(x, win):
-    return [i + b + e for i, b, e in zip(x.shape[2:], win.pad_begin, win.pad_end)]
-
-
 def _row_waste(x, win):
     """Fraction of wasted outputs when a stride-1 conv computes whole padded rows (axes after the first)."""
     return _flat_geometry(x.shape, win).waste
