@@ -8,6 +8,7 @@ from itertools import product
 
 from edge_runtime.kernels import _conv, _resize
 from edge_runtime.kernels.registry import kernel
+from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
 
 # ----------------------------------------------------------------------------------- convolution
 
@@ -382,6 +383,32 @@ def _reflect(xp, x, lo, hi):
     from_low = xp.where(even, lo + rest, hi - rest)
     from_high = xp.where(even, hi - rest, lo + rest)
     return xp.where(x < lo, from_low, xp.where(x > hi, from_high, x))
+
+
+@kernel("CausalConvWithState")
+def causal_conv_with_state(x, w, b, past_state, *, xp, activation):
+    """y[:, :, t] = sum_j w[:, 0, j] * [state, x][:, :, t + j] (+ bias, then SiLU if asked); the new
+    state is the last k - 1 positions of [state, x]. One multiply-add per kernel tap (k is small)."""
+    if activation not in CAUSAL_CONV_ACTIVATIONS:
+        raise ValueError(f"CausalConvWithState: activation must be one of {CAUSAL_CONV_ACTIVATIONS}, got {activation!r}")
+    n, c, length = x.shape
+    k = w.shape[2]
+    if past_state is None:
+        past_state = xp.zeros((n, c, k - 1), dtype=x.dtype)
+    elif past_state.shape != (n, c, k - 1):
+        raise ValueError(f"CausalConvWithState: past_state must have shape {(n, c, k - 1)}, got {past_state.shape}")
+    padded = xp.concatenate([past_state.astype(x.dtype, copy=False), x], axis=2)
+    # float16 accumulates in float32, as the reference's convolution does
+    work = padded.astype(xp.float32) if x.dtype == xp.float16 else padded
+    taps = w.reshape(c, k).astype(work.dtype, copy=False)
+    y = work[:, :, :length] * taps[:, :1]
+    for j in range(1, k):
+        y += work[:, :, j : j + length] * taps[:, j : j + 1]
+    if b is not None:
+        y += b.astype(work.dtype, copy=False)[:, None]
+    if activation != "none":  # silu and swish: y * sigmoid(y)
+        y = y / (1 + xp.exp(-y))
+    return y.astype(x.dtype, copy=False), xp.ascontiguousarray(padded[:, :, length:])
 
 
 _GRID_MODES = ("nearest", "linear", "cubic")

@@ -384,6 +384,34 @@ def _col2im(ctx):
     return [TensorType(x.dtype, (x.shape[0], c, *image))]
 
 
+CAUSAL_CONV_ACTIVATIONS = ("none", "silu", "swish")
+
+
+@op(
+    "CausalConvWithState",
+    inputs=["input", "weight", "bias?", "past_state?"],
+    outputs=["output", "present_state"],
+    attrs={"activation": Attr("string", "none")},
+    differentiable=True,
+)
+def _causal_conv_with_state(ctx):
+    """Depthwise causal 1-D conv over (N, C, L) with a carried (N, C, k-1) state (opset 27)."""
+    x, w = ctx.input(0), ctx.input(1)
+    if ctx.attrs["activation"] not in CAUSAL_CONV_ACTIVATIONS:
+        raise ctx.fail(f"activation must be one of {CAUSAL_CONV_ACTIVATIONS}, got {ctx.attrs['activation']!r}")
+    for name, t in (("input", x), ("weight", w)):
+        if t.shape is not None and len(t.shape) != 3:
+            raise ctx.fail(f"{name} must be rank 3, got shape {t.shape}")
+    if w.shape is not None and w.shape[1] not in (None, 1):
+        raise ctx.fail(f"weight must be (channels, 1, k) for a depthwise conv, got shape {w.shape}")
+    if x.shape is not None and w.shape is not None and None not in (x.shape[1], w.shape[0]) and x.shape[1] != w.shape[0]:
+        raise ctx.fail(f"input has {x.shape[1]} channels but weight {w.shape} has {w.shape[0]}")
+    k = None if w.shape is None else w.shape[2]
+    n, c = (None, None) if x.shape is None else x.shape[:2]
+    state = (n, c, None if k is None else k - 1)
+    return [TensorType(x.dtype, x.shape), TensorType(x.dtype, state)]
+
+
 @op(
     "GridSample",
     inputs=["X", "grid"],

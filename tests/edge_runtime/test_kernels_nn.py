@@ -237,3 +237,15 @@ def test_shape_rules() -> None:
     assert t.shape == (1, 3, 6, 8)
     with pytest.raises(Exception, match="channels"):
         infer("Conv", TensorType(F32, (1, 3, 8, 8)), TensorType(F32, (4, 2, 3, 3)))
+
+
+def test_causal_conv_with_state_names_a_wrong_state_or_activation() -> None:
+    x = np.ones((1, 2, 4), np.float32)
+    w = np.ones((2, 1, 3), np.float32)
+    with pytest.raises(ValueError, match=r"past_state must have shape \(1, 2, 2\), got \(1, 2, 3\)"):
+        run("CausalConvWithState", x, w, None, np.zeros((1, 2, 3), np.float32))
+    with pytest.raises(ValueError, match="activation must be one of"):
+        run("CausalConvWithState", x, w, activation="gelu")
+    y, state = run("CausalConvWithState", x, w, None, np.full((1, 2, 2), 2.0, np.float32))
+    np.testing.assert_array_equal(y, [[[5, 4, 3, 3]] * 2])  # taps see 2, 2, 1 / 2, 1, 1 / 1, 1, 1 ...
+    np.testing.assert_array_equal(state, np.ones((1, 2, 2)))

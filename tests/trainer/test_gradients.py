@@ -159,6 +159,7 @@ CASES = {
     "CenterCropPad": ([f(4, 3, 5), ints([2, 6])], {"axes": [0, 2]}, [0]),
     "Col2Im": ([f(1, 8, 6), ints([3, 4]), ints([2, 2])], {}, [0]),
     "Compress": ([f(3, 4), np.array([True, False, True, True])], {"axis": 1}, [0]),
+    "CausalConvWithState": ([f(2, 3, 5), f(3, 1, 3), f(3), f(2, 3, 2)], {"activation": "silu"}, [0, 1, 2, 3]),
     "CumProd": ([np.array([[0.5, 0.0, -1.2, 0.8, 1.5], [0.0, 0.0, 0.7, -0.4, 1.1], [0.9, -0.6, 1.3, 0.0, 0.4]]),
                  ints(1)], {}, [0]),
     "Det": ([f(2, 3, 3)], {}, [0]),
@@ -172,6 +173,11 @@ NO_ROI, NO_SCALES = np.zeros(0), np.zeros(0)
 # The attributes a gradient rule branches on, beyond each op's CASES entry: (op, inputs, attrs,
 # inputs to differentiate[, extra _check arguments]).
 VARIANTS = {
+    "CausalConvWithState-no-state-both-outputs": ("CausalConvWithState", [f(1, 2, 4), f(2, 1, 3), None, None],
+                                                  {"activation": "none"}, [0, 1], {"num_outputs": 2, "all_outputs": True}),
+    "CausalConvWithState-state-both-outputs": ("CausalConvWithState", [f(2, 2, 3), f(2, 1, 4), f(2), f(2, 2, 3)],
+                                               {"activation": "swish"}, [0, 1, 2, 3], {"num_outputs": 2, "all_outputs": True}),
+    "CausalConvWithState-kernel-one": ("CausalConvWithState", [f(1, 2, 4), f(2, 1, 1)], {}, [0, 1]),
     "AffineGrid-3d-align-corners": ("AffineGrid", [f(1, 3, 4), ints([1, 1, 2, 3, 2])], {"align_corners": 1}, [0]),
     **{f"GridSample-{mode}-{padding}-align{align}": (
         "GridSample", [f(2, 2, 3, 4), f(2, 3, 2, 2, lo=-1.3, hi=1.3)],

@@ -108,10 +108,10 @@ def ints_const(values) -> Tensor:
 def via_composite(build):
     """Rule for an op whose gradient comes from an equivalent composite of differentiable ops.
 
-    ``build(node, *inputs) -> output`` rebuilds output 0 from primitives; the rule differentiates
-    that rebuild (recomputing the forward once in the backward pass). One line per op, no
-    hand-written adjoint, and the composite is checked against the op's kernel by the same
-    finite-difference test as everything else.
+    ``build(node, *inputs) -> output`` (or a list of outputs, in the node's order) rebuilds the
+    op from primitives; the rule differentiates that rebuild (recomputing the forward once in the
+    backward pass). One line per op, no hand-written adjoint, and the composite is checked
+    against the op's kernel by the same finite-difference test as everything else.
     """
 
     def rule(node: Node, grads):
@@ -119,9 +119,13 @@ def via_composite(build):
         from trainer.ops import identity
 
         ins = [None if t is None else identity(t) for t in node.inputs]
-        y = build(node, *ins)
+        ys = build(node, *ins)
+        ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
+        used = [(y, g) for y, g in zip(ys, grads) if g is not None]
         wrt = [t for t in ins if t is not None and t.dtype is not None and t.dtype.kind == "f"]
-        got = dict(zip(wrt, gradients(y, wrt, grad_ys=grads[0])))
+        if not used or not wrt:
+            return [None] * len(ins)
+        got = dict(zip(wrt, gradients([y for y, _ in used], wrt, grad_ys=[g for _, g in used])))
         return [None if t is None else got.get(t) for t in ins]
 
     return rule

@@ -279,3 +279,25 @@ def _max_unpool(node, grads):
     # Each input value went to one flat position of the output: read its gradient back from there.
     flat = onnx("Reshape", [grads[0], ints_const([-1])])
     return [onnx("Gather", [flat, node.inputs[1]], {"axis": 0}), None, None][: len(node.inputs)]
+
+
+def _causal_conv_with_state(node, x, w, b=None, past_state=None):
+    """CausalConvWithState as the pattern it fuses: [state, x] -> depthwise Conv -> SiLU; the new
+    state is the last k - 1 positions of [state, x]."""
+    from trainer.graph import GraphError
+
+    if w.shape is None or None in w.shape:
+        raise GraphError(f"CausalConvWithState {node.name!r}: the gradient needs the weight's static shape, got {w.shape}")
+    channels, _, k = w.shape
+    if past_state is None:
+        padded = onnx("Pad", [x, ints_const([0, 0, k - 1, 0, 0, 0])])
+    else:
+        padded = onnx("Concat", [past_state, x], {"axis": 2})
+    y = onnx("Conv", [padded, w] + ([b] if b is not None else []), {"group": channels})
+    if node.attrs["activation"] != "none":
+        y = onnx("Mul", [y, onnx("Sigmoid", [y])])
+    state = onnx("Slice", [padded, ints_const([-(k - 1)]), ints_const([2**62]), ints_const([2])]) if k > 1 else None
+    return [y, state] if state is not None else [y]
+
+
+reg("CausalConvWithState")(via_composite(_causal_conv_with_state))
