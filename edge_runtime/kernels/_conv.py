@@ -150,8 +150,16 @@ FLAT_COLUMNS_MAX_WASTE = 8
 # A batch whose column matrix would exceed this many bytes is convolved a few images at a time,
 # so each chunk's columns are still in cache when the matmul reads them (on NumPy; a GPU wants
 # one large matmul). Measured: the benchmark CNN's 32->64 3x3 conv at batch 64 (46 MB of
-# columns) 24 ms whole, 15 ms in 4 MB chunks, 24 ms again at 12 MB chunks.
+# columns) 24 ms whole, 15 ms in 4 MB chunks, 24 ms again at 12 MB chunks. The trainer's conv
+# gradients chunk their columns by the same rule.
 COLUMN_CHUNK_BYTES = 4 << 20
+
+
+def batch_chunks(n: int, bytes_per_image: int) -> list[tuple[int, int]]:
+    """(start, end) spans of a batch of ``n`` whose columns stay under COLUMN_CHUNK_BYTES each;
+    an empty batch is one empty span."""
+    step = max(1, COLUMN_CHUNK_BYTES // max(bytes_per_image, 1))
+    return [(s, min(n, s + step)) for s in range(0, max(n, 1), step)]
 
 
 def conv(x, w, b, xp, *, group, win: Window):
@@ -165,15 +173,13 @@ def conv(x, w, b, xp, *, group, win: Window):
         y = _pointwise(pad_spatial(x, xp, win.pad_begin, win.pad_end), w, xp, win)
     else:
         columns = _columns_conv(x, w, win, group)
-        n = x.shape[0]
-        per_image = c * math.prod(win.kernel) * math.prod(win.out) * x.itemsize
-        step = max(1, COLUMN_CHUNK_BYTES // per_image)
-        if xp.__name__ != "numpy" or n <= step:
+        spans = batch_chunks(x.shape[0], c * math.prod(win.kernel) * math.prod(win.out) * x.itemsize)
+        if xp.__name__ != "numpy" or len(spans) == 1:
             y = columns(x, w, xp, win, group)
         else:
-            y = xp.empty((n, m) + tuple(win.out), dtype=xp.result_type(x, w))
-            for start in range(0, n, step):
-                y[start : start + step] = columns(x[start : start + step], w, xp, win, group)
+            y = xp.empty((x.shape[0], m) + tuple(win.out), dtype=xp.result_type(x, w))
+            for start, end in spans:
+                y[start:end] = columns(x[start:end], w, xp, win, group)
     if b is not None:
         y += b.reshape((1, m) + (1,) * n_sp)
     return y

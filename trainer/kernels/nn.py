@@ -32,18 +32,11 @@ def _crop(y, win, spatial):
     return y[(slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(win.pad_begin, spatial))]
 
 
-# Convolution gradients work through the batch a few examples at a time: their column matrices
-# (9x the activations for a 3x3 kernel) then stay in cache and are written into one reused
-# buffer instead of a fresh allocation each step, whose page faults cost as much as the copy
-# itself (ConvBackpropInput of the benchmark CNN's second conv: 33 ms in the step, 18 ms alone).
-_CHUNK_BYTES = 4 << 20
-
-
-def _chunks(n, bytes_per_example):
-    step = max(1, _CHUNK_BYTES // max(bytes_per_example, 1))
-    return [(s, min(n, s + step)) for s in range(0, max(n, 1), step)]  # an empty batch: one empty chunk
-
-
+# Convolution gradients work through the batch a few examples at a time (_conv.batch_chunks):
+# their column matrices (9x the activations for a 3x3 kernel) then stay in cache and are written
+# into one reused buffer instead of a fresh allocation each step, whose page faults cost as much
+# as the copy itself (ConvBackpropInput of the benchmark CNN's second conv: 33 ms in the step,
+# 18 ms alone).
 @kernel("ConvBackpropFilter", domain=D)
 def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_shape, pads, strides):
     win = _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides)
@@ -56,7 +49,7 @@ def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_sha
     view = _conv.windows(xpad, xp, win).transpose(order)  # (N, C, k..., out...)
     d2 = dy.reshape(n, g, m // g, p)
     dw = xp.zeros((g, m // g, (c // g) * k), dtype=dy.dtype)
-    spans = _chunks(n, c * k * p * x.itemsize)
+    spans = _conv.batch_chunks(n, c * k * p * x.itemsize)
     buf = xp.empty((spans[0][1],) + view.shape[1:], dtype=x.dtype)
     for s, e in spans:
         cols = buf[: e - s]
@@ -94,7 +87,7 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     dyp = dyp.reshape(n, g, m // g, length)
     total = _prod(padded)
     out = xp.zeros((n, c, total + offsets[-1]), dtype=dy.dtype)
-    spans = _chunks(n, c * k * length * dy.itemsize)
+    spans = _conv.batch_chunks(n, c * k * length * dy.itemsize)
     buf = xp.empty((spans[0][1], c, k, length), dtype=dy.dtype)
     for s, e in spans:
         cols = buf[: e - s]
