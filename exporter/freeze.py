@@ -38,7 +38,7 @@ from exporter.verify import (
     ParityReport,
 )
 from schemas import dtypes
-from schemas.registry import get_schema
+from schemas.registry import get_schema, qualified_name
 
 TRAINER_DOMAIN = "flowstack"
 PRODUCER = "flowstack trainer"
@@ -530,7 +530,7 @@ def _check_edge_kernel(node) -> None:
 
     # The registry is shared with the trainer's kernels; only those edge_runtime defines ship to devices.
     if not has_kernel(node.op_type, node.domain) or not get_kernel(node.op_type, node.domain).__module__.startswith("edge_runtime."):
-        qual = f"{node.domain}::{node.op_type}" if node.domain else node.op_type
+        qual = qualified_name(node.op_type, node.domain)
         hint = ("it is a training-only op; export an output that does not depend on it"
                 if node.domain == TRAINER_DOMAIN else "add an edge kernel for it in edge_runtime/kernels/")
         raise FreezeError(f"op {qual} (node {node.name!r}) has no edge runtime kernel, so the frozen model "

@@ -242,13 +242,17 @@ def op(
     return register
 
 
+def qualified_name(name: str, domain: str = "") -> str:
+    """How messages name an op: ``domain::Name``, or just ``Name`` in the default ONNX domain."""
+    return f"{domain}::{name}" if domain else name
+
+
 def get_schema(name: str, domain: str = "") -> OpSchema:
     _load_families()
     try:
         return _SCHEMAS[(domain, name)]
     except KeyError:
-        qual = f"{domain}::{name}" if domain else name
-        raise UnsupportedOpError(f"op {qual!r} is not in the flowstack op registry") from None
+        raise UnsupportedOpError(f"op {qualified_name(name, domain)!r} is not in the flowstack op registry") from None
 
 
 def has_schema(name: str, domain: str = "") -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from schemas.registry import UnsupportedOpError, get_schema
+from schemas.registry import UnsupportedOpError, get_schema, qualified_name
 
 Kernel = Callable[..., object]
 
@@ -52,8 +52,7 @@ def get_kernel(name: str, domain: str = "") -> Kernel:
     try:
         return _KERNELS[(domain, name)]
     except KeyError:
-        qual = f"{domain}::{name}" if domain else name
-        raise UnsupportedOpError(f"op {qual!r} has no edge runtime kernel") from None
+        raise UnsupportedOpError(f"op {qualified_name(name, domain)!r} has no edge runtime kernel") from None
 
 
 def has_kernel(name: str, domain: str = "") -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from schemas.registry import qualified_name
 from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor
 
 __all__ = [
@@ -49,8 +50,7 @@ def get_gradient(name: str, domain: str = "") -> GradRule:
     try:
         return _GRADS[(domain, name)]
     except KeyError:
-        qual = f"{domain}::{name}" if domain else name
-        raise LookupError(f"no gradient rule for op {qual!r}") from None
+        raise LookupError(f"no gradient rule for op {qualified_name(name, domain)!r}") from None
 
 
 def has_gradient(name: str, domain: str = "") -> bool:
