@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from edge_runtime.model import Model, TensorSpec, load
+from edge_runtime.model import Model, Signature, TensorSpec, load
 
 
 def _details(spec: TensorSpec, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -112,7 +112,7 @@ class Interpreter:
         }
 
     def get_signature_runner(self, signature_key: str | None = None) -> "SignatureRunner":
-        return SignatureRunner(self.model, self.model.signature(signature_key).key)
+        return SignatureRunner(self.model, self.model.signature(signature_key))
 
     def _input(self, index: int) -> TensorSpec:
         if index not in self._specs:
@@ -123,10 +123,13 @@ class Interpreter:
 class SignatureRunner:
     """``runner(**inputs) -> dict`` for one signature, as LiteRT's SignatureRunner."""
 
-    def __init__(self, model: Model, key: str):
+    def __init__(self, model: Model, signature: Signature):
         self.model = model
-        self.key = key
-        self._signature = model.signature(key)
+        self._signature = signature
+
+    @property
+    def key(self) -> str:
+        return self._signature.key
 
     def __call__(self, **inputs) -> dict[str, np.ndarray]:
         return self.model.run(inputs, signature=self.key)
