@@ -120,17 +120,20 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
 
 def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
-    end = win.padded_end
-    axes = _window_axes(win)
-    total = _reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, end), xp, xp.add, win)
+    total = _reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, win.padded_end), xp, xp.add, win)
+    return total, window_counts(x, xp, win, include_pad=include_pad)
+
+
+def window_counts(x, xp, win, *, include_pad):
+    """Elements each window of ``x`` averages over, (1, 1, out...): declared padding counts when
+    ``include_pad``; the extra end padding of ceil_mode windows never does."""
     ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
     if include_pad:
         ones = _conv.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1)
         mask = _conv.pad_spatial(ones, xp, (0,) * len(win.kernel), win.extra_end)
     else:
-        mask = _conv.pad_spatial(ones, xp, win.pad_begin, end)
-    count = _conv.windows(mask, xp, win).sum(axis=axes)
-    return total, count
+        mask = _conv.pad_spatial(ones, xp, win.pad_begin, win.padded_end)
+    return _conv.windows(mask, xp, win).sum(axis=_window_axes(win))
 
 
 @kernel("AveragePool")

@@ -12,6 +12,7 @@ from itertools import product
 
 from edge_runtime.kernels import _conv
 from edge_runtime.kernels import kernel
+from edge_runtime.kernels.nn import window_counts
 
 D = "flowstack"
 
@@ -103,7 +104,7 @@ def _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
 
 
 def _padded_shape(x, win):
-    return tuple(s + b + e + x_ for s, b, e, x_ in zip(x.shape[2:], win.pad_begin, win.pad_end, win.extra_end))
+    return tuple(s + b + e for s, b, e in zip(x.shape[2:], win.pad_begin, win.padded_end))
 
 
 @kernel("MaxPoolGrad", domain=D)
@@ -113,8 +114,7 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
     # windows: find each window's first maximum, then route dY to it.
     win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
-    xpad = _conv.pad_spatial(x, xp, win.pad_begin, end, low)
+    xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
     lead = (slice(None), slice(None))
     taps = [lead + _conv.offset_slices(win, off) for off in product(*(range(k) for k in win.kernel))]
     best = xpad[taps[0]]
@@ -145,15 +145,7 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
 def average_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides,
                       count_include_pad):
     win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    end = tuple(e + x_ for e, x_ in zip(win.pad_end, win.extra_end))
-    ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
-    if count_include_pad:
-        mask = _conv.pad_spatial(_conv.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1), xp,
-                                 (0,) * len(win.kernel), win.extra_end)
-    else:
-        mask = _conv.pad_spatial(ones, xp, win.pad_begin, end)
-    count = _conv.windows(mask, xp, win).sum(axis=tuple(range(2 + len(win.kernel), 2 + 2 * len(win.kernel))))
-    share = dy / count  # (N, C, out...)
+    share = dy / window_counts(x, xp, win, include_pad=count_include_pad)  # (N, C, out...)
     k = _prod(win.kernel)
     cols = xp.broadcast_to(share[:, :, None], share.shape[:2] + (k,) + share.shape[2:])
     full = _conv.col2im(xp.ascontiguousarray(cols), xp, win, _padded_shape(x, win))
