@@ -54,7 +54,7 @@ def conv_transpose(
 # --------------------------------------------------------------------------------------- pooling
 
 
-def _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
+def pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
     return _conv.resolve_window(x.shape[2:], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
 
 
@@ -92,7 +92,7 @@ def _tap_slices(lead: int, win) -> tuple[tuple[tuple[slice, ...], ...], ...]:
 
 @kernel("MaxPool", output_count=True)
 def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides, n_outputs):
-    win = _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
     y = _reduce_windows(xpad, xp, xp.maximum, win)
@@ -138,14 +138,14 @@ def window_counts(x, xp, win, *, include_pad):
 
 @kernel("AveragePool")
 def average_pool(x, *, xp, auto_pad, ceil_mode, count_include_pad, dilations, kernel_shape, pads, strides):
-    win = _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     total, count = _pool_sum(x, xp, win, include_pad=count_include_pad)
     return (total / count).astype(x.dtype)
 
 
 @kernel("LpPool")
 def lp_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, p, pads, strides):
-    win = _pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     total, _ = _pool_sum(xp.abs(x) ** p, xp, win, include_pad=True)
     return (total ** (1.0 / p)).astype(x.dtype)
 

@@ -12,7 +12,7 @@ from itertools import product
 
 from edge_runtime.kernels import _conv
 from edge_runtime.kernels import kernel
-from edge_runtime.kernels.nn import window_counts
+from edge_runtime.kernels.nn import pool_window, window_counts
 
 D = "flowstack"
 
@@ -99,10 +99,6 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
 
 
-def _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
-    return _conv.resolve_window(x.shape[2:], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
-
-
 def _padded_shape(x, win):
     return tuple(s + b + e for s, b, e in zip(x.shape[2:], win.pad_begin, win.padded_end))
 
@@ -112,7 +108,7 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
                   count_include_pad):
     # One pass per kernel tap over strided views of the (padded) input, never materializing the
     # windows: find each window's first maximum, then route dY to it.
-    win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
     lead = (slice(None), slice(None))
@@ -144,7 +140,7 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
 @kernel("AveragePoolGrad", domain=D)
 def average_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides,
                       count_include_pad):
-    win = _pool_win(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     share = dy / window_counts(x, xp, win, include_pad=count_include_pad)  # (N, C, out...)
     k = _prod(win.kernel)
     cols = xp.broadcast_to(share[:, :, None], share.shape[:2] + (k,) + share.shape[2:])
