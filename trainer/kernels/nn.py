@@ -7,6 +7,7 @@ col2im scatter-add; pooling gradients route ``dY`` to window taps and scatter-ad
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from itertools import product
 
@@ -20,13 +21,6 @@ D = "flowstack"
 def _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides):
     kernel = tuple(kernel_shape or w.shape[2:])
     return _conv.resolve_window(x.shape[2:], kernel, strides, dilations, pads, auto_pad)
-
-
-def _prod(xs):
-    p = 1
-    for v in xs:
-        p *= v
-    return p
 
 
 def _crop(y, win, spatial):
@@ -44,7 +38,7 @@ def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_sha
     n, c = x.shape[:2]
     m, g = dy.shape[1], group
     n_sp = len(win.kernel)
-    k, p = _prod(win.kernel), _prod(win.out)
+    k, p = math.prod(win.kernel), math.prod(win.out)
     xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.pad_end)
     order = (0, 1) + tuple(range(2 + n_sp, 2 + 2 * n_sp)) + tuple(range(2, 2 + n_sp))
     view = _conv.windows(xpad, xp, win).transpose(order)  # (N, C, k..., out...)
@@ -65,7 +59,7 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     win = _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides)
     n, m = dy.shape[:2]
     c, g = x.shape[1], group
-    k = _prod(win.kernel)
+    k = math.prod(win.kernel)
     wg = xp.ascontiguousarray(w.reshape(g, m // g, (c // g) * k).transpose(0, 2, 1))  # (G, C/G*K, M/G)
     if any(s != 1 for s in win.strides):
         dcols = xp.matmul(wg, dy.reshape(n, g, m // g, -1))  # (N, G, C/G*K, P)
@@ -79,14 +73,14 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     # kernel tap's columns land on one contiguous run of the flattened padded input: col2im becomes
     # one contiguous add per tap instead of a strided add over short rows.
     padded = tuple(s + b + e for s, b, e in zip(x.shape[2:], win.pad_begin, win.pad_end))
-    row = [_prod(padded[i + 1:]) for i in range(len(padded))]
+    row = [math.prod(padded[i + 1:]) for i in range(len(padded))]
     offsets = [sum(t * d * r for t, d, r in zip(tap, win.dilations, row))
                for tap in product(*(range(kk) for kk in win.kernel))]
     length = win.out[0] * row[0]
     dyp = xp.zeros((n, m, win.out[0]) + padded[1:], dtype=dy.dtype)
     dyp[(slice(None),) * 3 + tuple(slice(0, o) for o in win.out[1:])] = dy
     dyp = dyp.reshape(n, g, m // g, length)
-    total = _prod(padded)
+    total = math.prod(padded)
     out = xp.zeros((n, c, total + offsets[-1]), dtype=dy.dtype)
     spans = _conv.batch_chunks(n, c * k * length * dy.itemsize)
     buf = xp.empty((spans[0][1], c, k, length), dtype=dy.dtype)
@@ -142,7 +136,7 @@ def average_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape
                       count_include_pad):
     win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     share = dy / window_counts(x, xp, win, include_pad=count_include_pad)  # (N, C, out...)
-    k = _prod(win.kernel)
+    k = math.prod(win.kernel)
     cols = xp.broadcast_to(share[:, :, None], share.shape[:2] + (k,) + share.shape[2:])
     full = _conv.col2im(xp.ascontiguousarray(cols), xp, win, _padded_shape(x, win))
     return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
@@ -186,7 +180,7 @@ def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     db = dy.sum(axis=lead) if lead else dy
     dscale = (dy * xhat).sum(axis=lead) if lead else dy * xhat
     g = dy * scale
-    m = _prod(x.shape[axis:])
+    m = math.prod(x.shape[axis:])
     dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
     return dx.astype(x.dtype, copy=False), dscale.reshape(scale.shape), db.reshape(scale.shape)
 
