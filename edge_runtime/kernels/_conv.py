@@ -260,12 +260,8 @@ def _im2col(xpad, w, xp, win, group):
     n_sp = len(win.kernel)
     view = windows(xpad, xp, win)  # (N, C, out..., k...)
     order = (0, 1) + tuple(range(2 + n_sp, 2 + 2 * n_sp)) + tuple(range(2, 2 + n_sp))
-    k = 1
-    for d in win.kernel:
-        k *= d
-    pixels = 1
-    for d in win.out:
-        pixels *= d
+    k = math.prod(win.kernel)
+    pixels = math.prod(win.out)
     cols = view.transpose(order).reshape(n, group, (c // group) * k, pixels)
     wg = w.reshape(group, m // group, (c // group) * k)
     y = xp.matmul(wg, cols)  # (N, G, M/G, pixels)
@@ -340,12 +336,8 @@ def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_
     n_sp = len(spatial)
     mg = w.shape[1]
     m = mg * group
-    k = 1
-    for d in kernel:
-        k *= d
-    pixels = 1
-    for d in spatial:
-        pixels *= d
+    k = math.prod(kernel)
+    pixels = math.prod(spatial)
     wg = w.reshape(group, c // group, mg * k).transpose(0, 2, 1)  # (G, M/G*K, C/G)
     cols = xp.matmul(wg, x.reshape(n, group, c // group, pixels))  # (N, G, M/G*K, pixels)
     cols = cols.reshape((n, m, k) + tuple(spatial))
