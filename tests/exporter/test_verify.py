@@ -61,6 +61,20 @@ def test_tolerance_is_respected() -> None:
         check_parity(reference, nudged, rtol=1e-8, atol=0)
 
 
+def test_near_zero_element_is_judged_at_its_tensors_scale() -> None:
+    # A folded batch norm rounds like its inputs' magnitude: an output that cancels to ~0 next to
+    # outputs near 5 differs by float32 rounding of those terms, which is no divergence.
+    reference = model(graph([ir.Node("Identity", ["x"], ["y"], name="i")], ["x"], ["y"], shapes={"x": (4,)}))
+    nudged = copy_model(reference)
+    nudged.graph.values["d"] = ir.Value("d", data=np.array([4e-6, 0, 0, 0], np.float32))
+    nudged.graph.nodes = [ir.Node("Add", ["x", "d"], ["y"], name="add")]
+    sample = {"x": np.array([0.1, 5.0, -5.0, 5.0], np.float32)}
+    report = check_parity(reference, nudged, samples=sample)
+    assert report.ok and report.outputs["y"].max_rel < 1e-5
+    with pytest.raises(ParityError, match="first diverging tensor 'y'"):
+        check_parity(reference, nudged, samples={"x": np.array([0.1, 0.1, -0.1, 0.1], np.float32)})
+
+
 def test_candidate_that_does_not_run_is_refused() -> None:
     reference = two_layer()
     broken = copy_model(reference)
