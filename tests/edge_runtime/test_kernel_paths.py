@@ -187,3 +187,39 @@ def test_conv_in_batch_chunks_matches_definition(monkeypatch, chunk_bytes, strid
     want = conv_by_definition(x, w, b, strides, (1, 0, 1, 2), (1, 1), 1)
     assert got.shape == want.shape and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+CHANNELS_LAST_CASES = [
+    # (x shape, w shape, strides, pads, dilations): group 1, any stride, rank and ceil-free window
+    ((3, 16, 8, 8), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    ((2, 5, 9, 7), (4, 5, 3, 2), (2, 1), (1, 0, 2, 1), (1, 2)),
+    ((4, 3, 6, 6), (2, 3, 4, 4), (1, 1), (0, 0, 0, 0), (1, 1)),
+    ((1, 2, 5, 6), (3, 2, 5, 6), (1, 1), (0, 0, 0, 0), (1, 1)),  # one output pixel
+    ((2, 4, 13), (6, 4, 3), (2,), (1, 2), (2,)),
+    ((2, 3, 5, 6, 4), (2, 3, 2, 3, 2), (1, 2, 1), (1, 0, 1, 0, 1, 1), (1, 1, 2)),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, strides, pads, dilations", CHANNELS_LAST_CASES)
+def test_channels_last_columns_match_definition(x_shape, w_shape, strides, pads, dilations) -> None:
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(x_shape).astype(np.float32)[..., ::-1]  # non-contiguous, as a Slice hands over
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
+    got = _conv._im2col_channels_last(x, w, np, win, 1)
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, pads, dilations, 1), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_of_small_planes_dispatches_channels_last(monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(_conv, "_im2col_channels_last", lambda *a: calls.append(a) or _conv._im2col_padded(*a))
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    for x_shape, strides, expected in [((8, 16, 8, 8), (2, 2), 1), ((1, 16, 8, 8), (2, 2), 0), ((4, 16, 8, 8), (2, 2), 0),
+                                       ((4, 16, 40, 40), (2, 2), 0)]:
+        calls.clear()
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        got = run("Conv", x, w, None, strides=list(strides), pads=[1, 1, 1, 1])
+        assert len(calls) == expected, x_shape
+        np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, (1, 1, 1, 1), (1, 1), 1), rtol=1e-4, atol=1e-4)
