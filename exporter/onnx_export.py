@@ -27,6 +27,7 @@ from schemas.ops.fused import DOMAIN as FUSED_DOMAIN
 MIN_OPSET = 18
 
 _FUSED_BASE = {"FusedConv": "Conv", "FusedGemm": "Gemm"}
+_CHANNELS_LAST = {"ChannelsLastConv", "ChannelsLastMaxPool"}
 
 _ATTR_TYPES = {
     "int": onnx.AttributeProto.INT,
@@ -86,6 +87,8 @@ class _GraphWriter:
     def node(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         if node.domain == FUSED_DOMAIN and node.op_type in _FUSED_BASE:
             return self._expand_fused(g, node, initializers)
+        if node.domain == FUSED_DOMAIN and node.op_type in _CHANNELS_LAST:
+            return self._expand_channels_last(g, node, initializers)
         if node.domain not in ("", "ai.onnx"):
             raise UnsupportedOpError(
                 f"node {node.name!r} (op {node.domain}::{node.op_type}) has no ONNX form; "
@@ -119,6 +122,27 @@ class _GraphWriter:
             act_attrs = dict(zip(ACTIVATIONS[activation], params))
         act = ir.Node(activation, act_inputs, list(node.outputs), act_attrs, f"{name}_{activation.lower()}")
         return self.node(g, linear, initializers) + self.node(g, act, initializers)
+
+    def _expand_channels_last(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """Transpose to (N, C, spatial...), the planar op (weights back to (M, C, kernel...)), transpose back."""
+        name = node.name or node.outputs[0]
+        rank = len(g.values[node.outputs[0]].shape)
+        planar_in, planar_out = self._fresh(g, f"{node.inputs[0]}_planar"), self._fresh(g, f"{node.outputs[0]}_planar")
+        inputs, attrs = [planar_in, *node.inputs[1:]], dict(node.attrs)
+        base, domain = "MaxPool", ""
+        if node.op_type == "ChannelsLastConv":
+            inputs[1] = self._fresh(g, f"{node.inputs[1]}_oihw")
+            initializers.append(self._tensor(np.moveaxis(g.values[node.inputs[1]].data, -1, 1), inputs[1]))
+            base, domain = ("FusedConv", FUSED_DOMAIN) if attrs.get("activation") else ("Conv", "")
+            if base == "Conv":
+                attrs = {k: v for k, v in attrs.items() if k not in ("activation", "activation_params")}
+        planar = ir.Node(base, inputs, [planar_out], attrs, name, domain)
+        spatial = list(range(2, rank))
+        return (self.node(g, ir.Node("Transpose", [node.inputs[0]], [planar_in], {"perm": [0, rank - 1, *range(1, rank - 1)]},
+                                     f"{name}_to_planar"), initializers)
+                + self.node(g, planar, initializers)
+                + self.node(g, ir.Node("Transpose", [planar_out], list(node.outputs), {"perm": [0, *spatial, 1]},
+                                       f"{name}_to_channels_last"), initializers))
 
     @staticmethod
     def _float_type(g: ir.Graph, node: ir.Node) -> np.dtype:

@@ -5,6 +5,7 @@ from edge_runtime.kernels import (  # noqa: F401
     detection,
     fused,
     gradient_helpers,
+    layout,
     math,
     nn,
     quantize,

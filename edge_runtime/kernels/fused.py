@@ -50,7 +50,8 @@ _ACTIVATE = {
 }
 
 
-def _activate(y, xp, activation, params):
+def apply_activation(y, xp, activation: str, params):
+    """``activation`` (an ``ACTIVATIONS`` name) applied in place on ``y``, a fresh array; returns it."""
     if not y.flags.writeable:  # the base kernels return fresh arrays; this guards a future view
         y = y.copy()
     _ACTIVATE[activation](y, xp, *params)
@@ -59,9 +60,9 @@ def _activate(y, xp, activation, params):
 
 @kernel("FusedConv", DOMAIN)
 def fused_conv(x, w, b, *, xp, activation, activation_params, **conv_attrs):
-    return _activate(get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs), xp, activation, activation_params)
+    return apply_activation(get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs), xp, activation, activation_params)
 
 
 @kernel("FusedGemm", DOMAIN)
 def fused_gemm(a, b, c, *, xp, activation, activation_params, **gemm_attrs):
-    return _activate(get_kernel("Gemm")(a, b, c, xp=xp, **gemm_attrs), xp, activation, activation_params)
+    return apply_activation(get_kernel("Gemm")(a, b, c, xp=xp, **gemm_attrs), xp, activation, activation_params)

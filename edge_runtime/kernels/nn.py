@@ -63,8 +63,11 @@ def _window_axes(win):
     return tuple(range(2 + n, 2 + 2 * n))
 
 
-def _reduce_windows(xpad, xp, ufunc, win):
+def reduce_windows(xpad, xp, ufunc, win, lead: int | None = None):
     """Reduce every window of the padded input ``xpad`` with ``ufunc``, one spatial axis at a time.
+
+    The spatial axes follow the first ``lead`` axes (default: they are the trailing axes, as in
+    (N, C, spatial...); 1 for channels-last (N, spatial..., C)).
 
     Max and sum over a box are separable: reducing each axis in turn takes sum(k) whole-array ufunc
     calls instead of prod(k) (6 instead of 9 for 3x3, on arrays shrinking axis by axis), and the
@@ -72,7 +75,7 @@ def _reduce_windows(xpad, xp, ufunc, win):
     window view, whose reduction walks tiny strided axes.
     """
     out = xpad
-    for axis_taps in _tap_slices(xpad.ndim - len(win.kernel), win):
+    for axis_taps in _tap_slices(xpad.ndim - len(win.kernel) if lead is None else lead, win):
         taps = [out[index] for index in axis_taps]
         acc = ufunc(taps[0], taps[1]) if len(taps) > 1 else taps[0].copy()
         for tap in taps[2:]:
@@ -95,7 +98,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
     win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
-    y = _reduce_windows(xpad, xp, xp.maximum, win)
+    y = reduce_windows(xpad, xp, xp.maximum, win)
     if n_outputs < 2:
         return y
     view = _conv.windows(xpad, xp, win)
@@ -120,7 +123,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
 
 def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
-    total = _reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, win.padded_end), xp, xp.add, win)
+    total = reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, win.padded_end), xp, xp.add, win)
     return total, window_counts(x, xp, win, include_pad=include_pad)
 
 

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from exporter import ir
 from exporter.passes.constant_folding import fold_constants
 from exporter.passes.cse import eliminate_common_subexpressions
+from exporter.passes.channels_last import to_channels_last
 from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
 from exporter.passes.fuse_activation import fuse_activations
@@ -27,7 +28,8 @@ from exporter.passes.transpose_cancel import cancel_transposes
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
-# and activation fusion last, after BatchNormalization has been folded out from between them.
+# activation fusion after BatchNormalization has been folded out from between them, and the
+# channels-last rewrite last, on the fused convolutions.
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("remove_identities", remove_identities),
     ("fold_constants", fold_constants),
@@ -36,6 +38,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("cancel_transposes", cancel_transposes),
     ("fold_batch_norm", fold_batch_norm),
     ("fuse_activations", fuse_activations),
+    ("to_channels_last", to_channels_last),
 )
 
 MAX_ROUNDS = 20
@@ -108,4 +111,5 @@ __all__ = [
     "fuse_activations",
     "optimize",
     "remove_identities",
+    "to_channels_last",
 ]

@@ -6,6 +6,7 @@ from schemas.ops import (  # noqa: F401
     detection,
     fused,
     gradient_helpers,
+    layout,
     math,
     nn,
     quantize,

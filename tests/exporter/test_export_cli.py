@@ -55,7 +55,7 @@ def test_inspect_compare(checkpoint_dir: Path, tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     assert main(["inspect", str(b), "--compare", str(a)]) == 0
     text = capsys.readouterr().out
-    assert "compared with" in text and "BatchNormalization" in text and "FusedConv" in text
+    assert "compared with" in text and "BatchNormalization" in text and "ChannelsLastConv" in text
 
 
 @pytest.mark.parametrize("outputs, message", [

@@ -1,0 +1,32 @@
+"""Channels-last kernels: convolution and max pooling on (N, spatial..., C) arrays (see schemas.ops.layout)."""
+
+from __future__ import annotations
+
+from edge_runtime.kernels import _conv
+from edge_runtime.kernels.fused import apply_activation
+from edge_runtime.kernels.nn import reduce_windows
+from edge_runtime.kernels.registry import kernel
+from schemas.ops.fused import DOMAIN
+
+
+def _window(xl, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode=0):
+    return _conv.resolve_window(xl.shape[1:-1], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
+
+
+@kernel("ChannelsLastConv", DOMAIN)
+def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, dilations, group, kernel_shape, pads,
+                       strides):
+    if group != 1:
+        raise ValueError(f"group={group}: channels-last convolution is implemented for group 1 only")
+    win = _window(x, kernel_shape or w.shape[1:-1], strides, dilations, pads, auto_pad)
+    y = _conv.conv_channels_last(_conv.pad_channels_last(x, xp, win.pad_begin, win.padded_end), w, xp, win)
+    if b is not None:
+        y += b
+    return apply_activation(y, xp, activation, activation_params) if activation else y
+
+
+@kernel("ChannelsLastMaxPool", DOMAIN)
+def channels_last_max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides):
+    win = _window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
+    low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    return reduce_windows(_conv.pad_channels_last(x, xp, win.pad_begin, win.padded_end, low), xp, xp.maximum, win, lead=1)

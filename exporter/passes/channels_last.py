@@ -1,0 +1,213 @@
+"""Run chains of small-plane convolutions channels-last (``flowstack::ChannelsLastConv`` / ``ChannelsLastMaxPool``).
+
+On NumPy a convolution over small planes is fastest channels-last: its columns are gathered in runs
+of kernel_width * C contiguous values and the whole batch is one matmul (see
+``edge_runtime.kernels._conv``). Converting each convolution on its own would pay two transposes a
+node; this pass converts whole regions instead: every qualifying convolution, and the max pools,
+activations and same-shape Add/Mul/Sub/Max/Min that read only region values, joined into connected
+regions. A Transpose enters a region and one leaves it where a planar op or a graph output reads it,
+except where the reader is Flatten(axis=1) feeding Gemms with constant weights: those weights' rows
+are permuted to the (spatial..., C) order instead, so the region leaves with no copy at all. A region
+is converted only when it holds at least as many convolutions as it needs Transposes.
+
+Converted values get new names (``<name>/nhwc``), so the parity check never compares a channels-last
+tensor with the planar one of the same name; values leaving the region keep their names and layout.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from exporter import ir
+from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_model, fresh_name, producers, readers
+from schemas.ops.fused import ACTIVATIONS, DOMAIN
+from schemas.ops.layout import to_channels_last as channels_last_shape
+
+# Convolutions qualify when each image's output plane has at most this many pixels and the input
+# has at least MIN_CHANNELS channels (or exactly 1, where channels-last is the same memory order):
+# the regime where the channels-last kernel measured faster (the kernel's own dispatch thresholds).
+MAX_PIXELS = 196
+MIN_CHANNELS = 16
+
+_CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
+_UNARY = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Softplus", "Clip"}
+_BINARY = {"Add", "Sub", "Mul", "Max", "Min"}
+_TO_PLANAR = "to_planar"
+_TO_CHANNELS_LAST = "to_channels_last"
+
+
+def to_channels_last(model: ir.Model) -> tuple[ir.Model, int]:
+    """Convert qualifying regions; returns the new model and how many nodes now run channels-last."""
+    model = copy_model(model)
+    converted = sum(_convert_graph(graph) for graph in all_graphs(model.graph))
+    if converted:
+        model.opset_imports.setdefault(DOMAIN, 1)
+    return model, converted
+
+
+def _shape(graph: ir.Graph, name: str) -> tuple[int, ...] | None:
+    value = graph.values.get(name)
+    return None if value is None else value.shape
+
+
+def _known_but_batch(shape) -> bool:
+    return shape is not None and len(shape) >= 3 and all(d > 0 for d in shape[1:])
+
+
+def _is_conv(graph: ir.Graph, node: ir.Node) -> bool:
+    if (node.domain, node.op_type) not in _CONVS or node.attrs.get("group", 1) != 1:
+        return False
+    w = constant(graph, node.inputs[1])
+    bias = node.inputs[2] if len(node.inputs) > 2 else ""
+    x, y = _shape(graph, node.inputs[0]), _shape(graph, node.outputs[0])
+    if w is None or (bias and constant(graph, bias) is None) or not (_known_but_batch(x) and _known_but_batch(y)):
+        return False
+    return math.prod(y[2:]) <= MAX_PIXELS and (x[1] >= MIN_CHANNELS or x[1] == 1)
+
+
+def _follows_region(graph: ir.Graph, node: ir.Node, inside: set[str]) -> bool:
+    """A layout-agnostic node (or a max pool) whose data inputs are all region values."""
+    if node.domain != "" or not node.inputs or node.inputs[0] not in inside:
+        return False
+    if node.op_type == "MaxPool":
+        return len([o for o in node.outputs if o]) == 1 and _known_but_batch(_shape(graph, node.inputs[0]))
+    if node.op_type in _UNARY:
+        return all(constant(graph, n) is not None and constant(graph, n).size == 1 for n in node.inputs[1:] if n)
+    if node.op_type in _BINARY:
+        a, b = (_shape(graph, n) for n in node.inputs)
+        return len(node.inputs) == 2 and node.inputs[1] in inside and a == b and _known_but_batch(a)
+    return False
+
+
+def _regions(graph: ir.Graph) -> list[list[ir.Node]]:
+    """Connected groups of nodes that could run channels-last, in graph order."""
+    group_of: dict[str, int] = {}  # value name -> region id
+    parent: list[int] = []
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    members: list[tuple[ir.Node, int]] = []
+    for node in graph.nodes:
+        if _is_conv(graph, node):
+            joined = [group_of[node.inputs[0]]] if node.inputs[0] in group_of else []
+        elif _follows_region(graph, node, set(group_of)):
+            joined = [group_of[n] for n in node.inputs if n in group_of]
+        else:
+            continue
+        parent.append(len(parent))
+        region = parent[-1]
+        for other in joined:
+            parent[find(other)] = region
+        group_of[node.outputs[0]] = region
+        members.append((node, region))
+    grouped: dict[int, list[ir.Node]] = {}
+    for node, region in members:
+        grouped.setdefault(find(region), []).append(node)
+    return list(grouped.values())
+
+
+def _flatten_into_gemms(graph: ir.Graph, name: str, reads: dict[str, list[ir.Node]]) -> ir.Node | None:
+    """The Flatten(axis=1) that alone reads ``name``, if only Gemms with constant weights read its output."""
+    users = reads.get(name, [])
+    if len(users) != 1 or name in graph.outputs:
+        return None
+    flatten = users[0]
+    if flatten.op_type != "Flatten" or flatten.domain != "" or flatten.attrs.get("axis", 1) != 1:
+        return None
+    if flatten.outputs[0] in graph.outputs or not reads.get(flatten.outputs[0]):
+        return None
+    for gemm in reads[flatten.outputs[0]]:
+        if (gemm.op_type not in ("Gemm", "FusedGemm") or gemm.inputs[0] != flatten.outputs[0]
+                or gemm.attrs.get("transA", 0) or constant(graph, gemm.inputs[1]) is None):
+            return None
+    return flatten
+
+
+def _transposes_needed(graph: ir.Graph, region: list[ir.Node], reads) -> int:
+    made = {node.outputs[0] for node in region}
+    entries = {node.inputs[0] for node in region if node.inputs[0] not in made}
+    exits = {name for name in made if name in graph.outputs or any(r not in region for r in reads.get(name, []))}
+    return len(entries) + sum(1 for name in exits if _flatten_into_gemms(graph, name, reads) is None)
+
+
+def _convert_graph(graph: ir.Graph) -> int:
+    reads = readers(graph)
+    regions = [r for r in _regions(graph)
+               if sum((n.domain, n.op_type) in _CONVS for n in r) >= _transposes_needed(graph, r, reads)]
+    if not regions:
+        return 0
+    converting = {id(node) for region in regions for node in region}
+    renamed: dict[str, str] = {}  # planar name -> channels-last name
+    for region in regions:
+        for node in region:
+            name = node.outputs[0]
+            renamed[name] = fresh_name(graph, f"{name}/nhwc")
+            graph.values[renamed[name]] = ir.Value(renamed[name], graph.values[name].dtype,
+                                                   channels_last_shape(graph.values[name].shape))
+    nodes: list[ir.Node] = []
+    entered: dict[str, str] = {}
+    for node in graph.nodes:
+        if id(node) not in converting:
+            nodes.append(node)
+            continue
+        name = node.inputs[0]  # only a convolution may read a value from outside its region
+        if name not in renamed and name not in entered:
+            entered[name] = fresh_name(graph, f"{name}/nhwc")
+            graph.values[entered[name]] = ir.Value(entered[name], graph.values[name].dtype,
+                                                   channels_last_shape(graph.values[name].shape))
+            nodes.append(_transpose(name, entered[name], len(graph.values[name].shape), _TO_CHANNELS_LAST))
+        nodes.append(_converted(graph, node, {**entered, **renamed}))
+        out = node.outputs[0]
+        outside = [r for r in reads.get(out, []) if id(r) not in converting]
+        if out in graph.outputs or outside:
+            flatten = _flatten_into_gemms(graph, out, reads)
+            if flatten is not None:
+                _permute_gemm_rows(graph, flatten, renamed[out], reads)
+            else:
+                nodes.append(_transpose(renamed[out], out, len(graph.values[out].shape), _TO_PLANAR))
+    graph.nodes = nodes
+    return len(converting)
+
+
+def _transpose(source: str, target: str, rank: int, direction: str) -> ir.Node:
+    spatial = list(range(2, rank)) if direction == _TO_CHANNELS_LAST else list(range(1, rank - 1))
+    perm = [0, *spatial, 1] if direction == _TO_CHANNELS_LAST else [0, rank - 1, *spatial]
+    return ir.Node("Transpose", [source], [target], {"perm": perm}, name=f"{target}/{direction}")
+
+
+def _converted(graph: ir.Graph, node: ir.Node, names: dict[str, str]) -> ir.Node:
+    inputs = [names.get(n, n) for n in node.inputs]
+    outputs = [names[node.outputs[0]]]
+    if (node.domain, node.op_type) in _CONVS:
+        w = constant(graph, node.inputs[1])
+        inputs[1] = add_constant(graph, f"{node.inputs[1]}/ohwi", np.moveaxis(w, 1, -1))
+        attrs = {k: v for k, v in node.attrs.items() if k not in ("activation", "activation_params")}
+        if node.op_type == "FusedConv":
+            attrs.update(activation=node.attrs["activation"], activation_params=node.attrs["activation_params"])
+        return ir.Node("ChannelsLastConv", inputs, outputs, attrs, node.name, DOMAIN)
+    if node.op_type == "MaxPool":
+        attrs = {k: v for k, v in node.attrs.items() if k != "storage_order"}
+        return ir.Node("ChannelsLastMaxPool", inputs[:1], outputs, attrs, node.name, DOMAIN)
+    return ir.Node(node.op_type, inputs, outputs, dict(node.attrs), node.name, node.domain)
+
+
+def _permute_gemm_rows(graph: ir.Graph, flatten: ir.Node, source: str, reads) -> None:
+    """Flatten the channels-last ``source`` instead, and reorder the reading Gemms' weights to match."""
+    n, *spatial, c = graph.values[source].shape
+    flat = fresh_name(graph, f"{flatten.outputs[0]}/nhwc")
+    graph.values[flat] = ir.Value(flat, graph.values[flatten.outputs[0]].dtype, graph.values[flatten.outputs[0]].shape)
+    for gemm in reads[flatten.outputs[0]]:
+        w = constant(graph, gemm.inputs[1])
+        if gemm.attrs.get("transB", 0):  # (M, C * spatial) -> (M, spatial * C)
+            permuted = np.moveaxis(w.reshape(w.shape[0], c, *spatial), 1, -1).reshape(w.shape)
+        else:  # (C * spatial, M) -> (spatial * C, M)
+            permuted = np.moveaxis(w.reshape(c, *spatial, w.shape[1]), 0, -2).reshape(w.shape)
+        gemm.inputs = [flat, add_constant(graph, f"{gemm.inputs[1]}/nhwc", permuted), *gemm.inputs[2:]]
+    flatten.inputs = [source]
+    flatten.outputs = [flat]

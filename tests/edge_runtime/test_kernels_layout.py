@@ -1,0 +1,77 @@
+"""Channels-last kernels against the planar ONNX kernels on the same data, transposed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schemas import ShapeError, TensorType, get_schema, infer_types
+from schemas.ops.fused import DOMAIN
+from tests.edge_runtime.kernel_calls import run_kernel as run
+
+
+def channels_last(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(np.moveaxis(x, 1, -1))
+
+
+CONV_CASES = [
+    # (x shape, w shape, attrs)
+    ((2, 16, 8, 8), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 16, 8, 8), (32, 16, 3, 3), {"auto_pad": "SAME_UPPER"}),  # few rows: the transposed matmul
+    ((40, 3, 9, 7), (4, 3, 3, 2), {"strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}),
+    ((3, 1, 8, 8), (5, 1, 3, 3), {}),
+    ((2, 4, 13), (6, 4, 3), {"strides": [2], "pads": [1, 2]}),
+    ((2, 3, 5, 6, 4), (2, 3, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1], "dilations": [1, 1, 2]}),
+]
+
+
+@pytest.mark.parametrize("activation, params", [("", []), ("Relu", []), ("Clip", [-0.5, 0.5])])
+@pytest.mark.parametrize("x_shape, w_shape, attrs", CONV_CASES)
+def test_channels_last_conv_matches_conv(x_shape, w_shape, attrs, activation, params) -> None:
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    if activation:
+        want = run("FusedConv", x, w, b, domain=DOMAIN, activation=activation, activation_params=params, **attrs)
+    else:
+        want = run("Conv", x, w, b, **attrs)
+    got = run("ChannelsLastConv", channels_last(x), channels_last(w), b, domain=DOMAIN, activation=activation,
+              activation_params=params, **attrs)
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
+
+
+def test_channels_last_conv_refuses_groups() -> None:
+    x = np.zeros((1, 4, 4, 4), np.float32)
+    with pytest.raises(ValueError, match="group 1 only"):
+        run("ChannelsLastConv", x, np.zeros((4, 3, 3, 2), np.float32), None, domain=DOMAIN, group=2)
+
+
+@pytest.mark.parametrize("x_shape, attrs", [
+    ((2, 5, 8, 8), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ((1, 3, 9, 7), {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1], "ceil_mode": 1}),
+    ((2, 4, 10, 10), {"kernel_shape": [3, 3], "dilations": [2, 1], "auto_pad": "SAME_UPPER"}),
+    ((2, 3, 11), {"kernel_shape": [3], "strides": [2]}),
+])
+def test_channels_last_max_pool_matches_max_pool(x_shape, attrs) -> None:
+    x = np.random.default_rng(1).standard_normal(x_shape).astype(np.float32)
+    want = run("MaxPool", x, **attrs)[0]
+    got = run("ChannelsLastMaxPool", channels_last(x), domain=DOMAIN, **attrs)
+    np.testing.assert_array_equal(got, channels_last(want))
+
+
+def test_shape_rules_are_the_planar_rules_channels_last() -> None:
+    f32 = np.dtype(np.float32)
+    conv = get_schema("ChannelsLastConv", DOMAIN)
+    [y] = infer_types(conv, [TensorType(f32, (None, 8, 8, 16)), TensorType(f32, (32, 3, 3, 16))],
+                      conv.resolve_attrs({"strides": [2, 2], "pads": [1, 1, 1, 1]}))
+    assert y == TensorType(f32, (None, 4, 4, 32))
+    with pytest.raises(ShapeError, match="channels"):
+        infer_types(conv, [TensorType(f32, (1, 8, 8, 16)), TensorType(f32, (32, 3, 3, 8))], conv.resolve_attrs({}))
+    with pytest.raises(ShapeError, match="activation 'Swish'"):
+        infer_types(conv, [TensorType(f32, (1, 8, 8, 16)), TensorType(f32, (32, 3, 3, 16))],
+                    conv.resolve_attrs({"activation": "Swish"}))
+    pool = get_schema("ChannelsLastMaxPool", DOMAIN)
+    [p] = infer_types(pool, [TensorType(f32, (2, 7, 7, 5))],
+                      pool.resolve_attrs({"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}))
+    assert p == TensorType(f32, (2, 4, 4, 5))

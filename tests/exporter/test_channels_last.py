@@ -1,0 +1,129 @@
+"""The channels-last pass: which regions it converts, what it leaves planar, and that results never change."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edge_runtime import load
+from exporter import flow_writer
+from exporter.onnx_export import to_onnx
+from exporter.onnx_import import import_onnx
+from exporter.passes import optimize
+from exporter.passes.channels_last import to_channels_last
+from exporter.passes.graph_edit import op_counts
+from exporter.verify import check_parity
+
+RNG = np.random.default_rng(0)
+
+
+class Net:
+    """A small ONNX graph builder: every helper returns its output's name."""
+
+    def __init__(self, channels: int, side: int):
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.input = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", channels, side, side])
+
+    def _const(self, data: np.ndarray) -> str:
+        name = f"c{len(self.inits)}"
+        self.inits.append(numpy_helper.from_array(data.astype(np.float32), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], **attrs) -> str:
+        out = f"{op_type.lower()}{len(self.nodes)}"
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def conv(self, x: str, cin: int, cout: int, k: int = 3, group: int = 1, **attrs) -> str:
+        w = self._const(RNG.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin * k * k))
+        return self.op("Relu", [self.op("Conv", [x, w, self._const(RNG.standard_normal(cout) * 0.1)], group=group, **attrs)])
+
+    def gemm(self, x: str, n_in: int, n_out: int, trans_b: int = 0) -> str:
+        shape = (n_out, n_in) if trans_b else (n_in, n_out)
+        w = self._const(RNG.standard_normal(shape) / np.sqrt(n_in))
+        return self.op("Gemm", [x, w, self._const(np.zeros(n_out))], transB=trans_b)
+
+    def model(self, *outputs: str):
+        values = [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs]
+        graph = helper.make_graph(self.nodes, "net", [self.input], values, self.inits)
+        return import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def digits_like(trans_b: int = 0):
+    """conv(1 -> 32) -> conv(32 -> 64) -> maxpool -> flatten -> gemm -> relu -> gemm, on 8x8 images."""
+    net = Net(1, 8)
+    h = net.conv(net.conv("x", 1, 32, pads=[1, 1, 1, 1]), 32, 64, pads=[1, 1, 1, 1])
+    h = net.op("Flatten", [net.op("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2])], axis=1)
+    return net.model(net.gemm(net.op("Relu", [net.gemm(h, 1024, 32, trans_b)]), 32, 10))
+
+
+def same_outputs(reference, candidate, batch: int = 3) -> None:
+    x = RNG.standard_normal((batch,) + tuple(reference.graph.values["x"].shape[1:])).astype(np.float32)
+    check_parity(reference, candidate, samples={"x": x}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_conv_chain_runs_channels_last_and_leaves_through_the_gemm_weights(trans_b) -> None:
+    model = digits_like(trans_b)
+    optimized, report = optimize(model)
+    counts = op_counts(optimized.graph)
+    assert counts["ChannelsLastConv"] == 2 and counts["ChannelsLastMaxPool"] == 1
+    assert counts["Transpose"] == 1  # into the region; out of it through the permuted Gemm weights
+    assert report.changes["to_channels_last"] == 3
+    for batch in (1, 2, 64):  # the matmul runs either way round by the number of rows
+        same_outputs(model, optimized, batch)
+
+
+def test_pass_is_idempotent() -> None:
+    once, changed = to_channels_last(optimize(digits_like())[0])
+    assert changed == 0
+    assert op_counts(once.graph) == op_counts(optimize(digits_like())[0].graph)
+
+
+def test_region_output_read_by_a_planar_op_and_the_graph_keeps_its_layout() -> None:
+    net = Net(16, 6)
+    a = net.conv("x", 16, 16, pads=[1, 1, 1, 1])
+    b = net.conv(a, 16, 16, pads=[1, 1, 1, 1])
+    c = net.conv(b, 16, 16, pads=[1, 1, 1, 1])
+    residual = net.op("Add", [c, a])
+    model = net.model(residual, net.op("GlobalAveragePool", [residual]))
+    optimized, _ = optimize(model)
+    counts = op_counts(optimized.graph)
+    assert counts["ChannelsLastConv"] == 3 and counts["Add"] == 1 and counts["Transpose"] == 2
+    assert optimized.graph.outputs == model.graph.outputs
+    same_outputs(model, optimized)
+
+
+@pytest.mark.parametrize("case", ["large plane", "grouped", "few channels", "lone conv"])
+def test_unprofitable_convolutions_stay_planar(case) -> None:
+    if case == "large plane":  # 28 x 28 outputs: the planar kernels are faster there
+        net = Net(16, 28)
+        h = net.conv(net.conv("x", 16, 16, pads=[1, 1, 1, 1]), 16, 16, pads=[1, 1, 1, 1])
+    elif case == "grouped":
+        net = Net(16, 8)
+        h = net.conv(net.conv("x", 16, 16, group=4, pads=[1, 1, 1, 1]), 16, 16, group=16, pads=[1, 1, 1, 1])
+    elif case == "few channels":  # runs of kernel_width * 6 values: too short to gather
+        net = Net(6, 8)
+        h = net.conv(net.conv("x", 6, 6, pads=[1, 1, 1, 1]), 6, 6, pads=[1, 1, 1, 1])
+    else:  # one convolution between planar ops would pay two transposes
+        net = Net(16, 8)
+        h = net.op("GlobalAveragePool", [net.conv("x", 16, 16, pads=[1, 1, 1, 1])])
+    model = net.model(h)
+    optimized, report = optimize(model)
+    assert report.changes["to_channels_last"] == 0 and "ChannelsLastConv" not in op_counts(optimized.graph)
+
+
+def test_converted_model_writes_standard_onnx_that_onnxruntime_runs() -> None:
+    model, _ = optimize(digits_like())
+    proto = to_onnx(model)
+    onnx.checker.check_model(proto, full_check=True)
+    assert not {n.op_type for n in proto.graph.node} & {"ChannelsLastConv", "ChannelsLastMaxPool"}
+    x = RNG.standard_normal((4, 1, 8, 8)).astype(np.float32)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = load(flow_writer.to_bytes(model)).run({"x": x})
+    got = session.run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, next(iter(want.values())), rtol=1e-4, atol=1e-5)
