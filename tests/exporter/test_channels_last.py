@@ -98,7 +98,7 @@ def test_region_output_read_by_a_planar_op_and_the_graph_keeps_its_layout() -> N
     same_outputs(model, optimized)
 
 
-@pytest.mark.parametrize("case", ["large plane", "grouped", "few channels", "lone conv"])
+@pytest.mark.parametrize("case", ["large plane", "grouped", "few channels", "lone conv", "pair between planar ops"])
 def test_unprofitable_convolutions_stay_planar(case) -> None:
     if case == "large plane":  # 28 x 28 outputs: the planar kernels are faster there
         net = Net(16, 28)
@@ -109,9 +109,13 @@ def test_unprofitable_convolutions_stay_planar(case) -> None:
     elif case == "few channels":  # runs of kernel_width * 6 values: too short to gather
         net = Net(6, 8)
         h = net.conv(net.conv("x", 6, 6, pads=[1, 1, 1, 1]), 6, 6, pads=[1, 1, 1, 1])
-    else:  # one convolution between planar ops would pay two transposes
+    elif case == "lone conv":  # one convolution between planar ops would pay two transposes
         net = Net(16, 8)
         h = net.op("GlobalAveragePool", [net.conv("x", 16, 16, pads=[1, 1, 1, 1])])
+    else:  # two, as MobileNetV2's pointwise convolutions between depthwise ones: no gain either
+        net = Net(16, 8)
+        h = net.conv(net.conv(net.conv("x", 16, 16, group=16, pads=[1, 1, 1, 1]), 16, 32, k=1), 32, 16, k=1)
+        h = net.op("GlobalAveragePool", [h])
     model = net.model(h)
     optimized, report = optimize(model)
     assert report.changes["to_channels_last"] == 0 and "ChannelsLastConv" not in op_counts(optimized.graph)
