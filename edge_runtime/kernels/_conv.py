@@ -211,15 +211,12 @@ def _columns_conv(x, w, win, group):
 
 
 def _im2col_channels_last(x, w, xp, win, group):
-    xl = pad_channels_last(to_channels_last(x, xp), xp, win.pad_begin, win.padded_end)
+    xl = x.transpose((0,) + tuple(range(2, x.ndim)) + (1,))
+    xl = pad_channels_last(xl, xp, win.pad_begin, win.padded_end) if any(win.pad_begin + win.padded_end) else (
+        xp.ascontiguousarray(xl))
     y = conv_channels_last(xl, channels_last_weights(w, xp), xp, win)
     n_sp = len(win.kernel)
     return xp.ascontiguousarray(y.transpose((0, n_sp + 1) + tuple(range(1, n_sp + 1))))
-
-
-def to_channels_last(x, xp):
-    """(N, C, spatial...) -> a contiguous (N, spatial..., C) copy."""
-    return xp.ascontiguousarray(x.transpose((0,) + tuple(range(2, x.ndim)) + (1,)))
 
 
 def channels_last_weights(w, xp):
@@ -228,7 +225,8 @@ def channels_last_weights(w, xp):
 
 
 def pad_channels_last(xl, xp, begin, end, value=0):
-    """``xl`` (N, spatial..., C) with its spatial axes padded by ``value``; ``xl`` itself when nothing pads."""
+    """``xl`` (N, spatial..., C) with its spatial axes padded by ``value``, as a new contiguous array
+    (one allocation and one copy, as ``pad_spatial``); ``xl`` itself when nothing pads."""
     if not any(begin) and not any(end):
         return xl
     spatial = xl.shape[1:-1]

@@ -18,11 +18,12 @@ tensor with the planar one of the same name; values leaving the region keep thei
 from __future__ import annotations
 
 import math
+from typing import Container
 
 import numpy as np
 
 from exporter import ir
-from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_model, fresh_name, producers, readers
+from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_model, fresh_name, readers
 from schemas.ops.fused import ACTIVATIONS, DOMAIN
 from schemas.ops.layout import to_channels_last as channels_last_shape
 
@@ -33,7 +34,7 @@ MAX_PIXELS = 196
 MIN_CHANNELS = 16
 
 _CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
-_UNARY = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu", "Selu", "Softplus", "Clip"}
+_UNARY = {*ACTIVATIONS, "HardSwish", "Elu", "Selu", "Softplus"}
 _BINARY = {"Add", "Sub", "Mul", "Max", "Min"}
 _TO_PLANAR = "to_planar"
 _TO_CHANNELS_LAST = "to_channels_last"
@@ -68,7 +69,7 @@ def _is_conv(graph: ir.Graph, node: ir.Node) -> bool:
     return math.prod(y[2:]) <= MAX_PIXELS and (x[1] >= MIN_CHANNELS or x[1] == 1)
 
 
-def _follows_region(graph: ir.Graph, node: ir.Node, inside: set[str]) -> bool:
+def _follows_region(graph: ir.Graph, node: ir.Node, inside: Container[str]) -> bool:
     """A layout-agnostic node (or a max pool) whose data inputs are all region values."""
     if node.domain != "" or not node.inputs or node.inputs[0] not in inside:
         return False
@@ -97,7 +98,7 @@ def _regions(graph: ir.Graph) -> list[list[ir.Node]]:
     for node in graph.nodes:
         if _is_conv(graph, node):
             joined = [group_of[node.inputs[0]]] if node.inputs[0] in group_of else []
-        elif _follows_region(graph, node, set(group_of)):
+        elif _follows_region(graph, node, group_of):
             joined = [group_of[n] for n in node.inputs if n in group_of]
         else:
             continue
@@ -123,17 +124,21 @@ def _flatten_into_gemms(graph: ir.Graph, name: str, reads: dict[str, list[ir.Nod
         return None
     if flatten.outputs[0] in graph.outputs or not reads.get(flatten.outputs[0]):
         return None
+    rows = math.prod(graph.values[name].shape[1:])
     for gemm in reads[flatten.outputs[0]]:
-        if (gemm.op_type not in ("Gemm", "FusedGemm") or gemm.inputs[0] != flatten.outputs[0]
-                or gemm.attrs.get("transA", 0) or constant(graph, gemm.inputs[1]) is None):
+        if gemm.op_type not in ("Gemm", "FusedGemm") or gemm.inputs[0] != flatten.outputs[0] or gemm.attrs.get("transA", 0):
+            return None
+        w = constant(graph, gemm.inputs[1])
+        if w is None or w.ndim != 2 or w.shape[1 if gemm.attrs.get("transB", 0) else 0] != rows:
             return None
     return flatten
 
 
 def _transposes_needed(graph: ir.Graph, region: list[ir.Node], reads) -> int:
     made = {node.outputs[0] for node in region}
+    members = {id(node) for node in region}
     entries = {node.inputs[0] for node in region if node.inputs[0] not in made}
-    exits = {name for name in made if name in graph.outputs or any(r not in region for r in reads.get(name, []))}
+    exits = {name for name in made if name in graph.outputs or any(id(r) not in members for r in reads.get(name, []))}
     return len(entries) + sum(1 for name in exits if _flatten_into_gemms(graph, name, reads) is None)
 
 

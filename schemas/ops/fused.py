@@ -27,7 +27,8 @@ ACTIVATIONS: dict[str, tuple[str, ...]] = {
 _ACTIVATION_ATTRS = {"activation": Attr("string", REQUIRED), "activation_params": Attr("floats", [])}
 
 
-def _check_activation(ctx) -> None:
+def check_activation(ctx) -> None:
+    """The ``activation`` and ``activation_params`` attributes name a known activation and its parameters."""
     name = ctx.attrs["activation"]
     if name not in ACTIVATIONS:
         raise ctx.fail(f"activation {name!r} is not one of {sorted(ACTIVATIONS)}")
@@ -40,7 +41,7 @@ def _like(base: str):
     """Rule: the base op's rule, after checking the activation attributes."""
 
     def rule(ctx):
-        _check_activation(ctx)
+        check_activation(ctx)
         return get_schema(base).infer(ctx)
 
     return rule

@@ -10,7 +10,7 @@ runs of kernel_width * C contiguous values, meet its weights with no per-call re
 from __future__ import annotations
 
 from schemas.ops import fused, nn  # noqa: F401  (Conv, MaxPool and FusedConv are declared first)
-from schemas.ops.fused import ACTIVATIONS, DOMAIN
+from schemas.ops.fused import DOMAIN, check_activation
 from schemas.registry import Attr, InferenceContext, ShapeError, TensorType, get_schema, op
 
 
@@ -28,12 +28,8 @@ def _planar_rule(base: str, weights: bool):
     """The rule of ``base`` applied to the planar view of the inputs, its output made channels-last again."""
 
     def rule(ctx):
-        if ctx.attrs.get("activation", ""):
-            if ctx.attrs["activation"] not in ACTIVATIONS:
-                raise ctx.fail(f"activation {ctx.attrs['activation']!r} is not one of {sorted(ACTIVATIONS)}")
-            if len(ctx.attrs.get("activation_params") or []) != len(ACTIVATIONS[ctx.attrs["activation"]]):
-                raise ctx.fail(f"activation {ctx.attrs['activation']} takes parameters "
-                               f"{list(ACTIVATIONS[ctx.attrs['activation']])}")
+        if ctx.attrs.get("activation"):
+            check_activation(ctx)
         types = [ctx.input(i) for i in range(ctx.num_inputs)]
         for i in (0, 1) if weights else (0,):
             types[i] = TensorType(types[i].dtype, to_planar(types[i].shape))
