@@ -105,6 +105,20 @@ def test_two_inputs_two_outputs_subset(two_models):
     assert out["name"] == "prod" and out["shape"] == [2, 2] and out["data"] == (a * b).ravel().tolist()
 
 
+@pytest.mark.parametrize("encode", [str.encode, lambda text: b"\xef\xbb\xbf" + text.encode(), lambda text: text.encode("utf-16")])
+def test_json_bodies_read_as_the_standard_library_reads_them(two_models, encode):
+    # The fast parser refuses NaN/Infinity literals, out-of-range numbers, a BOM and UTF-16;
+    # the server must still read such bodies exactly as json.loads does.
+    text = ('{"inputs": [{"name": "a", "datatype": "FP32", "shape": [1, 2], "data": [NaN, 1e400]},'
+            ' {"name": "b", "datatype": "FP32", "shape": [1, 2], "data": [2, 3]}], "outputs": [{"name": "prod"}]}')
+    r = httpx.post(f"{two_models.http_url}/v2/models/pair/infer", content=encode(text))
+    assert r.status_code == 200, r.text
+    (out,) = r.json()["outputs"]
+    assert np.isnan(out["data"][0]) and out["data"][1] == float("inf")
+    bad = httpx.post(f"{two_models.http_url}/v2/models/pair/infer", content=b'{"inputs": [1,')
+    assert bad.status_code == 400 and "not valid JSON: Expecting value: line 1 column 15" in bad.json()["error"]
+
+
 def test_tf_serving_row_and_columnar(two_models, mlp):
     url = two_models.http_url
     x = np.random.default_rng(2).standard_normal((2, 4)).astype(np.float32)
