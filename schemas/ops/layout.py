@@ -1,9 +1,10 @@
 """Channels-last ops (domain ``flowstack``): convolution and max pooling on (N, spatial..., C) tensors.
 
 The exporter's ``to_channels_last`` pass rewrites chains of small-plane convolutions into them,
-with Transposes only where the chain meets planar ops. Weights are stored (M, kernel..., C/group)
-("OHWI", as TensorFlow Lite stores them), so a convolution's columns, gathered from the input in
-runs of kernel_width * C contiguous values, meet its weights with no per-call reshuffle.
+with Transposes only where the chain meets planar ops. Weights are stored (M, kernel..., C)
+("OHWI", as TensorFlow Lite stores them; group 1 only, the kernel refuses others), so a
+convolution's columns, gathered from the input in runs of kernel_width * C contiguous values, meet
+its weights with no per-call reshuffle.
 ``activation`` ("" for none) and ``activation_params`` are those of ``FusedConv``.
 """
 
@@ -50,7 +51,7 @@ op(
     inputs=["X", "W", "B?"],
     outputs=["Y"],
     attrs={**nn.CONV_ATTRS, "activation": Attr("string", ""), "activation_params": Attr("floats", [])},
-    doc="Conv on (N, spatial..., C) with (M, kernel..., C/group) weights, then an optional activation.",
+    doc="Conv (group 1) on (N, spatial..., C) with (M, kernel..., C) weights, then an optional activation.",
 )(_planar_rule("Conv", weights=True))
 
 op(
