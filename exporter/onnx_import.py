@@ -11,7 +11,7 @@ name at conversion time, not at run time.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import onnx
@@ -222,8 +222,13 @@ def convert_onnx(
     optimize_graph: bool = True,
     verify: bool = True,
     verbose: bool = False,
+    samples: Mapping[str, np.ndarray] | None = None,
 ):
-    """Convert an ONNX model to an optimized, verified .flow file; returns the ``ExportReport``."""
+    """Convert an ONNX model to an optimized, verified .flow file; returns the ``ExportReport``.
+
+    ``samples`` (public input name -> array) feed the parity check; by default one is generated
+    from the signature."""
     from exporter.pipeline import export
 
-    return export(import_onnx(source), destination, optimize_graph=optimize_graph, verify=verify, verbose=verbose)
+    return export(import_onnx(source), destination, optimize_graph=optimize_graph, verify=verify, samples=samples,
+                  verbose=verbose)

@@ -1,4 +1,4 @@
-"""``flowstack convert model.onnx -o model.flow [--verbose] [--no-verify] [--no-optimize]``"""
+"""``flowstack convert model.onnx -o model.flow [--sample NAME=FILE.npy] [--verbose] [--no-verify] [--no-optimize]``"""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ def register(subparsers) -> None:
     p.add_argument("source", type=Path, help="the .onnx file")
     p.add_argument("-o", "--output", type=Path, help="the .flow file to write (default: next to the source)")
     p.add_argument("--verbose", action="store_true", help="report what each optimization pass changed")
+    p.add_argument("--sample", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="sample inputs for the parity check, one per input (default: generated from the signature)")
     p.add_argument("--no-verify", action="store_true", help="skip running both graphs to compare outputs")
     p.add_argument("--no-optimize", action="store_true", help="write the graph as imported")
     p.set_defaults(handler=run)
@@ -17,11 +19,12 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from exporter.onnx_import import convert_onnx
+    from flowstack_cli.arrays import parse_named_arrays
 
     if not args.source.exists():
         raise FileNotFoundError(f"{args.source}: no such file")
     output = args.output or args.source.with_suffix(".flow")
-    report = convert_onnx(args.source, output, optimize_graph=not args.no_optimize,
-                          verify=not args.no_verify, verbose=args.verbose)
+    report = convert_onnx(args.source, output, optimize_graph=not args.no_optimize, verify=not args.no_verify,
+                          verbose=args.verbose, samples=parse_named_arrays(args.sample, "--sample") or None)
     print(report if args.verbose else f"wrote {report.path} ({report.size:,} bytes)")
     return 0

@@ -22,6 +22,8 @@ def register(subparsers) -> None:
     p.add_argument("--labels", type=Path, help="a text file with one class label per line, kept in the metadata")
     p.add_argument("--onnx", type=Path, help="also write the frozen model as ONNX here")
     p.add_argument("--verbose", action="store_true", help="report what each optimization pass changed")
+    p.add_argument("--sample", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="sample inputs for the parity checks, one per input (default: generated from the signature)")
     p.add_argument("--no-verify", action="store_true", help="skip the parity checks against the trainer and the frozen graph")
     p.add_argument("--no-optimize", action="store_true", help="write the frozen graph as it is")
     p.set_defaults(handler=run)
@@ -43,13 +45,14 @@ def parse_tensors(specs: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     from exporter.freeze import export_trained
+    from flowstack_cli.arrays import parse_named_arrays
 
     labels = None
     if args.labels is not None:
         labels = [line.strip() for line in args.labels.read_text().splitlines() if line.strip()]
     report = export_trained(args.checkpoint_dir, args.output, parse_tensors(args.inputs), parse_tensors(args.outputs),
                             optimize_graph=not args.no_optimize, verify=not args.no_verify, verbose=args.verbose,
-                            labels=labels)
+                            labels=labels, samples=parse_named_arrays(args.sample, "--sample") or None)
     # With --verbose the pass manager has printed its report already.
     print(f"wrote {report.path} ({report.size:,} bytes)")
     if report.passes is not None and not args.verbose:

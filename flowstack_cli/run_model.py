@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from flowstack_cli.arrays import parse_named_arrays
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run a .flow model on .npy inputs")
@@ -16,22 +18,11 @@ def register(subparsers) -> None:
     p.set_defaults(handler=run)
 
 
-def parse_inputs(pairs: list[str]) -> dict[str, np.ndarray]:
-    feeds = {}
-    for pair in pairs:
-        name, sep, file = pair.partition("=")
-        if not sep or not name or not file:
-            raise ValueError(f"--input {pair!r}: expected NAME=FILE.npy")
-        # allow_pickle=False: an .npy file must never execute code
-        feeds[name] = np.load(file, allow_pickle=False)
-    return feeds
-
-
 def run(args) -> int:
     from edge_runtime import load
 
     model = load(args.model, device=args.device)
-    outputs = model.run(parse_inputs(args.input))
+    outputs = model.run(parse_named_arrays(args.input, "--input"))
     for name, value in outputs.items():
         value = np.asarray(value)
         print(f"{name}: {value.dtype} {list(value.shape)}")

@@ -66,3 +66,14 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     assert accuracies and accuracies.group(1) == accuracies.group(2) and float(accuracies.group(1)) > 90, out
     assert "onnxruntime matches the trainer" in out and "model.flow" in out and "latency" in out
     assert (tmp_path / "digits" / "1" / "model.flow").exists() and (tmp_path / "checkpoints" / "graph.npz").exists()
+
+
+def test_convert_checks_parity_on_given_samples(tmp_path: Path, capsys) -> None:
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).random((8, 64), dtype=np.float32))
+    out = tmp_path / "digits.flow"
+    assert main(["convert", str(BUNDLED), "-o", str(out), "--sample", f"image={tmp_path / 'x.npy'}", "--verbose"]) == 0
+    assert "parity on 1 sample(s)" in capsys.readouterr().out
+    assert main(["convert", str(BUNDLED), "-o", str(tmp_path / "refused.flow"), "--sample", f"pixels={tmp_path / 'x.npy'}"]) == 2
+    err = capsys.readouterr().err
+    assert "pixels" in err and "image" in err, err
+    assert not (tmp_path / "refused.flow").exists()

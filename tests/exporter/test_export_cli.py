@@ -77,3 +77,25 @@ def test_missing_shard_is_refused_naming_it(checkpoint_dir: Path, tmp_path: Path
     assert main(["export", str(copy), "--inputs", "images", "--outputs", "probabilities", "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "model-5.ckpt" in err and "missing" in err and not out.exists()
+
+
+def test_export_checks_parity_on_given_samples(checkpoint_dir: Path, tmp_path: Path, capsys) -> None:
+    _, (xte, _) = digits.load_digits()
+    np.save(tmp_path / "images.npy", xte[:16])
+    out = tmp_path / "model.flow"
+    assert main(["export", str(checkpoint_dir), "--inputs", "image=images", "--outputs", "probs=probabilities",
+                 "-o", str(out), "--sample", f"image={tmp_path / 'images.npy'}"]) == 0
+    assert "matches the trainer on 1 sample(s)" in capsys.readouterr().out
+
+    np.save(tmp_path / "wrong.npy", xte[:4, :, :4])
+    (tmp_path / "text.npy").write_text("not an array")
+    for sample, message in [(f"image={tmp_path / 'wrong.npy'}", "shape (4, 1, 4, 8) for tensor 'images:0'"),
+                            (f"image={tmp_path / 'text.npy'}", "text.npy is not a readable .npy file"),
+                            (f"image={tmp_path / 'absent.npy'}", "absent.npy: no such file"),
+                            ("image", "expected NAME=FILE.npy")]:
+        target = tmp_path / "refused.flow"
+        assert main(["export", str(checkpoint_dir), "--inputs", "image=images", "--outputs", "probs=probabilities",
+                     "-o", str(target), "--sample", sample]) == 2
+        err = capsys.readouterr().err
+        assert message in err, err
+        assert not target.exists()
