@@ -126,11 +126,12 @@ class _GraphWriter:
     def _expand_channels_last(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """Transpose to (N, C, spatial...), the planar op (weights back to (M, C, kernel...)), transpose back."""
         name = node.name or node.outputs[0]
-        rank = len(g.values[node.outputs[0]].shape)
+        conv = node.op_type == "ChannelsLastConv"
+        rank = g.values[node.inputs[1]].data.ndim if conv else len(node.attrs["kernel_shape"]) + 2
         planar_in, planar_out = self._fresh(g, f"{node.inputs[0]}_planar"), self._fresh(g, f"{node.outputs[0]}_planar")
         inputs, attrs = [planar_in, *node.inputs[1:]], dict(node.attrs)
         base, domain = "MaxPool", ""
-        if node.op_type == "ChannelsLastConv":
+        if conv:
             inputs[1] = self._fresh(g, f"{node.inputs[1]}_oihw")
             initializers.append(self._tensor(np.moveaxis(g.values[node.inputs[1]].data, -1, 1), inputs[1]))
             base, domain = ("FusedConv", FUSED_DOMAIN) if attrs.get("activation") else ("Conv", "")
