@@ -59,7 +59,7 @@ def _known_but_batch(shape) -> bool:
 
 
 def _is_conv(graph: ir.Graph, node: ir.Node) -> bool:
-    if (node.domain, node.op_type) not in _CONVS or node.attrs.get("group", 1) != 1:
+    if (node.domain, node.op_type) not in _CONVS or (node.attrs.get("group") or 1) != 1:
         return False
     w = constant(graph, node.inputs[1])
     bias = node.inputs[2] if len(node.inputs) > 2 else ""

@@ -40,7 +40,9 @@ class Net:
 
     def conv(self, x: str, cin: int, cout: int, k: int = 3, group: int = 1, **attrs) -> str:
         w = self._const(RNG.standard_normal((cout, cin // group, k, k)) / np.sqrt(cin * k * k))
-        return self.op("Relu", [self.op("Conv", [x, w, self._const(RNG.standard_normal(cout) * 0.1)], group=group, **attrs)])
+        if group != 1:  # left out otherwise, as most exporters do
+            attrs["group"] = group
+        return self.op("Relu", [self.op("Conv", [x, w, self._const(RNG.standard_normal(cout) * 0.1)], **attrs)])
 
     def gemm(self, x: str, n_in: int, n_out: int, trans_b: int = 0) -> str:
         shape = (n_out, n_in) if trans_b else (n_in, n_out)
