@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from edge_runtime.model import Model, Signature, TensorSpec, load
+from edge_runtime.threads import BlasThreads
 
 
 def _details(spec: TensorSpec, shape: tuple[int, ...]) -> dict[str, Any]:
@@ -36,6 +37,8 @@ class Interpreter:
 
     One Interpreter holds one set of input and output tensors, so (as in LiteRT) it is not for
     concurrent use; share the underlying ``Model`` and give each thread its own Interpreter.
+    ``num_threads`` (LiteRT's meaning: -1 the default, 0 one thread) sets NumPy's BLAS thread
+    count around each ``invoke`` and signature call (see ``edge_runtime.threads``).
     """
 
     def __init__(self, model_path: str | Path | None = None, model_content: bytes | None = None,
@@ -45,6 +48,7 @@ class Interpreter:
                 raise ValueError("give exactly one of model_path or model_content")
             model = load(model_path if model_path is not None else model_content, device=device)
         self.model = model
+        self._threads = BlasThreads(num_threads)
         self._specs = {s.index: s for s in model.inputs}
         self._outputs = {s.index: s for s in model.outputs}
         self._shapes = {s.index: s.shape for s in model.inputs}
@@ -92,7 +96,8 @@ class Interpreter:
         missing = [s.name for s in self.model.inputs if s.index not in self._inputs]
         if missing:
             raise ValueError(f"input tensor(s) {missing} were not set")
-        outputs = self.model.run({self._specs[i].name: v for i, v in self._inputs.items()})
+        with self._threads.applied():
+            outputs = self.model.run({self._specs[i].name: v for i, v in self._inputs.items()})
         self._results = {s.index: outputs[s.name] for s in self.model.outputs}
 
     def get_tensor(self, tensor_index: int) -> np.ndarray:
@@ -112,7 +117,7 @@ class Interpreter:
         }
 
     def get_signature_runner(self, signature_key: str | None = None) -> "SignatureRunner":
-        return SignatureRunner(self.model, self.model.signature(signature_key))
+        return SignatureRunner(self.model, self.model.signature(signature_key), self._threads)
 
     def _input(self, index: int) -> TensorSpec:
         if index not in self._specs:
@@ -123,16 +128,18 @@ class Interpreter:
 class SignatureRunner:
     """``runner(**inputs) -> dict`` for one signature, as LiteRT's SignatureRunner."""
 
-    def __init__(self, model: Model, signature: Signature):
+    def __init__(self, model: Model, signature: Signature, threads: BlasThreads | None = None):
         self.model = model
         self._signature = signature
+        self._threads = threads or BlasThreads(None)
 
     @property
     def key(self) -> str:
         return self._signature.key
 
     def __call__(self, **inputs) -> dict[str, np.ndarray]:
-        return self.model.run(inputs, signature=self.key)
+        with self._threads.applied():
+            return self.model.run(inputs, signature=self.key)
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
         return {s.name: _details(s, s.shape) for s in self._signature.inputs}

@@ -1,0 +1,64 @@
+"""``num_threads`` of the LiteRT API: the BLAS thread count, set around each call.
+
+NumPy's BLAS (OpenBLAS in NumPy's wheels) keeps one thread pool per process, so a thread count is
+a process-wide setting: ``BlasThreads(n).applied()`` sets it for the duration of a call and puts
+back what was there, which is right while one model runs at a time and last-writer-wins when
+several run at once with different counts. Setting it goes through threadpoolctl, an optional
+dependency (the runtime itself needs only numpy and flatbuffers); without it a count cannot take
+effect, and a ``RuntimeWarning`` says so when the interpreter is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from functools import lru_cache
+from typing import Any, Iterator
+
+
+def threads_wanted(num_threads: int | None) -> int | None:
+    """LiteRT's meaning of ``num_threads``: None or -1 the runtime's default (None here), 0 the same
+    as 1, otherwise that many threads; anything below -1 is an error."""
+    if num_threads is None or num_threads == -1:
+        return None
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < -1:
+        raise ValueError(f"num_threads must be an integer >= -1, got {num_threads!r}")
+    return max(num_threads, 1)
+
+
+@lru_cache(maxsize=1)
+def _blas_controllers() -> tuple[Any, ...] | None:
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process, found once; None
+    without threadpoolctl."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return tuple(lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas")
+
+
+class BlasThreads:
+    def __init__(self, num_threads: int | None):
+        self.count = threads_wanted(num_threads)
+        self._libs: tuple[Any, ...] = ()
+        if self.count is not None:
+            libs = _blas_controllers()
+            if libs is None:
+                warnings.warn(f"num_threads={num_threads} has no effect: setting NumPy's BLAS thread count "
+                              "needs the threadpoolctl package (pip install threadpoolctl)", RuntimeWarning,
+                              stacklevel=3)
+            self._libs = libs or ()
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        if not self._libs:
+            yield
+            return
+        previous = [lib.get_num_threads() for lib in self._libs]
+        for lib in self._libs:
+            lib.set_num_threads(self.count)
+        try:
+            yield
+        finally:
+            for lib, count in zip(self._libs, previous):
+                lib.set_num_threads(count)

@@ -1,0 +1,76 @@
+"""``Interpreter(num_threads=...)``: the BLAS thread count during invoke and signature calls, as LiteRT's."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from edge_runtime import Interpreter
+from edge_runtime import threads as threads_module
+from exporter import flow_writer
+from tests.edge_runtime.flow_models import mlp
+
+DATA = flow_writer.to_bytes(mlp())
+
+
+def blas_threads() -> int:
+    return next(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
+
+
+def counting_run(interpreter: Interpreter, seen: list[int]):
+    """Wrap the model's run so each call records the BLAS thread count in force."""
+    run = interpreter.model.run
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return run(*args, **kwargs)
+
+    interpreter.model.run = spy
+
+
+@pytest.mark.parametrize("num_threads, expected", [(1, 1), (0, 1), (3, 3)])
+def test_num_threads_holds_during_invoke_and_signature_calls(num_threads, expected) -> None:
+    before = blas_threads()
+    it = Interpreter(model_content=DATA, num_threads=num_threads)
+    it.allocate_tensors()
+    seen: list[int] = []
+    counting_run(it, seen)
+    it.set_tensor(it.get_input_details()[0]["index"], np.ones((2, 4), np.float32))
+    it.invoke()
+    out = it.get_signature_runner()(x=np.ones((2, 4), np.float32))
+    assert seen == [expected, expected] and blas_threads() == before
+    np.testing.assert_allclose(next(iter(out.values())), it.get_tensor(it.get_output_details()[0]["index"]))
+
+
+def test_default_leaves_the_thread_count_alone() -> None:
+    before = blas_threads()
+    for default in (None, -1):
+        it = Interpreter(model_content=DATA, num_threads=default)
+        it.allocate_tensors()
+        seen: list[int] = []
+        counting_run(it, seen)
+        it.set_tensor(it.get_input_details()[0]["index"], np.ones((1, 4), np.float32))
+        it.invoke()
+        assert seen == [before]
+
+
+@pytest.mark.parametrize("bad", [-2, 1.5, True, "4"])
+def test_bad_num_threads_is_refused(bad) -> None:
+    with pytest.raises(ValueError, match="num_threads must be an integer >= -1"):
+        Interpreter(model_content=DATA, num_threads=bad)
+
+
+def test_without_threadpoolctl_a_warning_says_num_threads_has_no_effect(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # import fails
+    threads_module._blas_controllers.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="num_threads=2 has no effect.*threadpoolctl"):
+            it = Interpreter(model_content=DATA, num_threads=2)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], np.ones((1, 4), np.float32))
+        it.invoke()  # still runs, at the default thread count
+    finally:
+        threads_module._blas_controllers.cache_clear()
