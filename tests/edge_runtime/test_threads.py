@@ -20,24 +20,25 @@ def blas_threads() -> int:
     return next(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
 
 
-def counting_run(interpreter: Interpreter, seen: list[int]):
-    """Wrap the model's run so each call records the BLAS thread count in force."""
-    run = interpreter.model.run
+def spied(num_threads) -> tuple[Interpreter, list[int]]:
+    """An allocated Interpreter whose model records the BLAS thread count in force at each run."""
+    it = Interpreter(model_content=DATA, num_threads=num_threads)
+    it.allocate_tensors()
+    seen: list[int] = []
+    run = it.model.run
 
     def spy(*args, **kwargs):
         seen.append(blas_threads())
         return run(*args, **kwargs)
 
-    interpreter.model.run = spy
+    it.model.run = spy
+    return it, seen
 
 
 @pytest.mark.parametrize("num_threads, expected", [(1, 1), (0, 1), (3, 3)])
 def test_num_threads_holds_during_invoke_and_signature_calls(num_threads, expected) -> None:
     before = blas_threads()
-    it = Interpreter(model_content=DATA, num_threads=num_threads)
-    it.allocate_tensors()
-    seen: list[int] = []
-    counting_run(it, seen)
+    it, seen = spied(num_threads)
     it.set_tensor(it.get_input_details()[0]["index"], np.ones((2, 4), np.float32))
     it.invoke()
     out = it.get_signature_runner()(x=np.ones((2, 4), np.float32))
@@ -48,10 +49,7 @@ def test_num_threads_holds_during_invoke_and_signature_calls(num_threads, expect
 def test_default_leaves_the_thread_count_alone() -> None:
     before = blas_threads()
     for default in (None, -1):
-        it = Interpreter(model_content=DATA, num_threads=default)
-        it.allocate_tensors()
-        seen: list[int] = []
-        counting_run(it, seen)
+        it, seen = spied(default)
         it.set_tensor(it.get_input_details()[0]["index"], np.ones((1, 4), np.float32))
         it.invoke()
         assert seen == [before]
