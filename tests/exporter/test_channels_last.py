@@ -133,3 +133,37 @@ def test_converted_model_writes_standard_onnx_that_onnxruntime_runs() -> None:
     want = load(flow_writer.to_bytes(model)).run({"x": x})
     got = session.run(None, {"x": x})[0]
     np.testing.assert_allclose(got, next(iter(want.values())), rtol=1e-4, atol=1e-5)
+
+
+def random_net(seed: int):
+    """A random chain of convolutions (1 or 16-24 channels, 1x1..3x3, strides, dilations, pads),
+    max pools, activations and residual Adds on small planes, ending planar or through Flatten+Gemm."""
+    rng = np.random.default_rng(seed)
+    channels, side = int(rng.choice([1, 16, 24])), int(rng.integers(5, 12))
+    net = Net(channels, side)
+    h, shape = "x", (channels, side, side)
+    for _ in range(int(rng.integers(2, 6))):
+        c, s = shape[0], shape[1]
+        kind = rng.choice(["conv", "conv", "pool", "residual"])
+        if kind == "pool" and s >= 4:
+            h = net.op("MaxPool", [h], kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, int(s % 2), int(s % 2)])
+            shape = (c, (s + s % 2) // 2, (s + s % 2) // 2)
+        elif kind == "residual" and c >= 16:
+            h = net.op("Add", [net.conv(h, c, c, k=3, pads=[1, 1, 1, 1]), h])
+        else:
+            k, stride, dilation = int(rng.choice([1, 3])), int(rng.choice([1, 1, 2])), int(rng.choice([1, 1, 2]))
+            pad = dilation * (k // 2)
+            out = int(rng.choice([16, 24]))
+            h = net.conv(h, c, out, k=k, strides=[stride, stride], dilations=[dilation, dilation], pads=[pad] * 4)
+            shape = (out, (s - 1) // stride + 1, (s - 1) // stride + 1)
+    if rng.random() < 0.5:
+        h = net.gemm(net.op("Flatten", [h], axis=1), int(np.prod(shape)), 5, trans_b=int(rng.integers(2)))
+    return net.model(h)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_conv_graphs_keep_their_outputs(seed) -> None:
+    model = random_net(seed)
+    optimized, _ = optimize(model)
+    for batch in (1, 3):
+        same_outputs(model, optimized, batch)
