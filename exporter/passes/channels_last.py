@@ -22,16 +22,17 @@ from typing import Container
 
 import numpy as np
 
+from edge_runtime.kernels import _conv
 from exporter import ir
 from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_model, fresh_name, readers
 from schemas.ops.fused import ACTIVATIONS, DOMAIN
 from schemas.ops.layout import to_channels_last as channels_last_shape
 
-# Convolutions qualify when each image's output plane has at most this many pixels and the input
-# has at least MIN_CHANNELS channels (or exactly 1, where channels-last is the same memory order):
-# the regime where the channels-last kernel measured faster (the kernel's own dispatch thresholds).
-MAX_PIXELS = 196
-MIN_CHANNELS = 16
+# Convolutions qualify in the regime where the Conv kernel itself goes channels-last (its dispatch
+# thresholds: at most MAX_PIXELS output pixels an image, at least MIN_CHANNELS input channels), or
+# with exactly 1 input channel, where channels-last is the same memory order.
+MAX_PIXELS = _conv.CHANNELS_LAST_COLUMNS_MAX_PIXELS
+MIN_CHANNELS = _conv.CHANNELS_LAST_COLUMNS_MIN_CHANNELS
 
 _CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
 _UNARY = {*ACTIVATIONS, "HardSwish", "Elu", "Selu", "Softplus"}
@@ -77,9 +78,9 @@ def _follows_region(graph: ir.Graph, node: ir.Node, inside: Container[str]) -> b
         return len([o for o in node.outputs if o]) == 1 and _known_but_batch(_shape(graph, node.inputs[0]))
     if node.op_type in _UNARY:
         return all(constant(graph, n) is not None and constant(graph, n).size == 1 for n in node.inputs[1:] if n)
-    if node.op_type in _BINARY:
+    if node.op_type in _BINARY and len(node.inputs) == 2:  # Max and Min are variadic: two only
         a, b = (_shape(graph, n) for n in node.inputs)
-        return len(node.inputs) == 2 and node.inputs[1] in inside and a == b and _known_but_batch(a)
+        return node.inputs[1] in inside and a == b and _known_but_batch(a)
     return False
 
 

@@ -100,6 +100,17 @@ def test_region_output_read_by_a_planar_op_and_the_graph_keeps_its_layout() -> N
     same_outputs(model, optimized)
 
 
+def test_variadic_max_of_region_values_stays_planar_and_correct() -> None:
+    net = Net(16, 6)
+    a = net.conv("x", 16, 16, pads=[1, 1, 1, 1])
+    b = net.conv(a, 16, 16, pads=[1, 1, 1, 1])
+    c = net.conv(b, 16, 16, pads=[1, 1, 1, 1])
+    model = net.model(net.op("Max", [a, b, c]))
+    optimized, _ = optimize(model)
+    assert op_counts(optimized.graph)["Max"] == 1
+    same_outputs(model, optimized)
+
+
 @pytest.mark.parametrize("case", ["large plane", "grouped", "few channels", "lone conv", "pair between planar ops"])
 def test_unprofitable_convolutions_stay_planar(case) -> None:
     if case == "large plane":  # 28 x 28 outputs: the planar kernels are faster there
