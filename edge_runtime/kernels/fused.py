@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from edge_runtime.kernels.math import relu_into
 from edge_runtime.kernels.registry import get_kernel, kernel
 from schemas.ops.fused import DOMAIN
 
 
 def _relu(y, xp):
-    xp.maximum(y, y.dtype.type(0), out=y)
+    relu_into(y, xp, out=y)
 
 
 def _leaky_relu(y, xp, alpha):

@@ -88,9 +88,25 @@ def is_inf(x, *, xp, detect_negative, detect_positive):
 # --- activations -----------------------------------------------------------------------------
 
 
+# Below this many elements maximum() is the cheaper call; above it, clip() (measured on float32).
+_RELU_CLIP_MIN_SIZE = 8192
+
+
+def relu_into(x, xp, out=None):
+    """max(x, 0), written to ``out`` (a new array when None).
+
+    NumPy's maximum() against a scalar takes a loop that is not vectorized: 4-5x slower than
+    maximum() of two arrays or than clip() (1M float32: 517 us against 118 us), so large float
+    arrays go through clip(x, 0, inf), which gives the same values, NaN included.
+    """
+    if x.dtype.kind == "f" and x.size >= _RELU_CLIP_MIN_SIZE:
+        return xp.clip(x, _scalar(x, 0), _scalar(x, xp.inf), out=out)
+    return xp.maximum(x, _scalar(x, 0), out=out)
+
+
 @kernel("Relu")
 def relu(x, *, xp):
-    return xp.maximum(x, _scalar(x, 0))
+    return relu_into(x, xp)
 
 
 @kernel("LeakyRelu")

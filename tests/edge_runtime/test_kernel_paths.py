@@ -189,6 +189,45 @@ def test_conv_in_batch_chunks_matches_definition(monkeypatch, chunk_bytes, strid
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+GROUPED_CASES = [
+    # (x shape, w shape, group, strides, pads): depthwise, depthwise with a multiplier, two groups
+    ((3, 6, 9, 8), (6, 1, 3, 3), 6, (1, 1), (1, 1, 1, 1)),
+    ((2, 6, 9, 8), (12, 1, 3, 3), 6, (2, 2), (1, 0, 1, 1)),
+    ((3, 4, 7, 7), (6, 2, 3, 3), 2, (1, 1), (0, 0, 0, 0)),
+    ((2, 4, 11), (4, 1, 5), 4, (1,), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 1500, 10**9])  # a group at a time, a few, whole images
+@pytest.mark.parametrize("x_shape, w_shape, group, strides, pads", GROUPED_CASES)
+def test_grouped_columns_in_chunks_match_definition(monkeypatch, chunk_bytes, x_shape, w_shape, group, strides, pads) -> None:
+    monkeypatch.setattr(_conv, "GROUP_COLUMN_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(_conv, "CHANNELS_LAST_MAX_PIXELS", 0)  # strided depthwise through the columns too
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    dilations = (1,) * len(strides)
+    got = run("Conv", x, w, b, group=group, strides=list(strides), pads=list(pads))
+    want = conv_by_definition(x, w, b, strides, pads, dilations, group)
+    assert got.shape == want.shape and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("limit", [0, 10**9])  # the batch side by side in one matmul, or one matmul an image
+@pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
+def test_flat_columns_per_image_or_batched(monkeypatch, limit, x_shape, w_shape, group, pads, dilations) -> None:
+    monkeypatch.setattr(_conv, "FLAT_PER_IMAGE_MAX_WEIGHTS", limit)
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3,) + x_shape[1:]).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    strides = (1,) * (x.ndim - 2)
+    win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
+    got = _conv._im2col_flat(x, w, np, win, group)
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, pads, dilations, group), rtol=1e-4, atol=1e-4)
+
+
 CHANNELS_LAST_CASES = [
     # (x shape, w shape, strides, pads, dilations): group 1, any stride, rank and ceil-free window
     ((3, 16, 8, 8), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),

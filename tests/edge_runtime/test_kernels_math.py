@@ -300,3 +300,19 @@ def test_ieee_special_results() -> None:
     assert np.isnan(run("Mod", np.array([np.inf], F32), np.ones(1, F32), fmod=1))[0]
     assert np.isnan(run("Softmax", np.full((1, 2), -np.inf, F32))).all()
     assert run("Exp", np.array([100.0], np.float16))[0] == np.inf
+
+
+@pytest.mark.parametrize("size", [7, 100_000])  # maximum() below the clip threshold, clip() above
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_relu_either_path_is_max_with_zero(size, dtype) -> None:
+    from edge_runtime.kernels.math import relu_into
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(size) * 10).astype(dtype)
+    if x.dtype.kind == "f":
+        x[:3] = [np.nan, -np.inf, np.inf]
+    want = np.maximum(x, 0)
+    np.testing.assert_array_equal(run("Relu", x), want)
+    out = x.copy()
+    assert relu_into(out, np, out=out) is out  # in place, as the fused kernels use it
+    np.testing.assert_array_equal(out, want)
