@@ -311,6 +311,7 @@ def main() -> int:
     parser.add_argument("--protocols", nargs="+", default=["http", "grpc"], choices=["http", "grpc"])
     parser.add_argument("--max-queue-delay-us", type=int, default=0,
                         help="max_queue_delay_us for (a); 0 batches whatever queued while the backend was busy (default)")
+    parser.add_argument("--max-batch-size", type=int, default=64, help="max_batch_size for (a) (default 64)")
     parser.add_argument("--hidden", type=int, default=1024, help="width of the MLP's two hidden layers (default 1024)")
     parser.add_argument("--inline-reference", action="store_true",
                         help="also measure (d): batching off with the model called in the event loop, no worker thread")
@@ -325,7 +326,7 @@ def main() -> int:
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="serving-load-"))
-    batched = write_repository(work / "batched", {"max_batch_size": 64, "max_queue_delay_us": args.max_queue_delay_us,
+    batched = write_repository(work / "batched", {"max_batch_size": args.max_batch_size, "max_queue_delay_us": args.max_queue_delay_us,
                                                   "max_queue_size": 4096}, args.hidden)
     unbatched = write_repository(work / "unbatched", {"max_batch_size": 0, "max_queue_size": 4096}, args.hidden)
     processes = []

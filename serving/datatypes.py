@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -164,6 +164,11 @@ def to_raw(array: np.ndarray) -> bytes:
             parts.append(value)
         return b"".join(parts)
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
+
+
+def all_finite(arrays: Iterable[np.ndarray]) -> bool:
+    """No NaN or infinity in any of the (float or complex) ``arrays``."""
+    return all(a.dtype.kind not in "fc" or bool(np.isfinite(a).all()) for a in arrays)
 
 
 def to_json(array: np.ndarray) -> list:

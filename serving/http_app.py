@@ -1,5 +1,6 @@
 """The HTTP front end: KServe v2 REST (with the binary tensor extension), TensorFlow Serving REST
-and Prometheus ``/metrics``, as one Starlette app built by ``create_app``.
+and Prometheus ``/metrics``, as one Starlette app built by ``create_app`` (behind ``InferFirst``,
+which hands KServe inference requests straight to their handler).
 
 Handlers only translate between the wire and ``InferenceCore``; every failure becomes
 ``{"error": "..."}`` with the status of its ``ServingError`` class.
@@ -18,7 +19,6 @@ from typing import Any, Awaitable, Callable
 import numpy as np
 import orjson
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -52,9 +52,23 @@ class HttpSettings:
 _encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
-def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = _encode(doc).encode()
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+def _dumps(doc: Any, *, finite: bool = True) -> bytes:
+    """``doc`` as JSON: orjson's writing (15x faster: 0.4 us against 6.8 us for a 10-float answer)
+    unless ``finite`` is False. orjson writes NaN and the infinities as null, where the standard
+    library writes the NaN/Infinity literals clients of tensor data read back, so documents that
+    may hold them say so and take the standard library; so does anything orjson cannot write
+    (integers past 64 bits). Either way the same values come out; only number formatting differs
+    (orjson writes 6.4e-5 as 0.000064)."""
+    if finite:
+        try:
+            return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # orjson.JSONEncodeError is one
+            pass
+    return _encode(doc).encode()
+
+
+def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None, *, finite: bool = True) -> Response:
+    return Response(_dumps(doc, finite=finite), status_code=status, media_type="application/json", headers=headers)
 
 
 def _error(exc: Exception) -> Response:
@@ -224,7 +238,7 @@ def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> R
     doc: dict[str, Any] = {"model_name": response.model_name, "model_version": response.model_version, "outputs": outputs}
     if response.id:
         doc["id"] = response.id
-    header = _encode(doc).encode()
+    header = _dumps(doc, finite=datatypes.all_finite(o.data for o in response.outputs))
     if not blobs:
         return Response(header, media_type="application/json")
     return Response(
@@ -326,7 +340,34 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
 
-def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Starlette:
+class InferFirst:
+    """ASGI: POST requests on the KServe infer routes go straight to their handler; everything else
+    to ``app``, the Starlette app that also holds those routes (for their 405s and for the record).
+
+    Starlette's router, its two exception middlewares and the request/response wrapper cost about
+    15 us a request, a fifth of the app's own time per inference (in-process, 64 concurrent
+    requests: 89-95 -> 74-75 us). The handler needs none of them: ``_endpoint`` already turns every
+    exception into an error response.
+    """
+
+    def __init__(self, app: Callable, routes: list[Route], handler: Handler):
+        self.app = app
+        self.patterns = [route.path_regex for route in routes]
+        self.handler = handler
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            for pattern in self.patterns:
+                match = pattern.match(scope["path"])
+                if match is not None:
+                    scope["path_params"] = match.groupdict()
+                    response = await self.handler(Request(scope, receive))
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Callable:
     """The ASGI app serving ``core`` over HTTP.
 
     >>> from serving import create_app  # doctest: +SKIP
@@ -420,7 +461,8 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Sta
         mv = core.repository.get(name, version)
         doc = _load_json(await _read_body(request, settings.max_request_bytes, _headers(request)))
         infer_request, row = parse_tf_predict(doc, mv.inputs, name, version, settings.max_elements)
-        return _json(tf_predict_response(await core.infer(infer_request), row))
+        response = await core.infer(infer_request)
+        return _json(tf_predict_response(response, row), finite=datatypes.all_finite(o.data for o in response.outputs))
 
     @_endpoint
     async def metrics(request: Request) -> Response:
@@ -434,11 +476,11 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Sta
     versioned = "/v2/models/{name}/versions/{version}"
     tf_model = "/v1/models/{name}"
     tf_versioned = "/v1/models/{name}/versions/{version}"
+    infer_routes = [Route(model + "/infer", infer, methods=["POST"]), Route(versioned + "/infer", infer, methods=["POST"])]
     # The router tries routes in order, so the inference routes come first: a request for one
     # then pays for one path match instead of ten.
     routes = [
-        Route(model + "/infer", infer, methods=["POST"]),
-        Route(versioned + "/infer", infer, methods=["POST"]),
+        *infer_routes,
         Route(tf_model + ":predict", tf_predict, methods=["POST"]),
         Route(tf_versioned + ":predict", tf_predict, methods=["POST"]),
         Route("/v2/health/live", live, methods=["GET"]),
@@ -458,5 +500,5 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Sta
         Route(tf_versioned, tf_status, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    middleware = [Middleware(BearerTokenMiddleware, token=settings.auth_token)] if settings.auth_token else []
-    return Starlette(routes=routes, middleware=middleware, exception_handlers={404: not_found, 405: not_found})
+    app = InferFirst(Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}), infer_routes, infer)
+    return BearerTokenMiddleware(app, token=settings.auth_token) if settings.auth_token else app

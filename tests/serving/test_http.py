@@ -115,6 +115,10 @@ def test_json_bodies_read_as_the_standard_library_reads_them(two_models, encode)
     assert r.status_code == 200, r.text
     (out,) = r.json()["outputs"]
     assert np.isnan(out["data"][0]) and out["data"][1] == float("inf")
+    rows = httpx.post(f"{two_models.http_url}/v1/models/pair:predict",
+                      content=b'{"instances": [{"a": [NaN, 1.0], "b": [1.0, Infinity]}]}')
+    assert rows.status_code == 200, rows.text
+    assert "NaN" in rows.text and "Infinity" in rows.text  # the literals, not null: the answer reads back the same
     bad = httpx.post(f"{two_models.http_url}/v2/models/pair/infer", content=b'{"inputs": [1,')
     assert bad.status_code == 400 and "not valid JSON: Expecting value: line 1 column 15" in bad.json()["error"]
 
@@ -171,6 +175,20 @@ def test_unknown_route_and_bad_names_are_json_errors(two_models):
     assert r.status_code == 400 and "invalid model version" in r.json()["error"]
 
 
+def test_inference_route_methods_and_names(two_models):
+    # Inference requests bypass Starlette's router (InferFirst); the rest of the route's behaviour stays.
+    url = two_models.http_url
+    r = httpx.get(f"{url}/v2/models/mlp/infer")
+    assert r.status_code == 405 and "error" in r.json()
+    x = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [0, 0, 0, 0]}]}
+    r = httpx.post(f"{url}/v2/models/..%2F..%2Fetc/infer", json=x)
+    assert r.status_code in (400, 404) and "error" in r.json()
+    r = httpx.post(f"{url}/v2/models/mlp/versions/abc/infer", json=x)
+    assert r.status_code == 400 and "invalid model version" in r.json()["error"]
+    assert httpx.post(f"{url}/v2/models/mlp/versions/1/infer", json=x).status_code == 200
+    assert httpx.post(f"{url}/v2/models/mlp/infer/extra", json=x).status_code == 404
+
+
 def test_bearer_token(repo):
     with running_server(repo, auth_token="s3cret", grpc_port=None) as server:
         url = f"{server.http_url}/v2/models/mlp"
@@ -178,6 +196,9 @@ def test_bearer_token(repo):
         assert httpx.get(url).status_code == 401
         assert httpx.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 401
         assert httpx.get(url, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        x = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [0, 0, 0, 0]}]}
+        assert httpx.post(url + "/infer", json=x).status_code == 401
+        assert httpx.post(url + "/infer", json=x, headers={"Authorization": "Bearer s3cret"}).status_code == 200
         client = triton_http.InferenceServerClient(server.http_address)
         assert client.get_model_metadata("mlp", headers={"Authorization": "Bearer s3cret"})["name"] == "mlp"
         client.close()
