@@ -262,3 +262,17 @@ def test_batch_of_small_planes_dispatches_channels_last(monkeypatch) -> None:
         got = run("Conv", x, w, None, strides=list(strides), pads=[1, 1, 1, 1])
         assert len(calls) == expected, x_shape
         np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, (1, 1, 1, 1), (1, 1), 1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 64, 65])  # the swapped product from 2 to GEMM_SWAP_MAX_ROWS rows
+@pytest.mark.parametrize("trans_a", [0, 1])
+def test_gemm_of_few_rows_matches_definition(rows, trans_a) -> None:
+    rng = np.random.default_rng(11)
+    k, n = 300, 260
+    a = rng.standard_normal((k, rows) if trans_a else (rows, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32)
+    c = rng.standard_normal(n).astype(np.float32)
+    want = (a.T if trans_a else a).astype(np.float64) @ b.T.astype(np.float64) * 0.5 + 2.0 * c
+    got = run("Gemm", a, b, c, transA=trans_a, transB=1, alpha=0.5, beta=2.0)
+    assert got.shape == (rows, n) and got.dtype == np.float32 and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
