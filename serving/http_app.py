@@ -225,7 +225,7 @@ def parse_kserve_request(
 
 
 def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> Response:
-    outputs, blobs = [], []
+    outputs, blobs, in_json = [], [], []
     for out in response.outputs:
         entry: dict[str, Any] = {"name": out.name, "datatype": out.datatype, "shape": list(out.shape)}
         if binary_flags.get(out.name, binary_flags.get("*", False)):
@@ -234,11 +234,12 @@ def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> R
             blobs.append(raw)
         else:
             entry["data"] = datatypes.to_json(out.data)
+            in_json.append(out.data)
         outputs.append(entry)
     doc: dict[str, Any] = {"model_name": response.model_name, "model_version": response.model_version, "outputs": outputs}
     if response.id:
         doc["id"] = response.id
-    header = _dumps(doc, finite=datatypes.all_finite(o.data for o in response.outputs))
+    header = _dumps(doc, finite=datatypes.all_finite(in_json))
     if not blobs:
         return Response(header, media_type="application/json")
     return Response(

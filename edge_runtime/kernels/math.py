@@ -387,8 +387,9 @@ def matmul(a, b, *, xp):
 
 # A Gemm of few rows against a large (N, K) weight (transB=1, PyTorch's Linear layout) runs as
 # (B @ A^T)^T: OpenBLAS is 1.4-3x slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us,
-# 8 rows 806 -> 392 us, 32 rows 1286 -> 797 us on one thread; 0.34-0.74x on two), and even with
-# the other orientation from 96 rows up. The swapped product's copy back to rows costs ~1%.
+# 8 rows 806 -> 392 us, 32 rows 1286 -> 797 us on one thread; 0.34-0.74x on two threads). From
+# about 96 rows the two orientations run even, and below 256 on a side the swap does not pay.
+# The copy of the swapped product back to rows costs ~1%.
 GEMM_SWAP_MAX_ROWS = 64
 GEMM_SWAP_MIN_SIDE = 256
 

@@ -149,10 +149,13 @@ CONV_CASES = [
 ]
 
 
+@pytest.mark.parametrize("limit", [0, 10**9])  # a batch side by side in one matmul, or one matmul an image
+@pytest.mark.parametrize("batch", [None, 3])  # the case's own batch, or three images
 @pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
-def test_flat_plane_columns_match_definition(x_shape, w_shape, group, pads, dilations) -> None:
+def test_flat_plane_columns_match_definition(monkeypatch, limit, batch, x_shape, w_shape, group, pads, dilations) -> None:
+    monkeypatch.setattr(_conv, "FLAT_PER_IMAGE_MAX_WEIGHTS", limit)
     rng = np.random.default_rng(4)
-    x = rng.standard_normal(x_shape).astype(np.float32)
+    x = rng.standard_normal(x_shape if batch is None else (batch,) + x_shape[1:]).astype(np.float32)
     w = rng.standard_normal(w_shape).astype(np.float32)
     strides = (1,) * (x.ndim - 2)
     win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
@@ -212,20 +215,6 @@ def test_grouped_columns_in_chunks_match_definition(monkeypatch, chunk_bytes, x_
     want = conv_by_definition(x, w, b, strides, pads, dilations, group)
     assert got.shape == want.shape and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.parametrize("limit", [0, 10**9])  # the batch side by side in one matmul, or one matmul an image
-@pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
-def test_flat_columns_per_image_or_batched(monkeypatch, limit, x_shape, w_shape, group, pads, dilations) -> None:
-    monkeypatch.setattr(_conv, "FLAT_PER_IMAGE_MAX_WEIGHTS", limit)
-    rng = np.random.default_rng(10)
-    x = rng.standard_normal((3,) + x_shape[1:]).astype(np.float32)
-    w = rng.standard_normal(w_shape).astype(np.float32)
-    strides = (1,) * (x.ndim - 2)
-    win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
-    got = _conv._im2col_flat(x, w, np, win, group)
-    assert got.flags.c_contiguous
-    np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, pads, dilations, group), rtol=1e-4, atol=1e-4)
 
 
 CHANNELS_LAST_CASES = [
