@@ -7,10 +7,8 @@
 
 Each model is built in memory (``benchmarks.models``), converted to .flow bytes and loaded; all
 three runners are checked against onnxruntime's output before any timing. Ours and onnxruntime
-are timed in alternating blocks of about 0.2 s each, so that load from other processes on a
-shared machine falls on both and the ratio holds even when absolute times drift, while each
-block still runs with warm caches (alternating call for call made onnxruntime 2x slower on the
-MLP, whose weights the other runner's call had evicted). onnxruntime runs with
+are timed in alternating blocks of about 0.2 s each, each after a 0.2 s pause that lets the
+other side's spinning threads go idle (``benchmarks.timing``). onnxruntime runs with
 intra_op_num_threads=2, inter_op_num_threads=1 and its default graph optimisations. Ours runs the
 model as ``flowstack convert`` writes it, after the exporter's passes (BatchNormalization folding,
 activation fusion, ...), or with ``--no-optimize`` as plain ``onnx_to_flow_bytes`` imports it;
@@ -27,11 +25,9 @@ import contextlib
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import onnx
@@ -39,6 +35,7 @@ import onnxruntime
 from onnx.reference import ReferenceEvaluator
 
 from benchmarks.models import BENCHMARKS
+from benchmarks.timing import Timing, time_one, time_pair
 from edge_runtime import load
 from exporter import flow_writer
 from exporter.onnx_import import import_onnx, onnx_to_flow_bytes
@@ -47,13 +44,6 @@ from exporter.passes import optimize
 GEOMEAN_TARGET = 2.0
 MODEL_TARGET = 4.0
 REFERENCE_TARGET = 10.0
-
-
-@dataclass
-class Timing:
-    median_ms: float
-    count: int
-    min_ms: float
 
 
 @dataclass
@@ -78,42 +68,6 @@ class Row:
     @property
     def reference_ratio(self) -> float | None:
         return self.reference.median_ms / self.ours.median_ms if self.ours and self.reference else None
-
-
-def _elapsed_ms(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1e3
-
-
-BLOCK_S = 0.2
-
-
-def time_pair(
-    ours: Callable[[], object], peer: Callable[[], object], warmup: int, min_count: int, max_count: int, budget_s: float
-) -> tuple[Timing, Timing]:
-    """Median latency of two callables timed in alternating blocks of about ``BLOCK_S`` each: at
-    least ``min_count`` calls of each, then more until ``budget_s`` is spent or ``max_count``."""
-    blocks = []
-    for fn in (ours, peer):
-        first = min(_elapsed_ms(fn) for _ in range(warmup))
-        blocks.append(max(1, int(BLOCK_S * 1e3 / max(first, 1e-3))))
-    a: list[float] = []
-    b: list[float] = []
-    deadline = time.perf_counter() + budget_s
-    while len(a) < min_count or (len(a) < max_count and time.perf_counter() < deadline):
-        a.extend(_elapsed_ms(ours) for _ in range(blocks[0]))
-        b.extend(_elapsed_ms(peer) for _ in range(blocks[1]))
-    return Timing(statistics.median(a), len(a), min(a)), Timing(statistics.median(b), len(b), min(b))
-
-
-def time_one(fn: Callable[[], object], count: int, budget_s: float, first_ms: float) -> Timing:
-    """Median of ``first_ms`` (an already timed call) and more calls until ``count`` or the budget."""
-    times = [first_ms]
-    deadline = time.perf_counter() + budget_s
-    while len(times) < count and time.perf_counter() < deadline:
-        times.append(_elapsed_ms(fn))
-    return Timing(statistics.median(times), len(times), min(times))
 
 
 def agree(name: str, who: str, got: list[np.ndarray], want: list[np.ndarray], rtol: float = 1e-3) -> None:

@@ -6,9 +6,9 @@
 The model of record is the CNN with batch norm of issue 4: the digits CNN of ``flowstack demo``
 (conv-BN-relu twice, pool, dense, dropout) trained briefly with the flowstack trainer and frozen
 with ``exporter.freeze``; its frozen graph and its optimized graph are loaded by the edge runtime
-from .flow bytes, the optimized one checked against the trainer's own outputs, and timed with
-calls alternating, so load from other processes falls on both sides and the ratio holds on a
-shared machine. Target (issue 4): optimized at least 1.3x faster at every batch size.
+from .flow bytes, the optimized one checked against the trainer's own outputs, and timed in
+alternating blocks of calls (``benchmarks.timing``), so load from other processes falls on both
+sides and the ratio holds on a shared machine. Target (issue 4): optimized at least 1.3x faster at every batch size.
 
 Printed first, for reference: a LeNet-style CNN with batch normalization built with onnx.helper in
 the shape a frozen TensorFlow graph has (every weight read through an Identity, BatchNormalization
@@ -20,13 +20,12 @@ so only folding and fusion apply there (``--no-trained`` runs it alone).
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from benchmarks.timing import time_pair
 import edge_runtime.kernels.fused  # noqa: F401  (until the kernel families list it)
 import schemas.ops.fused  # noqa: F401
 from edge_runtime import load
@@ -86,21 +85,6 @@ def lenet_bn(seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def time_alternating(runs: dict, feeds: dict, seconds: float) -> dict[str, float]:
-    """Median ms per call of each runner, calls interleaved one for one."""
-    for run in runs.values():
-        for _ in range(3):
-            run(feeds)
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline or min(len(s) for s in samples.values()) < 10:
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run(feeds)
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(s) * 1e3 for name, s in samples.items()}
-
-
 def trained_digits_cnn(epochs: int = 2):
     """(frozen model, optimized model, pass report, test images): the demo's CNN, trained and frozen."""
     import tempfile
@@ -134,10 +118,11 @@ def compare(title: str, frozen, optimized, report, make_feeds, batches: list[int
     ok = True
     for batch in batches:
         feeds = make_feeds(batch)
-        ms = time_alternating({"frozen": before.run, "optimized": after.run}, feeds, seconds)
-        speedup = ms["frozen"] / ms["optimized"]
+        frozen_t, optimized_t = time_pair(lambda: before.run(feeds), lambda: after.run(feeds), warmup=3,
+                                          min_count=10, max_count=10**6, budget_s=seconds)
+        speedup = frozen_t.median_ms / optimized_t.median_ms
         ok &= speedup >= TARGET
-        print(f"{batch:5d}  {ms['frozen']:10.3f}  {ms['optimized']:12.3f}  {speedup:6.2f}x")
+        print(f"{batch:5d}  {frozen_t.median_ms:10.3f}  {optimized_t.median_ms:12.3f}  {speedup:6.2f}x")
     if of_record:
         print(f"target: optimized >= {TARGET}x faster at every batch size: {'met' if ok else 'NOT met'}")
 

@@ -19,10 +19,14 @@ def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, 
     if group != 1:
         raise ValueError(f"group={group}: channels-last convolution is implemented for group 1 only")
     win = _window(x, kernel_shape or w.shape[1:-1], strides, dilations, pads, auto_pad)
-    y = _conv.conv_channels_last(_conv.pad_channels_last(x, xp, win.pad_begin, win.padded_end), w, xp, win)
-    if b is not None:
-        y += b
-    return apply_activation(y, xp, activation, activation_params) if activation else y
+
+    def finish(rows):  # on each chunk of output rows while it is in cache
+        if b is not None:
+            rows += b
+        if activation:
+            apply_activation(rows, xp, activation, activation_params)
+
+    return _conv.conv_channels_last(_conv.pad_channels_last(x, xp, win.pad_begin, win.padded_end), w, xp, win, finish)
 
 
 @kernel("ChannelsLastMaxPool", DOMAIN)
