@@ -261,16 +261,35 @@ def conv_channels_last(xl, w, xp, win, finish: Callable | None = None):
     n, c, m = xl.shape[0], xl.shape[-1], w.shape[0]
     n_sp = len(win.kernel)
     spatial = xl.strides[1:1 + n_sp]
-    view = strided_view(
-        xl, xp, (n,) + win.out + win.kernel + (c,),
-        (xl.strides[0],) + tuple(st * s for st, s in zip(spatial, win.strides))
-        + tuple(st * d for st, d in zip(spatial, win.dilations)) + (xl.strides[-1],),
-    )
+    image, pixel_steps = (xl.strides[0],), tuple(st * s for st, s in zip(spatial, win.strides))
+    tap_steps = tuple(st * d for st, d in zip(spatial, win.dilations))
     pixels, depth = math.prod(win.out), math.prod(win.kernel) * c
+    if c == 1:
+        # One channel: gathered taps first, each copy run is a row of output pixels instead of
+        # kernel_width values, and the matmul reads the (depth, rows) columns transposed (the
+        # digits CNN's 1->32 3x3 conv at batch 128: columns 97 -> 37 us).
+        taps_first = strided_view(xl, xp, win.kernel + (n,) + win.out, tap_steps + image + pixel_steps)
+
+        def columns(start: int, end: int):
+            return taps_first[(slice(None),) * n_sp + (slice(start, end),)].reshape(depth, (end - start) * pixels).T
+    else:
+        view = strided_view(xl, xp, (n,) + win.out + win.kernel + (c,), image + pixel_steps + tap_steps + (xl.strides[-1],))
+        buffer = None
+
+        def columns(start: int, end: int):
+            nonlocal buffer
+            if start == 0 and end == n:
+                return view.reshape(n * pixels, depth)
+            if buffer is None:
+                buffer = xp.empty(((end - start) * pixels, depth), dtype=xl.dtype)
+            cols = buffer[: (end - start) * pixels]
+            xp.copyto(cols.reshape((end - start,) + win.out + win.kernel + (c,)), view[start:end])
+            return cols
+
     w2 = w.reshape(m, -1)
     spans = batch_chunks(n, pixels * depth * xl.itemsize)
     if xp.__name__ != "numpy" or len(spans) == 1:
-        cols = view.reshape(n * pixels, depth)
+        cols = columns(0, n)
         if cols.shape[0] < CHANNELS_LAST_FEW_ROWS:
             y = xp.ascontiguousarray(xp.matmul(w2, cols.T).T)
         else:
@@ -279,12 +298,9 @@ def conv_channels_last(xl, w, xp, win, finish: Callable | None = None):
             finish(y)
     else:
         y = xp.empty((n * pixels, m), dtype=xp.result_type(xl, w))
-        buffer = xp.empty((spans[0][1] * pixels, depth), dtype=xl.dtype)
         for start, end in spans:
-            cols = buffer[: (end - start) * pixels]
-            xp.copyto(cols.reshape((end - start,) + win.out + win.kernel + (c,)), view[start:end])
             rows = y[start * pixels : end * pixels]
-            xp.matmul(cols, w2.T, out=rows)
+            xp.matmul(columns(start, end), w2.T, out=rows)
             if finish is not None:
                 finish(rows)
     return y.reshape((n,) + win.out + (m,))

@@ -20,7 +20,9 @@ CONV_CASES = [
     ((2, 16, 8, 8), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
     ((1, 16, 8, 8), (32, 16, 3, 3), {"auto_pad": "SAME_UPPER"}),  # few rows: the transposed matmul
     ((40, 3, 9, 7), (4, 3, 3, 2), {"strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}),
-    ((3, 1, 8, 8), (5, 1, 3, 3), {}),
+    ((3, 1, 8, 8), (5, 1, 3, 3), {}),  # one channel: the columns gathered taps first
+    ((6, 1, 9, 7), (4, 1, 3, 2), {"strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}),
+    ((1, 1, 4, 4), (3, 1, 3, 3), {"pads": [1, 1, 1, 1]}),  # one channel, few rows
     ((2, 4, 13), (6, 4, 3), {"strides": [2], "pads": [1, 2]}),
     ((2, 3, 5, 6, 4), (2, 3, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1], "dilations": [1, 1, 2]}),
 ]
