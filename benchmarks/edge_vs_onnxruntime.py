@@ -37,6 +37,7 @@ from onnx.reference import ReferenceEvaluator
 from benchmarks.models import BENCHMARKS
 from benchmarks.timing import Timing, time_one, time_pair
 from edge_runtime import load
+from edge_runtime.threads import describe_blas
 from exporter import flow_writer
 from exporter.onnx_import import import_onnx, onnx_to_flow_bytes
 from exporter.passes import optimize
@@ -190,21 +191,6 @@ def verdict(rows: list[Row]) -> tuple[str, bool]:
     return "\n".join(lines), ok
 
 
-def blas_threads() -> str:
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return "unknown (threadpoolctl not installed)"
-    # the kernel architecture matters as much as the count: OPENBLAS_CORETYPE=Haswell, for one,
-    # keeps OpenBLAS on AVX2 kernels on a CPU that has AVX-512
-    pools = [
-        f"{p['internal_api']} {p['num_threads']}, {p.get('architecture', '?')} kernels"
-        for p in threadpool_info()
-        if p["user_api"] == "blas"
-    ]
-    return ", ".join(pools) or "none found"
-
-
 def _load_average() -> str:
     try:
         return " ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -223,7 +209,7 @@ def machine() -> str:
         cpu = platform.machine()
     return (
         f"{cpu}, {cores} cores; Python {platform.python_version()}, numpy {np.__version__} "
-        f"(BLAS threads: {blas_threads()}), onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}"
+        f"(BLAS: {describe_blas()}), onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}"
     )
 
 

@@ -37,6 +37,23 @@ def _blas_controllers() -> tuple[Any, ...] | None:
     return tuple(lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas")
 
 
+def describe_blas() -> str:
+    """NumPy's BLAS libraries as "openblas (2 threads, SkylakeX kernels)", for benchmark reports.
+
+    The edge runtime's speed is mostly its BLAS's, and the kernel architecture matters as much as
+    the thread count: ``OPENBLAS_CORETYPE=Haswell``, for one, keeps OpenBLAS on AVX2 kernels on a
+    CPU with AVX-512, and its sgemm runs 1.6-1.8x slower on such a machine."""
+    libs = _blas_controllers()
+    if libs is None:
+        return "unknown (threadpoolctl not installed)"
+    described = []
+    for lib in libs:
+        count = lib.get_num_threads()
+        described.append(f"{lib.internal_api} ({count} thread{'' if count == 1 else 's'}, "
+                         f"{lib.info().get('architecture') or '?'} kernels)")
+    return ", ".join(described) or "none found"
+
+
 class BlasThreads:
     def __init__(self, num_threads: int | None):
         self.count = threads_wanted(num_threads)

@@ -50,8 +50,10 @@ def summary(label: str, ms: np.ndarray) -> str:
 
 def run(args) -> int:
     from edge_runtime import load
+    from edge_runtime.threads import describe_blas
 
     model = load(args.model)
+    print(f"BLAS: {describe_blas()}")
     feeds = sample_inputs(model, args.batch)
     ours = measure(lambda: model.run(feeds), args.seconds)
     print(summary("flowstack", ours))

@@ -55,6 +55,7 @@ def test_bench_side_by_side(flow_file: Path, capsys) -> None:
     assert main(["bench", str(flow_file), "--onnx", str(BUNDLED), "--seconds", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "flowstack" in out and "onnxruntime" in out and "ratio flowstack/onnxruntime" in out
+    assert out.startswith("BLAS: ") and "kernels" in out.splitlines()[0]
 
 
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:

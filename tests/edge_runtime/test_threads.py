@@ -72,3 +72,20 @@ def test_without_threadpoolctl_a_warning_says_num_threads_has_no_effect(monkeypa
         it.invoke()  # still runs, at the default thread count
     finally:
         threads_module._blas_controllers.cache_clear()
+
+
+@pytest.mark.parametrize("count, words", [(1, "1 thread,"), (2, "2 threads,")])
+def test_blas_description_names_library_count_and_kernels(count, words) -> None:
+    info = next(i for i in threadpool_info() if i["user_api"] == "blas")
+    with threads_module.BlasThreads(count).applied():
+        text = threads_module.describe_blas()
+    assert text.startswith(info["internal_api"]) and words in text and f"{info.get('architecture')} kernels" in text
+
+
+def test_blas_description_without_threadpoolctl(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)
+    threads_module._blas_controllers.cache_clear()
+    try:
+        assert threads_module.describe_blas() == "unknown (threadpoolctl not installed)"
+    finally:
+        threads_module._blas_controllers.cache_clear()
