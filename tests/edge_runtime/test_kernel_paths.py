@@ -253,6 +253,22 @@ def test_batch_of_small_planes_dispatches_channels_last(monkeypatch) -> None:
         np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, (1, 1, 1, 1), (1, 1), 1), rtol=1e-4, atol=1e-4)
 
 
+def test_wide_kernel_batch_dispatches_channels_last(monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(_conv, "_im2col_channels_last", lambda *a: calls.append(a) or _conv._im2col_padded(*a))
+    rng = np.random.default_rng(12)
+    # (x shape, kernel, expected channels-last calls): LeNet's 6->16 5x5 at batch 8 goes channels-last;
+    # a smaller batch, a 3x3 kernel or rows of kernel_width * C < 24 keep flat columns
+    for x_shape, k, expected in [((8, 6, 14, 14), 5, 1), ((4, 6, 14, 14), 5, 0), ((8, 6, 14, 14), 3, 0),
+                                 ((8, 4, 14, 14), 5, 0), ((8, 6, 30, 30), 5, 0)]:
+        calls.clear()
+        x = rng.standard_normal(x_shape).astype(np.float32)
+        w = rng.standard_normal((16, x_shape[1], k, k)).astype(np.float32)
+        got = run("Conv", x, w, None)
+        assert len(calls) == expected, (x_shape, k)
+        np.testing.assert_allclose(got, conv_by_definition(x, w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("rows", [1, 2, 7, 64, 65])  # the swapped product from 2 to GEMM_SWAP_MAX_ROWS rows
 @pytest.mark.parametrize("trans_a", [0, 1])
 def test_gemm_of_few_rows_matches_definition(rows, trans_a) -> None:
