@@ -14,6 +14,9 @@ from onnx.reference import ReferenceEvaluator
 from benchmarks.edge_vs_onnxruntime import agree, flow_bytes, main, ort_session
 from benchmarks.models import BENCHMARKS, MOBILENET_V2_BLOCKS, _divisible
 from edge_runtime import load
+from exporter.onnx_export import to_onnx
+from exporter.onnx_import import import_onnx
+from exporter.passes import optimize
 
 SLOW_AT_FULL_SIZE = {"resnet18", "mobilenet_v2", "transformer"}
 
@@ -34,6 +37,23 @@ def test_model_is_valid_onnx_and_matches_onnxruntime(name: str, quick: bool) -> 
     for optimized in (False, True):  # BatchNormalization as its own node, then folded by the exporter
         got = load(flow_bytes(model, optimized)).run(feeds)
         agree(name, f"edge runtime ({'optimized' if optimized else 'plain import'})", [got[n] for n in names], want)
+
+
+@pytest.mark.parametrize("name, quick", SIZES)
+def test_onnx_round_trip_through_passes_matches_onnxruntime(name: str, quick: bool) -> None:
+    """ONNX -> the optimized graph a .flow file holds -> ONNX again: onnx.checker accepts it and
+    onnxruntime answers as on the original (ResNet-18's channels-last convolutions, at either size,
+    written back as Transpose + planar op + Transpose)."""
+    spec = BENCHMARKS[name]
+    model = spec.build(quick=quick)
+    feeds = spec.feeds(model, quick=quick)
+    names = [o.name for o in model.graph.output]
+    want = ort_session(model.SerializeToString()).run(names, feeds)
+    optimized, report = optimize(import_onnx(model))
+    exported = to_onnx(optimized)
+    onnx.checker.check_model(exported, full_check=True)
+    assert report.nodes_after <= report.nodes_before
+    agree(name, "onnxruntime on the re-exported ONNX", ort_session(exported.SerializeToString()).run(names, feeds), want)
 
 
 @pytest.mark.parametrize("name", list(BENCHMARKS))
