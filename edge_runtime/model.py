@@ -75,6 +75,11 @@ class Model:
         self.outputs = list(default.outputs)
         self._default = default
 
+    def replanned(self) -> "Model":
+        """The same model (definition, weights, device) with execution plans of its own: what the
+        op profiler instruments without touching this model's."""
+        return Model(self.definition, self._backing, self.device)
+
     def _entry_points(self) -> dict[str, "Signature"]:
         """Every signature of the file, checked against the main graph; a file without any gets
         ``serving_default`` over the main graph's own inputs and outputs."""

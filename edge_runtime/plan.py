@@ -32,6 +32,7 @@ class Step:
     implicit: tuple[int, ...]
     release: tuple[int, ...]  # slots whose last reader is this step
     label: str
+    op_type: str
 
 
 class GraphPlan:
@@ -72,7 +73,8 @@ class GraphPlan:
                 attrs[key] = value
         if wants_output_count(op.op_type, op.domain):
             attrs["n_outputs"] = len(op.outputs)
-        return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label)
+        return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label,
+                    op.op_type)
 
     def _check_dataflow(self, graph, steps: list[Step]) -> None:
         """Every value must be written before it is read: a file that says otherwise is corrupt."""

@@ -1,4 +1,5 @@
-"""``flowstack bench model.flow [--onnx model.onnx]``: latency percentiles, optionally beside onnxruntime."""
+"""``flowstack bench model.flow [--onnx model.onnx] [--profile [N]]``: latency percentiles, optionally
+beside onnxruntime, and optionally where the time goes per operator (LiteRT's op profiling)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ def register(subparsers) -> None:
     p.add_argument("--batch", type=int, default=1, help="size for dynamic dimensions")
     p.add_argument("--seconds", type=float, default=3.0, help="time budget per runtime")
     p.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
+    p.add_argument("--profile", type=int, nargs="?", const=10, metavar="N",
+                   help="also time each operator and list the N slowest nodes (default 10)")
     p.set_defaults(handler=run)
 
 
@@ -67,4 +70,9 @@ def run(args) -> int:
         theirs = measure(lambda: session.run(None, feeds), args.seconds)
         print(summary("onnxruntime", theirs))
         print(f"ratio flowstack/onnxruntime (p50): {np.median(ours) / np.median(theirs):.2f}")
+    if args.profile is not None:
+        from edge_runtime.profiler import profile_ops
+
+        runs = max(1, min(100, int(args.seconds * 1e3 / max(float(np.median(ours)), 1e-3))))
+        print(profile_ops(model, feeds, runs=runs).table(args.profile))
     return 0

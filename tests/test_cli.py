@@ -58,6 +58,12 @@ def test_bench_side_by_side(flow_file: Path, capsys) -> None:
     assert out.startswith("BLAS: ") and "kernels" in out.splitlines()[0]
 
 
+def test_bench_profile_lists_ops(flow_file: Path, capsys) -> None:
+    assert main(["bench", str(flow_file), "--seconds", "0.1", "--profile", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "op type" in out and "FusedGemm" in out and "slowest 2 nodes:" in out
+
+
 def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "flowstack_cli", "demo", "--workdir", str(tmp_path)],
                             capture_output=True, text=True, timeout=300, cwd=ROOT)
