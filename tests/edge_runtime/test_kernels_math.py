@@ -316,3 +316,12 @@ def test_relu_either_path_is_max_with_zero(size, dtype) -> None:
     out = x.copy()
     assert relu_into(out, np, out=out) is out  # in place, as the fused kernels use it
     np.testing.assert_array_equal(out, want)
+
+
+def test_gelu_float32_matches_the_exact_function() -> None:
+    x = np.concatenate([np.linspace(-10, 10, 20001), [-1e4, -30.0, -6.0, 0.0, 6.0, 30.0, 1e4]]).astype(F32)
+    exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
+    got = run("Gelu", x)
+    assert got.dtype == F32
+    np.testing.assert_array_less(np.abs(got - exact), 2e-7 * np.maximum(1, np.abs(x)) + 1.2e-7 * np.abs(exact))
+    assert run("Gelu", np.array([np.inf, np.nan], F32))[0] == np.inf and np.isnan(run("Gelu", np.array([np.nan], F32))[0])
