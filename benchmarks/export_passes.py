@@ -8,7 +8,8 @@ The model of record is the CNN with batch norm of issue 4: the digits CNN of ``f
 with ``exporter.freeze``; its frozen graph and its optimized graph are loaded by the edge runtime
 from .flow bytes, the optimized one checked against the trainer's own outputs, and timed in
 alternating blocks of calls (``benchmarks.timing``), so load from other processes falls on both
-sides and the ratio holds on a shared machine. Target (issue 4): optimized at least 1.3x faster at every batch size.
+sides and the ratio holds on a shared machine. Target (issue 4): optimized at least 1.3x faster
+at every batch size.
 
 Printed first, for reference: a LeNet-style CNN with batch normalization built with onnx.helper in
 the shape a frozen TensorFlow graph has (every weight read through an Identity, BatchNormalization
