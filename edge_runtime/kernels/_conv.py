@@ -289,7 +289,8 @@ def conv_channels_last(xl, w, xp, win, finish: Callable | None = None):
         def columns(start: int, end: int):
             return taps_first[(slice(None),) * n_sp + (slice(start, end),)].reshape(depth, (end - start) * pixels).T
     else:
-        view = strided_view(xl, xp, (n,) + win.out + win.kernel + (c,), image + pixel_steps + tap_steps + (xl.strides[-1],))
+        view = strided_view(xl, xp, (n,) + win.out + win.kernel + (c,),
+                            image + pixel_steps + tap_steps + (xl.strides[-1],))
         buffer = None
 
         def columns(start: int, end: int):

@@ -15,16 +15,18 @@ from tests.edge_runtime.flow_models import mlp, mlp_reference
 
 def loop_model(trips: int = 3) -> bytes:
     """y = x * w^trips, the multiply inside a Loop body."""
+    def value(name: str, elem: int, shape: list[int]):
+        return helper.make_tensor_value_info(name, elem, shape)
+
     body = helper.make_graph(
         [helper.make_node("Mul", ["acc_in", "w"], ["acc_out"], name="body_mul"),
          helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond")],
         "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [3])],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [3])])
+        [value("i", TensorProto.INT64, []), value("cond_in", TensorProto.BOOL, []), value("acc_in", TensorProto.FLOAT, [3])],
+        [value("cond_out", TensorProto.BOOL, []), value("acc_out", TensorProto.FLOAT, [3])])
     graph = helper.make_graph(
         [helper.make_node("Loop", ["n", "", "x"], ["y"], body=body, name="loop")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [value("x", TensorProto.FLOAT, [3])], [value("y", TensorProto.FLOAT, [3])],
         [numpy_helper.from_array(np.array(trips, np.int64), "n"), numpy_helper.from_array(np.full(3, 2.0, np.float32), "w")])
     return onnx_to_flow_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
 
