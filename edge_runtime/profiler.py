@@ -63,20 +63,20 @@ def profile_ops(model: Model, feeds: Mapping[str, Any], runs: int = 10, warmup: 
         raise ValueError(f"runs must be >= 1 and warmup >= 0, got runs={runs}, warmup={warmup}")
     copy = model.replanned()  # plans of its own: the model and its concurrent runs are untouched
     sync = _synchronizer(copy.xp)
-    timings: dict[int, NodeTiming] = {}
+    timings: list[NodeTiming] = []
     for plan in copy._plans.values():
         for step in plan.steps:
-            timing = timings[id(step)] = NodeTiming(step.label, step.op_type, 0, 0.0)
-            step.kernel = _timed(step.kernel, timing, sync)
+            timings.append(NodeTiming(step.label, step.op_type, 0, 0.0))
+            step.kernel = _timed(step.kernel, timings[-1], sync)
     for _ in range(warmup):
         copy.run(feeds, signature=signature)
-    for timing in timings.values():
+    for timing in timings:
         timing.calls, timing.seconds = 0, 0.0
     start = time.perf_counter()
     for _ in range(runs):
         copy.run(feeds, signature=signature)
     elapsed = time.perf_counter() - start
-    nodes = sorted((t for t in timings.values() if t.calls), key=lambda t: -t.seconds)
+    nodes = sorted((t for t in timings if t.calls), key=lambda t: -t.seconds)
     return OpProfile(runs, elapsed, nodes)
 
 
