@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from edge_runtime.allocator import keep_freed_memory
 from edge_runtime.format import ModelDef, ModelFormatError, parse, read_file
 from edge_runtime.plan import GraphPlan
 from schemas import dtypes
@@ -64,6 +65,8 @@ class Model:
         self._backing = backing  # keeps the memory map alive as long as weights are viewed
         self.device = device
         self.xp = _array_module(device)
+        if self.xp is np:
+            keep_freed_memory()
         self._plans: dict[int, GraphPlan] = {}
         self.plan = GraphPlan(model_def, 0, self.xp, self._plans)
         main = model_def.subgraphs[0]
