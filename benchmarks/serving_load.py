@@ -91,6 +91,13 @@ def start_ours(repo: Path) -> tuple[subprocess.Popen, int, int]:
     raise RuntimeError("server did not start")
 
 
+def _http_parser() -> str:
+    """What uvicorn's default ``http="auto"`` picks, in our server and in the peer alike."""
+    import importlib.util
+
+    return "httptools" if importlib.util.find_spec("httptools") else "h11"
+
+
 def wait_ready(port: int, timeout: float = 60.0) -> None:
     import urllib.error
     import urllib.request
@@ -344,7 +351,7 @@ def main() -> int:
         time.sleep(1.0)
         parameters = IN_DIM * args.hidden + args.hidden * args.hidden + args.hidden * OUT_DIM
         print(f"model: MLP {IN_DIM}-{args.hidden}-{args.hidden}-{OUT_DIM} ({parameters / 1e6:.1f}M parameters), batch-1 requests; peer = bare Starlette on uvicorn (HTTP), "
-              f"bare grpc.aio (gRPC); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before; "
+              f"HTTP parser {_http_parser()} on both; bare grpc.aio (gRPC); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} before; "
               f"{args.duration:.0f} s per cell")
         header = (f"{'proto':5} {'conc':>4} | {'batching req/s':>14} {'p50 ms':>7} {'p99 ms':>7} | {'no-batch req/s':>14} "
                   f"{'p50 ms':>7} {'p99 ms':>7} | {'peer req/s':>10} {'p50 ms':>7} {'p99 ms':>7} | "
