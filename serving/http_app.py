@@ -239,7 +239,11 @@ def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> R
     doc: dict[str, Any] = {"model_name": response.model_name, "model_version": response.model_version, "outputs": outputs}
     if response.id:
         doc["id"] = response.id
-    header = _dumps(doc, finite=datatypes.all_finite(in_json))
+    header = _dumps(doc)
+    # orjson writes NaN and the infinities as null, and tensor data holds no other null: only a
+    # document with one pays for the exact check (1.8 us a request otherwise).
+    if b"null" in header and not datatypes.all_finite(in_json):
+        header = _dumps(doc, finite=False)
     if not blobs:
         return Response(header, media_type="application/json")
     return Response(
