@@ -9,7 +9,9 @@ minor page faults a run here, and ran 1.28x faster (29.3 -> 22.9 ms, alternated 
 thresholds below, for no growth in peak resident memory (60 MB either way).
 
 TensorFlow Lite and onnxruntime reuse their own arenas; NumPy has none, so the runtime raises the
-two thresholds once, when the first model is loaded on the CPU. Set ``FLOWSTACK_MALLOC_TUNING=0``
+two thresholds once, when the first model is loaded on the CPU (and the trainer when a session has
+a CPU device: the benchmark CNN's training step faulted in 2,500-4,000 pages and ran 96 ms, 89 ms
+without the faults). Set ``FLOWSTACK_MALLOC_TUNING=0``
 to leave the allocator as it is; a process that sets glibc's own ``MALLOC_MMAP_THRESHOLD_`` or
 ``MALLOC_TRIM_THRESHOLD_`` keeps its settings. Other C libraries (bionic on Android, musl) are left
 alone.
