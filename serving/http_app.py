@@ -245,12 +245,29 @@ def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> R
     if b"null" in header and not datatypes.all_finite(in_json):
         header = _dumps(doc, finite=False)
     if not blobs:
-        return Response(header, media_type="application/json")
-    return Response(
-        header + b"".join(blobs),
-        media_type="application/octet-stream",
-        headers={"Inference-Header-Content-Length": str(len(header))},
-    )
+        return InferAnswer(header, _JSON_TYPE)
+    return InferAnswer(header + b"".join(blobs), _BINARY_TYPE, (b"inference-header-content-length", b"%d" % len(header)))
+
+
+_JSON_TYPE = (b"content-type", b"application/json")
+_BINARY_TYPE = (b"content-type", b"application/octet-stream")
+
+
+class InferAnswer:
+    """A 200 answer to an infer request as two ASGI messages, its headers built directly: what
+    Starlette's ``Response`` does, less its header parsing and background-task handling (~2 us of
+    the ~140 us a batched request costs the server)."""
+
+    __slots__ = ("body", "raw_headers")
+    status_code = 200
+
+    def __init__(self, body: bytes, content_type: tuple[bytes, bytes], *extra: tuple[bytes, bytes]):
+        self.body = body
+        self.raw_headers = [(b"content-length", b"%d" % len(body)), content_type, *extra]
+
+    async def __call__(self, scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.body})
 
 
 # -- TensorFlow Serving REST -------------------------------------------------------------------

@@ -93,6 +93,10 @@ class InferenceServer:
                 lifespan="off",
                 timeout_graceful_shutdown=o.drain_timeout_s,
                 backlog=2048,
+                # Per-response work nothing here uses: a "server: uvicorn" header, and the
+                # X-Forwarded-For rewrite of the client address (no handler reads it).
+                server_header=False,
+                proxy_headers=False,
                 ssl_certfile=str(o.tls_cert) if o.tls_cert else None,
                 ssl_keyfile=str(o.tls_key) if o.tls_key else None,
             )
