@@ -46,6 +46,24 @@ def measure(fn, seconds: float, min_runs: int = 5, max_runs: int = 10_000) -> np
     return np.array(times) * 1e3
 
 
+def minor_faults() -> int | None:
+    """This process's minor page faults so far (None where the platform does not count them)."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def memory_line(faults_per_run: float | None) -> str:
+    """Page faults a run: a steady model faults in no new memory; hundreds a run mean the allocator
+    returns freed arrays to the kernel between runs (see ``edge_runtime.allocator``)."""
+    from edge_runtime.allocator import keep_freed_memory
+
+    counted = "not counted here" if faults_per_run is None else f"{faults_per_run:.1f}"
+    return f"memory: minor page faults a run {counted} (malloc thresholds: {keep_freed_memory()})"
+
+
 def summary(label: str, ms: np.ndarray) -> str:
     p50, p90, p99 = np.percentile(ms, [50, 90, 99])
     return f"{label:<12} runs {len(ms):>6}  p50 {p50:9.3f} ms  p90 {p90:9.3f} ms  p99 {p99:9.3f} ms"
@@ -58,8 +76,12 @@ def run(args) -> int:
     model = load(args.model)
     print(f"BLAS: {describe_blas()}")
     feeds = sample_inputs(model, args.batch)
+    model.run(feeds)  # the first run touches every array for the first time: its faults do not count
+    before = minor_faults()
     ours = measure(lambda: model.run(feeds), args.seconds)
+    after = minor_faults()
     print(summary("flowstack", ours))
+    print(memory_line(None if before is None else (after - before) / (len(ours) + 1)))  # + measure's warm-up
     if args.onnx:
         import onnxruntime as ort
 

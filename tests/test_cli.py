@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 import subprocess
 import sys
@@ -56,6 +57,10 @@ def test_bench_side_by_side(flow_file: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "flowstack" in out and "onnxruntime" in out and "ratio flowstack/onnxruntime" in out
     assert out.startswith("BLAS: ") and "kernels" in out.splitlines()[0]
+    faults = re.search(r"memory: minor page faults a run (\d+\.\d) \(malloc thresholds: (\w[\w ]*)\)", out)
+    assert faults, out
+    if platform.libc_ver()[0] == "glibc":
+        assert faults.group(2) == "tuned" and float(faults.group(1)) < 50, out
 
 
 def test_bench_profile_lists_ops(flow_file: Path, capsys) -> None:
