@@ -11,10 +11,11 @@ thresholds below, for no growth in peak resident memory (60 MB either way).
 TensorFlow Lite and onnxruntime reuse their own arenas; NumPy has none, so the runtime raises the
 two thresholds once, when the first model is loaded on the CPU (and the trainer when a session has
 a CPU device: the benchmark CNN's training step faulted in 2,500-4,000 pages and ran 96 ms, 89 ms
-without the faults). Set ``FLOWSTACK_MALLOC_TUNING=0``
-to leave the allocator as it is; a process that sets glibc's own ``MALLOC_MMAP_THRESHOLD_`` or
-``MALLOC_TRIM_THRESHOLD_`` keeps its settings. Other C libraries (bionic on Android, musl) are left
-alone.
+without the faults). Arrays above the mmap threshold's ceiling (32 MiB) are still mapped per run.
+
+Set ``FLOWSTACK_MALLOC_TUNING=0`` to leave the allocator as it is; a process that sets glibc's own
+``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` keeps its settings. Other C libraries
+(bionic on Android, musl) and 32-bit processes are left alone.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ _state: str | None = None
 
 def keep_freed_memory() -> str:
     """Raise glibc's mmap and trim thresholds once per process; returns what was done:
-    ``"tuned"``, or why not (``"disabled"``, ``"user settings"``, ``"not glibc"``, ``"failed"``)."""
+    ``"tuned"``, or why not (``"disabled"``, ``"user settings"``, ``"not glibc"``, ``"32-bit"``,
+    ``"failed"``)."""
     global _state
     with _lock:
         if _state is None:
@@ -57,12 +59,18 @@ def _tune() -> str:
         return "user settings"
     if platform.libc_ver()[0] != "glibc":
         return "not glibc"
+    if ctypes.sizeof(ctypes.c_void_p) < 8:
+        # 32-bit glibc refuses mmap thresholds above 512 KiB; and setting either threshold turns
+        # off its own adjustment, which is then the better of the two.
+        return "32-bit"
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return "failed"
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    ok = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
-    ok = mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1 and ok
-    return "tuned" if ok else "failed"
+    # The mmap threshold first: were it refused, a trim threshold alone would pin the mmap
+    # threshold at its 128 KiB start (any setting ends glibc's adjustment) and fault more, not less.
+    if mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) != 1:
+        return "failed"
+    return "tuned" if mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1 else "failed"
