@@ -386,12 +386,14 @@ def matmul(a, b, *, xp):
     return xp.matmul(a, b)
 
 
-# A Gemm of few rows against a large (N, K) weight (transB=1, PyTorch's Linear layout) runs as
-# (B @ A^T)^T: OpenBLAS is 1.4-3x slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us,
-# 8 rows 806 -> 392 us, 32 rows 1286 -> 797 us on one thread; 0.34-0.74x on two threads). From
-# about 96 rows the two orientations run even, and below 256 on a side the swap does not pay.
-# The copy of the swapped product back to rows costs ~1%.
-GEMM_SWAP_MAX_ROWS = 64
+# A Gemm of few rows against a large (N, K) weight (transB=1, PyTorch's Linear layout, and the
+# layout the exporter gives every constant Gemm weight) runs as (B @ A^T)^T: OpenBLAS is 1.4-3x
+# slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us, 8 rows 806 -> 392 us, 32 rows
+# 1286 -> 797 us on one thread; 0.34-0.74x on two threads). Up to 128 rows it still pays on Zen 4
+# (a 256-1024-1024-10 MLP at 80-128 rows: 0.84-0.96x the time on one thread, 0.88-0.96x on two);
+# on Zen 5 the two orientations ran even from about 96 rows. Below 256 on a side the swap does not
+# pay. The copy of the swapped product back to rows costs ~1%.
+GEMM_SWAP_MAX_ROWS = 128
 GEMM_SWAP_MIN_SIDE = 256
 
 

@@ -21,6 +21,7 @@ from exporter.passes.channels_last import to_channels_last
 from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
 from exporter.passes.fuse_activation import fuse_activations
+from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
 from exporter.passes.transpose_cancel import cancel_transposes
@@ -28,8 +29,9 @@ from exporter.passes.transpose_cancel import cancel_transposes
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
-# activation fusion after BatchNormalization has been folded out from between them, and the
-# channels-last rewrite last, on the fused convolutions.
+# activation fusion after BatchNormalization has been folded out from between them (and after
+# Gemm weights take the layout the runtime multiplies fastest), and the channels-last rewrite
+# last, on the fused convolutions.
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("remove_identities", remove_identities),
     ("fold_constants", fold_constants),
@@ -37,6 +39,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
     ("fold_batch_norm", fold_batch_norm),
+    ("transpose_gemm_weights", transpose_gemm_weights),
     ("fuse_activations", fuse_activations),
     ("to_channels_last", to_channels_last),
 )

@@ -19,6 +19,7 @@ from exporter.passes import (
     fuse_activations,
     optimize,
     remove_identities,
+    transpose_gemm_weights,
 )
 from exporter.passes.graph_edit import op_counts
 from schemas import dtypes
@@ -366,6 +367,53 @@ class TestOptimize:
         once, _ = optimize(conv_bn("Gemm", "Sigmoid"))
         _, report = optimize(once)
         assert report.rounds == 1 and not any(report.changes.values())
+
+
+class TestTransposeGemmWeights:
+    @staticmethod
+    def gemm(attrs=None, extra_nodes=(), outputs=("y",)) -> ir.Model:
+        x_shape = (6, 3) if (attrs or {}).get("transA") else (3, 6)
+        nodes = [ir.Node("Gemm", ["x", "w", "b"], ["y"], dict(attrs or {}), name="fc"), *extra_nodes]
+        return model(graph(nodes, ["x"], list(outputs), constants={"w": randn(6, 4), "b": randn(4)},
+                           shapes={"x": x_shape, "y": (3, 4)}))
+
+    @pytest.mark.parametrize("attrs", [{}, {"alpha": 0.5, "beta": 2.0}, {"transA": 1}, {"transB": 0}])
+    def test_weight_is_stored_transposed(self, attrs) -> None:
+        before = self.gemm(attrs)
+        after, changed = transpose_gemm_weights(before)
+        node = after.graph.nodes[0]
+        assert changed == 1 and node.attrs["transB"] == 1
+        np.testing.assert_array_equal(after.graph.values[node.inputs[1]].data, before.graph.values["w"].data.T)
+        assert after.graph.values[node.inputs[1]].data.flags.c_contiguous
+        assert_same_outputs(before, after, x=randn(*before.graph.values["x"].shape))
+        assert transpose_gemm_weights(after)[1] == 0
+        assert before.graph.nodes[0].attrs.get("transB", 0) == 0  # the input model is untouched
+
+    def test_weight_shared_by_gemms_is_transposed_once(self) -> None:
+        second = ir.Node("Gemm", ["x", "w"], ["z"], name="fc2")
+        before = self.gemm(extra_nodes=[second], outputs=("y", "z"))
+        after, changed = transpose_gemm_weights(before)
+        assert changed == 1
+        assert after.graph.nodes[0].inputs[1] == after.graph.nodes[1].inputs[1] != "w"
+        assert_same_outputs(before, after, x=randn(3, 6))
+        optimized, _ = optimize(before)
+        assert "w" not in optimized.graph.values  # the untransposed copy is not kept beside it
+
+    @pytest.mark.parametrize("other", [
+        ir.Node("MatMul", ["x", "w"], ["z"], name="mm"),  # read as a (K, N) matrix elsewhere
+        ir.Node("Gemm", ["w", "x"], ["z"], {"transA": 1, "transB": 1}, name="fc2"),  # as A
+        ir.Node("Gemm", ["x", "w", "b"], ["z"], {"transB": 1}, name="fc2"),  # already transposed there
+    ], ids=["matmul", "as-A", "transB-1"])
+    def test_weight_read_otherwise_is_left_alone(self, other) -> None:
+        before = self.gemm(extra_nodes=[other], outputs=("y", "z"))
+        assert transpose_gemm_weights(before)[1] == 0
+
+    def test_weight_fed_at_run_time_is_left_alone(self) -> None:
+        before = self.gemm()
+        del before.graph.values["w"]
+        before.graph.inputs.append("w")
+        before.graph.values["w"] = ir.Value("w", dtypes.FLOAT, (6, 4))
+        assert transpose_gemm_weights(before)[1] == 0
 
 
 @pytest.mark.parametrize("name, run_pass", DEFAULT_PASSES, ids=[n for n, _ in DEFAULT_PASSES])
