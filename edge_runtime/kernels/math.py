@@ -389,20 +389,30 @@ def matmul(a, b, *, xp):
 # A Gemm of few rows against a large (N, K) weight (transB=1, PyTorch's Linear layout, and the
 # layout the exporter gives every constant Gemm weight) runs as (B @ A^T)^T: OpenBLAS is 1.4-3x
 # slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us, 8 rows 806 -> 392 us, 32 rows
-# 1286 -> 797 us on one thread; 0.34-0.74x on two threads). Up to 128 rows it still pays on Zen 4
-# (a 256-1024-1024-10 MLP at 80-128 rows: 0.84-0.96x the time on one thread, 0.88-0.96x on two);
-# on Zen 5 the two orientations ran even from about 96 rows. Below 256 on a side the swap does not
-# pay. The copy of the swapped product back to rows costs ~1%.
-GEMM_SWAP_MAX_ROWS = 128
+# 1286 -> 797 us on one thread; 0.34-0.74x on two threads). Below 256 on a side the swap does not
+# pay; the copy of the swapped product back to rows costs ~1%. Up to 64 rows it pays for every
+# weight measured; beyond, only for large ones (Zen 4, two threads, swapped / not at 80-128 rows:
+# 1024x1024 0.88-0.97, 1024x4096 0.83-0.88, but 256x256 1.00-1.17 and 1024x256 1.01-1.12; on one
+# thread 0.79-0.96 for all but 256x256), so weights of GEMM_SWAP_LARGE_WEIGHT elements and more
+# swap up to GEMM_SWAP_LARGE_MAX_ROWS. (On Zen 5 the orientations ran even from about 96 rows.)
+GEMM_SWAP_MAX_ROWS = 64
+GEMM_SWAP_LARGE_MAX_ROWS = 128
+GEMM_SWAP_LARGE_WEIGHT = 1 << 20
 GEMM_SWAP_MIN_SIDE = 256
+
+
+def _swap_pays(rows: int, b) -> bool:
+    """Whether ``(B @ A^T)^T`` beats ``A @ B^T`` for ``rows`` rows against the (N, K) weight ``b``."""
+    if rows < 2 or min(b.shape) < GEMM_SWAP_MIN_SIDE or not b.flags.c_contiguous:
+        return False
+    return rows <= (GEMM_SWAP_LARGE_MAX_ROWS if b.size >= GEMM_SWAP_LARGE_WEIGHT else GEMM_SWAP_MAX_ROWS)
 
 
 @kernel("Gemm")
 def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     # One BLAS call (transposes are free views); scale and bias go into the fresh product.
     a = a.T if transA else a
-    if (transB and 2 <= a.shape[0] <= GEMM_SWAP_MAX_ROWS and min(b.shape) >= GEMM_SWAP_MIN_SIDE
-            and b.flags.c_contiguous):
+    if transB and _swap_pays(a.shape[0], b):
         y = xp.ascontiguousarray(xp.matmul(b, a.T).T)
     else:
         y = xp.matmul(a, b.T if transB else b)

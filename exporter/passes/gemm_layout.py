@@ -5,8 +5,8 @@ The trainer's dense layers and many converted models compute ``x @ W`` with W st
 runtime's Gemm runs fastest as ``(W^T @ x^T)^T`` over a row-major (N, K) weight (OpenBLAS is
 slow on products of few rows), which needs that layout; so the weight is transposed once here,
 when the model is written, instead of at every call. Measured on the serving benchmark's MLP
-(256-1024-1024-10), whole model, time with the pass / without: 2-16 rows 0.62-0.73x, 32-64 rows
-0.82-1.05x, 80-256 rows 0.95-1.09x, 1024 rows 1.02-1.03x (benchmarks/RESULTS.md, session 6).
+(256-1024-1024-10), whole model, time with the pass / without: 4-16 rows 0.56-0.73x, 32 rows
+0.78-0.86x, 64-96 rows 0.97-1.00x, 128-256 rows 1.04-1.13x (benchmarks/RESULTS.md, session 6).
 
 Only a weight that nothing but such Gemms reads is rewritten, so no tensor is stored twice.
 """

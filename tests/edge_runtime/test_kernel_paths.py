@@ -269,11 +269,12 @@ def test_wide_kernel_batch_dispatches_channels_last(monkeypatch) -> None:
         np.testing.assert_allclose(got, conv_by_definition(x, w, None, (1, 1), (0, 0, 0, 0), (1, 1), 1), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("rows", [1, 2, 7, 64, 65])  # the swapped product from 2 to GEMM_SWAP_MAX_ROWS rows
+# the swapped product from 2 to GEMM_SWAP_MAX_ROWS rows, to GEMM_SWAP_LARGE_MAX_ROWS for large weights
+@pytest.mark.parametrize("rows, k, n", [(1, 300, 260), (2, 300, 260), (7, 300, 260), (64, 300, 260), (65, 300, 260),
+                                        (65, 1024, 1024), (128, 1024, 1024), (129, 1024, 1024)])
 @pytest.mark.parametrize("trans_a", [0, 1])
-def test_gemm_of_few_rows_matches_definition(rows, trans_a) -> None:
+def test_gemm_of_few_rows_matches_definition(rows, k, n, trans_a) -> None:
     rng = np.random.default_rng(11)
-    k, n = 300, 260
     a = rng.standard_normal((k, rows) if trans_a else (rows, k)).astype(np.float32)
     b = rng.standard_normal((n, k)).astype(np.float32)
     c = rng.standard_normal(n).astype(np.float32)
@@ -281,3 +282,13 @@ def test_gemm_of_few_rows_matches_definition(rows, trans_a) -> None:
     got = run("Gemm", a, b, c, transA=trans_a, transB=1, alpha=0.5, beta=2.0)
     assert got.shape == (rows, n) and got.dtype == np.float32 and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_gemm_swaps_its_product_for_few_rows_and_for_large_weights_a_few_more() -> None:
+    from edge_runtime.kernels.math import _swap_pays
+
+    small, large = np.zeros((512, 512), np.float32), np.zeros((1024, 1024), np.float32)
+    assert [_swap_pays(r, small) for r in (1, 2, 64, 65)] == [False, True, True, False]
+    assert [_swap_pays(r, large) for r in (1, 2, 128, 129)] == [False, True, True, False]
+    assert not _swap_pays(8, np.zeros((1024, 200), np.float32))  # a side under 256
+    assert not _swap_pays(8, np.zeros((1024, 1024), np.float32).T)  # not row-major
