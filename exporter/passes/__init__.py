@@ -115,4 +115,5 @@ __all__ = [
     "optimize",
     "remove_identities",
     "to_channels_last",
+    "transpose_gemm_weights",
 ]
