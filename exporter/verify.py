@@ -18,7 +18,10 @@ import edge_runtime
 from exporter import flow_writer, ir
 from exporter.passes.graph_edit import copy_model
 
-DEFAULT_RTOL = 1e-5
+# float32 rounding accumulates with depth: MobileNetV2 with its batch norms folded differs from the
+# unfolded graph by up to 3.3e-5 of its logits' scale (ResNet-18 by 9e-7), where a rewrite that
+# breaks a model is off by orders of magnitude more. The ONNX backend tests allow 1e-3.
+DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-6
 
 

@@ -45,7 +45,7 @@ def test_fused_lstm_exports_as_onnx_lstm_matching_the_trainer(tmp_path: Path, fo
     ops = [n.op_type for n in frozen.graph.nodes]
     assert ops.count("LSTM") == 2 and all(n.domain == "" for n in frozen.graph.nodes)
     report = export_trained(s, tmp_path / "m.flow", inputs, outputs, samples=feeds)
-    assert report.trainer_parity.ok and report.trainer_parity.rtol <= 1e-5
+    assert report.trainer_parity.ok and max(d.max_rel for d in report.trainer_parity.outputs.values()) <= 1e-5
     assert "Transpose" not in report.passes.ops_after  # the weight reshuffle folds into constants
     ort = pytest.importorskip("onnxruntime")
     from exporter import to_onnx

@@ -56,7 +56,7 @@ def test_tolerance_is_respected() -> None:
     reference = two_layer()
     nudged = copy_model(reference)
     nudged.graph.values["k"].data = np.float32(2 * (1 + 1e-6))
-    check_parity(reference, nudged)  # within rtol=1e-5
+    check_parity(reference, nudged)  # within the default rtol
     with pytest.raises(ParityError):
         check_parity(reference, nudged, rtol=1e-8, atol=0)
 
@@ -66,11 +66,11 @@ def test_near_zero_element_is_judged_at_its_tensors_scale() -> None:
     # outputs near 5 differs by float32 rounding of those terms, which is no divergence.
     reference = model(graph([ir.Node("Identity", ["x"], ["y"], name="i")], ["x"], ["y"], shapes={"x": (4,)}))
     nudged = copy_model(reference)
-    nudged.graph.values["d"] = ir.Value("d", data=np.array([4e-6, 0, 0, 0], np.float32))
+    nudged.graph.values["d"] = ir.Value("d", data=np.array([4e-5, 0, 0, 0], np.float32))
     nudged.graph.nodes = [ir.Node("Add", ["x", "d"], ["y"], name="add")]
     sample = {"x": np.array([0.1, 5.0, -5.0, 5.0], np.float32)}
     report = check_parity(reference, nudged, samples=sample)
-    assert report.ok and report.outputs["y"].max_rel < 1e-5
+    assert report.ok and report.outputs["y"].max_rel < 1e-4
     with pytest.raises(ParityError, match="first diverging tensor 'y'"):
         check_parity(reference, nudged, samples={"x": np.array([0.1, 0.1, -0.1, 0.1], np.float32)})
 
@@ -103,3 +103,15 @@ def test_samples_follow_signature_types() -> None:
     reference = if_model()
     optimized, _ = optimize(reference)
     check_parity(reference, optimized, samples=[{"x": randn(3), "c": np.array(c)} for c in (True, False)])
+
+
+def test_deep_folded_network_converts_with_default_tolerance() -> None:
+    """MobileNetV2's 52 folded batch norms round differently from the unfolded graph (3e-5 of the
+    logits' scale): the default tolerance accepts that, so `flowstack convert` needs no flag for it."""
+    from benchmarks.models import mobilenet_v2
+    from exporter.onnx_import import import_onnx
+
+    reference = import_onnx(mobilenet_v2(image=64))
+    candidate, _ = optimize(reference)
+    report = check_parity(reference, candidate)
+    assert report.ok and 0 < report.outputs["logits"].max_rel < 1e-4
