@@ -106,7 +106,10 @@ def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np
 def _flat_floats(data: Any) -> np.ndarray | None:
     """A flat JSON list of numbers as float64, or None for anything else (nested lists, strings,
     nulls, integers past float64), which the general decoding then judges. The stdlib's array
-    reads the list without NumPy's type discovery: 256 floats in 3.9 us against 5.2 us."""
+    reads the list without NumPy's type discovery: 256 floats in 3.9 us against 5.2 us. Float
+    arrays (what ``serving.json_body`` reads flat float data into) pass as they are."""
+    if type(data) is np.ndarray:
+        return data if data.dtype.kind == "f" else None
     if type(data) is not list:
         return None
     try:
