@@ -23,6 +23,7 @@ from serving.backends import EdgeRuntimeBackend, check_device
 from serving.core import InferenceCore
 from serving.grpc_server import DEFAULT_MAX_MESSAGE_BYTES, GrpcSettings, create_grpc_server
 from serving.http_app import DEFAULT_MAX_REQUEST_BYTES, HttpSettings, create_app
+from serving.http_protocol import CoalescingHTTPProtocol
 from serving.repository import ModelRepository
 
 log = logging.getLogger("flowstack.serving")
@@ -88,6 +89,7 @@ class InferenceServer:
             app = create_app(self.core, HttpSettings(max_request_bytes=o.max_request_bytes, auth_token=o.auth_token))
             config = uvicorn.Config(
                 app,
+                http=CoalescingHTTPProtocol,
                 log_config=None,
                 access_log=False,
                 lifespan="off",
