@@ -157,7 +157,14 @@ def test_the_wrapper_holds_only_a_started_responses_first_write() -> None:
     wrapper.write(b"body")
     wrapper.write(b"more body")
     assert inner.writes[2:] == [b"head|body", b"more body"]
+    wrapper.flush()  # the response completed: the next response's first write is its head
+    wrapper.write(b"head2|")
+    wrapper.flush()  # a bodyless response
+    assert inner.writes[4:] == [b"head2|"]
     assert wrapper.get_extra_info("sockname") == ("127.0.0.1", 8000)  # everything else passes through
+    wrapper.release()  # connection lost: nothing held any more, and no protocol to ask
+    wrapper.write(b"late")
+    assert inner.writes[5:] == [b"late"]
     wrapper.abort()
     assert inner.closed
 
