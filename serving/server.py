@@ -90,6 +90,9 @@ class InferenceServer:
             config = uvicorn.Config(
                 app,
                 http=CoalescingHTTPProtocol,
+                # No WebSocket endpoints: an Upgrade request is answered as plain HTTP (404) rather
+                # than handed to a WebSocket protocol on the head-holding transport.
+                ws="none",
                 log_config=None,
                 access_log=False,
                 lifespan="off",
