@@ -81,8 +81,8 @@ class EdgeRuntimeBackend:
             for n, v in outputs.items():
                 if v.shape[:1] != (total,):
                     raise RuntimeError(f"output {n!r} has shape {list(v.shape)}, not {total} batch rows; cannot split it")
-            items = list(outputs.items())
+            named_outputs = list(outputs.items())
             for k, i in enumerate(members):
                 start, end = bounds[k], bounds[k + 1]
-                results[i] = {n: v[start:end] for n, v in items}
+                results[i] = {n: v[start:end] for n, v in named_outputs}
         return results  # type: ignore[return-value]
