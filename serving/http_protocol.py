@@ -4,8 +4,9 @@ uvicorn writes a response's status line and headers when the app sends ``http.re
 and the body in a second write when it sends ``http.response.body``: two ``send`` calls and two
 TCP segments per response, and a client that wakes up twice to read them. Holding the head until
 the body follows joins them. Measured at concurrency 64 (HTTP, the serving benchmark's batched
-MLP, alternated runs): the event loop's thread 93-94 -> 82-84 us of CPU a request and the load
-generator 31 -> 26 us; throughput 8,570-9,580 -> 8,870-10,300 req/s, p99 unchanged.
+MLP, alternated runs, without -> with): throughput 8,570-9,580 -> 8,870-10,300 req/s, p99
+unchanged; in two later pairs the event loop's thread 81.5 -> 78.4 and 94.7 -> 90.2 us of CPU a
+request, the load generator 26.7 -> 24.5 and 32.7 -> 29.3 us.
 
 The head is held only until the next write of the connection, the response's completion, or the
 connection's close, so nothing waits on a later event: a bodyless response (HEAD, 204, 304) goes
