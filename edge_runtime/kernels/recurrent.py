@@ -305,13 +305,16 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     half[: 3 * n] = 0.5
     w = layer.w * half
     r = layer.r * half
-    flat_t = xp.ascontiguousarray(layer.x).reshape(steps * batch, -1).T
-    xw = xp.empty((layer.directions, 4 * n, steps * batch), dtype=y.dtype)  # column t * batch + b
+    # Step-major projections, (D, steps, 4 * hidden, batch): each step adds one contiguous block.
+    # Laid out (D, 4 * hidden, steps * batch) instead, a step's block is 4 * hidden short rows
+    # strided by steps * batch values (4 KiB at the benchmark's 32 x 32, rows that share cache
+    # sets); the benchmark's LSTM layer ran 5-8% faster this way (2.78 -> 2.63 ms, alternated).
+    x_t = xp.swapaxes(layer.x, 1, 2)  # (steps, input, batch), a view
+    xw = xp.empty((layer.directions, steps, 4 * n, batch), dtype=y.dtype)
     for d in range(layer.directions):
-        xp.matmul(w[d], flat_t, out=xw[d])
+        xp.matmul(w[d], x_t, out=xw[d])
     if bias is not None:
-        xw += bias[:, :, None] * half
-    xw = xw.reshape(layer.directions, 4 * n, steps, batch)
+        xw += (bias[:, :, None] * half)[:, None]
     h_t = xp.ascontiguousarray(xp.swapaxes(h, 1, 2))  # (D, hidden, batch)
     c_t = xp.swapaxes(c, 1, 2).copy()  # updated in place below: never the caller's array
     y_t = xp.empty((steps, layer.directions, n, batch), dtype=y.dtype)
@@ -321,7 +324,7 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     for t in range(steps):
         for d, rev in enumerate(layer.reversed):
             xp.matmul(r[d], h_t[d], out=z[d])
-            z[d] += xw[d, :, steps - 1 - t if rev else t]
+            z[d] += xw[d, steps - 1 - t if rev else t]
         xp.tanh(z, out=z)
         iof = z[:, : 3 * n]
         iof *= 0.5
