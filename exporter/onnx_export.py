@@ -87,6 +87,8 @@ class _GraphWriter:
     def node(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         if node.domain == FUSED_DOMAIN and node.op_type in _FUSED_BASE:
             return self._expand_fused(g, node, initializers)
+        if node.domain == FUSED_DOMAIN and node.op_type == "FusedConvMaxPool":
+            return self._expand_conv_max_pool(g, node, initializers)
         if node.domain == FUSED_DOMAIN and node.op_type in _CHANNELS_LAST:
             return self._expand_channels_last(g, node, initializers)
         if node.domain not in ("", "ai.onnx"):
@@ -122,6 +124,19 @@ class _GraphWriter:
             act_attrs = dict(zip(ACTIVATIONS[activation], params))
         act = ir.Node(activation, act_inputs, list(node.outputs), act_attrs, f"{name}_{activation.lower()}")
         return self.node(g, linear, initializers) + self.node(g, act, initializers)
+
+    def _expand_conv_max_pool(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """(Fused)Conv, then MaxPool with the ``pool_`` attributes."""
+        attrs = {k: v for k, v in node.attrs.items() if not k.startswith("pool_")}
+        if not attrs.get("activation"):
+            attrs = {k: v for k, v in attrs.items() if k not in ("activation", "activation_params")}
+        base, domain = ("FusedConv", FUSED_DOMAIN) if attrs.get("activation") else ("Conv", "")
+        name = node.name or node.outputs[0]
+        conv_out = self._fresh(g, f"{node.outputs[0]}_conv")
+        pool_attrs = {k[len("pool_"):]: v for k, v in node.attrs.items() if k.startswith("pool_") and v is not None}
+        return (self.node(g, ir.Node(base, list(node.inputs), [conv_out], attrs, name, domain), initializers)
+                + self.node(g, ir.Node("MaxPool", [conv_out], list(node.outputs), pool_attrs, f"{name}_max_pool"),
+                            initializers))
 
     def _expand_channels_last(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """Transpose to (N, C, spatial...), the planar op (weights back to (M, C, kernel...)), transpose back."""

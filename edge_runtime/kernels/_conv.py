@@ -192,14 +192,23 @@ def batch_chunks(n: int, bytes_per_image: int) -> list[tuple[int, int]]:
     return [(s, min(n, s + step)) for s in range(0, max(n, 1), step)]
 
 
+def _strided_small_depthwise(x, w, group, win: Window) -> bool:
+    c = x.shape[1]
+    return (group == c == w.shape[0] and w.shape[1] == 1 and any(s > 1 for s in win.strides)
+            and math.prod(win.out) < CHANNELS_LAST_MAX_PIXELS)
+
+
+def _is_pointwise(group, win: Window) -> bool:
+    return group == 1 and all(k == 1 for k in win.kernel)
+
+
 def conv(x, w, b, xp, *, group, win: Window):
     n_sp = len(win.kernel)
     c = x.shape[1]
     m = w.shape[0]
-    if (group == c and m == c and w.shape[1] == 1 and any(s > 1 for s in win.strides)
-            and math.prod(win.out) < CHANNELS_LAST_MAX_PIXELS):
+    if _strided_small_depthwise(x, w, group, win):
         return _depthwise(x, w, xp, win, b)
-    if all(k == 1 for k in win.kernel) and group == 1:
+    if _is_pointwise(group, win):
         y = _pointwise(pad_spatial(x, xp, win.pad_begin, win.pad_end), w, xp, win)
     else:
         columns = _columns_conv(x, w, win, group)
@@ -213,6 +222,22 @@ def conv(x, w, b, xp, *, group, win: Window):
     if b is not None:
         y += b.reshape((1, m) + (1,) * n_sp)
     return y
+
+
+def conv_unfinished(x, w, xp, *, group, win: Window):
+    """The convolution without a bias, as its im2col path leaves it: ``(y, channels_last)``.
+
+    ``y`` is (N, M, out...), possibly a strided view (flat columns before the crop of their
+    padded rows), or (N, out..., M) when ``channels_last``. For a reader that reduces ``y`` first
+    (a fused max pool), sparing the copy to a contiguous planar array and the bias pass over the
+    unreduced output."""
+    if (xp.__name__ == "numpy" and not _strided_small_depthwise(x, w, group, win)
+            and not _is_pointwise(group, win)):
+        columns = _columns_conv(x, w, win, group)
+        spans = batch_chunks(x.shape[0], x.shape[1] * math.prod(win.kernel) * math.prod(win.out) * x.itemsize)
+        if columns in (_im2col_flat, _im2col_channels_last) and len(spans) == 1:
+            return columns(x, w, xp, win, group, finish=False), columns is _im2col_channels_last
+    return conv(x, w, None, xp, group=group, win=win), False
 
 
 def _columns_conv(x, w, win, group):
@@ -233,11 +258,14 @@ def _columns_conv(x, w, win, group):
     return _im2col_padded
 
 
-def _im2col_channels_last(x, w, xp, win, group):
+def _im2col_channels_last(x, w, xp, win, group, finish=True):
+    """Planar in, planar out (channels-last, (N, out..., M), when not ``finish``)."""
     xl = x.transpose((0,) + tuple(range(2, x.ndim)) + (1,))
     xl = pad_channels_last(xl, xp, win.pad_begin, win.padded_end) if any(win.pad_begin + win.padded_end) else (
         xp.ascontiguousarray(xl))
     y = conv_channels_last(xl, channels_last_weights(w, xp), xp, win)
+    if not finish:
+        return y
     n_sp = len(win.kernel)
     return xp.ascontiguousarray(y.transpose((0, n_sp + 1) + tuple(range(1, n_sp + 1))))
 
@@ -469,14 +497,16 @@ def _flat_geometry(shape, win: Window) -> _FlatGeometry:
     )
 
 
-def _im2col_flat(x, w, xp, win, group):
+def _im2col_flat(x, w, xp, win, group, finish=True):
     """Stride-1 im2col over flattened padded planes.
 
     With each (n, c) plane padded and flattened, kernel tap ``t`` sees one contiguous run of the
     plane for all output rows at once, so the columns are copied in long runs rather than in
     short output rows. The price: each output row is computed over the padded row width, and the
-    extra (wrapped-around) outputs are cropped after the matmul.
+    extra (wrapped-around) outputs are cropped after the matmul (into a contiguous copy when
+    ``finish``, else as a strided view).
     """
+    done = xp.ascontiguousarray if finish else (lambda y: y)
     n, c = x.shape[:2]
     m = w.shape[0]
     geo = _flat_geometry(x.shape, win)
@@ -489,16 +519,16 @@ def _im2col_flat(x, w, xp, win, group):
     wg = w.reshape(group, m // group, (c // group) * k)
     if group > 1 and xp.__name__ == "numpy":
         y = _grouped_matmul(wg, view, geo.length, xp)
-        return xp.ascontiguousarray(y.reshape((n, m, win.out[0]) + geo.padded_rows)[geo.crop])
+        return done(y.reshape((n, m, win.out[0]) + geo.padded_rows)[geo.crop])
     if n > 1 and wg[0].size <= FLAT_PER_IMAGE_MAX_WEIGHTS:
         y = xp.matmul(wg, view.reshape(n, group, (c // group) * k, geo.length))  # (N, G, M/G, length)
-        return xp.ascontiguousarray(y.reshape((n, m, win.out[0]) + geo.padded_rows)[geo.crop])
+        return done(y.reshape((n, m, win.out[0]) + geo.padded_rows)[geo.crop])
     # Batch images side by side in the columns: one matmul per group, not one per image.
     order = tuple(range(1, 2 + len(win.kernel))) + (0, 2 + len(win.kernel))
     cols = view.transpose(order).reshape(group, (c // group) * k, n * geo.length)
     y = xp.matmul(wg, cols)  # (G, M/G, N * length)
     y = y.reshape((m, n, win.out[0]) + geo.padded_rows)
-    return xp.ascontiguousarray(y[geo.crop].swapaxes(0, 1))
+    return done(y[geo.crop].swapaxes(0, 1))
 
 
 def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_spatial):

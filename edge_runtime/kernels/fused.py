@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from edge_runtime.kernels import _conv
 from edge_runtime.kernels.math import relu_into
+from edge_runtime.kernels.nn import reduce_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
-from schemas.ops.fused import DOMAIN
+from schemas.ops.fused import DOMAIN, monotone_activation
 
 
 def _relu(y, xp):
@@ -67,3 +69,36 @@ def fused_conv(x, w, b, *, xp, activation, activation_params, **conv_attrs):
 @kernel("FusedGemm", DOMAIN)
 def fused_gemm(a, b, c, *, xp, activation, activation_params, **gemm_attrs):
     return apply_activation(get_kernel("Gemm")(a, b, c, xp=xp, **gemm_attrs), xp, activation, activation_params)
+
+
+@kernel("FusedConvMaxPool", DOMAIN)
+def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kernel_shape, pool_strides, pool_pads,
+                        auto_pad, dilations, group, kernel_shape, pads, strides):
+    """MaxPool(activation(Conv(x))), pooled first: a max commutes with adding a per-channel bias and
+    with a non-decreasing activation, so both run on the pooled output (a quarter of the conv's
+    under a 2x2 pool), and the pool reads the convolution's output as its im2col path left it
+    (LeNet's first layer: flat columns' uncropped rows, no copy; its second: channels-last, pooled
+    before the one transpose back to planar)."""
+    win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
+    pool = (pool_kernel_shape, pool_strides, pool_pads)
+    if not monotone_activation(activation, activation_params):
+        y = _conv.conv(x, w, b, xp, group=group, win=win)
+        return _max_pool(apply_activation(y, xp, activation, activation_params), xp, *pool, lead=2)
+    y, channels_last = _conv.conv_unfinished(x, w, xp, group=group, win=win)
+    lead = 1 if channels_last else 2
+    pooled = _max_pool(y, xp, *pool, lead=lead)
+    if b is not None:
+        pooled += b if channels_last else b.reshape((-1,) + (1,) * (pooled.ndim - 2))
+    if activation:
+        apply_activation(pooled, xp, activation, activation_params)
+    return xp.ascontiguousarray(xp.moveaxis(pooled, -1, 1) if channels_last else pooled)
+
+
+def _max_pool(y, xp, kernel_shape, strides, pads, *, lead):
+    """Max pool over the spatial axes that follow the first ``lead`` axes, into a fresh array
+    (``reduce_windows`` writes every axis's maxima into a new one)."""
+    n_sp = len(kernel_shape)
+    win = _conv.resolve_window(y.shape[lead:lead + n_sp], tuple(kernel_shape), strides, None, pads, "NOTSET")
+    low = -xp.inf if y.dtype.kind == "f" else xp.iinfo(y.dtype).min
+    pad = _conv.pad_channels_last if lead == 1 else _conv.pad_spatial
+    return reduce_windows(pad(y, xp, win.pad_begin, win.padded_end, low), xp, xp.maximum, win, lead=lead)

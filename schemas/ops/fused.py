@@ -2,7 +2,8 @@
 
 The exporter's ``fuse_activation`` pass produces them; the edge runtime runs the linear op's
 kernel and applies the activation in place on its fresh output, saving one pass over memory and
-one intermediate. ``activation`` is the ONNX name of the activation op, ``activation_params``
+one intermediate. ``FusedConvMaxPool`` (from the ``fuse_max_pool`` pass) adds the max pool that
+reads the activation. ``activation`` is the ONNX name of the activation op, ``activation_params``
 its parameters in the order of ``ACTIVATIONS`` (``Clip`` bounds it lacks are -inf / +inf), so
 writing the node back out as two standard ONNX ops is mechanical.
 """
@@ -10,7 +11,7 @@ writing the node back out as two standard ONNX ops is mechanical.
 from __future__ import annotations
 
 from schemas.ops import math, nn  # noqa: F401  (Conv and Gemm are declared first; their attrs are reused)
-from schemas.registry import REQUIRED, Attr, get_schema, op
+from schemas.registry import REQUIRED, Attr, InferenceContext, ShapeError, get_schema, op
 
 DOMAIN = "flowstack"
 
@@ -64,3 +65,44 @@ op(
     attrs={**get_schema("Gemm").attrs, **_ACTIVATION_ATTRS},
     doc="Gemm followed by an activation.",
 )(_like("Gemm"))
+
+
+# Attributes of the max pool in FusedConvMaxPool: MaxPool's, under a ``pool_`` prefix; dilations,
+# auto_pad, ceil_mode and the indices output are left to a separate MaxPool.
+POOL_ATTRS = {
+    "pool_kernel_shape": Attr("ints", REQUIRED),
+    "pool_strides": Attr("ints"),
+    "pool_pads": Attr("ints"),
+}
+
+
+def monotone_activation(name: str, params) -> bool:
+    """Whether the activation never decreases, so that it commutes with a max: max(f(a), f(b)) ==
+    f(max(a, b)). "" (none) counts as monotone."""
+    if name in ("LeakyRelu", "HardSigmoid"):
+        return params[0] >= 0  # alpha
+    return name in ("", "Relu", "Clip", "Sigmoid", "Tanh")
+
+
+def _conv_max_pool_rule(ctx):
+    if ctx.attrs.get("activation"):
+        check_activation(ctx)
+    conv = get_schema("Conv").infer(ctx)
+    pool = get_schema("MaxPool")
+    attrs = {"kernel_shape": ctx.attrs["pool_kernel_shape"], "strides": ctx.attrs.get("pool_strides"),
+             "pads": ctx.attrs.get("pool_pads"), "auto_pad": "NOTSET", "dilations": None, "ceil_mode": 0}
+    try:
+        return pool.infer(InferenceContext(pool, conv, attrs, (), 1, ctx.name))
+    except ShapeError as exc:
+        raise ctx.fail(f"its max pool: {exc}") from None
+
+
+op(
+    "FusedConvMaxPool",
+    domain=DOMAIN,
+    inputs=["X", "W", "B?"],
+    outputs=["Y"],
+    attrs={**get_schema("Conv").attrs, "activation": Attr("string", ""), "activation_params": Attr("floats", []),
+           **POOL_ATTRS},
+    doc="Conv, an optional activation, then MaxPool (no dilations, no ceil mode, no indices).",
+)(_conv_max_pool_rule)

@@ -140,10 +140,11 @@ def test_round_trip_through_passes_matches_onnxruntime(case) -> None:
 
 def test_fused_ops_are_written_as_standard_onnx() -> None:
     optimized, _ = optimize(import_onnx(conv_net()))
-    assert {"FusedConv", "FusedGemm"} <= {n.op_type for n in optimized.graph.nodes}
+    assert {"FusedConvMaxPool", "FusedGemm"} <= {n.op_type for n in optimized.graph.nodes}
     exported = to_onnx(optimized)
     ops = [n.op_type for n in exported.graph.node]
-    assert ops.count("Conv") == 2 and ops.count("Relu") == 2 and "Clip" in ops and "BatchNormalization" not in ops
+    assert ops.count("Conv") == 2 and ops.count("Relu") == 2 and ops.count("MaxPool") == 2 and "Clip" in ops
+    assert "BatchNormalization" not in ops
     assert all(n.domain == "" for n in exported.graph.node)
     assert [o.domain for o in exported.opset_import] == [""]
 

@@ -17,6 +17,7 @@ from exporter.passes import (
     fold_batch_norm,
     fold_constants,
     fuse_activations,
+    fuse_max_pools,
     optimize,
     remove_identities,
     transpose_gemm_weights,
@@ -301,6 +302,54 @@ class TestFuseActivations:
         assert fuse_activations(before)[1] == 0
 
 
+def conv_pool(activation: str | None = "Relu", **pool_attrs) -> ir.Model:
+    """Conv (+ BatchNormalization + activation) -> MaxPool, as conv_bn builds it, then pooled."""
+    m = conv_bn("Conv", activation)
+    last = m.graph.outputs[0]
+    attrs = pool_attrs or {"kernel_shape": [2, 2], "strides": [2, 2]}
+    m.graph.nodes.append(ir.Node("MaxPool", [last], ["pooled"], attrs, name="pool"))
+    m.graph.outputs = ["pooled"]
+    return m
+
+
+class TestFuseMaxPools:
+    @pytest.mark.parametrize("activation", [None, "Relu", "Clip", "Sigmoid", "Tanh"])
+    @pytest.mark.parametrize("pool", [{"kernel_shape": [2, 2], "strides": [2, 2]},
+                                      {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+                                      {"kernel_shape": [2, 3]}])
+    def test_fused_kernel_matches(self, activation, pool) -> None:
+        before, _ = fuse_activations(fold_batch_norm(conv_pool(activation, **pool))[0])
+        after, fused = fuse_max_pools(before)
+        assert fused == 1 and ops(after) == ["FusedConvMaxPool"] and after.graph.nodes[0].outputs == ["pooled"]
+        assert after.graph.nodes[0].attrs["pool_kernel_shape"] == pool["kernel_shape"]
+        assert after.opset_imports["flowstack"] == 1
+        assert_same_outputs(before, after, x=randn(*before.graph.values["x"].shape))
+        assert ops(before)[-1] == "MaxPool", "input model was edited"
+
+    @pytest.mark.parametrize("pool", [
+        {"kernel_shape": [2, 2], "pads": [2, 0, 0, 0]},  # a window of padding alone
+        {"kernel_shape": [2, 2], "ceil_mode": 1},
+        {"kernel_shape": [2, 2], "dilations": [2, 2]},
+        {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"},
+    ], ids=["pad-not-under-kernel", "ceil_mode", "dilations", "auto_pad"])
+    def test_pools_it_cannot_reorder_are_left(self, pool) -> None:
+        before, _ = fuse_activations(fold_batch_norm(conv_pool("Relu", **pool))[0])
+        assert fuse_max_pools(before)[1] == 0
+
+    def test_decreasing_activation_is_left(self) -> None:
+        before, _ = fuse_activations(fold_batch_norm(conv_pool("LeakyRelu"))[0])
+        before.graph.nodes[0].attrs["activation_params"] = [-0.5]
+        assert fuse_max_pools(before)[1] == 0
+
+    def test_indices_output_or_second_reader_is_left(self) -> None:
+        before, _ = fuse_activations(fold_batch_norm(conv_pool("Relu"))[0])
+        before.graph.nodes[-1].outputs.append("indices")
+        assert fuse_max_pools(before)[1] == 0
+        before, _ = fuse_activations(fold_batch_norm(conv_pool("Relu"))[0])
+        before.graph.outputs.append("y")  # the activation's output is read besides the pool
+        assert fuse_max_pools(before)[1] == 0
+
+
 class TestCancelTransposes:
     def test_inverse_pair_cancels(self) -> None:
         g = graph(
@@ -417,8 +466,9 @@ class TestTransposeGemmWeights:
 
 
 @pytest.mark.parametrize("name, run_pass", DEFAULT_PASSES, ids=[n for n, _ in DEFAULT_PASSES])
-@pytest.mark.parametrize("build", [lambda: conv_bn("Conv", "Relu"), lambda: conv_bn("MatMulAdd", "Clip"), if_model],
-                         ids=["conv_bn_relu", "matmul_bn_clip", "if_capture"])
+@pytest.mark.parametrize("build", [lambda: conv_bn("Conv", "Relu"), lambda: conv_bn("MatMulAdd", "Clip"), if_model,
+                                   lambda: conv_pool("Relu")],
+                         ids=["conv_bn_relu", "matmul_bn_clip", "if_capture", "conv_bn_relu_pool"])
 def test_every_pass_preserves_outputs(name, run_pass, build) -> None:
     before = build()
     counts = op_counts(before.graph)
