@@ -202,9 +202,13 @@ def _is_pointwise(group, win: Window) -> bool:
     return group == 1 and all(k == 1 for k in win.kernel)
 
 
+def _column_spans(x, win: Window) -> list[tuple[int, int]]:
+    """The batch spans whose im2col columns ``conv`` builds and multiplies one at a time."""
+    return batch_chunks(x.shape[0], x.shape[1] * math.prod(win.kernel) * math.prod(win.out) * x.itemsize)
+
+
 def conv(x, w, b, xp, *, group, win: Window):
     n_sp = len(win.kernel)
-    c = x.shape[1]
     m = w.shape[0]
     if _strided_small_depthwise(x, w, group, win):
         return _depthwise(x, w, xp, win, b)
@@ -212,7 +216,7 @@ def conv(x, w, b, xp, *, group, win: Window):
         y = _pointwise(pad_spatial(x, xp, win.pad_begin, win.pad_end), w, xp, win)
     else:
         columns = _columns_conv(x, w, win, group)
-        spans = batch_chunks(x.shape[0], c * math.prod(win.kernel) * math.prod(win.out) * x.itemsize)
+        spans = _column_spans(x, win)
         if xp.__name__ != "numpy" or len(spans) == 1:
             y = columns(x, w, xp, win, group)
         else:
@@ -234,8 +238,7 @@ def conv_unfinished(x, w, xp, *, group, win: Window):
     if (xp.__name__ == "numpy" and not _strided_small_depthwise(x, w, group, win)
             and not _is_pointwise(group, win)):
         columns = _columns_conv(x, w, win, group)
-        spans = batch_chunks(x.shape[0], x.shape[1] * math.prod(win.kernel) * math.prod(win.out) * x.itemsize)
-        if columns in (_im2col_flat, _im2col_channels_last) and len(spans) == 1:
+        if columns in (_im2col_flat, _im2col_channels_last) and len(_column_spans(x, win)) == 1:
             return columns(x, w, xp, win, group, finish=False), columns is _im2col_channels_last
     return conv(x, w, None, xp, group=group, win=win), False
 
