@@ -80,7 +80,7 @@ def monotone_activation(name: str, params) -> bool:
     """Whether the activation never decreases, so that it commutes with a max: max(f(a), f(b)) ==
     f(max(a, b)). "" (none) counts as monotone."""
     if name in ("LeakyRelu", "HardSigmoid"):
-        return params[0] >= 0  # alpha
+        return bool(len(params)) and params[0] >= 0  # alpha
     return name in ("", "Relu", "Clip", "Sigmoid", "Tanh")
 
 
