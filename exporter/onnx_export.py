@@ -133,7 +133,7 @@ class _GraphWriter:
         base, domain = ("FusedConv", FUSED_DOMAIN) if attrs.get("activation") else ("Conv", "")
         name = node.name or node.outputs[0]
         conv_out = self._fresh(g, f"{node.outputs[0]}_conv")
-        pool_attrs = {k[len("pool_"):]: v for k, v in node.attrs.items() if k.startswith("pool_") and v is not None}
+        pool_attrs = {k[len("pool_"):]: v for k, v in node.attrs.items() if k.startswith("pool_")}
         return (self.node(g, ir.Node(base, list(node.inputs), [conv_out], attrs, name, domain), initializers)
                 + self.node(g, ir.Node("MaxPool", [conv_out], list(node.outputs), pool_attrs, f"{name}_max_pool"),
                             initializers))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edge_runtime.kernels import _conv
 from edge_runtime.kernels.math import relu_into
-from edge_runtime.kernels.nn import reduce_windows
+from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
 from schemas.ops.fused import DOMAIN, monotone_activation
 
@@ -99,6 +99,4 @@ def _max_pool(y, xp, kernel_shape, strides, pads, *, lead):
     (``reduce_windows`` writes every axis's maxima into a new one)."""
     n_sp = len(kernel_shape)
     win = _conv.resolve_window(y.shape[lead:lead + n_sp], tuple(kernel_shape), strides, None, pads, "NOTSET")
-    low = -xp.inf if y.dtype.kind == "f" else xp.iinfo(y.dtype).min
-    pad = _conv.pad_channels_last if lead == 1 else _conv.pad_spatial
-    return reduce_windows(pad(y, xp, win.pad_begin, win.padded_end, low), xp, xp.maximum, win, lead=lead)
+    return reduce_windows(padded_for_max(y, xp, win, lead), xp, xp.maximum, win, lead=lead)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from edge_runtime.kernels import _conv
 from edge_runtime.kernels.fused import apply_activation
-from edge_runtime.kernels.nn import reduce_windows
+from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.fused import DOMAIN
 
@@ -32,5 +32,4 @@ def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, 
 @kernel("ChannelsLastMaxPool", DOMAIN)
 def channels_last_max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides):
     win = _window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    return reduce_windows(_conv.pad_channels_last(x, xp, win.pad_begin, win.padded_end, low), xp, xp.maximum, win, lead=1)
+    return reduce_windows(padded_for_max(x, xp, win, lead=1), xp, xp.maximum, win, lead=1)

@@ -84,6 +84,14 @@ def reduce_windows(xpad, xp, ufunc, win, lead: int | None = None):
     return out
 
 
+def padded_for_max(x, xp, win, lead: int | None = None):
+    """``x`` padded as ``win`` says with a value no element is below (-inf, or the integer type's
+    least), for a max over its windows; ``lead`` as in ``reduce_windows`` (1: channels-last)."""
+    low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    pad = _conv.pad_channels_last if lead == 1 else _conv.pad_spatial
+    return pad(x, xp, win.pad_begin, win.padded_end, low)
+
+
 @lru_cache(maxsize=1024)
 def _tap_slices(lead: int, win) -> tuple[tuple[tuple[slice, ...], ...], ...]:
     """Per spatial axis, the index of each kernel tap's strided view along that axis."""
@@ -96,8 +104,7 @@ def _tap_slices(lead: int, win) -> tuple[tuple[tuple[slice, ...], ...], ...]:
 @kernel("MaxPool", output_count=True)
 def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides, n_outputs):
     win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
+    xpad = padded_for_max(x, xp, win)
     y = reduce_windows(xpad, xp, xp.maximum, win)
     if n_outputs < 2:
         return y
