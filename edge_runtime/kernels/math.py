@@ -390,7 +390,7 @@ def matmul(a, b, *, xp):
 # layout the exporter gives every constant Gemm weight) runs as (B @ A^T)^T: OpenBLAS is 1.4-3x
 # slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us, 8 rows 806 -> 392 us, 32 rows
 # 1286 -> 797 us on one thread; 0.34-0.74x on two threads). Below 256 on a side the swap does not
-# pay; the copy of the swapped product back to rows costs ~1%. Up to 64 rows it pays for every
+# pay. Up to 64 rows it pays for every
 # weight measured; beyond, only for large ones (Zen 4, two threads, swapped / not at 80-128 rows:
 # 1024x1024 0.88-0.97, 1024x4096 0.83-0.88, but 256x256 1.00-1.17 and 1024x256 1.01-1.12; on one
 # thread 0.79-0.96 for all but 256x256), so weights of GEMM_SWAP_LARGE_WEIGHT elements and more
@@ -413,7 +413,10 @@ def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     # One BLAS call (transposes are free views); scale and bias go into the fresh product.
     a = a.T if transA else a
     if transB and _swap_pays(a.shape[0], b):
-        y = xp.ascontiguousarray(xp.matmul(b, a.T).T)
+        # Left column-major, (A B^T) as the transposed view of the product: a Gemm reading it
+        # swaps again and gets a row-major operand, so a chain of Linear layers copies nothing
+        # (the benchmark MLP 0.345 -> 0.322 ms); readers that need rows copy as they would a view.
+        y = xp.matmul(b, a.T).T
     else:
         y = xp.matmul(a, b.T if transB else b)
     if alpha != 1.0:

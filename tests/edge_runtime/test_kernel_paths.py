@@ -280,8 +280,25 @@ def test_gemm_of_few_rows_matches_definition(rows, k, n, trans_a) -> None:
     c = rng.standard_normal(n).astype(np.float32)
     want = (a.T if trans_a else a).astype(np.float64) @ b.T.astype(np.float64) * 0.5 + 2.0 * c
     got = run("Gemm", a, b, c, transA=trans_a, transB=1, alpha=0.5, beta=2.0)
-    assert got.shape == (rows, n) and got.dtype == np.float32 and got.flags.c_contiguous
+    # one block either way: a swapped product comes back column-major, the transposed view
+    assert got.shape == (rows, n) and got.dtype == np.float32 and (got.flags.c_contiguous or got.flags.f_contiguous)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_gemm_chain_reads_a_column_major_product() -> None:
+    # The first Gemm's swapped product is column-major; the second reads it as its A (with and
+    # without transA) and must match the definition, as must elementwise readers of it.
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((8, 300)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((280, 300)).astype(np.float32), rng.standard_normal((260, 280)).astype(np.float32))
+    h = run("Gemm", x, w1, None, transA=0, transB=1, alpha=1.0, beta=1.0)
+    assert h.flags.f_contiguous and not h.flags.c_contiguous
+    want_h = x.astype(np.float64) @ w1.T.astype(np.float64)
+    np.testing.assert_allclose(run("Relu", h), np.maximum(want_h, 0), rtol=1e-4, atol=1e-3)
+    got = run("Gemm", h, w2, None, transA=0, transB=1, alpha=1.0, beta=1.0)
+    np.testing.assert_allclose(got, want_h @ w2.T.astype(np.float64), rtol=1e-4, atol=1e-2)
+    got_t = run("Gemm", np.asfortranarray(h.T), w2, None, transA=1, transB=1, alpha=1.0, beta=1.0)
+    np.testing.assert_allclose(got_t, got, rtol=1e-4, atol=1e-2)
 
 
 def test_gemm_swaps_its_product_for_few_rows_and_for_large_weights_a_few_more() -> None:
