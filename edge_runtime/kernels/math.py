@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from functools import reduce
 
+import numpy as np
+
 from edge_runtime.kernels.registry import kernel
 from schemas import dtypes
 from schemas.ops.math import element_dtype
@@ -257,8 +259,43 @@ def _max_shifted(x, axis, xp):
     return x - xp.where(xp.isfinite(m), m, _scalar(x, 0))
 
 
+# Where a row's exponentials, shifted by the whole tensor's maximum, sum to less than this, the
+# tensor is normalized by each row's own maximum instead. A row's largest terms then sit at most
+# about 8.3 + ln(row length) below the shift, so exp's argument carries at most that many times
+# float32's 2^-24 more rounding than with the row's own maximum (~1e-6 relative at 128 columns),
+# and nothing that matters underflows.
+SOFTMAX_MIN_SHIFTED_SUM = 2.0 ** -12
+
+
+def _softmax_shifted_by_top(x, axis):
+    """Softmax shifted by max(x) over the whole array, or None where that is not safe (a NaN or
+    inf, or a row so far below the maximum that its sum falls under SOFTMAX_MIN_SHIFTED_SUM).
+
+    Softmax is invariant to a shift along its axis, and a shift by the maximum of every element
+    keeps every exponential <= 1 just as the per-row maximum does, but is one reduction over
+    contiguous memory instead of one along the axis (slow for short rows): attention's
+    (1, 4, 128, 128) scores 117 -> 73 us."""
+    if x.dtype not in (np.float32, np.float64) or x.size == 0:
+        return None
+    top = x.max()
+    if not np.isfinite(top):
+        return None
+    e = np.subtract(x, top)
+    np.exp(e, out=e)
+    total = e.sum(axis=axis, keepdims=True)
+    if not total.min() >= SOFTMAX_MIN_SHIFTED_SUM:
+        return None
+    np.reciprocal(total, out=total)
+    e *= total
+    return e
+
+
 @kernel("Softmax")
 def softmax(x, *, xp, axis):
+    if xp is np:
+        e = _softmax_shifted_by_top(x, axis)
+        if e is not None:
+            return e
     e = _max_shifted(x, axis, xp)
     xp.exp(e, out=e)
     e /= e.sum(axis=axis, keepdims=True)

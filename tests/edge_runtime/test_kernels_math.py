@@ -123,6 +123,30 @@ def test_softmax_is_stable_for_large_values(op: str) -> None:
     np.testing.assert_allclose(y, np.stack([expected, expected]), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("offset", [0.0, -5.0, -9.0, -30.0, -80.0, -1e4])
+def test_softmax_rows_far_below_the_maximum_keep_their_precision(offset: float) -> None:
+    # Rows are shifted by the whole tensor's maximum where every row's sum stays above 2^-12, by
+    # their own maximum otherwise: either way within a few float32 ulps of the exact softmax.
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 50)).astype(F32) * 4
+    x[1] += np.float32(offset)
+    wide = x.astype(np.float64)
+    e = np.exp(wide - wide.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    for axis in (-1, 1):
+        got = run("Softmax", x, axis=axis)
+        e = np.exp(wide - wide.max(axis=axis, keepdims=True))
+        np.testing.assert_allclose(got, e / e.sum(axis=axis, keepdims=True), rtol=3e-6, atol=1e-30)
+    np.testing.assert_allclose(run("Softmax", x), want, rtol=3e-6, atol=1e-30)
+
+
+def test_softmax_nan_in_one_row_leaves_the_others() -> None:
+    x = np.array([[1.0, 2.0, 3.0], [1.0, np.nan, 0.0]], F32)
+    y = run("Softmax", x)
+    assert np.isnan(y[1]).all()
+    np.testing.assert_allclose(y[0], np.exp([-2.0, -1.0, 0.0]) / np.exp([-2.0, -1.0, 0.0]).sum(), rtol=1e-6)
+
+
 def test_softmax_of_a_row_with_minus_infinity() -> None:
     y = run("Softmax", np.array([[0.0, -np.inf, 0.0]], F32))
     np.testing.assert_array_equal(y, [[0.5, 0.0, 0.5]])
