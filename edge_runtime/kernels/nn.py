@@ -226,12 +226,32 @@ def _normalize(x, axes, eps, xp, dtype):
     """((x - mean) / sqrt(var + eps), mean, 1 / sqrt(var + eps)) over ``axes``; the first a fresh
     array its callers scale and shift in place (the transformer's LayerNormalization 61 -> 53 us)."""
     xc = x.astype(dtype, copy=False)
+    if (xp.__name__ == "numpy" and xc.size and axes == tuple(range(x.ndim - len(axes), x.ndim))
+            and xc.dtype.kind == "f" and xc.dtype.itemsize >= 4):
+        return _normalize_rows(xc, len(axes), eps, xp)
     mean = xc.mean(axis=axes, keepdims=True)
     diff = xc - mean
     var = xp.square(diff).mean(axis=axes, keepdims=True)
     inv_std = 1 / xp.sqrt(var + xp.asarray(eps, dtype=dtype))
     diff *= inv_std
     return diff, mean, inv_std
+
+
+def _normalize_rows(xc, n_axes, eps, xp):
+    """``_normalize`` over the trailing ``n_axes``, their means and variances taken as
+    matrix-vector products with a vector of 1/n: BLAS sums rows of a few hundred values several
+    times faster than a NumPy reduction along an axis (the transformer's 128x256
+    LayerNormalization 54 -> 40 us)."""
+    lead = xc.shape[: xc.ndim - n_axes]
+    rows = xc.reshape(math.prod(lead), -1)
+    weights = xp.full(rows.shape[1], 1.0 / rows.shape[1], dtype=xc.dtype)
+    mean = rows @ weights
+    diff = rows - mean[:, None]
+    var = xp.square(diff) @ weights
+    inv_std = 1 / xp.sqrt(var + xp.asarray(eps, dtype=xc.dtype))
+    diff *= inv_std[:, None]
+    kept = lead + (1,) * n_axes
+    return diff.reshape(xc.shape), mean.reshape(kept), inv_std.reshape(kept)
 
 
 def _channel(v, ndim):
