@@ -263,9 +263,7 @@ def _columns_conv(x, w, win, group):
 
 def _im2col_channels_last(x, w, xp, win, group, finish=True):
     """Planar in, planar out (channels-last, (N, out..., M), when not ``finish``)."""
-    xl = x.transpose((0,) + tuple(range(2, x.ndim)) + (1,))
-    xl = pad_channels_last(xl, xp, win.pad_begin, win.padded_end) if any(win.pad_begin + win.padded_end) else (
-        xp.ascontiguousarray(xl))
+    xl = planar_to_channels_last(x, xp, win.pad_begin, win.padded_end)
     y = conv_channels_last(xl, channels_last_weights(w, xp), xp, win)
     if not finish:
         return y
@@ -276,6 +274,27 @@ def _im2col_channels_last(x, w, xp, win, group, finish=True):
 def channels_last_weights(w, xp):
     """Conv weights (M, C, kernel...) -> (M, kernel..., C), the layout ``conv_channels_last`` reads."""
     return xp.ascontiguousarray(w.transpose((0,) + tuple(range(2, w.ndim)) + (1,)))
+
+
+# Planar inputs of at most this many channels go channels-last one channel at a time: NumPy's
+# transposed copy walks inner runs of C values, a copy per channel whole planes (LeNet's 6-channel
+# 32x14x14 input: 30 -> 14 us).
+FEW_CHANNELS = 8
+
+
+def planar_to_channels_last(x, xp, begin, end):
+    """Planar (N, C, spatial...) ``x`` as a new contiguous (N, spatial..., C) array, its spatial axes
+    zero-padded by ``begin`` and ``end``."""
+    n, c, spatial = x.shape[0], x.shape[1], x.shape[2:]
+    shape = (n,) + tuple(s + b + e for s, b, e in zip(spatial, begin, end)) + (c,)
+    out = xp.zeros(shape, dtype=x.dtype) if any(begin) or any(end) else xp.empty(shape, dtype=x.dtype)
+    inner = out[(slice(None),) + tuple(slice(b, b + s) for b, s in zip(begin, spatial))]
+    if c <= FEW_CHANNELS and xp.__name__ == "numpy":
+        for channel in range(c):
+            inner[..., channel] = x[:, channel]
+    else:
+        inner[...] = x.transpose((0,) + tuple(range(2, x.ndim)) + (1,))
+    return out
 
 
 def pad_channels_last(xl, xp, begin, end, value=0):

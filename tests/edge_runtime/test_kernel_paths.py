@@ -218,10 +218,12 @@ def test_grouped_columns_in_chunks_match_definition(monkeypatch, chunk_bytes, x_
 
 
 CHANNELS_LAST_CASES = [
-    # (x shape, w shape, strides, pads, dilations): group 1, any stride, rank and ceil-free window
+    # (x shape, w shape, strides, pads, dilations): group 1, any stride, rank and ceil-free window;
+    # inputs of few channels and of more than _conv.FEW_CHANNELS, padded and not
     ((3, 16, 8, 8), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     ((2, 5, 9, 7), (4, 5, 3, 2), (2, 1), (1, 0, 2, 1), (1, 2)),
     ((4, 3, 6, 6), (2, 3, 4, 4), (1, 1), (0, 0, 0, 0), (1, 1)),
+    ((2, 12, 6, 6), (4, 12, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1)),  # more than FEW_CHANNELS, unpadded
     ((1, 2, 5, 6), (3, 2, 5, 6), (1, 1), (0, 0, 0, 0), (1, 1)),  # one output pixel
     ((2, 4, 13), (6, 4, 3), (2,), (1, 2), (2,)),
     ((2, 3, 5, 6, 4), (2, 3, 2, 3, 2), (1, 2, 1), (1, 0, 1, 0, 1, 1), (1, 1, 2)),
