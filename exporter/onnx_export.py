@@ -89,6 +89,8 @@ class _GraphWriter:
             return self._expand_fused(g, node, initializers)
         if node.domain == FUSED_DOMAIN and node.op_type == "FusedConvMaxPool":
             return self._expand_conv_max_pool(g, node, initializers)
+        if node.domain == FUSED_DOMAIN and node.op_type == "FusedConvPointwise":
+            return self._expand_conv_pointwise(g, node, initializers)
         if node.domain == FUSED_DOMAIN and node.op_type in _CHANNELS_LAST:
             return self._expand_channels_last(g, node, initializers)
         if node.domain not in ("", "ai.onnx"):
@@ -137,6 +139,26 @@ class _GraphWriter:
         return (self.node(g, ir.Node(base, list(node.inputs), [conv_out], attrs, name, domain), initializers)
                 + self.node(g, ir.Node("MaxPool", [conv_out], list(node.outputs), pool_attrs, f"{name}_max_pool"),
                             initializers))
+
+    def _expand_conv_pointwise(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """(Fused)Conv, then the 1x1 (Fused)Conv with the ``pointwise_`` activation."""
+        name = node.name or node.outputs[0]
+        conv_out = self._fresh(g, f"{node.outputs[0]}_conv")
+        inputs = list(node.inputs) + [""] * (5 - len(node.inputs))
+        steps = []
+        for prefix, ins, outs, attrs, label in (
+            ("", inputs[:3], [conv_out], {k: v for k, v in node.attrs.items() if not k.startswith("pointwise_")}, name),
+            ("pointwise_", [conv_out, inputs[3], inputs[4]], list(node.outputs), {}, f"{name}_pointwise"),
+        ):
+            activation = node.attrs.get(f"{prefix}activation") or ""
+            attrs = {k: v for k, v in attrs.items() if k not in ("activation", "activation_params")}
+            if activation:
+                attrs.update(activation=activation, activation_params=list(node.attrs.get(f"{prefix}activation_params") or []))
+            while ins and not ins[-1]:
+                ins = ins[:-1]
+            base, domain = ("FusedConv", FUSED_DOMAIN) if activation else ("Conv", "")
+            steps += self.node(g, ir.Node(base, ins, outs, attrs, label, domain), initializers)
+        return steps
 
     def _expand_channels_last(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """Transpose to (N, C, spatial...), the planar op (weights back to (M, C, kernel...)), transpose back."""

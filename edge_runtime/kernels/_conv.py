@@ -243,6 +243,14 @@ def conv_unfinished(x, w, xp, *, group, win: Window):
     return conv(x, w, None, xp, group=group, win=win), False
 
 
+def runs_wide_rows(x, w, xp, group, win: Window) -> bool:
+    """Whether ``conv`` would compute this convolution as ``conv_wide_rows`` in one piece (flat
+    im2col, one batch span), so a reader can take the wide rows instead of the cropped copy."""
+    return (xp.__name__ == "numpy" and not _strided_small_depthwise(x, w, group, win)
+            and not _is_pointwise(group, win) and _columns_conv(x, w, win, group) is _im2col_flat
+            and len(_column_spans(x, win)) == 1)
+
+
 def _columns_conv(x, w, win, group):
     """The im2col formulation for this conv: channels-last for a batch of small planes under a wide
     kernel, flat planes when stride 1 wastes little, channels-last for other batches of small
@@ -528,7 +536,19 @@ def _im2col_flat(x, w, xp, win, group, finish=True):
     extra (wrapped-around) outputs are cropped after the matmul (into a contiguous copy when
     ``finish``, else as a strided view).
     """
-    done = xp.ascontiguousarray if finish else (lambda y: y)
+    y = conv_wide_rows(x, w, xp, win, group)[flat_crop(x.shape, win)]
+    return xp.ascontiguousarray(y) if finish else y
+
+
+def flat_crop(shape, win: Window) -> tuple[slice, ...]:
+    """The index that crops ``conv_wide_rows``'s output of an input of ``shape`` to ``win.out``."""
+    return _flat_geometry(shape, win).crop
+
+
+def conv_wide_rows(x, w, xp, win, group):
+    """The stride-1 convolution as the flat im2col computes it, uncropped: (N, M, out_0, padded
+    extents of the other axes), each output row as wide as the padded input row, the outputs past
+    ``win.out`` wrapped-around garbage. Every (n, m) block of rows is contiguous."""
     n, c = x.shape[:2]
     m = w.shape[0]
     geo = _flat_geometry(x.shape, win)
@@ -538,19 +558,17 @@ def _im2col_flat(x, w, xp, win, group, finish=True):
         flat, xp, (n, c) + win.kernel + (geo.length,), flat.strides[:2] + tuple(step * item for step in geo.tap_steps) + (item,)
     )
     k = math.prod(win.kernel)
+    wide = (n, m, win.out[0]) + geo.padded_rows
     wg = w.reshape(group, m // group, (c // group) * k)
     if group > 1 and xp.__name__ == "numpy":
-        y = _grouped_matmul(wg, view, geo.length, xp)
-        return done(y.reshape((n, m, win.out[0]) + geo.padded_rows)[geo.crop])
+        return _grouped_matmul(wg, view, geo.length, xp).reshape(wide)
     if n > 1 and wg[0].size <= FLAT_PER_IMAGE_MAX_WEIGHTS:
-        y = xp.matmul(wg, view.reshape(n, group, (c // group) * k, geo.length))  # (N, G, M/G, length)
-        return done(y.reshape((n, m, win.out[0]) + geo.padded_rows)[geo.crop])
+        return xp.matmul(wg, view.reshape(n, group, (c // group) * k, geo.length)).reshape(wide)  # (N, G, M/G, length)
     # Batch images side by side in the columns: one matmul per group, not one per image.
     order = tuple(range(1, 2 + len(win.kernel))) + (0, 2 + len(win.kernel))
     cols = view.transpose(order).reshape(group, (c // group) * k, n * geo.length)
     y = xp.matmul(wg, cols)  # (G, M/G, N * length)
-    y = y.reshape((m, n, win.out[0]) + geo.padded_rows)
-    return done(y[geo.crop].swapaxes(0, 1))
+    return y.reshape((m, n) + wide[2:]).swapaxes(0, 1)
 
 
 def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_spatial):

@@ -22,6 +22,7 @@ from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
 from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
+from exporter.passes.fuse_pointwise import fuse_pointwise
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
@@ -32,7 +33,8 @@ Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 # Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), and the channels-last rewrite
-# last, on the fused convolutions; max pools join the planar convolutions the rewrite leaves.
+# last, on the fused convolutions; max pools, then 1x1 convolutions, join the planar convolutions
+# the rewrite leaves.
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("remove_identities", remove_identities),
     ("fold_constants", fold_constants),
@@ -44,6 +46,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("fuse_activations", fuse_activations),
     ("to_channels_last", to_channels_last),
     ("fuse_max_pools", fuse_max_pools),
+    ("fuse_pointwise", fuse_pointwise),
 )
 
 MAX_ROUNDS = 20
@@ -115,6 +118,7 @@ __all__ = [
     "fold_constants",
     "fuse_activations",
     "fuse_max_pools",
+    "fuse_pointwise",
     "optimize",
     "remove_identities",
     "to_channels_last",

@@ -3,7 +3,8 @@
 The exporter's ``fuse_activation`` pass produces them; the edge runtime runs the linear op's
 kernel and applies the activation in place on its fresh output, saving one pass over memory and
 one intermediate. ``FusedConvMaxPool`` (from the ``fuse_max_pool`` pass) adds the max pool that
-reads the activation. ``activation`` is the ONNX name of the activation op, ``activation_params``
+reads the activation, ``FusedConvPointwise`` (from the ``fuse_pointwise`` pass) the 1x1 convolution
+that reads it. ``activation`` is the ONNX name of the activation op, ``activation_params``
 its parameters in the order of ``ACTIVATIONS`` (``Clip`` bounds it lacks are -inf / +inf), so
 writing the node back out as two standard ONNX ops is mechanical.
 """
@@ -11,7 +12,7 @@ writing the node back out as two standard ONNX ops is mechanical.
 from __future__ import annotations
 
 from schemas.ops import math, nn  # noqa: F401  (Conv and Gemm are declared first; their attrs are reused)
-from schemas.registry import REQUIRED, Attr, InferenceContext, ShapeError, get_schema, op
+from schemas.registry import REQUIRED, Attr, InferenceContext, ShapeError, TensorType, get_schema, op
 
 DOMAIN = "flowstack"
 
@@ -28,14 +29,14 @@ ACTIVATIONS: dict[str, tuple[str, ...]] = {
 _ACTIVATION_ATTRS = {"activation": Attr("string", REQUIRED), "activation_params": Attr("floats", [])}
 
 
-def check_activation(ctx) -> None:
-    """The ``activation`` and ``activation_params`` attributes name a known activation and its parameters."""
-    name = ctx.attrs["activation"]
+def check_activation(ctx, key: str = "activation") -> None:
+    """The ``key`` and ``<key>_params`` attributes name a known activation and its parameters."""
+    name = ctx.attrs[key]
     if name not in ACTIVATIONS:
-        raise ctx.fail(f"activation {name!r} is not one of {sorted(ACTIVATIONS)}")
-    params = list(ctx.attrs["activation_params"] or [])
+        raise ctx.fail(f"{key} {name!r} is not one of {sorted(ACTIVATIONS)}")
+    params = list(ctx.attrs[f"{key}_params"] or [])
     if len(params) != len(ACTIVATIONS[name]):
-        raise ctx.fail(f"activation {name} takes parameters {list(ACTIVATIONS[name])}, got {params}")
+        raise ctx.fail(f"{key} {name} takes parameters {list(ACTIVATIONS[name])}, got {params}")
 
 
 def _like(base: str):
@@ -106,3 +107,36 @@ op(
            **POOL_ATTRS},
     doc="Conv, an optional activation, then MaxPool (no dilations, no ceil mode, no indices).",
 )(_conv_max_pool_rule)
+
+
+# Attributes of the 1x1 convolution in FusedConvPointwise: its activation only (it has no window).
+POINTWISE_ATTRS = {"pointwise_activation": Attr("string", ""), "pointwise_activation_params": Attr("floats", [])}
+
+
+def _conv_pointwise_rule(ctx):
+    for key in ("activation", "pointwise_activation"):
+        if ctx.attrs.get(key):
+            check_activation(ctx, key)
+    if not ctx.has_input(3):
+        raise ctx.fail("input 3 (W_pointwise, the 1x1 convolution's weights) is missing")
+    conv = get_schema("Conv").infer(ctx)[0]
+    w2 = ctx.input(3)
+    if w2.shape is not None:
+        if len(w2.shape) < 3 or any(d not in (None, 1) for d in w2.shape[2:]):
+            raise ctx.fail(f"W_pointwise must be (M, C, 1, ...), got shape {w2.shape}")
+        if conv.shape is not None and None not in (w2.shape[1], conv.shape[1]) and w2.shape[1] != conv.shape[1]:
+            raise ctx.fail(f"W_pointwise reads {w2.shape[1]} channels; the convolution makes {conv.shape[1]}")
+    if conv.shape is None:
+        return [conv]
+    return [TensorType(conv.dtype, (conv.shape[0], None if w2.shape is None else w2.shape[0]) + tuple(conv.shape[2:]))]
+
+
+op(
+    "FusedConvPointwise",
+    domain=DOMAIN,
+    inputs=["X", "W", "B?", "W_pointwise", "B_pointwise?"],
+    outputs=["Y"],
+    attrs={**get_schema("Conv").attrs, "activation": Attr("string", ""), "activation_params": Attr("floats", []),
+           **POINTWISE_ATTRS},
+    doc="Conv, an optional activation, then a 1x1 Conv (stride 1, no pads, group 1) and its optional activation.",
+)(_conv_pointwise_rule)

@@ -149,6 +149,35 @@ def test_fused_ops_are_written_as_standard_onnx() -> None:
     assert [o.domain for o in exported.opset_import] == [""]
 
 
+def depthwise_project_net() -> onnx.ModelProto:
+    """MobileNetV2's depthwise 3x3 + BatchNorm + Clip(0, 6) -> 1x1 project (+ Relu), at 16x16."""
+    init = {"w": f32(8, 1, 3, 3), "s": f32(8, low=0.5), "bb": f32(8, scale=0.1), "m": f32(8, scale=0.1),
+            "v": f32(8, low=0.5), "lo": np.float32(0), "hi": np.float32(6), "w2": f32(3, 8, 1, 1, scale=0.3),
+            "b2": f32(3, scale=0.1)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["d"], group=8, pads=[1, 1, 1, 1], name="dw"),
+        helper.make_node("BatchNormalization", ["d", "s", "bb", "m", "v"], ["n"], name="bn"),
+        helper.make_node("Clip", ["n", "lo", "hi"], ["a"], name="relu6"),
+        helper.make_node("Conv", ["a", "w2", "b2"], ["p"], name="project"),
+        helper.make_node("Relu", ["p"], ["y"], name="relu"),
+    ]
+    return onnx_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 16, 16])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 16, 16])], init)
+
+
+def test_fused_conv_pointwise_is_written_as_two_convolutions() -> None:
+    source = depthwise_project_net()
+    optimized, _ = optimize(import_onnx(source))
+    assert [n.op_type for n in optimized.graph.nodes] == ["FusedConvPointwise"]
+    exported = to_onnx(optimized)
+    assert [n.op_type for n in exported.graph.node] == ["Conv", "Clip", "Conv", "Relu"]
+    onnx.checker.check_model(exported, full_check=True)
+    x = f32(2, 8, 16, 16)
+    want = ort_run(source, {"x": x})[0]
+    np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(load(flow_writer.to_bytes(optimized)).run({"x": x})["y"], want, rtol=1e-4, atol=1e-5)
+
+
 def test_opset_comes_from_the_model() -> None:
     m = import_onnx(mlp())
     m.opset_imports[""] = 21

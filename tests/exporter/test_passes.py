@@ -18,6 +18,7 @@ from exporter.passes import (
     fold_constants,
     fuse_activations,
     fuse_max_pools,
+    fuse_pointwise,
     optimize,
     remove_identities,
     transpose_gemm_weights,
@@ -348,6 +349,78 @@ class TestFuseMaxPools:
         before, _ = fuse_activations(fold_batch_norm(conv_pool("Relu"))[0])
         before.graph.outputs.append("y")  # the activation's output is read besides the pool
         assert fuse_max_pools(before)[1] == 0
+
+
+def depthwise_project(side: int = 16, activation: str | None = "Clip", pointwise_relu: bool = False,
+                      conv_attrs: dict | None = None, pointwise_attrs: dict | None = None) -> ir.Model:
+    """MobileNetV2's depthwise 3x3 (+ Clip) -> 1x1 project pair, with the shapes an import infers."""
+    c, m = 8, 3
+    conv_attrs = {"group": c, "pads": [1, 1, 1, 1], **(conv_attrs or {})}
+    stride = (conv_attrs.get("strides") or [1, 1])[0]
+    out = (side + 2 - 3) // stride + 1
+    constants = {"w": randn(c, 1, 3, 3), "b": randn(c), "w2": randn(m, c, 1, 1), "b2": randn(m),
+                 "lo": np.float32(0), "hi": np.float32(6)}
+    shapes = {"x": (1, c, side, side), "d": (1, c, out, out), "a": (1, c, out, out), "p": (1, m, out, out),
+              "y": (1, m, out, out)}
+    nodes = [ir.Node("Conv", ["x", "w", "b"], ["d"], conv_attrs, name="dw")]
+    if activation == "Clip":
+        nodes.append(ir.Node("Clip", ["d", "lo", "hi"], ["a"], name="act"))
+    elif activation:
+        nodes.append(ir.Node(activation, ["d"], ["a"], name="act"))
+    last = "a" if activation else "d"
+    nodes.append(ir.Node("Conv", [last, "w2", "b2"], ["p"], dict(pointwise_attrs or {}), name="project"))
+    if pointwise_relu:
+        nodes.append(ir.Node("Relu", ["p"], ["y"], name="project_act"))
+    return model(graph(nodes, ["x"], ["y" if pointwise_relu else "p"], constants=constants, shapes=shapes))
+
+
+class TestFusePointwise:
+    @pytest.mark.parametrize("activation", [None, "Clip", "Relu"])
+    @pytest.mark.parametrize("pointwise_relu", [False, True])
+    def test_fused_kernel_matches(self, activation, pointwise_relu) -> None:
+        before, _ = fuse_activations(depthwise_project(activation=activation, pointwise_relu=pointwise_relu))
+        after, fused = fuse_pointwise(before)
+        assert fused == 1 and ops(after) == ["FusedConvPointwise"] and after.opset_imports["flowstack"] == 1
+        node = after.graph.nodes[0]
+        assert node.inputs == ["x", "w", "b", "w2", "b2"] and node.outputs == after.graph.outputs
+        assert node.attrs["pointwise_activation"] == ("Relu" if pointwise_relu else "")
+        assert_same_outputs(before, after, atol=1e-5, x=randn(1, 8, 16, 16))
+        assert ops(before)[-1] in ("FusedConv", "Conv"), "input model was edited"
+
+    def test_runs_in_the_default_pipeline(self) -> None:
+        before = depthwise_project()
+        after, report = optimize(before)
+        assert report.changes["fuse_pointwise"] == 1 and ops(after) == ["FusedConvPointwise"]
+        assert_same_outputs(before, after, atol=1e-5, x=randn(1, 8, 16, 16))
+
+    @pytest.mark.parametrize("build", [
+        lambda: depthwise_project(side=7),  # a padded row 2/7 wider than the output
+        lambda: depthwise_project(conv_attrs={"strides": [2, 2]}),
+        lambda: depthwise_project(pointwise_attrs={"strides": [2, 2]}),
+        lambda: depthwise_project(pointwise_attrs={"pads": [1, 1, 1, 1]}),
+        lambda: depthwise_project(pointwise_attrs={"auto_pad": "SAME_UPPER"}),
+    ], ids=["narrow-plane", "strided-conv", "strided-pointwise", "padded-pointwise", "auto-pad-pointwise"])
+    def test_pairs_that_do_not_pay_or_do_not_fit_are_left(self, build) -> None:
+        before, _ = fuse_activations(build())
+        assert fuse_pointwise(before)[1] == 0
+
+    def test_second_reader_public_output_or_unknown_shape_is_left(self) -> None:
+        before, _ = fuse_activations(depthwise_project())
+        before.graph.outputs.append("a")
+        assert fuse_pointwise(before)[1] == 0
+        before, _ = fuse_activations(depthwise_project())
+        before.graph.nodes.append(ir.Node("Relu", ["a"], ["other"], name="other"))
+        before.graph.outputs.append("other")
+        assert fuse_pointwise(before)[1] == 0
+        before, _ = fuse_activations(depthwise_project())
+        before.graph.values["a"] = ir.Value("a", dtypes.FLOAT, None)
+        assert fuse_pointwise(before)[1] == 0
+
+    def test_a_pointwise_producer_is_not_fused(self) -> None:
+        before, _ = fuse_activations(depthwise_project())
+        before.graph.values["w"] = ir.Value("w", data=randn(8, 8, 1, 1))
+        before.graph.nodes[0].attrs = {}
+        assert fuse_pointwise(before)[1] == 0
 
 
 class TestCancelTransposes:
