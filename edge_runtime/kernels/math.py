@@ -292,7 +292,7 @@ def _softmax_shifted_by_top(x, axis):
 
 @kernel("Softmax")
 def softmax(x, *, xp, axis):
-    if xp is np:
+    if xp.__name__ == "numpy":
         e = _softmax_shifted_by_top(x, axis)
         if e is not None:
             return e
@@ -427,11 +427,11 @@ def matmul(a, b, *, xp):
 # layout the exporter gives every constant Gemm weight) runs as (B @ A^T)^T: OpenBLAS is 1.4-3x
 # slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us, 8 rows 806 -> 392 us, 32 rows
 # 1286 -> 797 us on one thread; 0.34-0.74x on two threads). Below 256 on a side the swap does not
-# pay. Up to 64 rows it pays for every
-# weight measured; beyond, only for large ones (Zen 4, two threads, swapped / not at 80-128 rows:
-# 1024x1024 0.88-0.97, 1024x4096 0.83-0.88, but 256x256 1.00-1.17 and 1024x256 1.01-1.12; on one
-# thread 0.79-0.96 for all but 256x256), so weights of GEMM_SWAP_LARGE_WEIGHT elements and more
-# swap up to GEMM_SWAP_LARGE_MAX_ROWS. (On Zen 5 the orientations ran even from about 96 rows.)
+# pay. Up to 64 rows it pays for every weight measured; beyond, only for large ones (Zen 4, two
+# threads, swapped / not at 80-128 rows: 1024x1024 0.88-0.97, 1024x4096 0.83-0.88, but 256x256
+# 1.00-1.17 and 1024x256 1.01-1.12; on one thread 0.79-0.96 for all but 256x256), so weights of
+# GEMM_SWAP_LARGE_WEIGHT elements and more swap up to GEMM_SWAP_LARGE_MAX_ROWS. (On Zen 5 the
+# orientations ran even from about 96 rows.)
 GEMM_SWAP_MAX_ROWS = 64
 GEMM_SWAP_LARGE_MAX_ROWS = 128
 GEMM_SWAP_LARGE_WEIGHT = 1 << 20
