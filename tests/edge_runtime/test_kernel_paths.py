@@ -63,6 +63,7 @@ LSTM_CASES = [
     ("bidirectional", 0, False, True, 6, 3, 5, 4),
     ("bidirectional", 1, True, True, 3, 4, 2, 6),
     ("forward", 1, False, False, 2, 5, 3, 2),
+    ("reverse", 0, True, False, 0, 2, 3, 4),  # no steps: Y empty, the final states the initial ones
 ]
 
 
@@ -88,6 +89,20 @@ def test_lstm_fast_steps_match_the_generic_loop(direction, layout, with_states, 
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     if c0 is not None:
         np.testing.assert_array_equal(c0, c0_before)  # the initial state is not updated in place
+
+
+@pytest.mark.parametrize("op, gates", [("RNN", 1), ("GRU", 3), ("LSTM", 4)])
+def test_recurrent_layers_over_no_steps_return_the_initial_state(op, gates) -> None:
+    rng = np.random.default_rng(3)
+    x = np.zeros((0, 2, 3), np.float32)
+    w, r = rng.standard_normal((1, gates * 4, 3)).astype(np.float32), rng.standard_normal((1, gates * 4, 4)).astype(np.float32)
+    h0 = rng.standard_normal((1, 2, 4)).astype(np.float32)
+    states = (h0, h0 + 1) if op == "LSTM" else (h0,)
+    for clip in (None, 1e30):  # the tuned LSTM steps and the generic loop
+        out = run(op, x, w, r, None, None, *states, hidden_size=4, clip=clip)
+        assert out[0].shape == (0, 1, 2, 4)
+        for got, want in zip(out[1:], states):
+            np.testing.assert_array_equal(got, want)
 
 
 def pool_by_definition(x, reduce, kernel, strides, pads, dilations, ceil_mode, fill):
