@@ -249,3 +249,14 @@ def test_causal_conv_with_state_names_a_wrong_state_or_activation() -> None:
     y, state = run("CausalConvWithState", x, w, None, np.full((1, 2, 2), 2.0, np.float32))
     np.testing.assert_array_equal(y, [[[5, 4, 3, 3]] * 2])  # taps see 2, 2, 1 / 2, 1, 1 / 1, 1, 1 ...
     np.testing.assert_array_equal(state, np.ones((1, 2, 2)))
+
+
+@pytest.mark.parametrize("shape, dtype", [((2, 3, 5), np.float32), ((2, 3, 4, 5), np.float32),
+                                          ((1, 2, 3, 4, 5), np.float64), ((0, 3, 4, 4), np.float32),
+                                          ((2, 3, 4, 4), np.float16)])
+def test_global_average_pool_matches_the_mean(shape, dtype) -> None:
+    x = np.random.default_rng(9).standard_normal(shape).astype(dtype)
+    got = run("GlobalAveragePool", x)
+    want = x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)
+    assert got.shape == want.shape and got.dtype == x.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-3 if dtype == np.float16 else 1e-6, atol=1e-6)
