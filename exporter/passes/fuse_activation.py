@@ -11,7 +11,7 @@ import numpy as np
 
 from edge_runtime.kernels import has_kernel
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, constant, copy_model, producers, readers, remove_nodes
+from exporter.passes.graph_edit import constant, fuse_into_producers, producers, readers
 from schemas.ops.fused import ACTIVATIONS, DOMAIN
 
 FUSED = {"Conv": "FusedConv", "Gemm": "FusedGemm"}
@@ -19,18 +19,7 @@ FUSED = {"Conv": "FusedConv", "Gemm": "FusedGemm"}
 
 def fuse_activations(model: ir.Model) -> tuple[ir.Model, int]:
     """Fuse Conv/Gemm + activation pairs; returns the new model and how many were fused."""
-    model = copy_model(model)
-    fused = 0
-    for graph in all_graphs(model.graph):
-        doomed = []
-        for node in graph.nodes:
-            if node.domain == "" and node.op_type in ACTIVATIONS and _fuse(graph, node):
-                doomed.append(node)
-        remove_nodes(graph, doomed)
-        fused += len(doomed)
-    if fused:
-        model.opset_imports.setdefault(DOMAIN, 1)
-    return model, fused
+    return fuse_into_producers(model, DOMAIN, _fuse)
 
 
 def activation_params(graph: ir.Graph, node: ir.Node) -> list[float] | None:
@@ -49,6 +38,8 @@ def activation_params(graph: ir.Graph, node: ir.Node) -> list[float] | None:
 
 
 def _fuse(graph: ir.Graph, act: ir.Node) -> bool:
+    if act.domain != "" or act.op_type not in ACTIVATIONS:
+        return False
     x = act.inputs[0]
     linear = producers(graph).get(x)
     if linear is None or linear.domain != "" or linear.op_type not in FUSED:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from edge_runtime.kernels import has_kernel
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, copy_model, producers, readers, remove_nodes
+from exporter.passes.graph_edit import fuse_into_producers, producers, readers
 from schemas.ops.fused import DOMAIN, monotone_activation
 
 FUSED = "FusedConvMaxPool"
@@ -21,15 +21,7 @@ def fuse_max_pools(model: ir.Model) -> tuple[ir.Model, int]:
     """Fuse (Fused)Conv + MaxPool pairs; returns the new model and how many were fused."""
     if not has_kernel(FUSED, DOMAIN):
         return model, 0
-    model = copy_model(model)
-    fused = 0
-    for graph in all_graphs(model.graph):
-        doomed = [node for node in graph.nodes if node.domain == "" and node.op_type == "MaxPool" and _fuse(graph, node)]
-        remove_nodes(graph, doomed)
-        fused += len(doomed)
-    if fused:
-        model.opset_imports.setdefault(DOMAIN, 1)
-    return model, fused
+    return fuse_into_producers(model, DOMAIN, _fuse)
 
 
 def _plain_pool(pool: ir.Node) -> bool:
@@ -48,6 +40,8 @@ def _plain_pool(pool: ir.Node) -> bool:
 
 
 def _fuse(graph: ir.Graph, pool: ir.Node) -> bool:
+    if (pool.domain, pool.op_type) != ("", "MaxPool"):
+        return False
     x = pool.inputs[0]
     conv = producers(graph).get(x)
     if conv is None or (conv.domain, conv.op_type) not in (("", "Conv"), (DOMAIN, "FusedConv")):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from edge_runtime.kernels import has_kernel
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, constant, copy_model, producers, readers, remove_nodes
+from exporter.passes.graph_edit import constant, fuse_into_producers, producers, readers
 from schemas.ops.fused import DOMAIN
 
 FUSED = "FusedConvPointwise"
@@ -27,15 +27,7 @@ def fuse_pointwise(model: ir.Model) -> tuple[ir.Model, int]:
     """Fuse (Fused)Conv + 1x1 (Fused)Conv pairs; returns the new model and how many were fused."""
     if not has_kernel(FUSED, DOMAIN):
         return model, 0
-    model = copy_model(model)
-    fused = 0
-    for graph in all_graphs(model.graph):
-        doomed = [node for node in list(graph.nodes) if _fuse(graph, node)]
-        remove_nodes(graph, doomed)
-        fused += len(doomed)
-    if fused:
-        model.opset_imports.setdefault(DOMAIN, 1)
-    return model, fused
+    return fuse_into_producers(model, DOMAIN, _fuse)
 
 
 def _ones(values) -> bool:

@@ -8,7 +8,7 @@ pass built on them never drops or breaks an outer-scope capture.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -142,6 +142,23 @@ def bypass(graph: ir.Graph, node: ir.Node, old: str, new: str) -> bool:
 def remove_nodes(graph: ir.Graph, doomed: list[ir.Node]) -> None:
     ids = {id(n) for n in doomed}
     graph.nodes = [n for n in graph.nodes if id(n) not in ids]
+
+
+def fuse_into_producers(model: ir.Model, domain: str,
+                        absorb: Callable[[ir.Graph, ir.Node], bool]) -> tuple[ir.Model, int]:
+    """The driver of a pass that fuses a node into the producer of its input: ``absorb(graph,
+    node)`` rewrites the producer in place (taking over ``node``'s outputs) where ``node``
+    qualifies and says so; those nodes are then removed, and ``domain`` is imported when any was.
+    Returns the new model (the input is left as it was) and how many nodes were fused."""
+    model = copy_model(model)
+    fused = 0
+    for graph in all_graphs(model.graph):
+        doomed = [node for node in graph.nodes if absorb(graph, node)]
+        remove_nodes(graph, doomed)
+        fused += len(doomed)
+    if fused:
+        model.opset_imports.setdefault(domain, 1)
+    return model, fused
 
 
 def static_shape(graph: ir.Graph, name: str) -> tuple[int, ...] | None:
