@@ -235,20 +235,25 @@ def conv_unfinished(x, w, xp, *, group, win: Window):
     padded rows), or (N, out..., M) when ``channels_last``. For a reader that reduces ``y`` first
     (a fused max pool), sparing the copy to a contiguous planar array and the bias pass over the
     unreduced output."""
-    if (xp.__name__ == "numpy" and not _strided_small_depthwise(x, w, group, win)
-            and not _is_pointwise(group, win)):
-        columns = _columns_conv(x, w, win, group)
-        if columns in (_im2col_flat, _im2col_channels_last) and len(_column_spans(x, win)) == 1:
-            return columns(x, w, xp, win, group, finish=False), columns is _im2col_channels_last
+    columns = _whole_batch_columns(x, w, xp, group, win)
+    if columns in (_im2col_flat, _im2col_channels_last):
+        return columns(x, w, xp, win, group, finish=False), columns is _im2col_channels_last
     return conv(x, w, None, xp, group=group, win=win), False
 
 
 def runs_wide_rows(x, w, xp, group, win: Window) -> bool:
     """Whether ``conv`` would compute this convolution as ``conv_wide_rows`` in one piece (flat
     im2col, one batch span), so a reader can take the wide rows instead of the cropped copy."""
-    return (xp.__name__ == "numpy" and not _strided_small_depthwise(x, w, group, win)
-            and not _is_pointwise(group, win) and _columns_conv(x, w, win, group) is _im2col_flat
-            and len(_column_spans(x, win)) == 1)
+    return _whole_batch_columns(x, w, xp, group, win) is _im2col_flat
+
+
+def _whole_batch_columns(x, w, xp, group, win: Window):
+    """The im2col formulation ``conv`` runs this convolution by on NumPy in one batch span, else
+    None (CuPy, the depthwise and pointwise paths, or a batch convolved in chunks)."""
+    if (xp.__name__ != "numpy" or _strided_small_depthwise(x, w, group, win) or _is_pointwise(group, win)
+            or len(_column_spans(x, win)) != 1):
+        return None
+    return _columns_conv(x, w, win, group)
 
 
 def _columns_conv(x, w, win, group):
