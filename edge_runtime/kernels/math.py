@@ -149,28 +149,32 @@ _AS_P = 0.3275911
 _AS_POLY = (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)  # highest power first
 
 
-def _normal_cdf_fast(x, xp):
-    """Phi(x) = (1 + erf(x / sqrt 2)) / 2 in ``x``'s precision, by 7.1.26 folded into the CDF:
-    with h = t * P(t) * exp(-x^2 / 2) / 2, Phi(x) = 1/2 + copysign(1/2 - h, x). About 20 passes
-    over the data where erf-then-CDF took 28 (the transformer benchmark's 128x1024 Gelu, timed in its
-    model: 0.35 -> 0.27 ms; the model 1.02-1.04x)."""
+def _gelu_erf_fast(x, xp):
+    """x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2, in ``x``'s precision, by 7.1.26 folded into
+    Gelu. With h = t * P(t) * exp(-x^2 / 2) / 2, Phi(x) is 1 - h for x >= 0 and h below, so
+    x * Phi(x) = max(x, 0) - |x| * h: no sign restored, no copysign (the slowest pass here, 6x
+    a multiply), and t's reciprocal taken as a division (NumPy's float32 reciprocal runs 2x
+    slower than 1 / t). |x| is capped at 1e4, where h is 0 already, so that |x| * h is 0 and
+    not inf * 0 at x = +-inf. 18 passes over the data, where the first version of this took 20
+    and erf-then-CDF 28."""
     one = x.dtype.type
-    t = xp.abs(x)
-    t *= one(_AS_P / math.sqrt(2))
+    a = xp.abs(x)
+    xp.clip(a, one(0), one(1e4), out=a)  # clip, not minimum(): see relu_into
+    t = a * one(_AS_P / math.sqrt(2))
     t += one(1)
-    xp.reciprocal(t, out=t)
+    xp.divide(one(1), t, out=t)
     h = t * one(_AS_POLY[0] / 2)
     for c in _AS_POLY[1:]:
         h += one(c / 2)
         h *= t
-    e = xp.square(x)
-    e *= one(-0.5)
+    e = xp.multiply(a, one(-0.5), out=t)  # t is spent: -|x|/2, then exp(-x^2 / 2)
+    e *= a
     xp.exp(e, out=e)
     h *= e
-    xp.subtract(one(0.5), h, out=h)
-    xp.copysign(h, x, out=h)
-    h += one(0.5)
-    return h
+    h *= a
+    y = relu_into(x, xp)
+    y -= h
+    return y
 
 
 @kernel("Gelu")
@@ -182,9 +186,7 @@ def gelu(x, *, xp, approximate):
     if approximate != "none":
         raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if x.dtype == xp.float32:
-        y = _normal_cdf_fast(x, xp)
-        y *= x
-        return y
+        return _gelu_erf_fast(x, xp)
     return half * x * (_scalar(x, 1) + _erf(x / _scalar(x, math.sqrt(2)), xp))
 
 

@@ -26,13 +26,15 @@ from exporter.passes.fuse_pointwise import fuse_pointwise
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
+from exporter.passes.merge_matmuls import merge_sibling_matmuls
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
-# Gemm weights take the layout the runtime multiplies fastest), and the channels-last rewrite
+# Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
+# BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
 # last, on the fused convolutions; max pools, then 1x1 convolutions, join the planar convolutions
 # the rewrite leaves.
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
@@ -43,6 +45,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("cancel_transposes", cancel_transposes),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
+    ("merge_sibling_matmuls", merge_sibling_matmuls),
     ("fuse_activations", fuse_activations),
     ("to_channels_last", to_channels_last),
     ("fuse_max_pools", fuse_max_pools),
@@ -119,6 +122,7 @@ __all__ = [
     "fuse_activations",
     "fuse_max_pools",
     "fuse_pointwise",
+    "merge_sibling_matmuls",
     "optimize",
     "remove_identities",
     "to_channels_last",

@@ -348,5 +348,7 @@ def test_gelu_float32_matches_the_exact_function() -> None:
     got = run("Gelu", x)
     assert got.dtype == F32
     np.testing.assert_array_less(np.abs(got - exact), 2e-7 * np.maximum(1, np.abs(x)) + 1.2e-7 * np.abs(exact))
-    at_inf, at_nan = run("Gelu", np.array([np.inf, np.nan], F32))
-    assert at_inf == np.inf and np.isnan(at_nan)
+    at_inf, at_minus_inf, at_nan = run("Gelu", np.array([np.inf, -np.inf, np.nan], F32))
+    assert at_inf == np.inf and at_minus_inf == 0 and np.isnan(at_nan)
+    extremes = np.array([3e38, -3e38, 1e-30, -1e-30], F32)
+    np.testing.assert_allclose(run("Gelu", extremes), [3e38, 0, 0.5e-30, -0.5e-30], rtol=1e-6, atol=0)

@@ -19,6 +19,7 @@ from exporter.passes import (
     fuse_activations,
     fuse_max_pools,
     fuse_pointwise,
+    merge_sibling_matmuls,
     optimize,
     remove_identities,
     transpose_gemm_weights,
@@ -421,6 +422,71 @@ class TestFusePointwise:
         before.graph.values["w"] = ir.Value("w", data=randn(8, 8, 1, 1))
         before.graph.nodes[0].attrs = {}
         assert fuse_pointwise(before)[1] == 0
+
+
+def projections(biases=(True, True, True), widths=(8, 8, 8), depth=16) -> ir.Model:
+    """Three MatMuls reading one [2, 5, depth] input (attention's q, k, v projections), each with or
+    without a bias Add, each read by a Relu so the results stay apart."""
+    nodes, constants = [], {}
+    for i, (bias, width) in enumerate(zip(biases, widths)):
+        constants[f"w{i}"] = randn(depth, width)
+        nodes.append(ir.Node("MatMul", ["x", f"w{i}"], [f"m{i}"], name=f"proj{i}"))
+        out = f"m{i}"
+        if bias:
+            constants[f"b{i}"] = randn(width)
+            nodes.append(ir.Node("Add", [f"b{i}", out] if i == 1 else [out, f"b{i}"], [f"a{i}"], name=f"bias{i}"))
+            out = f"a{i}"
+        nodes.append(ir.Node("Relu", [out], [f"y{i}"], name=f"relu{i}"))
+    shapes = {"x": (2, 5, depth)}
+    return model(graph(nodes, ["x"], [f"y{i}" for i in range(len(widths))], constants, shapes))
+
+
+class TestMergeSiblingMatmuls:
+    def test_projections_and_biases_merge_into_one_product_and_split(self) -> None:
+        before = projections(widths=(8, 4, 8))
+        after, merged = merge_sibling_matmuls(before)
+        assert merged == 2 and ops(after) == ["MatMul", "Add", "Split", "Relu", "Relu", "Relu"]
+        matmul, add, split = after.graph.nodes[:3]
+        assert after.graph.values[matmul.inputs[1]].data.shape == (16, 20)
+        assert after.graph.values[add.inputs[1]].data.shape == (20,)
+        assert list(after.graph.values[split.inputs[1]].data) == [8, 4, 8] and split.attrs["axis"] == -1
+        assert split.outputs == ["a0", "a1", "a2"]
+        assert_same_outputs(before, after, x=randn(2, 5, 16))
+        assert ops(before).count("MatMul") == 3, "input model was edited"
+
+    def test_biases_stay_apart_unless_every_projection_has_one(self) -> None:
+        before = projections(biases=(True, False, True))
+        after, merged = merge_sibling_matmuls(before)
+        assert merged == 2 and ops(after)[:2] == ["MatMul", "Split"] and ops(after).count("Add") == 2
+        assert after.graph.nodes[1].outputs == ["m0", "m1", "m2"]
+        assert_same_outputs(before, after, x=randn(2, 5, 16))
+
+    def test_a_public_or_shared_product_keeps_its_bias_apart(self) -> None:
+        before = projections()
+        before.graph.outputs.append("m1")
+        after, merged = merge_sibling_matmuls(before)
+        assert merged == 2 and ops(after).count("Add") == 3
+        assert_same_outputs(before, after, x=randn(2, 5, 16))
+
+    def test_runs_in_the_default_pipeline(self) -> None:
+        before = projections()
+        after, report = optimize(before)
+        assert report.changes["merge_sibling_matmuls"] == 2 and ops(after).count("MatMul") == 1
+        assert_same_outputs(before, after, x=randn(2, 5, 16))
+
+    def test_products_that_cannot_share_a_weight_are_left(self) -> None:
+        before = projections()
+        before.graph.values["w1"] = ir.Value("w1", data=randn(16, 8).astype(np.float64))  # another dtype
+        assert merge_sibling_matmuls(before)[1] == 1
+        before = projections()
+        before.graph.inputs.append("w1")  # a weight fed at run time
+        before.graph.values["w1"] = ir.Value("w1", dtypes.FLOAT, (16, 8))
+        assert merge_sibling_matmuls(before)[1] == 1
+        before = projections()
+        before.graph.values["w2"] = ir.Value("w2", data=randn(3, 16, 8))  # a batched weight
+        assert merge_sibling_matmuls(before)[1] == 1
+        before = projections(widths=(8,))
+        assert merge_sibling_matmuls(before)[1] == 0
 
 
 class TestCancelTransposes:
