@@ -91,6 +91,8 @@ class _GraphWriter:
             return self._expand_conv_max_pool(g, node, initializers)
         if node.domain == FUSED_DOMAIN and node.op_type == "FusedConvPointwise":
             return self._expand_conv_pointwise(g, node, initializers)
+        if node.domain == FUSED_DOMAIN and node.op_type == "FusedPointwiseConv":
+            return self._expand_pointwise_conv(g, node, initializers)
         if node.domain == FUSED_DOMAIN and node.op_type in _CHANNELS_LAST:
             return self._expand_channels_last(g, node, initializers)
         if node.domain not in ("", "ai.onnx"):
@@ -145,11 +147,29 @@ class _GraphWriter:
         name = node.name or node.outputs[0]
         conv_out = self._fresh(g, f"{node.outputs[0]}_conv")
         inputs = list(node.inputs) + [""] * (5 - len(node.inputs))
+        return self._two_convolutions(g, node, initializers, (
+            ("", inputs[:3], [conv_out], name),
+            ("pointwise_", [conv_out, inputs[3], inputs[4]], list(node.outputs), f"{name}_pointwise"),
+        ))
+
+    def _expand_pointwise_conv(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """The 1x1 (Fused)Conv with the ``pointwise_`` activation, then the windowed (Fused)Conv."""
+        name = node.name or node.outputs[0]
+        pointwise_out = self._fresh(g, f"{node.outputs[0]}_pointwise")
+        inputs = list(node.inputs) + [""] * (5 - len(node.inputs))
+        return self._two_convolutions(g, node, initializers, (
+            ("pointwise_", inputs[:3], [pointwise_out], f"{name}_pointwise"),
+            ("", [pointwise_out, inputs[3], inputs[4]], list(node.outputs), name),
+        ))
+
+    def _two_convolutions(self, g: ir.Graph, node: ir.Node, initializers: list, steps_spec) -> list[onnx.NodeProto]:
+        """The two (Fused)Convs of a FusedConvPointwise or FusedPointwiseConv: for each ``(prefix,
+        inputs, outputs, name)`` the ``<prefix>activation``; the window attributes go to the
+        convolution without a prefix, the 1x1 one takes the defaults."""
+        window = {k: v for k, v in node.attrs.items() if not k.startswith("pointwise_")}
         steps = []
-        for prefix, ins, outs, attrs, label in (
-            ("", inputs[:3], [conv_out], {k: v for k, v in node.attrs.items() if not k.startswith("pointwise_")}, name),
-            ("pointwise_", [conv_out, inputs[3], inputs[4]], list(node.outputs), {}, f"{name}_pointwise"),
-        ):
+        for prefix, ins, outs, label in steps_spec:
+            attrs = {} if prefix else window
             activation = node.attrs.get(f"{prefix}activation") or ""
             attrs = {k: v for k, v in attrs.items() if k not in ("activation", "activation_params")}
             if activation:

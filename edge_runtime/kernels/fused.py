@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import _conv, _phase_conv
 from edge_runtime.kernels.math import relu_into
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
@@ -131,3 +131,37 @@ def fused_conv_pointwise(x, w, b, w_pointwise, b_pointwise, *, xp, activation, a
     if pointwise_activation:
         apply_activation(z, xp, pointwise_activation, pointwise_activation_params)
     return z
+
+
+_ONE_BY_ONE = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shape": None, "pads": None, "strides": None}
+
+
+def _conv_then_activation(x, w, b, xp, activation, params, **conv_attrs):
+    y = get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs)
+    return apply_activation(y, xp, activation, params) if activation else y
+
+
+@kernel("FusedPointwiseConv", DOMAIN)
+def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_activation, pointwise_activation_params,
+                         activation, activation_params, auto_pad, dilations, group, kernel_shape, pads, strides):
+    """A 1x1 convolution (and its activation), then the convolution that reads it (and its
+    activation). A strided depthwise second convolution runs over stride phases on NumPy
+    (``_phase_conv``: the 1x1 convolution writes its output split into phases, so no tap is
+    gathered with a stride); anything else runs as the two convolutions."""
+    win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
+    attrs = {"auto_pad": auto_pad, "dilations": dilations, "group": group, "kernel_shape": kernel_shape, "pads": pads,
+             "strides": strides}
+    if xp.__name__ != "numpy" or not _phase_conv.fits(x, w_pointwise, w, group, win):
+        e = _conv_then_activation(x, w_pointwise, b_pointwise, xp, pointwise_activation, pointwise_activation_params,
+                                  **_ONE_BY_ONE)
+        return _conv_then_activation(e, w, b, xp, activation, activation_params, **attrs)
+    spatial = tuple(x.shape[2:])
+    geo = _phase_conv.geometry(spatial, win)
+    e = _phase_conv.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)
+    if pointwise_activation:
+        apply_activation(e, xp, pointwise_activation, pointwise_activation_params)
+    _phase_conv.zero_padding(e, geo, spatial)
+    wide = _phase_conv.depthwise_over_phases(e, w, b, xp, geo)
+    y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
+    y[...] = wide[..., : win.out[1]]
+    return apply_activation(y, xp, activation, activation_params) if activation else y

@@ -23,6 +23,7 @@ from exporter.passes.fold_batch_norm import fold_batch_norm
 from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
 from exporter.passes.fuse_pointwise import fuse_pointwise
+from exporter.passes.fuse_pointwise_strided import fuse_pointwise_strided
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
@@ -36,7 +37,8 @@ Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
 # last, on the fused convolutions; max pools, then 1x1 convolutions, join the planar convolutions
-# the rewrite leaves.
+# the rewrite leaves (a 1x1 convolution after a stride-1 convolution, then one before a strided
+# depthwise convolution).
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("remove_identities", remove_identities),
     ("fold_constants", fold_constants),
@@ -50,6 +52,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("to_channels_last", to_channels_last),
     ("fuse_max_pools", fuse_max_pools),
     ("fuse_pointwise", fuse_pointwise),
+    ("fuse_pointwise_strided", fuse_pointwise_strided),
 )
 
 MAX_ROUNDS = 20
@@ -122,6 +125,7 @@ __all__ = [
     "fuse_activations",
     "fuse_max_pools",
     "fuse_pointwise",
+    "fuse_pointwise_strided",
     "merge_sibling_matmuls",
     "optimize",
     "remove_identities",

@@ -38,7 +38,8 @@ def _zeros(values) -> bool:
     return all(v == 0 for v in (values or []))
 
 
-def _is_1x1_conv(graph: ir.Graph, node: ir.Node) -> bool:
+def is_1x1_conv(graph: ir.Graph, node: ir.Node) -> bool:
+    """A (Fused)Conv with constant 1x1 weights, stride 1, no pads and group 1."""
     w = constant(graph, node.inputs[1]) if len(node.inputs) > 1 else None
     a = node.attrs
     return (
@@ -66,7 +67,7 @@ def _wide_rows_pay(graph: ir.Graph, conv: ir.Node) -> bool:
 
 def _fuse(graph: ir.Graph, pointwise: ir.Node) -> bool:
     """Make ``pointwise``'s producer the fused node when the pair qualifies; True when ``pointwise`` is now redundant."""
-    if not _is_1x1_conv(graph, pointwise):
+    if not is_1x1_conv(graph, pointwise):
         return False
     x = pointwise.inputs[0]
     conv = producers(graph).get(x)

@@ -4,7 +4,8 @@ The exporter's ``fuse_activation`` pass produces them; the edge runtime runs the
 kernel and applies the activation in place on its fresh output, saving one pass over memory and
 one intermediate. ``FusedConvMaxPool`` (from the ``fuse_max_pool`` pass) adds the max pool that
 reads the activation, ``FusedConvPointwise`` (from the ``fuse_pointwise`` pass) the 1x1 convolution
-that reads it. ``activation`` is the ONNX name of the activation op, ``activation_params``
+that reads it, ``FusedPointwiseConv`` (from the ``fuse_pointwise_strided`` pass) the 1x1 convolution
+that feeds it. ``activation`` is the ONNX name of the activation op, ``activation_params``
 its parameters in the order of ``ACTIVATIONS`` (``Clip`` bounds it lacks are -inf / +inf), so
 writing the node back out as two standard ONNX ops is mechanical.
 """
@@ -140,3 +141,39 @@ op(
            **POINTWISE_ATTRS},
     doc="Conv, an optional activation, then a 1x1 Conv (stride 1, no pads, group 1) and its optional activation.",
 )(_conv_pointwise_rule)
+
+
+def _pointwise_conv_rule(ctx):
+    """The 1x1 convolution's output type, then the windowed convolution's rule on it."""
+    for key in ("pointwise_activation", "activation"):
+        if ctx.attrs.get(key):
+            check_activation(ctx, key)
+    x, w1 = ctx.input(0), ctx.input(1)
+    if not ctx.has_input(3):
+        raise ctx.fail("input 3 (W, the windowed convolution's weights) is missing")
+    if w1.shape is not None:
+        if len(w1.shape) < 3 or any(d not in (None, 1) for d in w1.shape[2:]):
+            raise ctx.fail(f"W_pointwise must be (M, C, 1, ...), got shape {w1.shape}")
+        if x.shape is not None and None not in (w1.shape[1], x.shape[1]) and w1.shape[1] != x.shape[1]:
+            raise ctx.fail(f"W_pointwise reads {w1.shape[1]} channels; X has {x.shape[1]}")
+    expanded = TensorType(x.dtype, None if x.shape is None else
+                          (x.shape[0], None if w1.shape is None else w1.shape[0]) + tuple(x.shape[2:]))
+    conv = get_schema("Conv")
+    attrs = {k: v for k, v in ctx.attrs.items() if k in conv.attrs}
+    try:
+        return conv.infer(InferenceContext(conv, [expanded, ctx.input(3), ctx.input(4) if ctx.has_input(4) else None],
+                                           attrs, (), 1, ctx.name))
+    except ShapeError as exc:
+        raise ctx.fail(f"its convolution: {exc}") from None
+
+
+op(
+    "FusedPointwiseConv",
+    domain=DOMAIN,
+    inputs=["X", "W_pointwise", "B_pointwise?", "W", "B?"],
+    outputs=["Y"],
+    attrs={**get_schema("Conv").attrs, "activation": Attr("string", ""), "activation_params": Attr("floats", []),
+           **POINTWISE_ATTRS},
+    doc="A 1x1 Conv (stride 1, no pads, group 1) and its optional activation, then a Conv with the window "
+        "attributes and its optional activation.",
+)(_pointwise_conv_rule)

@@ -178,6 +178,35 @@ def test_fused_conv_pointwise_is_written_as_two_convolutions() -> None:
     np.testing.assert_allclose(load(flow_writer.to_bytes(optimized)).run({"x": x})["y"], want, rtol=1e-4, atol=1e-5)
 
 
+
+def expand_depthwise_net() -> onnx.ModelProto:
+    """MobileNetV2's 1x1 expand + BatchNorm + Clip(0, 6) -> stride-2 depthwise 3x3 + Clip, at 28x28."""
+    init = {"w1": f32(12, 4, 1, 1, scale=0.5), "b1": f32(12, scale=0.1), "w": f32(12, 1, 3, 3), "s": f32(12, low=0.5),
+            "bb": f32(12, scale=0.1), "m": f32(12, scale=0.1), "v": f32(12, low=0.5), "lo": np.float32(0),
+            "hi": np.float32(6)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["e"], name="expand"),
+        helper.make_node("Clip", ["e", "lo", "hi"], ["a"], name="expand_relu6"),
+        helper.make_node("Conv", ["a", "w"], ["d"], group=12, pads=[1, 1, 1, 1], strides=[2, 2], name="dw"),
+        helper.make_node("BatchNormalization", ["d", "s", "bb", "m", "v"], ["n"], name="bn"),
+        helper.make_node("Clip", ["n", "lo", "hi"], ["y"], name="dw_relu6"),
+    ]
+    return onnx_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 28, 28])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 12, 14, 14])], init)
+
+
+def test_fused_pointwise_conv_is_written_as_two_convolutions() -> None:
+    source = expand_depthwise_net()
+    optimized, _ = optimize(import_onnx(source))
+    assert [n.op_type for n in optimized.graph.nodes] == ["FusedPointwiseConv"]
+    exported = to_onnx(optimized)
+    assert [n.op_type for n in exported.graph.node] == ["Conv", "Clip", "Conv", "Clip"]
+    onnx.checker.check_model(exported, full_check=True)
+    x = f32(2, 4, 28, 28)
+    want = ort_run(source, {"x": x})[0]
+    np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(load(flow_writer.to_bytes(optimized)).run({"x": x})["y"], want, rtol=1e-4, atol=1e-5)
+
 def test_opset_comes_from_the_model() -> None:
     m = import_onnx(mlp())
     m.opset_imports[""] = 21

@@ -19,6 +19,7 @@ from exporter.passes import (
     fuse_activations,
     fuse_max_pools,
     fuse_pointwise,
+    fuse_pointwise_strided,
     merge_sibling_matmuls,
     optimize,
     remove_identities,
@@ -423,6 +424,75 @@ class TestFusePointwise:
         before.graph.nodes[0].attrs = {}
         assert fuse_pointwise(before)[1] == 0
 
+
+
+def expand_depthwise(side: int = 28, pointwise_activation: str | None = "Clip", activation: str | None = "Clip",
+                     conv_attrs: dict | None = None, expand_attrs: dict | None = None, channels: int = 4) -> ir.Model:
+    """MobileNetV2's 1x1 expand (+ Clip) -> stride-2 depthwise 3x3 (+ Clip), with the shapes an import infers."""
+    c, m = channels, 12
+    conv_attrs = {"group": m, "pads": [1, 1, 1, 1], "strides": [2, 2], **(conv_attrs or {})}
+    out = (side + 2 - 3) // conv_attrs["strides"][0] + 1
+    constants = {"w1": randn(m, c, 1, 1), "b1": randn(m), "w": randn(m, 1, 3, 3), "b": randn(m),
+                 "lo": np.float32(0), "hi": np.float32(6)}
+    shapes = {"x": (-1, c, side, side), "e": (-1, m, side, side), "a": (-1, m, side, side), "d": (-1, m, out, out),
+              "y": (-1, m, out, out)}
+    nodes = [ir.Node("Conv", ["x", "w1", "b1"], ["e"], dict(expand_attrs or {}), name="expand")]
+    for source, target, act, label in (("e", "a", pointwise_activation, "expand_act"), ("d", "y", activation, "dw_act")):
+        if act == "Clip":
+            nodes.append(ir.Node("Clip", [source, "lo", "hi"], [target], name=label))
+        elif act:
+            nodes.append(ir.Node(act, [source], [target], name=label))
+        if label == "expand_act":
+            nodes.append(ir.Node("Conv", ["a" if act else "e", "w", "b"], ["d"], conv_attrs, name="dw"))
+    return model(graph(nodes, ["x"], ["y" if activation else "d"], constants=constants, shapes=shapes))
+
+
+class TestFusePointwiseStrided:
+    @pytest.mark.parametrize("pointwise_activation", [None, "Clip", "Relu"])
+    @pytest.mark.parametrize("activation", [None, "Clip"])
+    def test_fused_kernel_matches(self, pointwise_activation, activation) -> None:
+        before, _ = fuse_activations(expand_depthwise(pointwise_activation=pointwise_activation, activation=activation))
+        after, fused = fuse_pointwise_strided(before)
+        assert fused == 1 and ops(after) == ["FusedPointwiseConv"] and after.opset_imports["flowstack"] == 1
+        node = after.graph.nodes[0]
+        assert node.inputs == ["x", "w1", "b1", "w", "b"] and node.outputs == after.graph.outputs
+        assert node.attrs["pointwise_activation"] == (pointwise_activation or "")
+        assert node.attrs["activation"] == (activation or "") and node.attrs["strides"] == [2, 2]
+        assert_same_outputs(before, after, atol=1e-4, x=randn(2, 4, 28, 28))
+        assert ops(before)[0] in ("FusedConv", "Conv"), "input model was edited"
+
+    def test_runs_in_the_default_pipeline(self) -> None:
+        before = expand_depthwise()
+        after, report = optimize(before)
+        assert report.changes["fuse_pointwise_strided"] == 1 and ops(after) == ["FusedPointwiseConv"]
+        assert_same_outputs(before, after, atol=1e-4, x=randn(1, 4, 28, 28))
+
+    @pytest.mark.parametrize("build", [
+        lambda: expand_depthwise(side=26),  # under MIN_PLANE_PIXELS: the depthwise runs channels-last
+        lambda: expand_depthwise(conv_attrs={"strides": [1, 1]}),
+        lambda: expand_depthwise(conv_attrs={"dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+        lambda: expand_depthwise(expand_attrs={"strides": [2, 2]}),
+        lambda: expand_depthwise(expand_attrs={"pads": [1, 1, 1, 1]}),
+    ], ids=["small-plane", "stride-1", "dilated", "strided-expand", "padded-expand"])
+    def test_pairs_that_do_not_pay_or_do_not_fit_are_left(self, build) -> None:
+        before, _ = fuse_activations(build())
+        assert fuse_pointwise_strided(before)[1] == 0
+
+    def test_second_reader_public_output_unknown_shape_or_grouped_conv_is_left(self) -> None:
+        before, _ = fuse_activations(expand_depthwise())
+        before.graph.outputs.append("a")
+        assert fuse_pointwise_strided(before)[1] == 0
+        before, _ = fuse_activations(expand_depthwise())
+        before.graph.nodes.append(ir.Node("Relu", ["a"], ["other"], name="other"))
+        before.graph.outputs.append("other")
+        assert fuse_pointwise_strided(before)[1] == 0
+        before, _ = fuse_activations(expand_depthwise())
+        before.graph.values["a"] = ir.Value("a", dtypes.FLOAT, (-1, 12, -1, -1))
+        assert fuse_pointwise_strided(before)[1] == 0
+        before, _ = fuse_activations(expand_depthwise())
+        before.graph.values["w"] = ir.Value("w", data=randn(12, 3, 3, 3))
+        before.graph.nodes[1].attrs["group"] = 4
+        assert fuse_pointwise_strided(before)[1] == 0
 
 def projections(biases=(True, True, True), widths=(8, 8, 8), depth=16) -> ir.Model:
     """Three MatMuls reading one [2, 5, depth] input (attention's q, k, v projections), each with or

@@ -1,0 +1,146 @@
+"""A 1x1 convolution and the strided depthwise convolution that reads it, over stride phases.
+
+A strided convolution's im2col gathers every tap with the stride as its step, which NumPy copies
+element by element: for MobileNetV2's 96-channel 112x112 -> 56x56 depthwise layer that gather is
+most of the layer. Split into stride phases (phase (p, q) holds the padded pixels (r, c) with
+r % s == p and c % s == q), every tap reads one phase at a fixed offset, a contiguous run once the
+phase plane is flattened, as in the flat im2col of stride-1 convolutions. Splitting the expanded
+tensor would cost the same strided gather, but a 1x1 convolution treats pixels independently, so
+here its *input* is split (a sixth of the channels in MobileNetV2) and the 1x1 convolution writes
+the expanded tensor already in phases; the padding positions it fills with act(bias) are zeroed
+after, as the depthwise convolution's zero padding requires.
+
+Both biases ride in the matmuls as a column of weights against a row of ones, and the crop of the
+depthwise output's wide rows is the copy its activation writes. Measured against the two
+convolutions run apart (batch 1, Clip activations): 16->96 at 112x112 stride 2 0.75x, 24->144 at
+56x56 0.79x, 32->192 at 28x28 0.85x, 96->576 at 14x14 1.13x (where the depthwise convolution runs
+channels-last), so the exporter fuses from 28x28 up.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from edge_runtime.kernels._conv import GROUP_COLUMN_CHUNK_BYTES, Window
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """One spatial axis's phase geometry."""
+
+    stride: int
+    extent: int  # phase plane length along this axis
+    starts: tuple[tuple[int, int, int], ...]  # per phase: (first input index, its phase index, inputs in it)
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    rows: _Axis
+    cols: _Axis
+    taps: tuple[int, ...]  # flat (ki * kw + kj) tap indices, grouped by phase in ``phase_taps`` order
+    phase_taps: tuple[tuple[int, int, int], ...]  # (phase, taps down, taps across); a phase's first tap reads offset 0
+    length: int  # outputs per channel, rows as wide as the phase plane
+
+
+def _axis(size: int, kernel: int, stride: int, pad_begin: int, out: int, spare: int) -> _Axis:
+    extent = out + (kernel - 1) // stride + spare
+    starts = []
+    for phase in range(stride):
+        first = (phase - pad_begin) % stride  # first input index landing in this phase
+        count = min(len(range(first, size, stride)), extent - (first + pad_begin) // stride)
+        starts.append((first, (first + pad_begin) // stride, max(count, 0)))
+    return _Axis(stride, extent, tuple(starts))
+
+
+@lru_cache(maxsize=256)
+def geometry(spatial: tuple[int, int], win: Window) -> _Geometry:
+    (kh, kw), (sh, sw) = win.kernel, win.strides
+    # a spare phase row when taps reach right of column 0: the last wide row's cropped outputs
+    # read past the plane's end
+    rows = _axis(spatial[0], kh, sh, win.pad_begin[0], win.out[0], 1 if (kw - 1) // sw else 0)
+    cols = _axis(spatial[1], kw, sw, win.pad_begin[1], win.out[1], 0)
+    taps, phase_taps = [], []
+    for p in range(sh):
+        for q in range(sw):
+            down, across = range(p, kh, sh), range(q, kw, sw)
+            if len(down) and len(across):
+                phase_taps.append((p * sw + q, len(down), len(across)))
+                taps += [ki * kw + kj for ki in down for kj in across]
+    return _Geometry(rows, cols, tuple(taps), tuple(phase_taps), win.out[0] * cols.extent)
+
+
+def expand_into_phases(x, w1, b1, xp, geo: _Geometry):
+    """The 1x1 convolution of ``x`` (N, C, H, W) by ``w1`` (M, C), its bias ``b1``, written as
+    (N, M, phases, rows extent * cols extent); padding positions hold act(bias) until zeroed."""
+    n, c = x.shape[:2]
+    rows, cols = geo.rows, geo.cols
+    ones = b1 is not None
+    split = xp.zeros((n, c + ones, rows.stride, cols.stride, rows.extent, cols.extent), dtype=x.dtype)
+    if ones:
+        split[:, c] = 1
+    for p, (r0, u0, nr) in enumerate(rows.starts):
+        for q, (c0, v0, nc) in enumerate(cols.starts):
+            src = x[:, :, r0::rows.stride, c0::cols.stride][:, :, :nr, :nc]
+            split[:, :c, p, q, u0:u0 + nr, v0:v0 + nc] = src
+    w = w1.reshape(w1.shape[0], c)
+    if ones:
+        w = xp.concatenate([w, b1.reshape(-1, 1).astype(w.dtype)], axis=1)
+    return xp.matmul(w, split.reshape(n, c + ones, -1))
+
+
+def zero_padding(e, geo: _Geometry, spatial: tuple[int, int]) -> None:
+    """Zero the positions of ``e`` (expand_into_phases's output) that stand for padding."""
+    rows, cols = geo.rows, geo.cols
+    e6 = e.reshape(e.shape[:2] + (rows.stride, cols.stride, rows.extent, cols.extent))
+    for p, (r0, u0, _) in enumerate(rows.starts):
+        e6[:, :, p, :, :u0] = 0
+        e6[:, :, p, :, u0 + len(range(r0, spatial[0], rows.stride)):] = 0
+    for q, (c0, v0, _) in enumerate(cols.starts):
+        e6[:, :, :, q, :, :v0] = 0
+        e6[:, :, :, q, :, v0 + len(range(c0, spatial[1], cols.stride)):] = 0
+
+
+def depthwise_over_phases(e, w, b, xp, geo: _Geometry):
+    """The depthwise convolution (``w`` (C, 1, kh, kw), bias ``b``) of the phase-split ``e`` (NumPy):
+    (N, C, out rows, cols extent), each row as wide as a phase row (crop to the output width).
+
+    The columns of a block of channels (GROUP_COLUMN_CHUNK_BYTES) are copied phase by phase, every
+    tap a contiguous run, and multiplied while in cache, with a row of ones for the bias."""
+    n, c = e.shape[:2]
+    plane = geo.rows.extent * geo.cols.extent
+    item, length, ntaps = e.itemsize, geo.length, len(geo.taps)
+    e = xp.ascontiguousarray(e)
+    views = [xp.ndarray((n, c, down, across, length), e.dtype, e, phase * plane * item,
+                        e.strides[:2] + (geo.cols.extent * item, item, item))
+             for phase, down, across in geo.phase_taps]
+    k = w.shape[-2] * w.shape[-1]
+    weights = w.reshape(c, k)[:, list(geo.taps)]
+    depth = ntaps + (b is not None)
+    if b is not None:
+        weights = xp.concatenate([weights, b.reshape(-1, 1).astype(weights.dtype)], axis=1)
+    weights = weights.reshape(c, 1, depth)
+    step = max(1, min(c, GROUP_COLUMN_CHUNK_BYTES // (depth * length * item)))
+    columns = xp.empty((step, depth, length), dtype=e.dtype)
+    if b is not None:
+        columns[:, ntaps] = 1
+    y = xp.empty((n, c, 1, length), dtype=xp.result_type(e, w))
+    for i in range(n):
+        for g in range(0, c, step):
+            block = columns[: min(step, c - g)]
+            row = 0
+            for view in views:
+                taps = view.shape[2] * view.shape[3]
+                block[:, row:row + taps] = view[i, g:g + step].reshape(block.shape[0], taps, length)
+                row += taps
+            xp.matmul(weights[g:g + step], block, out=y[i, g:g + step])
+    return y.reshape((n, c, geo.length // geo.cols.extent, geo.cols.extent))
+
+
+def fits(x, w1, w, group: int, win: Window) -> bool:
+    """Whether this pair takes the phase path: 2-D, the second convolution depthwise (one filter a
+    channel) with dilations 1 and a stride; anything else runs as the two convolutions."""
+    m = w1.shape[0]
+    return (x.ndim == 4 and w.ndim == 4 and group == m == w.shape[0] and w.shape[1] == 1
+            and all(d == 1 for d in win.dilations) and math.prod(win.strides) > 1)
