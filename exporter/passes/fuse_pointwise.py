@@ -79,12 +79,18 @@ def _fuse(graph: ir.Graph, pointwise: ir.Node) -> bool:
     b_pointwise = pointwise.inputs[2] if len(pointwise.inputs) > 2 else ""
     conv.inputs = inputs[:3] + [pointwise.inputs[1]] + ([b_pointwise] if b_pointwise else [])
     conv.op_type, conv.domain = FUSED, DOMAIN
-    conv.attrs = {
+    conv.attrs = fused_attrs(conv, pointwise)
+    conv.outputs = list(pointwise.outputs)
+    return True
+
+
+def fused_attrs(conv: ir.Node, pointwise: ir.Node) -> dict:
+    """The attributes of a node fusing ``conv`` (its window, its activation) and the 1x1
+    ``pointwise`` convolution (its activation, under the ``pointwise_`` prefix)."""
+    return {
         **conv.attrs,
         "activation": conv.attrs.get("activation", ""),
         "activation_params": list(conv.attrs.get("activation_params") or []),
         "pointwise_activation": pointwise.attrs.get("activation", ""),
         "pointwise_activation_params": list(pointwise.attrs.get("activation_params") or []),
     }
-    conv.outputs = list(pointwise.outputs)
-    return True

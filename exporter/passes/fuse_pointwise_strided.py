@@ -16,7 +16,7 @@ import math
 
 from edge_runtime.kernels import has_kernel
 from exporter import ir
-from exporter.passes.fuse_pointwise import is_1x1_conv
+from exporter.passes.fuse_pointwise import fused_attrs, is_1x1_conv
 from exporter.passes.graph_edit import constant, fuse_into_producers, producers, readers
 from schemas.ops.fused import DOMAIN
 
@@ -71,12 +71,6 @@ def _fuse(graph: ir.Graph, conv: ir.Node) -> bool:
         inputs.pop()
     pointwise.inputs = inputs
     pointwise.op_type, pointwise.domain = FUSED, DOMAIN
-    pointwise.attrs = {
-        **{k: v for k, v in conv.attrs.items() if k not in ("activation", "activation_params")},
-        "activation": conv.attrs.get("activation", ""),
-        "activation_params": list(conv.attrs.get("activation_params") or []),
-        "pointwise_activation": pointwise.attrs.get("activation", ""),
-        "pointwise_activation_params": list(pointwise.attrs.get("activation_params") or []),
-    }
+    pointwise.attrs = fused_attrs(conv, pointwise)
     pointwise.outputs = list(conv.outputs)
     return True

@@ -165,20 +165,6 @@ def depthwise_project_net() -> onnx.ModelProto:
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, 16, 16])], init)
 
 
-def test_fused_conv_pointwise_is_written_as_two_convolutions() -> None:
-    source = depthwise_project_net()
-    optimized, _ = optimize(import_onnx(source))
-    assert [n.op_type for n in optimized.graph.nodes] == ["FusedConvPointwise"]
-    exported = to_onnx(optimized)
-    assert [n.op_type for n in exported.graph.node] == ["Conv", "Clip", "Conv", "Relu"]
-    onnx.checker.check_model(exported, full_check=True)
-    x = f32(2, 8, 16, 16)
-    want = ort_run(source, {"x": x})[0]
-    np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(load(flow_writer.to_bytes(optimized)).run({"x": x})["y"], want, rtol=1e-4, atol=1e-5)
-
-
-
 def expand_depthwise_net() -> onnx.ModelProto:
     """MobileNetV2's 1x1 expand + BatchNorm + Clip(0, 6) -> stride-2 depthwise 3x3 + Clip, at 28x28."""
     init = {"w1": f32(12, 4, 1, 1, scale=0.5), "b1": f32(12, scale=0.1), "w": f32(12, 1, 3, 3), "s": f32(12, low=0.5),
@@ -195,17 +181,22 @@ def expand_depthwise_net() -> onnx.ModelProto:
                       [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 12, 14, 14])], init)
 
 
-def test_fused_pointwise_conv_is_written_as_two_convolutions() -> None:
-    source = expand_depthwise_net()
+@pytest.mark.parametrize("build, fused, written, x_shape", [
+    (depthwise_project_net, "FusedConvPointwise", ["Conv", "Clip", "Conv", "Relu"], (2, 8, 16, 16)),
+    (expand_depthwise_net, "FusedPointwiseConv", ["Conv", "Clip", "Conv", "Clip"], (2, 4, 28, 28)),
+], ids=["conv-pointwise", "pointwise-conv"])
+def test_fused_convolution_pair_is_written_as_two_convolutions(build, fused, written, x_shape) -> None:
+    source = build()
     optimized, _ = optimize(import_onnx(source))
-    assert [n.op_type for n in optimized.graph.nodes] == ["FusedPointwiseConv"]
+    assert [n.op_type for n in optimized.graph.nodes] == [fused]
     exported = to_onnx(optimized)
-    assert [n.op_type for n in exported.graph.node] == ["Conv", "Clip", "Conv", "Clip"]
+    assert [n.op_type for n in exported.graph.node] == written
     onnx.checker.check_model(exported, full_check=True)
-    x = f32(2, 4, 28, 28)
+    x = f32(*x_shape)
     want = ort_run(source, {"x": x})[0]
     np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(load(flow_writer.to_bytes(optimized)).run({"x": x})["y"], want, rtol=1e-4, atol=1e-5)
+
 
 def test_opset_comes_from_the_model() -> None:
     m = import_onnx(mlp())
