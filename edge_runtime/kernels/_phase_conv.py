@@ -149,4 +149,5 @@ def fits(x, w1, w, group: int, win: Window) -> bool:
     channel) with dilations 1 and a stride; anything else runs as the two convolutions."""
     m = w1.shape[0]
     return (x.ndim == 4 and w.ndim == 4 and group == m == w.shape[0] and w.shape[1] == 1
-            and all(d == 1 for d in win.dilations) and math.prod(win.strides) > 1)
+            and tuple(w.shape[2:]) == tuple(win.kernel) and all(d == 1 for d in win.dilations)
+            and math.prod(win.strides) > 1)

@@ -26,6 +26,7 @@ CASES = [
     ((1, 3, 12, 12), 4, (3, 3), {"strides": [2, 2], "pads": [2, 2, 2, 2], "dilations": [2, 2]}, False),
     ((1, 3, 12, 12), 4, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 1}, False),  # not depthwise
     ((2, 3, 13), 4, (3,), {"strides": [2], "pads": [1, 1]}, False),  # 1-D
+    ((1, 3, 12, 12), 4, (5, 5), {"strides": [2, 2], "pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}, False),  # W disagrees
 ]
 ACTIVATIONS = [("", [], "", []), ("Clip", [0.0, 6.0], "Clip", [0.0, 6.0]), ("Relu", [], "HardSigmoid", [0.2, 0.5]),
                ("Sigmoid", [], "", [])]
