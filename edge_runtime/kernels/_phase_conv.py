@@ -12,9 +12,10 @@ after, as the depthwise convolution's zero padding requires.
 
 Both biases ride in the matmuls as a column of weights against a row of ones, and the crop of the
 depthwise output's wide rows is the copy its activation writes. Measured against the two
-convolutions run apart (batch 1, Clip activations): 16->96 at 112x112 stride 2 0.75x, 24->144 at
-56x56 0.79x, 32->192 at 28x28 0.85x, 96->576 at 14x14 1.13x (where the depthwise convolution runs
-channels-last), so the exporter fuses from 28x28 up.
+convolutions run apart (batch 1 and 4, Clip activations, two host phases): 16->96 at 112x112
+stride 2 0.63-0.77x, 24->144 at 56x56 0.65-0.77x, 32->192 at 28x28 0.70-0.87x, 96->576 at 14x14
+1.12-1.33x (where the depthwise convolution runs channels-last), so the exporter fuses from 28x28
+up (``exporter.passes.fuse_pointwise_strided``).
 """
 
 from __future__ import annotations
