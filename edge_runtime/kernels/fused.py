@@ -149,12 +149,12 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
     (``_phase_conv``: the 1x1 convolution writes its output split into phases, so no tap is
     gathered with a stride); anything else runs as the two convolutions."""
     win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
-    attrs = {"auto_pad": auto_pad, "dilations": dilations, "group": group, "kernel_shape": kernel_shape, "pads": pads,
-             "strides": strides}
     if xp.__name__ != "numpy" or not _phase_conv.fits(x, w_pointwise, w, group, win):
         e = _conv_then_activation(x, w_pointwise, b_pointwise, xp, pointwise_activation, pointwise_activation_params,
                                   **_ONE_BY_ONE)
-        return _conv_then_activation(e, w, b, xp, activation, activation_params, **attrs)
+        return _conv_then_activation(e, w, b, xp, activation, activation_params, auto_pad=auto_pad,
+                                     dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
+                                     strides=strides)
     spatial = tuple(x.shape[2:])
     geo = _phase_conv.geometry(spatial, win)
     e = _phase_conv.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)

@@ -20,7 +20,7 @@ from schemas.ops.fused import DOMAIN
 FUSED = "FusedConvPointwise"
 MAX_WIDE_ROW_WASTE = 0.15
 
-_CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
+CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
 
 
 def fuse_pointwise(model: ir.Model) -> tuple[ir.Model, int]:
@@ -43,7 +43,7 @@ def is_1x1_conv(graph: ir.Graph, node: ir.Node) -> bool:
     w = constant(graph, node.inputs[1]) if len(node.inputs) > 1 else None
     a = node.attrs
     return (
-        (node.domain, node.op_type) in _CONVS
+        (node.domain, node.op_type) in CONVS
         and w is not None and w.ndim >= 3 and all(k == 1 for k in w.shape[2:])
         and (a.get("group") or 1) == 1
         and _ones(a.get("strides")) and _zeros(a.get("pads"))
@@ -71,7 +71,7 @@ def _fuse(graph: ir.Graph, pointwise: ir.Node) -> bool:
         return False
     x = pointwise.inputs[0]
     conv = producers(graph).get(x)
-    if conv is None or (conv.domain, conv.op_type) not in _CONVS or not _wide_rows_pay(graph, conv):
+    if conv is None or (conv.domain, conv.op_type) not in CONVS or not _wide_rows_pay(graph, conv):
         return False
     if x in graph.outputs or [id(n) for n in readers(graph).get(x, [])] != [id(pointwise)]:
         return False

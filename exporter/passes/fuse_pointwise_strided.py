@@ -17,14 +17,12 @@ import math
 
 from edge_runtime.kernels import has_kernel
 from exporter import ir
-from exporter.passes.fuse_pointwise import fused_attrs, is_1x1_conv
+from exporter.passes.fuse_pointwise import CONVS, fused_attrs, is_1x1_conv
 from exporter.passes.graph_edit import constant, fuse_into_producers, producers, readers
 from schemas.ops.fused import DOMAIN
 
 FUSED = "FusedPointwiseConv"
 MIN_PLANE_PIXELS = 28 * 28
-
-_CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
 
 
 def fuse_pointwise_strided(model: ir.Model) -> tuple[ir.Model, int]:
@@ -38,7 +36,7 @@ def fuse_pointwise_strided(model: ir.Model) -> tuple[ir.Model, int]:
 def _strided_depthwise(graph: ir.Graph, conv: ir.Node) -> bool:
     """A 2-D depthwise convolution (one filter a channel) with constant weights, a stride above 1,
     dilations 1, and a static input plane of at least MIN_PLANE_PIXELS pixels."""
-    if (conv.domain, conv.op_type) not in _CONVS or len(conv.inputs) < 2:
+    if (conv.domain, conv.op_type) not in CONVS or len(conv.inputs) < 2:
         return False
     w = constant(graph, conv.inputs[1])
     bias = conv.inputs[2] if len(conv.inputs) > 2 else ""
