@@ -396,7 +396,7 @@ def _pointwise(xpad, w, xp, win):
         (Ellipsis,) + tuple(slice(0, o) for o in win.out)
     ]
     n, c = sub.shape[:2]
-    y = xp.matmul(w.reshape(w.shape[0], c), sub.reshape(n, c, -1))
+    y = xp.matmul(w.reshape(w.shape[0], c), sub.reshape(n, c, math.prod(sub.shape[2:])))
     return y.reshape((n, w.shape[0]) + win.out)
 
 
@@ -557,7 +557,8 @@ def conv_wide_rows(x, w, xp, win, group):
     n, c = x.shape[:2]
     m = w.shape[0]
     geo = _flat_geometry(x.shape, win)
-    flat = xp.ascontiguousarray(pad_spatial(x, xp, win.pad_begin, geo.end)).reshape(n, c, -1)
+    padded = xp.ascontiguousarray(pad_spatial(x, xp, win.pad_begin, geo.end))
+    flat = padded.reshape(n, c, math.prod(padded.shape[2:]))
     item = flat.itemsize
     view = strided_view(
         flat, xp, (n, c) + win.kernel + (geo.length,), flat.strides[:2] + tuple(step * item for step in geo.tap_steps) + (item,)

@@ -94,7 +94,7 @@ def expand_into_phases(x, w1, b1, xp, geo: _Geometry):
     w = w1.reshape(w1.shape[0], c)
     if ones:
         w = xp.concatenate([w, b1.reshape(-1, 1).astype(w.dtype)], axis=1)
-    return xp.matmul(w, split.reshape(n, c + ones, -1))
+    return xp.matmul(w, split.reshape(n, c + ones, math.prod(split.shape[2:])))
 
 
 def zero_padding(e, geo: _Geometry, spatial: tuple[int, int]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from edge_runtime.kernels import _conv, _phase_conv
 from edge_runtime.kernels.math import relu_into
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
@@ -124,7 +126,7 @@ def fused_conv_pointwise(x, w, b, w_pointwise, b_pointwise, *, xp, activation, a
     if activation:
         apply_activation(y, xp, activation, activation_params)
     m2 = w_pointwise.shape[0]
-    z = xp.matmul(w_pointwise.reshape(m2, m), y.reshape(n, m, -1)).reshape((n, m2) + y.shape[2:])
+    z = xp.matmul(w_pointwise.reshape(m2, m), y.reshape(n, m, math.prod(y.shape[2:]))).reshape((n, m2) + y.shape[2:])
     if crop is not None:
         z = z[crop]
     z = xp.ascontiguousarray(z) if b_pointwise is None else z + b_pointwise.reshape((1, m2) + (1,) * (z.ndim - 2))
@@ -147,9 +149,9 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
     """A 1x1 convolution (and its activation), then the convolution that reads it (and its
     activation). A strided depthwise second convolution runs over stride phases on NumPy
     (``_phase_conv``: the 1x1 convolution writes its output split into phases, so no tap is
-    gathered with a stride); anything else runs as the two convolutions."""
+    gathered with a stride); anything else (an empty batch too) runs as the two convolutions."""
     win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
-    if xp.__name__ != "numpy" or not _phase_conv.fits(x, w_pointwise, w, group, win):
+    if xp.__name__ != "numpy" or x.size == 0 or not _phase_conv.fits(x, w_pointwise, w, group, win):
         e = _conv_then_activation(x, w_pointwise, b_pointwise, xp, pointwise_activation, pointwise_activation_params,
                                   **_ONE_BY_ONE)
         return _conv_then_activation(e, w, b, xp, activation, activation_params, auto_pad=auto_pad,

@@ -111,7 +111,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
     view = _conv.windows(xpad, xp, win)
     n_sp = len(win.kernel)
     # Indices: the flat position of each window's first maximum in the unpadded input.
-    flat = view.reshape(view.shape[: 2 + n_sp] + (-1,))
+    flat = view.reshape(view.shape[: 2 + n_sp] + (math.prod(win.kernel),))
     tap = xp.argmax(flat, axis=-1)
     taps = xp.unravel_index(tap, win.kernel)
     spatial = x.shape[2:]
@@ -167,7 +167,8 @@ def _spatial_axes(x):
 @kernel("GlobalAveragePool")
 def global_average_pool(x, *, xp):
     if _blas_reducible(x, xp):  # MobileNetV2's 1x1280x7x7: 37 -> 6 us
-        return row_means(x.reshape(x.shape[0] * x.shape[1], -1), xp).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
+        rows = x.reshape(x.shape[0] * x.shape[1], math.prod(x.shape[2:]))
+        return row_means(rows, xp).reshape(x.shape[:2] + (1,) * (x.ndim - 2))
     return x.mean(axis=_spatial_axes(x), keepdims=True)
 
 
@@ -308,7 +309,7 @@ def instance_normalization(x, scale, b, *, xp, epsilon):
 @kernel("GroupNormalization")
 def group_normalization(x, scale, bias, *, xp, epsilon, num_groups, stash_type):
     n, c = x.shape[:2]
-    grouped = x.reshape((n, num_groups, -1))
+    grouped = x.reshape((n, num_groups, math.prod(x.shape[1:]) // max(num_groups, 1)))
     normed, _, _ = _normalize(grouped, (2,), epsilon, xp, _compute_dtype(x, xp, stash_type))
     y = normed.reshape(x.shape) * _channel(scale, x.ndim) + _channel(bias, x.ndim)
     return y.astype(x.dtype)
