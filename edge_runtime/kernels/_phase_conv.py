@@ -97,16 +97,17 @@ def expand_into_phases(x, w1, b1, xp, geo: _Geometry):
     return xp.matmul(w, split.reshape(n, c + ones, math.prod(split.shape[2:])))
 
 
-def zero_padding(e, geo: _Geometry, spatial: tuple[int, int]) -> None:
-    """Zero the positions of ``e`` (expand_into_phases's output) that stand for padding."""
+def zero_padding(e, geo: _Geometry) -> None:
+    """Zero the positions of ``e`` (expand_into_phases's output) that stand for padding: in each
+    phase, those before its first input and past its last (``starts``' counts, cut at the extent)."""
     rows, cols = geo.rows, geo.cols
     e6 = e.reshape(e.shape[:2] + (rows.stride, cols.stride, rows.extent, cols.extent))
-    for p, (r0, u0, _) in enumerate(rows.starts):
+    for p, (_, u0, nr) in enumerate(rows.starts):
         e6[:, :, p, :, :u0] = 0
-        e6[:, :, p, :, u0 + len(range(r0, spatial[0], rows.stride)):] = 0
-    for q, (c0, v0, _) in enumerate(cols.starts):
+        e6[:, :, p, :, u0 + nr:] = 0
+    for q, (_, v0, nc) in enumerate(cols.starts):
         e6[:, :, :, q, :, :v0] = 0
-        e6[:, :, :, q, :, v0 + len(range(c0, spatial[1], cols.stride)):] = 0
+        e6[:, :, :, q, :, v0 + nc:] = 0
 
 
 def depthwise_over_phases(e, w, b, xp, geo: _Geometry):

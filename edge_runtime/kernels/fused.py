@@ -157,12 +157,11 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
         return _conv_then_activation(e, w, b, xp, activation, activation_params, auto_pad=auto_pad,
                                      dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
                                      strides=strides)
-    spatial = tuple(x.shape[2:])
-    geo = _phase_conv.geometry(spatial, win)
+    geo = _phase_conv.geometry(tuple(x.shape[2:]), win)
     e = _phase_conv.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)
     if pointwise_activation:
         apply_activation(e, xp, pointwise_activation, pointwise_activation_params)
-    _phase_conv.zero_padding(e, geo, spatial)
+    _phase_conv.zero_padding(e, geo)
     wide = _phase_conv.depthwise_over_phases(e, w, b, xp, geo)
     y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
     y[...] = wide[..., : win.out[1]]
