@@ -595,8 +595,11 @@ def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_
         for i, s, kk, d, pb, o in zip(spatial, strides, kernel, dilations, pads[:n_sp], out_spatial)
     ]
     win = Window(tuple(kernel), tuple(strides), tuple(dilations), (0,) * n_sp, (0,) * n_sp, (0,) * n_sp, tuple(spatial))
-    y = col2im(cols, xp, win, full)
-    crop = tuple(slice(pb, pb + o) for pb, o in zip(pads[:n_sp], out_spatial))
+    # A negative begin pad (an output_shape, or SAME padding, asking for more than the taps cover,
+    # as when the stride exceeds the kernel) puts rows no tap reaches before the full output.
+    before = [max(-pb, 0) for pb in pads[:n_sp]]
+    y = pad_spatial(col2im(cols, xp, win, full), xp, before, [0] * n_sp)
+    crop = tuple(slice(pb + e, pb + e + o) for pb, e, o in zip(pads[:n_sp], before, out_spatial))
     y = y[(slice(None), slice(None)) + crop]
     if b is not None:
         y = y + b.reshape((1, m) + (1,) * n_sp)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from schemas.ops.nn import scaled_length
+
 
 def output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy):
     """Per-axis (scale, output length) for the axes being resized, in the order given."""
@@ -25,7 +27,7 @@ def output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy):
             sizes = [int(scale * shape[a] + 0.5) for a in axes]
     else:
         scales = [float(s) for s in scales]
-        sizes = [int(s * shape[a]) for a, s in zip(axes, scales)]
+        sizes = [scaled_length(shape[a], s) for a, s in zip(axes, scales)]
     return axes, scales, sizes
 
 
@@ -51,8 +53,11 @@ def source_coords(xp, mode, out_len, in_len, scale, roi):
     elif mode == "half_pixel":
         src = (x + 0.5) / scale - 0.5
     elif mode == "half_pixel_symmetric":
-        offset = in_len / 2 * (1 - out_len / out_f)
-        src = offset + (x + 0.5) / scale - 0.5
+        # ONNX's offset + (x + 0.5) / scale - 0.5 with offset = in_len / 2 * (1 - out_len / out_f),
+        # regrouped about the two centres so that a coordinate meant to be an integer comes out as
+        # one (computed as written it may land an ulp off, and nearest ceil/floor then picks a
+        # neighbouring pixel).
+        src = (in_len - 1) / 2 + (x + 0.5 - out_len / 2) / scale
     else:
         raise ValueError(f"unknown coordinate_transformation_mode {mode!r}")
     return src, outside

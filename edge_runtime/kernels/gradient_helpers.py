@@ -14,6 +14,7 @@ from itertools import product
 from edge_runtime.kernels import _resize
 from edge_runtime.kernels.nn import (
     _attention_bias,
+    _clip_beyond,
     _given,
     _grid_taps,
     _heads,
@@ -102,10 +103,11 @@ def _pixel_coord(norm, size, align_corners):
 
 def _padded(xp, coord, size, align_corners, padding_mode):
     """The coordinate after the padding mode folds it inside (as the taps see it), and its slope."""
+    lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
     if padding_mode == "border":
-        return xp.clip(coord, 0, size - 1), ((coord > 0) & (coord < size - 1)).astype(xp.float64)
+        inside = (coord >= lo) & (coord <= hi)  # beyond, the clipped coordinate is constant
+        return _clip_beyond(xp, coord, lo, hi, size), inside.astype(xp.float64)
     if padding_mode == "reflection":
-        lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
         outside = (coord < lo) | (coord > hi)
         folds = xp.trunc(xp.where(coord < lo, lo - coord, coord - hi) / (hi - lo))
         return _reflect(xp, coord, lo, hi), xp.where(outside & (folds % 2 == 0), -1.0, 1.0)

@@ -36,11 +36,13 @@ def conv_transpose(
     ]
     if output_shape or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         out = list(output_shape)[-n:] if output_shape else [i * s for i, s in zip(spatial, strides)]
-        total = [f - o for f, o in zip(full, out)]
+        total = [f - o for f, o in zip(full, out)]  # negative where the taps cover less than asked
         if auto_pad == "SAME_UPPER":
             begin = [t // 2 for t in total]
-        else:
+        elif auto_pad == "SAME_LOWER":
             begin = [t - t // 2 for t in total]
+        else:  # an output_shape: onnxruntime (and ONNX's reference) add what the taps miss at the end
+            begin = [max(t - t // 2, 0) for t in total]
         pads = begin + [t - b_ for t, b_ in zip(total, begin)]
     else:
         pads = [0] * (2 * n) if auto_pad == "VALID" or not pads else list(pads)
@@ -350,6 +352,8 @@ def lp_normalization(x, *, xp, axis, p):
 
 @kernel("MeanVarianceNormalization")
 def mean_variance_normalization(x, *, xp, axes):
+    if x.size == 0:  # nothing to normalize: a mean over no values would warn and give NaN
+        return xp.empty(x.shape, dtype=x.dtype)
     axes = tuple(a % x.ndim for a in axes)
     mean = x.mean(axis=axes, keepdims=True)
     std = xp.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True))
@@ -422,6 +426,8 @@ def upsample(x, scales, *, xp, mode):
 def _reflect(xp, x, lo, hi):
     """Fold coordinates outside [lo, hi] back inside, mirroring at the borders as often as needed."""
     span = hi - lo
+    if span == 0:  # one sample with align_corners: everything folds onto it (no 0 / 0)
+        return xp.full_like(x, lo)
     below, above = lo - x, x - hi
     dist = xp.where(x < lo, below, above)
     folds = xp.trunc(dist / span)
@@ -430,6 +436,15 @@ def _reflect(xp, x, lo, hi):
     from_low = xp.where(even, lo + rest, hi - rest)
     from_high = xp.where(even, hi - rest, lo + rest)
     return xp.where(x < lo, from_low, xp.where(x > hi, from_high, x))
+
+
+def _clip_beyond(xp, x, lo, hi, size):
+    """Border padding: coordinates beyond the border [lo, hi] clipped to the outer pixel centres.
+
+    Only those, as ONNX's reference does: without align_corners, a coordinate less than half a
+    pixel outside the centres keeps its cubic weights and has its taps clamped instead, as in
+    onnxruntime too (linear and nearest sample the same pixels either way)."""
+    return xp.where((x < lo) | (x > hi), xp.clip(x, 0, size - 1), x)
 
 
 @kernel("CausalConvWithState")
@@ -471,7 +486,7 @@ def _grid_taps(xp, coord, size, mode, align_corners, padding_mode):
     if mode == "nearest":
         coord = xp.rint(coord)
     if padding_mode == "border":
-        coord = xp.clip(coord, 0, size - 1)
+        coord = _clip_beyond(xp, coord, lo, hi, size)
     elif padding_mode == "reflection":
         coord = _reflect(xp, coord, lo, hi)
     if mode == "nearest":

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from edge_runtime.kernels.registry import kernel
-from schemas.ops.shape import dtype_from_code
+from schemas.ops.shape import dtype_from_code, onnx_slice
 from schemas.registry import ShapeError, UnsupportedOpError
 
 INT64 = np.int64
@@ -108,7 +108,7 @@ def slice_(data, starts, ends, axes, steps, *, xp):
     steps = [1] * len(starts) if steps is None else ints(steps)
     index = [slice(None)] * data.ndim
     for a, s, e, st in zip(axes, starts, ends, steps):
-        index[a] = slice(s, e, st)  # Python clamps out-of-range starts/ends exactly as ONNX specifies
+        index[a] = onnx_slice(data.shape[a], s, e, st)
     return data[tuple(index)]
 
 

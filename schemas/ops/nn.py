@@ -287,6 +287,13 @@ def _dropout(ctx):
     return [x, TensorType(BOOL, x.shape)][: ctx.num_outputs]
 
 
+def scaled_length(length: int, scale: float) -> int:
+    """floor(length * scale), the length Resize gives an axis it scales, computed in float32 as
+    onnxruntime and ONNX's shape inference do: with scale the float32 0.7, 10 * 0.7 rounds to 7
+    there (the 0.7 the exporting framework meant), where float64 gives 6.9999998 and so 6."""
+    return math.floor(np.float32(length) * np.float32(scale))
+
+
 def _resized_shape(ctx, x, scales, sizes, axes):
     if x.shape is None:
         return None
@@ -300,7 +307,7 @@ def _resized_shape(ctx, x, scales, sizes, axes):
             out[a] = int(s)
     elif scales is not None:
         for a, s in zip(axes, scales):
-            out[a] = None if out[a] is None else int(math.floor(out[a] * float(s)))
+            out[a] = None if out[a] is None else scaled_length(out[a], s)
     else:
         return (None,) * rank
     return tuple(out)

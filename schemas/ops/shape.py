@@ -249,9 +249,21 @@ def _split(ctx):
     return [TensorType(x.dtype, _with_dims(x.shape, {axis: s})) for s in sizes]
 
 
+def onnx_slice(dim: int, start: int, end: int, step: int) -> slice:
+    """The Python slice that keeps what ONNX Slice keeps along an axis of ``dim`` elements.
+
+    Python clamps starts and ends as ONNX does but in one case: stepping backwards from a start
+    before the first element (below -dim), Python keeps nothing, while ONNX clamps the start to 0
+    and keeps element 0 (as onnxruntime does).
+    """
+    if step < 0 and start < -dim:
+        start = 0
+    return slice(start, end, step)
+
+
 def slice_length(dim: int, start: int, end: int, step: int) -> int:
-    """Elements a Slice keeps along one axis; ONNX clamps starts/ends exactly like Python slices."""
-    return len(range(*slice(start, end, step).indices(dim)))
+    """Elements a Slice keeps along one axis."""
+    return len(range(*onnx_slice(dim, start, end, step).indices(dim)))
 
 
 @op("Slice", inputs=["data", "starts", "ends", "axes?", "steps?"], outputs=["output"], differentiable=True)

@@ -39,6 +39,7 @@ CASES = {
     "GlobalAveragePool": ("GlobalAveragePool", "", (1, 8, 7, 7), [], {}),
     "GroupNormalization": ("GroupNormalization", "", (1, 8, 7, 7), [np.ones(8, np.float32), np.zeros(8, np.float32)],
                            {"num_groups": 2}),
+    "MeanVarianceNormalization": ("MeanVarianceNormalization", "", (1, 3, 5, 5), [], {}),  # its axes include the batch
 }
 
 

@@ -125,6 +125,38 @@ def test_conv_transpose_is_the_adjoint_of_conv() -> None:
     np.testing.assert_allclose((y * g).sum(), (x * xt).sum(), rtol=1e-9)
 
 
+@pytest.mark.parametrize("auto_pad, want", [("SAME_UPPER", [0, 1, 0, 0, 2, 0]), ("SAME_LOWER", [0, 1, 0, 0, 2, 0]),
+                                             ("NOTSET", [1, 0, 0, 2, 0, 0])])
+def test_conv_transpose_output_beyond_the_taps(auto_pad, want) -> None:
+    # A stride above the kernel covers 4 of the 6 rows asked for (in * stride under SAME, or the
+    # output_shape): the others get no tap. SAME splits the negative total padding as ONNX's
+    # reference does; an output_shape puts the rest at the end, as onnxruntime and the reference do.
+    x, w = np.float32([1, 2]).reshape(1, 1, 2, 1), np.ones((1, 1, 1, 1), np.float32)
+    attrs = {"auto_pad": auto_pad} if auto_pad != "NOTSET" else {"output_shape": [6, 1]}
+    y = run("ConvTranspose", x, w, strides=[3, 1], **attrs)
+    np.testing.assert_array_equal(y.reshape(-1), want)
+    (t,) = infer("ConvTranspose", TensorType(F32, x.shape), TensorType(F32, w.shape), strides=[3, 1], **attrs)
+    assert t.shape == y.shape
+
+
+def test_resize_scaled_lengths_are_computed_in_float32() -> None:
+    # float32(0.7) * 10 and float32(1.3) * 10 round to 7 and 13 in float32 (as in onnxruntime and
+    # ONNX's shape inference), 6.99999988 and 12.9999995 in float64.
+    x = np.zeros((1, 1, 10, 10), np.float32)
+    scales = np.float32([1, 1, 0.7, 1.3])
+    assert run("Resize", x, None, scales, mode="linear").shape == (1, 1, 7, 13)
+    (t,) = infer("Resize", TensorType(F32, x.shape), TensorType(F32, (0,)), TensorType(F32, (4,)),
+                 values=[None, None, scales])
+    assert t.shape == (1, 1, 7, 13)
+
+
+def test_grid_sample_reflects_onto_a_single_pixel_with_align_corners() -> None:
+    x = np.float32([0, 1, 2]).reshape(1, 1, 3, 1)
+    grid = np.float32([[[[-1.2, -0.9], [0.3, 0.5], [1.7, 0.0]]]])  # x (the width-1 axis) far outside
+    y = run("GridSample", x, grid, mode="linear", padding_mode="reflection", align_corners=1)
+    np.testing.assert_allclose(y.reshape(-1), [0.1, 1.5, 1.0], rtol=1e-6)
+
+
 def test_max_pool_indices_and_storage_order() -> None:
     x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)[:, :, ::-1]
     y, idx = run("MaxPool", x, kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 1])

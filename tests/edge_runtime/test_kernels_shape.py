@@ -45,6 +45,16 @@ def test_slice_rule_clamps_like_onnx():
     assert infer("Slice", [(5, 7), (1,), (1,), (1,)], [None, None, None, i64(1)]) == [(5, None)]
 
 
+def test_slice_backwards_from_before_the_first_element_keeps_it():
+    # ONNX clamps such a start to 0 (Python's slice would keep nothing); kernel and rule agree.
+    x = np.arange(6, dtype=np.float32)
+    for start, end, step in [(-1000, -1000, -2), (np.iinfo(np.int64).min, -7, -1), (-7, 0, -1)]:
+        values = [None, i64(start), i64(end), i64(0), i64(step)]
+        y = run("Slice", x, *values[1:])
+        assert y.tolist() == ([0.0] if end != 0 else [])
+        assert infer("Slice", [(6,), (1,), (1,), (1,), (1,)], values) == [y.shape]
+
+
 def test_split_rule_uneven_last_chunk_and_sizes():
     assert infer("Split", [(7, 2)], num_outputs=3) == [(3, 2), (3, 2), (1, 2)]
     assert infer("Split", [(7, 2), (2,)], [None, i64(5, 2)], num_outputs=2) == [(5, 2), (2, 2)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from edge_runtime.kernels import kernel
+from schemas.ops.shape import onnx_slice
 
 D = "flowstack"
 
@@ -32,6 +33,6 @@ def slice_grad(dy, x, *, xp, starts, ends, axes, steps):
     axes = axes if axes is not None else list(range(len(starts)))
     steps = steps if steps is not None else [1] * len(starts)
     for s, e, a, st in zip(starts, ends, axes, steps):
-        index[a % x.ndim] = slice(s, e, st)
+        index[a % x.ndim] = onnx_slice(x.shape[a % x.ndim], s, e, st)
     out[tuple(index)] = dy
     return out
