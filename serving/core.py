@@ -148,6 +148,7 @@ class InferenceCore:
         start = time.perf_counter()
         status = "success"
         mv: ModelVersion | None = None
+        rows = 1
         try:
             for attempt in range(3):
                 mv = self.repository.get(request.model_name, request.model_version)
@@ -176,7 +177,8 @@ class InferenceCore:
             count.inc()
             if mv is not None:
                 seconds.observe(elapsed)
-                rows = request.inputs[0].shape[0] if (mv.max_batch_size > 0 and request.inputs) else 1
+                # rows as validated (only a success counts them): recomputing them here from the
+                # request failed on a scalar input, and its IndexError replaced the request's error.
                 mv.stats.request(status == "success", elapsed, rows)
 
     def _request_series(self, mv: ModelVersion | None, protocol: str, status: str) -> tuple:
@@ -244,6 +246,6 @@ def _timeout_s(parameters: dict[str, Any]) -> float | None:
     value = parameters.get("timeout")
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN too
         raise InvalidRequest(f"parameter 'timeout' must be a non-negative number of microseconds, got {value!r}")
     return value / 1e6 if value > 0 else None

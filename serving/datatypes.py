@@ -55,6 +55,11 @@ def from_numpy(dtype: np.dtype) -> str:
         raise ValueError(f"dtype {dtype} has no KServe v2 datatype") from None
 
 
+# NumPy refuses even an empty array ("array is too big") whose nonzero dimensions times its item
+# size (8 bytes at most here) pass the largest index.
+_MAX_EMPTY_EXTENT = np.iinfo(np.intp).max // 8
+
+
 def check_shape(name: str, shape: Any, max_elements: int) -> tuple[int, ...]:
     """Validate a declared shape: a list of non-negative ints whose product is within limits."""
     if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
@@ -66,6 +71,8 @@ def check_shape(name: str, shape: Any, max_elements: int) -> tuple[int, ...]:
         raise InvalidRequest(
             f"input {name!r}: shape {list(shape)} declares {count} elements, more than the limit of {max_elements}"
         )
+    if count == 0 and math.prod(d for d in shape if d) > _MAX_EMPTY_EXTENT:
+        raise InvalidRequest(f"input {name!r}: shape {list(shape)} is empty, but its other dimensions are too large for an array")
     return tuple(shape)
 
 
@@ -77,19 +84,26 @@ def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np
     if dtype.kind == "O":  # BYTES
         flat = _flatten(name, data)
         array = np.empty(len(flat), dtype=object)
-        array[:] = [v.encode() if isinstance(v, str) else v for v in flat]
+        try:
+            array[:] = [v.encode() if isinstance(v, str) else v for v in flat]
+        except UnicodeEncodeError as exc:  # a lone surrogate, which JSON's \ud800 escapes can spell
+            raise InvalidRequest(f"input {name!r}: BYTES data holds a string that is not valid Unicode: {exc.reason}") from None
     else:
         try:
             array = np.asarray(data)
         except (ValueError, TypeError) as exc:
             raise InvalidRequest(f"input {name!r}: data is not a regular array: {exc}") from None
         kind = array.dtype.kind
+        if dtype.kind in "iu" and kind in "fO":
+            array = _exact_integers(name, datatype, dtype, data)
+            kind = array.dtype.kind
         if kind in "OUSV":
             raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be numbers")
-        if datatype == "BOOL" and kind != "b":
-            raise InvalidRequest(f"input {name!r}: data for datatype BOOL must be true/false")
-        if dtype.kind in "iu" and kind == "f":
-            raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be integers, got floats")
+        if datatype == "BOOL":
+            if kind != "b":
+                raise InvalidRequest(f"input {name!r}: data for datatype BOOL must be true/false")
+        elif kind == "b":
+            raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be numbers, got true/false")
         if dtype.kind in "iu" and array.size and kind in "iu":
             info = np.iinfo(dtype)
             if array.min() < info.min or array.max() > info.max:
@@ -97,7 +111,38 @@ def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np
     expected = math.prod(shape)
     if array.size != expected:
         raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} elements, data has {array.size}")
-    return array.astype(dtype, copy=False).reshape(shape)
+    try:
+        array = array.astype(dtype, copy=False)
+    except RuntimeWarning:
+        # Numbers past FP16's or FP32's range become +-inf, as NumPy casts them (and as the JSON
+        # Infinity literal reads). NumPy warns of the overflow; where warnings are errors (-W error,
+        # pytest's settings) that warning would fail the request, so it is silenced here only.
+        with np.errstate(over="ignore"):
+            array = array.astype(dtype, copy=False)
+    return array.reshape(shape)
+
+
+def _exact_integers(name: str, datatype: str, dtype: np.dtype, data: Any) -> np.ndarray:
+    """Integer data that NumPy did not read as integers: read exactly, or refused naming why.
+
+    NumPy reads a list holding an integer past INT64's range beside any other integer as float64
+    (or as objects, past UINT64's), so UINT64 data would lose precision or be refused as floats.
+    Integer literals past 64 bits arrive as integral floats (orjson reads them so) and are
+    reported as out of range. Anything else comes back as an object array for the caller to refuse.
+    """
+    values = np.asarray(data, dtype=object)
+    flat = values.reshape(-1).tolist()
+    types = set(map(type, flat))
+    info = np.iinfo(dtype)
+    if types <= {int}:
+        if flat and (min(flat) < info.min or max(flat) > info.max):
+            raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
+        return np.array(flat, dtype=dtype).reshape(values.shape)
+    if types <= {int, float}:
+        if any(type(v) is float and v.is_integer() and not info.min <= v <= info.max for v in flat):
+            raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
+        raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be integers, got floats")
+    return values
 
 
 def _flatten(name: str, data: Any) -> list:
@@ -146,7 +191,7 @@ def _bytes_from_raw(name: str, shape: tuple[int, ...], raw: bytes | memoryview, 
         items.append(bytes(view[offset : offset + length]))
         offset += length
         if len(items) > expected:
-            break
+            raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} BYTES elements, got {len(items)} or more")
     if len(items) != expected:
         raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} BYTES elements, got {len(items)}")
     array = np.empty(expected, dtype=object)

@@ -10,13 +10,15 @@ in the process and no extra dependency is needed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import grpc
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
@@ -28,11 +30,14 @@ log = logging.getLogger("flowstack.serving")
 
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 
-# Which InferTensorContents field holds each datatype (FP16 has none: raw only).
+# Which InferTensorContents field holds each datatype (FP16 has none: raw only), and the NumPy
+# type of that field's values: read as NumPy would guess, UINT64 values past INT64's range beside
+# smaller ones would turn into float64.
 _CONTENTS_FIELD = {
-    "BOOL": "bool_contents", "INT8": "int_contents", "INT16": "int_contents", "INT32": "int_contents",
-    "INT64": "int64_contents", "UINT8": "uint_contents", "UINT16": "uint_contents", "UINT32": "uint_contents",
-    "UINT64": "uint64_contents", "FP32": "fp32_contents", "FP64": "fp64_contents", "BYTES": "bytes_contents",
+    "BOOL": ("bool_contents", np.bool_), "INT8": ("int_contents", np.int32), "INT16": ("int_contents", np.int32),
+    "INT32": ("int_contents", np.int32), "INT64": ("int64_contents", np.int64), "UINT8": ("uint_contents", np.uint32),
+    "UINT16": ("uint_contents", np.uint32), "UINT32": ("uint_contents", np.uint32), "UINT64": ("uint64_contents", np.uint64),
+    "FP32": ("fp32_contents", np.float32), "FP64": ("fp64_contents", np.float64), "BYTES": ("bytes_contents", None),
 }
 
 
@@ -69,8 +74,8 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
             field = _CONTENTS_FIELD.get(datatype)
             if field is None:
                 raise InvalidRequest(f"input {name!r}: datatype {datatype} must be sent in raw_input_contents")
-            values = getattr(tensor.contents, field)
-            data = list(values) if datatype == "BYTES" else np.asarray(values)
+            values = getattr(tensor.contents, field[0])
+            data = list(values) if field[1] is None else np.asarray(values, dtype=field[1])
             array = datatypes.from_json(name, datatype, shape, data)
         inputs.append(InferInput(name, datatype, shape, array))
     return InferRequest(
@@ -82,6 +87,67 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         parameters={k: _parameter_value(v) for k, v in request.parameters.items()},
         protocol="grpc",
     )
+
+
+class Undecodable:
+    """What ``tolerant`` deserializers give for bytes that are no valid request message.
+
+    A deserializer that raises makes grpc answer UNKNOWN ("Unexpected <class DecodeError>") and
+    log a traceback; this lets the method answer INVALID_ARGUMENT instead (``refusing_undecodable``)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def tolerant(message_type: Any) -> Callable[[bytes], Any]:
+    """``message_type.FromString``, giving an ``Undecodable`` where that raises."""
+    parse = message_type.FromString
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return parse(data)
+        except DecodeError as exc:
+            return Undecodable(f"request is not a valid {message_type.DESCRIPTOR.full_name} message: {exc}")
+
+    return deserialize
+
+
+def refusing_undecodable(method: Callable) -> Callable:
+    """An async unary method that answers INVALID_ARGUMENT for an ``Undecodable`` request."""
+
+    @functools.wraps(method)
+    async def call(request, context):
+        if type(request) is Undecodable:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+        return await method(request, context)
+
+    return call
+
+
+# (method, its request type, its response type) of inference.GRPCInferenceService served here.
+_INFERENCE_METHODS = [
+    ("ServerLive", pb.ServerLiveRequest, pb.ServerLiveResponse),
+    ("ServerReady", pb.ServerReadyRequest, pb.ServerReadyResponse),
+    ("ModelReady", pb.ModelReadyRequest, pb.ModelReadyResponse),
+    ("ServerMetadata", pb.ServerMetadataRequest, pb.ServerMetadataResponse),
+    ("ModelMetadata", pb.ModelMetadataRequest, pb.ModelMetadataResponse),
+    ("ModelInfer", pb.ModelInferRequest, pb.ModelInferResponse),
+]
+
+
+def inference_handlers(servicer: InferenceServicer) -> dict[str, grpc.RpcMethodHandler]:
+    """What the generated ``add_GRPCInferenceServiceServicer_to_server`` registers, with
+    ``tolerant`` deserializers: an undecodable request gets INVALID_ARGUMENT, not UNKNOWN."""
+    return {
+        name: grpc.unary_unary_rpc_method_handler(
+            refusing_undecodable(getattr(servicer, name)),
+            request_deserializer=tolerant(request_type),
+            response_serializer=response_type.SerializeToString,
+        )
+        for name, request_type, response_type in _INFERENCE_METHODS
+    }
 
 
 class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
@@ -151,6 +217,8 @@ def decode_health_request(data: bytes) -> str:
         key, pos = _varint(data, pos)
         if key & 7 == 2:
             length, pos = _varint(data, pos)
+            if pos + length > len(data):
+                raise ValueError("truncated field in HealthCheckRequest")
             if key >> 3 == 1:
                 service = data[pos : pos + length].decode("utf-8", "replace")
             pos += length
@@ -185,13 +253,22 @@ def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
             return SERVICE_UNKNOWN
         return SERVING if core.ready() else NOT_SERVING
 
-    async def check(service: str, context):
+    async def service_of(data: bytes, context) -> str:
+        # Decoded here rather than by a request_deserializer, whose errors grpc reports as UNKNOWN.
+        try:
+            return decode_health_request(data)
+        except ValueError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"request is not a valid HealthCheckRequest: {exc}")
+
+    async def check(data: bytes, context):
+        service = await service_of(data, context)
         status = status_of(service)
         if status == SERVICE_UNKNOWN:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {service!r}")
         return status
 
-    async def watch(service: str, context):
+    async def watch(data: bytes, context):
+        service = await service_of(data, context)
         last = None
         while True:
             status = status_of(service)
@@ -201,10 +278,8 @@ def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
             await asyncio.sleep(0.5)
 
     return grpc.method_handlers_generic_handler(HEALTH_SERVICE, {
-        "Check": grpc.unary_unary_rpc_method_handler(
-            check, request_deserializer=decode_health_request, response_serializer=encode_health_response),
-        "Watch": grpc.unary_stream_rpc_method_handler(
-            watch, request_deserializer=decode_health_request, response_serializer=encode_health_response),
+        "Check": grpc.unary_unary_rpc_method_handler(check, response_serializer=encode_health_response),
+        "Watch": grpc.unary_stream_rpc_method_handler(watch, response_serializer=encode_health_response),
     })
 
 
@@ -241,7 +316,9 @@ def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings
     ]
     interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
     server = grpc.aio.server(options=options, interceptors=interceptors)
-    pb_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceServicer(core, settings), server)
+    handlers = inference_handlers(InferenceServicer(core, settings))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(INFERENCE_SERVICE, handlers),))
+    server.add_registered_method_handlers(INFERENCE_SERVICE, handlers)
     server.add_generic_rpc_handlers((health_handler(core),))
     if settings.tls_cert and settings.tls_key:
         credentials = grpc.ssl_server_credentials([(settings.tls_key, settings.tls_cert)])

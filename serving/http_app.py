@@ -76,6 +76,9 @@ def _error(exc: Exception) -> Response:
     if isinstance(exc, ServingError):
         headers = {"Retry-After": str(exc.retry_after_s)} if hasattr(exc, "retry_after_s") else None
         return _json({"error": str(exc)}, exc.http_status, headers)
+    if isinstance(exc, ClientDisconnect):
+        # The client left mid-body: nobody reads this answer, and it is no server error to log.
+        return _json({"error": "client disconnected before sending the whole body"}, 400)
     log.exception("unexpected error while handling a request")
     return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
 
@@ -123,19 +126,49 @@ async def _read_body(request: Request, limit: int, headers: dict[bytes, bytes]) 
     body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     encoding = headers.get(b"content-encoding", b"").decode("latin-1").lower()
     if encoding in ("gzip", "deflate"):
-        decompressor = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
-        try:
-            body = decompressor.decompress(body, limit + 1)
-        except zlib.error as exc:
-            raise InvalidRequest(f"request body is not valid {encoding} data: {exc}") from None
-        if len(body) > limit or decompressor.unconsumed_tail:
-            raise PayloadTooLarge(f"decompressed request body is over the limit of {limit} bytes")
-    elif encoding not in ("", "identity"):
+        return _decompress(body, encoding, limit)
+    if encoding not in ("", "identity"):
         raise InvalidRequest(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
     return body
 
 
+def _decompress(body: bytes, encoding: str, limit: int) -> bytes:
+    """A gzip or deflate body, decompressed to at most ``limit`` bytes. The compressed stream must
+    end where the body does (a truncated one would read as a shorter body), except that a gzip
+    body may be several members one after another (RFC 1952)."""
+    parts, size = [], 0
+    while True:
+        decompressor = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
+        try:
+            part = decompressor.decompress(body, limit + 1 - size)
+        except zlib.error as exc:
+            raise InvalidRequest(f"request body is not valid {encoding} data: {exc}") from None
+        size += len(part)
+        if size > limit or decompressor.unconsumed_tail:
+            raise PayloadTooLarge(f"decompressed request body is over the limit of {limit} bytes")
+        if not decompressor.eof:
+            raise InvalidRequest(f"request body is not valid {encoding} data: it ends inside the compressed stream")
+        parts.append(part)
+        body = decompressor.unused_data
+        if not body:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        if encoding != "gzip":
+            raise InvalidRequest(f"request body has {len(body)} bytes after the end of its deflate data")
+
+
 # -- KServe v2 ---------------------------------------------------------------------------------
+def _header_length(value: str, body_size: int) -> int:
+    """The Inference-Header-Content-Length ``value``, or InvalidRequest. ASCII digits only:
+    ``str.isdigit`` also takes '²' (a latin-1 header byte), which ``int`` refuses; and ``int``
+    refuses strings past 4,300 digits, so no more digits than the body's size has are converted."""
+    digits = value.lstrip("0") or "0"  # int() counts leading zeros against its limit too
+    if value.isascii() and value.isdigit() and len(digits) <= len(str(body_size)):
+        length = int(digits)
+        if length <= body_size:
+            return length
+    raise InvalidRequest(f"Inference-Header-Content-Length {value[:40]!r} is not a length within the {body_size}-byte body")
+
+
 def parse_kserve_request(
     body: bytes, header_length: str | None, name: str, version: str, max_elements: int
 ) -> tuple[InferRequest, dict[str, bool]]:
@@ -143,12 +176,9 @@ def parse_kserve_request(
     and, per requested output, whether to answer it as binary data."""
     binary = memoryview(b"")
     if header_length is not None:
-        if not header_length.isdigit() or int(header_length) > len(body):
-            raise InvalidRequest(
-                f"Inference-Header-Content-Length {header_length!r} is not a length within the {len(body)}-byte body"
-            )
-        binary = memoryview(body)[int(header_length):]
-        body = body[: int(header_length)]
+        length = _header_length(header_length, len(body))
+        binary = memoryview(body)[length:]
+        body = body[:length]
     doc = load_infer_body(body)
     items = doc.get("inputs")
     if not isinstance(items, list) or not items:
@@ -191,10 +221,13 @@ def parse_kserve_request(
     if requested is not None:
         if not isinstance(requested, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in requested):
             raise InvalidRequest("'outputs' must be a list of objects with a string 'name'")
-        outputs = [o["name"] for o in requested]
+        # An empty list asks for every output, as no list does (and as gRPC, which cannot tell them apart).
+        outputs = [o["name"] for o in requested] or None
         for o in requested:
-            flag = (o.get("parameters") or {}).get("binary_data", default_binary)
-            binary_flags[o["name"]] = flag is True
+            params = o.get("parameters") or {}
+            if not isinstance(params, dict):
+                raise InvalidRequest(f"output {o['name']!r}: 'parameters' must be an object")
+            binary_flags[o["name"]] = params.get("binary_data", default_binary) is True
     request_id = doc.get("id", "")
     request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
                            outputs, parameters, protocol="http")
@@ -298,7 +331,7 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
 
 def _is_numeric(value: Any) -> bool:
     try:
-        return np.asarray(value).dtype.kind in "biuf"
+        return np.asarray(value).dtype.kind in "iuf"  # booleans are left for from_json to refuse
     except (ValueError, TypeError):
         return False
 

@@ -46,7 +46,8 @@ def parse_version(version: str | None) -> int | None:
     """A version from a request: empty means 'pick by policy', else a positive integer."""
     if version in (None, ""):
         return None
-    if not isinstance(version, str) or not version.isdigit() or len(version) > 18 or int(version) < 1:
+    # isascii: str.isdigit also takes digits such as '²' that int() refuses.
+    if not isinstance(version, str) or not (version.isascii() and version.isdigit()) or len(version) > 18 or int(version) < 1:
         raise InvalidRequest(f"invalid model version {version!r}: expected a positive integer")
     return int(version)
 
