@@ -8,13 +8,14 @@ all happen here, so REST, gRPC and TensorFlow Serving REST can never disagree.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from serving import datatypes, handoff
-from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired
+from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired, shown
 from serving.repository import ModelRepository, ModelVersion
 
 SERVER_NAME = "flowstack"
@@ -199,7 +200,7 @@ class InferenceCore:
             name, shape = tensor.name, tuple(tensor.shape)
             check = checks.get(name)
             if check is None:
-                raise InvalidRequest(f"unknown input {name!r} for model {mv.name!r}; expected inputs {sorted(checks)}")
+                raise InvalidRequest(f"unknown input {shown(name)} for model {mv.name!r}; expected inputs {sorted(checks)}")
             if name in feeds:
                 raise InvalidRequest(f"input {name!r} is given more than once")
             spec, expected, fixed = check
@@ -207,7 +208,7 @@ class InferenceCore:
                 raise InvalidRequest(f"input {name!r}: expected datatype {expected}, got {tensor.datatype}")
             if len(shape) != len(spec.shape):
                 raise InvalidRequest(
-                    f"input {name!r}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), got shape {list(shape)}"
+                    f"input {name!r}: expected rank {len(spec.shape)} (shape {list(spec.shape)}), got shape {shown(list(shape))}"
                 )
             for axis, want in fixed:
                 if shape[axis] != want:
@@ -229,7 +230,10 @@ class InferenceCore:
         if request.outputs is not None:
             unknown = [n for n in request.outputs if n not in mv.output_names]
             if unknown:
-                raise InvalidRequest(f"unknown output(s) {unknown} requested; model {mv.name!r} has {sorted(mv.output_names)}")
+                raise InvalidRequest(f"unknown output(s) {shown(unknown)} requested; model {mv.name!r} has {sorted(mv.output_names)}")
+            if len(request.outputs) > 1 and len(set(request.outputs)) != len(request.outputs):  # as Triton refuses them
+                twice = sorted(n for n, count in Counter(request.outputs).items() if count > 1)
+                raise InvalidRequest(f"output(s) {twice} requested more than once")
         return feeds, rows
 
     def _response(self, mv: ModelVersion, request: InferRequest, outputs: dict[str, np.ndarray]) -> InferResponse:
@@ -247,5 +251,5 @@ def _timeout_s(parameters: dict[str, Any]) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN too
-        raise InvalidRequest(f"parameter 'timeout' must be a non-negative number of microseconds, got {value!r}")
+        raise InvalidRequest(f"parameter 'timeout' must be a non-negative number of microseconds, got {shown(value)}")
     return value / 1e6 if value > 0 else None

@@ -6,13 +6,14 @@ declares a huge shape with little data is refused instead of exhausting memory.
 
 from __future__ import annotations
 
+import base64
 import math
 import struct
 from typing import Any, Iterable
 
 import numpy as np
 
-from serving.errors import InvalidRequest
+from serving.errors import InvalidRequest, shown
 
 _TO_NUMPY = {
     "BOOL": np.dtype(np.bool_),
@@ -40,8 +41,8 @@ def to_numpy(datatype: str, tensor: str = "") -> np.dtype:
     try:
         return _TO_NUMPY[datatype]
     except (KeyError, TypeError):
-        where = f"input {tensor!r}: " if tensor else ""
-        raise InvalidRequest(f"{where}unknown datatype {datatype!r}; expected one of {sorted(_TO_NUMPY)}") from None
+        where = f"input {shown(tensor)}: " if tensor else ""
+        raise InvalidRequest(f"{where}unknown datatype {shown(datatype)}; expected one of {sorted(_TO_NUMPY)}") from None
 
 
 def from_numpy(dtype: np.dtype) -> str:
@@ -55,6 +56,8 @@ def from_numpy(dtype: np.dtype) -> str:
         raise ValueError(f"dtype {dtype} has no KServe v2 datatype") from None
 
 
+# NumPy 1.x arrays have at most 32 dimensions (2.x: 64); a shape with more failed in reshape.
+MAX_RANK = 32
 # NumPy refuses even an empty array ("array is too big") whose nonzero dimensions times its item
 # size (8 bytes at most here) pass the largest index.
 _MAX_EMPTY_EXTENT = np.iinfo(np.intp).max // 8
@@ -63,16 +66,21 @@ _MAX_EMPTY_EXTENT = np.iinfo(np.intp).max // 8
 def check_shape(name: str, shape: Any, max_elements: int) -> tuple[int, ...]:
     """Validate a declared shape: a list of non-negative ints whose product is within limits."""
     if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-        raise InvalidRequest(f"input {name!r}: shape must be a list of integers, got {shape!r}")
+        raise InvalidRequest(f"input {shown(name)}: shape must be a list of integers, got {shown(shape)}")
+    if len(shape) > MAX_RANK:
+        raise InvalidRequest(
+            f"input {shown(name)}: shape {shown(list(shape))} has {len(shape)} dimensions, more than the {MAX_RANK} an array can have"
+        )
     if any(d < 0 for d in shape):
-        raise InvalidRequest(f"input {name!r}: shape {list(shape)} has a negative dimension")
+        raise InvalidRequest(f"input {shown(name)}: shape {shown(list(shape))} has a negative dimension")
     count = math.prod(shape)
     if count > max_elements:
-        raise InvalidRequest(
-            f"input {name!r}: shape {list(shape)} declares {count} elements, more than the limit of {max_elements}"
-        )
+        raise InvalidRequest(f"input {shown(name)}: shape {shown(list(shape))} declares {shown(count)} elements, "
+                             f"more than the limit of {max_elements}")
     if count == 0 and math.prod(d for d in shape if d) > _MAX_EMPTY_EXTENT:
-        raise InvalidRequest(f"input {name!r}: shape {list(shape)} is empty, but its other dimensions are too large for an array")
+        raise InvalidRequest(
+            f"input {shown(name)}: shape {shown(list(shape))} is empty, but its other dimensions are too large for an array"
+        )
     return tuple(shape)
 
 
@@ -80,37 +88,32 @@ def from_json(name: str, datatype: str, shape: tuple[int, ...], data: Any) -> np
     """Decode JSON tensor data (flat or nested, row-major) into an array of the declared shape."""
     dtype = to_numpy(datatype, name)
     if data is None:
-        raise InvalidRequest(f"input {name!r}: no 'data' and no binary_data_size parameter")
+        raise InvalidRequest(f"input {shown(name)}: no 'data' and no binary_data_size parameter")
     if dtype.kind == "O":  # BYTES
-        flat = _flatten(name, data)
-        array = np.empty(len(flat), dtype=object)
-        try:
-            array[:] = [v.encode() if isinstance(v, str) else v for v in flat]
-        except UnicodeEncodeError as exc:  # a lone surrogate, which JSON's \ud800 escapes can spell
-            raise InvalidRequest(f"input {name!r}: BYTES data holds a string that is not valid Unicode: {exc.reason}") from None
+        array = bytes_from_json(name, data)
     else:
         try:
             array = np.asarray(data)
         except (ValueError, TypeError) as exc:
-            raise InvalidRequest(f"input {name!r}: data is not a regular array: {exc}") from None
+            raise InvalidRequest(f"input {shown(name)}: data is not a regular array: {exc}") from None
         kind = array.dtype.kind
         if dtype.kind in "iu" and kind in "fO":
             array = _exact_integers(name, datatype, dtype, data)
             kind = array.dtype.kind
         if kind in "OUSV":
-            raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be numbers")
+            raise InvalidRequest(f"input {shown(name)}: data for datatype {datatype} must be numbers")
         if datatype == "BOOL":
             if kind != "b":
-                raise InvalidRequest(f"input {name!r}: data for datatype BOOL must be true/false")
+                raise InvalidRequest(f"input {shown(name)}: data for datatype BOOL must be true/false")
         elif kind == "b":
-            raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be numbers, got true/false")
+            raise InvalidRequest(f"input {shown(name)}: data for datatype {datatype} must be numbers, got true/false")
         if dtype.kind in "iu" and array.size and kind in "iu":
             info = np.iinfo(dtype)
             if array.min() < info.min or array.max() > info.max:
-                raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
+                raise InvalidRequest(f"input {shown(name)}: a value is out of range for {datatype}")
     expected = math.prod(shape)
     if array.size != expected:
-        raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} elements, data has {array.size}")
+        raise InvalidRequest(f"input {shown(name)}: shape {shown(list(shape))} needs {expected} elements, data has {array.size}")
     try:
         array = array.astype(dtype, copy=False)
     except RuntimeWarning:
@@ -136,31 +139,100 @@ def _exact_integers(name: str, datatype: str, dtype: np.dtype, data: Any) -> np.
     info = np.iinfo(dtype)
     if types <= {int}:
         if flat and (min(flat) < info.min or max(flat) > info.max):
-            raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
+            raise InvalidRequest(f"input {shown(name)}: a value is out of range for {datatype}")
         return np.array(flat, dtype=dtype).reshape(values.shape)
     if types <= {int, float}:
         if any(type(v) is float and v.is_integer() and not info.min <= v <= info.max for v in flat):
-            raise InvalidRequest(f"input {name!r}: a value is out of range for {datatype}")
-        raise InvalidRequest(f"input {name!r}: data for datatype {datatype} must be integers, got floats")
+            raise InvalidRequest(f"input {shown(name)}: a value is out of range for {datatype}")
+        raise InvalidRequest(f"input {shown(name)}: data for datatype {datatype} must be integers, got floats")
     return values
 
 
-def _flatten(name: str, data: Any) -> list:
-    if not isinstance(data, list):
-        return [data]
-    out: list = []
+def bytes_from_json(name: str, data: Any, *, b64: bool = False) -> np.ndarray:
+    """BYTES data as JSON holds it (a string, or lists of strings nested to any depth) as an object
+    array of bytes in the shape of that nesting; strings are UTF-8 encoded. Ragged nesting is
+    refused, as NumPy refuses it for numbers, rather than flattened into some other shape.
+
+    With ``b64`` (TensorFlow Serving REST), a value may also be ``{"b64": "<base64>"}``: its bytes.
+
+    >>> bytes_from_json("t", [["a", {"b64": "/w=="}]], b64=True)
+    array([[b'a', b'\\xff']], dtype=object)
+    """
+    flat, shape = _flatten(name, data, b64)
+    array = np.empty(len(flat), dtype=object)
+    array[:] = flat
+    return array.reshape(shape)
+
+
+def _flatten(name: str, data: Any, b64: bool) -> tuple[list[bytes], tuple[int, ...]]:
+    """The leaves of nested-list BYTES data in row-major order, and the shape of the nesting.
+
+    The first element of each list, followed down, gives the shape; every other list must then
+    have its depth's length and every value the innermost depth (as TensorFlow Serving reads it)."""
+    shape: list[int] = []
+    probe = data
+    while isinstance(probe, list):
+        shape.append(len(probe))
+        probe = probe[0] if probe else None
+    rank = len(shape)
+    if not rank:
+        return [_bytes_value(name, data, b64)], ()
+    out: list[bytes] = []
     stack = [iter(data)]
     while stack:
+        depth = len(stack)  # of the items of the innermost list being read
         for item in stack[-1]:
             if isinstance(item, list):
+                if depth == rank or len(item) != shape[depth]:
+                    raise _ragged(name, shape, depth, item)
                 stack.append(iter(item))
                 break
-            if not isinstance(item, (str, bytes)):
-                raise InvalidRequest(f"input {name!r}: BYTES data must be strings, got {type(item).__name__}")
-            out.append(item)
+            if depth != rank:
+                raise _ragged(name, shape, depth, item)
+            out.append(_bytes_value(name, item, b64))
         else:
             stack.pop()
-    return out
+    return out, tuple(shape)
+
+
+def _bytes_value(name: str, value: Any, b64: bool) -> bytes:
+    if isinstance(value, str):
+        try:
+            return value.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate, which JSON's \ud800 escapes can spell
+            raise InvalidRequest(f"input {shown(name)}: BYTES data holds a string that is not valid Unicode: {exc.reason}") from None
+    if isinstance(value, bytes):
+        return value
+    if b64 and isinstance(value, dict):
+        return _b64_value(name, value)
+    expected = 'strings or {"b64": "<base64>"} objects' if b64 else "strings"
+    raise InvalidRequest(f"input {shown(name)}: BYTES data must be {expected}, got {type(value).__name__}")
+
+
+def _b64_value(name: str, value: dict) -> bytes:
+    """TensorFlow Serving's binary value: ``{"b64": "<standard base64>"}`` and no other key.
+    Like TF Serving's decoder, padding may be left out; whitespace (line-wrapped output of the
+    ``base64`` tool) is skipped."""
+    encoded = value.get("b64")
+    if len(value) != 1 or not isinstance(encoded, str):
+        raise InvalidRequest(f'input {shown(name)}: a binary value must be an object {{"b64": "<base64 string>"}} '
+                             f"and nothing else, got {shown(value)}")
+    encoded = "".join(encoded.split())
+    try:
+        return base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
+    except ValueError as exc:  # binascii.Error, or non-ASCII characters
+        raise InvalidRequest(f"input {shown(name)}: 'b64' value {shown(encoded)} is not valid base64: {exc}") from None
+
+
+def _ragged(name: str, shape: list[int], depth: int, item: Any) -> InvalidRequest:
+    rank = len(shape)
+    if not isinstance(item, list):
+        why = f"the first value is at depth {rank}, another at depth {depth}"
+    elif depth == rank:
+        why = f"the first value is at depth {rank}, others deeper"
+    else:
+        why = f"a list at depth {depth} has {len(item)} elements where the first there has {shape[depth]}"
+    return InvalidRequest(f"input {shown(name)}: data is not a regular array: {why}")
 
 
 def from_raw(name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memoryview) -> np.ndarray:
@@ -171,9 +243,7 @@ def from_raw(name: str, datatype: str, shape: tuple[int, ...], raw: bytes | memo
         return _bytes_from_raw(name, shape, raw, expected)
     need = expected * dtype.itemsize
     if len(raw) != need:
-        raise InvalidRequest(
-            f"input {name!r}: shape {list(shape)} of {datatype} needs {need} bytes, got {len(raw)}"
-        )
+        raise InvalidRequest(f"input {shown(name)}: shape {shown(list(shape))} of {datatype} needs {need} bytes, got {len(raw)}")
     return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(shape)
 
 
@@ -183,17 +253,19 @@ def _bytes_from_raw(name: str, shape: tuple[int, ...], raw: bytes | memoryview, 
     offset = 0
     while offset < len(view):
         if offset + 4 > len(view):
-            raise InvalidRequest(f"input {name!r}: truncated BYTES element length at byte {offset}")
+            raise InvalidRequest(f"input {shown(name)}: truncated BYTES element length at byte {offset}")
         (length,) = struct.unpack_from("<I", view, offset)
         offset += 4
         if offset + length > len(view):
-            raise InvalidRequest(f"input {name!r}: BYTES element of {length} bytes runs past the end of the data")
+            raise InvalidRequest(f"input {shown(name)}: BYTES element of {length} bytes runs past the end of the data")
         items.append(bytes(view[offset : offset + length]))
         offset += length
         if len(items) > expected:
-            raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} BYTES elements, got {len(items)} or more")
+            raise InvalidRequest(
+                f"input {shown(name)}: shape {shown(list(shape))} needs {expected} BYTES elements, got {len(items)} or more"
+            )
     if len(items) != expected:
-        raise InvalidRequest(f"input {name!r}: shape {list(shape)} needs {expected} BYTES elements, got {len(items)}")
+        raise InvalidRequest(f"input {shown(name)}: shape {shown(list(shape))} needs {expected} BYTES elements, got {len(items)}")
     array = np.empty(expected, dtype=object)
     array[:] = items
     return array.reshape(shape)

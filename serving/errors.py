@@ -2,7 +2,41 @@
 
 from __future__ import annotations
 
+import reprlib
+from typing import Any
+
 import grpc
+
+# How much of a client-sent value an error message echoes: enough to recognize it, never so much
+# that an error body grows as large as the request that caused it.
+ECHO_LIMIT = 200
+
+
+# reprlib bounds the work (no repr of a million-element list is built only to be cut); its limits
+# are past ECHO_LIMIT so that ``clipped`` makes the cut and the result always ends in '...'.
+_ECHO = reprlib.Repr()
+_ECHO.maxstring = _ECHO.maxlong = _ECHO.maxother = 2 * ECHO_LIMIT
+_ECHO.maxlist = _ECHO.maxtuple = _ECHO.maxdict = _ECHO.maxset = _ECHO.maxfrozenset = ECHO_LIMIT // 2
+
+
+def clipped(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, ending in '...' where it was cut.
+
+    >>> clipped("abcdef", 5)
+    'ab...'
+    """
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shown(value: Any) -> str:
+    """A client-sent value as an error message echoes it: its repr, clipped to ``ECHO_LIMIT``.
+
+    >>> shown("x")
+    "'x'"
+    >>> len(shown("x" * 10_000)), shown([0] * 10_000)[-8:]
+    (200, ' 0, 0...')
+    """
+    return clipped(_ECHO.repr(value))
 
 
 class ServingError(Exception):

@@ -24,7 +24,7 @@ from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving import datatypes
 from serving.core import InferenceCore, InferInput, InferRequest
-from serving.errors import InvalidRequest, ServingError
+from serving.errors import InvalidRequest, ServingError, clipped, shown
 
 log = logging.getLogger("flowstack.serving")
 
@@ -68,12 +68,12 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         shape = datatypes.check_shape(name, list(tensor.shape), max_elements)
         if raw:
             if tensor.HasField("contents"):
-                raise InvalidRequest(f"input {name!r}: set either contents or raw_input_contents, not both")
+                raise InvalidRequest(f"input {shown(name)}: set either contents or raw_input_contents, not both")
             array = datatypes.from_raw(name, datatype, shape, raw[position])
         else:
             field = _CONTENTS_FIELD.get(datatype)
             if field is None:
-                raise InvalidRequest(f"input {name!r}: datatype {datatype} must be sent in raw_input_contents")
+                raise InvalidRequest(f"input {shown(name)}: datatype {datatype} must be sent in raw_input_contents")
             values = getattr(tensor.contents, field[0])
             data = list(values) if field[1] is None else np.asarray(values, dtype=field[1])
             array = datatypes.from_json(name, datatype, shape, data)
@@ -161,7 +161,7 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         if isinstance(exc, ServingError):
             await context.abort(exc.grpc_code, str(exc))
         log.exception("unexpected error while handling a gRPC request")
-        await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
+        await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {clipped(str(exc))}")
 
     async def ServerLive(self, request, context):
         return pb.ServerLiveResponse(live=self.core.live())
@@ -264,7 +264,7 @@ def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
         service = await service_of(data, context)
         status = status_of(service)
         if status == SERVICE_UNKNOWN:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {service!r}")
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {shown(service)}")
         return status
 
     async def watch(data: bytes, context):

@@ -8,6 +8,7 @@ Handlers only translate between the wire and ``InferenceCore``; every failure be
 
 from __future__ import annotations
 
+import base64
 import functools
 import hmac
 import json
@@ -25,7 +26,7 @@ from starlette.routing import Route
 
 from serving import datatypes
 from serving.core import InferenceCore, InferInput, InferRequest, InferResponse
-from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError
+from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError, clipped, shown
 from serving.json_body import load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 
@@ -80,7 +81,7 @@ def _error(exc: Exception) -> Response:
         # The client left mid-body: nobody reads this answer, and it is no server error to log.
         return _json({"error": "client disconnected before sending the whole body"}, 400)
     log.exception("unexpected error while handling a request")
-    return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+    return _json({"error": f"internal error: {type(exc).__name__}: {clipped(str(exc))}"}, 500)
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -128,7 +129,7 @@ async def _read_body(request: Request, limit: int, headers: dict[bytes, bytes]) 
     if encoding in ("gzip", "deflate"):
         return _decompress(body, encoding, limit)
     if encoding not in ("", "identity"):
-        raise InvalidRequest(f"unsupported Content-Encoding {encoding!r}; use gzip or deflate")
+        raise InvalidRequest(f"unsupported Content-Encoding {shown(encoding)}; use gzip or deflate")
     return body
 
 
@@ -166,7 +167,7 @@ def _header_length(value: str, body_size: int) -> int:
         length = int(digits)
         if length <= body_size:
             return length
-    raise InvalidRequest(f"Inference-Header-Content-Length {value[:40]!r} is not a length within the {body_size}-byte body")
+    raise InvalidRequest(f"Inference-Header-Content-Length {shown(value)} is not a length within the {body_size}-byte body")
 
 
 def parse_kserve_request(
@@ -190,19 +191,19 @@ def parse_kserve_request(
         tensor = item["name"]
         datatype = item.get("datatype")
         if not isinstance(datatype, str):
-            raise InvalidRequest(f"input {tensor!r}: missing 'datatype'")
+            raise InvalidRequest(f"input {shown(tensor)}: missing 'datatype'")
         datatypes.to_numpy(datatype, tensor)
         shape = datatypes.check_shape(tensor, item.get("shape"), max_elements)
         params = item.get("parameters") or {}
         if not isinstance(params, dict):
-            raise InvalidRequest(f"input {tensor!r}: 'parameters' must be an object")
+            raise InvalidRequest(f"input {shown(tensor)}: 'parameters' must be an object")
         size = params.get("binary_data_size")
         if size is not None:
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise InvalidRequest(f"input {tensor!r}: binary_data_size must be a non-negative integer, got {size!r}")
+                raise InvalidRequest(f"input {shown(tensor)}: binary_data_size must be a non-negative integer, got {shown(size)}")
             if offset + size > len(binary):
                 raise InvalidRequest(
-                    f"input {tensor!r}: binary_data_size {size} runs past the end of the request "
+                    f"input {shown(tensor)}: binary_data_size {size} runs past the end of the request "
                     f"({len(binary) - offset} bytes of binary data left)"
                 )
             array = datatypes.from_raw(tensor, datatype, shape, binary[offset : offset + size])
@@ -226,7 +227,7 @@ def parse_kserve_request(
         for o in requested:
             params = o.get("parameters") or {}
             if not isinstance(params, dict):
-                raise InvalidRequest(f"output {o['name']!r}: 'parameters' must be an object")
+                raise InvalidRequest(f"output {shown(o['name'])}: 'parameters' must be an object")
             binary_flags[o["name"]] = params.get("binary_data", default_binary) is True
     request_id = doc.get("id", "")
     request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
@@ -282,7 +283,9 @@ class InferAnswer:
 # -- TensorFlow Serving REST -------------------------------------------------------------------
 def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: int) -> tuple[InferRequest, bool]:
     """Decode a TF Serving predict body (row ``instances`` or columnar ``inputs``); returns the
-    request and whether the answer goes back in row format."""
+    request and whether the answer goes back in row format. A string value may be given as
+    ``{"b64": "<base64>"}``, TF Serving's form for binary values; such an object is a value, never
+    an object keyed by input name."""
     if ("instances" in doc) == ("inputs" in doc):
         raise InvalidRequest("request must have exactly one of 'instances' (row format) or 'inputs' (columnar format)")
     names = [s.name for s in specs]
@@ -291,10 +294,10 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
         instances = doc["instances"]
         if not isinstance(instances, list) or not instances:
             raise InvalidRequest("'instances' must be a non-empty list")
-        if all(isinstance(i, dict) for i in instances):
+        if all(isinstance(i, dict) and not _is_b64(i) for i in instances):
             for position, instance in enumerate(instances):
                 if set(instance) != set(names):
-                    raise InvalidRequest(f"instances[{position}] has keys {sorted(instance)}; the model's inputs are {names}")
+                    raise InvalidRequest(f"instances[{position}] has keys {shown(sorted(instance))}; the model's inputs are {names}")
             columns = {n: [i[n] for i in instances] for n in names}
         elif len(names) == 1:
             columns = {names[0]: instances}
@@ -302,7 +305,7 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
             raise InvalidRequest(f"the model has inputs {names}: each instance must be an object keyed by input name")
     else:
         value = doc["inputs"]
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not _is_b64(value):
             columns = value
         elif len(names) == 1:
             columns = {names[0]: value}
@@ -313,20 +316,31 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
     for tensor, value in columns.items():
         spec = by_name.get(tensor)
         if spec is None:
-            raise InvalidRequest(f"unknown input {tensor!r}; the model's inputs are {names}")
+            raise InvalidRequest(f"unknown input {shown(tensor)}; the model's inputs are {names}")
         datatype = datatypes.from_numpy(spec.dtype)
-        try:
-            shape = np.shape(value) if datatype != "BYTES" else np.asarray(value, dtype=object).shape
-        except (ValueError, TypeError) as exc:
-            raise InvalidRequest(f"input {tensor!r}: not a regular array: {exc}") from None
-        shape = datatypes.check_shape(tensor, list(shape), max_elements)
-        if datatype in ("FP16", "FP32", "FP64"):
-            value = np.asarray(value, dtype=np.float64) if _is_numeric(value) else value
-        inputs.append(InferInput(tensor, datatype, shape, datatypes.from_json(tensor, datatype, shape, value)))
+        if datatype == "BYTES":
+            array = datatypes.bytes_from_json(tensor, value, b64=True)
+            shape = datatypes.check_shape(tensor, list(array.shape), max_elements)
+        else:
+            try:
+                shape = np.shape(value)
+            except (ValueError, TypeError) as exc:
+                raise InvalidRequest(f"input {shown(tensor)}: not a regular array: {exc}") from None
+            shape = datatypes.check_shape(tensor, list(shape), max_elements)
+            if datatype in ("FP16", "FP32", "FP64"):
+                value = np.asarray(value, dtype=np.float64) if _is_numeric(value) else value
+            array = datatypes.from_json(tensor, datatype, shape, value)
+        inputs.append(InferInput(tensor, datatype, shape, array))
     signature = doc.get("signature_name", "serving_default")
     if signature != "serving_default":
-        raise InvalidRequest(f"unknown signature_name {signature!r}; the model serves 'serving_default'")
+        raise InvalidRequest(f"unknown signature_name {shown(signature)}; the model serves 'serving_default'")
     return InferRequest(name, inputs, version, protocol="tfserving"), row
+
+
+def _is_b64(value: dict) -> bool:
+    # TF Serving takes an object whose one key is "b64" for a binary value (its string-valued check
+    # is left to the decoder, whose error says what is wrong with it).
+    return len(value) == 1 and "b64" in value
 
 
 def _is_numeric(value: Any) -> bool:
@@ -337,20 +351,40 @@ def _is_numeric(value: Any) -> bool:
 
 
 def tf_predict_response(response: InferResponse, row: bool) -> dict:
-    outputs = {o.name: o.data for o in response.outputs}
+    outputs = {o.name: _tf_json(o.name, o.data) for o in response.outputs}
     if len(outputs) == 1:
         (value,) = outputs.values()
-        return {"predictions" if row else "outputs": _tf_json(value)}
+        return {"predictions" if row else "outputs": value}
     if not row:
-        return {"outputs": {n: _tf_json(v) for n, v in outputs.items()}}
+        return {"outputs": outputs}
     rows = len(next(iter(outputs.values())))
-    return {"predictions": [{n: _tf_json(v[i]) for n, v in outputs.items()} for i in range(rows)]}
+    return {"predictions": [{n: v[i] for n, v in outputs.items()} for i in range(rows)]}
 
 
-def _tf_json(array: np.ndarray) -> Any:
-    if array.dtype.kind in "OS":
-        return np.vectorize(lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v), otypes=[object])(array).tolist()
-    return array.tolist()
+def _tf_json(name: str, array: np.ndarray) -> Any:
+    """An output as nested lists, as TF Serving writes it. A string output whose name ends in
+    ``_bytes`` is binary to TF Serving: each value goes out as ``{"b64": "<base64>"}``. Other
+    strings go out as text, except values that are not UTF-8, which no JSON string can hold
+    (TF Serving writes their bytes as they are, making the body invalid JSON): those go out as
+    ``{"b64": ...}`` too, so every answer reads as JSON and every value comes back exactly."""
+    if array.dtype.kind not in "OSU":
+        return array.tolist()
+    encode = _b64_object if name.endswith("_bytes") else _text_or_b64
+    return np.vectorize(encode, otypes=[object])(array).tolist()
+
+
+def _b64_object(value: Any) -> dict:
+    raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogatepass")
+    return {"b64": base64.b64encode(raw).decode("ascii")}
+
+
+def _text_or_b64(value: Any) -> Any:
+    if not isinstance(value, bytes):
+        return str(value)
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return _b64_object(value)
 
 
 # -- the app -------------------------------------------------------------------------------------
@@ -461,7 +495,7 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
             core.repository.get(name)  # raises ModelNotFound naming the models there are
         statuses = [s for s in core.repository.statuses(name) if not wanted or str(s.version) == wanted]
         if wanted and not statuses:
-            raise ModelNotFound(f"model {name!r} has no version {wanted}")
+            raise ModelNotFound(f"model {name!r} has no version {shown(wanted)}")
         return _json({"model_version_status": [
             {
                 "version": str(s.version),
@@ -501,7 +535,8 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
-        return _json({"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', 'not found')}"}, status)
+        where = clipped(f"{request.method} {request.url.path}")
+        return _json({"error": f"{where}: {getattr(exc, 'detail', 'not found')}"}, status)
 
     model = "/v2/models/{name}"
     versioned = "/v2/models/{name}/versions/{version}"

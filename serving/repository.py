@@ -23,7 +23,7 @@ from serving import datatypes
 from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
 from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
-from serving.errors import InvalidRequest, ModelNotFound, ShuttingDown
+from serving.errors import InvalidRequest, ModelNotFound, ShuttingDown, shown
 from serving.metrics import ServingMetrics
 
 log = logging.getLogger("flowstack.serving")
@@ -38,7 +38,7 @@ BackendFactory = Callable[[Path, str], Any]
 def validate_name(name: str, what: str = "model") -> str:
     """A model name from a URL or the file system: letters, digits, ``_ . -``, no path tricks."""
     if not isinstance(name, str) or not NAME_PATTERN.match(name) or name in (".", ".."):
-        raise InvalidRequest(f"invalid {what} name {name!r}: use 1-128 letters, digits, '_', '.', '-'")
+        raise InvalidRequest(f"invalid {what} name {shown(name)}: use 1-128 letters, digits, '_', '.', '-'")
     return name
 
 
@@ -48,7 +48,7 @@ def parse_version(version: str | None) -> int | None:
         return None
     # isascii: str.isdigit also takes digits such as '²' that int() refuses.
     if not isinstance(version, str) or not (version.isascii() and version.isdigit()) or len(version) > 18 or int(version) < 1:
-        raise InvalidRequest(f"invalid model version {version!r}: expected a positive integer")
+        raise InvalidRequest(f"invalid model version {shown(version)}: expected a positive integer")
     return int(version)
 
 

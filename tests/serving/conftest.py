@@ -175,3 +175,26 @@ def write_pair_model(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
+
+
+def write_passthrough_model(path: Path, inputs: dict[str, tuple[int, list]], outputs: dict[str, str]) -> Path:
+    """Identity outputs: ``inputs`` maps each input's name to its (ONNX element type, shape), with
+    "n" for the batch dimension; ``outputs`` maps each output's name to the input it passes on."""
+    from onnx import TensorProto, helper
+
+    from exporter.onnx_import import convert_onnx
+
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Identity", [source], [out]) for out, source in outputs.items()],
+        "passthrough",
+        [info(name, elem, shape) for name, (elem, shape) in inputs.items()],
+        [info(out, inputs[source][0], inputs[source][1]) for out, source in outputs.items()],
+    )
+    samples = {}
+    for name, (elem, shape) in inputs.items():
+        dims = [1 if d == "n" else d for d in shape]
+        samples[name] = np.full(dims, "a", dtype=object) if elem == TensorProto.STRING else np.zeros(dims, np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path, samples=samples)
+    return path

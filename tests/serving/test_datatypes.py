@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from serving import datatypes
-from serving.errors import InvalidRequest
+from serving.errors import ECHO_LIMIT, InvalidRequest, shown
 
 NUMERIC = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64"]
 
@@ -61,3 +61,30 @@ def test_declared_shapes_are_checked_before_allocating():
     with pytest.raises(InvalidRequest, match="unknown datatype 'FP8'"):
         datatypes.to_numpy("FP8", "t")
     assert datatypes.check_shape("t", [0, 1 << 40], max_elements=10) == (0, 1 << 40)
+
+
+@pytest.mark.parametrize("data", [[["a", "b"], []], [["a"], "b"], ["a", ["b"]], [[], ["a", "b"]], [[["a"]], [["b"]], "c"]])
+def test_ragged_bytes_data_is_refused(data):
+    count = 3 if data[-1] == "c" else 2
+    with pytest.raises(InvalidRequest, match="input 's': data is not a regular array"):
+        datatypes.from_json("s", "BYTES", (count,), data)
+
+
+def test_binary_values_only_where_asked():
+    assert list(datatypes.bytes_from_json("s", [{"b64": "/wA="}, "\u00e9"], b64=True)) == [b"\xff\x00", "\u00e9".encode()]
+    assert datatypes.bytes_from_json("s", [[{"b64": ""}], [{"b64": "YQ"}]], b64=True).tolist() == [[b""], [b"a"]]
+    with pytest.raises(InvalidRequest, match="BYTES data must be strings, got dict"):
+        datatypes.from_json("s", "BYTES", (1,), [{"b64": "YQ=="}])
+    with pytest.raises(InvalidRequest, match="'b64' value 'Y' is not valid base64"):
+        datatypes.bytes_from_json("s", [{"b64": "Y"}], b64=True)
+
+
+def test_echoed_values_are_clipped():
+    assert shown("x") == "'x'" and shown([1, 2]) == "[1, 2]"
+    for value in ("x" * 10_000, [1] * 10_000, {str(i): i for i in range(10_000)}, [["y" * 10_000]], 10**1000):
+        text = shown(value)
+        assert len(text) == ECHO_LIMIT and text.endswith("..."), text
+    for shape in (["s"] * 10_000, [1] * 10_000, [1 << 62] * 32, [-1] * 10):
+        with pytest.raises(InvalidRequest) as info:
+            datatypes.check_shape("n" * 10_000, shape, 10)
+        assert len(str(info.value)) < 4 * ECHO_LIMIT  # each echoed value clipped

@@ -78,6 +78,8 @@ def test_infer_raw_and_typed_contents(stub, mlp):
         (lambda r: r.__setattr__("model_version", "9"), grpc.StatusCode.NOT_FOUND, "version 9"),
         (lambda r: r.inputs.__getitem__(0).__setattr__("name", "y"), grpc.StatusCode.INVALID_ARGUMENT, "unknown input 'y'"),
         (lambda r: r.outputs.add(name="nope"), grpc.StatusCode.INVALID_ARGUMENT, "unknown output"),
+        (lambda r: [r.outputs.add(name="probs") for _ in range(2)], grpc.StatusCode.INVALID_ARGUMENT,
+         "output(s) ['probs'] requested more than once"),
     ],
 )
 def test_bad_requests_are_invalid_argument(stub, mutate, code, message):
@@ -87,6 +89,29 @@ def test_bad_requests_are_invalid_argument(stub, mutate, code, message):
         stub.ModelInfer(request, timeout=10)
     assert info.value.code() == code
     assert message in info.value.details()
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda r: r.inputs[0].__setattr__("name", "n" * 100_000), "unknown input 'nnn"),
+        (lambda r: r.inputs[0].__setattr__("datatype", "D" * 100_000), "input 'x': unknown datatype 'DDD"),
+        (lambda r: r.__setattr__("model_name", "m" * 100_000), "invalid model name 'mmm"),
+        (lambda r: r.__setattr__("model_version", "9" * 100_000), "invalid model version '999"),
+        (lambda r: r.outputs.add(name="o" * 100_000), "unknown output(s) ['ooo"),
+        # More dimensions than NumPy has: an INTERNAL error before.
+        (lambda r: r.inputs[0].shape.extend([1] * 100_000), "input 'x': shape [5, 4, 1, 1,"),
+        (lambda r: r.inputs[0].shape.extend([1 << 62] * 30), "input 'x': shape [5, 4, 4611686018427387904,"),
+    ],
+    ids=["input-name", "datatype", "model-name", "version", "output-name", "rank", "element-count"],
+)
+def test_error_messages_clip_echoed_values(stub, mutate, message):
+    request = infer_request(np.zeros((5, 4), np.float32))
+    mutate(request)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.ModelInfer(request, timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, info.value.details()[:2000]
+    assert message in info.value.details() and len(info.value.details()) < 500
 
 
 def test_message_size_limit(stub):

@@ -12,7 +12,9 @@ import pytest
 import tritonclient.http as triton_http
 from tritonclient.utils import InferenceServerException
 
-from tests.serving.conftest import add_version, running_server, write_pair_model
+from onnx import TensorProto
+
+from tests.serving.conftest import add_version, running_server, write_pair_model, write_passthrough_model
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +23,7 @@ def two_models(tmp_path_factory, mlp):
     root.mkdir()
     add_version(root, "mlp", 1, mlp, {"max_batch_size": 16, "max_queue_delay_us": 200})
     write_pair_model(root / "pair" / "1" / "model.flow")
+    write_passthrough_model(root / "text" / "1" / "model.flow", {"i": (TensorProto.STRING, ["n", 2])}, {"o": "i"})
     with running_server(root, max_request_bytes=1 << 20) as server:
         yield server
 
@@ -220,3 +223,57 @@ def test_json_error_shape(two_models):
     body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [1, 2, 3]}]}
     r = httpx.post(f"{two_models.http_url}/v2/models/mlp/infer", content=json.dumps(body))
     assert r.status_code == 400 and "input 'x': shape [1, 4] needs 4 elements, data has 3" in r.json()["error"]
+
+
+@pytest.mark.parametrize("data", [[["a", "b"], []], [["a"], "b"], ["a", ["b"]], [[["a"]], [["b"], ["c"]]]])
+def test_ragged_bytes_data_is_refused(two_models, data):
+    # Each was flattened into the declared element count and answered 200.
+    body = {"inputs": [{"name": "i", "datatype": "BYTES", "shape": [1, 2], "data": data}]}
+    r = httpx.post(f"{two_models.http_url}/v2/models/text/infer", json=body)
+    assert r.status_code == 400 and "input 'i': data is not a regular array" in r.json()["error"], r.text
+    # Nested the same way as regular data, strings are taken as numbers are: by element count.
+    body["inputs"][0]["data"] = [["a"], ["b"]]
+    r = httpx.post(f"{two_models.http_url}/v2/models/text/infer", json=body)
+    assert r.status_code == 200 and r.json()["outputs"][0]["data"] == ["a", "b"], r.text
+    numbers = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [[0.0, 1.0, 2.0], [3.0]]}]}
+    r = httpx.post(f"{two_models.http_url}/v2/models/mlp/infer", json=numbers)
+    assert r.status_code == 400 and "input 'x': data is not a regular array" in r.json()["error"], r.text
+
+
+def test_duplicate_requested_outputs_are_refused(two_models):
+    a = [[1.0, 2.0], [3.0, 4.0]]
+    body = {
+        "inputs": [{"name": n, "datatype": "FP32", "shape": [2, 2], "data": a} for n in ("a", "b")],
+        "outputs": [{"name": "prod"}, {"name": "sum"}, {"name": "prod", "parameters": {"binary_data": True}}],
+    }
+    r = httpx.post(f"{two_models.http_url}/v2/models/pair/infer", json=body)
+    assert r.status_code == 400 and r.json()["error"] == "output(s) ['prod'] requested more than once"
+
+
+def _x(**changes) -> dict:
+    return {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [0.0] * 4, **changes}]}
+
+
+@pytest.mark.parametrize(
+    "method, path, body, message",
+    [
+        ("POST", "/v2/models/mlp/infer", _x(name="n" * 100_000), "unknown input 'nnn"),
+        ("POST", "/v2/models/mlp/infer", _x(datatype="D" * 100_000), "input 'x': unknown datatype 'DDD"),
+        # More dimensions than NumPy has: a 500 before.
+        ("POST", "/v2/models/mlp/infer", _x(shape=[1] * 100_000, data=[0.0]), "input 'x': shape [1, 1, 1,"),
+        ("POST", "/v2/models/mlp/infer", _x(shape="s" * 100_000), "input 'x': shape must be a list of integers, got 'sss"),
+        ("POST", "/v2/models/mlp/infer", _x(shape=[1 << 62] * 32), "input 'x': shape [4611686018427387904, 4611686018427387904,"),
+        ("POST", "/v2/models/mlp/infer", {**_x(), "parameters": {"timeout": "t" * 100_000}}, "parameter 'timeout' must be"),
+        ("POST", "/v2/models/mlp/infer", {**_x(), "outputs": [{"name": "o" * 100_000}]}, "unknown output(s) ['ooo"),
+        ("POST", "/v2/models/mlp/versions/" + "9" * 5000 + "/infer", _x(), "invalid model version '999"),
+        ("POST", "/v2/models/" + "m" * 5000 + "/infer", _x(), "invalid model name 'mmm"),
+        ("GET", "/v2/" + "p" * 5000, None, "GET /v2/ppp"),
+        ("GET", "/v1/models/mlp/versions/" + "7" * 5000, None, "model 'mlp' has no version '777"),
+    ],
+    ids=["input-name", "datatype", "rank", "shape", "element-count", "timeout", "output-name", "version", "model-name",
+         "unknown-route", "tf-version"],
+)
+def test_error_messages_clip_echoed_values(two_models, method, path, body, message):
+    r = httpx.request(method, two_models.http_url + path, json=body)
+    assert 400 <= r.status_code < 500 and message in r.json()["error"], r.text[:2000]
+    assert len(r.json()["error"]) < 500 and "..." in r.json()["error"]
