@@ -357,8 +357,15 @@ def tf_predict_response(response: InferResponse, row: bool) -> dict:
         return {"predictions" if row else "outputs": value}
     if not row:
         return {"outputs": outputs}
-    rows = len(next(iter(outputs.values())))
-    return {"predictions": [{n: v[i] for n, v in outputs.items()} for i in range(rows)]}
+    rows = {o.data.shape[0] if o.data.ndim else None for o in response.outputs}
+    if len(rows) != 1 or None in rows:
+        # TF Serving refuses such a model's row answer the same way (each prediction is one row of
+        # every output); the columnar format can carry it.
+        shapes = {o.name: list(o.data.shape) for o in response.outputs}
+        raise InvalidRequest(f"the row format ('instances') needs every output to have the same first dimension, "
+                             f"got shapes {shapes}; send 'inputs' (the columnar format) instead")
+    (count,) = rows
+    return {"predictions": [{n: v[i] for n, v in outputs.items()} for i in range(count)]}
 
 
 def _tf_json(name: str, array: np.ndarray) -> Any:

@@ -277,3 +277,36 @@ def test_error_messages_clip_echoed_values(two_models, method, path, body, messa
     r = httpx.request(method, two_models.http_url + path, json=body)
     assert 400 <= r.status_code < 500 and message in r.json()["error"], r.text[:2000]
     assert len(r.json()["error"]) < 500 and "..." in r.json()["error"]
+
+
+def write_sum_model(path) -> None:
+    """x (FP32 [n, 2]) -> y = x and total = the sum of every element, a 0-d output."""
+    from onnx import helper
+
+    from exporter.onnx_import import convert_onnx
+
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0)],
+        "sum", [info("x", TensorProto.FLOAT, ["n", 2])],
+        [info("y", TensorProto.FLOAT, ["n", 2]), info("total", TensorProto.FLOAT, [])],
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_tf_serving_row_answer_needs_batched_outputs(tmp_path):
+    # Each prediction of the row format is one row of every output: a 0-d output has none, and the
+    # answer is a 400 pointing at the columnar format (it was a 500 from len() of a scalar).
+    write_sum_model(tmp_path / "repo" / "sum" / "1" / "model.flow")
+    (tmp_path / "repo" / "sum" / "config.json").write_text(json.dumps({"max_batch_size": 0}))
+    with running_server(tmp_path / "repo") as server:
+        url = f"{server.http_url}/v1/models/sum:predict"
+        rows = httpx.post(url, json={"instances": [[1.0, 2.0], [3.0, 4.0]]})
+        assert rows.status_code == 400, rows.text
+        assert "same first dimension" in rows.json()["error"] and "'total': []" in rows.json()["error"]
+        cols = httpx.post(url, json={"inputs": [[1.0, 2.0], [3.0, 4.0]]})
+        assert cols.status_code == 200, cols.text
+        assert cols.json() == {"outputs": {"y": [[1.0, 2.0], [3.0, 4.0]], "total": 10.0}}
+        one = httpx.post(url, json={"instances": [[1.0, 2.0]]})  # the server keeps serving
+        assert one.status_code == 400 and httpx.get(f"{server.http_url}/v2/health/ready").status_code == 200
