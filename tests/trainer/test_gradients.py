@@ -273,7 +273,10 @@ def _check(name, domain, inputs, attrs, diff, num_outputs=None, rtol=2e-4, atol=
                 phs.append(None if v is None else T.constant(v))
         node = T.make_op(name, phs, attrs, domain=domain, num_outputs=num_outputs)
         outs = [o for o in node.outputs if o.dtype is not None and o.dtype.kind == "f"][: None if all_outputs else 1]
-        weights = [T.constant(R.uniform(0.5, 1.5, size=()).astype(np.float64)) for _ in outs]
+        # A weight per element (where the output's shape is known), so that a gradient routed to
+        # the wrong positions (a permutation mixed up) cannot pass as it would under one weight.
+        weights = [T.constant(R.uniform(0.5, 1.5, size=() if o.shape is None or None in o.shape else o.shape))
+                   for o in outs]
         loss = T.add_n([T.reduce_sum(o * w) for o, w in zip(outs, weights)])
         grads = T.gradients(loss, [phs[i] for i in diff])
     sess = T.Session(g)

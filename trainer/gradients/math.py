@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 from schemas.dtypes import from_numpy
-from trainer.gradients.helpers import binary, fs, onnx, unary, unbroadcast, zero_grad
+from trainer.gradients.helpers import (
+    binary,
+    fs,
+    ints_const,
+    onnx,
+    unary,
+    unbroadcast,
+    zero_grad,
+)
 from trainer.gradients.registry import register_gradient
 
 reg = register_gradient
@@ -59,14 +69,24 @@ def _where_grad(node, grads):
 
 @reg("Clip")
 def _clip(node, grads):
-    x = node.inputs[0]
+    """Clip is min(max(x, lo), hi): each element's gradient goes to x, lo or hi, whichever it equals
+    (hi wins when lo > hi, as every element then becomes hi)."""
+    x, y, g = node.inputs[0], node.outputs[0], grads[0]
+    lo, hi = (node.inputs[i] if len(node.inputs) > i else None for i in (1, 2))
+    zero = fs("ZerosLike", [g])
     keep = None
-    for bound, cmp in ((1, "GreaterOrEqual"), (2, "LessOrEqual")):
-        if len(node.inputs) > bound and node.inputs[bound] is not None:
-            ok = onnx(cmp, [x, node.inputs[bound]])
-            keep = ok if keep is None else onnx("And", [keep, ok])
-    g = grads[0] if keep is None else onnx("Where", [keep, grads[0], fs("ZerosLike", [grads[0]])])
-    return [g] + [None] * (len(node.inputs) - 1)
+    dlo = dhi = None
+    if lo is not None:
+        keep = onnx("GreaterOrEqual", [x, lo])
+        dlo = onnx("Where", [keep, zero, g])
+    if hi is not None:
+        below = onnx("LessOrEqual", [onnx("Max", [x, lo]) if lo is not None else x, hi])
+        keep = below if keep is None else onnx("And", [keep, below])
+        dhi = onnx("Where", [below, zero, g])
+        dlo = None if dlo is None else onnx("Where", [below, dlo, zero])
+    dx = g if keep is None else onnx("Where", [keep, g, zero])
+    dbounds = [None if d is None else unbroadcast(d, bound, y) for bound, d in ((lo, dlo), (hi, dhi))]
+    return [dx] + dbounds[: len(node.inputs) - 1]
 
 
 @reg("Cast")
@@ -85,20 +105,40 @@ def _swap_last(t):
 
 @reg("MatMul")
 def _matmul(node, grads):
+    """1-D operands are promoted as MatMul promotes them ((K,) -> (1, K) on the left, (K, 1) on the
+    right), differentiated as matrices, and squeezed back."""
     a, b = node.inputs
     g = grads[0]
-    if a.shape is None or b.shape is None or len(a.shape) < 2 or len(b.shape) < 2:
-        raise NotImplementedError("MatMul gradient needs inputs of known rank >= 2")
+    if a.shape is None or b.shape is None:
+        raise NotImplementedError("MatMul gradient needs inputs of known rank")
+    a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
+    if b_vec:
+        b, g = _unsqueeze(b, -1), _unsqueeze(g, -1)
+    if a_vec:
+        a, g = _unsqueeze(a, 0), _unsqueeze(g, -2)
+    da, db = _matrix_grads(a, b, g)
+    return [_squeeze(da, 0) if a_vec else da, _squeeze(db, -1) if b_vec else db]
+
+
+def _unsqueeze(t, axis):
+    return onnx("Unsqueeze", [t, ints_const([axis])])
+
+
+def _squeeze(t, axis):
+    return onnx("Squeeze", [t, ints_const([axis])])
+
+
+def _matrix_grads(a, b, g):
     if len(a.shape) == 2 and len(b.shape) == 2:
-        return [onnx("Gemm", [g, b], {"transB": 1}), onnx("Gemm", [a, g], {"transA": 1})]
-    y = node.outputs[0]
+        return onnx("Gemm", [g, b], {"transB": 1}), onnx("Gemm", [a, g], {"transA": 1})
+    rank = max(len(a.shape), len(b.shape))
     da = onnx("MatMul", [g, _swap_last(b)])
     db = onnx("MatMul", [_swap_last(a), g])
-    return [_sum_batch(da, a, y), _sum_batch(db, b, y)]
+    return _sum_batch(da, a, rank), _sum_batch(db, b, rank)
 
 
-def _sum_batch(d, like, y):
-    if len(like.shape) == len(y.shape):
+def _sum_batch(d, like, rank):
+    if len(like.shape) == rank:
         return unbroadcast(d, like, d)
     return fs("SumToShape", [d, like])
 
@@ -122,7 +162,7 @@ def _gemm(node, grads):
     dc = None
     if c is not None:
         dc = unbroadcast(g if beta == 1.0 else g * beta, c, node.outputs[0])
-    return [da, db, dc]
+    return [da, db, dc][: len(node.inputs)]
 
 
 zero_grad("Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor",
@@ -224,19 +264,46 @@ def _cast_like(node, grads):
 
 @reg("Einsum")
 def _einsum(node, grads):
-    """Two operands without repeated or ellipsis indices: each operand's gradient is itself an
-    einsum of the output gradient with the other operand."""
-    eq = node.attrs["equation"].replace(" ", "")
-    if "->" not in eq or "." in eq:
-        raise NotImplementedError(f"Einsum gradient needs an explicit output and no ellipsis: {eq!r}")
-    lhs, out = eq.split("->")
-    terms = lhs.split(",")
-    if len(terms) != 2 or any(len(set(t)) != len(t) for t in terms):
-        raise NotImplementedError(f"Einsum gradient supports two operands without repeated indices: {eq!r}")
-    a, b = terms
+    """Each operand's gradient is an einsum of the output gradient with the other operands.
+
+    Indices of an operand that are in neither the output nor another operand (summed within it
+    alone) are broadcast back through a ones tensor shaped like that operand; size-1 dims that
+    einsum broadcast are summed back. Indices repeated within one operand (diagonals) are not
+    supported.
+    """
+    terms, out = _einsum_terms(node.attrs["equation"], [x.shape for x in node.inputs])
     result = []
-    for mine, other, t in ((a, b, node.inputs[1]), (b, a, node.inputs[0])):
-        if any(ch not in out and ch not in other for ch in mine):
-            raise NotImplementedError(f"Einsum gradient: an index of {mine!r} is summed within that operand alone")
-        result.append(onnx("Einsum", [grads[0], t], {"equation": f"{out},{other}->{mine}"}))
+    for k, (mine, x) in enumerate(zip(terms, node.inputs)):
+        others = [(t, y) for j, (t, y) in enumerate(zip(terms, node.inputs)) if j != k]
+        subs = [out] + [t for t, _ in others]
+        operands = [grads[0]] + [y for _, y in others]
+        if not set(mine) <= set("".join(subs)):
+            subs.append(mine)
+            operands.append(fs("OnesLike", [x]))
+        d = onnx("Einsum", operands, {"equation": f"{','.join(subs)}->{mine}"})
+        same = d.shape is not None and d.shape == x.shape and None not in d.shape
+        result.append(d if same else fs("SumToShape", [d, x]))
     return result
+
+
+def _einsum_terms(equation: str, shapes) -> tuple[list[str], str]:
+    """The operands' index strings and the output's, with ellipses spelled out as letters of their
+    own (right-aligned, as they broadcast) and an implicit output made explicit (as numpy and ONNX
+    do: the ellipsis dims, then the indices used once in alphabetical order)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    dots = ""
+    if "..." in eq:
+        if any(shape is None for t, shape in zip(terms, shapes) if "..." in t):
+            raise NotImplementedError(f"Einsum gradient with an ellipsis needs the operands' ranks: {equation!r}")
+        widths = [len(shape) - (len(t) - 3) if "..." in t else 0 for t, shape in zip(terms, shapes)]
+        dots = "".join([ch for ch in string.ascii_letters if ch not in eq][: max(widths)])
+        terms = [t.replace("...", dots[len(dots) - w:]) for t, w in zip(terms, widths)]
+        out = out.replace("...", dots)
+    if not arrow:
+        letters = "".join(terms)
+        out = dots + "".join(sorted(ch for ch in set(letters) - set(dots) if letters.count(ch) == 1))
+    if any(len(set(t)) != len(t) for t in terms):
+        raise NotImplementedError(f"Einsum gradient does not support an index repeated within an operand: {equation!r}")
+    return terms, out

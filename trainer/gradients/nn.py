@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from trainer.gradients.helpers import fs, ints_const, onnx, via_composite
 from trainer.gradients.registry import register_gradient
+from trainer.graph import GraphError
 
 reg = register_gradient
 _CONV_KEYS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -61,7 +62,10 @@ def _layer_norm(node, grads):
     x, scale = node.inputs[:2]
     attrs = {"axis": node.attrs["axis"], "epsilon": node.attrs["epsilon"]}
     dx, dscale, db = fs("LayerNormGrad", [grads[0], x, scale], attrs, n=3)
-    return [dx, dscale, db if len(node.inputs) > 2 and node.inputs[2] is not None else None][: len(node.inputs)]
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    if b is not None and (b.shape is None or b.shape != scale.shape or None in b.shape):
+        db = fs("SumToShape", [grads[0], b])  # LayerNormGrad's dB is shaped like scale
+    return [dx, dscale, db if b is not None else None][: len(node.inputs)]
 
 
 def _xent(node, grads):
@@ -86,26 +90,55 @@ def _global_max_pool(node, grads):
 
 @reg("ConvTranspose")
 def _conv_transpose(node, grads):
+    # ConvTranspose is the input-gradient of a Conv; so its own gradients are a Conv and a
+    # filter gradient with the roles of input and output swapped, over the pads the forward used.
     x, w = node.inputs[:2]
-    b = node.inputs[2] if len(node.inputs) > 2 else None
-    if node.attrs.get("output_padding") and any(node.attrs["output_padding"]) or node.attrs.get("output_shape"):
-        raise NotImplementedError("ConvTranspose gradient supports no output_padding/output_shape")
     g = grads[0]
     attrs = _pick(node.attrs, _CONV_KEYS)
-    # ConvTranspose is the input-gradient of a Conv; so its own gradients are a Conv and a
-    # filter gradient with the roles of input and output swapped.
+    pads = _derived_pads(node)
+    if pads is not None:
+        n = len(pads) // 2
+        attrs.update(auto_pad="NOTSET", pads=[max(p, 0) for p in pads])
+        if any(p < 0 for p in pads):  # output positions past the taps depend on no x: drop them
+            crop = [min(p, 0) for p in pads]
+            g = onnx("Pad", [g, ints_const([0, 0] + crop[:n] + [0, 0] + crop[n:])])
     dx = onnx("Conv", [g, w], attrs)
     dw = fs("ConvBackpropFilter", [x, g, w], attrs)
     db = None
-    if b is not None:
-        db = onnx("ReduceSum", [g, ints_const([0] + list(range(2, len(g.shape))))], {"keepdims": 0})
-    return [dx, dw, db]
+    if len(node.inputs) > 2 and node.inputs[2] is not None:
+        db = onnx("ReduceSum", [grads[0], ints_const([0] + list(range(2, len(grads[0].shape))))], {"keepdims": 0})
+    return [dx, dw, db][: len(node.inputs)]
+
+
+def _derived_pads(node) -> list[int] | None:
+    """The begin and end pads the ConvTranspose kernel derives from output_shape or a SAME auto_pad
+    (negative where the output reaches past the taps), or None where its pads attribute applies."""
+    attrs, x, w = node.attrs, node.inputs[0], node.inputs[1]
+    if not attrs.get("output_shape") and attrs.get("auto_pad") not in ("SAME_UPPER", "SAME_LOWER"):
+        return None
+    if x.shape is None or None in x.shape[2:] or w.shape is None or None in w.shape[2:]:
+        raise GraphError(f"ConvTranspose {node.name!r}: the gradient with output_shape or auto_pad needs static "
+                         f"spatial shapes, got X {x.shape} and W {w.shape}")
+    spatial, n = x.shape[2:], len(x.shape) - 2
+    kernel = attrs.get("kernel_shape") or w.shape[2:]
+    strides, dilations = attrs.get("strides") or [1] * n, attrs.get("dilations") or [1] * n
+    extra = attrs.get("output_padding") or [0] * n
+    full = [s * (i - 1) + e + (k - 1) * d + 1 for s, i, e, k, d in zip(strides, spatial, extra, kernel, dilations)]
+    out = list(attrs["output_shape"])[-n:] if attrs.get("output_shape") else [i * s for i, s in zip(spatial, strides)]
+    total = [f - o for f, o in zip(full, out)]
+    if attrs.get("auto_pad") == "SAME_UPPER":
+        begin = [t // 2 for t in total]
+    elif attrs.get("auto_pad") == "SAME_LOWER":
+        begin = [t - t // 2 for t in total]
+    else:  # an output_shape: what the taps miss goes at the end
+        begin = [max(t - t // 2, 0) for t in total]
+    return begin + [t - b for t, b in zip(total, begin)]
 
 
 @reg("BatchNormalization")
-def _batch_norm_inference(node, grads):
+def _batch_norm(node, grads):
     if node.attrs["training_mode"]:
-        raise NotImplementedError("BatchNormalization(training_mode=1): build BatchNormTraining instead")
+        return via_composite(_batch_norm_training_mode)(node, grads)
     x, scale, b, mean, var = node.inputs
     g = grads[0]
     shape = ints_const([1, -1] + [1] * (len(x.shape) - 2))
@@ -123,6 +156,21 @@ def _batch_norm_inference(node, grads):
     dmean = -(gsum * scale * inv)
     dvar = gxc * scale * inv * inv * inv * -0.5
     return [dx, dscale, gsum, dmean, dvar]
+
+
+def _batch_norm_training_mode(node, x, scale, b, mean, var):
+    """Y normalized with the batch's statistics, and the running statistics updated with them."""
+    rank = len(x.shape)
+    axes = [0] + list(range(2, rank))
+    xc = x - _mean(x, axes)
+    batch_var = _mean(xc * xc, axes)
+    y = xc / onnx("Sqrt", [batch_var + node.attrs["epsilon"]]) * _channel(scale, rank) + _channel(b, rank)
+    momentum = node.attrs["momentum"]
+
+    def running(stat, batch):
+        return stat * momentum + onnx("Reshape", [batch, ints_const([-1])]) * (1.0 - momentum)
+
+    return [y, running(mean, _mean(x, axes)), running(var, batch_var)]
 
 
 @reg("Dropout")
@@ -237,8 +285,15 @@ def _nll_composite(node, logp, target, weight):
 
 
 reg("NegativeLogLikelihoodLoss")(via_composite(lambda node, x, t, w=None: _nll_composite(node, x, t, w)))
-reg("SoftmaxCrossEntropyLoss")(via_composite(
-    lambda node, s, t, w=None: _nll_composite(node, onnx("LogSoftmax", [s], {"axis": 1}), t, w)))
+
+
+def _softmax_xent_composite(node, scores, target, weight=None):
+    # Both outputs: the loss and the log-probabilities (its optional second output).
+    log_prob = onnx("LogSoftmax", [scores], {"axis": 1})
+    return [_nll_composite(node, log_prob, target, weight), log_prob]
+
+
+reg("SoftmaxCrossEntropyLoss")(via_composite(_softmax_xent_composite))
 
 
 @reg("LpPool")

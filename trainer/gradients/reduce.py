@@ -12,23 +12,34 @@ def _axes(node):
     return node.attrs.get("axes")
 
 
+def _is_noop(node) -> bool:
+    """No axes and noop_with_empty_axes: the reduction reduces nothing (an elementwise op)."""
+    return not _axes(node) and bool(node.attrs.get("noop_with_empty_axes"))
+
+
 def _spread(scale):
     def rule(node, grads):
+        rest = [None] * (len(node.inputs) - 1)
+        if _is_noop(node):
+            return [grads[0]] + rest
         attrs = {"keepdims": node.attrs["keepdims"], "scale": scale}
         axes = _axes(node)
         if axes:
             attrs["axes"] = axes
-        return [fs("BroadcastReduceGrad", [grads[0], node.inputs[0]], attrs)] + [None] * (len(node.inputs) - 1)
+        return [fs("BroadcastReduceGrad", [grads[0], node.inputs[0]], attrs)] + rest
 
     return rule
 
 
 def _extremum(node, grads):
+    rest = [None] * (len(node.inputs) - 1)
+    if _is_noop(node):
+        return [grads[0]] + rest
     attrs = {"keepdims": node.attrs["keepdims"]}
     axes = _axes(node)
     if axes:
         attrs["axes"] = axes
-    return [fs("ReduceExtremumGrad", [grads[0], node.inputs[0], node.outputs[0]], attrs)] + [None] * (len(node.inputs) - 1)
+    return [fs("ReduceExtremumGrad", [grads[0], node.inputs[0], node.outputs[0]], attrs)] + rest
 
 
 register_gradient("ReduceSum")(_spread("sum"))
@@ -40,6 +51,8 @@ zero_grad("ArgMax", "ArgMin")
 
 def _expanded(node, t):
     """``t`` (shaped like the reduction's output) broadcast back to the input's shape."""
+    if _is_noop(node):
+        return t
     attrs = {"keepdims": node.attrs["keepdims"], "scale": "sum"}
     axes = _axes(node)
     if axes:

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.gradients.helpers import const_ints, fs, ints_const, onnx, zero_grad
+from schemas.dtypes import INT64
+from trainer.gradients.helpers import (
+    const_ints,
+    fs,
+    ints_const,
+    onnx,
+    via_composite,
+    zero_grad,
+)
 from trainer.gradients.registry import IndexedSlices, register_gradient
+from trainer.graph import GraphError
 
 reg = register_gradient
 
@@ -32,14 +41,14 @@ def _transpose(node, grads):
 @reg("Concat")
 def _concat(node, grads):
     axis = node.attrs["axis"]
-    sizes = []
-    for x in node.inputs:
-        if x.shape is None or x.shape[axis] is None:
-            raise NotImplementedError(f"Concat gradient needs static sizes along axis {axis}")
-        sizes.append(x.shape[axis])
-    if len(sizes) == 1:
+    if len(node.inputs) == 1:
         return [grads[0]]
-    return list(onnx("Split", [grads[0], ints_const(sizes)], {"axis": axis}, n=len(sizes)))
+    if all(x.shape is not None and x.shape[axis] is not None for x in node.inputs):
+        sizes = ints_const([x.shape[axis] for x in node.inputs])
+    else:  # e.g. batches of run-time sizes concatenated along the batch axis
+        sizes = onnx("Concat", [onnx("Gather", [onnx("Shape", [x]), ints_const([axis])], {"axis": 0})
+                                for x in node.inputs], {"axis": 0})
+    return list(onnx("Split", [grads[0], sizes], {"axis": axis}, n=len(node.inputs)))
 
 
 @reg("Split")
@@ -87,12 +96,15 @@ zero_grad("ZerosLike", "OnesLike", domain="flowstack")
 
 @reg("Tile")
 def _tile(node, grads):
+    # dY viewed as (r0, s0, r1, s1, ...) sums over the repeat axes.
     x, repeats = node.inputs
     reps = const_ints(repeats, "Tile repeats")
-    if x.shape is None or None in x.shape:
-        raise NotImplementedError("Tile gradient needs a static input shape")
-    split = [d for r, s in zip(reps, x.shape) for d in (r, s)]
-    summed = onnx("ReduceSum", [onnx("Reshape", [grads[0], ints_const(split)]),
+    if x.shape is not None and None not in x.shape:
+        split = ints_const([d for r, s in zip(reps, x.shape) for d in (r, s)])
+    else:  # a dynamic dim (a batch): interleave the repeats with the input's run-time shape
+        pairs = [onnx("Unsqueeze", [t, ints_const([1])]) for t in (ints_const(reps), onnx("Shape", [x]))]
+        split = onnx("Reshape", [onnx("Concat", pairs, {"axis": 1}), ints_const([-1])])
+    summed = onnx("ReduceSum", [onnx("Reshape", [grads[0], split]),
                                 ints_const(list(range(0, 2 * len(reps), 2)))], {"keepdims": 0})
     return [summed, None]
 
@@ -100,18 +112,47 @@ def _tile(node, grads):
 @reg("Pad")
 def _pad(node, grads):
     if node.attrs["mode"] != "constant":
-        raise NotImplementedError(f"Pad gradient supports mode 'constant', not {node.attrs['mode']!r}")
-    x = node.inputs[0]
-    pads = const_ints(node.inputs[1], "Pad pads")
-    rank = len(x.shape)
-    axes = const_ints(node.inputs[3], "Pad axes") if len(node.inputs) > 3 and node.inputs[3] is not None \
-        else list(range(rank))
-    n = len(axes)
-    big = np.iinfo(np.int64).max
-    starts = pads[:n]
-    ends = [-e if e > 0 else big for e in pads[n:]]
-    dx = onnx("Slice", [grads[0], ints_const(starts), ints_const(ends), ints_const(axes)])
+        return via_composite(_pad_as_gathers)(node, grads)
+    # Constant padding's transpose pads dY by the negated widths: what was added is cropped off,
+    # what was cropped (negative pads) comes back as zeros.
+    axes = node.inputs[3] if len(node.inputs) > 3 else None
+    dx = onnx("Pad", [grads[0], onnx("Neg", [node.inputs[1]]), None, axes], {"mode": "constant"})
     return [dx] + [None] * (len(node.inputs) - 1)
+
+
+def _pad_as_gathers(node, x, pads, constant_value=None, axes=None):
+    """Edge, reflect and wrap padding as one Gather per padded axis (the kernel crops negative
+    pads first, then pads by what is left); the Gathers' gradients scatter-add dY back."""
+    if x.shape is None:
+        raise GraphError(f"Pad {node.name!r}: the gradient of mode {node.attrs['mode']!r} needs the input's rank")
+    rank = len(x.shape)
+    widths = const_ints(node.inputs[1], "Pad pads")
+    axes = [a % rank for a in const_ints(node.inputs[3], "Pad axes")] if axes is not None else list(range(rank))
+    y = x
+    for a, lo, hi in zip(axes, widths[: len(axes)], widths[len(axes):]):
+        if lo == 0 and hi == 0:
+            continue
+        if x.shape[a] is None:
+            raise GraphError(f"Pad {node.name!r}: the gradient of mode {node.attrs['mode']!r} needs axis {a} "
+                             f"of {x.name} to be static, got {x.shape}")
+        y = onnx("Gather", [y, ints_const(_pad_source(x.shape[a], lo, hi, node.attrs["mode"]))], {"axis": a})
+    return y
+
+
+def _pad_source(size: int, lo: int, hi: int, mode: str) -> np.ndarray:
+    """For each position along a padded axis, the input position it copies."""
+    first, kept = max(-lo, 0), size + min(lo, 0) + min(hi, 0)
+    q = np.arange(-max(lo, 0), kept + max(hi, 0))
+    if mode == "edge":
+        local = np.clip(q, 0, kept - 1)
+    elif mode == "wrap":
+        local = q % kept
+    elif kept == 1:  # reflect about a single element
+        local = np.zeros_like(q)
+    else:
+        r = q % (2 * (kept - 1))
+        local = np.where(r < kept, r, 2 * (kept - 1) - r)
+    return first + local
 
 
 @reg("Trilu")
@@ -140,22 +181,54 @@ def _gather_elements(node, grads):
 @reg("GatherND")
 def _gather_nd(node, grads):
     if node.attrs["batch_dims"]:
-        raise NotImplementedError("GatherND gradient supports batch_dims=0")
+        return via_composite(_gather_nd_unbatched)(node, grads)
     data, idx = node.inputs
     return [onnx("ScatterND", [fs("ZerosLike", [data]), idx, grads[0]], {"reduction": "add"}), None]
 
 
+def _gather_nd_unbatched(node, data, idx):
+    """GatherND with batch_dims as one without: the batch dims of the data flattened into one, and
+    each index tuple prefixed with its position in it."""
+    b = node.attrs["batch_dims"]
+    if data.shape is None or None in data.shape[1:] or idx.shape is None or None in idx.shape[:-1]:
+        raise GraphError(f"GatherND {node.name!r}: the gradient with batch_dims needs static shapes, "
+                         f"got data {data.shape} and indices {idx.shape}")
+    flat = onnx("Reshape", [data, ints_const([-1, *data.shape[b:]])])
+    batch = np.arange(int(np.prod(idx.shape[:b]))).reshape(tuple(idx.shape[:b]) + (1,) * (len(idx.shape) - b))
+    prefix = np.broadcast_to(batch, tuple(idx.shape[:-1]) + (1,)).astype(np.int64)
+    tuples = onnx("Concat", [ints_const(prefix), onnx("Cast", [idx], {"to": INT64})], {"axis": -1})
+    return onnx("GatherND", [flat, tuples])
+
+
 def _scatter_rule(scatter, gather, with_axis):
     def rule(node, grads):
-        if node.attrs.get("reduction", "none") != "none":
-            raise NotImplementedError(f"{node.op_type} gradient supports reduction='none'")
-        data, idx, upd = node.inputs
+        reduction = node.attrs.get("reduction", "none")
+        if reduction not in ("none", "add"):
+            raise NotImplementedError(f"{node.op_type} gradient supports reduction 'none' and 'add', not {reduction!r}")
+        _, idx, upd = node.inputs
         attrs = {"axis": node.attrs["axis"]} if with_axis else {}
-        ddata = onnx(scatter, [grads[0], idx, fs("ZerosLike", [upd])], attrs)  # overwritten entries get none
-        dupd = onnx(gather, [grads[0], idx], attrs)
+        ddata = grads[0]
+        if reduction == "none":  # overwritten entries get none
+            ddata = onnx(scatter, [grads[0], idx, fs("ZerosLike", [upd])], attrs)
+        source = _cut_to_indices(grads[0], idx, node.attrs["axis"]) if with_axis else grads[0]
+        dupd = onnx(gather, [source, idx], attrs)
         return [ddata, None, dupd]
 
     return rule
+
+
+def _cut_to_indices(g, idx, axis: int):
+    """``g`` cut to ``idx``'s extent off ``axis``: ScatterElements' indices (and updates) may be
+    smaller than the data there, and GatherElements reads back from the leading corner."""
+    if g.shape is not None and idx.shape is not None and None not in idx.shape and all(
+            a == b for d, (a, b) in enumerate(zip(g.shape, idx.shape)) if d != axis % len(idx.shape)):
+        return g
+    if idx.shape is None:
+        raise GraphError(f"ScatterElements gradient needs the rank of its indices {idx.name}")
+    rank = len(idx.shape)
+    others = [d for d in range(rank) if d != axis % rank]
+    ends = onnx("Gather", [onnx("Shape", [idx]), ints_const(others)], {"axis": 0})
+    return onnx("Slice", [g, ints_const([0] * len(others)), ends, ints_const(others)])
 
 
 reg("ScatterElements")(_scatter_rule("ScatterElements", "GatherElements", True))
@@ -163,13 +236,12 @@ reg("Scatter")(_scatter_rule("ScatterElements", "GatherElements", True))
 reg("ScatterND")(_scatter_rule("ScatterND", "GatherND", False))
 
 
+# DepthToSpace and SpaceToDepth in the same mode are inverse permutations: each other's transpose.
 @reg("DepthToSpace")
 def _depth_to_space(node, grads):
-    if node.attrs.get("mode", "DCR") != "DCR":
-        raise NotImplementedError("DepthToSpace gradient supports mode DCR")
-    return [onnx("SpaceToDepth", [grads[0]], {"blocksize": node.attrs["blocksize"]})]
+    return [onnx("SpaceToDepth", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]
 
 
 @reg("SpaceToDepth")
 def _space_to_depth(node, grads):
-    return [onnx("DepthToSpace", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": "DCR"})]
+    return [onnx("DepthToSpace", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]

@@ -14,6 +14,7 @@ from itertools import product
 from edge_runtime.kernels import _conv
 from edge_runtime.kernels import kernel
 from edge_runtime.kernels.nn import pool_window, window_counts
+from trainer.kernels.math import sum_to_shape
 
 D = "flowstack"
 
@@ -172,17 +173,17 @@ def batch_norm_training_grad(dy, x, scale, mean, inv_std, *, xp):
 def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     axis = axis % x.ndim
     axes = tuple(range(axis, x.ndim))
-    lead = tuple(range(axis))
     mean = x.mean(axis=axes, keepdims=True)
     xc = x - mean
     inv_std = 1 / xp.sqrt((xc * xc).mean(axis=axes, keepdims=True) + x.dtype.type(epsilon))
     xhat = xc * inv_std
-    db = dy.sum(axis=lead) if lead else dy
-    dscale = (dy * xhat).sum(axis=lead) if lead else dy * xhat
+    # scale may be any shape that broadcasts against X: sum its gradient (and dB, shaped like it) back.
+    db = sum_to_shape(dy, scale.shape, xp)
+    dscale = sum_to_shape(dy * xhat, scale.shape, xp)
     g = dy * scale
     m = math.prod(x.shape[axis:])
     dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
-    return dx.astype(x.dtype, copy=False), dscale.reshape(scale.shape), db.reshape(scale.shape)
+    return dx.astype(x.dtype, copy=False), dscale, db
 
 
 @lru_cache(maxsize=None)
