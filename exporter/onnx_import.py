@@ -150,21 +150,31 @@ class _GraphImporter:
         while pending:
             progress = []
             for node in pending:
-                needs = [n for n in node.inputs if n] + [n for g in node.subgraphs() for n in g.free_names()]
-                if all(n in available for n in needs):
+                if all(n in available for n in _needs(node)):
                     progress.append(node)
                     available.update(node.outputs)
             if not progress:
-                missing = {n for node in pending for n in node.inputs if n and n not in available}
+                # A value nothing defines stalls its reader and every node downstream of it: name
+                # it (and its reader) rather than calling that chain a cycle.
                 produced = {o for node in pending for o in node.outputs}
-                if missing & produced:
-                    names = [node.name for node in pending][:8]
-                    raise ModelFormatError(f"{self.source}: graph {graph.name!r} has a cycle among nodes {names}")
-                raise ModelFormatError(f"{self.source}: graph {graph.name!r} reads undefined value(s) {sorted(missing)[:8]}")
+                undefined = {n: node.name for node in pending for n in _needs(node)
+                             if n not in available and n not in produced}
+                if undefined:
+                    values = sorted(undefined)[:8]
+                    readers = sorted({undefined[n] for n in values})
+                    raise ModelFormatError(f"{self.source}: graph {graph.name!r} reads undefined value(s) {values} "
+                                           f"(read by node(s) {readers})")
+                names = [node.name for node in pending][:8]
+                raise ModelFormatError(f"{self.source}: graph {graph.name!r} has a cycle among nodes {names}")
             done = {id(n) for n in progress}
             ordered.extend(progress)
             pending = [n for n in pending if id(n) not in done]
         return ordered
+
+
+def _needs(node: ir.Node) -> list[str]:
+    """The values ``node`` reads: its inputs, and what its nested graphs capture from outside."""
+    return [n for n in node.inputs if n] + [n for g in node.subgraphs() for n in g.free_names()]
 
 
 def _representable(dtype: np.dtype) -> bool:

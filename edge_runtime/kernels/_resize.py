@@ -19,7 +19,8 @@ def output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy):
     axes = [a % rank for a in axes] if axes else list(range(rank))
     if sizes is not None:
         sizes = [int(s) for s in sizes]
-        scales = [o / shape[a] for a, o in zip(axes, sizes)]
+        # An empty axis (a batch of 0) keeps scale 1: nothing on it is interpolated.
+        scales = [o / shape[a] if shape[a] else 1.0 for a, o in zip(axes, sizes)]
         if keep_aspect_ratio_policy != "stretch":
             pick = min if keep_aspect_ratio_policy == "not_larger" else max
             scale = pick(scales)
@@ -31,13 +32,24 @@ def output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy):
     return axes, scales, sizes
 
 
-def source_coords(xp, mode, out_len, in_len, scale, roi):
-    """Input coordinate of each output index, and which ones fall outside (tf_crop_and_resize)."""
-    x = xp.arange(out_len, dtype=xp.float64)
-    out_f = scale * in_len  # ONNX uses the unrounded output length here
+def source_coords(xp, mode, out_len, in_len, scale, roi, dtype=None):
+    """Input coordinate of each output index, and which ones fall outside (tf_crop_and_resize).
+
+    ``dtype`` is the precision of the arithmetic, float64 unless given. Nearest resampling asks for
+    float32, the precision onnxruntime and PyTorch compute its coordinates in: a coordinate that
+    should be a whole number (6 / 1.2, 3 / 0.6) comes out just below it in float64 from the float32
+    scale, and rounding down then picks the neighbouring pixel.
+    """
+    dtype = dtype or xp.float64
+    x = xp.arange(out_len, dtype=dtype)
+    out_f = scale * in_len  # ONNX's reference uses the unrounded output length here
+    scale = dtype(scale)
     outside = None
     if mode == "align_corners":
-        src = xp.zeros_like(x) if out_f == 1 else x * (in_len - 1) / (out_f - 1)
+        # The spec's length_resized: the output's own (integer) length, as onnxruntime and PyTorch
+        # take it; ONNX's reference divides by out_f - 1, which moves every interior sample when
+        # scale * in_len is fractional (F.interpolate(scale_factor=1.5, align_corners=True) on odd sizes).
+        src = xp.zeros_like(x) if out_len == 1 else x * (in_len - 1) / (out_len - 1)
     elif mode == "asymmetric":
         src = x / scale
     elif mode == "tf_crop_and_resize":
@@ -134,7 +146,8 @@ def axis_steps(xp, shape, *, scales, sizes, roi, axes, mode, coordinate_transfor
         r = roi.get(axis, (0.0, 1.0))
         if math.isclose(scale, 1.0) and out_len == in_len and r == (0.0, 1.0):
             continue
-        src, outside = source_coords(xp, coordinate_transformation_mode, out_len, in_len, scale, r)
+        src, outside = source_coords(xp, coordinate_transformation_mode, out_len, in_len, scale, r,
+                                     dtype=xp.float32 if mode == "nearest" else xp.float64)
         if outside is not None and not bool(outside.any()):
             outside = None
         if mode == "nearest":

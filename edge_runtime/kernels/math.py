@@ -489,7 +489,9 @@ def trilu(x, k, *, xp, upper):
 
 def _cumulative(name: str, identity: int):
     def run(x, axis, *, xp, exclusive, reverse):
-        axis = int(axis) % x.ndim
+        # ONNX asks for a 0-d axis; PyTorch's default (dynamo) exporter writes a one-element 1-d
+        # one, which onnxruntime also takes.
+        axis = int(axis.reshape(())) % x.ndim
         if reverse:
             x = xp.flip(x, axis)
         y = getattr(xp, name)(x, axis=axis, dtype=x.dtype)

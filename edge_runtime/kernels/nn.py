@@ -520,13 +520,14 @@ def grid_sample(x, grid, *, xp, align_corners, mode, padding_mode):
     n, c = x.shape[:2]
     spatial = x.shape[2:]
     out_spatial = grid.shape[1:-1]
-    g = grid.reshape(n, -1, len(spatial)).astype(xp.float64)
+    # Explicit lengths, not -1: NumPy cannot infer a -1 beside a batch of 0.
+    g = grid.reshape(n, math.prod(out_spatial), len(spatial)).astype(xp.float64)
     per_dim = []
     for d, size in enumerate(spatial):
         norm = g[..., len(spatial) - 1 - d]  # the grid lists x (innermost dim) first
         coord = (norm + 1) / 2 * (size - 1) if align_corners else ((norm + 1) * size - 1) / 2
         per_dim.append(_grid_taps(xp, coord, size, mode, align_corners, padding_mode))
-    flat_x = x.reshape(n, c, -1)
+    flat_x = x.reshape(n, c, math.prod(spatial))
     y = xp.zeros((n, c, g.shape[1]), dtype=xp.float64)
     for combo in product(*per_dim):  # at most 4**3 tap combinations, each over every pixel
         flat = xp.zeros(g.shape[:2], dtype=xp.int64)

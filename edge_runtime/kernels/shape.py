@@ -119,6 +119,16 @@ def gather(data, indices, *, xp, axis):
 
 @kernel("GatherElements")
 def gather_elements(data, indices, *, xp, axis):
+    """output[..., i, ...] = data[..., indices[..., i, ...], ...] along ``axis``. On the other axes
+    ``indices`` may be shorter than ``data`` (ONNX reads the leading part; ``take_along_axis``
+    would broadcast a length of 1 over all of ``data`` instead, and refuse other lengths)."""
+    axis %= data.ndim
+    if indices.shape != data.shape:
+        over = [a for a in range(data.ndim) if a != axis and indices.shape[a] > data.shape[a]]
+        if over:
+            raise ValueError(f"GatherElements: indices {tuple(indices.shape)} are longer than data "
+                             f"{tuple(data.shape)} on axis {over[0]}")
+        data = data[tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(indices.shape))]
     return xp.take_along_axis(data, _positive(indices, data.shape[axis], xp), axis=axis)
 
 

@@ -32,10 +32,13 @@ def _merge_constants(graph: ir.Graph) -> int:
     for name, value in list(graph.values.items()):
         if value.data is None or name in graph.outputs:
             continue
-        data = np.ascontiguousarray(value.data)
+        data = np.asarray(value.data)
         if data.dtype == object:
             continue
-        key = (data.dtype.str, data.shape, hashlib.sha1(data.view(np.uint8).reshape(-1)).hexdigest())
+        # The shape from data itself: np.ascontiguousarray makes a 0-d array 1-d, so a scalar 4 and
+        # a vector [4] would share a key (nn.MultiheadAttention's export holds both).
+        contents = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        key = (data.dtype.str, data.shape, hashlib.sha1(contents).hexdigest())
         if key not in seen:
             seen[key] = name
             continue

@@ -311,7 +311,10 @@ def _gather_elements(ctx):
     if data.shape is not None and indices.shape is not None:
         if len(data.shape) != len(indices.shape):
             raise ctx.fail(f"data {data.shape} and indices {indices.shape} must have the same rank")
-        normalize_axis(ctx, ctx.attrs["axis"], len(data.shape))
+        axis = normalize_axis(ctx, ctx.attrs["axis"], len(data.shape))
+        for a, (d, i) in enumerate(zip(data.shape, indices.shape)):
+            if a != axis and d is not None and i is not None and i > d:
+                raise ctx.fail(f"indices {indices.shape} are longer than data {data.shape} on axis {a}")
     return [TensorType(data.dtype, indices.shape)]
 
 

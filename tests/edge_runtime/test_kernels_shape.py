@@ -210,3 +210,33 @@ def test_matmul_integer_per_row_zero_point():
     out = run("MatMulInteger", a, b, np.array([1, 3], np.uint8))
     np.testing.assert_array_equal(out, [[1], [1]])
     assert out.dtype == np.int32
+
+
+@pytest.mark.parametrize("data_shape, indices, axis", [
+    ((2, 3), [[2, 0]], 1),  # a length-1 row of indices reads row 0 only (take_along_axis broadcast it)
+    ((3, 4), [[3, 0], [1, 1]], 1),  # shorter on axis 0: take_along_axis refused it
+    ((3, 4), [[2, 0, 1, 1]], 0),
+    ((2, 3, 4), [[[1], [0]]], 2),
+    ((2, 3), [[-1, 0, 1], [0, -3, 2]], 1),  # the same shape, negative indices
+])
+def test_gather_elements_indices_shorter_than_data(data_shape, indices, axis):
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    data = np.arange(np.prod(data_shape), dtype=np.float32).reshape(data_shape)
+    idx = np.asarray(indices, np.int64)
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("GatherElements", ["d", "i"], ["y"], axis=axis)], "g",
+                              [info("d", TensorProto.FLOAT, data.shape), info("i", TensorProto.INT64, idx.shape)],
+                              [info("y", TensorProto.FLOAT, idx.shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"d": data, "i": idx})[0]
+    got = run("GatherElements", data, idx, axis=axis)
+    assert got.shape == want.shape and np.array_equal(got, want)
+
+
+def test_gather_elements_refuses_indices_longer_than_data():
+    with pytest.raises(ValueError, match=r"indices \(3, 2\) are longer than data \(2, 2\) on axis 0"):
+        run("GatherElements", np.zeros((2, 2), np.float32), np.zeros((3, 2), np.int64), axis=1)
+    with pytest.raises(ShapeError, match="longer than data"):
+        infer_types(get_schema("GatherElements"), [TensorType(np.float32, (2, 2)), TensorType(np.int64, (3, 2))], {"axis": 1})
