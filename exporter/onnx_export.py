@@ -4,19 +4,26 @@
     onnx.save(proto, "model.onnx")
 
 Constants become initializers (of the graph that holds them, subgraphs included), nested graphs
-become If/Loop/Scan bodies, and flowstack's fused ops are written back as the two standard ops
-they stand for. Types missing from the IR are filled in by ONNX shape inference.
+become If/Loop/Scan bodies, flowstack's fused ops are written back as the two standard ops they
+stand for, and ops ONNX deprecated (Scatter, Upsample) as their replacements. Types missing from
+the IR are filled in by ONNX shape inference. The opset is the model's, kept within what
+onnxruntime reads where the nodes allow.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from edge_runtime.kernels import has_kernel
 from exporter import ir
+from exporter.onnx_upgrade import form_opset
 from exporter.passes.graph_edit import copy_graph, rename_value
 from schemas import UnsupportedOpError, dtypes, get_schema, has_schema
 from schemas.ops.fused import ACTIVATIONS
@@ -25,9 +32,11 @@ from schemas.ops.fused import DOMAIN as FUSED_DOMAIN
 # Imported graphs hold nodes in the current-opset forms (see exporter.onnx_upgrade: e.g. the
 # Reduce ops' axes as an input), so an older opset number must be raised to where those exist.
 MIN_OPSET = 18
+# The newest opset onnxruntime 1.31 reads. A model declaring a newer one is written at this one
+# unless one of its nodes has a form that only the newer opsets define.
+MAX_OPSET = 26
 
 _FUSED_BASE = {"FusedConv": "Conv", "FusedGemm": "Gemm"}
-_CHANNELS_LAST = {"ChannelsLastConv", "ChannelsLastMaxPool"}
 
 _ATTR_TYPES = {
     "int": onnx.AttributeProto.INT,
@@ -42,13 +51,16 @@ _ATTR_TYPES = {
 
 
 def to_onnx(model: ir.Model, opset: int | None = None) -> onnx.ModelProto:
-    """Write ``model`` as ONNX (opset: the model's, at least ``MIN_OPSET``, unless given).
+    """Write ``model`` as ONNX (opset: unless given, the model's, at least ``MIN_OPSET`` and, where its
+    nodes allow, at most ``MAX_OPSET``; the IR version: the oldest that opset allows).
 
-    Raises ``UnsupportedOpError`` naming the node for ops that have no ONNX form (training ops).
+    Raises ``UnsupportedOpError`` naming the node for ops that have no ONNX form (training ops), or
+    the input whose type ONNX needs and the IR does not record.
     """
-    version = opset or max(model.opset_imports.get("", MIN_OPSET), MIN_OPSET)
     writer = _GraphWriter()
     graph = writer.graph(model.graph, _public_names(model))
+    _check_inputs_typed(graph)
+    version = opset or _default_opset(graph, model.opset_imports.get("", MIN_OPSET))
     opsets = [helper.make_opsetid("", version)]
     opsets += [helper.make_opsetid(d, v) for d, v in model.opset_imports.items() if d not in ("", FUSED_DOMAIN)]
     proto = helper.make_model(graph, opset_imports=opsets, producer_name="flowstack", producer_version="0.1.0")
@@ -56,6 +68,49 @@ def to_onnx(model: ir.Model, opset: int | None = None) -> onnx.ModelProto:
     for key, value in model.metadata.items():
         proto.metadata_props.add(key=key, value=str(value))
     return _fill_types(proto)
+
+
+def _check_inputs_typed(graph: onnx.GraphProto) -> None:
+    """A graph input must be declared with its type, and shape inference cannot recover an input's.
+
+    The IR records a sequence's or an optional's kind but not its element type, so such an input
+    has no ONNX declaration."""
+    for value in graph.input:
+        if not value.HasField("type"):
+            raise UnsupportedOpError(f"graph input {value.name!r} is a sequence or an optional whose element type the "
+                                     "IR does not record; ONNX cannot declare it")
+
+
+def _default_opset(graph: onnx.GraphProto, declared: int) -> int:
+    """The declared opset, within [MIN_OPSET, MAX_OPSET] where every node has the same form there,
+    raised where a node needs more: the IR holds each op in its upgraded form
+    (``exporter.onnx_upgrade.form_opset``), and an op first versioned above MAX_OPSET keeps its opset.
+    """
+    version = max(min(declared, MAX_OPSET), MIN_OPSET)
+    for node in _nodes(graph):
+        if node.domain in ("", "ai.onnx"):
+            version = max(version, form_opset(node.op_type), _since_version(node.op_type, declared))
+    return version
+
+
+def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of the graphs nested in it."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                yield from _nodes(sub)
+
+
+@functools.cache
+def _since_version(op_type: str, opset: int) -> int:
+    """The opset that introduced the version of ``op_type`` in force at ``opset`` (for an op the writer
+    introduces that ``opset`` predates, its first version)."""
+    try:
+        return onnx.defs.get_schema(op_type, opset, "").since_version
+    except onnx.defs.SchemaError:
+        versions = [s.since_version for s in onnx.defs.get_all_schemas_with_history() if s.name == op_type and not s.domain]
+        return min(versions, default=1)
 
 
 def _public_names(model: ir.Model) -> dict[str, str]:
@@ -71,6 +126,7 @@ def _public_names(model: ir.Model) -> dict[str, str]:
 class _GraphWriter:
     def __init__(self) -> None:
         self._count = 0
+        self._like: dict[str, str] = {}  # a made-up name -> the value whose element type it has
 
     def graph(self, g: ir.Graph, renames: dict[str, str] | None = None) -> onnx.GraphProto:
         renames = renames or {}
@@ -82,24 +138,22 @@ class _GraphWriter:
             nodes.extend(self.node(g, node, initializers))
         inputs = [self._value_info(g, n) for n in g.inputs]
         outputs = [self._value_info(g, n) for n in g.outputs]
+        # Constants an expansion replaced (a channels-last weight, written back planar) or that no
+        # node reads would otherwise be written too, doubling the weights.
+        read = {n for node in nodes for n in _reads(node)} | set(g.outputs)
+        initializers = [t for t in initializers if t.name in read]
         return helper.make_graph(nodes, g.name, inputs, outputs, initializers)
 
     def node(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
-        if node.domain == FUSED_DOMAIN and node.op_type in _FUSED_BASE:
-            return self._expand_fused(g, node, initializers)
-        if node.domain == FUSED_DOMAIN and node.op_type == "FusedConvMaxPool":
-            return self._expand_conv_max_pool(g, node, initializers)
-        if node.domain == FUSED_DOMAIN and node.op_type == "FusedConvPointwise":
-            return self._expand_conv_pointwise(g, node, initializers)
-        if node.domain == FUSED_DOMAIN and node.op_type == "FusedPointwiseConv":
-            return self._expand_pointwise_conv(g, node, initializers)
-        if node.domain == FUSED_DOMAIN and node.op_type in _CHANNELS_LAST:
-            return self._expand_channels_last(g, node, initializers)
+        if node.domain == FUSED_DOMAIN and node.op_type in _EXPANSIONS:
+            return _EXPANSIONS[node.op_type](self, g, node, initializers)
+        if node.domain in ("", "ai.onnx") and node.op_type in _REPLACEMENTS:
+            node = _REPLACEMENTS[node.op_type](node)
         if node.domain not in ("", "ai.onnx"):
-            raise UnsupportedOpError(
-                f"node {node.name!r} (op {node.domain}::{node.op_type}) has no ONNX form; "
-                "export the inference graph (freeze prunes training ops)"
-            )
+            # Ops the edge runtime runs (MatrixInverse) have no standard equivalent; the rest are training ops.
+            hint = ("no standard ONNX op computes it" if has_kernel(node.op_type, node.domain)
+                    else "export the inference graph (freeze prunes training ops)")
+            raise UnsupportedOpError(f"node {node.name!r} (op {node.domain}::{node.op_type}) has no ONNX form; {hint}")
         attrs = [self._attribute(node, k, v) for k, v in node.attrs.items() if v is not None]
         proto = helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name or None)
         proto.attribute.extend(attrs)
@@ -110,7 +164,7 @@ class _GraphWriter:
         attrs = {k: v for k, v in node.attrs.items() if k not in ("activation", "activation_params")}
         activation = node.attrs["activation"]
         params = list(node.attrs.get("activation_params") or [])
-        linear_out = self._fresh(g, f"{node.outputs[0]}_{base.lower()}")
+        linear_out = self._fresh(g, f"{node.outputs[0]}_{base.lower()}", like=node.outputs[0])
         name = node.name or node.outputs[0]
         linear = ir.Node(base, list(node.inputs), [linear_out], attrs, name)
         act_inputs, act_attrs = [linear_out], {}
@@ -185,11 +239,12 @@ class _GraphWriter:
         name = node.name or node.outputs[0]
         conv = node.op_type == "ChannelsLastConv"
         rank = g.values[node.inputs[1]].data.ndim if conv else len(node.attrs["kernel_shape"]) + 2
-        planar_in, planar_out = self._fresh(g, f"{node.inputs[0]}_planar"), self._fresh(g, f"{node.outputs[0]}_planar")
+        planar_in = self._fresh(g, f"{node.inputs[0]}_planar", like=node.inputs[0])
+        planar_out = self._fresh(g, f"{node.outputs[0]}_planar", like=node.outputs[0])
         inputs, attrs = [planar_in, *node.inputs[1:]], dict(node.attrs)
         base, domain = "MaxPool", ""
         if conv:
-            inputs[1] = self._fresh(g, f"{node.inputs[1]}_oihw")
+            inputs[1] = self._fresh(g, f"{node.inputs[1]}_oihw", like=node.inputs[1])
             initializers.append(self._tensor(np.moveaxis(g.values[node.inputs[1]].data, -1, 1), inputs[1]))
             base, domain = ("FusedConv", FUSED_DOMAIN) if attrs.get("activation") else ("Conv", "")
             if base == "Conv":
@@ -202,17 +257,31 @@ class _GraphWriter:
                 + self.node(g, ir.Node("Transpose", [planar_out], list(node.outputs), {"perm": [0, *spatial, 1]},
                                        f"{name}_to_channels_last"), initializers))
 
-    @staticmethod
-    def _float_type(g: ir.Graph, node: ir.Node) -> np.dtype:
-        w = g.values.get(node.inputs[1])
-        return w.data.dtype if w is not None and w.data is not None else np.dtype(np.float32)
+    def _float_type(self, g: ir.Graph, node: ir.Node) -> np.dtype:
+        """The element type of ``node``'s data, for the constants its expansion adds (Clip's bounds):
+        its weights', its input's or its output's, looking through the names this writer made up."""
+        for name in (*node.inputs[1:2], *node.inputs[:1], *node.outputs):
+            while name in self._like:
+                name = self._like[name]
+            value = g.values.get(name)
+            if value is not None and value.data is not None:
+                return value.data.dtype
+            if value is not None and value.dtype and dtypes.is_known(value.dtype):
+                try:
+                    return dtypes.to_numpy(value.dtype)
+                except dtypes.DTypeError:
+                    continue
+        return np.dtype(np.float32)
 
-    def _fresh(self, g: ir.Graph, hint: str) -> str:
+    def _fresh(self, g: ir.Graph, hint: str, like: str | None = None) -> str:
+        """A name no value of ``g`` has; ``like``: the value whose element type it has."""
         self._count += 1
         name = f"{hint}__{self._count}"
         while name in g.values:
             self._count += 1
             name = f"{hint}__{self._count}"
+        if like:
+            self._like[name] = like
         return name
 
     def _attribute(self, node: ir.Node, key: str, value: Any) -> onnx.AttributeProto:
@@ -221,6 +290,10 @@ class _GraphWriter:
             declared = get_schema(node.op_type, node.domain).attrs[key].type
         if isinstance(value, ir.Graph):
             return helper.make_attribute(key, self.graph(value))
+        if isinstance(value, np.ndarray) and declared not in (None, "tensor"):
+            value = value.tolist()  # a list (or number) held as an array, not a tensor attribute
+        if declared in ("ints", "floats", "strings") and not isinstance(value, (list, tuple, np.ndarray)):
+            value = [value]
         if isinstance(value, np.ndarray):
             return helper.make_attribute(key, self._tensor(value, key))
         if isinstance(value, (list, tuple)):
@@ -247,12 +320,73 @@ class _GraphWriter:
     def _value_info(g: ir.Graph, name: str) -> onnx.ValueInfoProto:
         value = g.values.get(name)
         code = value.dtype if value is not None else None
-        if value is not None and value.data is not None:
-            code = dtypes.from_numpy(value.data.dtype)
+        shape = None if value is None or value.shape is None else [None if d < 0 else d for d in value.shape]
+        if value is not None and value.data is not None:  # a constant graph output: its data says
+            code, shape = dtypes.from_numpy(value.data.dtype), list(value.data.shape)
         if not code or code in (dtypes.SEQUENCE, dtypes.OPTIONAL):
             return onnx.ValueInfoProto(name=name)  # typed later by shape inference
-        shape = None if value.shape is None else [None if d < 0 else d for d in value.shape]
         return helper.make_tensor_value_info(name, code, shape)
+
+
+_Expansion = Callable[[_GraphWriter, ir.Graph, ir.Node, list], "list[onnx.NodeProto]"]
+
+# flowstack op -> how it is written as standard ops.
+_EXPANSIONS: dict[str, _Expansion] = {
+    "FusedConv": _GraphWriter._expand_fused,
+    "FusedGemm": _GraphWriter._expand_fused,
+    "FusedConvMaxPool": _GraphWriter._expand_conv_max_pool,
+    "FusedConvPointwise": _GraphWriter._expand_conv_pointwise,
+    "FusedPointwiseConv": _GraphWriter._expand_pointwise_conv,
+    "ChannelsLastConv": _GraphWriter._expand_channels_last,
+    "ChannelsLastMaxPool": _GraphWriter._expand_channels_last,
+}
+
+
+def _scatter_elements(node: ir.Node) -> ir.Node:
+    """Scatter, deprecated since opset 11, is ScatterElements under its old name."""
+    return ir.Node("ScatterElements", list(node.inputs), list(node.outputs), dict(node.attrs), node.name)
+
+
+def _resize(node: ir.Node) -> ir.Node:
+    """Upsample, deprecated since opset 10, is Resize with its conventions (as the edge kernel runs it)."""
+    attrs = {"mode": node.attrs.get("mode") or "nearest", "coordinate_transformation_mode": "asymmetric",
+             "nearest_mode": "floor"}
+    return ir.Node("Resize", [node.inputs[0], "", node.inputs[1]], list(node.outputs), attrs, node.name)
+
+
+def _optional(node: ir.Node) -> ir.Node:
+    """Optional's ``type`` is a TypeProto the IR keeps as its printed text (``FLOAT, 2x3``): it is
+    needed only without an input, and then only a tensor type can be read back from it."""
+    text = node.attrs.get("type")
+    if text is None or isinstance(text, onnx.TypeProto):
+        return node
+    attrs = {k: v for k, v in node.attrs.items() if k != "type"}
+    if not (node.inputs and node.inputs[0]):
+        match = re.fullmatch(r"([A-Z0-9]+)(, .*)?", str(text))
+        elem = dict(onnx.TensorProto.DataType.items()).get(match.group(1)) if match else None
+        if elem is None:
+            raise UnsupportedOpError(f"node {node.name!r} (op Optional): its type {text!r} (an empty optional that is not "
+                                     "of a tensor) cannot be written back to ONNX")
+        attrs["type"] = helper.make_tensor_type_proto(elem, None)
+    return ir.Node(node.op_type, list(node.inputs), list(node.outputs), attrs, node.name, node.domain)
+
+
+# Standard ops the IR keeps in a form that ONNX deprecated or that must be rewritten -> that rewrite.
+_REPLACEMENTS: dict[str, Callable[[ir.Node], ir.Node]] = {
+    "Scatter": _scatter_elements,
+    "Upsample": _resize,
+    "Optional": _optional,
+}
+
+
+def _reads(node: onnx.NodeProto) -> Iterator[str]:
+    """The names ``node`` reads, those its nested graphs read included (outer-scope captures)."""
+    yield from (n for n in node.input if n)
+    for attr in node.attribute:
+        for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+            for inner in sub.node:
+                yield from _reads(inner)
+            yield from (o.name for o in sub.output)
 
 
 def _renamed(g: ir.Graph, renames: dict[str, str]) -> ir.Graph:

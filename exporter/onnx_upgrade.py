@@ -63,6 +63,15 @@ def upgrade(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
     return nodes
 
 
+def form_opset(op_type: str) -> int:
+    """The first opset in which ``op_type`` has the form the IR holds after ``upgrade`` (1: any opset).
+
+    An upgraded node is in the form of the opset its upgrader lifts it to, so a writer must not
+    declare an older one (DFT-20's axis input is not valid DFT-17).
+    """
+    return max((below for below, _ in _UPGRADERS.get(op_type, ())), default=1)
+
+
 def _attr_to_input(op_type: str, attr: str, position: int, dtype=np.int64, below: int = 13) -> None:
     def rewrite(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
         if attr in node.attrs:
