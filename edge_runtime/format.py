@@ -8,6 +8,8 @@ buffer becomes a read-only NumPy view of the (memory-mapped) file.
 
 from __future__ import annotations
 
+import itertools
+import math
 import mmap
 import struct
 from dataclasses import dataclass, field
@@ -185,6 +187,7 @@ class _Reader:
             if offset + length > self.size:
                 raise self.fail(f"buffer {i} (offset {offset}, {length} bytes) runs past the end of the file ({self.size} bytes)")
             self.buffers.append((offset, length))
+        self.check_disjoint(self.buffers)
         self.where = "operator codes"
         codes = []
         for i in range(self.count(fb, "OperatorCodes")):
@@ -216,6 +219,13 @@ class _Reader:
             metadata[self.string(kv.Key())] = self.string(kv.Value())
         return ModelDef(version, self.string(fb.Producer()), opsets, subgraphs, signatures, metadata, self.size)
 
+    def check_disjoint(self, buffers: list[tuple[int, int]]) -> None:
+        """Each weight owns its bytes: buffers that share bytes are a corrupt or hand-edited file."""
+        spans = sorted((offset, offset + length, i) for i, (offset, length) in enumerate(buffers) if length)
+        for (_, end, i), (start, _, j) in itertools.pairwise(spans):
+            if start < end:
+                raise self.fail(f"buffer {j} (offset {start}) overlaps buffer {i} (offset {buffers[i][0]}, {buffers[i][1]} bytes)")
+
     def tensor_maps(self, sig, name: str, n_tensors: int) -> dict[str, int]:
         out = {}
         for i in range(self.count(sig, name)):
@@ -239,6 +249,9 @@ class _Reader:
 
         self.where = f"subgraph {index}"
         inputs = check(self.ints(g, "Inputs", 4), "an input")
+        if len(set(inputs)) != len(inputs):
+            twice = sorted({t for t in inputs if inputs.count(t) > 1})
+            raise self.fail(f"tensor(s) {twice} ({', '.join(repr(tensors[t].name) for t in twice)}) listed more than once among the inputs")
         outputs = check(self.ints(g, "Outputs", 4), "an output")
         ops = []
         for i in range(self.count(g, "Operators")):
@@ -300,9 +313,9 @@ class _Reader:
         if q is not None:
             quant = Quantization(self.floats(q, "Scale"), np.array(self.ints(q, "ZeroPoint", 8), np.int64), q.Axis())
         data = None
-        if code == dtypes.STRING and t.StringDataLength() > 0:
+        if code == dtypes.STRING and not t.StringDataIsNone():  # present but empty: a constant of no strings
             data = np.array(self.strings(t, "StringData"), dtype=object)
-            if shape is None or -1 in shape or int(np.prod(shape)) != data.size:
+            if shape is None or -1 in shape or math.prod(shape) != data.size:
                 raise self.fail(f"{data.size} strings do not fill shape {shape}")
             data = data.reshape(shape)
         buf = t.Buffer()
@@ -315,7 +328,7 @@ class _Reader:
             if dtype is None or dtype == np.dtype(object):
                 raise self.fail("string constants are stored as string_data, not in a buffer")
             offset, length = self.buffers[buf]
-            expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            expected = math.prod(shape) * dtype.itemsize  # Python ints: a huge shape cannot wrap around
             if expected != length:
                 raise self.fail(f"buffer {buf} holds {length} bytes but shape {list(shape)} of {dtype} needs {expected}")
             count = expected // dtype.itemsize

@@ -18,6 +18,11 @@ from edge_runtime.kernels import get_kernel, wants_output_count
 from schemas import ShapeError, UnsupportedOpError, get_schema
 
 
+# Planning and running a nested graph each take a few Python frames per level: a file nesting
+# If-in-If a thousand deep would hit the interpreter's recursion limit. Real models nest a few deep.
+MAX_SUBGRAPH_DEPTH = 64
+
+
 class ExecutionError(RuntimeError):
     """A kernel failed while running; names the node and op."""
 
@@ -36,7 +41,7 @@ class Step:
 
 
 class GraphPlan:
-    def __init__(self, model: ModelDef, index: int, xp, plans: dict[int, "GraphPlan"]):
+    def __init__(self, model: ModelDef, index: int, xp, plans: dict[int, "GraphPlan"], preserve_all: bool = False):
         plans[index] = self
         graph = model.subgraphs[index]
         self.index = index
@@ -47,7 +52,14 @@ class GraphPlan:
         for slot, tensor in enumerate(graph.tensors):
             if tensor.data is not None:
                 self.template[slot] = tensor.data if xp.__name__ == "numpy" else xp.asarray(tensor.data)
+        self.steps: list[Step] | None = None  # None while being planned: how recursion is caught
         steps = [self._step(model, index, i, op, plans) for i, op in enumerate(graph.operators)]
+        if preserve_all:
+            # LiteRT's experimental_preserve_all_tensors: every value of the graph comes back after
+            # its outputs, so none is released and each can be read after the run
+            every = [*self.inputs, *(s for s, v in enumerate(self.template) if v is not None),
+                     *(s for step in steps for s in step.outputs)]
+            self.outputs += tuple(s for s in dict.fromkeys(every) if s not in self.outputs)
         self._check_dataflow(graph, steps)
         self.steps = self._with_lifetimes(steps)
 
@@ -60,6 +72,8 @@ class GraphPlan:
             raise UnsupportedOpError(f"{label}: {exc}") from None
         try:
             schema.check_arity(len(op.inputs), len(op.outputs), where=f"{label}: ")
+            schema.check_given([slot >= 0 for slot in op.inputs], where=f"{label}: ")
+            schema.check_attr_types(op.attrs, where=f"{label}: ")
         except ShapeError as exc:
             raise ModelFormatError(str(exc)) from None
         inputs = list(op.inputs)
@@ -68,7 +82,18 @@ class GraphPlan:
         attrs, graph_attrs = {}, {}
         for key, value in schema.resolve_attrs(op.attrs, where=f"{label}: ").items():
             if isinstance(value, GraphRef):
-                graph_attrs[key] = plans.get(value.index) or GraphPlan(model, value.index, self.xp, plans)
+                plan = plans.get(value.index)
+                if plan is None:
+                    depth = sum(1 for p in plans.values() if p.steps is None)  # the plans above this one
+                    if depth >= MAX_SUBGRAPH_DEPTH:
+                        raise ModelFormatError(f"{label}: attribute {key!r} nests subgraph {value.index} more than "
+                                               f"{MAX_SUBGRAPH_DEPTH} graphs deep")
+                    plan = GraphPlan(model, value.index, self.xp, plans)
+                elif plan.steps is None:
+                    # ONNX graphs never recurse; a file that does would only stop at the stack limit.
+                    raise ModelFormatError(f"{label}: attribute {key!r} refers to subgraph {value.index}, which "
+                                           f"contains this node: a subgraph cannot call itself")
+                graph_attrs[key] = plan
             else:
                 attrs[key] = value
         if wants_output_count(op.op_type, op.domain):
@@ -77,13 +102,20 @@ class GraphPlan:
                     op.op_type)
 
     def _check_dataflow(self, graph, steps: list[Step]) -> None:
-        """Every value must be written before it is read: a file that says otherwise is corrupt."""
-        written = set(self.inputs) | {s for s, v in enumerate(self.template) if v is not None}
+        """Every value read must be written once, before it is read: a file that says otherwise is corrupt.
+        (Unread tensors may have several writers: omitted optional outputs all share the tensor ''.)"""
+        read = set(graph.outputs).union(*(step.inputs + step.implicit for step in steps))
+        written = {s: "is a constant" for s, v in enumerate(self.template) if v is not None}
+        written.update((s, f"is an input of subgraph {self.index}") for s in self.inputs)
         for step in steps:
             for slot in step.inputs + step.implicit:
                 if slot >= 0 and slot not in written:
                     raise ModelFormatError(f"{step.label} reads tensor {slot} ({graph.tensors[slot].name!r}) before any node writes it")
-            written.update(step.outputs)
+            for slot in step.outputs:
+                if slot in written and slot in read:
+                    raise ModelFormatError(f"{step.label} writes tensor {slot} ({graph.tensors[slot].name!r}), which "
+                                           f"{written[slot]}; a tensor that is read has exactly one writer")
+                written[slot] = f"{step.label} already writes"
         for slot in self.outputs:
             if slot not in written:
                 raise ModelFormatError(f"subgraph {self.index}: output tensor {slot} ({graph.tensors[slot].name!r}) is never written")

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import onnx
+import onnx.inliner  # a submodule `import onnx` does not load
 from onnx import helper, numpy_helper
 
 from edge_runtime.format import ModelFormatError
@@ -73,6 +74,7 @@ class _GraphImporter:
             raise UnsupportedOpError(f"{self.source}: sparse initializer {sparse.values.name!r} is not supported")
         graph.inputs = [vi.name for vi in g.input if graph.values[vi.name].data is None]
         graph.outputs = [vi.name for vi in g.output]
+        self.check_single_writer(g, graph)
         ctx = UpgradeContext(graph, self.opset)
         known = set(outer_names) | set(graph.inputs) | set(graph.constants())
         # A subgraph may read any value of this graph, whichever node makes it.
@@ -82,6 +84,20 @@ class _GraphImporter:
             nodes.extend(self.node(ctx, proto, index, scope))
         graph.nodes = self.topological(nodes, known, graph)
         return graph
+
+    def check_single_writer(self, g: onnx.GraphProto, graph: ir.Graph) -> None:
+        """ONNX graphs are in SSA form: a value written twice (or an input or initializer written by a
+        node) has no single meaning, and the graph is malformed."""
+        writers = {name: "a graph input" for name in graph.inputs}
+        writers.update((name, "an initializer") for name in graph.constants())
+        for index, proto in enumerate(g.node):
+            name = proto.name or f"{proto.op_type}_{index}"
+            for value in proto.output:
+                if value in writers:
+                    raise ModelFormatError(f"{self.source}: graph {graph.name!r}: node {name!r} writes {value!r}, "
+                                           f"which is already {writers[value]}")
+                if value:
+                    writers[value] = f"written by node {name!r}"
 
     def node(self, ctx: UpgradeContext, proto: onnx.NodeProto, index: int, scope: set[str]) -> list[ir.Node]:
         domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
@@ -103,8 +119,10 @@ class _GraphImporter:
                     and (len(n.inputs) < 2 or not n.inputs[1]):
                 n.attrs["num_outputs"] = len(n.outputs)
             try:
+                schema.check_attr_types(n.attrs)
                 schema.resolve_attrs(n.attrs)
                 schema.check_arity(len(n.inputs), len(n.outputs))
+                schema.check_given([bool(name) for name in n.inputs])
             except ValueError as exc:
                 raise UnsupportedOpError(f"{where}: {exc}") from None
         return rewritten
@@ -133,6 +151,8 @@ class _GraphImporter:
     def tensor(self, proto: onnx.TensorProto, what: str) -> np.ndarray:
         if proto.data_location == onnx.TensorProto.EXTERNAL:
             raise ModelFormatError(f"{self.source}: {what} keeps its data in an external file; load the model with its data first")
+        if any(d < 0 for d in proto.dims):
+            raise ModelFormatError(f"{self.source}: {what} has negative dims {list(proto.dims)}")
         try:
             array = numpy_helper.to_array(proto)
         except Exception as exc:
@@ -172,6 +192,34 @@ class _GraphImporter:
         return ordered
 
 
+# The .flow format stores op versions as 32-bit ints; ONNX's own defined opsets are far below.
+MAX_OPSET_VERSION = 2**31 - 1
+
+
+def _check_opsets(opsets: Mapping[str, int], label: str) -> None:
+    if "" not in opsets:
+        raise ModelFormatError(f"{label}: the model imports no version of the default ONNX domain (opset_import)")
+    newest = onnx.defs.onnx_opset_version()
+    for domain, version in opsets.items():
+        if not 1 <= version <= (newest if domain == "" else MAX_OPSET_VERSION):
+            limit = f"1..{newest}, the newest this importer knows" if domain == "" else f"1..{MAX_OPSET_VERSION}"
+            raise ModelFormatError(f"{label}: opset import {domain or 'ai.onnx'} version {version} is out of range ({limit})")
+
+
+def _check_split_counts(graph: onnx.GraphProto, label: str) -> None:
+    """Split's num_outputs must match its outputs. Checked before shape inference, which (like the
+    kernel) makes one entry per piece: num_outputs=10**9 on a one-output node costs 8 GB and a minute."""
+    for index, node in enumerate(graph.node):
+        for attr in node.attribute:
+            if attr.name == "num_outputs" and node.op_type == "Split" and node.domain in DEFAULT_DOMAINS \
+                    and attr.i != len(node.output):
+                name = node.name or f"{node.op_type}_{index}"
+                raise ModelFormatError(f"{label}: node {name!r} (op Split): num_outputs is {attr.i} but the node "
+                                       f"has {len(node.output)} outputs")
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                _check_split_counts(sub, label)
+
+
 def _needs(node: ir.Node) -> list[str]:
     """The values ``node`` reads: its inputs, and what its nested graphs capture from outside."""
     return [n for n in node.inputs if n] + [n for g in node.subgraphs() for n in g.free_names()]
@@ -205,10 +253,16 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto) -> ir.Model:
     """Read an ONNX model into the IR, upgrading old-opset nodes and checking every op is supported."""
     proto = _load(source)
     label = str(source) if isinstance(source, (str, Path)) else (proto.graph.name or "<onnx model>")
-    if proto.functions:
-        proto = onnx.inliner.inline_local_functions(proto)
     opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in proto.opset_import}
-    opset = opsets.get("", 1)
+    _check_opsets(opsets, label)
+    opset = opsets[""]
+    if proto.functions:
+        try:
+            proto = onnx.inliner.inline_local_functions(proto)
+        except Exception as exc:  # onnx's ValidationError: recursive or malformed local functions
+            names = [f"{f.domain}::{f.name}" for f in proto.functions][:8]
+            raise ModelFormatError(f"{label}: cannot inline the model's local functions {names}: {exc}") from exc
+    _check_split_counts(proto.graph, label)
     try:
         proto = onnx.shape_inference.infer_shapes(proto)
     except Exception:  # shape inference is a best-effort source of tensor types only

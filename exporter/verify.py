@@ -9,6 +9,7 @@ names of the values they preserve, so that is where the rewrite that broke the m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -23,6 +24,9 @@ from exporter.passes.graph_edit import copy_model
 # breaks a model is off by orders of magnitude more. The ONNX backend tests allow 1e-3.
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-6
+# A declared input shape is what the file claims, not a size anyone checked: a generated sample
+# larger than this would allocate gigabytes on the strength of one dim in the model's header.
+MAX_GENERATED_SAMPLE_BYTES = 256 << 20
 
 
 class ParityError(RuntimeError):
@@ -146,6 +150,12 @@ def _generate(runtime: edge_runtime.Model, seed: int) -> dict[str, np.ndarray]:
     feeds = {}
     for spec in runtime.inputs:
         shape = tuple(1 if d < 0 else d for d in spec.shape)
+        size = math.prod(shape) * spec.dtype.itemsize
+        if size > MAX_GENERATED_SAMPLE_BYTES:
+            raise ValueError(
+                f"input {spec.name!r} is declared with shape {list(spec.shape)}: a generated sample would take "
+                f"{size:,} bytes (more than {MAX_GENERATED_SAMPLE_BYTES:,}); pass samples={{...}} (--sample)"
+            )
         if spec.dtype.kind == "f":
             feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
         elif spec.dtype.kind in "iu":

@@ -43,10 +43,12 @@ def describe(path: Path) -> str:
     if model.metadata:
         lines.append("metadata:")
         lines.extend(f"  {k}: {v}" for k, v in model.metadata.items() if k != "labels")
-        if "labels" in model.metadata:
-            lines.append(f"  labels: {len(model.metadata['labels'].splitlines())} ({model.metadata['labels'].splitlines()[0]}, ...)")
-    frozen_ops, frozen_size = model.metadata.get("frozen_ops"), model.metadata.get("frozen_size")
-    if frozen_ops and frozen_size:
+        labels = model.metadata.get("labels", "").splitlines()
+        if labels:
+            lines.append(f"  labels: {len(labels)} ({labels[0]}, ...)")
+    # Metadata is free text in the file: figures that are not numbers are shown above, not compared.
+    frozen_ops, frozen_size = model.metadata.get("frozen_ops", ""), model.metadata.get("frozen_size", "")
+    if frozen_ops.isdecimal() and frozen_size.isdecimal():
         n = sum(ops.values())
         lines.append(f"frozen graph: {int(frozen_ops)} ops, {int(frozen_size):,} bytes -> optimized (this file): "
                      f"{n} ops, {model.size:,} bytes")

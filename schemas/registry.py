@@ -155,6 +155,21 @@ class OpSchema:
                 resolved[name] = attr.default
         return resolved
 
+    def check_attr_types(self, given: Mapping[str, Any], where: str = "") -> None:
+        """Reject a given attribute whose value is not of its declared type (a string where an int
+        belongs, a graph for a list): kernels trust their attributes."""
+        for name, value in given.items():
+            attr = self.attrs.get(name)
+            if attr is not None and value is not None and not _ATTR_VALUE_CHECKS[attr.type](value):
+                raise ShapeError(f"{where}{self.name}: attribute {name!r} must be {attr.type}, got {_describe(value)}")
+
+    def check_given(self, given: Sequence[bool], where: str = "") -> None:
+        """Reject an omitted input (``""`` in ONNX, -1 in .flow) where the op requires one."""
+        for i, present in enumerate(given):
+            param = self.inputs[min(i, len(self.inputs) - 1)] if self.inputs else None
+            if not present and param is not None and not (param.optional or param.variadic):
+                raise ShapeError(f"{where}{self.name}: input {i} ({param.name!r}) is required but omitted")
+
     def check_arity(self, n_inputs: int, n_outputs: int, where: str = "") -> None:
         hi = self.max_inputs
         if n_inputs < self.min_inputs or (hi is not None and n_inputs > hi):
@@ -165,6 +180,48 @@ class OpSchema:
             raise ShapeError(
                 f"{where}{self.name}: produces 1..{'any' if ho is None else ho} outputs, got {n_outputs}"
             )
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating))
+
+
+def _is_list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, (list, tuple)) and all(check(x) for x in v)
+
+
+def _is_graph(v: Any) -> bool:
+    # Each reader has its own graph type (an IR graph, a subgraph reference); none is a plain value.
+    return not isinstance(v, (int, float, str, bytes, list, tuple, np.ndarray, np.generic))
+
+
+# Whether a given value fits a declared attribute type. Ints are valid floats, and an empty list is
+# valid for every list type: formats that store them cannot tell those apart.
+_ATTR_VALUE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": _is_int,
+    "float": _is_number,
+    "string": lambda v: isinstance(v, str),
+    "ints": _is_list_of(_is_int),
+    "floats": _is_list_of(_is_number),
+    "strings": _is_list_of(lambda v: isinstance(v, str)),
+    "tensor": lambda v: isinstance(v, np.ndarray),
+    "graph": _is_graph,
+}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return f"a list ({value[:4]!r}{'...' if len(value) > 4 else ''})"
+    if isinstance(value, np.ndarray):
+        return f"a tensor of shape {list(value.shape)}"
+    if _is_graph(value):
+        return "a graph"
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40]}{'...' if len(text) > 40 else ''}"
 
 
 @dataclass
