@@ -135,12 +135,9 @@ class Model:
         if isinstance(value, np.ndarray) or (self.xp is not np and isinstance(value, self.xp.ndarray)):
             array = value
             if spec.dtype != np.dtype(object) and array.dtype != spec.dtype:
-                raise ValueError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
-        else:  # Python scalars and lists take the declared dtype
-            try:
-                array = np.asarray(value, dtype=None if spec.dtype == np.dtype(object) else spec.dtype)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"input {spec.name!r}: cannot convert to {spec.dtype}: {exc}") from None
+                array = native_byte_order(spec, array)
+        else:
+            array = converted(spec, value)
         if tensor.shape is not None:
             if array.ndim != len(spec.shape):
                 raise ValueError(
@@ -186,6 +183,33 @@ class Model:
             value = results[self._output_position[spec.index]]
             out[spec.name] = self.xp.asnumpy(value) if self.xp is not np and hasattr(value, "device") else value
         return out
+
+
+def native_byte_order(spec: TensorSpec, array: np.ndarray) -> np.ndarray:
+    """``array`` if it holds ``spec``'s dtype in the other byte order (big-endian data read from a
+    file or the network), converted to the machine's; anything else is the wrong dtype."""
+    if array.dtype.newbyteorder("=") != spec.dtype:
+        raise ValueError(f"input {spec.name!r}: expected dtype {spec.dtype}, got {array.dtype}")
+    return array.astype(spec.dtype)
+
+
+# The kinds of value a Python scalar or list may hold for an input of each kind: a float is not
+# taken for an integer input (2.7 would run as 2), nor a number for a bool input, nor text.
+_CONVERTIBLE_KINDS = {"b": "b", "i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}
+
+
+def converted(spec: TensorSpec, value: Any) -> np.ndarray:
+    """A Python or NumPy scalar or a nested list as an array of ``spec``'s dtype, where its values
+    are of a kind that dtype holds (integers out of its range are refused too)."""
+    if spec.dtype == np.dtype(object):
+        return np.asarray(value)
+    try:
+        natural = np.asarray(value)
+        if natural.dtype.kind not in _CONVERTIBLE_KINDS.get(spec.dtype.kind, natural.dtype.kind):
+            raise ValueError(f"{natural.dtype} values would change")
+        return np.asarray(value, dtype=spec.dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"input {spec.name!r}: cannot convert to {spec.dtype}: {exc}") from None
 
 
 def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu") -> Model:

@@ -1,9 +1,9 @@
 """``num_threads`` of the LiteRT API: the BLAS thread count, set around each call.
 
 NumPy's BLAS (OpenBLAS in NumPy's wheels) keeps one thread pool per process, so a thread count is
-a process-wide setting: ``BlasThreads(n).applied()`` sets it for the duration of a call and puts
-back what was there, which is right while one model runs at a time and last-writer-wins when
-several run at once with different counts. Setting it goes through threadpoolctl, an optional
+a process-wide setting: ``BlasThreads(n).applied()`` sets it for the duration of a call, and the
+last of the calls in flight puts back what was there before the first began (last-writer-wins
+while several run at once with different counts). Setting it goes through threadpoolctl, an optional
 dependency (the runtime itself needs only numpy and flatbuffers); without it a count cannot take
 effect, and a ``RuntimeWarning`` says so when the interpreter is made.
 """
@@ -11,6 +11,7 @@ effect, and a ``RuntimeWarning`` says so when the interpreter is made.
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from functools import lru_cache
 from typing import Any, Iterator
@@ -71,11 +72,39 @@ class BlasThreads:
         if not self._libs:
             yield
             return
-        previous = [lib.get_num_threads() for lib in self._libs]
-        for lib in self._libs:
-            lib.set_num_threads(self.count)
+        found = _enter(self._libs, self.count)
         try:
             yield
         finally:
-            for lib, count in zip(self._libs, previous):
-                lib.set_num_threads(count)
+            _leave(found)
+
+
+# Calls in flight under some BlasThreads, and the counts found when the first of them began. A call
+# putting back only the count it found would leave the process at an overlapping call's count (two
+# interpreters at num_threads=1 on two threads: the second finds 1, ends last and restores 1), so
+# the last call to end puts back the first one's. Each call also puts back its own on ending: the
+# OpenBLAS of NumPy's wheels (0.3.31 here) was seen to ignore a count set from any other thread than
+# the first one to set it, while that one lives, so there only that thread's own restores count.
+_lock = threading.Lock()
+_in_flight = 0
+_first_found: list[tuple[Any, int]] = []
+
+
+def _enter(libs: tuple[Any, ...], count: int) -> list[tuple[Any, int]]:
+    global _in_flight, _first_found
+    with _lock:
+        found = [(lib, lib.get_num_threads()) for lib in libs]
+        if _in_flight == 0:
+            _first_found = found
+        _in_flight += 1
+        for lib in libs:
+            lib.set_num_threads(count)
+    return found
+
+
+def _leave(found: list[tuple[Any, int]]) -> None:
+    global _in_flight
+    with _lock:
+        _in_flight -= 1
+        for lib, count in found + (_first_found if _in_flight == 0 else []):
+            lib.set_num_threads(count)

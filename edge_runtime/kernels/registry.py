@@ -69,7 +69,10 @@ _loaded = False
 
 
 def _load_families() -> None:
+    # The flag goes up only once every family has registered: a thread that sees it set must find
+    # every kernel. A thread arriving mid-import waits on Python's import lock for the same module.
     global _loaded
     if not _loaded:
-        _loaded = True
         import edge_runtime.kernels.families  # noqa: F401
+
+        _loaded = True
