@@ -22,6 +22,12 @@ from schemas import ShapeError, UnsupportedOpError, get_schema
 # If-in-If a thousand deep would hit the interpreter's recursion limit. Real models nest a few deep.
 MAX_SUBGRAPH_DEPTH = 64
 
+# Graph attributes whose outputs are exactly the node's outputs: a branch yielding fewer would
+# leave the node's last outputs unset and the run would return None for them without a word.
+_GRAPHS_YIELDING_NODE_OUTPUTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "If"): ("then_branch", "else_branch"),
+}
+
 
 class ExecutionError(RuntimeError):
     """A kernel failed while running; names the node and op."""
@@ -74,6 +80,7 @@ class GraphPlan:
             schema.check_arity(len(op.inputs), len(op.outputs), where=f"{label}: ")
             schema.check_given([slot >= 0 for slot in op.inputs], where=f"{label}: ")
             schema.check_attr_types(op.attrs, where=f"{label}: ")
+            schema.check_output_count(op.attrs, len(op.outputs), where=f"{label}: ")
         except ShapeError as exc:
             raise ModelFormatError(str(exc)) from None
         inputs = list(op.inputs)
@@ -96,6 +103,7 @@ class GraphPlan:
                 graph_attrs[key] = plan
             else:
                 attrs[key] = value
+        _check_graph_arity(label, op, graph_attrs)
         if wants_output_count(op.op_type, op.domain):
             attrs["n_outputs"] = len(op.outputs)
         return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label,
@@ -176,3 +184,11 @@ class GraphPlan:
             return self.execute(list(formal) + captured)
 
         return body
+
+
+def _check_graph_arity(label: str, op: OperatorDef, graph_attrs: dict[str, GraphPlan]) -> None:
+    for key in _GRAPHS_YIELDING_NODE_OUTPUTS.get((op.domain, op.op_type), ()):
+        plan = graph_attrs.get(key)
+        if plan is not None and len(plan.outputs) != len(op.outputs):
+            raise ModelFormatError(f"{label}: attribute {key!r} (subgraph {plan.index}) returns {len(plan.outputs)} "
+                                   f"values but the node has {len(op.outputs)} outputs")

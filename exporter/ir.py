@@ -8,10 +8,52 @@ nodes may read names of enclosing graphs (outer-scope captures, as in ONNX).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
+
+from schemas import dtypes
+
+
+@dataclass(frozen=True)
+class ElementType:
+    """What a sequence or an optional holds: a tensor (``dtype`` a tensor code or None, ``shape``
+    as on ``Value``), or, where ``dtype`` is SEQUENCE or OPTIONAL, a container of ``element``
+    (None = unknown). ``str`` gives the text Optional's ``type`` attribute is kept as, and
+    ``parse`` reads it back: ``tensor(FP32)[2,-1]``, ``seq(tensor(INT64))``, ``optional(seq(...))``.
+    """
+
+    dtype: int | None
+    shape: tuple[int, ...] | None = None
+    element: ElementType | None = None
+
+    def __str__(self) -> str:
+        if self.dtype in _CONTAINER_NAMES:
+            return f"{_CONTAINER_NAMES[self.dtype]}({'?' if self.element is None else self.element})"
+        dims = "" if self.shape is None else "[" + ",".join(str(d) for d in self.shape) + "]"
+        return f"tensor({dtypes.NAMES.get(self.dtype or dtypes.UNDEFINED, self.dtype)}){dims}"
+
+    @classmethod
+    def parse(cls, text: str) -> ElementType:
+        """The type ``text`` (as ``str`` writes it) describes; ValueError if it describes none."""
+        match = _TYPE_TEXT.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(f"{text!r} is not a type")
+        container, inner, name, dims = match.groups()
+        if container:
+            return cls(_CONTAINER_CODES[container], element=None if inner == "?" else cls.parse(inner))
+        if name not in _CODES_BY_NAME:
+            raise ValueError(f"{text!r} names no element type")
+        shape = None if dims is None else tuple(int(d) for d in dims.split(",") if d)
+        return cls(_CODES_BY_NAME[name] or None, shape)
+
+
+_CONTAINER_NAMES = {dtypes.SEQUENCE: "seq", dtypes.OPTIONAL: "optional"}
+_CONTAINER_CODES = {v: k for k, v in _CONTAINER_NAMES.items()}
+_CODES_BY_NAME = {name: code for code, name in dtypes.NAMES.items() if code not in _CONTAINER_NAMES}
+_TYPE_TEXT = re.compile(r"(seq|optional)\((.*)\)|tensor\((\w+)\)(?:\[([-\d,]*)\])?")
 
 
 @dataclass
@@ -20,6 +62,7 @@ class Value:
     dtype: int | None = None  # schemas.dtypes code; None = unknown
     shape: tuple[int, ...] | None = None  # -1 = unknown dim; None = unknown rank
     data: np.ndarray | None = None  # constants only
+    element: ElementType | None = None  # what a sequence / optional value (dtype SEQUENCE, OPTIONAL) holds
 
 
 @dataclass

@@ -13,7 +13,6 @@ onnxruntime reads where the nodes allow.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -71,14 +70,14 @@ def to_onnx(model: ir.Model, opset: int | None = None) -> onnx.ModelProto:
 
 
 def _check_inputs_typed(graph: onnx.GraphProto) -> None:
-    """A graph input must be declared with its type, and shape inference cannot recover an input's.
-
-    The IR records a sequence's or an optional's kind but not its element type, so such an input
-    has no ONNX declaration."""
+    """A graph input must be declared with its type, and shape inference cannot recover an input's:
+    an input whose (element) type the IR does not know, as a sequence imported without one, has no
+    ONNX declaration."""
     for value in graph.input:
         if not value.HasField("type"):
-            raise UnsupportedOpError(f"graph input {value.name!r} is a sequence or an optional whose element type the "
-                                     "IR does not record; ONNX cannot declare it")
+            raise UnsupportedOpError(f"graph input {value.name!r} has a type the IR does not fully record (a sequence "
+                                     "or an optional without its element type, or an undefined element type); ONNX "
+                                     "cannot declare it")
 
 
 def _default_opset(graph: onnx.GraphProto, declared: int) -> int:
@@ -319,13 +318,34 @@ class _GraphWriter:
     @staticmethod
     def _value_info(g: ir.Graph, name: str) -> onnx.ValueInfoProto:
         value = g.values.get(name)
-        code = value.dtype if value is not None else None
-        shape = None if value is None or value.shape is None else [None if d < 0 else d for d in value.shape]
-        if value is not None and value.data is not None:  # a constant graph output: its data says
-            code, shape = dtypes.from_numpy(value.data.dtype), list(value.data.shape)
-        if not code or code in (dtypes.SEQUENCE, dtypes.OPTIONAL):
+        if value is None:
             return onnx.ValueInfoProto(name=name)  # typed later by shape inference
-        return helper.make_tensor_value_info(name, code, shape)
+        if value.data is not None:  # a constant graph output: its data says
+            t = ir.ElementType(dtypes.from_numpy(value.data.dtype), tuple(value.data.shape))
+        else:
+            t = ir.ElementType(value.dtype, value.shape, value.element)
+        proto = _type_proto(t)
+        if proto is None:
+            return onnx.ValueInfoProto(name=name)
+        return helper.make_value_info(name, proto)
+
+
+def _type_proto(t: ir.ElementType) -> onnx.TypeProto | None:
+    """``t`` as ONNX declares it, or None where the IR does not know it fully (an undefined element
+    type, a sequence or optional of unknown elements)."""
+    if t.dtype in _CONTAINER_TYPES:
+        inner = None if t.element is None else _type_proto(t.element)
+        return None if inner is None else _CONTAINER_TYPES[t.dtype](inner)
+    if not t.dtype:
+        return None
+    shape = None if t.shape is None else [None if d < 0 else d for d in t.shape]
+    return helper.make_tensor_type_proto(t.dtype, shape)
+
+
+_CONTAINER_TYPES: dict[int, Callable[[onnx.TypeProto], onnx.TypeProto]] = {
+    dtypes.SEQUENCE: helper.make_sequence_type_proto,
+    dtypes.OPTIONAL: helper.make_optional_type_proto,
+}
 
 
 _Expansion = Callable[[_GraphWriter, ir.Graph, ir.Node, list], "list[onnx.NodeProto]"]
@@ -355,19 +375,21 @@ def _resize(node: ir.Node) -> ir.Node:
 
 
 def _optional(node: ir.Node) -> ir.Node:
-    """Optional's ``type`` is a TypeProto the IR keeps as its printed text (``FLOAT, 2x3``): it is
-    needed only without an input, and then only a tensor type can be read back from it."""
+    """Optional's ``type`` is a TypeProto the IR keeps as ``ir.ElementType``'s text: it is needed
+    only without an input (an empty optional), and then written back as the TypeProto."""
     text = node.attrs.get("type")
     if text is None or isinstance(text, onnx.TypeProto):
         return node
     attrs = {k: v for k, v in node.attrs.items() if k != "type"}
     if not (node.inputs and node.inputs[0]):
-        match = re.fullmatch(r"([A-Z0-9]+)(, .*)?", str(text))
-        elem = dict(onnx.TensorProto.DataType.items()).get(match.group(1)) if match else None
-        if elem is None:
-            raise UnsupportedOpError(f"node {node.name!r} (op Optional): its type {text!r} (an empty optional that is not "
-                                     "of a tensor) cannot be written back to ONNX")
-        attrs["type"] = helper.make_tensor_type_proto(elem, None)
+        try:
+            proto = _type_proto(ir.ElementType.parse(str(text)))
+        except ValueError:
+            proto = None
+        if proto is None:
+            raise UnsupportedOpError(f"node {node.name!r} (op Optional): its type {text!r} (the element type of an "
+                                     "empty optional) cannot be written back to ONNX")
+        attrs["type"] = proto
     return ir.Node(node.op_type, list(node.inputs), list(node.outputs), attrs, node.name, node.domain)
 
 

@@ -40,19 +40,34 @@ def _load(source: str | Path | bytes | onnx.ModelProto) -> onnx.ModelProto:
         raise ModelFormatError(f"{source if not isinstance(source, bytes) else '<bytes>'}: not a readable ONNX model: {exc}") from exc
 
 
-def _value_type(type_proto: onnx.TypeProto) -> tuple[int | None, tuple[int, ...] | None]:
+def _value_type(type_proto: onnx.TypeProto) -> ir.ElementType | None:
+    """The type ``type_proto`` declares, sequences' and optionals' element types included; None for
+    kinds the IR has no values of (maps, sparse tensors) or an empty declaration."""
     kind = type_proto.WhichOneof("value")
     if kind == "tensor_type":
         tt = type_proto.tensor_type
         shape = None
         if tt.HasField("shape"):
             shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
-        return (tt.elem_type or None), shape
-    if kind == "sequence_type":
-        return dtypes.SEQUENCE, None
-    if kind == "optional_type":
-        return dtypes.OPTIONAL, None
-    return None, None
+        return ir.ElementType(tt.elem_type or None, shape)
+    if kind in _CONTAINER_KINDS:
+        container = getattr(type_proto, kind)
+        element = _value_type(container.elem_type) if container.HasField("elem_type") else None
+        return ir.ElementType(_CONTAINER_KINDS[kind], element=element)
+    return None
+
+
+# TypeProto's oneof field -> the dtype code of a value of that kind
+_CONTAINER_KINDS = {"sequence_type": dtypes.SEQUENCE, "optional_type": dtypes.OPTIONAL}
+
+
+def _unknown_code(t: ir.ElementType | None) -> int | None:
+    """An element type code in ``t``, at any depth, that flowstack cannot represent."""
+    while t is not None:
+        if t.dtype is not None and not dtypes.is_known(t.dtype):
+            return t.dtype
+        t = t.element
+    return None
 
 
 class _GraphImporter:
@@ -63,11 +78,12 @@ class _GraphImporter:
     def graph(self, g: onnx.GraphProto, outer_names: set[str]) -> ir.Graph:
         graph = ir.Graph(name=g.name or "main")
         for vi in list(g.value_info) + list(g.input) + list(g.output):
-            dtype, shape = _value_type(vi.type)
-            if dtype is not None and not dtypes.is_known(dtype):
+            t = _value_type(vi.type) or ir.ElementType(None)
+            dtype = _unknown_code(t)
+            if dtype is not None:
                 name = onnx.TensorProto.DataType.Name(dtype) if dtype in onnx.TensorProto.DataType.values() else dtype
                 raise UnsupportedOpError(f"{self.source}: value {vi.name!r} has element type {name}, which flowstack cannot represent")
-            graph.values[vi.name] = ir.Value(vi.name, dtype, shape)
+            graph.values[vi.name] = ir.Value(vi.name, t.dtype, t.shape, element=t.element)
         for init in g.initializer:
             graph.values[init.name] = ir.Value(init.name, data=self.tensor(init, f"initializer {init.name!r}"))
         for sparse in g.sparse_initializer:
@@ -142,8 +158,9 @@ class _GraphImporter:
                 return [v.decode("utf-8", errors="replace") for v in value]
             if isinstance(value[0], (onnx.TensorProto, onnx.GraphProto, onnx.TypeProto, onnx.SparseTensorProto)):
                 raise UnsupportedOpError(f"{where}: attribute {attr.name!r} of type {type(value[0]).__name__} lists is not supported")
-        if isinstance(value, onnx.TypeProto):  # informational (Optional's `type`): kept as text
-            return helper.printable_type(value)
+        if isinstance(value, onnx.TypeProto):  # Optional's `type`: kept as ir.ElementType's text
+            t = _value_type(value)
+            return helper.printable_type(value) if t is None else str(t)  # the exporter refuses the former
         if isinstance(value, onnx.SparseTensorProto):
             raise UnsupportedOpError(f"{where}: attribute {attr.name!r} of type {type(value).__name__} is not supported")
         return value
@@ -206,18 +223,21 @@ def _check_opsets(opsets: Mapping[str, int], label: str) -> None:
             raise ModelFormatError(f"{label}: opset import {domain or 'ai.onnx'} version {version} is out of range ({limit})")
 
 
-def _check_split_counts(graph: onnx.GraphProto, label: str) -> None:
-    """Split's num_outputs must match its outputs. Checked before shape inference, which (like the
-    kernel) makes one entry per piece: num_outputs=10**9 on a one-output node costs 8 GB and a minute."""
+def _check_output_counts(graph: onnx.GraphProto, label: str) -> None:
+    """Count attributes (Split's num_outputs) must match the node's outputs, as the edge runtime
+    checks at load. Checked here before shape inference, which (like the kernel) makes one entry
+    per piece: num_outputs=10**9 on a one-output node costs 8 GB and a minute."""
     for index, node in enumerate(graph.node):
+        domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
+        schema = get_schema(node.op_type, domain) if has_schema(node.op_type, domain) else None
         for attr in node.attribute:
-            if attr.name == "num_outputs" and node.op_type == "Split" and node.domain in DEFAULT_DOMAINS \
-                    and attr.i != len(node.output):
-                name = node.name or f"{node.op_type}_{index}"
-                raise ModelFormatError(f"{label}: node {name!r} (op Split): num_outputs is {attr.i} but the node "
-                                       f"has {len(node.output)} outputs")
+            if schema is not None and attr.name == schema.output_count_attr and attr.type == onnx.AttributeProto.INT:
+                problem = schema.output_count_mismatch({attr.name: attr.i}, len(node.output))
+                if problem:
+                    name = node.name or f"{node.op_type}_{index}"
+                    raise ModelFormatError(f"{label}: node {name!r} (op {node.op_type}): {problem}")
             for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
-                _check_split_counts(sub, label)
+                _check_output_counts(sub, label)
 
 
 def _needs(node: ir.Node) -> list[str]:
@@ -262,7 +282,7 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto) -> ir.Model:
         except Exception as exc:  # onnx's ValidationError: recursive or malformed local functions
             names = [f"{f.domain}::{f.name}" for f in proto.functions][:8]
             raise ModelFormatError(f"{label}: cannot inline the model's local functions {names}: {exc}") from exc
-    _check_split_counts(proto.graph, label)
+    _check_output_counts(proto.graph, label)
     try:
         proto = onnx.shape_inference.infer_shapes(proto)
     except Exception:  # shape inference is a best-effort source of tensor types only

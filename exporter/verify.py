@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -27,6 +27,24 @@ DEFAULT_ATOL = 1e-6
 # A declared input shape is what the file claims, not a size anyone checked: a generated sample
 # larger than this would allocate gigabytes on the strength of one dim in the model's header.
 MAX_GENERATED_SAMPLE_BYTES = 256 << 20
+
+
+def _ones(rank: int, axis: int) -> int:
+    return 1
+
+
+def _nchw_spatial(rank: int, axis: int) -> int:
+    return 32 if rank == 4 and axis in (2, 3) else 1
+
+
+def _nhwc_spatial(rank: int, axis: int) -> int:
+    return 32 if rank == 4 and axis in (1, 2) else 1
+
+
+# How a generated sample fills a dynamic dimension (given the input's rank and the axis), tried in
+# order until the reference runs on it: 1 is cheapest, but a conv net with dynamic H and W needs
+# room for its kernels and strides, and 32 is enough for the usual few downsamplings.
+DYNAMIC_DIM_FILLS: tuple[Callable[[int, int], int], ...] = (_ones, _nchw_spatial, _nhwc_spatial)
 
 
 class ParityError(RuntimeError):
@@ -87,13 +105,26 @@ def check_parity(
 
     ``samples`` is one feed dict (public input name -> array), several, or None to generate one
     from the reference's signature (random normal floats, small non-negative integers, dynamic
-    dimensions set to 1). Returns the report when every output is within
-    ``|candidate - reference| <= atol + rtol * max(|reference|, rms(reference))``, the RMS taken
+    dimensions set to 1, or to 32 for the spatial dims of a 4-D input when the reference fails on
+    1; a failure on a generated sample says so, with its shapes). Returns the report when every
+    output is within ``|candidate - reference| <= atol + rtol * max(|reference|, rms(reference))``, the RMS taken
     over the output tensor (so an element that cancels to near zero is judged at its tensor's scale).
     """
     ref_runtime = _load(reference, "reference")
     cand_runtime = _load(candidate, "candidate")
-    feeds_list = _sample_list(ref_runtime, samples, seed)
+    if samples is not None:
+        feeds_list = _sample_list(samples)
+        return _check_samples(reference, candidate, ref_runtime, cand_runtime, feeds_list, rtol, atol)
+    feeds = _generate_runnable(ref_runtime, seed)
+    try:
+        return _check_samples(reference, candidate, ref_runtime, cand_runtime, [feeds], rtol, atol)
+    except ParityError as exc:
+        raise ParityError(f"{exc}\n{_describe_generated(feeds)}", exc.report) from exc
+
+
+def _check_samples(reference: ir.Model, candidate: ir.Model, ref_runtime: edge_runtime.Model,
+                   cand_runtime: edge_runtime.Model, feeds_list: list[Mapping[str, np.ndarray]],
+                   rtol: float, atol: float) -> ParityReport:
     report = ParityReport(samples=len(feeds_list), rtol=rtol, atol=atol)
     for feeds in feeds_list:
         expected = _run(ref_runtime, feeds, "reference")
@@ -115,6 +146,13 @@ def check_parity(
     return report
 
 
+def _describe_generated(feeds: Mapping[str, np.ndarray]) -> str:
+    shapes = ", ".join(f"{name}: {a.dtype}{list(a.shape)}" for name, a in feeds.items())
+    example = next(iter(feeds), "input")
+    return (f"the sample was generated from the model's signature ({shapes}); if those shapes or values do not "
+            f"suit the model, pass a real one: --sample {example}=file.npy (samples={{...}} from Python)")
+
+
 def sample_inputs(model: ir.Model, seed: int = 0) -> dict[str, np.ndarray]:
     """One feed dict for ``model``'s public inputs, generated from their declared dtypes and shapes."""
     return _generate(_load(model, "model"), seed)
@@ -134,9 +172,7 @@ def _run(runtime: edge_runtime.Model, feeds: Mapping[str, np.ndarray], role: str
         raise ParityError(f"{role} model fails on the edge runtime: {type(exc).__name__}: {exc}") from exc
 
 
-def _sample_list(runtime: edge_runtime.Model, samples, seed: int) -> list[Mapping[str, np.ndarray]]:
-    if samples is None:
-        return [_generate(runtime, seed)]
+def _sample_list(samples) -> list[Mapping[str, np.ndarray]]:
     if isinstance(samples, Mapping):
         return [samples]
     samples = list(samples)
@@ -145,11 +181,44 @@ def _sample_list(runtime: edge_runtime.Model, samples, seed: int) -> list[Mappin
     return samples
 
 
-def _generate(runtime: edge_runtime.Model, seed: int) -> dict[str, np.ndarray]:
+def _generate_runnable(runtime: edge_runtime.Model, seed: int) -> dict[str, np.ndarray]:
+    """The first sample generated over ``DYNAMIC_DIM_FILLS`` that ``runtime`` runs on, else the
+    first of all (so the check reports its failure). A later fill whose sample would exceed
+    ``MAX_GENERATED_SAMPLE_BYTES`` is skipped; only the first raises for it."""
+    first = _generate(runtime, seed, DYNAMIC_DIM_FILLS[0])
+    tried = [_shapes(first)]
+    if _runs(runtime, first):
+        return first
+    for fill in DYNAMIC_DIM_FILLS[1:]:
+        try:
+            feeds = _generate(runtime, seed, fill)
+        except ValueError:
+            continue
+        if _shapes(feeds) not in tried and _runs(runtime, feeds):
+            return feeds
+        tried.append(_shapes(feeds))
+    return first
+
+
+def _shapes(feeds: Mapping[str, np.ndarray]) -> list[tuple[int, ...]]:
+    return [a.shape for a in feeds.values()]
+
+
+def _runs(runtime: edge_runtime.Model, feeds: Mapping[str, np.ndarray]) -> bool:
+    try:
+        runtime.run(feeds)
+    except Exception:  # noqa: BLE001 (whatever the failure, the next fill may suit the model)
+        return False
+    return True
+
+
+def _generate(runtime: edge_runtime.Model, seed: int,
+              fill: Callable[[int, int], int] = _ones) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     feeds = {}
     for spec in runtime.inputs:
-        shape = tuple(1 if d < 0 else d for d in spec.shape)
+        rank = len(spec.shape)
+        shape = tuple(fill(rank, axis) if d < 0 else d for axis, d in enumerate(spec.shape))
         size = math.prod(shape) * spec.dtype.itemsize
         if size > MAX_GENERATED_SAMPLE_BYTES:
             raise ValueError(

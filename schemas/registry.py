@@ -116,6 +116,9 @@ class OpSchema:
     differentiable: bool = False
     stateful: bool = False
     doc: str = ""
+    # An int attribute that, when given, must equal the node's output count (Split's num_outputs).
+    # Checked before shape inference and kernels, which make one entry per counted output.
+    output_count_attr: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -180,6 +183,19 @@ class OpSchema:
             raise ShapeError(
                 f"{where}{self.name}: produces 1..{'any' if ho is None else ho} outputs, got {n_outputs}"
             )
+
+    def output_count_mismatch(self, given: Mapping[str, Any], n_outputs: int) -> str | None:
+        """Why a count attribute disagrees with the node's outputs, or None when it agrees: a kernel
+        trusting ``num_outputs=10**9`` on a one-output node would allocate and loop for minutes."""
+        count = given.get(self.output_count_attr) if self.output_count_attr else None
+        if count is None or count == n_outputs:
+            return None
+        return f"{self.output_count_attr} is {count} but the node has {n_outputs} outputs"
+
+    def check_output_count(self, given: Mapping[str, Any], n_outputs: int, where: str = "") -> None:
+        problem = self.output_count_mismatch(given, n_outputs)
+        if problem:
+            raise ShapeError(f"{where}{self.name}: {problem}")
 
 
 def _is_int(v: Any) -> bool:
@@ -271,6 +287,7 @@ def op(
     differentiable: bool = False,
     stateful: bool = False,
     doc: str = "",
+    output_count_attr: str | None = None,
 ) -> Callable[[ShapeRule], ShapeRule]:
     """Declare an op; the decorated function is its shape/dtype inference rule."""
 
@@ -293,6 +310,7 @@ def op(
             differentiable=differentiable,
             stateful=stateful,
             doc=doc or (rule.__doc__ or ""),
+            output_count_attr=output_count_attr,
         )
         return rule
 

@@ -55,10 +55,15 @@ def _truth(value) -> bool:
 # --- control flow ---------------------------------------------------------------------------
 
 
-@kernel("If")
-def if_(cond, *, xp, then_branch, else_branch):
-    branch = then_branch if _truth(cond) else else_branch
-    return tuple(branch())
+@kernel("If", output_count=True)
+def if_(cond, *, xp, then_branch, else_branch, n_outputs):
+    """The edge runtime checks branch arity at load; a caller handing callables (the trainer) is
+    checked here, since a short tuple would leave the node's last outputs silently unset."""
+    which, branch = ("then_branch", then_branch) if _truth(cond) else ("else_branch", else_branch)
+    outs = tuple(branch())
+    if len(outs) != n_outputs:
+        raise ValueError(f"If: {which} returned {len(outs)} values but the node has {n_outputs} outputs")
+    return outs
 
 
 @kernel("Loop")

@@ -7,6 +7,7 @@ pass built on them never drops or breaks an outer-scope capture.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Callable, Iterator
 
@@ -21,7 +22,7 @@ def copy_graph(graph: ir.Graph) -> ir.Graph:
     for node in graph.nodes:
         attrs = {k: copy_graph(v) if isinstance(v, ir.Graph) else v for k, v in node.attrs.items()}
         nodes.append(ir.Node(node.op_type, list(node.inputs), list(node.outputs), attrs, node.name, node.domain))
-    values = {n: ir.Value(v.name, v.dtype, v.shape, v.data) for n, v in graph.values.items()}
+    values = {n: dataclasses.replace(v) for n, v in graph.values.items()}
     return ir.Graph(graph.name, nodes, list(graph.inputs), list(graph.outputs), values)
 
 
@@ -119,7 +120,7 @@ def rename_value(graph: ir.Graph, old: str, new: str) -> None:
     graph.outputs = [new if n == old else n for n in graph.outputs]
     record = graph.values.pop(old, None)
     if record is not None and (new not in graph.values or graph.values[new].dtype is None):
-        graph.values[new] = ir.Value(new, record.dtype, record.shape, record.data)
+        graph.values[new] = dataclasses.replace(record, name=new)
 
 
 def bypass(graph: ir.Graph, node: ir.Node, old: str, new: str) -> bool:

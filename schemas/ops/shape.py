@@ -223,7 +223,8 @@ def _concat(ctx):
 
 
 @op("Split", inputs=["input", "split?"], outputs=["outputs+"],
-    attrs={"axis": Attr("int", 0), "num_outputs": Attr("int")}, differentiable=True)
+    attrs={"axis": Attr("int", 0), "num_outputs": Attr("int")}, differentiable=True,
+    output_count_attr="num_outputs")
 def _split(ctx):
     x = ctx.input(0)
     n = ctx.num_outputs

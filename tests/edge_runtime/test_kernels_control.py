@@ -26,9 +26,9 @@ def test_if_runs_only_the_chosen_branch():
     ran = []
     then = lambda: ran.append("then") or [np.float32(1), np.arange(3)]  # noqa: E731
     other = lambda: ran.append("else") or [np.float32(2), np.arange(4)]  # noqa: E731
-    out = call("If", np.array(True), then_branch=then, else_branch=other)
+    out = call("If", np.array(True), then_branch=then, else_branch=other, n_outputs=2)
     assert ran == ["then"] and out[0] == 1 and len(out[1]) == 3
-    out = call("If", np.array([False]), then_branch=then, else_branch=other)
+    out = call("If", np.array([False]), then_branch=then, else_branch=other, n_outputs=2)
     assert ran == ["then", "else"] and out[0] == 2
 
 
