@@ -32,6 +32,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit; larger gets 413")
     p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit")
     p.add_argument("--drain-timeout", type=float, default=30.0, help="seconds to let in-flight requests finish on SIGTERM")
+    p.add_argument("--request-timeout", type=float, default=60.0,
+                   help="seconds an HTTP client has to send a whole request from its first byte (else 408), and to "
+                        "resume reading a response it stopped reading (else the connection is closed); 0 for no limit "
+                        "(default 60)")
+    p.add_argument("--keep-alive-timeout", type=float, default=5.0,
+                   help="seconds an HTTP connection may wait, new or between requests, before it is closed (default 5)")
+    p.add_argument("--grpc-idle-timeout", type=float, default=300.0,
+                   help="seconds a gRPC connection with no call may stay open; 0 for no limit (default 300)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
 
 
@@ -57,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request_bytes,
         grpc_max_message_bytes=args.grpc_max_message_bytes,
         drain_timeout_s=args.drain_timeout,
+        request_timeout_s=args.request_timeout or None,
+        keep_alive_timeout_s=args.keep_alive_timeout,
+        grpc_idle_timeout_s=args.grpc_idle_timeout or None,
     )
     try:
         return serve(options)

@@ -7,6 +7,7 @@ all happen here, so REST, gRPC and TensorFlow Serving REST can never disagree.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -169,6 +170,11 @@ class InferenceCore:
         except ValueError as exc:  # the runtime's own checks, e.g. a shape a kernel cannot take
             status = "InvalidRequest"
             raise InvalidRequest(str(exc)) from None
+        except asyncio.CancelledError:
+            # The caller went away (a gRPC deadline or cancellation) while the request was queued
+            # or running: neither a success nor a server error.
+            status = "Cancelled"
+            raise
         except Exception:
             status = "InternalError"
             raise
@@ -181,6 +187,12 @@ class InferenceCore:
                 # rows as validated (only a success counts them): recomputing them here from the
                 # request failed on a scalar input, and its IndexError replaced the request's error.
                 mv.stats.request(status == "success", elapsed, rows)
+
+    def count_refused(self, protocol: str, error: ServingError) -> None:
+        """Count a request its front end refused before it reached ``infer`` (a body that does not
+        decode, or over the size limit), so that every request is counted once. Such a request
+        counts under no model, as one naming an unknown model does."""
+        self._request_series(None, protocol, type(error).__name__)[0].inc()
 
     def _request_series(self, mv: ModelVersion | None, protocol: str, status: str) -> tuple:
         key = (mv.name, mv.version, protocol, status) if mv is not None else ("", "", protocol, status)

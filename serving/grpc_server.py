@@ -29,6 +29,11 @@ from serving.errors import InvalidRequest, ServingError, clipped, shown
 log = logging.getLogger("flowstack.serving")
 
 DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+DEFAULT_IDLE_TIMEOUT_S = 300.0
+# Pings on a connection quiet this long find a peer that vanished without a FIN (grpc's default
+# is two hours, a dead client's connection held that long); one unanswered this long closes it.
+KEEPALIVE_TIME_S = 60.0
+KEEPALIVE_TIMEOUT_S = 20.0
 
 # Which InferTensorContents field holds each datatype (FP16 has none: raw only), and the NumPy
 # type of that field's values: read as NumPy would guess, UINT64 values past INT64's range beside
@@ -45,6 +50,8 @@ _CONTENTS_FIELD = {
 class GrpcSettings:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     auth_token: str | None = None
+    idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S  # a connection without calls is closed after this
+    handshake_timeout_s: float | None = None  # a connection's time to open (TLS, HTTP/2 preface); grpc's 120 s if None
     tls_cert: bytes | None = None  # PEM; with tls_key, the server speaks TLS
     tls_key: bytes | None = None
 
@@ -191,6 +198,11 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
     async def ModelInfer(self, request, context):
         try:
             infer_request = decode_infer_request(request, self.max_elements)
+        except Exception as exc:
+            if isinstance(exc, ServingError):
+                self.core.count_refused("grpc", exc)
+            await self._abort(context, exc)
+        try:
             remaining = context.time_remaining()
             if remaining is not None and "timeout" not in infer_request.parameters:
                 infer_request.parameters["timeout"] = max(int(remaining * 1e6), 1)
@@ -303,6 +315,24 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         return self._deny
 
 
+def connection_options(settings: GrpcSettings) -> list[tuple[str, int]]:
+    """Channel arguments bounding what an idle, dead or stuck client holds: keepalive pings,
+    an idle-connection limit and a handshake limit. Clients may ping as often as every 10 s,
+    calls in flight or not (tritonclient's keepalive defaults are within that); faster pingers
+    get GOAWAY after grpc's usual strikes."""
+    options = [
+        ("grpc.keepalive_time_ms", int(KEEPALIVE_TIME_S * 1000)),
+        ("grpc.keepalive_timeout_ms", int(KEEPALIVE_TIMEOUT_S * 1000)),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    ]
+    if settings.idle_timeout_s is not None:
+        options.append(("grpc.max_connection_idle_ms", max(int(settings.idle_timeout_s * 1000), 1)))
+    if settings.handshake_timeout_s is not None:
+        options.append(("grpc.server_handshake_timeout_ms", max(int(settings.handshake_timeout_s * 1000), 1)))
+    return options
+
+
 def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server for ``core`` bound to ``address`` ("host:port"); returns it and the port.
 
@@ -313,6 +343,7 @@ def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.so_reuseport", 0),
+        *connection_options(settings),
     ]
     interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
     server = grpc.aio.server(options=options, interceptors=interceptors)

@@ -487,12 +487,16 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     @_endpoint
     async def infer(request: Request) -> Response:
         headers = _headers(request)
-        body = await _read_body(request, settings.max_request_bytes, headers)
-        header_length = headers.get(HEADER_LENGTH)
-        infer_request, binary_flags = parse_kserve_request(
-            body, None if header_length is None else header_length.decode("latin-1"), request.path_params["name"],
-            version_of(request), settings.max_elements,
-        )
+        try:
+            body = await _read_body(request, settings.max_request_bytes, headers)
+            header_length = headers.get(HEADER_LENGTH)
+            infer_request, binary_flags = parse_kserve_request(
+                body, None if header_length is None else header_length.decode("latin-1"), request.path_params["name"],
+                version_of(request), settings.max_elements,
+            )
+        except ServingError as exc:
+            core.count_refused("http", exc)
+            raise
         return kserve_response(await core.infer(infer_request), binary_flags)
 
     @_endpoint
@@ -530,9 +534,13 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     @_endpoint
     async def tf_predict(request: Request) -> Response:
         name, version = request.path_params["name"], version_of(request)
-        mv = core.repository.get(name, version)
-        doc = load_json_object(await _read_body(request, settings.max_request_bytes, _headers(request)))
-        infer_request, row = parse_tf_predict(doc, mv.inputs, name, version, settings.max_elements)
+        try:
+            mv = core.repository.get(name, version)
+            doc = load_json_object(await _read_body(request, settings.max_request_bytes, _headers(request)))
+            infer_request, row = parse_tf_predict(doc, mv.inputs, name, version, settings.max_elements)
+        except ServingError as exc:
+            core.count_refused("tfserving", exc)
+            raise
         response = await core.infer(infer_request)
         return _json(tf_predict_response(response, row), finite=datatypes.all_finite(o.data for o in response.outputs))
 

@@ -16,12 +16,21 @@ out when uvicorn completes it, a streamed body's first chunk takes the head alon
 Bytes the parser refuses get a JSON 400 like every other error (``unparsable_request_response``),
 written after the answers to the requests pipelined before them, which uvicorn's own 400 cut off;
 and a client's EOF (a half-close) no longer closes the connection before those answers are sent.
+
+Slow and stuck clients are bounded (uvicorn bounds none of these: it times out only the wait
+between a response and the next request's first byte). A connection that sends nothing is closed
+after the keep-alive timeout, as an idle kept-alive one is; a request must arrive whole (head and
+body) within ``request_timeout_s`` of its first byte, or it gets a JSON 408 and the connection is
+closed; and a client that reads nothing while a response waits to be written (the transport's
+buffer over its high-water mark) for ``request_timeout_s`` has its connection aborted. A head
+over ``MAX_HEAD_BYTES`` gets a JSON 431.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 from typing import Any
 
@@ -32,8 +41,15 @@ try:
 except ImportError:  # uvicorn speaks h11 then
     HttpParserCallbackError = ()  # type: ignore[assignment, misc]
 
+log = logging.getLogger("flowstack.serving")
+
 # A body larger than this goes in its own write rather than being copied behind the head.
 JOIN_MAX_BYTES = 64 << 10
+DEFAULT_REQUEST_TIMEOUT_S = 60.0
+# A request head (request line and headers) longer than this gets a 431. httptools sets no limit
+# of its own (h11 does: uvicorn's 16 KiB), and grows a header value by copying it whole for each
+# piece received, so a client sending one endless header took memory and the event loop's time.
+MAX_HEAD_BYTES = 64 << 10
 
 
 class HeadHoldingTransport:
@@ -101,8 +117,13 @@ def unparsable_request_response(default_headers: list[tuple[bytes, bytes]], reas
         # (a URL too long to parse, say).
         reason = reason.__context__
     detail = f": {reason}" if reason is not None and str(reason) else ""
-    body = json.dumps({"error": f"invalid HTTP request{detail}"}).encode()
-    head = [b"HTTP/1.1 400 Bad Request\r\n"]
+    return closing_error_response(b"400 Bad Request", default_headers, f"invalid HTTP request{detail}")
+
+
+def closing_error_response(status: bytes, default_headers: list[tuple[bytes, bytes]], message: str) -> bytes:
+    """A whole JSON error response that closes the connection, written by the protocol itself."""
+    body = json.dumps({"error": message}).encode()
+    head = [b"HTTP/1.1 " + status + b"\r\n"]
     head += [name + b": " + value + b"\r\n" for name, value in default_headers]
     head.append(b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body))
     return b"".join(head) + body
@@ -114,13 +135,113 @@ class HoldHeads:
     are answered by ``unparsable_request_response`` after the answers to the requests before them."""
 
     transport: HeadHoldingTransport
+    # Seconds a client has to send a whole request from its first byte, and to take a response
+    # it has stopped reading (None: unbounded, as uvicorn). ``with_request_timeout`` sets it.
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
     # The 400 for unparsable bytes, held until the requests before them are answered.
     _refusal: bytes | None = None
     # The client has shut down its side (sent EOF): close once the requests before it are answered.
     _client_done = False
+    _write_timer: asyncio.TimerHandle | None = None
+    _head_bytes = 0  # bytes received into a head not yet complete
+
+    @classmethod
+    def with_request_timeout(cls, seconds: float | None) -> type:
+        """This protocol class with ``request_timeout_s`` set (uvicorn takes a class, not an instance)."""
+        return type(cls.__name__, (cls,), {"request_timeout_s": seconds})
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(HeadHoldingTransport(transport, self))  # type: ignore[misc]
+        # uvicorn arms its keep-alive timer only once a response is done, so a connection that
+        # never sends a byte was held forever: wait for the first request as for any later one.
+        self._arm_wait(self.timeout_keep_alive)  # type: ignore[attr-defined]
+
+    # uvicorn's keep-alive timer, armed as each response completes, also times the request that
+    # follows: bytes arriving no longer cancel it (uvicorn's ``_unset_keepalive_if_required``, on
+    # every ``data_received``, only notes when the first came), and when it fires it closes an
+    # idle connection, or waits out the rest of ``request_timeout_s`` from that first byte. So a
+    # request costs no timer beyond the one uvicorn already made.
+    _request_began: float | None = None  # loop time of the first byte since the wait began
+
+    def _arm_wait(self, delay: float) -> None:
+        self.timeout_keep_alive_task = self.loop.call_later(delay, self.timeout_keep_alive_handler)  # type: ignore[attr-defined]
+
+    def _unset_keepalive_if_required(self) -> None:
+        if self._request_began is None:
+            self._request_began = self.loop.time()  # type: ignore[attr-defined]
+
+    def _end_wait(self) -> None:
+        task = self.timeout_keep_alive_task  # type: ignore[attr-defined]
+        if task is not None:
+            task.cancel()
+            self.timeout_keep_alive_task = None
+        self._request_began = None
+
+    def timeout_keep_alive_handler(self) -> None:
+        """The wait for a request is over: close an idle connection (as uvicorn); for a request
+        begun, wait for the rest of its time; for one received whole (being answered), nothing:
+        its response re-arms the wait."""
+        self.timeout_keep_alive_task = None
+        if self.transport.is_closing():
+            return
+        began = self._request_began
+        if began is None:
+            self.transport.close()
+            return
+        cycle = self.cycle  # type: ignore[attr-defined]
+        if cycle is not None and not cycle.response_complete and not cycle.more_body:
+            return
+        if self.request_timeout_s is None:
+            return
+        remaining = began + self.request_timeout_s - self.loop.time()  # type: ignore[attr-defined]
+        if remaining > 0:
+            self._arm_wait(remaining)
+            return
+        if cycle is not None and not cycle.response_complete:  # its body is still to come
+            cycle.disconnected = True  # the app's receive() returns a disconnect, ending its task
+            cycle.message_event.set()
+            if cycle.response_started:  # answered before its body came: no room for a 408
+                self.transport.close()
+                return
+        self._refuse(b"408 Request Timeout", f"request not received whole within {self.request_timeout_s} s")
+
+    def data_received(self, data: bytes) -> None:
+        before = self.cycle  # type: ignore[attr-defined]
+        in_body = before is not None and before.more_body and not before.response_complete
+        super().data_received(data)  # type: ignore[misc]
+        if in_body or self.cycle is not before:  # type: ignore[attr-defined]
+            self._head_bytes = 0  # body bytes, or a head completed
+            return
+        self._head_bytes += len(data)
+        if self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
+            self._refuse(b"431 Request Header Fields Too Large", f"request head is over {MAX_HEAD_BYTES} bytes")
+
+    def _refuse(self, status: bytes, message: str) -> None:
+        """Answer ``status`` with ``message`` and close (no request in this connection is answered after it)."""
+        log.warning("%s; answering %s", message, status.decode(),
+                    extra={"fields": {"event": "request_refused", "client": str(self.client)}})  # type: ignore[attr-defined]
+        self.transport.write(closing_error_response(status, self.server_state.default_headers, message))  # type: ignore[attr-defined]
+        self.transport.close()
+
+    def pause_writing(self) -> None:
+        """The transport's buffer is full: the client is not reading. Give it ``request_timeout_s``."""
+        super().pause_writing()  # type: ignore[misc]
+        if self.request_timeout_s is not None and self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.request_timeout_s, self._write_stalled)  # type: ignore[attr-defined]
+
+    def resume_writing(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+        super().resume_writing()  # type: ignore[misc]
+
+    def _write_stalled(self) -> None:
+        """The client read nothing for ``request_timeout_s``: abort, which also releases the
+        request task waiting to write (uvicorn's send waits for the buffer to drain, forever)."""
+        self._write_timer = None
+        log.warning("client read no response bytes within %s s; closing the connection", self.request_timeout_s,
+                    extra={"fields": {"event": "write_timeout", "client": str(self.client)}})  # type: ignore[attr-defined]
+        self.transport.abort()
 
     def send_400_response(self, msg: str) -> None:
         """uvicorn's answer to bytes its parser refuses (called in its ``except`` block, so the
@@ -162,11 +283,20 @@ class HoldHeads:
 
     def on_response_complete(self) -> None:
         self.transport.flush()
+        self._end_wait()
         if self._refusal is None and not self._client_done:  # the usual case
+            before = self.cycle  # type: ignore[attr-defined]
             super().on_response_complete()  # type: ignore[misc]
+            if self.timeout_keep_alive_task is None:  # type: ignore[attr-defined]
+                if not self.transport.is_closing():  # httptools started a pipelined request, arming no wait
+                    self._request_began = self.loop.time()  # type: ignore[attr-defined]
+                    self._arm_wait(self.request_timeout_s or self.timeout_keep_alive)  # type: ignore[attr-defined]
+            elif self.cycle is before:  # type: ignore[attr-defined]
+                self._request_began = None  # idle: the next byte begins a request (h11 may have begun one)
             return
         answered, queued = self.cycle, bool(getattr(self, "pipeline", None))  # type: ignore[attr-defined]
         super().on_response_complete()  # type: ignore[misc]  # starts the next request, if any
+        self._request_began = None
         if self.transport.is_closing() or queued:
             return
         cycle = self.cycle  # type: ignore[attr-defined]  # h11 parses a next request only now
@@ -178,6 +308,10 @@ class HoldHeads:
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)  # type: ignore[misc]
+        self._end_wait()
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
         self.transport.release()
 
 

@@ -312,6 +312,12 @@ class ModelRepository:
 
     def poll(self) -> None:
         """Scan the repository once and bring the served versions in line with it."""
+        try:
+            self._scan()
+        finally:
+            self._scanned.set()  # even a failed first scan: readiness then says what is there
+
+    def _scan(self) -> None:
         with self._scan_lock:
             if self._closing:
                 return
@@ -328,7 +334,12 @@ class ModelRepository:
                     problems[name] = "refused: the directory resolves outside the model repository"
                     continue
                 found.add(name)
-                self._sync_model(name, directory)
+                try:
+                    self._sync_model(name, directory)
+                except OSError as exc:
+                    # The directory changed under the scan (deleted, replaced, unreadable): report
+                    # it, keep what this model serves, and go on to the other models.
+                    self._unreadable(name, exc)
             for name, problem in problems.items():
                 if self._problems.get(name) != problem:
                     log.error("model repository entry %r: %s", name, problem)
@@ -338,17 +349,28 @@ class ModelRepository:
                 entry = self._models.pop(name)
                 for mv in entry.serving.values():
                     self._retire(mv)
-        self._scanned.set()
 
-    def _available_versions(self, directory: Path) -> dict[int, Path]:
-        versions = {}
+    def _unreadable(self, name: str, exc: OSError) -> None:
+        entry = self._models.setdefault(name, _ModelEntry())
+        error = f"could not read the model directory: {type(exc).__name__}: {exc} (keeping the versions already served)"
+        if entry.error != error:
+            log.error("model %r: %s", name, error)
+        entry.error = error
+
+    def _available_versions(self, directory: Path) -> tuple[dict[int, Path], dict[int, str]]:
+        """Version directories with a model file, and those refused (with why)."""
+        versions, refused = {}, {}
         for sub in directory.iterdir():
             if not sub.name.isdigit() or sub.name.startswith("0") or not sub.is_dir():
                 continue
             path = sub / MODEL_FILE
-            if path.is_file() and self._inside_root(path):
+            if not path.is_file():
+                continue  # not written yet (a directory may appear before its file)
+            if self._inside_root(path):
                 versions[int(sub.name)] = path
-        return versions
+            else:
+                refused[int(sub.name)] = f"refused: {path} resolves outside the model repository"
+        return versions, refused
 
     def _sync_model(self, name: str, directory: Path) -> None:
         entry = self._models.setdefault(name, _ModelEntry())
@@ -361,9 +383,9 @@ class ModelRepository:
                 log.error("model %r: %s (keeping the versions already served)", name, exc)
             entry.error = str(exc)
             return
+        available, refused = self._available_versions(directory)
         entry.error = ""
         entry.config = config
-        available = self._available_versions(directory)
         limit = config.version_policy.wanted()
         keep: dict[int, ModelVersion] = {}
         statuses: dict[int, VersionStatus] = {}
@@ -399,6 +421,10 @@ class ModelRepository:
             log.info("model %r version %d loaded and warmed up from %s", name, version, available[version])
         for version in available:
             statuses.setdefault(version, VersionStatus(version, "UNAVAILABLE", "not selected by the version policy"))
+        for version, reason in refused.items():
+            if entry.statuses.get(version, VersionStatus(version, "")).reason != reason:
+                log.error("model %r version %d: %s", name, version, reason)
+            statuses[version] = VersionStatus(version, "UNAVAILABLE", reason)
         retired = [mv for version, mv in entry.serving.items() if keep.get(version) is not mv]
         entry.serving = keep  # one assignment: readers see the old set or the new one
         entry.statuses = statuses
@@ -452,11 +478,14 @@ class ModelRepository:
 
 
 def _stamp(path: Path) -> tuple | None:
+    """What tells a changed file from the one last tried. The ctime too: fixing a file's
+    permissions (chmod, chown) changes only that, and a version that failed for want of them
+    must be tried again."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
 def _warmup_feeds(specs, sample: dict, max_batch_size: int) -> dict[str, np.ndarray]:

@@ -21,9 +21,9 @@ import uvicorn
 
 from serving.backends import EdgeRuntimeBackend, check_device
 from serving.core import InferenceCore
-from serving.grpc_server import DEFAULT_MAX_MESSAGE_BYTES, GrpcSettings, create_grpc_server
+from serving.grpc_server import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_MAX_MESSAGE_BYTES, GrpcSettings, create_grpc_server
 from serving.http_app import DEFAULT_MAX_REQUEST_BYTES, HttpSettings, create_app
-from serving.http_protocol import CoalescingHTTPProtocol
+from serving.http_protocol import DEFAULT_REQUEST_TIMEOUT_S, CoalescingHTTPProtocol
 from serving.repository import ModelRepository
 
 log = logging.getLogger("flowstack.serving")
@@ -45,6 +45,13 @@ class ServerOptions:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     grpc_max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     drain_timeout_s: float = 30.0
+    # A client's time to send a whole HTTP request from its first byte (else 408), and to start
+    # reading a response it has let fill the socket buffer (else the connection is aborted).
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    # An HTTP connection with no request in progress (new or kept alive) is closed after this.
+    keep_alive_timeout_s: float = 5.0
+    # A gRPC connection with no call in progress is closed (GOAWAY) after this.
+    grpc_idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S
     backend_factory: type = field(default=EdgeRuntimeBackend, repr=False)
 
 
@@ -89,7 +96,8 @@ class InferenceServer:
             app = create_app(self.core, HttpSettings(max_request_bytes=o.max_request_bytes, auth_token=o.auth_token))
             config = uvicorn.Config(
                 app,
-                http=CoalescingHTTPProtocol,
+                http=CoalescingHTTPProtocol.with_request_timeout(o.request_timeout_s),
+                timeout_keep_alive=o.keep_alive_timeout_s,
                 # No WebSocket endpoints: an Upgrade request is answered as plain HTTP (404) rather
                 # than handed to a WebSocket protocol on the head-holding transport.
                 ws="none",
@@ -116,6 +124,8 @@ class InferenceServer:
             settings = GrpcSettings(
                 max_message_bytes=o.grpc_max_message_bytes,
                 auth_token=o.auth_token,
+                idle_timeout_s=o.grpc_idle_timeout_s,
+                handshake_timeout_s=o.request_timeout_s,
                 tls_cert=o.tls_cert.read_bytes() if o.tls_cert else None,
                 tls_key=o.tls_key.read_bytes() if o.tls_key else None,
             )
