@@ -83,6 +83,15 @@ class WhileContext(_Context):
         self.parallel_iterations = parallel_iterations
         self.loop_nodes = self.nodes
 
+    def add_node(self, node) -> None:
+        # A node fed only by loop-invariant values (constant Enters) would run in every
+        # iteration the frame ever sees, including the one where the predicate is false, and
+        # feed NextIteration forever; waiting on the pivot makes it dead there, as in TensorFlow.
+        if (node.inputs and not node.control_inputs and self.pivot is not None and node.op_type != "Enter"
+                and all(t is None or t in self._routed for t in node.inputs)):
+            node.control_inputs.append(self.pivot.node)
+        super().add_node(node)
+
     def _route_in(self, t):
         node = self.graph.create_op("Enter", [t], {"frame_name": self.frame_name, "is_constant": 1,
                                                    "parallel_iterations": self.parallel_iterations},
@@ -94,6 +103,21 @@ class WhileContext(_Context):
     def captured(self) -> dict:
         """Outside tensor -> its constant Enter inside this frame."""
         return dict(self._entered)
+
+
+def _in_frame(ctx: WhileContext, t: Tensor) -> Tensor:
+    """A body output as a per-iteration tensor of the frame ``ctx``.
+
+    A body may return a tensor from outside the loop (``lambda i, a: (i + 1, x)``). Its constant
+    Enter is one value for every iteration, not a value of this iteration, so it cannot feed
+    NextIteration directly; an Identity inside the frame (waiting on the pivot, see add_node)
+    re-emits it each iteration and gives its gradient a path back to ``x``.
+    """
+    from trainer.ops import identity
+
+    if _inside(t.node, ctx) and t not in ctx._routed:
+        return t
+    return identity(ctx.enter_inputs([t])[0])
 
 
 def _flatten(x):
@@ -224,9 +248,10 @@ class WhileLoop:
             "counter_index": self.counter_index,
         }
 
-    def gradient(self, exit_grads, wanted=lambda t: True):
-        """{outer tensor: gradient} for the loop's initial values and the captured tensors ``wanted`` says
-        the caller needs (a loop over a fed sequence need not accumulate the sequence's gradient)."""
+    def gradient(self, exit_grads, wanted=lambda t: True) -> list[tuple[Tensor, Tensor]]:
+        """(outer tensor, gradient) pairs, summed per tensor by the caller, for the loop's initial
+        values and the captured tensors ``wanted`` says the caller needs (a loop over a fed
+        sequence need not accumulate the sequence's gradient)."""
         if not self.pushes and self.counter_index:
             raise GraphError(f"while_loop {self.frame_name!r} was built with differentiable=False")
         outer = self.ctx.outer
@@ -265,7 +290,8 @@ class WhileLoop:
             remat_start = len(ctx.nodes)
             ys, _ = _flatten(self.body_fn(*xs))
             ys = [convert_to_tensor(y) for y in ys]
-            remat = [nd for nd in ctx.nodes[remat_start:] if nd.op_type != "Enter"]
+            remat = [nd for nd in ctx.nodes[remat_start:] if nd.op_type != "Enter"]  # twins of body_nodes
+            ys = [_in_frame(ctx, y) for y in ys]
             entered = [ctx.enter_inputs([c])[0] for c in captured]
             targets = [xs[i] for i in diff] + entered
             grads = gradients([ys[i] for i in diff], targets, grad_ys=gs)
@@ -285,11 +311,10 @@ class WhileLoop:
         outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad",
                           differentiable=False)
         outs = list(outs)
-        result = {}
-        for j, i in enumerate(diff):
-            result[self.enters[i].inputs[0]] = outs[1 + j]
-        for j, c in enumerate(captured):
-            result[c] = outs[1 + len(diff) + j]
+        # Pairs, not a dict: one outer tensor may be several initial values and a captured tensor
+        # at once (``while_loop(.., lambda a: a * x, [x])``), and each path's gradient counts.
+        result = [(self.enters[i].inputs[0], outs[1 + j]) for j, i in enumerate(diff)]
+        result += [(c, outs[1 + len(diff) + j]) for j, c in enumerate(captured)]
         return result
 
 
@@ -349,7 +374,7 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             body_start = len(ctx.nodes)
             outs, _ = _flatten(body_fn(*pushed))
             body_nodes = [nd for nd in ctx.nodes[body_start:] if nd.op_type != "Enter"]
-            outs = [convert_to_tensor(o) for o in outs]
+            outs = [_in_frame(ctx, convert_to_tensor(o)) for o in outs]
             if len(outs) != n - 1:
                 raise GraphError(f"while_loop {name!r}: body returns {len(outs)} values for {n - 1} loop variables")
             from trainer.ops import add
@@ -362,7 +387,6 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             counter_inc = outs[-1].node
             nexts = []
             for i, (o, m) in enumerate(zip(outs, merges)):
-                o = ctx.enter_inputs([o])[0] if not _inside(o.node, ctx) else o
                 if o.dtype != m.outputs[0].dtype:
                     raise GraphError(f"while_loop {name!r}: loop variable {i} enters as {m.outputs[0].dtype} "
                                      f"but the body returns {o.dtype}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 
 import numpy as np
@@ -24,22 +25,52 @@ __all__ = ["Coordinator", "FIFOQueue", "QueueRunner", "RandomShuffleQueue", "sta
 class _QueueState:
     """The buffer behind a queue handle: bounded, blocking, closable; optionally shuffling."""
 
-    def __init__(self, name, capacity, shuffle=False, min_after_dequeue=0, seed=0):
+    def __init__(self, name, capacity, dtypes, shapes, shuffle=False, min_after_dequeue=0, seed=0):
         self.name = name
         self.capacity = capacity if capacity > 0 else None
+        self.dtypes = [np.dtype(d) for d in dtypes]
+        self.shapes = [tuple(json.loads(sh)) for sh in shapes] if shapes else None
         self.items: deque = deque()
         self.cv = threading.Condition()
         self.closed = False
+        self.cancelled = False
+        self.waiting_puts = 0  # enqueues blocked on a full queue; a close lets them finish
         self.shuffle = shuffle
         self.min_after_dequeue = min_after_dequeue
         self.rng = np.random.default_rng(seed or None)
 
+    def check(self, components, batched: bool) -> None:
+        """Reject an element whose arity, dtype or shape the queue was not built for, naming the
+        component, before anything is enqueued (a wrong element would only fail, or silently
+        change dtype, when a later dequeue_many stacks it)."""
+        if len(components) != len(self.dtypes):
+            raise ValueError(f"queue {self.name!r} holds {len(self.dtypes)} components, got {len(components)}")
+        for i, c in enumerate(components):
+            shape = c.shape[1:] if batched else c.shape
+            if c.dtype != self.dtypes[i]:
+                raise ValueError(f"queue {self.name!r} component {i}: expected {self.dtypes[i].name}, "
+                                 f"got {c.dtype.name}")
+            if batched and (c.ndim == 0 or c.shape[0] != components[0].shape[0]):
+                raise ValueError(f"queue {self.name!r} enqueue_many: component {i} has shape {c.shape}; every "
+                                 f"component needs the same leading (batch) dimension {components[0].shape[:1]}")
+            if self.shapes is not None and tuple(shape) != self.shapes[i]:
+                raise ValueError(f"queue {self.name!r} component {i}: expected shape {self.shapes[i]}, "
+                                 f"got {tuple(shape)}")
+
     def put(self, item):
         with self.cv:
-            while self.capacity is not None and len(self.items) >= self.capacity and not self.closed:
-                self.cv.wait(0.1)
             if self.closed:
                 raise RuntimeError(f"queue {self.name!r} is closed; cannot enqueue")
+            # An enqueue already waiting when the queue closes still completes once there is room
+            # (as in TensorFlow), unless the close cancelled pending enqueues.
+            self.waiting_puts += 1
+            try:
+                while self.capacity is not None and len(self.items) >= self.capacity and not self.cancelled:
+                    self.cv.wait(0.1)
+            finally:
+                self.waiting_puts -= 1
+            if self.cancelled:
+                raise RuntimeError(f"queue {self.name!r} was closed with cancel_pending_enqueues; enqueue cancelled")
             self.items.append(item)
             self.cv.notify_all()
 
@@ -58,7 +89,7 @@ class _QueueState:
                         out.append(self.items.popleft())
                     self.cv.notify_all()
                     continue
-                if self.closed:
+                if self.closed and not self.waiting_puts:  # a pending enqueue may still fill it
                     for item in reversed(out):  # give back a partial batch: not enough left
                         self.items.appendleft(item)
                     raise OutOfRangeError(
@@ -67,9 +98,10 @@ class _QueueState:
                 self.cv.wait(0.1)
         return out
 
-    def close(self):
+    def close(self, cancel_pending_enqueues: bool = False):
         with self.cv:
             self.closed = True
+            self.cancelled = self.cancelled or cancel_pending_enqueues
             self.cv.notify_all()
 
 
@@ -89,22 +121,27 @@ def _create(rctx, name, factory):
 
 @stateful_kernel("FIFOQueue")
 def fifo_queue(rctx, *, xp, component_types, shapes, capacity, shared_name):
-    return _create(rctx, shared_name, lambda: _QueueState(shared_name, capacity))
+    return _create(rctx, shared_name, lambda: _QueueState(shared_name, capacity, component_types, shapes))
 
 
 @stateful_kernel("RandomShuffleQueue")
 def random_shuffle_queue(rctx, *, xp, component_types, shapes, capacity, shared_name, min_after_dequeue, seed):
-    return _create(rctx, shared_name, lambda: _QueueState(shared_name, capacity, True, min_after_dequeue, seed))
+    return _create(rctx, shared_name, lambda: _QueueState(shared_name, capacity, component_types, shapes,
+                                                             True, min_after_dequeue, seed))
 
 
 @stateful_kernel("QueueEnqueue")
 def queue_enqueue(rctx, handle, *components, xp):
-    _queue(rctx, handle).put(tuple(np.array(c, copy=True) for c in components))
+    q = _queue(rctx, handle)
+    item = tuple(np.array(c, copy=True) for c in components)
+    q.check(item, batched=False)
+    q.put(item)
 
 
 @stateful_kernel("QueueEnqueueMany")
 def queue_enqueue_many(rctx, handle, *components, xp):
     q = _queue(rctx, handle)
+    q.check([np.asarray(c) for c in components], batched=True)
     for row in zip(*components):
         q.put(tuple(np.array(c, copy=True) for c in row))
 
@@ -117,14 +154,18 @@ def queue_dequeue(rctx, handle, *, xp, component_types):
 
 @stateful_kernel("QueueDequeueMany")
 def queue_dequeue_many(rctx, handle, n, *, xp, component_types):
-    items = _queue(rctx, handle).take(int(n))
-    out = tuple(np.stack([it[i] for it in items]) for i in range(len(component_types)))
+    q = _queue(rctx, handle)
+    items = q.take(int(n))
+    if not items and q.shapes is not None:  # dequeue_many(0): an empty batch of the right shape
+        out = tuple(np.empty((0,) + sh, d) for sh, d in zip(q.shapes, q.dtypes))
+    else:
+        out = tuple(np.stack([it[i] for it in items]) for i in range(len(component_types)))
     return out if len(out) > 1 else out[0]
 
 
 @stateful_kernel("QueueClose")
 def queue_close(rctx, handle, *, xp, cancel_pending_enqueues):
-    _queue(rctx, handle).close()
+    _queue(rctx, handle).close(bool(cancel_pending_enqueues))
 
 
 @stateful_kernel("QueueSize")
@@ -187,8 +228,12 @@ class FIFOQueue:
                            domain=TRAINER_DOMAIN, num_outputs=len(self.dtypes), name=name or f"{self.node.name}/DequeueMany")
         return self._typed(node, True)
 
-    def close(self, name=None):
-        return self._op("QueueClose", [], name=name)
+    def close(self, cancel_pending_enqueues: bool = False, name=None):
+        """Close the queue: later enqueues fail, dequeues drain what is left then raise
+        OutOfRangeError. Enqueues already blocked on a full queue still complete unless
+        ``cancel_pending_enqueues``."""
+        return self._op("QueueClose", [], name=name,
+                        attrs={"cancel_pending_enqueues": int(bool(cancel_pending_enqueues))})
 
     def size(self, name=None):
         return self._op("QueueSize", [], name=name).outputs[0]
@@ -211,6 +256,7 @@ class QueueRunner:
         self.enqueue_ops = list(enqueue_ops)
         self.feed_fn = feed_fn  # optional: () -> feed_dict per run; raising StopIteration ends the input
         self.close_op = queue.close()
+        self.cancel_op = queue.close(cancel_pending_enqueues=True)  # on stop: wake blocked enqueues
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
         queue.graph.add_to_collection(GraphKeys.QUEUE_RUNNERS, self)
@@ -242,7 +288,7 @@ class QueueRunner:
                         pass
 
         self.threads = [threading.Thread(target=loop, args=(op,), daemon=True) for op in self.enqueue_ops]
-        coord.on_stop(lambda: _quietly(sess.run, self.close_op))
+        coord.on_stop(lambda: _quietly(sess.run, self.cancel_op))
         for t in self.threads:
             coord.register_thread(t)
             if start:
@@ -273,7 +319,9 @@ class Coordinator:
         return self._stop.is_set()
 
     def request_stop(self, exception=None) -> None:
-        if exception is not None and self.exception is None:
+        """Ask every thread to stop; the first ``exception`` is re-raised by ``join``. An
+        OutOfRangeError (input exhausted) is a clean stop, as in TensorFlow, not a failure."""
+        if exception is not None and self.exception is None and not isinstance(exception, OutOfRangeError):
             self.exception = exception
         self._stop.set()
 
@@ -281,13 +329,20 @@ class Coordinator:
         self._threads.append(t)
 
     def join(self, timeout: float = 10.0) -> None:
+        """Stop, wait up to ``timeout`` seconds in all for the threads, then re-raise the first
+        reported error; a thread still running after that raises RuntimeError naming it."""
         self._stop.set()
         for fn in self._on_stop:
             fn()
+        deadline = time.monotonic() + timeout
         for t in self._threads:
-            t.join(timeout)
+            if t.ident is not None:  # created with start=False and never started: nothing to wait for
+                t.join(max(0.0, deadline - time.monotonic()))
         if self.exception is not None:
             raise self.exception
+        stuck = [t.name for t in self._threads if t.is_alive()]
+        if stuck:
+            raise RuntimeError(f"Coordinator stopped with threads still running after {timeout}s: {stuck}")
 
 
 def start_queue_runners(sess, coord=None):

@@ -87,8 +87,12 @@ def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     """(meta, {variable name: array}) of a checkpoint file."""
     if not os.path.exists(path):
         raise CheckpointError(f"checkpoint {path!r} does not exist")
+    if not zipfile.is_zipfile(path):  # np.load would read a bare .npy as an array, not an archive
+        raise CheckpointError(f"checkpoint {path!r} is unreadable: not a checkpoint archive "
+                              f"(truncated, or not written by Saver)")
     try:
-        with np.load(path, allow_pickle=False) as data:
+        # Our own handle: np.load leaks the file it opened when the archive turns out corrupt.
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
             meta = json.loads(bytes(data["__meta__"]).decode("utf-8"))
             values = {k: data[k] for k in meta["variables"]}
     except CheckpointError:
@@ -185,8 +189,8 @@ class Saver:
             state = _read_state(directory)
             paths = [p for p in state.get("all_model_checkpoint_paths", []) if p != path] + [path]
             while len(paths) > self.max_to_keep > 0:
-                old = paths.pop(0)
-                if os.path.exists(old):
+                old = _resolve(directory, paths.pop(0))
+                if old is not None:
                     os.unlink(old)
             _write_state(directory, {"model_checkpoint_path": path, "all_model_checkpoint_paths": paths})
         return path
@@ -210,14 +214,42 @@ class Saver:
 
 
 def _read_state(directory: str) -> dict:
+    """The directory's ``checkpoint`` index, or {} if it is missing or unreadable.
+
+    A stale or hand-edited index is data, not code: anything other than a JSON object with string
+    paths is ignored, so it can neither crash ``latest_checkpoint`` nor make rotation delete files
+    it never wrote (a string where a list belongs would otherwise be iterated letter by letter).
+    """
     path = os.path.join(directory, STATE_FILE)
     if not os.path.exists(path):
         return {}
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError):
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}
+    if not isinstance(state, dict):
+        return {}
+    paths = state.get("all_model_checkpoint_paths")
+    clean = {"all_model_checkpoint_paths": [p for p in paths if isinstance(p, str) and p]
+             if isinstance(paths, list) else []}
+    if isinstance(state.get("model_checkpoint_path"), str) and state["model_checkpoint_path"]:
+        clean["model_checkpoint_path"] = state["model_checkpoint_path"]
+    return clean
+
+
+def _resolve(directory: str, path: str) -> str | None:
+    """The existing file an index entry names, or None.
+
+    A relative entry is relative to the index's directory (as in TensorFlow), not to the current
+    directory. Saver always writes a checkpoint next to its index, so when the entry no longer
+    resolves (the directory was moved or copied, or a fresh process runs elsewhere) the file of
+    that name beside the index is the one meant.
+    """
+    for candidate in (os.path.join(directory, path), os.path.join(directory, os.path.basename(path))):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
 
 
 def _write_state(directory: str, state: dict) -> None:
@@ -227,8 +259,12 @@ def _write_state(directory: str, state: dict) -> None:
 def latest_checkpoint(directory: str) -> str | None:
     """The newest complete checkpoint named by the directory's ``checkpoint`` file, or None."""
     state = _read_state(directory)
-    for path in reversed(state.get("all_model_checkpoint_paths", [])):
-        if os.path.exists(path):
+    candidates = list(reversed(state.get("all_model_checkpoint_paths", [])))
+    if "model_checkpoint_path" in state:  # the newest, even in an index that lists nothing else
+        candidates.insert(0, state["model_checkpoint_path"])
+    for path in candidates:
+        path = _resolve(directory, path)
+        if path is not None:
             return path
     return None
 
@@ -302,10 +338,13 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
 
     if os.path.isdir(path):
         path = os.path.join(path, GRAPH_FILE)
-    with np.load(path, allow_pickle=False) as data:
-        desc = json.loads(bytes(data["__graph__"]).decode("utf-8"))
-        arrays = {k: data[k] for k in data.files if k != "__graph__"}
-    if desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
+    try:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
+            desc = json.loads(bytes(data["__graph__"]).decode("utf-8"))
+            arrays = {k: data[k] for k in data.files if k != "__graph__"}
+    except Exception as e:  # noqa: BLE001 - a missing, truncated or foreign file: say which
+        raise GraphError(f"graph file {path!r} is unreadable: {type(e).__name__}: {e}") from None
+    if not isinstance(desc, dict) or desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
         raise GraphError(f"{path!r} is not a flowstack graph this reader understands")
     g = graph or Graph()
     names = {nd["name"] for nd in desc["nodes"]}

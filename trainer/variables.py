@@ -108,7 +108,8 @@ class Variable:
 
 def _default_dtype(value):
     arr = np.asarray(value)
-    if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+    # np.float64 subclasses float, but it names its dtype: only plain Python floats default to float32.
+    if arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         arr = arr.astype(np.float32)
     return arr
 

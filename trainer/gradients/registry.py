@@ -166,7 +166,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
                     continue
                 done_loops.add(id(loop))
                 exit_grads = [_aggregate(grads.get(t, []), False) for t in loop.exit_tensors()]
-                for t, g in loop.gradient(exit_grads, wanted=lambda t: t.node in todo).items():
+                for t, g in loop.gradient(exit_grads, wanted=lambda t: t.node in todo):
                     grads.setdefault(t, []).append(g)
                 continue
             out_grads = [_aggregate(grads.get(t, []), t in x_set) for t in node.outputs]
