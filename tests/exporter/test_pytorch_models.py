@@ -15,25 +15,15 @@ import warnings
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from edge_runtime import ModelFormatError, load
 from exporter import flow_writer
 from exporter.onnx_import import import_onnx, onnx_to_flow_bytes
 from exporter.passes import optimize
+from tests.exporter.test_onnx_import import make_model, tensor
 
 # -------------------------------------------------------------------------------------- helpers
-
-
-def make_model(nodes, inputs, outputs, initializers=(), opset: int = 17) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8  # what onnxruntime reads
-    return model
-
-
-def tensor(name: str, shape, dtype=TensorProto.FLOAT):
-    return helper.make_tensor_value_info(name, dtype, shape)
 
 
 def const(name: str, value) -> onnx.TensorProto:

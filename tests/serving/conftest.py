@@ -198,3 +198,19 @@ def write_passthrough_model(path: Path, inputs: dict[str, tuple[int, list]], out
     path.parent.mkdir(parents=True, exist_ok=True)
     convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path, samples=samples)
     return path
+
+
+def grpc_infer_codes(stub, request, count: int, timeout: float) -> list:
+    """Send ``request`` ``count`` times at once (ModelInfer futures); each call's status code, and the
+    details of those that failed, in order."""
+    import grpc
+
+    futures = [stub.ModelInfer.future(request, timeout=timeout) for _ in range(count)]
+    results = []
+    for f in futures:
+        try:
+            f.result()
+            results.append((grpc.StatusCode.OK, ""))
+        except grpc.RpcError as exc:
+            results.append((exc.code(), exc.details()))
+    return results

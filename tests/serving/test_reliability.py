@@ -21,7 +21,7 @@ import pytest
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving.backends import EdgeRuntimeBackend
-from tests.serving.conftest import add_version, running_server
+from tests.serving.conftest import add_version, grpc_infer_codes, running_server
 
 ROOT = Path(__file__).resolve().parents[2]
 X = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
@@ -145,16 +145,10 @@ def test_overload_gets_503_and_loses_no_accepted_request(tmp_path, mlp):
         request = pb.ModelInferRequest(model_name="mlp")
         request.inputs.add(name="x", datatype="FP32", shape=[2, 4])
         request.raw_input_contents.append(X.tobytes())
-        futures = [stub.ModelInfer.future(request, timeout=20) for _ in range(40)]
-        codes = []
-        for f in futures:
-            try:
-                f.result()
-                codes.append(grpc.StatusCode.OK)
-            except grpc.RpcError as exc:
-                codes.append(exc.code())
-                assert "queue full" in exc.details()
+        results = grpc_infer_codes(stub, request, 40, timeout=20)
         channel.close()
+        codes = [code for code, _ in results]
+        assert all("queue full" in details for code, details in results if code != grpc.StatusCode.OK)
         assert set(codes) <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}
         assert grpc.StatusCode.UNAVAILABLE in codes and grpc.StatusCode.OK in codes
 

@@ -11,7 +11,6 @@ import shutil
 import socket
 import threading
 import time
-from pathlib import Path
 
 import grpc
 import httpx
@@ -24,7 +23,7 @@ from serving import ModelRepository
 from serving.backends import EdgeRuntimeBackend
 from serving.config import ModelConfig
 from serving.metrics import Counter
-from tests.serving.conftest import add_version, running_server, write_passthrough_model
+from tests.serving.conftest import add_version, grpc_infer_codes, running_server, write_passthrough_model
 
 X = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
 GOOD = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 4], "data": X.ravel().tolist()}]}
@@ -383,14 +382,7 @@ def test_metrics_stay_consistent_through_overload_timeouts_and_cancellations(tmp
         request.inputs.add(name="x", datatype="FP32", shape=[2, 4])
         request.raw_input_contents.append(X.tobytes())
         # Deadlines that pass while the request runs: the server-side task is cancelled.
-        futures = [stub.ModelInfer.future(request, timeout=0.1) for _ in range(6)]
-        codes = []
-        for f in futures:
-            try:
-                f.result()
-                codes.append(grpc.StatusCode.OK)
-            except grpc.RpcError as exc:
-                codes.append(exc.code())
+        codes = [code for code, _ in grpc_infer_codes(stub, request, 6, timeout=0.1)]
         assert grpc.StatusCode.DEADLINE_EXCEEDED in codes
         with httpx.Client(base_url=server.http_url, timeout=10) as client:
             threads = [threading.Thread(target=client.post, args=("/v2/models/mlp/infer",), kwargs={"json": GOOD})
