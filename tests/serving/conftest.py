@@ -194,7 +194,8 @@ def write_passthrough_model(path: Path, inputs: dict[str, tuple[int, list]], out
     samples = {}
     for name, (elem, shape) in inputs.items():
         dims = [1 if d == "n" else d for d in shape]
-        samples[name] = np.full(dims, "a", dtype=object) if elem == TensorProto.STRING else np.zeros(dims, np.float32)
+        samples[name] = (np.full(dims, "a", dtype=object) if elem == TensorProto.STRING
+                         else np.zeros(dims, helper.tensor_dtype_to_np_dtype(elem)))
     path.parent.mkdir(parents=True, exist_ok=True)
     convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path, samples=samples)
     return path

@@ -16,7 +16,6 @@ import socket
 import struct
 import time
 import zlib
-from pathlib import Path
 
 import grpc
 import httpx
@@ -25,26 +24,12 @@ import pytest
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
-from tests.serving.conftest import add_version, running_server
+from tests.serving.conftest import add_version, running_server, write_passthrough_model
 from tests.serving.test_http_protocol import PROTOCOLS, connect, run
 
 X = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
 GOOD = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 4], "data": X.ravel().tolist()}]}
 GOOD_BODY = json.dumps(GOOD).encode()
-
-
-def write_identity_model(path: Path, elem_type: int) -> None:
-    """One input i and one output o = i, of ONNX type ``elem_type`` and shape [n, 2]."""
-    from onnx import TensorProto, helper
-
-    from exporter.onnx_import import convert_onnx
-
-    info = helper.make_tensor_value_info
-    graph = helper.make_graph([helper.make_node("Identity", ["i"], ["o"])], "identity",
-                              [info("i", elem_type, ["n", 2])], [info("o", elem_type, ["n", 2])])
-    samples = {"i": np.array([["a", "b"]], dtype=object)} if elem_type == TensorProto.STRING else None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    convert_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path, samples=samples)
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +38,8 @@ def server(tmp_path_factory, mlp):
 
     root = tmp_path_factory.mktemp("fuzz_models")
     add_version(root, "mlp", 1, mlp, {"max_batch_size": 16, "max_queue_delay_us": 500})
-    write_identity_model(root / "text" / "1" / "model.flow", TensorProto.STRING)
-    write_identity_model(root / "u64" / "1" / "model.flow", TensorProto.UINT64)
+    for name, elem_type in (("text", TensorProto.STRING), ("u64", TensorProto.UINT64)):
+        write_passthrough_model(root / name / "1" / "model.flow", {"i": (elem_type, ["n", 2])}, {"o": "i"})
     with running_server(root) as running:
         yield running
 
