@@ -210,25 +210,12 @@ def _scatter_rule(scatter, gather, with_axis):
         ddata = grads[0]
         if reduction == "none":  # overwritten entries get none
             ddata = onnx(scatter, [grads[0], idx, fs("ZerosLike", [upd])], attrs)
-        source = _cut_to_indices(grads[0], idx, node.attrs["axis"]) if with_axis else grads[0]
-        dupd = onnx(gather, [source, idx], attrs)
+        # ScatterElements: GatherElements reads only the leading part of the data where indices (and updates) are
+        # shorter than it on the other axes, as ScatterElements wrote them.
+        dupd = onnx(gather, [grads[0], idx], attrs)
         return [ddata, None, dupd]
 
     return rule
-
-
-def _cut_to_indices(g, idx, axis: int):
-    """``g`` cut to ``idx``'s extent off ``axis``: ScatterElements' indices (and updates) may be
-    smaller than the data there, and GatherElements reads back from the leading corner."""
-    if g.shape is not None and idx.shape is not None and None not in idx.shape and all(
-            a == b for d, (a, b) in enumerate(zip(g.shape, idx.shape)) if d != axis % len(idx.shape)):
-        return g
-    if idx.shape is None:
-        raise GraphError(f"ScatterElements gradient needs the rank of its indices {idx.name}")
-    rank = len(idx.shape)
-    others = [d for d in range(rank) if d != axis % rank]
-    ends = onnx("Gather", [onnx("Shape", [idx]), ints_const(others)], {"axis": 0})
-    return onnx("Slice", [g, ints_const([0] * len(others)), ends, ints_const(others)])
 
 
 reg("ScatterElements")(_scatter_rule("ScatterElements", "GatherElements", True))
