@@ -15,6 +15,7 @@ import numpy as np
 
 from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, check_value, json_member,
                                        load_checkpoint, write_npz)
+from trainer.devices import to_host
 from trainer.errors import FailedPreconditionError
 from trainer.kernels.registry import stateful_kernel
 from trainer.queue_buffer import QueueBuffer
@@ -310,5 +311,4 @@ def send(rctx, tensor, *, xp, tensor_name, send_device, recv_device):
 @stateful_kernel("Recv")
 def recv(rctx, *, xp, tensor_name, send_device, recv_device):
     value = rctx.rendezvous.recv(rendezvous_key(tensor_name, send_device, recv_device))
-    session = rctx.session
-    return session.device(recv_device).from_host(session.device(send_device).to_host(value))
+    return rctx.session.device(recv_device).from_host(to_host(value))
