@@ -88,6 +88,9 @@ class Session:
     ``local_task`` is the task ``(job, index)`` this session runs as: nodes placed on other tasks
     are remote. A plain session is ``("localhost", 0)`` and refuses plans with remote nodes
     (``allow_remote`` is False); the distributed runtime sets both (see ``trainer/executor.py``).
+    ``allow_soft_placement=True`` is TF 1.x's option of that name: a device constraint this
+    session cannot meet (another task's device, a device it lacks) is relaxed instead of refused,
+    so a graph built for a cluster (``replica_device_setter``) runs in one process.
     """
 
     # Whether plans may place nodes on other tasks (their partitions land in plan.remote_partitions).
@@ -95,7 +98,7 @@ class Session:
 
     def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
                  inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False,
-                 local_task: tuple[str, int] = LOCAL_TASK):
+                 local_task: tuple[str, int] = LOCAL_TASK, allow_soft_placement: bool = False):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         names = [canonical_device(n) for n in names]
@@ -104,7 +107,7 @@ class Session:
             keep_freed_memory()  # a CNN training step faulted in ~2,500-4,000 pages without it (88.9 vs 96 ms)
         self.cost_model = CostModel()
         self.local_task = TaskName(*local_task)
-        self._placer = Placer(names, self.cost_model, self.local_task)
+        self._placer = Placer(names, self.cost_model, self.local_task, soft_placement=allow_soft_placement)
         self._state = SessionState()
         self._plans: dict = {}
         self._plan_lock = threading.Lock()

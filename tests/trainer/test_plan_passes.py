@@ -178,6 +178,17 @@ def test_plain_session_refuses_remote_placement_naming_node_and_device():
         T.Session(g).run(w.value())
 
 
+def test_soft_placement_runs_a_cluster_graph_in_one_process():
+    g, x, delta, w, update, y, init = _ps_worker_graph(("CPU:0", "CPU:3"))
+    s = T.Session(g, allow_soft_placement=True)
+    s.run(init)
+    xv = np.ones((2, 2), np.float32)
+    np.testing.assert_allclose(s.run(y, {x: xv}), 2 * (xv @ np.eye(2) + 2))
+    s.run(update, {delta: np.ones((2, 2), np.float32)})
+    np.testing.assert_array_equal(s.run(w), np.eye(2) + 1)
+    assert set(s.placer.place(g.nodes).values()) == {"CPU:0"}  # CPU:3 does not exist here either
+
+
 def test_local_task_names_are_local_in_a_plain_session():
     g = T.Graph()
     with g.as_default():
