@@ -85,12 +85,12 @@ class Session:
     ``fuse_loops=False`` runs every while_loop on the frame-tagged dataflow executor.
     ``parallel_ops=True`` runs independent expensive ops of one step concurrently on
     ``inter_op_threads`` threads (worth it with single-threaded BLAS on several cores).
-    ``local_task`` is the task ``(job, index)`` this session runs as: nodes placed on other tasks
-    are remote. A plain session is ``("localhost", 0)`` and refuses plans with remote nodes
-    (``allow_remote`` is False); the distributed runtime sets both (see ``trainer/executor.py``).
     ``allow_soft_placement=True`` is TF 1.x's option of that name: a device constraint this
     session cannot meet (another task's device, a device it lacks) is relaxed instead of refused,
     so a graph built for a cluster (``replica_device_setter``) runs in one process.
+    ``local_task`` is the task ``(job, index)`` this session runs as: nodes placed on other tasks
+    are remote. A plain session is ``("localhost", 0)`` and refuses plans with remote nodes
+    (``allow_remote`` is False); the distributed runtime sets both (see ``trainer/executor.py``).
     """
 
     # Whether plans may place nodes on other tasks (their partitions land in plan.remote_partitions).
@@ -107,7 +107,7 @@ class Session:
             keep_freed_memory()  # a CNN training step faulted in ~2,500-4,000 pages without it (88.9 vs 96 ms)
         self.cost_model = CostModel()
         self.local_task = TaskName(*local_task)
-        self._placer = Placer(names, self.cost_model, self.local_task, soft_placement=allow_soft_placement)
+        self._placer = Placer(names, self.cost_model, self.local_task)
         self._state = SessionState()
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
@@ -119,6 +119,7 @@ class Session:
         self.fuse_loops = fuse_loops
         # Run independent expensive ops of a step on the thread pool (see trainer/passes/schedule.py).
         self.parallel_ops = parallel_ops
+        self._placer.soft_placement = allow_soft_placement
 
     # -- running ----------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, *, trace: bool = False):
