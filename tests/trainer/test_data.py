@@ -74,6 +74,23 @@ def test_shuffle_is_a_permutation_seeded_and_reshuffled_per_epoch():
     assert b[:30] == b[30:]
 
 
+def test_batches_gathered_from_row_indices_equal_stacked_elements():
+    xs = np.arange(300, dtype=np.float32).reshape(100, 3)
+    ys = np.arange(100) % 7
+
+    def pipeline(ds):
+        return ds.shuffle(30, seed=5).repeat(3).skip(4).take(250).batch(16)
+
+    source = tf.data.Dataset.from_tensor_slices((xs, ys))
+    fast = values(pipeline(source))  # shuffle/repeat/skip/take over row indices, one gather per batch
+    slow = values(pipeline(source.map(lambda x, y: (x, y))))  # a map in between: element by element
+    assert len(fast) == len(slow) == 16
+    for (fx, fy), (sx, sy) in zip(fast, slow):
+        assert np.array_equal(fx, sx) and np.array_equal(fy, sy)
+    rows = np.concatenate([b[0][:, 0] for b in fast])[:96] / 3  # the first epoch, less the 4 skipped
+    assert len(set(rows.tolist())) == 96 and rows.tolist() != sorted(rows.tolist())
+
+
 def test_zip_concatenate_enumerate_padded_batch_unbatch():
     a, b = tf.data.Dataset.range(3), tf.data.Dataset.range(10, 20)
     assert [(int(x), int(y)) for x, y in values(tf.data.Dataset.zip((a, b)))] == [(0, 10), (1, 11), (2, 12)]

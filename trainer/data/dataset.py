@@ -10,6 +10,7 @@ the ``IterationContext`` of the pass.
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import threading
@@ -85,6 +86,43 @@ class IterationContext:
             return self._seeds[key], n
 
 
+@dataclass
+class RowSource:
+    """Elements that are rows ``[a[i] for a in arrays]`` for ``i`` in ``indices``.
+
+    Sliced sources and the order-only transformations over them (shuffle, repeat, take, skip,
+    shard) pass indices instead of elements, so ``batch`` gathers each component with one fancy
+    index rather than stacking rows one by one (issue 21's speed target: 64 rows per step cost
+    ~0.4 ms as elements, a few microseconds as indices). The elements are the same either way.
+    """
+
+    arrays: list
+    indices: Iterator[int]
+
+
+def shuffle_buffer(items: Iterator, size: int, rng: np.random.Generator) -> Iterator:
+    """TensorFlow's shuffle: fill ``size`` items, emit a random one and put the next in its slot.
+
+    Random draws are made in blocks (one per item otherwise dominates the cost); the same items
+    and generator give the same order whether the items are elements or row indices.
+    """
+    buf: list = []
+    draws: list = []
+    for item in items:
+        if len(buf) < size:
+            buf.append(item)
+            continue
+        if not draws:
+            draws = rng.integers(size, size=256).tolist()
+        i = draws.pop()
+        yield buf[i]
+        buf[i] = item
+    if buf:
+        for i in rng.integers(0, np.arange(len(buf), 0, -1)).tolist():
+            buf[i], buf[-1] = buf[-1], buf[i]
+            yield buf.pop()
+
+
 class Dataset:
     """Base of every dataset: ``element_spec`` plus ``_iterate(ctx)``; the TF1 methods build new datasets."""
 
@@ -92,6 +130,10 @@ class Dataset:
 
     def _iterate(self, ctx: IterationContext) -> Iterator[Components]:
         raise NotImplementedError(type(self).__name__)
+
+    def _rows(self, ctx: IterationContext) -> "RowSource | None":
+        """The elements as rows of arrays, if they are (see RowSource); None where they are not."""
+        return None
 
     def _inputs(self) -> list["Dataset"]:
         return []
@@ -279,14 +321,18 @@ class TensorSliceDataset(Dataset):
     def _own_captured(self):
         return [t for t in flatten(self.structure) if isinstance(t, Tensor)]
 
-    def _iterate(self, ctx):
+    def _rows(self, ctx):
         arrays = [ctx.value(t) if isinstance(t, Tensor) else t for t in flatten(self.structure)]
         lengths = {len(a) for a in arrays}
         if len(lengths) > 1:
             raise DataStructureError(f"from_tensor_slices: the fed components differ in their first dimension: "
                                      f"{[a.shape for a in arrays]}")
-        for i in range(lengths.pop()):
-            yield [np.asarray(a[i]) for a in arrays]
+        return RowSource(arrays, iter(range(lengths.pop())))
+
+    def _iterate(self, ctx):
+        rows = self._rows(ctx)
+        for i in rows.indices:
+            yield [np.asarray(a[i]) for a in rows.arrays]
 
 
 class TensorDataset(Dataset):
@@ -567,6 +613,10 @@ class BatchDataset(Dataset):
         return out
 
     def _iterate(self, ctx):
+        source = self.input._rows(ctx)
+        if source is not None and type(self) is BatchDataset:
+            yield from self._gather(source)
+            return
         rows: list = []
         for comps in self.input._iterate(ctx):
             rows.append(comps)
@@ -575,6 +625,13 @@ class BatchDataset(Dataset):
                 rows = []
         if rows and not self.drop_remainder:
             yield self._stack(rows)
+
+    def _gather(self, source: RowSource):
+        while True:
+            idx = list(itertools.islice(source.indices, self.size))
+            if not idx or (self.drop_remainder and len(idx) < self.size):
+                return
+            yield [a[idx] for a in source.arrays]
 
 
 class PaddedBatchDataset(BatchDataset):
@@ -645,23 +702,21 @@ class ShuffleDataset(Dataset):
     def _inputs(self):
         return [self.input]
 
-    def _iterate(self, ctx):
+    def _rng(self, ctx) -> np.random.Generator:
         pipeline_seed, n = ctx.next_pass(self)
-        rng = np.random.default_rng([self.seed if self.seed is not None else pipeline_seed, n if self.reshuffle else 0])
-        buf: list = []
+        return np.random.default_rng([self.seed if self.seed is not None else pipeline_seed, n if self.reshuffle else 0])
+
+    def _rows(self, ctx):
+        source = self.input._rows(ctx)
+        if source is None:
+            return None
+        return RowSource(source.arrays, shuffle_buffer(source.indices, self.size, self._rng(ctx)))
+
+    def _iterate(self, ctx):
+        rng = self._rng(ctx)
         source = self.input._iterate(ctx)
         try:
-            for comps in source:
-                if len(buf) < self.size:
-                    buf.append(comps)
-                    continue
-                i = int(rng.integers(len(buf)))
-                yield buf[i]
-                buf[i] = comps
-            while buf:
-                i = int(rng.integers(len(buf)))
-                buf[i], buf[-1] = buf[-1], buf[i]
-                yield buf.pop()
+            yield from shuffle_buffer(source, self.size, rng)
         finally:
             source.close()
 
@@ -675,16 +730,30 @@ class RepeatDataset(Dataset):
     def _inputs(self):
         return [self.input]
 
-    def _iterate(self, ctx):
+    def _epochs(self, ctx, one_pass: Callable) -> Iterator:
         epoch = 0
         while self.count is None or epoch < self.count:
             produced = False
-            for comps in self.input._iterate(ctx):
+            for item in one_pass(ctx):
                 produced = True
-                yield comps
+                yield item
             if not produced:  # an empty input repeated forever is still empty
                 return
             epoch += 1
+
+    def _rows(self, ctx):
+        first = self.input._rows(ctx)
+        if first is None:
+            return None
+        passes = [first]
+
+        def one_pass(ctx):  # the first pass is the one already opened; its arrays serve every pass
+            return passes.pop().indices if passes else self.input._rows(ctx).indices
+
+        return RowSource(first.arrays, self._epochs(ctx, one_pass))
+
+    def _iterate(self, ctx):
+        return self._epochs(ctx, self.input._iterate)
 
 
 class TakeDataset(Dataset):
@@ -694,6 +763,12 @@ class TakeDataset(Dataset):
 
     def _inputs(self):
         return [self.input]
+
+    def _rows(self, ctx):
+        source = self.input._rows(ctx)
+        if source is None:
+            return None
+        return RowSource(source.arrays, itertools.islice(source.indices, self.count if self.count >= 0 else None))
 
     def _iterate(self, ctx):
         if self.count == 0:
@@ -715,6 +790,14 @@ class SkipDataset(Dataset):
 
     def _inputs(self):
         return [self.input]
+
+    def _rows(self, ctx):
+        source = self.input._rows(ctx)
+        if source is None:
+            return None
+        if self.count < 0:
+            return RowSource(source.arrays, iter(()))
+        return RowSource(source.arrays, itertools.islice(source.indices, self.count, None))
 
     def _iterate(self, ctx):
         for n, comps in enumerate(self.input._iterate(ctx)):
