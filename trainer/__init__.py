@@ -75,6 +75,8 @@ from trainer.variables import (
     Variable,
     global_variables,
     global_variables_initializer,
+    local_variables,
+    local_variables_initializer,
     trainable_variables,
     variables_initializer,
 )
@@ -93,7 +95,7 @@ __all__ = [
     "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "data", "device",
     "divide", "equal", "errors", "exp", "export_graph", "gather", "get_default_graph", "global_variables",
     "global_variables_initializer", "gradients", "greater", "group", "identity", "import_graph", "init", "inputs",
-    "latest_checkpoint", "layers", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
+    "latest_checkpoint", "layers", "local_variables", "local_variables_initializer", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
     "minimum", "multiply", "name_scope", "negative", "nn", "no_op", "ones_like", "placeholder", "pow",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph", "reshape", "shape",
     "sigmoid", "sqrt", "square", "squeeze", "start_queue_runners", "stop_gradient", "subtract", "summary",

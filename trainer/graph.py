@@ -39,6 +39,8 @@ class GraphKeys:
     """Names of the standard collections."""
 
     GLOBAL_VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     UPDATE_OPS = "update_ops"

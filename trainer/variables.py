@@ -11,6 +11,8 @@ __all__ = [
     "Variable",
     "global_variables",
     "global_variables_initializer",
+    "local_variables",
+    "local_variables_initializer",
     "trainable_variables",
     "variables_initializer",
 ]
@@ -131,6 +133,11 @@ def global_variables(graph=None) -> list[Variable]:
     return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES)
 
 
+def local_variables(graph=None) -> list[Variable]:
+    """Per-session scratch state that checkpoints leave out (the metrics' running totals)."""
+    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
+
+
 def trainable_variables(graph=None) -> list[Variable]:
     return (graph or get_default_graph()).get_collection(GraphKeys.TRAINABLE_VARIABLES)
 
@@ -142,3 +149,8 @@ def variables_initializer(var_list, name: str = "init"):
 def global_variables_initializer():
     """One op that runs every variable's initializer."""
     return variables_initializer(global_variables(), name="init")
+
+
+def local_variables_initializer():
+    """One op that (re)sets every local variable, e.g. to restart the streaming metrics."""
+    return variables_initializer(local_variables(), name="init_local")
