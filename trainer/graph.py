@@ -39,8 +39,6 @@ class GraphKeys:
     """Names of the standard collections."""
 
     GLOBAL_VARIABLES = "variables"
-    LOCAL_VARIABLES = "local_variables"
-    METRIC_VARIABLES = "metric_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     UPDATE_OPS = "update_ops"
@@ -48,6 +46,10 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     GLOBAL_STEP = "global_step"
     LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAIN_OP = "train_op"
 
 
 class Tensor:

@@ -28,11 +28,12 @@ __all__ = [
 ]
 
 _EPSILON = 1e-7  # TensorFlow's, in AUC's rates
+METRIC_VARIABLES = "metric_variables"  # TensorFlow's GraphKeys.METRIC_VARIABLES
 
 
 def _local(shape, name: str) -> Variable:
     return Variable(np.zeros(shape, np.float32), trainable=False, name=name,
-                    collections=[GraphKeys.LOCAL_VARIABLES, GraphKeys.METRIC_VARIABLES])
+                    collections=[GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES])
 
 
 def _float(x) -> Tensor:

@@ -133,11 +133,6 @@ def global_variables(graph=None) -> list[Variable]:
     return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES)
 
 
-def local_variables(graph=None) -> list[Variable]:
-    """Per-session scratch state that checkpoints leave out (the metrics' running totals)."""
-    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
-
-
 def trainable_variables(graph=None) -> list[Variable]:
     return (graph or get_default_graph()).get_collection(GraphKeys.TRAINABLE_VARIABLES)
 
@@ -146,11 +141,15 @@ def variables_initializer(var_list, name: str = "init"):
     return ops.group(*[v.initializer for v in var_list], name=name)
 
 
-def global_variables_initializer():
-    """One op that runs every variable's initializer."""
-    return variables_initializer(global_variables(), name="init")
+def local_variables(graph=None) -> list[Variable]:
+    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
 
 
 def local_variables_initializer():
-    """One op that (re)sets every local variable, e.g. to restart the streaming metrics."""
+    """One op that runs every LOCAL_VARIABLES initializer (metric counters, epoch counters)."""
     return variables_initializer(local_variables(), name="init_local")
+
+
+def global_variables_initializer():
+    """One op that runs every variable's initializer."""
+    return variables_initializer(global_variables(), name="init")
