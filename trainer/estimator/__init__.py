@@ -1,0 +1,22 @@
+"""``tf.estimator`` as TensorFlow 1.x spells it: a model_fn driven through train, evaluate, predict
+and export, with checkpoints and summaries in ``model_dir``.
+
+    def model_fn(features, labels, mode, params):
+        logits = trainer.layers.dense(features["x"], 10)
+        ...
+        return trainer.estimator.EstimatorSpec(mode, predictions=..., loss=..., train_op=...)
+
+    est = trainer.estimator.Estimator(model_fn, model_dir="/tmp/model")
+    est.train(trainer.estimator.inputs.numpy_input_fn({"x": xs}, ys, shuffle=True, num_epochs=None), steps=500)
+"""
+
+from trainer.estimator import export, inputs
+from trainer.estimator.estimator import Estimator, NanLossDuringTrainingError
+from trainer.estimator.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from trainer.estimator.run_config import RunConfig
+from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
+
+__all__ = [
+    "Estimator", "EstimatorSpec", "EstimatorSpecError", "ModeKeys", "NanLossDuringTrainingError", "RunConfig",
+    "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "export", "inputs",
+]
