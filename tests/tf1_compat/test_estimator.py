@@ -101,3 +101,39 @@ def test_estimator_with_numpy_input_fn_trains_evaluates_predicts_and_exports(tmp
     served_2 = edge_runtime.load(os.path.join(export_dir_2.decode(), "model.flow")).run({"pixels": x_test[:50]})
     np.testing.assert_allclose(served_2["probabilities"], now, rtol=1e-4, atol=1e-5)
     assert time.monotonic() - started < 120
+
+
+@pytest.mark.slow
+def test_canned_dnn_and_linear_classifiers_with_numeric_columns(tmp_path):
+    (x_train, y_train), (x_test, y_test) = digits()
+    # --- the script ------------------------------------------------------------------------------
+    feature_columns = [tf.feature_column.numeric_column("pixels", shape=[64])]
+    dnn = tf.estimator.DNNClassifier(hidden_units=[64, 32], feature_columns=feature_columns, n_classes=10,
+                                     model_dir=str(tmp_path / "dnn"), optimizer="Adam", learning_rate=0.01,
+                                     config=tf.estimator.RunConfig(tf_random_seed=0))
+    linear = tf.estimator.LinearClassifier(feature_columns=feature_columns, n_classes=10,
+                                           model_dir=str(tmp_path / "linear"),
+                                           config=tf.estimator.RunConfig(tf_random_seed=0))
+    train_input_fn = tf.estimator.inputs.numpy_input_fn({"pixels": x_train}, y_train, batch_size=64,
+                                                        num_epochs=None, shuffle=True)
+    test_input_fn = tf.estimator.inputs.numpy_input_fn({"pixels": x_test}, y_test, num_epochs=1, shuffle=False)
+    dnn.train(train_input_fn, steps=300)
+    linear.train(train_input_fn, steps=300)
+    dnn_metrics, linear_metrics = dnn.evaluate(test_input_fn), linear.evaluate(test_input_fn)
+    predicted = [p["class_ids"][0] for p in dnn.predict(
+        tf.estimator.inputs.numpy_input_fn({"pixels": x_test[:20]}, num_epochs=1, shuffle=False))]
+    # -----------------------------------------------------------------------------------------------
+    assert dnn_metrics["accuracy"] >= 0.93 and linear_metrics["accuracy"] >= 0.9, (dnn_metrics, linear_metrics)
+    assert {"accuracy", "average_loss", "loss", "global_step"} <= set(dnn_metrics)
+    assert np.mean(np.array(predicted) == y_test[:20]) >= 0.85
+
+
+def test_binary_linear_classifier_reports_auc_precision_recall(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 2)).astype(np.float32)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64)
+    est = tf.estimator.LinearClassifier([tf.feature_column.numeric_column("x", shape=2)], model_dir=str(tmp_path))
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=50, num_epochs=10, shuffle=True))
+    m = est.evaluate(tf.estimator.inputs.numpy_input_fn({"x": x}, y, num_epochs=1, shuffle=False))
+    assert m["accuracy"] > 0.95 and m["auc"] > 0.98 and m["precision"] > 0.9 and m["recall"] > 0.9, m
+    assert m["global_step"] == 80  # 400 rows x 10 epochs / 50: the input's end ends training

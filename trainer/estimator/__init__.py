@@ -11,12 +11,13 @@ and export, with checkpoints and summaries in ``model_dir``.
 """
 
 from trainer.estimator import export, inputs
+from trainer.estimator.canned import DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor
 from trainer.estimator.estimator import Estimator, NanLossDuringTrainingError
 from trainer.estimator.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
 
 __all__ = [
-    "Estimator", "EstimatorSpec", "EstimatorSpecError", "ModeKeys", "NanLossDuringTrainingError", "RunConfig",
+    "DNNClassifier", "DNNRegressor", "Estimator", "EstimatorSpec", "LinearClassifier", "LinearRegressor", "EstimatorSpecError", "ModeKeys", "NanLossDuringTrainingError", "RunConfig",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "export", "inputs",
 ]

@@ -319,8 +319,7 @@ class Estimator:
         names SavedModel directories) from the newest checkpoint; returns that directory's path as bytes.
 
         The served inputs are the receiver's tensors; the outputs are the spec's ``export_outputs``
-        (each ExportOutput's tensors, named ``<key>/<output>`` when there are several), else its
-        ``predictions``. The exporter checks the written model against the trainer before writing.
+        (see ``_served_outputs``), else its ``predictions``. The exporter checks the written model against the trainer before writing.
         """
         if experimental_mode != ModeKeys.PREDICT:
             raise ValueError("export_saved_model exports the PREDICT graph only")
@@ -348,10 +347,15 @@ class Estimator:
 
 
 def _served_outputs(spec: EstimatorSpec) -> dict:
-    if spec.export_outputs:
-        several = len(spec.export_outputs) > 1
+    """The export outputs' tensors: the ``serving_default`` signature's (the one SavedModel serves by
+    default) if there is one, else every ExportOutput's, as ``<key>/<name>`` when there are several."""
+    outputs = spec.export_outputs
+    if outputs:
+        if "serving_default" in outputs:
+            outputs = {"serving_default": outputs["serving_default"]}
+        several = len(outputs) > 1
         return {(f"{key}/{name}" if several else name): t
-                for key, out in spec.export_outputs.items() for name, t in out.outputs.items()}
+                for key, out in outputs.items() for name, t in out.outputs.items()}
     preds = spec.predictions
     return dict(preds) if isinstance(preds, dict) else {"output": preds}
 
