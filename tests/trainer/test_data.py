@@ -39,6 +39,7 @@ def test_from_tensor_slices_keeps_tuple_and_dict_structure():
     ds = tf.data.Dataset.from_tensor_slices(({"x": xs}, ys))
     assert ds.output_types == ({"x": np.float32}, np.int64)
     assert ds.output_shapes == ({"x": (2,)}, ())
+    assert tf.data.get_output_types(ds) == ds.output_types and tf.data.get_output_shapes(ds) == ds.output_shapes
     got = values(ds)
     assert [int(y) for _, y in got] == [7, 8, 9]
     assert got[1][0]["x"].tolist() == [2.0, 3.0]

@@ -138,3 +138,44 @@ def test_numpy_input_fn_epochs_and_batches():
                     break
     assert sizes == [4, 4, 4, 4, 4]  # 20 rows over two epochs, batched across the epoch boundary
     assert set(features) == {"x"}
+
+
+def test_stop_at_step_nan_tensor_and_logging_hooks(tmp_path, caplog):
+    est = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path))
+    est.train(dataset_input_fn, hooks=[tf.estimator.StopAtStepHook(num_steps=5)])
+    assert est.get_variable_value("global_step") == 5
+    est.train(dataset_input_fn, hooks=[tf.estimator.StopAtStepHook(last_step=12)])
+    assert est.get_variable_value("global_step") == 12
+
+    def logged_model_fn(features, labels, mode):
+        spec = linear_model_fn(features, labels, mode)
+        hooks = [tf.estimator.LoggingTensorHook({"the_loss": spec.loss}, every_n_iter=2),
+                 tf.estimator.NanTensorHook(spec.loss + np.float32(np.nan))]
+        return spec._replace(training_hooks=hooks)
+
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="trainer.estimator"), \
+            pytest.raises(tf.estimator.NanLossDuringTrainingError, match="the loss is nan"):
+        tf.estimator.Estimator(logged_model_fn, model_dir=str(tmp_path / "b")).train(dataset_input_fn, steps=3)
+    assert "the_loss = " in caplog.text
+    with pytest.raises(ValueError, match="exactly one"):
+        tf.estimator.StopAtStepHook()
+
+
+def test_train_and_evaluate_trains_evaluates_and_exports(tmp_path):
+    import edge_runtime
+
+    def receiver():
+        x = tf.placeholder(np.float32, (None, 3), name="x")
+        return tf.estimator.export.ServingInputReceiver(x, {"x": x})
+
+    est = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path))
+    result, exports = tf.estimator.train_and_evaluate(
+        est, tf.estimator.TrainSpec(dataset_input_fn, max_steps=100),
+        tf.estimator.EvalSpec(dataset_input_fn, steps=2,
+                              exporters=[tf.estimator.export.LatestExporter("linear", receiver, exports_to_keep=1)]))
+    assert result["global_step"] == 100 and result["mse"] < 1e-2
+    (path,) = exports
+    model = edge_runtime.load(str(tmp_path / "export" / "linear" / path.decode().rsplit("/", 1)[-1] / "model.flow"))
+    np.testing.assert_allclose(model.run({"x": XS[:4]})["output"], YS[:4], atol=0.1)

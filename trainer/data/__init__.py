@@ -10,6 +10,19 @@ from trainer.data.iterator import Iterator, make_initializable_iterator, make_on
 from trainer.data.structure import DataStructureError
 
 __all__ = [
-    "AUTOTUNE", "DataStructureError", "Dataset", "Iterator", "TensorSpec", "experimental",
-    "make_initializable_iterator", "make_one_shot_iterator",
+    "AUTOTUNE", "DataStructureError", "Dataset", "Iterator", "TensorSpec", "experimental", "get_output_classes",
+    "get_output_shapes", "get_output_types", "make_initializable_iterator", "make_one_shot_iterator",
 ]
+
+
+def get_output_types(dataset_or_iterator):
+    """``tf.compat.v1.data.get_output_types``: the element's dtypes, in its structure."""
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator):
+    return dataset_or_iterator.output_shapes
+
+
+def get_output_classes(dataset_or_iterator):
+    return dataset_or_iterator.output_classes

@@ -12,12 +12,16 @@ and export, with checkpoints and summaries in ``model_dir``.
 
 from trainer.estimator import export, inputs
 from trainer.estimator.canned import DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor
-from trainer.estimator.estimator import Estimator, NanLossDuringTrainingError
-from trainer.estimator.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues
+from trainer.estimator.estimator import Estimator
+from trainer.estimator.hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
+                                     SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook)
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
+from trainer.estimator.training import EvalSpec, FinalExporter, LatestExporter, TrainSpec, train_and_evaluate
 
 __all__ = [
-    "DNNClassifier", "DNNRegressor", "Estimator", "EstimatorSpec", "LinearClassifier", "LinearRegressor", "EstimatorSpecError", "ModeKeys", "NanLossDuringTrainingError", "RunConfig",
-    "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "export", "inputs",
+    "DNNClassifier", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "FinalExporter",
+    "LatestExporter", "LinearClassifier", "LinearRegressor", "LoggingTensorHook", "ModeKeys",
+    "NanLossDuringTrainingError", "NanTensorHook", "RunConfig", "SessionRunArgs", "SessionRunContext",
+    "SessionRunHook", "SessionRunValues", "StopAtStepHook", "TrainSpec", "export", "inputs", "train_and_evaluate",
 ]

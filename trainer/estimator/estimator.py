@@ -22,7 +22,7 @@ import numpy as np
 
 from trainer.data.dataset import Dataset
 from trainer.estimator.export import ServingInputReceiver
-from trainer.estimator.hooks import HookedRunner
+from trainer.estimator.hooks import HookedRunner, NanLossDuringTrainingError
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys, scalar
 from trainer.graph import Graph
@@ -42,10 +42,6 @@ log = logging.getLogger("trainer.estimator")
 # The exporter is the layer above the trainer (DESIGN.md section 1), so the trainer never imports it;
 # export_saved_model looks its freeze-check-optimize-write entry point up by name when called.
 _EXPORTER = ("exporter.freeze", "export_trained")
-
-
-class NanLossDuringTrainingError(RuntimeError):
-    """The training loss became NaN or infinite."""
 
 
 def _call_with_accepted(fn: Callable, what: str, **available):

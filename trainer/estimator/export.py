@@ -8,7 +8,7 @@ from trainer.graph import Tensor
 from trainer.ops import placeholder
 
 __all__ = [
-    "ClassificationOutput", "ExportOutput", "PredictOutput", "RegressionOutput", "ServingInputReceiver",
+    "ClassificationOutput", "ExportOutput", "FinalExporter", "LatestExporter", "PredictOutput", "RegressionOutput", "ServingInputReceiver",
     "build_raw_serving_input_receiver_fn",
 ]
 
@@ -66,3 +66,12 @@ class ClassificationOutput(ExportOutput):
 class RegressionOutput(ExportOutput):
     def __init__(self, value):
         super().__init__({"outputs": value})
+
+
+def __getattr__(name: str):
+    # tf.estimator.export.FinalExporter / LatestExporter live with train_and_evaluate (which uses them).
+    if name in ("FinalExporter", "LatestExporter"):
+        from trainer.estimator import training
+
+        return getattr(training, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

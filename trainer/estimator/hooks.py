@@ -8,9 +8,21 @@ the loop after the current step.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple
 
-__all__ = ["SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues"]
+import numpy as np
+
+__all__ = [
+    "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs", "SessionRunContext",
+    "SessionRunHook", "SessionRunValues", "StopAtStepHook",
+]
+
+log = logging.getLogger("trainer.estimator")
+
+
+class NanLossDuringTrainingError(RuntimeError):
+    """The training loss became NaN or infinite."""
 
 
 class SessionRunHook:
@@ -52,6 +64,74 @@ class SessionRunContext:
 
     def request_stop(self) -> None:
         self.stop_requested = True
+
+
+def _global_step():
+    from trainer.train import get_or_create_global_step
+
+    return get_or_create_global_step()
+
+
+class StopAtStepHook(SessionRunHook):
+    """Stop after ``num_steps`` more steps, or at global step ``last_step``."""
+
+    def __init__(self, num_steps: int | None = None, last_step: int | None = None):
+        if (num_steps is None) == (last_step is None):
+            raise ValueError("StopAtStepHook: give exactly one of num_steps and last_step")
+        self._num_steps, self._last_step = num_steps, last_step
+
+    def begin(self):
+        self._step = _global_step()
+
+    def after_create_session(self, session, coord):
+        if self._last_step is None:
+            self._last_step = int(session.run(self._step)) + self._num_steps
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        if int(run_values.results) >= self._last_step:  # fetched values are read after the step's updates
+            run_context.request_stop()
+
+
+class NanTensorHook(SessionRunHook):
+    """Fail (or only stop, with ``fail_on_nan_loss=False``) when ``loss_tensor`` is NaN or infinite."""
+
+    def __init__(self, loss_tensor, fail_on_nan_loss: bool = True):
+        self._loss, self._fail = loss_tensor, fail_on_nan_loss
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._loss)
+
+    def after_run(self, run_context, run_values):
+        if not np.all(np.isfinite(run_values.results)):
+            if self._fail:
+                raise NanLossDuringTrainingError(f"the loss is {run_values.results}")
+            log.error("the loss is %s: stopping", run_values.results)
+            run_context.request_stop()
+
+
+class LoggingTensorHook(SessionRunHook):
+    """Log ``tensors`` (a dict of name -> tensor, or a list) every ``every_n_iter`` steps."""
+
+    def __init__(self, tensors, every_n_iter: int | None = 100, every_n_secs=None, at_end: bool = False,
+                 formatter=None):
+        if every_n_secs is not None:
+            raise ValueError("LoggingTensorHook: every_n_secs is not supported; use every_n_iter")
+        self._tensors = tensors if isinstance(tensors, dict) else {getattr(t, "name", str(t)): t for t in tensors}
+        self._every, self._formatter, self._iter = every_n_iter, formatter, 0
+
+    def before_run(self, run_context):
+        due = self._every is not None and self._iter % self._every == 0
+        self._iter += 1
+        return SessionRunArgs(self._tensors) if due else None
+
+    def after_run(self, run_context, run_values):
+        if run_values.results is not None:
+            values = run_values.results
+            log.info("%s", self._formatter(values) if self._formatter else
+                     ", ".join(f"{k} = {v}" for k, v in values.items()))
 
 
 class HookedRunner:
