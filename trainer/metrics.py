@@ -22,9 +22,11 @@ from trainer.ops import (cast, constant, convert_to_tensor, equal, greater, maxi
 from trainer.variables import Variable
 
 __all__ = [
-    "accuracy", "auc", "false_negatives", "false_positives", "mean", "mean_absolute_error",
-    "mean_squared_error", "precision", "recall", "root_mean_squared_error", "true_negatives",
-    "true_positives",
+    "accuracy", "auc", "false_negatives", "false_negatives_at_thresholds", "false_positives",
+    "false_positives_at_thresholds", "mean", "mean_absolute_error", "mean_per_class_accuracy", "mean_relative_error",
+    "mean_squared_error", "mean_tensor", "percentage_below", "precision", "precision_at_thresholds", "recall",
+    "recall_at_thresholds", "root_mean_squared_error", "true_negatives", "true_negatives_at_thresholds",
+    "true_positives", "true_positives_at_thresholds",
 ]
 
 _EPSILON = 1e-7  # TensorFlow's, in AUC's rates
@@ -166,6 +168,59 @@ recall = _rate("recall", "false_negatives")
 recall.__doc__ = "tp / (tp + fn) over everything seen."
 
 
+def _confusion_at_thresholds(labels, predictions, thresholds, weights, kinds):
+    """Local (len(thresholds),) totals of each of ``kinds`` ("tp", "fp", "fn", "tn"): predictions above a
+    threshold count as positive. Returns ({kind: variable}, [their update ops])."""
+    pred = reshape(_float(predictions), (-1, 1))
+    lab = reshape(_as_bool_float(labels), (-1, 1))
+    above = cast(greater(pred, constant(np.asarray(thresholds, np.float32).reshape(1, -1))), np.float32)
+    w = 1.0 if weights is None else reshape(_float(weights), (-1, 1))
+    hits = {"tp": lambda: above * lab, "fp": lambda: above * (1.0 - lab),
+            "fn": lambda: (1.0 - above) * lab, "tn": lambda: (1.0 - above) * (1.0 - lab)}
+    totals = {k: _local((len(thresholds),), k) for k in kinds}
+    updates = [totals[k].assign_add(reduce_sum(hits[k]() * w, axis=0)) for k in kinds]
+    return totals, updates
+
+
+def _at_thresholds(kind: str, tf_name: str):
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None, updates_collections=None,
+               name=None):
+        with name_scope(name or tf_name):
+            totals, updates = _confusion_at_thresholds(labels, predictions, list(thresholds), weights, [kind])
+        return _collect(totals[kind].value() * 1.0, updates[0], metrics_collections, updates_collections)
+
+    metric.__name__ = tf_name
+    metric.__doc__ = f"The (weighted) {kind} count at each threshold (predictions above it are positive)."
+    return metric
+
+
+true_positives_at_thresholds = _at_thresholds("tp", "true_positives_at_thresholds")
+false_positives_at_thresholds = _at_thresholds("fp", "false_positives_at_thresholds")
+true_negatives_at_thresholds = _at_thresholds("tn", "true_negatives_at_thresholds")
+false_negatives_at_thresholds = _at_thresholds("fn", "false_negatives_at_thresholds")
+
+
+def _rate_at_thresholds(other: str, tf_name: str):
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None, updates_collections=None,
+               name=None):
+        with name_scope(name or tf_name):
+            totals, updates = _confusion_at_thresholds(labels, predictions, list(thresholds), weights, ["tp", other])
+            tp, miss = totals["tp"].value(), totals[other].value()
+            value = _ratio(tp * 1.0, tp + miss)
+            with control_dependencies(updates):
+                update = _ratio(tp * 1.0, tp + miss)
+        return _collect(value, update, metrics_collections, updates_collections)
+
+    metric.__name__ = tf_name
+    return metric
+
+
+precision_at_thresholds = _rate_at_thresholds("fp", "precision_at_thresholds")
+precision_at_thresholds.__doc__ = "tp / (tp + fp) at each threshold."
+recall_at_thresholds = _rate_at_thresholds("fn", "recall_at_thresholds")
+recall_at_thresholds.__doc__ = "tp / (tp + fn) at each threshold."
+
+
 def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_collections=None,
         updates_collections=None, curve: str = "ROC", name=None, summation_method: str = "trapezoidal"):
     """Area under the ROC (or ``curve="PR"``) curve, from confusion counts at ``num_thresholds``
@@ -177,16 +232,9 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
     if num_thresholds < 2:
         raise ValueError(f"auc: num_thresholds must be at least 2, got {num_thresholds}")
     inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
-    thresholds = np.asarray([-_EPSILON] + inner + [1.0 + _EPSILON], np.float32).reshape(1, -1)
+    thresholds = [-_EPSILON] + inner + [1.0 + _EPSILON]
     with name_scope(name or "auc"):
-        pred = reshape(_float(predictions), (-1, 1))
-        lab = reshape(_as_bool_float(labels), (-1, 1))
-        above = cast(greater(pred, constant(thresholds)), np.float32)  # (n, thresholds)
-        w = 1.0 if weights is None else reshape(_float(weights), (-1, 1))
-        counts = {"tp": above * lab * w, "fp": above * (1.0 - lab) * w,
-                  "fn": (1.0 - above) * lab * w, "tn": (1.0 - above) * (1.0 - lab) * w}
-        totals = {k: _local((num_thresholds,), k) for k in counts}
-        updates = [totals[k].assign_add(reduce_sum(v, axis=0)) for k, v in counts.items()]
+        totals, updates = _confusion_at_thresholds(labels, predictions, thresholds, weights, ["tp", "fp", "fn", "tn"])
         value = _area({k: v.value() for k, v in totals.items()}, curve, num_thresholds)
         with control_dependencies(updates):
             update = _area({k: v.value() * 1.0 for k, v in totals.items()}, curve, num_thresholds)
@@ -200,3 +248,65 @@ def _area(c: dict, curve: str, n: int) -> Tensor:
     else:
         x, y = recall_, (c["tp"] + _EPSILON) / (c["tp"] + c["fp"] + _EPSILON)
     return reduce_sum((x[: n - 1] - x[1:]) * (y[: n - 1] + y[1:]) * 0.5)
+
+
+def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
+    """The element-wise (weighted) mean of every ``values`` tensor seen (all of one shape)."""
+    values = _float(values)
+    if values.shape is None or any(d is None for d in values.shape):
+        raise ValueError(f"mean_tensor needs values of a fully known shape, got {values.shape}")
+    with name_scope(name or "mean"):
+        total, count = _local(values.shape, "total_tensor"), _local(values.shape, "count_tensor")
+        w = ones_like(values) if weights is None else _float(weights) * ones_like(values)
+        updates = [total.assign_add(values * w), count.assign_add(w)]
+        value = _ratio(total.value(), count.value())
+        with control_dependencies(updates):
+            update = _ratio(total.value() * 1.0, count.value() * 1.0)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def percentage_below(values, threshold, weights=None, metrics_collections=None, updates_collections=None, name=None):
+    """The fraction of values less than ``threshold``."""
+    from trainer.ops import less
+
+    below = cast(less(_float(values), np.float32(threshold)), np.float32)
+    return _streaming_mean(below, weights, name or "percentage_below_threshold", metrics_collections,
+                           updates_collections)
+
+
+def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_collections=None,
+                        updates_collections=None, name=None):
+    """The mean of |predictions - labels| / normalizer (0 where the normalizer is 0)."""
+    from trainer.ops import abs as abs_, where
+
+    norm = _float(normalizer)
+    err = abs_(subtract(_float(predictions), _float(labels)))
+    zero = equal(norm, np.float32(0))
+    relative = where(zero, err * 0.0, err / where(zero, norm * 0.0 + 1.0, norm))
+    return _streaming_mean(relative, weights, name or "mean_relative_error", metrics_collections, updates_collections)
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None, metrics_collections=None,
+                            updates_collections=None, name=None):
+    """The mean over classes of each class's accuracy (recall), from running per-class counts."""
+    from trainer.ops import reduce_mean
+
+    labels = reshape(convert_to_tensor(labels), (-1,))
+    predictions = reshape(convert_to_tensor(predictions), (-1,))
+    if predictions.dtype != labels.dtype:
+        predictions = cast(predictions, labels.dtype)
+    classes = constant(np.arange(num_classes, dtype=labels.dtype).reshape(1, -1))
+    member = cast(equal(reshape(labels, (-1, 1)), classes), np.float32)  # (n, classes)
+    right = member * reshape(cast(equal(predictions, labels), np.float32), (-1, 1))
+    w = 1.0 if weights is None else reshape(_float(weights), (-1, 1))
+    with name_scope(name or "mean_accuracy"):
+        total, count = _local((num_classes,), "total"), _local((num_classes,), "count")
+        updates = [total.assign_add(reduce_sum(right * w, axis=0)), count.assign_add(reduce_sum(member * w, axis=0))]
+
+        def per_class_mean(t, c):
+            return reduce_mean(_ratio(t, c))
+
+        value = per_class_mean(total.value() * 1.0, count.value() * 1.0)
+        with control_dependencies(updates):
+            update = per_class_mean(total.value() * 1.0, count.value() * 1.0)
+    return _collect(value, update, metrics_collections, updates_collections)

@@ -19,12 +19,12 @@ def stream(metric_pair, feeds_per_batch, placeholders):
     value, update = metric_pair
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
-        assert sess.run(value) == 0.0  # nothing seen yet: 0, not NaN
+        assert np.all(sess.run(value) == 0.0)  # nothing seen yet: 0, not NaN
         last = None
         for batch in feeds_per_batch:
             last = sess.run(update, dict(zip(placeholders, batch)))
         final = sess.run(value)
-    assert np.isclose(last, final)  # update_op returns the updated value
+    assert np.allclose(last, final)  # update_op returns the updated value
     return final
 
 
@@ -108,3 +108,32 @@ def test_local_variables_restart_metrics_and_stay_out_of_checkpoints(tmp_path):
 def test_auc_refuses_unknown_curves():
     with pytest.raises(ValueError, match="curve"):
         tf.metrics.auc(tf.constant(np.int64([1])), tf.constant(np.float32([0.5])), curve="DET")
+
+
+def test_threshold_metrics_and_the_rest_match_numpy():
+    rng = np.random.default_rng(3)
+    labels, scores = tf.placeholder(np.int64, (None,)), tf.placeholder(np.float32, (None,))
+    data = [(rng.integers(2, size=30), rng.random(30).astype(np.float32)) for _ in range(2)]
+    lab = np.concatenate([d[0] for d in data]).astype(bool)
+    sc = np.concatenate([d[1] for d in data])
+    th = [0.25, 0.5, 0.75]
+    tp = np.array([np.sum(lab & (sc > t)) for t in th])
+    fp = np.array([np.sum(~lab & (sc > t)) for t in th])
+    fn = np.array([np.sum(lab & (sc <= t)) for t in th])
+    feeds = [labels, scores]
+    assert stream(tf.metrics.true_positives_at_thresholds(labels, scores, th), data, feeds).tolist() == tp.tolist()
+    assert stream(tf.metrics.false_negatives_at_thresholds(labels, scores, th), data, feeds).tolist() == fn.tolist()
+    assert np.allclose(stream(tf.metrics.precision_at_thresholds(labels, scores, th), data, feeds), tp / (tp + fp))
+    assert np.allclose(stream(tf.metrics.recall_at_thresholds(labels, scores, th), data, feeds), tp / (tp + fn))
+    assert np.isclose(stream(tf.metrics.percentage_below(scores, 0.3), [(d[1],) for d in data], [scores]),
+                      np.mean(sc < 0.3))
+    vec = tf.placeholder(np.float32, (2,))
+    assert stream(tf.metrics.mean_tensor(vec), [(np.float32([1, 2]),), (np.float32([3, 6]),)], [vec]).tolist() == [2, 4]
+    ids, preds = tf.placeholder(np.int64, (None,)), tf.placeholder(np.int64, (None,))
+    got = stream(tf.metrics.mean_per_class_accuracy(ids, preds, num_classes=3),
+                 [(np.int64([0, 0, 1, 2]), np.int64([0, 1, 1, 1]))], [ids, preds])
+    assert np.isclose(got, (0.5 + 1.0 + 0.0) / 3)
+    y, p, n = (tf.placeholder(np.float32, (None,)) for _ in range(3))
+    got = stream(tf.metrics.mean_relative_error(y, p, n), [(np.float32([1, 2]), np.float32([2, 2]), np.float32([2, 0]))],
+                 [y, p, n])
+    assert np.isclose(got, (0.5 + 0.0) / 2)
