@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from trainer.graph import Tensor
 from trainer.ops import cast, concat, convert_to_tensor, reshape
 
 __all__ = ["NumericColumn", "input_layer", "numeric_column"]
@@ -46,7 +47,7 @@ def numeric_column(key: str, shape=(1,), default_value=None, dtype=np.float32, n
     return NumericColumn(key, shape, default_value, np.dtype(dtype), normalizer_fn)
 
 
-def input_layer(features: dict, feature_columns) -> "Tensor":  # noqa: F821 - trainer.graph.Tensor
+def input_layer(features: dict, feature_columns) -> Tensor:
     """The columns' values side by side: a float32 tensor of shape (batch, sum of column sizes)."""
     columns = list(feature_columns)
     if not columns:

@@ -16,8 +16,9 @@ import weakref
 import numpy as np
 
 from schemas.registry import TensorType
-from trainer.data.dataset import Dataset, IterationContext, TensorSpec
-from trainer.data.structure import DataStructureError, as_numpy_dtype, flatten, map_structure, pack_as, same_structure
+from trainer.data.dataset import Dataset, TensorSpec
+from trainer.data.structure import (DataStructureError, as_numpy_dtype, flatten, flatten_shapes, map_structure, pack_as,
+                                    same_structure, shapes_like)
 from trainer.graph import TRAINER_DOMAIN, Graph, Tensor, get_default_graph
 from trainer.state import FailedPreconditionError, OutOfRangeError, stateful_kernel
 
@@ -58,7 +59,7 @@ class IteratorState:
         with self.lock:
             if self.elements is not None:
                 self.elements.close()  # stops the old pass's prefetch and map threads
-            self.elements = dataset._iterate(IterationContext(captured))
+            self.elements = dataset.start(captured)
 
     def next(self) -> list:
         with self.lock:
@@ -140,9 +141,7 @@ class Iterator:
         if output_shapes is None:
             shapes = [None] * len(flatten(types))
         else:
-            from trainer.data.dataset import _shapes_like, flatten_shapes
-
-            shapes = flatten_shapes(types, _shapes_like(types, output_shapes))
+            shapes = flatten_shapes(types, shapes_like(types, output_shapes))
         spec = pack_as(types, [TensorSpec(d, s) for d, s in zip(flatten(types), shapes)])
         return Iterator(_handle_op("Iterator", [], shared_name, ""), spec)
 

@@ -10,14 +10,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["DataStructureError", "as_numpy_dtype", "flatten", "map_structure", "pack_as", "same_structure"]
+__all__ = [
+    "DataStructureError", "as_numpy_dtype", "describe", "flatten", "flatten_shapes", "is_nest", "is_shape",
+    "map_structure", "pack_as", "same_structure", "shapes_like",
+]
 
 
 class DataStructureError(ValueError):
     """An element, a function's result or two datasets whose nested structures do not fit together."""
 
 
-def _is_nest(x) -> bool:
+def is_nest(x) -> bool:
+    """Whether ``x`` is a tuple, list or dict (a nest), not a leaf."""
     return isinstance(x, (tuple, list, dict))
 
 
@@ -78,8 +82,8 @@ def same_structure(a, b) -> bool:
     if isinstance(a, dict) or isinstance(b, dict):
         return (isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b)
                 and all(same_structure(a[k], b[k]) for k in a))
-    if _is_nest(a) or _is_nest(b):
-        return _is_nest(a) and _is_nest(b) and len(a) == len(b) and all(map(same_structure, a, b))
+    if is_nest(a) or is_nest(b):
+        return is_nest(a) and is_nest(b) and len(a) == len(b) and all(map(same_structure, a, b))
     return True
 
 
@@ -90,3 +94,31 @@ def as_numpy_dtype(dtype) -> np.dtype:
     if dtype is str or dtype is bytes:
         return np.dtype(object)
     return np.dtype(dtype)
+
+
+def is_shape(x) -> bool:
+    return isinstance(x, (tuple, list)) and all(d is None or isinstance(d, (int, np.integer)) for d in x)
+
+
+def shapes_like(types, shapes):
+    """``shapes`` laid over ``types``: a tuple of ints is one shape, not a nest of them."""
+    if not is_nest(types):
+        if shapes is not None and not is_shape(shapes):
+            raise DataStructureError(f"{shapes!r} is not a shape (a tuple of ints or None)")
+        return None if shapes is None else tuple(None if d is None or d < 0 else int(d) for d in shapes)
+    if isinstance(types, dict):
+        if not isinstance(shapes, dict) or set(shapes) != set(types):
+            raise DataStructureError(f"shapes {shapes!r} do not match the structure {describe(types)}")
+        return {k: shapes_like(types[k], shapes[k]) for k in types}
+    if not isinstance(shapes, (tuple, list)) or len(shapes) != len(types):
+        raise DataStructureError(f"shapes {shapes!r} do not match the structure {describe(types)}")
+    return tuple(shapes_like(t, s) for t, s in zip(types, shapes))
+
+
+def flatten_shapes(types, shapes) -> list:
+    """Shapes in the order of ``flatten(types)`` (shapes are tuples, so plain flatten would split them)."""
+    if isinstance(types, dict):
+        return [s for k in sorted(types) for s in flatten_shapes(types[k], shapes[k])]
+    if is_nest(types):
+        return [s for t, sh in zip(types, shapes) for s in flatten_shapes(t, sh)]
+    return [shapes]

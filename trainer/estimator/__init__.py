@@ -17,7 +17,8 @@ from trainer.estimator.hooks import (LoggingTensorHook, NanLossDuringTrainingErr
                                      SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook)
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
-from trainer.estimator.training import EvalSpec, FinalExporter, LatestExporter, TrainSpec, train_and_evaluate
+from trainer.estimator.export import FinalExporter, LatestExporter
+from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
     "DNNClassifier", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "FinalExporter",

@@ -43,7 +43,8 @@ def _optimizer(optimizer, learning_rate: float):
         return optimizer
     if callable(optimizer):
         return optimizer()
-    raise TypeError(f"optimizer must be a name, an Optimizer or a callable returning one, got {type(optimizer).__name__}")
+    raise TypeError(f"optimizer must be a name, an Optimizer or a callable returning one, got "
+                    f"{type(optimizer).__name__}")
 
 
 def _logits(features, feature_columns, hidden_units, units, activation_fn, dropout, mode):

@@ -70,7 +70,8 @@ class Estimator:
         if warm_start_from is not None:
             raise ValueError("Estimator: warm_start_from is not supported; restore through model_dir")
         config = config or RunConfig()
-        if model_dir is not None and config.model_dir is not None and os.path.abspath(model_dir) != os.path.abspath(config.model_dir):
+        if (model_dir is not None and config.model_dir is not None
+                and os.path.abspath(model_dir) != os.path.abspath(config.model_dir)):
             raise ValueError(f"Estimator: model_dir {model_dir!r} differs from config.model_dir {config.model_dir!r}")
         model_dir = model_dir or config.model_dir or tempfile.mkdtemp(prefix="estimator_")
         self._model_fn = model_fn
@@ -315,7 +316,8 @@ class Estimator:
         names SavedModel directories) from the newest checkpoint; returns that directory's path as bytes.
 
         The served inputs are the receiver's tensors; the outputs are the spec's ``export_outputs``
-        (see ``_served_outputs``), else its ``predictions``. The exporter checks the written model against the trainer before writing.
+        (see ``_served_outputs``), else its ``predictions``. The exporter checks the model against the
+        trainer before writing it.
         """
         if experimental_mode != ModeKeys.PREDICT:
             raise ValueError("export_saved_model exports the PREDICT graph only")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 from trainer.graph import Tensor
 from trainer.ops import placeholder
 
 __all__ = [
-    "ClassificationOutput", "ExportOutput", "FinalExporter", "LatestExporter", "PredictOutput", "RegressionOutput", "ServingInputReceiver",
-    "build_raw_serving_input_receiver_fn",
+    "ClassificationOutput", "ExportOutput", "FinalExporter", "LatestExporter", "PredictOutput", "RegressionOutput",
+    "ServingInputReceiver", "build_raw_serving_input_receiver_fn",
 ]
 
 
@@ -23,7 +24,8 @@ class ServingInputReceiver:
             raise ValueError("ServingInputReceiver: receiver_tensors must be a Tensor or a non-empty dict of them")
         for name, t in receiver_tensors.items():
             if not isinstance(t, Tensor):
-                raise ValueError(f"ServingInputReceiver: receiver_tensors[{name!r}] is {type(t).__name__}, not a Tensor")
+                raise ValueError(f"ServingInputReceiver: receiver_tensors[{name!r}] is {type(t).__name__}, "
+                                 "not a Tensor")
         self.features = features
         self.receiver_tensors = receiver_tensors
 
@@ -68,10 +70,37 @@ class RegressionOutput(ExportOutput):
         super().__init__({"outputs": value})
 
 
-def __getattr__(name: str):
-    # tf.estimator.export.FinalExporter / LatestExporter live with train_and_evaluate (which uses them).
-    if name in ("FinalExporter", "LatestExporter"):
-        from trainer.estimator import training
 
-        return getattr(training, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# -- exporters for train_and_evaluate's EvalSpec -----------------------------------------------------
+class FinalExporter:
+    """Exports the trained model to ``<model_dir>/export/<name>/<version>/model.flow``."""
+
+    def __init__(self, name: str, serving_input_receiver_fn: Callable, assets_extra=None, as_text: bool = False):
+        self.name = name
+        self.serving_input_receiver_fn = serving_input_receiver_fn
+
+    def export(self, estimator, export_path: str, checkpoint_path: str | None, eval_result: dict,
+               is_the_final_export: bool):
+        if not is_the_final_export:
+            return None
+        return estimator.export_saved_model(export_path, self.serving_input_receiver_fn,
+                                           checkpoint_path=checkpoint_path)
+
+
+class LatestExporter(FinalExporter):
+    """Exports after every evaluation (here: the one), keeping the newest ``exports_to_keep``."""
+
+    def __init__(self, name: str, serving_input_receiver_fn: Callable, assets_extra=None, as_text: bool = False,
+                 exports_to_keep: int = 5):
+        super().__init__(name, serving_input_receiver_fn)
+        self.exports_to_keep = exports_to_keep
+
+    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
+        import shutil
+
+        path = estimator.export_saved_model(export_path, self.serving_input_receiver_fn,
+                                            checkpoint_path=checkpoint_path)
+        versions = sorted((d for d in os.listdir(export_path) if d.isdigit()), key=int)
+        for old in versions[:-self.exports_to_keep] if self.exports_to_keep else []:
+            shutil.rmtree(os.path.join(export_path, old))
+        return path

@@ -79,7 +79,8 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _FIELDS)):
         if export_outputs is not None:
             from trainer.estimator.export import ExportOutput
 
-            if not isinstance(export_outputs, dict) or not all(isinstance(v, ExportOutput) for v in export_outputs.values()):
+            if not isinstance(export_outputs, dict) or not all(
+                    isinstance(v, ExportOutput) for v in export_outputs.values()):
                 raise EstimatorSpecError("EstimatorSpec.export_outputs must map names to ExportOutput objects "
                                          "(tf.estimator.export.PredictOutput, ClassificationOutput, ...)")
         return super().__new__(cls, mode, predictions, loss, train_op, eval_metric_ops, export_outputs,

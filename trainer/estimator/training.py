@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["EvalSpec", "FinalExporter", "LatestExporter", "TrainSpec", "train_and_evaluate"]
+__all__ = ["EvalSpec", "TrainSpec", "train_and_evaluate"]
 
 
 @dataclass(frozen=True)
@@ -31,39 +31,6 @@ class EvalSpec:
     exporters: tuple = field(default=())
     start_delay_secs: int = 120
     throttle_secs: int = 600
-
-
-class FinalExporter:
-    """Exports the trained model to ``<model_dir>/export/<name>/<version>/model.flow``."""
-
-    def __init__(self, name: str, serving_input_receiver_fn: Callable, assets_extra=None, as_text: bool = False):
-        self.name = name
-        self.serving_input_receiver_fn = serving_input_receiver_fn
-
-    def export(self, estimator, export_path: str, checkpoint_path: str | None, eval_result: dict,
-               is_the_final_export: bool):
-        if not is_the_final_export:
-            return None
-        return estimator.export_saved_model(export_path, self.serving_input_receiver_fn,
-                                           checkpoint_path=checkpoint_path)
-
-
-class LatestExporter(FinalExporter):
-    """Exports after every evaluation (here: the one), keeping the newest ``exports_to_keep``."""
-
-    def __init__(self, name: str, serving_input_receiver_fn: Callable, assets_extra=None, as_text: bool = False,
-                 exports_to_keep: int = 5):
-        super().__init__(name, serving_input_receiver_fn)
-        self.exports_to_keep = exports_to_keep
-
-    def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        import shutil
-
-        path = estimator.export_saved_model(export_path, self.serving_input_receiver_fn, checkpoint_path=checkpoint_path)
-        versions = sorted((d for d in os.listdir(export_path) if d.isdigit()), key=int)
-        for old in versions[:-self.exports_to_keep] if self.exports_to_keep else []:
-            shutil.rmtree(os.path.join(export_path, old))
-        return path
 
 
 def train_and_evaluate(estimator, train_spec: TrainSpec, eval_spec: EvalSpec):
