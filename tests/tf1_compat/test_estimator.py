@@ -2,8 +2,8 @@
 
 A custom model_fn (an MLP with tf.metrics in EVAL and export_outputs for serving), fed by
 ``tf.estimator.inputs.numpy_input_fn``: train, evaluate (95% or more; 97.8% when written), predict, train on from the
-checkpoint, and export a ``.flow`` model repository entry that the edge runtime loads and that
-predicts what ``Estimator.predict`` does.
+checkpoint, and export a ``.flow`` model repository entry that the edge runtime and the serving
+model repository load and that predicts what ``Estimator.predict`` does.
 """
 
 from __future__ import annotations
@@ -100,6 +100,19 @@ def test_estimator_with_numpy_input_fn_trains_evaluates_predicts_and_exports(tmp
     assert int(os.path.basename(export_dir_2.decode())) > int(os.path.basename(export_dir))
     served_2 = edge_runtime.load(os.path.join(export_dir_2.decode(), "model.flow")).run({"pixels": x_test[:50]})
     np.testing.assert_allclose(served_2["probabilities"], now, rtol=1e-4, atol=1e-5)
+
+    # `flowstack serve --model-repository <tmp>/models` serves the newest version of "digits".
+    from serving.repository import ModelRepository
+
+    repository = ModelRepository(tmp_path / "models")
+    try:
+        repository.poll()
+        assert repository.versions("digits") == [int(os.path.basename(export_dir_2.decode()))]
+        version = repository.get("digits")
+        out = version.batcher.submit({"pixels": x_test[:50]}, rows=50).result(10)["probabilities"]
+    finally:
+        repository.close()
+    np.testing.assert_allclose(out, now, rtol=1e-4, atol=1e-5)
     assert time.monotonic() - started < 120
 
 
