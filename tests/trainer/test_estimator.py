@@ -18,7 +18,7 @@ def linear_model_fn(features, labels, mode):
         return tf.estimator.EstimatorSpec(mode, predictions=pred)
     loss = tf.reduce_mean(tf.square(pred - labels))
     train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
-    return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
+    return tf.estimator.EstimatorSpec(mode, predictions=pred, loss=loss, train_op=train_op,
                                       eval_metric_ops={"mse": tf.metrics.mean_squared_error(labels, pred)})
 
 
@@ -179,3 +179,34 @@ def test_train_and_evaluate_trains_evaluates_and_exports(tmp_path):
     (path,) = exports
     model = edge_runtime.load(str(tmp_path / "export" / "linear" / path.decode().rsplit("/", 1)[-1] / "model.flow"))
     np.testing.assert_allclose(model.run({"x": XS[:4]})["output"], YS[:4], atol=0.1)
+
+
+def test_add_metrics_final_ops_and_step_counter(tmp_path):
+    est = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path))
+    counter = tf.estimator.StepCounterHook(every_n_steps=5)
+    est.train(dataset_input_fn, steps=20, hooks=[counter])
+    assert counter.steps_per_sec is not None and counter.steps_per_sec > 0
+
+    def metric_fn(labels, predictions):
+        return {"mae": tf.metrics.mean_absolute_error(labels, predictions)}
+
+    with_mae = tf.estimator.add_metrics(est, metric_fn)
+    result = with_mae.evaluate(dataset_input_fn, steps=2)
+    assert {"mae", "mse", "loss", "global_step"} <= set(result) and result["global_step"] == 20
+
+    class Final(tf.estimator.SessionRunHook):
+        def begin(self):
+            self.hook = tf.estimator.FinalOpsHook(tf.train.get_or_create_global_step())
+
+        def end(self, session):
+            self.hook.end(session)
+
+    with pytest.raises(TypeError, match=r"metric_fn 'needs_logits' takes \['logits'\]"):
+        def needs_logits(logits):
+            return {}
+
+        tf.estimator.add_metrics(est, needs_logits).evaluate(dataset_input_fn, steps=1)
+
+    final = Final()
+    est.evaluate(dataset_input_fn, steps=1, hooks=[final])
+    assert final.hook.final_ops_values == 20

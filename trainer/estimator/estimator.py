@@ -35,7 +35,7 @@ from trainer.summary import FileWriter
 from trainer.train import get_or_create_global_step
 from trainer.variables import local_variables_initializer
 
-__all__ = ["Estimator", "NanLossDuringTrainingError"]
+__all__ = ["Estimator", "NanLossDuringTrainingError", "add_metrics"]
 
 log = logging.getLogger("trainer.estimator")
 
@@ -377,3 +377,27 @@ def _examples(batch):
             yield {k: v[i] for k, v in batch.items()}
     else:
         yield from batch
+
+
+def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
+    """A copy of ``estimator`` whose evaluation also reports ``metric_fn``'s metrics.
+
+    ``metric_fn`` takes any of ``features``, ``labels``, ``predictions`` and ``config`` and returns
+    a dict of name -> (value, update_op); its names replace the model_fn's where both have one.
+    """
+    model_fn = estimator._model_fn
+
+    def with_metrics(features, labels, mode, params, config):
+        spec = _call_with_accepted(model_fn, "model_fn", features=features, labels=labels, mode=mode,
+                                   params=params, config=config)
+        if mode != ModeKeys.EVAL or not isinstance(spec, EstimatorSpec):
+            return spec
+        available = {"features": features, "labels": labels, "config": config}
+        if spec.predictions is not None:  # else a metric_fn taking predictions is told they are missing
+            available["predictions"] = spec.predictions
+        extra = _call_with_accepted(metric_fn, "metric_fn", **available)
+        metrics = {**(spec.eval_metric_ops or {}), **extra}
+        return EstimatorSpec(spec.mode, predictions=spec.predictions, loss=spec.loss, eval_metric_ops=metrics,
+                             export_outputs=spec.export_outputs, evaluation_hooks=spec.evaluation_hooks)
+
+    return Estimator(with_metrics, model_dir=estimator.model_dir, config=estimator.config, params=estimator.params)

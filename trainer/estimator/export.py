@@ -9,8 +9,8 @@ from trainer.graph import Tensor
 from trainer.ops import placeholder
 
 __all__ = [
-    "ClassificationOutput", "ExportOutput", "FinalExporter", "LatestExporter", "PredictOutput", "RegressionOutput",
-    "ServingInputReceiver", "build_raw_serving_input_receiver_fn",
+    "ClassificationOutput", "ExportOutput", "Exporter", "FinalExporter", "LatestExporter", "PredictOutput",
+    "RegressionOutput", "ServingInputReceiver", "build_raw_serving_input_receiver_fn",
 ]
 
 
@@ -72,7 +72,18 @@ class RegressionOutput(ExportOutput):
 
 
 # -- exporters for train_and_evaluate's EvalSpec -----------------------------------------------------
-class FinalExporter:
+class Exporter:
+    """Base of EvalSpec's exporters: ``name`` and ``export(estimator, export_path, checkpoint_path,
+    eval_result, is_the_final_export)`` returning the export's path (or None)."""
+
+    name: str = "exporter"
+
+    def export(self, estimator, export_path: str, checkpoint_path: str | None, eval_result: dict,
+               is_the_final_export: bool):
+        raise NotImplementedError(f"{type(self).__name__} must define export()")
+
+
+class FinalExporter(Exporter):
     """Exports the trained model to ``<model_dir>/export/<name>/<version>/model.flow``."""
 
     def __init__(self, name: str, serving_input_receiver_fn: Callable, assets_extra=None, as_text: bool = False):

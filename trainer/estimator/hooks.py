@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = [
-    "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs", "SessionRunContext",
-    "SessionRunHook", "SessionRunValues", "StopAtStepHook",
+    "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs",
+    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
 ]
 
 log = logging.getLogger("trainer.estimator")
@@ -132,6 +132,45 @@ class LoggingTensorHook(SessionRunHook):
             values = run_values.results
             log.info("%s", self._formatter(values) if self._formatter else
                      ", ".join(f"{k} = {v}" for k, v in values.items()))
+
+
+class FinalOpsHook(SessionRunHook):
+    """Runs ``final_ops`` when the session ends; their values are ``final_ops_values``."""
+
+    def __init__(self, final_ops, final_ops_feed_dict=None):
+        self._ops, self._feeds = final_ops, final_ops_feed_dict
+        self.final_ops_values = None
+
+    def end(self, session):
+        self.final_ops_values = session.run(self._ops, self._feeds)
+
+
+class StepCounterHook(SessionRunHook):
+    """Logs global steps per second every ``every_n_steps`` steps."""
+
+    def __init__(self, every_n_steps: int = 100, every_n_secs=None, output_dir=None, summary_writer=None):
+        if every_n_secs is not None:
+            raise ValueError("StepCounterHook: every_n_secs is not supported; use every_n_steps")
+        self._every = every_n_steps
+        self.steps_per_sec: float | None = None
+
+    def begin(self):
+        self._step = _global_step()
+        self._last = None
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        import time
+
+        step, now = int(run_values.results), time.monotonic()
+        if self._last is None:
+            self._last = (step, now)
+        elif step - self._last[0] >= self._every:
+            self.steps_per_sec = (step - self._last[0]) / max(now - self._last[1], 1e-9)
+            log.info("global_step/sec: %.4g", self.steps_per_sec)
+            self._last = (step, now)
 
 
 class HookedRunner:
