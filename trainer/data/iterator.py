@@ -3,7 +3,7 @@
 An iterator is a resource of the session (like a queue): its handle op creates it, ``MakeIterator``
 (the ``initializer``) starts a pass over the dataset with the values of the tensors the dataset
 captured, and each ``IteratorGetNext`` takes the next element, raising ``OutOfRangeError`` at the
-end. Datasets stay Python objects; the graph names them by a key in a per-graph table, so a graph
+end. The ops' kernels are in trainer/kernels/data.py. Datasets stay Python objects; the graph names them by a key in a per-graph table, so a graph
 read back from a file keeps its iterators but needs its datasets rebuilt.
 """
 
@@ -13,22 +13,24 @@ import json
 import threading
 import weakref
 
-import numpy as np
-
 from schemas.registry import TensorType
 from trainer.data.dataset import Dataset, TensorSpec
 from trainer.data.structure import (DataStructureError, as_numpy_dtype, flatten, flatten_shapes, map_structure, pack_as,
                                     same_structure, shapes_like)
+from trainer.errors import FailedPreconditionError, OutOfRangeError
 from trainer.graph import TRAINER_DOMAIN, Graph, Tensor, get_default_graph
-from trainer.state import FailedPreconditionError, OutOfRangeError, stateful_kernel
 
-__all__ = ["Iterator", "make_initializable_iterator", "make_one_shot_iterator"]
+__all__ = [
+    "Iterator", "IteratorState", "lookup_dataset", "make_initializable_iterator", "make_one_shot_iterator",
+    "register_dataset",
+]
 
 _DATASETS: "weakref.WeakKeyDictionary[Graph, dict[str, Dataset]]" = weakref.WeakKeyDictionary()
 _TABLE_LOCK = threading.Lock()
 
 
-def _register(graph: Graph, dataset: Dataset) -> str:
+def register_dataset(graph: Graph, dataset: Dataset) -> str:
+    """Keep ``dataset`` in ``graph``'s table; returns the key its iterator ops name it by."""
     with _TABLE_LOCK:
         table = _DATASETS.setdefault(graph, {})
         key = f"dataset_{len(table)}"
@@ -36,7 +38,8 @@ def _register(graph: Graph, dataset: Dataset) -> str:
     return key
 
 
-def _lookup(graph: Graph, key: str, iterator: str) -> Dataset:
+def lookup_dataset(graph: Graph, key: str, iterator: str) -> Dataset:
+    """The dataset ``key`` of ``graph``'s table; FailedPreconditionError naming ``iterator`` if absent."""
     try:
         return _DATASETS[graph][key]
     except KeyError:
@@ -71,54 +74,6 @@ class IteratorState:
                 return next(self.elements)
             except StopIteration:
                 raise OutOfRangeError(f"iterator {self.name!r}: end of sequence") from None
-
-
-def _handle(rctx, name: str) -> np.ndarray:
-    resources = rctx.state.resources
-    with rctx.state.lock:
-        if name not in resources:
-            resources[name] = IteratorState(name)
-    out = np.empty((), dtype=object)
-    out[()] = name
-    return out
-
-
-def _state(rctx, handle) -> IteratorState:
-    return rctx.state.resources[str(handle[()])]
-
-
-def _captured_values(dataset: Dataset, values) -> dict:
-    return dict(zip(dataset.captured_tensors(), values))
-
-
-@stateful_kernel("Iterator")
-def iterator_handle(rctx, *, xp, shared_name, dataset):
-    return _handle(rctx, shared_name)
-
-
-@stateful_kernel("OneShotIterator")
-def one_shot_iterator(rctx, *captured, xp, shared_name, dataset):
-    state_lock = rctx.state.lock
-    with state_lock:
-        fresh = shared_name not in rctx.state.resources
-        handle = _handle(rctx, shared_name)
-        if fresh:
-            ds = _lookup(rctx.session.graph, dataset, shared_name)
-            _state(rctx, handle).start(ds, _captured_values(ds, captured))
-    return handle
-
-
-@stateful_kernel("MakeIterator")
-def make_iterator(rctx, handle, *captured, xp, dataset):
-    state = _state(rctx, handle)
-    ds = _lookup(rctx.session.graph, dataset, state.name)
-    state.start(ds, _captured_values(ds, captured))
-
-
-@stateful_kernel("IteratorGetNext")
-def iterator_get_next(rctx, handle, *, xp, output_types, output_shapes):
-    comps = _state(rctx, handle).next()
-    return tuple(c if isinstance(c, np.ndarray) else np.asarray(c) for c in comps)
 
 
 # -- the graph side ---------------------------------------------------------------------------------
@@ -177,7 +132,7 @@ class Iterator:
         g = self.graph
         with g.as_default():
             return g.create_op("MakeIterator", [self.handle, *dataset.captured_tensors()],
-                               {"dataset": _register(g, dataset)}, domain=TRAINER_DOMAIN,
+                               {"dataset": register_dataset(g, dataset)}, domain=TRAINER_DOMAIN,
                                name=name or f"{self.handle.node.name}/MakeIterator")
 
     def get_next(self, name: str | None = None):
@@ -218,7 +173,7 @@ def make_one_shot_iterator(dataset: Dataset) -> Iterator:
                 "every step; use make_initializable_iterator() and feed it to iterator.initializer")
     g = _graph_for(dataset)
     with g.as_default():
-        key = _register(g, dataset)
+        key = register_dataset(g, dataset)
         return Iterator(_handle_op("OneShotIterator", captured, None, key, g), dataset.element_spec)
 
 

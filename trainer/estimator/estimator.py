@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from trainer.data.dataset import Dataset
+from trainer.errors import OutOfRangeError
 from trainer.estimator.export import ServingInputReceiver
 from trainer.estimator.hooks import HookedRunner, NanLossDuringTrainingError
 from trainer.estimator.run_config import RunConfig
@@ -30,7 +31,6 @@ from trainer.metrics import mean
 from trainer.monitored import MonitoredTrainingSession
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
-from trainer.state import OutOfRangeError
 from trainer.summary import FileWriter
 from trainer.train import get_or_create_global_step
 from trainer.variables import local_variables_initializer
