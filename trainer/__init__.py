@@ -75,6 +75,8 @@ from trainer.variables import (
     Variable,
     global_variables,
     global_variables_initializer,
+    local_variables,
+    local_variables_initializer,
     trainable_variables,
     variables_initializer,
 )
@@ -85,14 +87,15 @@ from trainer.queues import Coordinator, FIFOQueue, QueueRunner, RandomShuffleQue
 from trainer.saver import Saver, export_graph, import_graph, latest_checkpoint
 from trainer import summary
 from trainer.monitored import MonitoredTrainingSession
+from trainer import data, errors, estimator, feature_column  # noqa: E402  (tf.data, tf.errors, tf.estimator)
 
 __all__ = [
     "Coordinator", "FIFOQueue", "FailedPreconditionError", "MonitoredTrainingSession", "Graph", "GraphError", "GraphKeys", "IndexedSlices", "Node",
     "OutOfRangeError", "QueueRunner", "RandomShuffleQueue", "Saver", "Session", "Tensor", "Variable",
-    "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "device",
-    "divide", "equal", "exp", "export_graph", "gather", "get_default_graph", "global_variables",
+    "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "data", "device",
+    "divide", "equal", "errors", "estimator", "exp", "feature_column", "export_graph", "gather", "get_default_graph", "global_variables",
     "global_variables_initializer", "gradients", "greater", "group", "identity", "import_graph", "init", "inputs",
-    "latest_checkpoint", "layers", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
+    "latest_checkpoint", "layers", "local_variables", "local_variables_initializer", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
     "minimum", "multiply", "name_scope", "negative", "nn", "no_op", "ones_like", "placeholder", "pow",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reset_default_graph", "reshape", "shape",
     "sigmoid", "sqrt", "square", "squeeze", "start_queue_runners", "stop_gradient", "subtract", "summary",

@@ -4,11 +4,20 @@
 failed while running; ``FailedPreconditionError`` and ``OutOfRangeError`` are session-state
 errors that keep their type when re-raised with the failing node's name, so callers can catch
 them (an uninitialized variable; a closed, drained queue ending an epoch loop).
+
+The module is also ``tf.errors``: TensorFlow 1.x's names map onto these types, so
+``except tf.errors.OutOfRangeError`` ends an input loop as in TensorFlow and ``OpError`` (TensorFlow's
+base class) catches any of them.
 """
 
 from __future__ import annotations
 
-__all__ = ["FailedPreconditionError", "GraphError", "KernelError", "OutOfRangeError", "node_error"]
+from schemas.registry import UnsupportedOpError
+
+__all__ = [
+    "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelError", "OpError", "OutOfRangeError",
+    "UnimplementedError", "UnknownError", "node_error",
+]
 
 
 class GraphError(ValueError):
@@ -25,6 +34,12 @@ class FailedPreconditionError(RuntimeError):
 
 class OutOfRangeError(RuntimeError):
     """A closed, drained queue: the input pipeline is done (the normal way an epoch loop ends)."""
+
+
+InvalidArgumentError = GraphError  # a bad feed, fetch or graph
+UnimplementedError = UnsupportedOpError
+UnknownError = KernelError  # a kernel failed (the message names the node)
+OpError = (OutOfRangeError, FailedPreconditionError, GraphError, UnsupportedOpError, KernelError)
 
 
 def node_error(node, e: Exception) -> Exception:

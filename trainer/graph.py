@@ -44,6 +44,10 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     GLOBAL_STEP = "global_step"
     LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAIN_OP = "train_op"
 
 
 class Tensor:

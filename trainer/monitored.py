@@ -14,7 +14,7 @@ from trainer.graph import GraphKeys, get_default_graph
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
-from trainer.variables import global_variables_initializer
+from trainer.variables import global_variables_initializer, local_variables_initializer
 
 __all__ = ["MonitoredTrainingSession"]
 
@@ -37,9 +37,11 @@ class MonitoredTrainingSession:
         with self.graph.as_default():
             self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if checkpoint_dir else None)
             init = global_variables_initializer()
+            local_init = local_variables_initializer()
         self.session = Session(self.graph, **session_kwargs)
         self.restored_from = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
         self.session.run(init)
+        self.session.run(local_init)
         if self.restored_from:
             self.saver.restore(self.session, self.restored_from)
         self.summary_op = summary_op
@@ -54,10 +56,14 @@ class MonitoredTrainingSession:
         return int(self.session.state.variables[self.global_step.name])
 
     def run(self, fetches, feed_dict=None):
-        out = self.session.run(fetches, feed_dict)
+        # A due summary is fetched in the same run as the step (a second run would take another
+        # batch from an input pipeline); it is due when the step about to be taken is a multiple.
+        if self.writer is not None and (self.step + 1) % self.save_summaries_steps == 0:
+            out, summary = self.session.run([fetches, self.summary_op], feed_dict)
+            self.writer.add_summary(summary, self.step)
+        else:
+            out = self.session.run(fetches, feed_dict)
         step = self.step
-        if self.writer is not None and step % self.save_summaries_steps == 0:
-            self.writer.add_summary(self.session.run(self.summary_op, feed_dict), step)
         if self.saver is not None:
             due_steps = self.save_steps is not None and step - self._last_save_step >= self.save_steps
             due_secs = self.save_secs is not None and time.time() - self._last_save_time >= self.save_secs

@@ -11,6 +11,8 @@ __all__ = [
     "Variable",
     "global_variables",
     "global_variables_initializer",
+    "local_variables",
+    "local_variables_initializer",
     "trainable_variables",
     "variables_initializer",
 ]
@@ -137,6 +139,15 @@ def trainable_variables(graph=None) -> list[Variable]:
 
 def variables_initializer(var_list, name: str = "init"):
     return ops.group(*[v.initializer for v in var_list], name=name)
+
+
+def local_variables(graph=None) -> list[Variable]:
+    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
+
+
+def local_variables_initializer():
+    """One op that runs every LOCAL_VARIABLES initializer (metric counters, epoch counters)."""
+    return variables_initializer(local_variables(), name="init_local")
 
 
 def global_variables_initializer():

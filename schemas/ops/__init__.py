@@ -2,6 +2,7 @@
 
 from schemas.ops import (  # noqa: F401
     control,
+    data,
     dataflow,
     detection,
     fused,

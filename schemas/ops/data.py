@@ -1,0 +1,43 @@
+"""Input-pipeline ops (domain ``flowstack``), with TensorFlow 1.x's names.
+
+A dataset is a pipeline description kept outside the graph (trainer/data); the graph holds only
+iterators over it: a handle op creates the iterator as session state, ``MakeIterator`` (re)starts
+it over a dataset whose captured tensors are its inputs, and ``IteratorGetNext`` takes the next
+element, flattened to its components. Kernels live in trainer/data/iterator.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from schemas.registry import REQUIRED, Attr, TensorType, op
+
+D = "flowstack"
+_OBJECT = np.dtype(object)
+
+_HANDLE_ATTRS = {"shared_name": Attr("string", ""), "dataset": Attr("string", "")}
+
+
+def _component_types(ctx) -> list[TensorType]:
+    dtypes = ctx.attrs["output_types"]
+    shapes = ctx.attrs["output_shapes"] or [""] * len(dtypes)
+    return [TensorType(np.dtype(d), None if not s else tuple(None if n < 0 else n for n in json.loads(s)))
+            for d, s in zip(dtypes, shapes)]
+
+
+op("Iterator", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_HANDLE_ATTRS,
+   doc="An initializable iterator: session state that MakeIterator starts over a dataset.")(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("OneShotIterator", domain=D, inputs=["captured*"], outputs=["handle"], stateful=True, attrs=_HANDLE_ATTRS,
+   doc="An iterator started over ``dataset`` the first time a session runs it (captured: its tensors).")(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("MakeIterator", domain=D, inputs=["handle", "captured*"], outputs=["done*"], stateful=True,
+   attrs={"dataset": Attr("string", REQUIRED)},
+   doc="(Re)start the iterator over ``dataset``, whose captured tensors are the inputs after the handle.")(
+    lambda ctx: [])
+op("IteratorGetNext", domain=D, inputs=["handle"], outputs=["components+"], stateful=True,
+   attrs={"output_types": Attr("strings", REQUIRED), "output_shapes": Attr("strings", ())},
+   doc="The iterator's next element (OutOfRangeError at the end); shapes as JSON, -1 unknown.")(
+    _component_types)

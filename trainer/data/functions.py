@@ -1,0 +1,101 @@
+"""Dataset functions (``map``, ``filter``, ``flat_map``): written with graph ops, as in TensorFlow 1.x.
+
+The user's function is called once, on placeholders shaped like one element, inside a graph of its
+own; each element then runs that graph in a private session. Its result must be a tensor (or a
+value a constant can hold), or a tuple or dict of them; for ``flat_map`` and ``interleave``, a
+Dataset, whose captured tensors are computed from the element the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from trainer.data.structure import DataStructureError, describe, flatten, pack_as
+from trainer.graph import Graph, GraphError, Tensor
+from trainer.ops import convert_to_tensor, placeholder
+
+__all__ = ["TracedFunction", "call_with_element"]
+
+
+def call_with_element(fn: Callable, element):
+    """TensorFlow's calling convention: a tuple element is spread over the arguments."""
+    if isinstance(element, tuple):
+        return fn(*element)
+    return fn(element)
+
+
+class TracedFunction:
+    """``fn`` traced over one element of ``element_spec``; call it with flat component lists."""
+
+    def __init__(self, fn: Callable, element_spec, what: str, *, returns_dataset: bool = False):
+        self.what = what
+        self.graph = Graph()
+        name = getattr(fn, "__name__", type(fn).__name__)
+        with self.graph.as_default():
+            self.placeholders = [placeholder(s.dtype, s.shape, name=f"arg{i}")
+                                 for i, s in enumerate(flatten(element_spec))]
+            try:
+                result = call_with_element(fn, pack_as(element_spec, self.placeholders))
+            except GraphError as e:
+                raise GraphError(f"{what} function {name!r}: {e}. A dataset function runs in a graph of its "
+                                 "own: use its arguments and constants, not tensors of the outer graph") from e
+            if returns_dataset:
+                self.dataset = _check_dataset(result, what, name)
+                outputs = self.dataset.captured_tensors()
+                self.output_structure = None
+            else:
+                self.output_structure = _as_tensors(result, what, name)
+                outputs = flatten(self.output_structure)
+            self.outputs = list(outputs)
+            from trainer.variables import global_variables, variables_initializer
+
+            init = variables_initializer(global_variables()) if global_variables() else None
+        from trainer.session import Session
+
+        self.session = Session(self.graph)
+        if init is not None:
+            self.session.run(init)
+
+    def run(self, components) -> list[np.ndarray]:
+        """The function's flat outputs for one element's flat components."""
+        if not self.outputs:
+            return []
+        return self.session.run(self.outputs, dict(zip(self.placeholders, components)))
+
+
+def _as_tensors(result, what: str, name: str):
+    if result is None:
+        raise DataStructureError(f"{what} function {name!r} returned None; it must return a tensor, "
+                                 "or a tuple or dict of tensors")
+    if isinstance(result, list):
+        result = tuple(result)
+    from trainer.data.dataset import Dataset
+
+    def convert(leaf, path):
+        if isinstance(leaf, Dataset):
+            raise DataStructureError(f"{what} function {name!r} returned a Dataset at {path}; use flat_map or "
+                                     "interleave for functions that return datasets")
+        problem = None
+        if not isinstance(leaf, Tensor) and not hasattr(leaf, "_as_tensor"):
+            kind = np.asarray(leaf).dtype.kind if not isinstance(leaf, (str, bytes)) else "U"
+            problem = "it is not a tensor, a number or a string" if kind == "O" else None
+        if problem is None:
+            try:
+                return convert_to_tensor(leaf)
+            except (TypeError, ValueError) as e:
+                problem = str(e)
+        raise DataStructureError(f"{what} function {name!r} returned {type(leaf).__name__} {str(leaf)[:60]} at "
+                                 f"{path} of {describe(result)}: {problem}")
+
+    leaves = flatten(result)
+    return pack_as(result, [convert(leaf, f"component {i}") for i, leaf in enumerate(leaves)])
+
+
+def _check_dataset(result, what: str, name: str):
+    from trainer.data.dataset import Dataset
+
+    if not isinstance(result, Dataset):
+        raise DataStructureError(f"{what} function {name!r} must return a Dataset, got {type(result).__name__}")
+    return result
