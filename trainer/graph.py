@@ -314,12 +314,14 @@ class Graph:
         ctrl = list(control_inputs)
         for deps in st.control:
             ctrl.extend(d for d in deps if d not in ctrl)
-        dev = st.device[-1] if st.device else ""
         with self._lock:
-            node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, dev)
+            node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, "")
             node.outputs = [Tensor(node, i, t) for i, t in enumerate(output_types)]
             if st.colocate:
                 node.colocate_with = st.colocate[-1]
+                node.device = node.colocate_with.device  # colocation overrides device scopes, as in TF
+            else:
+                node.device = _scoped_device(st.device, node)
             if ctx is not None:
                 node.cf_context = ctx
                 ctx.add_node(node)
@@ -365,11 +367,16 @@ class Graph:
             st.control.pop()
 
     @contextlib.contextmanager
-    def device(self, name: str | None):
+    def device(self, name_or_function):
+        """Constrain the nodes built inside to a device; a function of the node returning a device
+        name (or None) is called for each node, seeing in ``node.device`` what outer scopes chose."""
         from trainer.devices import canonical_device
 
         st = self._state()
-        st.device.append(canonical_device(name) if name else "")
+        if callable(name_or_function):
+            st.device.append(name_or_function)
+        else:
+            st.device.append(canonical_device(name_or_function) if name_or_function else "")
         try:
             yield
         finally:
@@ -431,6 +438,22 @@ def _as_node(x) -> Node:
     raise GraphError(f"expected a node or tensor, got {type(x).__name__}")
 
 
+def _scoped_device(scopes: list, node: Node) -> str:
+    """The device the ``device()`` scopes give ``node``: the innermost name wins, and a device
+    function maps what the scopes outside it chose to its own choice."""
+    from trainer.devices import canonical_device
+
+    dev = ""
+    for scope in scopes:
+        if callable(scope):
+            node.device = dev
+            chosen = scope(node)
+            dev = canonical_device(chosen) if chosen else ""
+        else:
+            dev = scope
+    return dev
+
+
 def constant_value(t: Tensor) -> np.ndarray | None:
     """The value of ``t`` if it is known at build time (a constant), else None."""
     node = t.node
@@ -484,6 +507,7 @@ def control_dependencies(deps):
     return get_default_graph().control_dependencies(deps)
 
 
-def device(name: str | None):
-    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``."""
-    return get_default_graph().device(name)
+def device(name_or_function):
+    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``, a task's device
+    (``"/job:ps/task:0"``), or a function of the node such as ``train.replica_device_setter(...)``."""
+    return get_default_graph().device(name_or_function)

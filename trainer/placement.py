@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from schemas.registry import get_schema
+from trainer.device_spec import local_device
 
 __all__ = ["CostModel", "Placer", "PlacementError"]
 
@@ -87,13 +88,16 @@ class Placer:
                 anchor = src  # updates run where the variable lives
         if anchor is not None:
             return placement.get(anchor) or self._place(anchor, placement)
-        if node.device:
-            if node.device not in self.devices:
+        # A single-process session runs every task's nodes: it honours only the local part of
+        # "/job:ps/task:0/CPU:0" (none in "/job:ps/task:0", which leaves the choice to the rules below).
+        wanted = local_device(node.device)
+        if wanted:
+            if wanted not in self.devices:
                 raise PlacementError(
                     f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
                     f"but this session has only {self.devices}"
                 )
-            return node.device
+            return wanted
         if self.gpu and node.op_type not in _HOST_ONLY_STATEFUL and node.domain == "":
             if self.cost_model.estimate(node) >= self.GPU_THRESHOLD_S:
                 return self.gpu

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.device_setter import (GreedyLoadBalancingStrategy, RoundRobinStrategy, byte_size_load_fn,
+                                   replica_device_setter)
 from trainer.gradients import IndexedSlices, gradients
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
-    "RMSPropOptimizer", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
-    "piecewise_constant",
+    "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
+    "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "RoundRobinStrategy", "byte_size_load_fn",
+    "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
+    "replica_device_setter",
 ]
 
 
@@ -117,8 +120,10 @@ class Optimizer:
         if key not in self._slots:
             g = var.graph
             with g.as_default(), g.name_scope(var.name + "/"), g.colocate_with(var.node):
-                self._slots[key] = Variable(np.full(var.shape, init, var.dtype), trainable=False,
-                                            name=f"{self.name}/{name}")
+                slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=f"{self.name}/{name}")
+            if var.save_slice_info is not None:  # a shard's slot is the same shard of the logical slot
+                slot.save_slice_info = var.save_slice_info.slot(slot.name[len(var.name):])
+            self._slots[key] = slot
         return self._slots[key]
 
     def get_slot(self, var, name):
