@@ -47,6 +47,7 @@ def get_stateful_kernel(name: str, domain: str = D):
     import trainer.queues  # noqa: F401  (each module registers its own stateful kernels)
     import trainer.saver  # noqa: F401
     import trainer.partition  # noqa: F401
+    import trainer.kernels.sparse_apply  # noqa: F401
 
     try:
         return _STATEFUL[(domain, name)]

@@ -17,7 +17,7 @@ from trainer.variables import Variable, trainable_variables
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
-    "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "RoundRobinStrategy", "byte_size_load_fn",
+    "LazyAdamOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "RoundRobinStrategy", "byte_size_load_fn",
     "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
     "replica_device_setter",
 ]
@@ -70,6 +70,18 @@ def piecewise_constant(global_step, boundaries, values):
     for b, v in reversed(list(zip(boundaries, values[:-1]))):
         out = where(greater(constant(np.asarray(b, step.dtype)), step), constant(np.float32(v)), out)
     return out
+
+
+def deduplicate_indexed_slices(grad: IndexedSlices, var) -> tuple:
+    """(values, indices) of ``grad`` with one row per distinct index, repeated rows summed."""
+    row_shape = [int(d) for d in var.shape[1:]]
+    flat_idx = make_op("Reshape", [grad.indices, constant(np.asarray([-1], np.int64))]).outputs[0]
+    flat_idx = flat_idx if flat_idx.dtype == np.int64 else cast(flat_idx, np.int64)
+    values = make_op("Reshape", [grad.values, constant(np.asarray([-1] + row_shape, np.int64))]).outputs[0]
+    unique, _, inverse, _ = make_op("Unique", [flat_idx], {"sorted": 1}, num_outputs=4).outputs
+    count = make_op("Size", [unique]).outputs[0]
+    summed = make_op("UnsortedSegmentSum", [values, inverse, count], domain=TRAINER_DOMAIN).outputs[0]
+    return summed, unique
 
 
 class Optimizer:
@@ -146,14 +158,26 @@ class Optimizer:
     def _dense(grad):
         return grad.to_dense() if isinstance(grad, IndexedSlices) else grad
 
+    def _sparse(self, op_type, var, grad, inputs, attrs=None):
+        """A SparseApply* update of the rows ``grad`` touches, duplicates summed first, built on the
+        variable's device so only the gradient's rows travel there. ``inputs(values, indices)``
+        lists the op's inputs."""
+        g = var.graph
+        with g.colocate_with(var.node):
+            values, indices = deduplicate_indexed_slices(grad, var)
+            return g.create_op(op_type, [convert_to_tensor(i) for i in inputs(values, indices)], attrs or {},
+                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+
 
 class GradientDescentOptimizer(Optimizer):
     name = "GradientDescent"
 
     def _apply(self, grad, var):
-        if isinstance(grad, IndexedSlices):  # touch only the gathered rows
-            return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
-                           domain=TRAINER_DOMAIN).outputs[0]
+        if isinstance(grad, IndexedSlices):  # touch only the gathered rows (ScatterSub sums repeats)
+            g = var.graph
+            with g.colocate_with(var.node):
+                return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
+                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
         return self._fused("ApplyGradientDescent", [var, self._lr, grad])
 
 
@@ -170,8 +194,12 @@ class MomentumOptimizer(Optimizer):
         self._mom = self._scalar(self.momentum, dtype)
 
     def _apply(self, grad, var):
-        return self._fused("ApplyMomentum", [var, self._slot(var, "momentum"), self._lr, self._dense(grad), self._mom],
-                           {"use_nesterov": int(self.use_nesterov)})
+        attrs = {"use_nesterov": int(self.use_nesterov)}
+        if isinstance(grad, IndexedSlices):  # as TF: rows without gradient keep their momentum unapplied
+            accum = self._slot(var, "momentum")
+            return self._sparse("SparseApplyMomentum", var, grad,
+                                lambda values, indices: [var, accum, self._lr, values, indices, self._mom], attrs)
+        return self._fused("ApplyMomentum", [var, self._slot(var, "momentum"), self._lr, grad, self._mom], attrs)
 
 
 class AdamOptimizer(Optimizer):
@@ -204,6 +232,19 @@ class AdamOptimizer(Optimizer):
         return list(updates) + [u1, u2]
 
 
+class LazyAdamOptimizer(AdamOptimizer):
+    """Adam whose sparse gradients (embedding lookups) update m, v and the variable in the touched
+    rows only, on the variable's device (TensorFlow's LazyAdamOptimizer). AdamOptimizer decays m and
+    v of every row each step, which costs the whole table per step; dense gradients are the same."""
+
+    def _apply(self, grad, var):
+        if not isinstance(grad, IndexedSlices):
+            return super()._apply(grad, var)
+        p1, p2, m, v = (*self._powers, self._slot(var, "m"), self._slot(var, "v"))
+        return self._sparse("SparseApplyAdam", var, grad, lambda values, indices: [
+            var, m, v, p1, p2, self._lr, self._b1, self._b2, self._eps, values, indices])
+
+
 class AdagradOptimizer(Optimizer):
     name = "Adagrad"
 
@@ -212,8 +253,11 @@ class AdagradOptimizer(Optimizer):
         self.initial = initial_accumulator_value
 
     def _apply(self, grad, var):
-        return self._fused("ApplyAdagrad", [var, self._slot(var, "accumulator", self.initial), self._lr,
-                                            self._dense(grad)])
+        accum = self._slot(var, "accumulator", self.initial)
+        if isinstance(grad, IndexedSlices):  # the same result as dense: untouched rows get no update
+            return self._sparse("SparseApplyAdagrad", var, grad,
+                                lambda values, indices: [var, accum, self._lr, values, indices])
+        return self._fused("ApplyAdagrad", [var, accum, self._lr, grad])
 
 
 class RMSPropOptimizer(Optimizer):

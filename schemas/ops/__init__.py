@@ -14,6 +14,7 @@ from schemas.ops import (  # noqa: F401
     reduce,
     shape,
     signal,
+    sparse,
     text,
     training,
 )
