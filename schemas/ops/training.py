@@ -82,8 +82,9 @@ op("NoOp", domain=D, inputs=[], outputs=["dummy*"], doc="Groups control dependen
 
 # -- checkpoints ------------------------------------------------------------------------------
 op("Save", domain=D, inputs=["filename", "tensors*"], outputs=["done*"], stateful=True,
-   attrs={"tensor_names": Attr("strings", REQUIRED), "graph_json": Attr("string", "")},
-   doc="Atomically write the tensors (and the graph) as a checkpoint at ``filename``.")(
+   attrs={"tensor_names": Attr("strings", REQUIRED), "graph_json": Attr("string", ""), "slices": Attr("string", "")},
+   doc="Atomically write the tensors (and the graph) as a checkpoint at ``filename``; ``slices`` (JSON) "
+       "records how the graph shards partitioned variables (trainer/saved_slices.py).")(
     lambda ctx: [])
 
 
