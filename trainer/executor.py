@@ -19,19 +19,17 @@ import numpy as np
 from edge_runtime.kernels import get_kernel
 from edge_runtime.kernels.registry import wants_output_count
 from schemas.registry import get_schema
-from trainer.graph import GraphError, Node, Tensor
-from trainer.state import (FailedPreconditionError, OutOfRangeError, get_stateful_kernel, stack_pop_many,
-                           stack_push_many)
+import trainer.kernels  # noqa: F401  (registers every trainer kernel family)
+from trainer.errors import GraphError, KernelError, node_error
+from trainer.graph import Node, Tensor
+from trainer.kernels.registry import get_stateful_kernel
+from trainer.kernels.training import stack_pop_many, stack_push_many
 
 __all__ = ["compile_plan", "FlatPlan", "DataflowPlan", "KernelError"]
 
 CONTROL_FLOW_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration"})  # ops that route by frame
 D = "flowstack"
 _DEAD = object()
-
-
-class KernelError(RuntimeError):
-    """A kernel failed while running; names the node and its op."""
 
 
 def _needed_nodes(fetch_nodes: Sequence[Node], fed: set, whole_loops: bool = True) -> list[Node]:
@@ -115,8 +113,6 @@ def resolve_kernel(node: Node):
     schema = get_schema(node.op_type, node.domain)
     if schema.stateful:
         return get_stateful_kernel(node.op_type, node.domain), True
-    import trainer.kernels  # noqa: F401  (registers the trainer's pure helper kernels)
-
     return get_kernel(node.op_type, node.domain), False
 
 
@@ -301,14 +297,6 @@ def _run_steps(steps, vals, rctx, step_objs):
         raise node_error(failed.node, e) from e
 
 
-def node_error(node: Node, e: Exception) -> Exception:
-    """The error ``e`` re-raised naming the node; state errors keep their type so callers can catch them."""
-    where = f"node {node.name!r} ({node.op_type})"
-    if isinstance(e, (FailedPreconditionError, OutOfRangeError)):
-        return type(e)(f"{where}: {e}")
-    return KernelError(f"{where} failed: {type(e).__name__}: {e}")
-
-
 def _failed_step(steps, vals):
     # Output slots start as None and are filled in order, so the first unfilled one failed.
     for s in steps:
@@ -362,7 +350,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
                 f"{_fmt_shape(n.outputs[0].shape)}) must be fed: {needed_by} depends on it"
             )
     order = _toposort(nodes, fed)
-    placement = session._placer.place(order)
+    placement = session.placer.place(order)
     loop_steps = _fuse_loops(graph, order, session) if (session.fuse_loops and not sub_plan) else []
     if loop_steps:
         order = _collapse_loops(order, loop_steps, fed)
@@ -392,7 +380,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         if n.outputs and all(o in fed for o in n.outputs):
             continue
         dev = placement[n]
-        xp = session._devices[dev].xp
+        xp = session.device(dev).xp
         if isinstance(n, LoopStep):
             lp = n
             step = Step(lp, lp.run, tuple(slot_of(t) for t in lp.inputs), tuple(slot_of(t) for t in lp.outputs),
@@ -402,7 +390,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         # (inside a fused loop body a constant's control edge from the pivot only tags frames)
         if n.op_type == "Constant" and n.domain == "" and (sub_plan or not n.control_inputs):
             value = get_kernel("Constant")(xp=xp, **n.attrs)
-            template[slot_of(n.outputs[0])] = session._devices[dev].from_host(value)
+            template[slot_of(n.outputs[0])] = session.device(dev).from_host(value)
             continue
         if sub_plan and n.op_type == "Identity" and n.domain == "" and n.inputs[0] is not None:
             # Identity returns its input object: inside a flat loop body its output can share the

@@ -14,6 +14,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from schemas.registry import ShapeError, TensorType, get_schema, infer_types
+from trainer.errors import GraphError
 
 __all__ = [
     "Graph",
@@ -29,10 +30,6 @@ __all__ = [
 ]
 
 TRAINER_DOMAIN = "flowstack"
-
-
-class GraphError(ValueError):
-    """A graph that cannot be built or run as asked (foreign tensor, cycle, missing feed, ...)."""
 
 
 class GraphKeys:

@@ -51,7 +51,7 @@ class MonitoredTrainingSession:
 
     @property
     def step(self) -> int:
-        return int(self.session._state.variables[self.global_step.name])
+        return int(self.session.state.variables[self.global_step.name])
 
     def run(self, fetches, feed_dict=None):
         out = self.session.run(fetches, feed_dict)

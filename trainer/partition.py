@@ -7,54 +7,9 @@ this: a remote rendezvous is a gRPC call instead of a dict.
 
 from __future__ import annotations
 
-import threading
+from trainer.kernels.training import recv, send
 
-from trainer.state import stateful_kernel
-
-__all__ = ["Rendezvous", "partition_steps"]
-
-
-class Rendezvous:
-    """Per-step mailbox: ``send(key, value)`` and blocking ``recv(key)``; ``abort`` wakes everyone."""
-
-    def __init__(self):
-        self._values: dict[str, object] = {}
-        self._cv = threading.Condition()
-        self._aborted = False
-
-    def send(self, key: str, value) -> None:
-        with self._cv:
-            self._values[key] = value
-            self._cv.notify_all()
-
-    def recv(self, key: str, timeout: float | None = None):
-        with self._cv:
-            ok = self._cv.wait_for(lambda: key in self._values or self._aborted, timeout)
-            if self._aborted:
-                raise RuntimeError(f"step aborted while receiving {key!r} (another partition failed)")
-            if not ok:
-                raise TimeoutError(f"no value arrived for {key!r}")
-            return self._values.pop(key)
-
-    def abort(self) -> None:
-        with self._cv:
-            self._aborted = True
-            self._cv.notify_all()
-
-
-def _key(tensor_name, src, dst):
-    return f"{src};{dst};{tensor_name}"
-
-
-@stateful_kernel("Send")
-def send(rctx, tensor, *, xp, tensor_name, send_device, recv_device):
-    rctx.rendezvous.send(_key(tensor_name, send_device, recv_device), tensor)
-
-
-@stateful_kernel("Recv")
-def recv(rctx, *, xp, tensor_name, send_device, recv_device):
-    value = rctx.rendezvous.recv(_key(tensor_name, send_device, recv_device))
-    return rctx.session._devices[recv_device].from_host(rctx.session._devices[send_device].to_host(value))
+__all__ = ["partition_steps"]
 
 
 class _SyntheticNode:

@@ -8,16 +8,17 @@ the cached steps and returns the fetched values in the structure they were asked
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from edge_runtime.allocator import keep_freed_memory
-from trainer.devices import Device, available_devices
-from trainer.executor import compile_plan
+from trainer.devices import Device, available_devices, canonical_device
+from trainer.executor import FlatPlan, compile_plan
 from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
-from trainer.partition import Rendezvous
 from trainer.placement import CostModel, Placer
+from trainer.rendezvous import Rendezvous
 from trainer.state import RunContext, SessionState
 
 __all__ = ["Session"]
@@ -89,8 +90,6 @@ class Session:
                  inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
-        from trainer.devices import canonical_device
-
         names = [canonical_device(n) for n in names]
         self._devices = {n: Device(n) for n in names}
         if any(n.startswith("CPU") for n in names):
@@ -163,10 +162,6 @@ class Session:
 
     def _run_traced(self, plan, feed_values, rctx):
         """Runs step by step, timing each kernel into the cost model (single partition only)."""
-        import time
-
-        from trainer.executor import FlatPlan
-
         if not isinstance(plan, FlatPlan) or len(plan.partitions) != 1:
             return plan.run(feed_values, rctx, self._pool)
         timings = []
@@ -209,6 +204,24 @@ class Session:
     @property
     def devices(self) -> list[str]:
         return list(self._devices)
+
+    # -- what the plan compiler, kernels and the exporter read ------------------------------------
+    @property
+    def placer(self) -> Placer:
+        """The placer this session's plans are placed with."""
+        return self._placer
+
+    @property
+    def state(self) -> SessionState:
+        """Variable buffers, queues and random state: what outlives a step."""
+        return self._state
+
+    def device(self, name: str) -> Device:
+        """The ``Device`` named ``name`` (a local device name such as ``"CPU:0"``)."""
+        try:
+            return self._devices[name]
+        except KeyError:
+            raise ValueError(f"device {name!r} is not one of this session's devices {list(self._devices)}") from None
 
 
 def _to_host(v):
