@@ -8,7 +8,8 @@ them (an uninitialized variable; a closed, drained queue ending an epoch loop).
 
 from __future__ import annotations
 
-__all__ = ["FailedPreconditionError", "GraphError", "KernelError", "OutOfRangeError", "node_error"]
+__all__ = ["DeadlineExceededError", "FailedPreconditionError", "GraphError", "KernelError", "OutOfRangeError",
+           "node_error"]
 
 
 class GraphError(ValueError):
@@ -27,9 +28,13 @@ class OutOfRangeError(RuntimeError):
     """A closed, drained queue: the input pipeline is done (the normal way an epoch loop ends)."""
 
 
+class DeadlineExceededError(RuntimeError):
+    """A wait ran past its timeout (a token queue, an accumulator): a peer is dead or too slow."""
+
+
 def node_error(node, e: Exception) -> Exception:
     """The error ``e`` re-raised naming the node; state errors keep their type so callers can catch them."""
     where = f"node {node.name!r} ({node.op_type})"
-    if isinstance(e, (FailedPreconditionError, OutOfRangeError)):
+    if isinstance(e, (DeadlineExceededError, FailedPreconditionError, OutOfRangeError)):
         return type(e)(f"{where}: {e}")
     return KernelError(f"{where} failed: {type(e).__name__}: {e}")

@@ -1,6 +1,7 @@
 """The op families. Importing this package registers every op schema (explicitly, one import per family)."""
 
 from schemas.ops import (  # noqa: F401
+    accumulators,
     control,
     dataflow,
     detection,

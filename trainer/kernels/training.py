@@ -247,8 +247,8 @@ def queue_enqueue_many(rctx, handle, *components, xp):
 
 
 @stateful_kernel("QueueDequeue")
-def queue_dequeue(rctx, handle, *, xp, component_types):
-    item = _queue(rctx, handle).take(1)[0]
+def queue_dequeue(rctx, handle, *, xp, component_types, timeout_ms):
+    item = _queue(rctx, handle).take(1, None if timeout_ms < 0 else timeout_ms / 1000)[0]
     return tuple(item) if len(item) > 1 else item[0]
 
 
