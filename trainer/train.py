@@ -10,6 +10,7 @@ import numpy as np
 
 from trainer.device_setter import (GreedyLoadBalancingStrategy, RoundRobinStrategy, byte_size_load_fn,
                                    replica_device_setter)
+from trainer.distbelief import DistBeliefTrainer
 from trainer.gradients import IndexedSlices, gradients
 from trainer.sync_replicas import SyncReplicasOptimizer
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
@@ -17,7 +18,7 @@ from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multi
 from trainer.variables import Variable, trainable_variables
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
+    "AdagradOptimizer", "AdamOptimizer", "DistBeliefTrainer", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
     "LazyAdamOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "RoundRobinStrategy", "byte_size_load_fn",
     "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
     "SyncReplicasOptimizer", "replica_device_setter",
