@@ -116,8 +116,8 @@ def embedding_lookup(params, ids, partition_strategy: str = "mod", name: str | N
         gathered = [_gather_on(s, r, max_norm) for s, r in zip(shards, rows_per_shard)]
         merged = make_op("DynamicStitch", [*pos_per_shard, *gathered], {"N": n}, domain=D).outputs[0]
         row_shape = list(first.shape[1:])
-        if ids.shape is not None and None not in ids.shape:
-            out_shape = _int(list(ids.shape) + row_shape)
+        if ids.shape is not None and list(ids.shape).count(None) <= 1:  # a constant shape keeps the static one
+            out_shape = _int([-1 if d is None else d for d in ids.shape] + row_shape)
         else:
             out_shape = _onnx("Concat", [_onnx("Shape", [ids]), _int(row_shape)], {"axis": 0})
         return _onnx("Reshape", [merged, out_shape])
