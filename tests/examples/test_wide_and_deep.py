@@ -4,14 +4,18 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 
 import wide_and_deep  # noqa: E402
 
+import edge_runtime  # noqa: E402
+from flowstack_cli.main import main as cli_main  # noqa: E402
 from trainer.saver import latest_checkpoint, load_checkpoint  # noqa: E402
 
 
+@pytest.mark.slow
 def test_wide_and_deep_learns_with_two_shard_tables(tmp_path, monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     result = wide_and_deep.main(["--steps", "400", "--logdir", str(tmp_path)])
@@ -22,6 +26,13 @@ def test_wide_and_deep_learns_with_two_shard_tables(tmp_path, monkeypatch):
     _, values = load_checkpoint(latest_checkpoint(str(tmp_path)))
     assert values["deep/user_embedding"].shape == (wide_and_deep.USERS, 8)  # saved whole, by logical name
     assert "deep/user_embedding/Adam/m" in values and not any("part_" in k for k in values)
+    # the sharded lookups freeze and run on the edge runtime (parity checked by the exporter)
+    out = tmp_path / "wide_and_deep.flow"
+    assert cli_main(["export", str(tmp_path), "--inputs", "users=users,items=items,dense=dense",
+                     "--outputs", "logits=logits", "-o", str(out)]) == 0
+    users, items, dense, _, _ = wide_and_deep.make_data(50)
+    logits = edge_runtime.load(out).run({"users": users, "items": items, "dense": dense})["logits"]
+    assert logits.shape == (50,) and np.isfinite(logits).all()
 
 
 def test_tables_are_two_shards_read_by_gathers_on_each_shard():
