@@ -45,10 +45,19 @@ def _int(value) -> Tensor:
 
 
 def _route(flat_ids: Tensor, sizes: list[int], strategy: str) -> tuple[Tensor, Tensor]:
-    """(shard of each id, row of each id inside its shard)."""
+    """(shard of each id, row of each id inside its shard). A negative id gets shard -1 and an id
+    past the table a shard (div) or row (mod) out of range, so DynamicPartition or the shard's
+    Gather fails naming its node instead of reading a wrong row."""
     n = len(sizes)
     if strategy == "mod":
-        return _onnx("Mod", [flat_ids, _int(n)]), _onnx("Div", [flat_ids, _int(n)])
+        shard, row = _onnx("Mod", [flat_ids, _int(n)]), _onnx("Div", [flat_ids, _int(n)])
+    else:
+        shard, row = _route_div(flat_ids, sizes)
+    return where(_onnx("Less", [flat_ids, _int(0)]), _int(-1), shard), row
+
+
+def _route_div(flat_ids: Tensor, sizes: list[int]) -> tuple[Tensor, Tensor]:
+    n = len(sizes)
     total = sum(sizes)
     per, extras = divmod(total, n)
     # TensorFlow's rule: the first `extras` shards hold per + 1 rows, the others per rows.

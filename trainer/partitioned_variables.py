@@ -25,6 +25,7 @@ from trainer.variables import Variable
 __all__ = [
     "PartitionedVariable",
     "SaveSliceInfo",
+    "create_partitioned_variables",
     "fixed_size_partitioner",
     "min_max_variable_partitioner",
     "partitioned_variable",
@@ -237,3 +238,13 @@ def partitioned_variable(name: str, shape: Sequence[int], dtype=np.float32, init
     pv = PartitionedVariable(logical, shape, dtype, shards, axis)
     graph.add_to_collection(PARTITIONED_VARIABLES, pv)
     return pv
+
+
+def create_partitioned_variables(shape: Sequence[int], slicing: Sequence[int], initializer, dtype=np.float32,
+                                 trainable: bool = True, collections=None, name: str | None = None) -> list[Variable]:
+    """TensorFlow 1.x's ``tf.create_partitioned_variables``: the shard Variables of a ``shape``
+    variable split as ``slicing`` says (the number of shards per axis, one axis > 1)."""
+    slicing = list(slicing)
+    pv = partitioned_variable(name or "PartitionedVariable", shape, dtype=dtype, initializer=initializer,
+                              partitioner=lambda shape, dtype: slicing, trainable=trainable, collections=collections)
+    return list(pv)

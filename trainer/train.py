@@ -86,6 +86,14 @@ def deduplicate_indexed_slices(grad: IndexedSlices, var) -> tuple:
     return summed, unique
 
 
+def _flatten(var_list) -> list:
+    """Variables, with each PartitionedVariable replaced by its shards (as TensorFlow does)."""
+    out = []
+    for v in var_list:
+        out.extend(v._get_variable_list() if hasattr(v, "_get_variable_list") else [v])
+    return out
+
+
 class Optimizer:
     """Base class: subclasses say which slots a variable needs and which fused op applies an update."""
 
@@ -96,7 +104,7 @@ class Optimizer:
         self._slots: dict = {}
 
     def compute_gradients(self, loss, var_list=None):
-        var_list = list(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
+        var_list = _flatten(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
         if not var_list:
             raise ValueError("no trainable variables to optimize")
         grads = gradients(loss, var_list)

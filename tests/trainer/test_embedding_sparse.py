@@ -50,6 +50,13 @@ def test_max_norm_clips_rows():
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+@pytest.mark.parametrize("strategy", ["mod", "div"])
+@pytest.mark.parametrize("bad_id", [-1, 10, 11])
+def test_ids_outside_the_table_fail_instead_of_reading_a_wrong_row(strategy, bad_id):
+    with pytest.raises(trainer.executor.KernelError, match="DynamicPartition|Gather"):
+        _lookup("partitioned", strategy, [1, bad_id])
+
+
 def test_bad_arguments_are_named():
     g = trainer.Graph()
     with g.as_default():

@@ -65,3 +65,19 @@ def test_device_setter_puts_shards_on_different_ps_tasks():
     with g.as_default(), trainer.device(trainer.train.replica_device_setter(ps_tasks=3)):
         pv = partitioned_variable("emb", (300, 8), partitioner=fixed_size_partitioner(3))
     assert sorted(DeviceSpec.from_string(v.node.device).task for v in pv) == [0, 1, 2]
+
+
+def test_optimizers_take_a_partitioned_variable_in_var_list_and_tf_helper_builds_shards():
+    g = trainer.Graph()
+    with g.as_default():
+        pv = partitioned_variable("w", (4, 2), initializer=np.ones((4, 2), np.float32), partitioner=fixed_size_partitioner(2))
+        other = trainer.Variable(np.ones(2, np.float32), name="other")
+        loss = trainer.reduce_sum(pv.as_tensor()) + trainer.reduce_sum(other)
+        train = trainer.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=[pv])
+        shards = trainer.partitioned_variables.create_partitioned_variables((6, 3), [1, 3], np.zeros((6, 3)), name="t")
+    assert [v.name for v in shards] == ["t/part_0", "t/part_1", "t/part_2"] and shards[2].shape == (6, 1)
+    with trainer.Session(g) as sess:
+        sess.run(trainer.global_variables_initializer())
+        sess.run(train)
+        assert sess.run(pv.as_tensor()).tolist() == np.full((4, 2), 0.5).tolist()
+        assert sess.run(other).tolist() == [1.0, 1.0]  # not in var_list
