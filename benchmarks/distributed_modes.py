@@ -56,7 +56,7 @@ def build(mode: str):
 
 def _task(node) -> tuple:
     """(job, task) a node runs in; nodes with no device run in the worker."""
-    spec = DeviceSpec.from_string(node.device or "")
+    spec = DeviceSpec.parse(node.device or "")
     return (spec.job or "worker", spec.task or 0)
 
 

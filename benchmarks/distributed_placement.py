@@ -58,7 +58,7 @@ def bytes_per_task(graph: trainer.Graph, num_ps: int) -> list[int]:
     """Bytes each PS task holds: every Variable node, slots included, by its device's task."""
     per = [0] * num_ps
     for v in trainer.global_variables(graph):
-        spec = DeviceSpec.from_string(v.node.device)
+        spec = DeviceSpec.parse(v.node.device)
         assert spec.job == "ps", f"{v.name} is on {v.node.device}, not a PS task"
         per[spec.task] += int(np.prod(v.shape)) * v.dtype.itemsize
     return per

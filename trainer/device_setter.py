@@ -12,6 +12,7 @@ when variable sizes alternate (tensorflow#24953); ``RoundRobinStrategy`` is kept
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Callable, Iterable
 
 import numpy as np
@@ -74,7 +75,7 @@ class GreedyLoadBalancingStrategy:
 
 def _ps_tasks_of(cluster, ps_device: str) -> int:
     jobs = cluster.as_dict() if hasattr(cluster, "as_dict") else dict(cluster)
-    job = DeviceSpec.from_string(ps_device).job or "ps"
+    job = DeviceSpec.parse(ps_device).job or "ps"
     tasks = jobs.get(job, [])
     return len(tasks) if isinstance(tasks, (list, tuple)) else len(dict(tasks))
 
@@ -98,11 +99,11 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_
         raise ValueError("replica_device_setter: merge_devices=False is not supported (TF deprecated it)")
     strategy = ps_strategy or GreedyLoadBalancingStrategy(ps_tasks)
     ps_ops = frozenset(ps_ops if ps_ops is not None else STANDARD_PS_OPS)
-    ps_spec = DeviceSpec.from_string(ps_device)
-    worker_spec = DeviceSpec.from_string(worker_device or "")
+    ps_spec = DeviceSpec.parse(ps_device)
+    worker_spec = DeviceSpec.parse(worker_device or "")
 
     def device_function(node: Node) -> str:
-        current = DeviceSpec.from_string(node.device or "")
+        current = DeviceSpec.parse(node.device or "")  # what outer device scopes chose: it wins
         if node.op_type in ps_ops:
             spec = ps_spec
             if spec.job and (current.job is None or current.job == spec.job):
@@ -110,9 +111,9 @@ def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps", worker_
                 if not 0 <= task < ps_tasks:
                     raise ValueError(f"replica_device_setter: strategy chose PS task {task} for {node.name!r}; "
                                      f"the cluster has {ps_tasks}")
-                spec = DeviceSpec(spec.job, task, spec.device_type, spec.device_index)
-            return spec.merged_with(current).to_string()
-        return worker_spec.merged_with(current).to_string()
+                spec = replace(spec, task=task)
+            return str(current.merged_over(spec))
+        return str(current.merged_over(worker_spec))
 
     device_function.ps_strategy = strategy
     return device_function

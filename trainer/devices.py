@@ -18,12 +18,12 @@ _NAME = re.compile(r"^(?:/?(?:device:)?)?(cpu|gpu)(?::(\d+))?$", re.IGNORECASE)
 
 
 def canonical_device(name: str) -> str:
-    """"/device:GPU:0", "gpu", "GPU:0" -> "GPU:0"; a task part stays: "/job:ps/task:0/device:CPU:0"
-    -> "/job:ps/task:0/CPU:0" (see trainer/device_spec.py)."""
+    """"/device:GPU:0", "gpu", "GPU:0" -> "GPU:0"; a task part stays: "/job:ps/task:0/cpu:0"
+    -> "/job:ps/replica:0/task:0/device:CPU:0" (see trainer/device_spec.py)."""
     if re.search(r"(job|task|replica):", name, re.IGNORECASE):
         from trainer.device_spec import DeviceSpec
 
-        return DeviceSpec.from_string(name).to_string()
+        return str(DeviceSpec.parse(name))
     m = _NAME.match(name.strip())
     if not m:
         raise ValueError(f"unknown device {name!r}; expected 'CPU:<n>' or 'GPU:<n>'")

@@ -436,19 +436,22 @@ def _as_node(x) -> Node:
 
 
 def _scoped_device(scopes: list, node: Node) -> str:
-    """The device the ``device()`` scopes give ``node``: the innermost name wins, and a device
-    function maps what the scopes outside it chose to its own choice."""
-    from trainer.devices import canonical_device
+    """The device the ``device()`` scopes give ``node``, as TF 1.x merges them: each name fills in
+    the parts the scopes inside it left unset ("" stops at that scope), and a device function,
+    called with ``node.device`` set to what the scopes outside it chose, replaces that choice."""
+    if not scopes:
+        return ""
+    from trainer.device_spec import DeviceSpec
 
-    dev = ""
-    for scope in scopes:
+    start = max((i + 1 for i, scope in enumerate(scopes) if scope == ""), default=0)
+    spec = DeviceSpec()
+    for scope in scopes[start:]:
         if callable(scope):
-            node.device = dev
-            chosen = scope(node)
-            dev = canonical_device(chosen) if chosen else ""
+            node.device = str(spec)
+            spec = DeviceSpec.parse(scope(node) or "")
         else:
-            dev = scope
-    return dev
+            spec = DeviceSpec.parse(scope).merged_over(spec)
+    return str(spec)
 
 
 def constant_value(t: Tensor) -> np.ndarray | None:

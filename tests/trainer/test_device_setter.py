@@ -28,16 +28,21 @@ def test_device_accepts_a_function_and_task_names():
             c = trainer.constant(2.0)
         with trainer.device("/job:worker"), trainer.device(lambda node: node.device + "/task:3"):
             d = trainer.constant(3.0)
-    assert a.node.device == "/job:ps/task:1/CPU:0"
-    assert b.node.device == "/job:worker/task:2" and c.node.device == ""
-    assert d.node.device == "/job:worker/task:3"
+        with trainer.device("/job:worker/task:1"), trainer.device("CPU:0"):
+            e = trainer.constant(4.0)  # nested names merge: the inner sets the device, the outer the task
+        with trainer.device("/job:worker/task:1"), trainer.device(None):
+            f = trainer.constant(5.0)
+    assert a.node.device == "/job:ps/replica:0/task:1/device:CPU:0"
+    assert b.node.device == "/job:worker/replica:0/task:2" and c.node.device == ""
+    assert d.node.device == "/job:worker/replica:0/task:3"
+    assert e.node.device == "/job:worker/replica:0/task:1/device:CPU:0" and f.node.device == ""
     assert trainer.Session(g).run(b) == 2.0  # a local session runs every task's nodes
 
 
 def test_bad_device_names_are_named():
-    for bad in ("/job:ps/task:x", "/job:ps/device:TPU:0", "/job:1ps"):
+    for bad in ("/job:ps/task:x", "/job:ps/device:TPU:0", "/job:1ps", "/job:ps/tsk:0"):
         with pytest.raises(ValueError, match="device"):
-            DeviceSpec.from_string(bad)
+            DeviceSpec.parse(bad)
 
 
 def test_variables_go_to_ps_balanced_by_bytes_and_updates_follow():
@@ -45,12 +50,12 @@ def test_variables_go_to_ps_balanced_by_bytes_and_updates_follow():
     setter = replica_device_setter(cluster={"ps": ["a:1", "b:1", "c:1"], "worker": ["d:1"]},
                                    worker_device="/job:worker/task:0")
     x, ws, loss, train = _model(g, setter, [1000, 10, 10, 500, 500, 10])
-    tasks = [DeviceSpec.from_string(w.node.device) for w in ws]
+    tasks = [DeviceSpec.parse(w.node.device) for w in ws]
     assert all(t.job == "ps" for t in tasks)
     # greedy by bytes: 1000 -> ps0, 10 -> ps1, 10 -> ps2, 500 -> ps1, 500 -> ps2, 10 -> ps1 or ps2
     assert [t.task for t in tasks[:5]] == [0, 1, 2, 1, 2]
-    assert DeviceSpec.from_string(x.node.device).job == "worker"
-    assert loss.node.device == "/job:worker/task:0"
+    assert DeviceSpec.parse(x.node.device).job == "worker"
+    assert loss.node.device == "/job:worker/replica:0/task:0"
     adam = [n for n in g.nodes if n.op_type == "ApplyAdam"]
     assert len(adam) == len(ws)
     for n in adam:  # each update and each slot lives where its variable does
@@ -69,7 +74,7 @@ def test_round_robin_is_available_and_no_ps_means_no_constraint():
     assert replica_device_setter(ps_tasks=0) is None
     g = trainer.Graph()
     _, ws, _, _ = _model(g, replica_device_setter(ps_tasks=2, ps_strategy=RoundRobinStrategy(2)), [5, 5, 5])
-    assert [DeviceSpec.from_string(w.node.device).task for w in ws] == [0, 1, 0]
+    assert [DeviceSpec.parse(w.node.device).task for w in ws] == [0, 1, 0]
 
 
 def test_greedy_balances_what_round_robin_does_not():
@@ -80,7 +85,7 @@ def test_greedy_balances_what_round_robin_does_not():
         _, ws, _, _ = _model(g, replica_device_setter(ps_tasks=3, ps_strategy=strategy), sizes)
         per = [0, 0, 0]
         for w in ws:
-            per[DeviceSpec.from_string(w.node.device).task] += w.shape[0] * 4
+            per[DeviceSpec.parse(w.node.device).task] += w.shape[0] * 4
         loads[name] = max(per) / (sum(per) / 3)
     assert loads["greedy"] <= 1.1 < loads["rr"]
 

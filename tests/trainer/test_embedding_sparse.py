@@ -82,9 +82,9 @@ def test_gathers_run_on_each_shard_and_gradients_are_indexed_slices():
     gathers = [n for n in g.nodes if n.op_type == "Gather" and n.inputs[0].node.op_type == "Variable"]
     assert sorted(n.inputs[0].node.name for n in gathers) == [v.name for v in pv]
     for n in gathers:  # each shard's rows are gathered where the shard lives
-        assert n.device == n.inputs[0].node.device and DeviceSpec.from_string(n.device).job == "ps"
+        assert n.device == n.inputs[0].node.device and DeviceSpec.parse(n.device).job == "ps"
     stitch = next(n for n in g.nodes if n.op_type == "DynamicStitch")
-    assert stitch.device == "/job:worker/task:0"
+    assert stitch.device == "/job:worker/replica:0/task:0"
     assert all(isinstance(gr, IndexedSlices) for gr in grads)
     applies = [n for n in g.nodes if n.op_type == "SparseApplyAdagrad"]
     assert len(applies) == 3 and all(n.device == n.inputs[0].node.device for n in applies)

@@ -64,7 +64,7 @@ def test_device_setter_puts_shards_on_different_ps_tasks():
     g = trainer.Graph()
     with g.as_default(), trainer.device(trainer.train.replica_device_setter(ps_tasks=3)):
         pv = partitioned_variable("emb", (300, 8), partitioner=fixed_size_partitioner(3))
-    assert sorted(DeviceSpec.from_string(v.node.device).task for v in pv) == [0, 1, 2]
+    assert sorted(DeviceSpec.parse(v.node.device).task for v in pv) == [0, 1, 2]
 
 
 def test_optimizers_take_a_partitioned_variable_in_var_list_and_tf_helper_builds_shards():
