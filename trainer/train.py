@@ -237,8 +237,10 @@ class AdamOptimizer(Optimizer):
         p1, p2 = self._powers
         g = p1.graph
         with g.control_dependencies(updates):
-            u1 = make_op("Assign", [p1, multiply(p1, self._b1)], domain=TRAINER_DOMAIN).outputs[0]
-            u2 = make_op("Assign", [p2, multiply(p2, self._b2)], domain=TRAINER_DOMAIN).outputs[0]
+            with g.colocate_with(p1.node):
+                u1 = make_op("Assign", [p1, multiply(p1, self._b1)], domain=TRAINER_DOMAIN).outputs[0]
+            with g.colocate_with(p2.node):
+                u2 = make_op("Assign", [p2, multiply(p2, self._b2)], domain=TRAINER_DOMAIN).outputs[0]
         return list(updates) + [u1, u2]
 
 

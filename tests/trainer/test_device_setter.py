@@ -95,3 +95,24 @@ def test_strategy_out_of_range_is_an_error():
     with g.as_default(), trainer.device(replica_device_setter(ps_tasks=2, ps_strategy=lambda node: 5)):
         with pytest.raises(ValueError, match="PS task 5"):
             trainer.Variable(np.zeros(3, np.float32), name="v")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: trainer.train.GradientDescentOptimizer(0.1), lambda: trainer.train.MomentumOptimizer(0.1, 0.9),
+    lambda: trainer.train.AdagradOptimizer(0.1), lambda: trainer.train.AdamOptimizer(0.1),
+    lambda: trainer.train.LazyAdamOptimizer(0.1), lambda: trainer.train.RMSPropOptimizer(0.1)])
+def test_every_update_is_built_on_its_variables_device(make):
+    g = trainer.Graph()
+    with g.as_default(), trainer.device(replica_device_setter(ps_tasks=3, worker_device="/job:worker/task:0")):
+        ids = trainer.placeholder(np.int64, (None,), name="ids")
+        table = trainer.partitioned_variables.partitioned_variable("emb", (30, 4),
+                                                                   partitioner=trainer.fixed_size_partitioner(3))
+        w = trainer.Variable(np.ones((4, 1), np.float32), name="w")
+        loss = trainer.reduce_sum(trainer.matmul(trainer.nn.embedding_lookup(table, ids), w))
+        make().minimize(loss, global_step=trainer.train.get_or_create_global_step())
+    writers = [n for n in g.nodes if n.stateful and n.inputs and n.inputs[0] is not None
+               and n.inputs[0].node.op_type == "Variable"]
+    assert len(writers) > 6
+    for n in writers:
+        assert n.device == n.inputs[0].node.device, f"{n.name} ({n.op_type}) on {n.device!r}"
+        assert DeviceSpec.parse(n.device).job == "ps"
