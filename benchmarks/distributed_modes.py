@@ -2,12 +2,13 @@
 
     python benchmarks/distributed_modes.py [--steps 30]
 
-(d) DistBelief get/put against the dataflow version on the same wide-and-deep model, placed by
+(d) DistBelief get/put against the dataflow version on the same model, placed by
     ``replica_device_setter`` on 2 PS tasks and a worker: bytes that cross between worker and PS
-    per step and step time. Ours counts every tensor on a worker<->PS edge of the step's
-    subgraph once per (tensor, receiving task), as the runtime's Send/Recv moves it, by fetching
-    those tensors in the step itself; DistBelief moves every parameter and every (dense)
-    gradient. Step times here have no network in them (one process): the bytes are the point.
+    per step and step time. Ours finds every tensor on a worker<->PS edge of the placed step's
+    subgraph, once per (tensor, receiving task) as the runtime's Send/Recv moves it, and measures
+    it by fetching it in a step of the same graph built unplaced (one process); DistBelief moves
+    every parameter and every (dense) gradient. Step times have no network in them: the bytes
+    are the point.
 (e) Synchronous training with 4 replicas (threads on one Session) of which one is a 3x
     straggler: median step time aggregating all 4 (no backup) against the first 3 of 4 (one
     backup worker). The compute is a sleep per step, so the figure is the protocol's.
@@ -27,15 +28,16 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import trainer as T  # noqa: E402
-from trainer.device_spec import DeviceSpec  # noqa: E402
+from trainer.devices import DeviceSpec  # noqa: E402
 
 USERS, EMB, BATCH = 100_000, 32, 64
 
 
-def build(mode: str):
-    """The model under a 2-PS replica_device_setter, trained by SGD: "ours" or "distbelief"."""
+def build(mode: str, placed: bool = True):
+    """The model trained by SGD ("ours" or "distbelief"), under a 2-PS replica_device_setter when
+    ``placed``; the unplaced build has the same node names and runs in one process."""
     g = T.Graph()
-    setter = T.train.replica_device_setter(ps_tasks=2, worker_device="/job:worker/task:0")
+    setter = T.train.replica_device_setter(ps_tasks=2, worker_device="/job:worker/task:0") if placed else None
     rng = np.random.default_rng(0)
     with g.as_default(), T.device(setter):
         ids = T.placeholder(np.int64, (BATCH,), name="ids")
@@ -93,14 +95,15 @@ def measure_d(steps: int) -> dict:
     rng = np.random.default_rng(1)
     feeds_of = lambda ids, y: {ids: rng.integers(0, USERS, BATCH), y: rng.normal(0, 1, BATCH).astype(np.float32)}  # noqa: E731
     out = {}
-    g, ids, y, loss, train, init = build("ours")
-    crossing = crossing_tensors(train)
+    placed = build("ours")[4]
+    g, ids, y, loss, train, init = build("ours", placed=False)
+    crossing = [g.tensor(t.name) for t in crossing_tensors(placed)]
     with T.Session(g) as sess:
         sess.run(init)
         values = sess.run([train, crossing], feeds_of(ids, y))[1]
         moved = sum(np.asarray(v).nbytes for v in values)
         out["ours"] = (moved, _time(lambda: sess.run(train, feeds_of(ids, y)), steps))
-    g, ids, y, loss, db, init = build("distbelief")
+    g, ids, y, loss, db, init = build("distbelief", placed=False)
     with T.Session(g) as sess:
         sess.run(init)
         out["distbelief"] = (db.bytes_per_step, _time(lambda: db.step(sess, feeds_of(ids, y)), steps))

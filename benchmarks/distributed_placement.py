@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import trainer  # noqa: E402
-from trainer.device_spec import DeviceSpec  # noqa: E402
+from trainer.devices import DeviceSpec  # noqa: E402
 from trainer.train import GreedyLoadBalancingStrategy, RoundRobinStrategy, replica_device_setter  # noqa: E402
 
 CONV_CHANNELS = [(3, 64), (64, 64), (64, 128), (128, 128), (128, 256), (256, 256), (256, 256)]

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from trainer.device_spec import DeviceSpec
+from trainer.devices import DeviceSpec
 from trainer.graph import Node
 
 __all__ = [

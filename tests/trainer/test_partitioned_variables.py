@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import trainer
-from trainer.device_spec import DeviceSpec
+from trainer.devices import DeviceSpec
 from trainer.partitioned_variables import (fixed_size_partitioner, min_max_variable_partitioner,
                                            partitioned_variable, shard_sizes, variable_axis_size_partitioner)
 

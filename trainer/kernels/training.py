@@ -16,6 +16,7 @@ import numpy as np
 
 from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, check_value, json_member,
                                        load_checkpoint, write_npz)
+from trainer.devices import to_host
 from trainer.errors import FailedPreconditionError
 from trainer.kernels.registry import stateful_kernel
 from trainer.queue_buffer import QueueBuffer
@@ -178,7 +179,7 @@ def stack_pop(rctx, index, *, xp, stack_name):
     return stack[i]
 
 
-# A fused loop body's StackPushes (and StackPops at one index) as one plan step (trainer/executor.py).
+# A fused loop body's StackPushes (and StackPops at one index) as one plan step (trainer/passes/lower.py).
 def stack_push_many(rctx, *values, stack_names):
     step = rctx.step
     for name, value in zip(stack_names, values):
@@ -313,5 +314,4 @@ def send(rctx, tensor, *, xp, tensor_name, send_device, recv_device):
 @stateful_kernel("Recv")
 def recv(rctx, *, xp, tensor_name, send_device, recv_device):
     value = rctx.rendezvous.recv(rendezvous_key(tensor_name, send_device, recv_device))
-    session = rctx.session
-    return session.device(recv_device).from_host(session.device(send_device).to_host(value))
+    return rctx.session.device(recv_device).from_host(to_host(value))
