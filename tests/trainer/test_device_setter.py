@@ -1,7 +1,6 @@
 """Placement by replica_device_setter: variables on PS tasks balanced by bytes, the rest on the worker,
-updates and slots with their variable. The graphs are checked as built: running them across tasks
-is the distributed runtime's (a plain Session refuses nodes of other tasks); the same models run
-unplaced in one process in test_embedding_sparse.py and test_sync_replicas.py."""
+updates and slots with their variable. The placed graphs run in one process with
+Session(allow_soft_placement=True) (a plain Session refuses nodes of other tasks)."""
 
 import numpy as np
 import pytest
@@ -50,7 +49,7 @@ def test_variables_go_to_ps_balanced_by_bytes_and_updates_follow():
     g = trainer.Graph()
     setter = replica_device_setter(cluster={"ps": ["a:1", "b:1", "c:1"], "worker": ["d:1"]},
                                    worker_device="/job:worker/task:0")
-    x, ws, loss, _ = _model(g, setter, [1000, 10, 10, 500, 500, 10])
+    x, ws, loss, train = _model(g, setter, [1000, 10, 10, 500, 500, 10])
     tasks = [DeviceSpec.parse(w.node.device) for w in ws]
     assert all(t.job == "ps" for t in tasks)
     # greedy by bytes: 1000 -> ps0, 10 -> ps1, 10 -> ps2, 500 -> ps1, 500 -> ps2, 10 -> ps1 or ps2
@@ -65,6 +64,10 @@ def test_variables_go_to_ps_balanced_by_bytes_and_updates_follow():
             assert slot.node.device == n.inputs[0].node.device
     for w in ws:
         assert w.initializer.device == w.node.device
+    with trainer.Session(g, allow_soft_placement=True) as sess:  # every task's nodes in one process
+        sess.run(trainer.variables_initializer(trainer.global_variables(g)))
+        sess.run(train, {x: np.ones((2, 4), np.float32)})
+        assert float(sess.run(ws[0])[0]) == pytest.approx(0.4, abs=1e-5)
 
 
 def test_round_robin_is_available_and_no_ps_means_no_constraint():

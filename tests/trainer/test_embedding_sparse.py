@@ -78,7 +78,7 @@ def test_gathers_run_on_each_shard_and_gradients_are_indexed_slices():
         out = trainer.nn.embedding_lookup(pv, ids, partition_strategy="div")
         loss = trainer.reduce_sum(out)
         grads = trainer.gradients(loss, list(pv))
-        trainer.train.AdagradOptimizer(0.1).minimize(loss)
+        train = trainer.train.AdagradOptimizer(0.1).minimize(loss)
     gathers = [n for n in g.nodes if n.op_type == "Gather" and n.inputs[0].node.op_type == "Variable"]
     assert sorted(n.inputs[0].node.name for n in gathers) == [v.name for v in pv]
     for n in gathers:  # each shard's rows are gathered where the shard lives
@@ -88,6 +88,12 @@ def test_gathers_run_on_each_shard_and_gradients_are_indexed_slices():
     assert all(isinstance(gr, IndexedSlices) for gr in grads)
     applies = [n for n in g.nodes if n.op_type == "SparseApplyAdagrad"]
     assert len(applies) == 3 and all(n.device == n.inputs[0].node.device for n in applies)
+    with trainer.Session(g, allow_soft_placement=True) as sess:
+        sess.run(trainer.variables_initializer(trainer.global_variables(g)))
+        before = sess.run(pv.as_tensor())
+        sess.run(train, {ids: np.asarray([0, 29, 29], np.int64)})
+        changed = np.flatnonzero((sess.run(pv.as_tensor()) != before).any(axis=1))
+    assert changed.tolist() == [0, 29]
 
 
 def _reference(name, table, slots, rows, grad_rows, t, lr=0.1):
