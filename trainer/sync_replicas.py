@@ -237,8 +237,12 @@ class SyncReplicasHook:
         pass
 
     def after_create_session(self, session, coord=None) -> None:
+        """Start the chief's loop. ``coord`` (a Coordinator) is optional: a MonitoredTrainingSession
+        that passes the global step here instead is fine; only an object with ``should_stop`` is used."""
         if not self.is_chief:
             return
+        if not hasattr(coord, "should_stop"):
+            coord = None
         if self.init_tokens_op is not None:
             session.run(self.init_tokens_op)
         self._thread = threading.Thread(target=self._loop, args=(session, coord), name="sync-replicas-chief",

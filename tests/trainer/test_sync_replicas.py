@@ -114,7 +114,7 @@ def test_update_is_the_mean_of_the_first_m_gradients():
     sess = trainer.Session(g)
     sess.run(trainer.variables_initializer(trainer.global_variables(g)))
     hook = opt.make_session_run_hook(is_chief=True, num_tokens=0)
-    hook.after_create_session(sess)
+    hook.after_create_session(sess, 0)  # as a MonitoredTrainingSession passing the global step calls it
     try:
         a, err_a = _run_in_thread(sess.run, train, {x: np.asarray([1, 2, 3], np.float32)})
         time.sleep(0.1)
@@ -141,7 +141,8 @@ def test_a_replica_that_stops_mid_run_hangs_nobody():
     sess = trainer.Session(g)
     sess.run(trainer.variables_initializer(trainer.global_variables(g)))
     hook = opt.make_session_run_hook(is_chief=True)
-    hook.after_create_session(sess)
+    coord = trainer.Coordinator()
+    hook.after_create_session(sess, coord)
     feeds = [np.full(3, v, np.float32) for v in (1.0, 2.0, 4.0)]
     longest_wait = [0.0]
 
