@@ -177,6 +177,7 @@ def _open(source) -> _Source:
 
 def _open_checkpoint_dir(directory: str) -> _Source:
     import trainer
+    from trainer.saved_slices import shard_values
     from trainer.saver import GRAPH_FILE, STATE_FILE, CheckpointError, load_checkpoint
 
     if not os.path.isdir(directory):
@@ -203,7 +204,8 @@ def _open_checkpoint_dir(directory: str) -> _Source:
         raise FreezeError(f"{graph_path}: corrupt or unreadable graph ({type(exc).__name__}: {exc}); "
                           "save the graph again (Saver.save writes it)") from None
     try:
-        _, values = load_checkpoint(path)
+        meta, values = load_checkpoint(path)
+        values = shard_values(meta, values)  # a partitioned variable is saved whole, by its logical name
     except CheckpointError as exc:
         raise FreezeError(f"{exc}; the shard is corrupt: re-save it, or point {state_path} at an older checkpoint") from None
     missing = [v.name for v in trainer.global_variables(graph) if v.name not in values]

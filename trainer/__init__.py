@@ -88,8 +88,14 @@ from trainer.saver import Saver, export_graph, import_graph, latest_checkpoint
 from trainer import summary
 from trainer.monitored import MonitoredTrainingSession
 from trainer import data, errors, estimator, feature_column  # noqa: E402  (tf.data, tf.errors, tf.estimator)
+from trainer.errors import DeadlineExceededError
+from trainer.partitioned_variables import (PartitionedVariable, fixed_size_partitioner, min_max_variable_partitioner,
+                                           variable_axis_size_partitioner)
+from trainer.sync_replicas import ConditionalAccumulator, SparseConditionalAccumulator
 
 __all__ = [
+    "ConditionalAccumulator", "DeadlineExceededError", "PartitionedVariable", "SparseConditionalAccumulator",
+    "fixed_size_partitioner", "min_max_variable_partitioner", "variable_axis_size_partitioner",
     "Coordinator", "FIFOQueue", "FailedPreconditionError", "MonitoredTrainingSession", "Graph", "GraphError", "GraphKeys", "IndexedSlices", "Node",
     "OutOfRangeError", "QueueRunner", "RandomShuffleQueue", "Saver", "Session", "Tensor", "Variable",
     "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "data", "device",

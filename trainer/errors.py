@@ -15,8 +15,8 @@ from __future__ import annotations
 from schemas.registry import UnsupportedOpError
 
 __all__ = [
-    "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelError", "OpError", "OutOfRangeError",
-    "UnimplementedError", "UnknownError", "node_error",
+    "DeadlineExceededError", "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelError", "OpError",
+    "OutOfRangeError", "UnimplementedError", "UnknownError", "node_error",
 ]
 
 
@@ -36,15 +36,19 @@ class OutOfRangeError(RuntimeError):
     """A closed, drained queue: the input pipeline is done (the normal way an epoch loop ends)."""
 
 
+class DeadlineExceededError(RuntimeError):
+    """A wait ran past its timeout (a token queue, an accumulator): a peer is dead or too slow."""
+
+
 InvalidArgumentError = GraphError  # a bad feed, fetch or graph
 UnimplementedError = UnsupportedOpError
 UnknownError = KernelError  # a kernel failed (the message names the node)
-OpError = (OutOfRangeError, FailedPreconditionError, GraphError, UnsupportedOpError, KernelError)
+OpError = (DeadlineExceededError, OutOfRangeError, FailedPreconditionError, GraphError, UnsupportedOpError, KernelError)
 
 
 def node_error(node, e: Exception) -> Exception:
     """The error ``e`` re-raised naming the node; state errors keep their type so callers can catch them."""
     where = f"node {node.name!r} ({node.op_type})"
-    if isinstance(e, (FailedPreconditionError, OutOfRangeError)):
+    if isinstance(e, (DeadlineExceededError, FailedPreconditionError, OutOfRangeError)):
         return type(e)(f"{where}: {e}")
     return KernelError(f"{where} failed: {type(e).__name__}: {e}")

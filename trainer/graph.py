@@ -316,8 +316,13 @@ class Graph:
         ctrl = list(control_inputs)
         for deps in st.control:
             ctrl.extend(d for d in deps if d not in ctrl)
-        device_fn = any(callable(entry) for entry in st.device)
-        dev = str(_merged_device_scopes(st.device)) if st.device and not device_fn else ""
+        # Colocation overrides device scopes, as in TF: a slot or an update is built on its
+        # variable's device, and a device function (replica_device_setter) never sees it.
+        device_fn = not st.colocate and any(callable(entry) for entry in st.device)
+        if st.colocate:
+            dev = st.colocate[-1].device
+        else:
+            dev = str(_merged_device_scopes(st.device)) if st.device and not device_fn else ""
         with self._lock:
             node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, dev)
             node.outputs = [Tensor(node, i, t) for i, t in enumerate(output_types)]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import constant, convert_to_tensor, gather, make_op, multiply, reduce_sum
+from trainer.embedding import embedding_lookup
+from trainer.ops import constant, convert_to_tensor, make_op, multiply, reduce_sum
 
 __all__ = [
     "avg_pool", "conv2d", "dropout", "embedding_lookup", "l2_loss", "log_softmax", "max_pool", "relu",
@@ -70,9 +71,6 @@ def dropout(x, rate: float, seed: int = 0, name=None) -> Tensor:
     return multiply(x, mask, name=name)
 
 
-def embedding_lookup(params, ids, name=None) -> Tensor:
-    """Rows of ``params`` at ``ids``; its gradient is sparse (IndexedSlices)."""
-    return gather(params, ids, axis=0, name=name)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None) -> Tensor:

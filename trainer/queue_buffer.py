@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 
 import numpy as np
 
-from trainer.errors import OutOfRangeError
+from trainer.errors import DeadlineExceededError, OutOfRangeError
 
 __all__ = ["QueueBuffer"]
 
@@ -65,8 +66,11 @@ class QueueBuffer:
             self.items.append(item)
             self.cv.notify_all()
 
-    def take(self, n):
+    def take(self, n, timeout: float | None = None):
+        """``n`` elements, waiting for them; past ``timeout`` seconds (None: no limit) the partial
+        batch goes back and DeadlineExceededError names the queue."""
         out = []
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self.cv:
             while len(out) < n:
                 floor = 0 if self.closed else self.min_after_dequeue
@@ -86,7 +90,12 @@ class QueueBuffer:
                     raise OutOfRangeError(
                         f"queue {self.name!r} is closed and has {len(self.items)} elements (needed {n})"
                     )
-                self.cv.wait(0.1)
+                if deadline is not None and time.monotonic() >= deadline:
+                    for item in reversed(out):
+                        self.items.appendleft(item)
+                    raise DeadlineExceededError(f"queue {self.name!r}: no element within {timeout:g}s "
+                                                f"(has {len(self.items)}, needed {n})")
+                self.cv.wait(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
         return out
 
     def close(self, cancel_pending_enqueues: bool = False):

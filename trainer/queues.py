@@ -63,9 +63,12 @@ class FIFOQueue:
         outs = node.outputs
         return outs if len(outs) > 1 else outs[0]
 
-    def dequeue(self, name=None):
-        node = self._op("QueueDequeue", [], n_out=len(self.dtypes), name=name,
-                        attrs={"component_types": [d.name for d in self.dtypes]})
+    def dequeue(self, name=None, timeout: float | None = None):
+        """One element; with ``timeout`` (seconds) a wait past it raises DeadlineExceededError."""
+        attrs = {"component_types": [d.name for d in self.dtypes]}
+        if timeout is not None:
+            attrs["timeout_ms"] = max(0, int(timeout * 1000))
+        node = self._op("QueueDequeue", [], n_out=len(self.dtypes), name=name, attrs=attrs)
         return self._typed(node, False)
 
     def dequeue_many(self, n, name=None):

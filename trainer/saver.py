@@ -30,8 +30,9 @@ from schemas.registry import TensorType
 from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, json_member, load_checkpoint,
                                        write_npz)
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
-from trainer.ops import group, placeholder
+from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
+from trainer.saved_slices import LogicalTensor, group_by_logical_name, slices_meta
 
 __all__ = ["CheckpointError", "Saver", "export_graph", "import_graph", "latest_checkpoint", "load_checkpoint"]
 
@@ -55,15 +56,20 @@ class Saver:
         g = self.graph
         with g.as_default(), g.name_scope("save"):
             self.filename = placeholder(np.dtype(object), (), name="filename")
-            names = [v.name for v in self.var_list]
-            self.save_op = g.create_op("Save", [self.filename] + [v.tensor for v in self.var_list],
-                                       {"tensor_names": names}, domain=TRAINER_DOMAIN, name="save_all")
+            # One entry per logical variable: a partitioned variable's shards save as one tensor.
+            self.entries = group_by_logical_name(self.var_list)
+            names = [e.name for e in self.entries]
+            slices = slices_meta(self.entries)
+            self.save_op = g.create_op("Save", [self.filename] + [_whole(e) for e in self.entries],
+                                       {"tensor_names": names, "slices": json.dumps(slices) if slices else ""},
+                                       domain=TRAINER_DOMAIN, name="save_all")
             assigns = []
-            for v in self.var_list:
-                r = g.create_op("Restore", [self.filename], {"tensor_name": v.name, "dtype": v.dtype.name,
-                                                             "shape": list(v.shape)},
-                                domain=TRAINER_DOMAIN, name="restore_" + v.name.replace("/", "_"))
-                assigns.append(g.create_op("Assign", [v.tensor, r.outputs[0]], {}, domain=TRAINER_DOMAIN))
+            for e in self.entries:
+                r = g.create_op("Restore", [self.filename], {"tensor_name": e.name, "dtype": e.dtype.name,
+                                                             "shape": list(e.shape)},
+                                domain=TRAINER_DOMAIN, name="restore_" + e.name.replace("/", "_"))
+                for v, value in zip(e.variables, _split(e, r.outputs[0])):
+                    assigns.append(g.create_op("Assign", [v.tensor, value], {}, domain=TRAINER_DOMAIN))
 
             self.restore_op = group(*assigns, name="restore_all")
 
@@ -94,17 +100,39 @@ class Saver:
         CheckpointError naming it, before any variable is changed."""
         meta, values = load_checkpoint(save_path)
         problems = []
-        for v in self.var_list:
-            if v.name not in values:
-                problems.append(f"variable {v.name!r} is missing")
+        for e in self.entries:
+            if e.name not in values:
+                problems.append(f"variable {e.name!r} is missing")
                 continue
-            a = values[v.name]
-            if a.dtype != v.dtype or tuple(a.shape) != tuple(v.shape):
-                problems.append(f"variable {v.name!r}: graph has {v.dtype.name}{tuple(v.shape)}, "
+            a = values[e.name]
+            if a.dtype != e.dtype or tuple(a.shape) != tuple(e.shape):
+                problems.append(f"variable {e.name!r}: graph has {e.dtype.name}{tuple(e.shape)}, "
                                 f"checkpoint has {a.dtype.name}{tuple(a.shape)}")
         if problems:
             raise CheckpointError(f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems))
         sess.run(self.restore_op, {self.filename: np.asarray(save_path, dtype=object)})
+
+
+def _whole(entry: LogicalTensor):
+    """The logical value of a checkpoint entry: the variable, or its shards concatenated."""
+    if not entry.sliced:
+        return entry.variables[0].tensor
+    return concat([v.tensor for v in entry.variables], axis=entry.axis, name="concat_" + entry.name.replace("/", "_"))
+
+
+def _split(entry: LogicalTensor, whole):
+    """Each variable's part of a restored logical value, sliced where the shard lives."""
+    if not entry.sliced:
+        return [whole]
+    parts = []
+    g = whole.graph
+    for v in entry.variables:
+        info = v.save_slice_info
+        start = info.var_offset[entry.axis]
+        with g.colocate_with(v.node):
+            ints = [constant(np.asarray([x], np.int64)) for x in (start, start + info.var_shape[entry.axis], entry.axis)]
+            parts.append(make_op("Slice", [whole, *ints]).outputs[0])
+    return parts
 
 
 def _read_state(directory: str) -> dict:

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.device_setter import (GreedyLoadBalancingStrategy, RoundRobinStrategy, byte_size_load_fn,
+                                   replica_device_setter)
+from trainer.distbelief import DistBeliefTrainer
 from trainer.gradients import IndexedSlices, gradients
+from trainer.sync_replicas import SyncReplicasOptimizer
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
-    "RMSPropOptimizer", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
-    "piecewise_constant",
+    "AdagradOptimizer", "AdamOptimizer", "DistBeliefTrainer", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
+    "LazyAdamOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "RoundRobinStrategy", "byte_size_load_fn",
+    "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
+    "SyncReplicasOptimizer", "replica_device_setter",
 ]
 
 
@@ -69,6 +74,26 @@ def piecewise_constant(global_step, boundaries, values):
     return out
 
 
+def deduplicate_indexed_slices(grad: IndexedSlices, var) -> tuple:
+    """(values, indices) of ``grad`` with one row per distinct index, repeated rows summed."""
+    row_shape = [int(d) for d in var.shape[1:]]
+    flat_idx = make_op("Reshape", [grad.indices, constant(np.asarray([-1], np.int64))]).outputs[0]
+    flat_idx = flat_idx if flat_idx.dtype == np.int64 else cast(flat_idx, np.int64)
+    values = make_op("Reshape", [grad.values, constant(np.asarray([-1] + row_shape, np.int64))]).outputs[0]
+    unique, _, inverse, _ = make_op("Unique", [flat_idx], {"sorted": 1}, num_outputs=4).outputs
+    count = make_op("Size", [unique]).outputs[0]
+    summed = make_op("UnsortedSegmentSum", [values, inverse, count], domain=TRAINER_DOMAIN).outputs[0]
+    return summed, unique
+
+
+def _flatten(var_list) -> list:
+    """Variables, with each PartitionedVariable replaced by its shards (as TensorFlow does)."""
+    out = []
+    for v in var_list:
+        out.extend(v._get_variable_list() if hasattr(v, "_get_variable_list") else [v])
+    return out
+
+
 class Optimizer:
     """Base class: subclasses say which slots a variable needs and which fused op applies an update."""
 
@@ -79,7 +104,7 @@ class Optimizer:
         self._slots: dict = {}
 
     def compute_gradients(self, loss, var_list=None):
-        var_list = list(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
+        var_list = _flatten(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
         if not var_list:
             raise ValueError("no trainable variables to optimize")
         grads = gradients(loss, var_list)
@@ -117,8 +142,10 @@ class Optimizer:
         if key not in self._slots:
             g = var.graph
             with g.as_default(), g.name_scope(var.name + "/"), g.colocate_with(var.node):
-                self._slots[key] = Variable(np.full(var.shape, init, var.dtype), trainable=False,
-                                            name=f"{self.name}/{name}")
+                slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=f"{self.name}/{name}")
+            if var.save_slice_info is not None:  # a shard's slot is the same shard of the logical slot
+                slot.save_slice_info = var.save_slice_info.slot(slot.name[len(var.name):])
+            self._slots[key] = slot
         return self._slots[key]
 
     def get_slot(self, var, name):
@@ -141,14 +168,26 @@ class Optimizer:
     def _dense(grad):
         return grad.to_dense() if isinstance(grad, IndexedSlices) else grad
 
+    def _sparse(self, op_type, var, grad, inputs, attrs=None):
+        """A SparseApply* update of the rows ``grad`` touches, duplicates summed first, built on the
+        variable's device so only the gradient's rows travel there. ``inputs(values, indices)``
+        lists the op's inputs."""
+        g = var.graph
+        with g.colocate_with(var.node):
+            values, indices = deduplicate_indexed_slices(grad, var)
+            return g.create_op(op_type, [convert_to_tensor(i) for i in inputs(values, indices)], attrs or {},
+                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+
 
 class GradientDescentOptimizer(Optimizer):
     name = "GradientDescent"
 
     def _apply(self, grad, var):
-        if isinstance(grad, IndexedSlices):  # touch only the gathered rows
-            return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
-                           domain=TRAINER_DOMAIN).outputs[0]
+        if isinstance(grad, IndexedSlices):  # touch only the gathered rows (ScatterSub sums repeats)
+            g = var.graph
+            with g.colocate_with(var.node):
+                return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
+                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
         return self._fused("ApplyGradientDescent", [var, self._lr, grad])
 
 
@@ -165,8 +204,12 @@ class MomentumOptimizer(Optimizer):
         self._mom = self._scalar(self.momentum, dtype)
 
     def _apply(self, grad, var):
-        return self._fused("ApplyMomentum", [var, self._slot(var, "momentum"), self._lr, self._dense(grad), self._mom],
-                           {"use_nesterov": int(self.use_nesterov)})
+        attrs = {"use_nesterov": int(self.use_nesterov)}
+        if isinstance(grad, IndexedSlices):  # as TF: rows without gradient keep their momentum unapplied
+            accum = self._slot(var, "momentum")
+            return self._sparse("SparseApplyMomentum", var, grad,
+                                lambda values, indices: [var, accum, self._lr, values, indices, self._mom], attrs)
+        return self._fused("ApplyMomentum", [var, self._slot(var, "momentum"), self._lr, grad, self._mom], attrs)
 
 
 class AdamOptimizer(Optimizer):
@@ -194,9 +237,24 @@ class AdamOptimizer(Optimizer):
         p1, p2 = self._powers
         g = p1.graph
         with g.control_dependencies(updates):
-            u1 = make_op("Assign", [p1, multiply(p1, self._b1)], domain=TRAINER_DOMAIN).outputs[0]
-            u2 = make_op("Assign", [p2, multiply(p2, self._b2)], domain=TRAINER_DOMAIN).outputs[0]
+            with g.colocate_with(p1.node):
+                u1 = make_op("Assign", [p1, multiply(p1, self._b1)], domain=TRAINER_DOMAIN).outputs[0]
+            with g.colocate_with(p2.node):
+                u2 = make_op("Assign", [p2, multiply(p2, self._b2)], domain=TRAINER_DOMAIN).outputs[0]
         return list(updates) + [u1, u2]
+
+
+class LazyAdamOptimizer(AdamOptimizer):
+    """Adam whose sparse gradients (embedding lookups) update m, v and the variable in the touched
+    rows only, on the variable's device (TensorFlow's LazyAdamOptimizer). AdamOptimizer decays m and
+    v of every row each step, which costs the whole table per step; dense gradients are the same."""
+
+    def _apply(self, grad, var):
+        if not isinstance(grad, IndexedSlices):
+            return super()._apply(grad, var)
+        p1, p2, m, v = (*self._powers, self._slot(var, "m"), self._slot(var, "v"))
+        return self._sparse("SparseApplyAdam", var, grad, lambda values, indices: [
+            var, m, v, p1, p2, self._lr, self._b1, self._b2, self._eps, values, indices])
 
 
 class AdagradOptimizer(Optimizer):
@@ -207,8 +265,11 @@ class AdagradOptimizer(Optimizer):
         self.initial = initial_accumulator_value
 
     def _apply(self, grad, var):
-        return self._fused("ApplyAdagrad", [var, self._slot(var, "accumulator", self.initial), self._lr,
-                                            self._dense(grad)])
+        accum = self._slot(var, "accumulator", self.initial)
+        if isinstance(grad, IndexedSlices):  # the same result as dense: untouched rows get no update
+            return self._sparse("SparseApplyAdagrad", var, grad,
+                                lambda values, indices: [var, accum, self._lr, values, indices])
+        return self._fused("ApplyAdagrad", [var, accum, self._lr, grad])
 
 
 class RMSPropOptimizer(Optimizer):

@@ -22,8 +22,12 @@ class Variable:
     """``Variable(initial_value, trainable=True, name=None)``: state that outlives a step.
 
     The variable node outputs the live buffer; ``assign*`` and optimizer updates change it in place.
-    ``initializer`` is the Assign that sets the initial value.
+    ``initializer`` is the Assign that sets the initial value. ``save_slice_info`` is set on the
+    shards of a partitioned variable (trainer/partitioned_variables.py): the Saver saves them as
+    one logical tensor.
     """
+
+    save_slice_info = None
 
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
                  collections=None):

@@ -13,5 +13,6 @@ from edge_runtime.kernels import (  # noqa: F401
     reduce,
     shape,
     signal,
+    sparse,
     text,
 )

@@ -1,6 +1,7 @@
 """The op families. Importing this package registers every op schema (explicitly, one import per family)."""
 
 from schemas.ops import (  # noqa: F401
+    accumulators,
     control,
     data,
     dataflow,
@@ -15,6 +16,7 @@ from schemas.ops import (  # noqa: F401
     reduce,
     shape,
     signal,
+    sparse,
     text,
     training,
 )

@@ -82,8 +82,9 @@ op("NoOp", domain=D, inputs=[], outputs=["dummy*"], doc="Groups control dependen
 
 # -- checkpoints ------------------------------------------------------------------------------
 op("Save", domain=D, inputs=["filename", "tensors*"], outputs=["done*"], stateful=True,
-   attrs={"tensor_names": Attr("strings", REQUIRED), "graph_json": Attr("string", "")},
-   doc="Atomically write the tensors (and the graph) as a checkpoint at ``filename``.")(
+   attrs={"tensor_names": Attr("strings", REQUIRED), "graph_json": Attr("string", ""), "slices": Attr("string", "")},
+   doc="Atomically write the tensors (and the graph) as a checkpoint at ``filename``; ``slices`` (JSON) "
+       "records how the graph shards partitioned variables (trainer/saved_slices.py).")(
     lambda ctx: [])
 
 
@@ -111,7 +112,8 @@ op("QueueEnqueue", domain=D, inputs=["handle", "components+"], outputs=["done*"]
 op("QueueEnqueueMany", domain=D, inputs=["handle", "components+"], outputs=["done*"], stateful=True)(
     lambda ctx: [])
 op("QueueDequeue", domain=D, inputs=["handle"], outputs=["components+"], stateful=True,
-   attrs={"component_types": Attr("strings", REQUIRED)})(unknown_outputs)
+   attrs={"component_types": Attr("strings", REQUIRED), "timeout_ms": Attr("int", -1)},
+   doc="One element; waits at most timeout_ms (-1: no limit), then fails with DeadlineExceeded.")(unknown_outputs)
 op("QueueDequeueMany", domain=D, inputs=["handle", "n"], outputs=["components+"], stateful=True,
    attrs={"component_types": Attr("strings", REQUIRED)})(unknown_outputs)
 op("QueueClose", domain=D, inputs=["handle"], outputs=["done*"], stateful=True,

@@ -42,7 +42,8 @@ def register_gradient(name: str, domain: str = ""):
 
 
 def _load():
-    from trainer.gradients import attention, control, math, nn, products, recurrent, reduce, selection, shape, spatial  # noqa: F401
+    from trainer.gradients import (attention, control, math, nn, products, recurrent, reduce, selection, shape,  # noqa: F401
+                                   sparse, spatial)
 
 
 def get_gradient(name: str, domain: str = "") -> GradRule:

@@ -2,4 +2,4 @@
 primitives, summaries) into the shared kernel registry under the ``flowstack`` domain, and the
 stateful kernels of the training-only ops into ``trainer.kernels.registry``."""
 
-from trainer.kernels import control, data, math, nn, recurrent, shape, summary, training  # noqa: F401
+from trainer.kernels import accumulators, control, data, math, nn, recurrent, shape, sparse, summary, training  # noqa: F401

@@ -9,6 +9,7 @@ Each is registered with ``@stateful_kernel`` and receives the run's ``RunContext
 
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
@@ -247,8 +248,8 @@ def queue_enqueue_many(rctx, handle, *components, xp):
 
 
 @stateful_kernel("QueueDequeue")
-def queue_dequeue(rctx, handle, *, xp, component_types):
-    item = _queue(rctx, handle).take(1)[0]
+def queue_dequeue(rctx, handle, *, xp, component_types, timeout_ms):
+    item = _queue(rctx, handle).take(1, None if timeout_ms < 0 else timeout_ms / 1000)[0]
     return tuple(item) if len(item) > 1 else item[0]
 
 
@@ -275,9 +276,11 @@ def queue_size(rctx, handle, *, xp):
 
 # -- Save / Restore kernels ---------------------------------------------------------------------
 @stateful_kernel("Save")
-def save(rctx, filename, *tensors, xp, tensor_names, graph_json):
+def save(rctx, filename, *tensors, xp, tensor_names, graph_json, slices):
     arrays = {}
     meta = {"format": "flowstack-checkpoint", "version": FORMAT_VERSION, "variables": {}}
+    if slices:  # how the graph shards partitioned variables (trainer/saved_slices.py)
+        meta["slices"] = json.loads(slices)
     for name, t in zip(tensor_names, tensors):
         host = t.get() if hasattr(t, "get") else np.asarray(t)
         arrays[name] = host

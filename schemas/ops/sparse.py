@@ -1,0 +1,75 @@
+"""Sparse access ops (domain ``flowstack``, TensorFlow's names): routing rows to the shards of a
+partitioned variable and back, summing duplicate rows, and applying sparse gradients in place.
+
+``DynamicPartition`` splits rows by a partition index, ``DynamicStitch`` merges them back by
+position (embedding_lookup over shards is built from them); ``UnsortedSegmentSum`` sums rows that
+share a segment id (duplicate ids of a sparse gradient). The ``SparseApply*`` ops update only the
+rows ``indices`` names of a variable and its slots; ``indices`` must hold no duplicates (the
+optimizer sums duplicates first). Their kernels are stateful (they write session state).
+"""
+
+from __future__ import annotations
+
+
+from schemas.ops.rules import same_as_input
+from schemas.registry import REQUIRED, Attr, TensorType, op
+
+D = "flowstack"
+
+
+@op("DynamicPartition", domain=D, inputs=["data", "partitions"], outputs=["outputs+"],
+    attrs={"num_partitions": Attr("int", REQUIRED)}, output_count_attr="num_partitions",
+    doc="outputs[i] = the rows (leading entries) of data whose partitions value is i, in order.")
+def _dynamic_partition(ctx):
+    data, parts = ctx.input(0), ctx.input(1)
+    n = ctx.attrs["num_partitions"]
+    if n < 1:
+        raise ctx.fail(f"num_partitions must be >= 1, got {n}")
+    if parts.dtype is not None and parts.dtype.kind not in "iu":
+        raise ctx.fail(f"partitions must be integers, got {parts.dtype}")
+    inner = None
+    if data.shape is not None and parts.shape is not None:
+        inner = (None,) + tuple(data.shape[len(parts.shape):])
+    return [TensorType(data.dtype, inner)] * n
+
+
+@op("DynamicStitch", domain=D, inputs=["inputs+"], outputs=["merged"], attrs={"N": Attr("int", REQUIRED)},
+    differentiable=True,
+    doc="inputs are N index tensors then N data tensors: merged[indices[i][j]] = data[i][j]; rows "
+        "are the leading entries of data, so merged has max(index)+1 rows.")
+def _dynamic_stitch(ctx):
+    n = ctx.attrs["N"]
+    if n < 1 or ctx.num_inputs != 2 * n:
+        raise ctx.fail(f"needs N={n} index tensors and N data tensors, got {ctx.num_inputs} inputs")
+    data, idx = ctx.input(n), ctx.input(0)
+    inner = None
+    if data.shape is not None and idx.shape is not None:
+        inner = (None,) + tuple(data.shape[len(idx.shape):])
+    return [TensorType(data.dtype, inner)]
+
+
+@op("UnsortedSegmentSum", domain=D, inputs=["data", "segment_ids", "num_segments"], outputs=["output"],
+    differentiable=True, doc="output[s] = sum of the rows of data whose segment id is s (num_segments rows).")
+def _unsorted_segment_sum(ctx):
+    data, ids = ctx.input(0), ctx.input(1)
+    inner = None
+    if data.shape is not None and ids.shape is not None:
+        inner = (None,) + tuple(data.shape[len(ids.shape):])
+    return [TensorType(data.dtype, inner)]
+
+
+# -- sparse updates: rows ``indices`` of var (and its slots), in place -------------------------
+op("SparseApplyAdagrad", domain=D, inputs=["var", "accum", "lr", "grad", "indices"], outputs=["out"],
+   stateful=True, doc="accum[i] += g*g; var[i] -= lr * g / sqrt(accum[i]) for the rows i in indices.")(
+    same_as_input(0))
+op("SparseApplyMomentum", domain=D, inputs=["var", "accum", "lr", "grad", "indices", "momentum"],
+   outputs=["out"], stateful=True, attrs={"use_nesterov": Attr("int", 0)},
+   doc="accum[i] = momentum*accum[i] + g; var[i] -= lr*accum[i] (Nesterov: lr*(g + momentum*accum[i])).")(
+    same_as_input(0))
+op("SparseApplyAdam", domain=D,
+   inputs=["var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad", "indices"],
+   outputs=["out"], stateful=True,
+   doc="Lazy Adam: m, v and var change in the rows in indices only (TF's LazyAdamOptimizer).")(
+    same_as_input(0))
+
+
