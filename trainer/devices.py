@@ -18,7 +18,12 @@ _NAME = re.compile(r"^(?:/?(?:device:)?)?(cpu|gpu)(?::(\d+))?$", re.IGNORECASE)
 
 
 def canonical_device(name: str) -> str:
-    """"/device:GPU:0", "gpu", "GPU:0" -> "GPU:0"."""
+    """"/device:GPU:0", "gpu", "GPU:0" -> "GPU:0"; "/job:ps/task:0/cpu:0" -> "/job:ps/task:0/CPU:0"."""
+    if name.strip().startswith("/job:"):  # a task of a cluster (trainer.distributed)
+        from trainer.distributed.cluster import parse_task_device
+
+        task, local = parse_task_device(name.strip())
+        return f"{task}/{local}" if local else task
     m = _NAME.match(name.strip())
     if not m:
         raise ValueError(f"unknown device {name!r}; expected 'CPU:<n>' or 'GPU:<n>'")

@@ -12,12 +12,22 @@ from trainer.gradients import IndexedSlices, gradients
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
+from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
-    "RMSPropOptimizer", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
+    "RMSPropOptimizer", "Server", "ClusterSpec", "TFConfigClusterResolver", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
     "piecewise_constant",
 ]
+
+
+def __getattr__(name: str):
+    # Server needs grpcio (an extra); the rest of trainer.train must import without it.
+    if name == "Server":
+        from trainer.distributed.server import Server
+
+        return Server
+    raise AttributeError(f"module 'trainer.train' has no attribute {name!r}")
 
 
 def get_or_create_global_step(graph=None):
