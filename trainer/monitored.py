@@ -1,9 +1,14 @@
-"""A training session with fault tolerance on by default.
+"""A training session with fault tolerance on by default, in one process or on a cluster.
 
 ``MonitoredTrainingSession`` restores the newest checkpoint in ``checkpoint_dir`` when it starts
 (or initializes the variables when there is none), saves every ``save_steps`` steps or
 ``save_secs`` seconds while training, and once more when closed. A crashed job restarted with
 the same directory resumes from its last complete checkpoint.
+
+On a cluster (``master=server.target``) only the chief initializes, restores and saves; the other
+workers wait, bounded by ``ready_timeout``, until the chief has initialized every variable. All of
+them stop when the shared global step reaches ``max_steps`` (or a ``StopAtStepHook`` says so), and
+closing tells every PS task this worker is done, so a PS's ``Server.join()`` returns once all are.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ from __future__ import annotations
 import time
 
 from trainer.graph import GraphKeys, get_default_graph
+from trainer.hooks import SessionRunContext
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
-from trainer.variables import global_variables_initializer
+from trainer.variables import global_variables, global_variables_initializer
 
 __all__ = ["MonitoredTrainingSession"]
 
@@ -22,40 +28,74 @@ __all__ = ["MonitoredTrainingSession"]
 class MonitoredTrainingSession:
     """``with MonitoredTrainingSession(checkpoint_dir=d) as sess: while not sess.should_stop(): sess.run(train_op)``."""
 
-    def __init__(self, checkpoint_dir: str | None = None, *, graph=None, save_steps: int | None = None,
-                 save_secs: float | None = 600.0, max_steps: int | None = None, max_to_keep: int = 5,
-                 summary_op=None, save_summaries_steps: int = 100, saver: Saver | None = None, **session_kwargs):
+    def __init__(self, checkpoint_dir: str | None = None, *, master: str | None = None, is_chief: bool = True,
+                 hooks=(), graph=None, save_steps: int | None = None, save_secs: float | None = 600.0,
+                 max_steps: int | None = None, max_to_keep: int = 5, summary_op=None,
+                 save_summaries_steps: int = 100, saver: Saver | None = None, ready_timeout: float = 300.0,
+                 **session_kwargs):
         self.graph = graph or get_default_graph()
         self.checkpoint_dir = checkpoint_dir
+        self.is_chief = is_chief
         self.save_steps, self.save_secs, self.max_steps = save_steps, save_secs, max_steps
+        self.hooks = list(hooks or ())
         steps = self.graph.get_collection(GraphKeys.GLOBAL_STEP)
         if not steps:
             from trainer.train import get_or_create_global_step
 
             steps = [get_or_create_global_step(self.graph)]
         self.global_step = steps[0]
+        for hook in self.hooks:
+            hook.begin()
+        writes = bool(checkpoint_dir) and is_chief  # only the chief writes checkpoints and summaries
         with self.graph.as_default():
-            self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if checkpoint_dir else None)
+            self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if writes else None)
             init = global_variables_initializer()
-        self.session = Session(self.graph, **session_kwargs)
-        self.restored_from = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-        self.session.run(init)
-        if self.restored_from:
-            self.saver.restore(self.session, self.restored_from)
+        if not is_chief:
+            self.saver = None
+        self.session = Session(self.graph, target=master or None, **session_kwargs)
+        self.restored_from = latest_checkpoint(checkpoint_dir) if writes else None
+        if is_chief:
+            self.session.run(init)
+            if self.restored_from:
+                self.saver.restore(self.session, self.restored_from)
+        else:
+            self._wait_until_initialized(ready_timeout)
         self.summary_op = summary_op
         self.save_summaries_steps = save_summaries_steps
-        self.writer = FileWriter(checkpoint_dir) if (checkpoint_dir and summary_op is not None) else None
+        self.writer = FileWriter(checkpoint_dir) if (writes and summary_op is not None) else None
+        self._step = int(self.session.run(self.global_step))
         self._last_save_time = time.time()
-        self._last_save_step = self.step
-        self._stop = False
+        self._last_save_step = self._step
+        self._stop = self.max_steps is not None and self._step >= self.max_steps
+        for hook in self.hooks:
+            hook.after_create_session(self.session, self._step)
+
+    def _wait_until_initialized(self, timeout: float) -> None:
+        runtime = self.session.runtime
+        if runtime is None:
+            raise ValueError("is_chief=False needs master= (the target of this worker's trainer.train.Server)")
+        deadline = time.monotonic() + timeout
+        variables = global_variables(self.graph)
+        while True:
+            missing = runtime.uninitialized_variables(variables)
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                from trainer.distributed.errors import DeadlineExceededError
+
+                raise DeadlineExceededError(
+                    f"{len(missing)} variable(s) still uninitialized after {timeout:.3g} s, e.g. {missing[:3]}: "
+                    "is the chief (is_chief=True) running and initializing them?")
+            time.sleep(0.1)
 
     @property
     def step(self) -> int:
-        return int(self.session._state.variables[self.global_step.name])
+        """The global step after the last ``run``."""
+        return self._step
 
     def run(self, fetches, feed_dict=None):
-        out = self.session.run(fetches, feed_dict)
-        step = self.step
+        out, step = _run_with_step(self.session, fetches, self.global_step, feed_dict)
+        self._step = step
         if self.writer is not None and step % self.save_summaries_steps == 0:
             self.writer.add_summary(self.session.run(self.summary_op, feed_dict), step)
         if self.saver is not None:
@@ -65,23 +105,35 @@ class MonitoredTrainingSession:
                 self.save()
         if self.max_steps is not None and step >= self.max_steps:
             self._stop = True
+        if self.hooks:
+            context = SessionRunContext(out, step)
+            for hook in self.hooks:
+                hook.after_run(context)
+            self._stop = self._stop or context.stop_requested
         return out
 
     def save(self) -> str:
-        path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self.step)
+        path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self._step)
         self._last_save_time = time.time()
-        self._last_save_step = self.step
+        self._last_save_step = self._step
         return path
 
     def should_stop(self) -> bool:
         return self._stop
 
     def close(self) -> None:
-        if self.saver is not None and self.step != self._last_save_step:
-            self.save()
-        if self.writer is not None:
-            self.writer.close()
-        self.session.close()
+        try:
+            if self.saver is not None and self._step != self._last_save_step:
+                self.save()
+            for hook in self.hooks:
+                hook.end(self.session)
+            if self.writer is not None:
+                self.writer.close()
+        finally:
+            runtime = self.session.runtime
+            self.session.close()
+            if runtime is not None:
+                runtime.server.done()
 
     def __enter__(self):
         return self
@@ -89,3 +141,23 @@ class MonitoredTrainingSession:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+_STEP_KEY = object()  # the global step's key among dict fetches (one object: plans stay cached)
+
+
+def _run_with_step(session: Session, fetches, global_step, feed_dict):
+    """(what ``session.run(fetches)`` returns, the global step after it) in one step.
+
+    The fetches are flattened into one list so that the session's plan cache can hash them.
+    """
+    if isinstance(fetches, (list, tuple)):
+        values = session.run([*fetches, global_step], feed_dict)
+        out = values[:-1]
+        return (tuple(out) if isinstance(fetches, tuple) else out), int(values[-1])
+    if isinstance(fetches, dict):
+        values = session.run({**fetches, _STEP_KEY: global_step}, feed_dict)
+        step = values.pop(_STEP_KEY)
+        return values, int(step)
+    out, step = session.run([fetches, global_step], feed_dict)
+    return out, int(step)

@@ -83,10 +83,14 @@ class Session:
     ``fuse_loops=False`` runs every while_loop on the frame-tagged dataflow executor.
     ``parallel_ops=True`` runs independent expensive ops of one step concurrently on
     ``inter_op_threads`` threads (worth it with single-threaded BLAS on several cores).
+    ``target="grpc://host:port"`` (the ``target`` of a ``trainer.train.Server`` started in this
+    process) runs the graph on the server's cluster: nodes placed on other tasks run there.
+    ``state`` shares variables with other sessions (the partitions a cluster task runs).
     """
 
-    def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
-                 inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False):
+    def __init__(self, graph: Graph | None = None, *, target: str | None = None, devices=None,
+                 num_cpu_devices: int = 1, inter_op_threads: int = 4, fuse_loops: bool = True,
+                 parallel_ops: bool = False, state: SessionState | None = None):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         from trainer.devices import canonical_device
@@ -97,7 +101,15 @@ class Session:
             keep_freed_memory()  # a CNN training step faulted in ~2,500-4,000 pages without it (88.9 vs 96 ms)
         self.cost_model = CostModel()
         self._placer = Placer(names, self.cost_model)
-        self._state = SessionState()
+        self._state = state if state is not None else SessionState()
+        self.target = target
+        self.runtime = None  # the distributed runtime of a session with a target
+        self._compile_plan = compile_plan
+        if target:
+            from trainer.distributed.master import connect
+
+            self.runtime = connect(target)
+            self._compile_plan = self.runtime.compile
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
@@ -153,7 +165,7 @@ class Session:
                     raise GraphError(f"cannot feed node {t.name!r}; feed one of its output tensors")
                 t = t.outputs[0]
             feed_tensors.append(t)
-        plan = compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self)
+        plan = self._compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self)
         single = isinstance(fetches, (Tensor, Node)) or hasattr(fetches, "_as_tensor") or isinstance(fetches, str)
         compiled = _Compiled(plan, mapper, feed_tensors, single)
         if key is not None:

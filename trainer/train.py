@@ -13,10 +13,12 @@ from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
+from trainer.hooks import SessionRunContext, SessionRunHook, StopAtStepHook
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
-    "RMSPropOptimizer", "Server", "ClusterSpec", "TFConfigClusterResolver", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
+    "RMSPropOptimizer", "Server", "ClusterSpec", "TFConfigClusterResolver",
+    "MonitoredTrainingSession", "SessionRunContext", "SessionRunHook", "StopAtStepHook", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
     "piecewise_constant",
 ]
 
@@ -27,6 +29,10 @@ def __getattr__(name: str):
         from trainer.distributed.server import Server
 
         return Server
+    if name == "MonitoredTrainingSession":  # trainer.monitored imports this module
+        from trainer.monitored import MonitoredTrainingSession
+
+        return MonitoredTrainingSession
     raise AttributeError(f"module 'trainer.train' has no attribute {name!r}")
 
 

@@ -1,0 +1,13 @@
+"""The distributed runtime: one graph program on the parameter-server and worker tasks of a cluster.
+
+``trainer.train`` re-exports the TF 1.x names (``ClusterSpec``, ``TFConfigClusterResolver``,
+``Server``); ``Session(target=server.target)`` runs a graph whose nodes live on several tasks.
+"""
+
+from trainer.distributed.cluster import ClusterConfigError, ClusterSpec, TFConfigClusterResolver
+from trainer.distributed.errors import (AbortedError, DeadlineExceededError, DistributedError, StaleIncarnationError,
+                                        UnavailableError, UnknownTaskError)
+from trainer.distributed.server import Server
+
+__all__ = ["AbortedError", "ClusterConfigError", "ClusterSpec", "DeadlineExceededError", "DistributedError", "Server",
+           "StaleIncarnationError", "TFConfigClusterResolver", "UnavailableError", "UnknownTaskError"]
