@@ -29,7 +29,7 @@ class RegisteredPartition:
     """One task's share of a plan, compiled on that task."""
 
     def __init__(self, desc: dict, arrays: Mapping, *, state: SessionState, table: StepTable,
-                 pull_from: Callable[[str], Callable], pool: ThreadPoolExecutor, timeout: float):
+                 receive_from: Callable[[str], Callable], pool: ThreadPoolExecutor, timeout: float):
         from trainer.session import Session
 
         self.graph = graph_from_dict(desc["graph"], dict(arrays), source=f"partition for {table.task}")
@@ -39,7 +39,7 @@ class RegisteredPartition:
         feeds = [g.tensor(n) for n in desc.get("feeds", [])]
         targets = [g.node(n) for n in desc.get("targets", [])]
         self.plan = compile_plan(g, fetches, targets, feeds, self.session)
-        self.remote_sources = {rendezvous_key(name): pull_from(task) for name, task in desc.get("remote_sources", {}).items()}
+        self.remote_sources = {rendezvous_key(name): receive_from(task) for name, task in desc.get("remote_sources", {}).items()}
         self.table, self.pool, self.timeout = table, pool, timeout
 
     @property
@@ -48,4 +48,8 @@ class RegisteredPartition:
 
     def run(self, step_id: int, feed_values=()) -> list:
         rendezvous = StepRendezvous(self.table, step_id, self.remote_sources, self.timeout)
-        return self.plan.run(list(feed_values), RunContext(self.session, rendezvous), self.pool)
+        rendezvous.prefetch()
+        try:
+            return self.plan.run(list(feed_values), RunContext(self.session, rendezvous), self.pool)
+        finally:
+            rendezvous.cancel_pending()

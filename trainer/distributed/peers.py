@@ -17,7 +17,7 @@ from trainer.distributed import wire
 from trainer.distributed.errors import (DeadlineExceededError, DistributedError, UnavailableError,
                                         error_from_wire)
 
-__all__ = ["PeerClient", "SERVICE", "channel_options"]
+__all__ = ["PeerClient", "PendingRecv", "SERVICE", "channel_options"]
 
 SERVICE = "flowstack.distributed.Task"
 
@@ -80,16 +80,14 @@ class PeerClient:
             raise self._rpc_error(e, "RunStep") from None
         self._decode_reply(reply)
 
-    def recv(self, step_id: int, key: str, timeout: float):
-        """The value task ``peer`` sent under ``key`` in step ``step_id`` (streamed in chunks)."""
+    def start_recv(self, step_id: int, key: str, timeout: float) -> "PendingRecv":
+        """Start pulling the value task ``peer`` sends under ``key`` in step ``step_id``."""
         request = wire.encode_one(self._header(step_id=step_id, key=key, wait=timeout))
-        try:
-            header, tensors = wire.decode(self._recv(request, timeout=timeout + 5.0))
-        except grpc.RpcError as e:
-            raise self._rpc_error(e, f"Recv of {key!r}") from None
-        if "error" in header:
-            raise error_from_wire(header["error"], self.peer)
-        return tensors["value"]
+        return PendingRecv(self, key, self._recv(request, timeout=timeout + 5.0))
+
+    def recv(self, step_id: int, key: str, timeout: float):
+        """The value (streamed in chunks) task ``peer`` sends under ``key`` in step ``step_id``."""
+        return self.start_recv(step_id, key, timeout).result()
 
     def abort(self, step_id: int, reason: str) -> None:
         self._call_unary("Abort", {"step_id": step_id, "reason": reason}, min(self.timeout, 5.0))
@@ -131,3 +129,24 @@ class PeerClient:
         if code == grpc.StatusCode.UNAVAILABLE:
             return UnavailableError(f"{self.peer} at {self.address} is unreachable during {what}: {detail}")
         return DistributedError(f"{self.peer} at {self.address}: {what} failed with {code}: {detail}")
+
+
+class PendingRecv:
+    """A Recv call in flight: ``result()`` waits for the value, ``cancel()`` gives it up."""
+
+    __slots__ = ("peer", "key", "call")
+
+    def __init__(self, peer: PeerClient, key: str, call):
+        self.peer, self.key, self.call = peer, key, call
+
+    def result(self):
+        try:
+            header, tensors = wire.decode(self.call)
+        except grpc.RpcError as e:
+            raise self.peer._rpc_error(e, f"Recv of {self.key!r}") from None
+        if "error" in header:
+            raise error_from_wire(header["error"], self.peer.peer)
+        return tensors["value"]
+
+    def cancel(self) -> None:
+        self.call.cancel()

@@ -19,6 +19,8 @@ __all__ = ["StepRendezvous", "StepTable"]
 
 # How many aborted step ids a table remembers (so late Sends and Recvs of them fail fast).
 _ABORTED_MEMORY = 4096
+# How often a wait checks that the receiver is still there.
+_ALIVE_CHECK_S = 0.5
 
 
 class StepTable:
@@ -37,8 +39,9 @@ class StepTable:
             self._values[(step_id, key)] = value
             self._cv.notify_all()
 
-    def take(self, step_id: int, key: str, timeout: float):
-        """The value sent under ``key`` in step ``step_id``, waiting at most ``timeout`` seconds."""
+    def take(self, step_id: int, key: str, timeout: float, alive: Callable[[], bool] | None = None):
+        """The value sent under ``key`` in step ``step_id``, waiting at most ``timeout`` seconds
+        (and no longer than ``alive()`` stays true: a receiver that went away)."""
         deadline = time.monotonic() + timeout
         with self._cv:
             while True:
@@ -52,7 +55,9 @@ class StepTable:
                 if left <= 0:
                     raise DeadlineExceededError(f"{self.task}: no value for {key!r} in step {step_id} "
                                                 f"after {timeout:.3g} s")
-                self._cv.wait(left)
+                if alive is not None and not alive():
+                    raise AbortedError(f"{self.task}: the receiver of {key!r} in step {step_id} went away")
+                self._cv.wait(left if alive is None else min(left, _ALIVE_CHECK_S))
 
     def abort(self, step_id: int, reason: str) -> None:
         with self._cv:
@@ -77,24 +82,38 @@ _MISSING = object()
 class StepRendezvous:
     """What one step's kernels on one task see as ``rctx.rendezvous``.
 
-    ``remote_sources`` maps the keys this task receives from other tasks to a function that pulls
-    one from its sender: ``pull(step_id, key, timeout)``.
+    ``remote_sources`` maps each key this task receives from another task to a function that
+    starts pulling it from its sender, ``start(step_id, key, timeout)``, returning a pending
+    receive with ``result()`` and ``cancel()``. ``prefetch`` starts them all when the step starts,
+    so a partition's Recvs travel concurrently, not one round trip after another.
     """
 
-    __slots__ = ("table", "step_id", "remote_sources", "timeout")
+    __slots__ = ("table", "step_id", "remote_sources", "timeout", "pending")
 
     def __init__(self, table: StepTable, step_id: int, remote_sources: Mapping[str, Callable], timeout: float):
         self.table, self.step_id, self.remote_sources, self.timeout = table, step_id, remote_sources, timeout
+        self.pending: dict = {}
+
+    def prefetch(self) -> None:
+        self.pending = {key: start(self.step_id, key, self.timeout) for key, start in self.remote_sources.items()}
+
+    def cancel_pending(self) -> None:
+        """Drop the receives the step did not use (a failed step), freeing the senders' waits."""
+        pending, self.pending = self.pending, {}
+        for receive in pending.values():
+            receive.cancel()
 
     def send(self, key: str, value) -> None:
         self.table.put(self.step_id, key, value)
 
     def recv(self, key: str, timeout: float | None = None):
-        wait = self.timeout if timeout is None else timeout
-        pull = self.remote_sources.get(key)
-        if pull is None:
-            return self.table.take(self.step_id, key, wait)
-        return pull(self.step_id, key, wait)
+        receive = self.pending.pop(key, None)
+        if receive is None:
+            start = self.remote_sources.get(key)
+            if start is None:
+                return self.table.take(self.step_id, key, self.timeout if timeout is None else timeout)
+            receive = start(self.step_id, key, self.timeout if timeout is None else timeout)
+        return receive.result()
 
     def abort(self) -> None:
         self.table.abort(self.step_id, f"a partition failed on {self.table.task}")

@@ -62,7 +62,7 @@ class Server:
                                  options=channel_options())
         self._peers: dict[str, PeerClient] = {}
         self._peers_lock = threading.Lock()
-        self.service = TaskService(self.cluster, self.task, timeout=self.timeout, pull_from=self._puller)
+        self.service = TaskService(self.cluster, self.task, timeout=self.timeout, receive_from=self._receiver)
         self._grpc.add_generic_rpc_handlers((self.service.handler(),))
         bind_host = host if host in ("127.0.0.1", "localhost", "[::1]") else "[::]"
         self.port = self._grpc.add_insecure_port(f"{bind_host}:{port}")
@@ -95,8 +95,8 @@ class Server:
                 client = self._peers[task] = PeerClient(self.task, task, address, self.timeout)
             return client
 
-    def _puller(self, task: str):
-        return self.peer(task).recv
+    def _receiver(self, task: str):
+        return self.peer(task).start_recv
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the job to end: on a PS until every worker is done, elsewhere until ``stop``.

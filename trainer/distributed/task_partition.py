@@ -169,6 +169,18 @@ def partition_by_task(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequ
             transfers[key] = f"{recv_name}:0"
         return transfers[key]
 
+    copies: dict[tuple[Node, str], str] = {}
+
+    def copy_constant(n: Node, task: str) -> str:
+        """A constant read on another task is copied there (cheaper than sending it every step)."""
+        if (n, task) not in copies:
+            receiver = part(task)
+            rec = node_to_dict(n, receiver.arrays)
+            rec.update(name=f"{n.name}/on_{_plain(task)}", device="")
+            receiver.add(rec, (n.id, 1))
+            copies[(n, task)] = f"{rec['name']}:0"
+        return copies[(n, task)]
+
     def value_on(t: Tensor, task: str, consumed_at) -> str:
         """The name under which task ``task`` reads tensor ``t``."""
         if t in fed:
@@ -177,26 +189,32 @@ def partition_by_task(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequ
         src_task = assign(t.node)[0]
         if src_task == task:
             return t.name
+        if _is_plain_constant(t.node):
+            return copy_constant(t.node, task)
         return transfer(src_task, t.name, t.dtype, t.shape, task, t.node.id, consumed_at)
 
-    tokens: dict[Node, str] = {}
-
-    def token_of(c: Node, task: str, consumed_at: int) -> str:
-        """A node on ``task`` that runs only after ``c`` ran on its own task."""
-        src_task = assign(c)[0]
-        if c not in tokens:
-            name = f"_ctrl/{c.name}"
+    def controls_on(n: Node, task: str) -> list[str]:
+        """``n``'s control inputs as seen on ``task``: a token per other task that runs after them."""
+        names, remote = [], {}
+        for c in n.control_inputs:
+            src_task = assign(c)[0]
+            if src_task == task:
+                names.append(c.name)
+            else:
+                remote.setdefault(src_task, []).append(c)
+        for src_task, deps in remote.items():
+            name = f"_ctrl/{_plain(n.name)}/from_{_plain(src_task)}"
             sender = part(src_task)
+            at = max(c.id for c in deps)
             sender.add(_node(name, "Constant", "", [], {"value": np.zeros((), np.int8)},
-                             [(np.dtype(np.int8), ())], [c.name], arrays=sender.arrays), (c.id, 2))
-            tokens[c] = f"{name}:0"
-        recv = transfer(src_task, tokens[c], np.dtype(np.int8), (), task, c.id, consumed_at)
-        return recv.rpartition(":")[0]
+                             [(np.dtype(np.int8), ())], [c.name for c in deps], arrays=sender.arrays), (at, 2))
+            names.append(transfer(src_task, f"{name}:0", np.dtype(np.int8), (), task, at, n.id).rpartition(":")[0])
+        return names
 
     for n in sorted(needed, key=lambda n: n.id):
         task, device = assign(n)
         inputs = [None if t is None else value_on(t, task, n.id) for t in n.inputs]
-        controls = [c.name if assign(c)[0] == task else token_of(c, task, n.id) for c in n.control_inputs]
+        controls = controls_on(n, task)
         rec = node_to_dict(n, part(task).arrays)
         rec.update(inputs=inputs, control_inputs=controls, device=device)
         part(task).add(rec, (n.id, 1))
@@ -208,6 +226,10 @@ def partition_by_task(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequ
     for p in parts.values():
         p.order()
     return parts
+
+
+def _is_plain_constant(n: Node) -> bool:
+    return n.op_type == "Constant" and n.domain == "" and not n.inputs and not n.control_inputs
 
 
 def _plain(name: str) -> str:

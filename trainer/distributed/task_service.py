@@ -41,13 +41,13 @@ __all__ = ["TaskService"]
 class TaskService:
     """One task's state (variables, sent values, partitions) and its request handlers."""
 
-    def __init__(self, cluster: ClusterSpec, task: str, *, timeout: float, pull_from: Callable[[str], Callable]):
+    def __init__(self, cluster: ClusterSpec, task: str, *, timeout: float, receive_from: Callable[[str], Callable]):
         self.cluster, self.task, self.timeout = cluster, task, timeout
         self.incarnation = secrets.randbits(63)
         self.state = SessionState()
         self.table = StepTable(task)
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"flowstack-{task}")
-        self._pull_from = pull_from
+        self._receive_from = receive_from
         self._partitions: dict[str, RegisteredPartition] = {}
         self._handles = itertools.count()
         self._lock = threading.Lock()
@@ -57,7 +57,7 @@ class TaskService:
 
     # -- used in-process by the task's own sessions ------------------------------------------------
     def build_partition(self, desc: dict, arrays: dict) -> RegisteredPartition:
-        return RegisteredPartition(desc, arrays, state=self.state, table=self.table, pull_from=self._pull_from,
+        return RegisteredPartition(desc, arrays, state=self.state, table=self.table, receive_from=self._receive_from,
                                    pool=self.pool, timeout=self.timeout)
 
     def mark_done(self, task: str) -> None:
@@ -131,7 +131,7 @@ class TaskService:
             self._check(header)
             left = context.time_remaining()
             wait = min(float(header.get("wait", self.timeout)), left if left is not None else self.timeout)
-            value = self.table.take(int(header["step_id"]), str(header["key"]), wait)
+            value = self.table.take(int(header["step_id"]), str(header["key"]), wait, alive=context.is_active)
         except Exception as e:  # noqa: BLE001
             yield wire.encode_one({"error": error_to_wire(e)})
             return
