@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from typing import Sequence
 
-from trainer.distributed.errors import AbortedError
+from trainer.distributed.errors import AbortedError, DistributedError
 from trainer.distributed.server import Server, server_for_target
 from trainer.distributed.task_partition import TaskAssigner, partition_by_task
 from trainer.graph import Node, Tensor
@@ -114,8 +114,10 @@ class DistributedPlan:
 
 
 def _first_cause(errors: list[BaseException]) -> BaseException:
-    """The first error that is not just another task noticing the abort."""
-    for e in errors:
-        if not isinstance(e, AbortedError) and "was aborted" not in str(e):
-            return e
-    return errors[0]
+    """The first error that is not just another task noticing the abort; a kernel's error that a
+    peer caused (unreachable, timed out) keeps the peer error's type and the node's name."""
+    first = next((e for e in errors if not isinstance(e, AbortedError) and "was aborted" not in str(e)), errors[0])
+    cause = first.__cause__
+    if isinstance(cause, DistributedError) and not isinstance(first, DistributedError):
+        return type(cause)(str(first))
+    return first

@@ -38,7 +38,7 @@ class PeerClient:
         path = f"/{SERVICE}/"
         self._unary = {m: self._channel.unary_unary(path + m) for m in ("Health", "Abort", "TaskDone", "Uninitialized")}
         self._register = self._channel.stream_unary(path + "Register")
-        self._run_step = self._channel.stream_unary(path + "RunStep")
+        self._run_step = self._channel.unary_unary(path + "RunStep")  # no tensors: feeds start on the session's task
         self._recv = self._channel.unary_stream(path + "Recv")
 
     # -- calls -----------------------------------------------------------------------------------
@@ -70,8 +70,8 @@ class PeerClient:
 
     def run_step_future(self, handle: str, step_id: int):
         """A future of RunStep; ``result_of_step`` turns it into None or a raised error."""
-        chunks = iter([wire.encode_one(self._header(handle=handle, step_id=step_id))])
-        return self._run_step.future(chunks, timeout=self.timeout)
+        request = wire.encode_one(self._header(handle=handle, step_id=step_id))
+        return self._run_step.future(request, timeout=self.timeout)
 
     def result_of_step(self, future) -> None:
         try:

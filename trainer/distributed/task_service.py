@@ -4,7 +4,7 @@ Methods (raw bytes in ``trainer.distributed.wire``'s format, gRPC generic handle
 
 ========== ================ ===============================================================
 Register   stream -> unary  a partition (graph + arrays); answers its handle
-RunStep    stream -> unary  run a registered partition for a step id
+RunStep    unary            run a registered partition for a step id
 Recv       unary -> stream  the value sent under a key in a step (waits, with a deadline)
 Abort      unary            abort a step: its waiters fail with the first error
 Health     unary            task name and incarnation
@@ -68,11 +68,10 @@ class TaskService:
 
     # -- handlers ----------------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
-        unary = {"Health": self._health, "Abort": self._abort, "TaskDone": self._task_done,
-                 "Uninitialized": self._uninitialized}
+        unary = {"Health": self._health, "RunStep": self._run_step, "Abort": self._abort,
+                 "TaskDone": self._task_done, "Uninitialized": self._uninitialized}
         methods = {name: grpc.unary_unary_rpc_method_handler(self._guard_unary(fn)) for name, fn in unary.items()}
         methods["Register"] = grpc.stream_unary_rpc_method_handler(self._guard_stream(self._register))
-        methods["RunStep"] = grpc.stream_unary_rpc_method_handler(self._guard_stream(self._run_step))
         methods["Recv"] = grpc.unary_stream_rpc_method_handler(self._recv)
         return grpc.method_handlers_generic_handler(SERVICE, methods)
 

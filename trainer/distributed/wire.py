@@ -54,15 +54,20 @@ def encode(header: Mapping, tensors: Mapping[str, object] | None = None, chunk_b
         view = memoryview(a.reshape(-1).view(np.uint8)) if a.nbytes else memoryview(b"")
         pos = 0
         while pos < len(view):
-            room = chunk_bytes - len(pending)
-            if room <= 0:
-                yield bytes(pending)
-                pending = bytearray()
+            if pending is None and len(view) - pos >= chunk_bytes:
+                yield bytes(view[pos:pos + chunk_bytes])  # a full chunk: one copy, straight from the array
+                pos += chunk_bytes
                 continue
-            take = view[pos:pos + room]
+            if pending is None:
+                pending = bytearray()
+            take = view[pos:pos + chunk_bytes - len(pending)]
             pending += take
             pos += len(take)
-    yield bytes(pending)
+            if len(pending) >= chunk_bytes:
+                yield bytes(pending)
+                pending = None
+    if pending is not None:
+        yield bytes(pending)
 
 
 def encode_one(header: Mapping, tensors: Mapping[str, object] | None = None) -> bytes:

@@ -249,3 +249,21 @@ def test_a_256_mb_variable_crosses_tasks(worker_server):
         assert sess.run(big)[7] == 2.0
     finally:
         ps.stop(grace=0.1)
+
+
+@pytest.mark.slow
+def test_a_ps_that_dies_mid_run_fails_the_next_step_quickly(processes, worker_server):
+    cluster = make_cluster()
+    ps = processes.start_ps(cluster)
+    server = worker_server(cluster, timeout=30.0)
+    g, m = build_regression("/job:ps/task:0")
+    sess = T.Session(g, target=server.target)
+    sess.run(m["init"])
+    xs, ys = data()
+    sess.run(m["train"], {m["x"]: xs, m["y"]: ys})
+    ps.kill()
+    ps.wait(10)
+    t0 = time.monotonic()
+    with pytest.raises(UnavailableError, match=r"/job:ps/task:0 at 127\.0\.0\.1:\d+ is unreachable"):
+        sess.run(m["train"], {m["x"]: xs, m["y"]: ys})
+    assert time.monotonic() - t0 < 10  # well within the 30 s RPC timeout
