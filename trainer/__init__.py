@@ -70,7 +70,7 @@ from trainer.ops import (
     zeros_like,
 )
 from trainer.session import Session
-from trainer.state import FailedPreconditionError, OutOfRangeError
+from trainer.errors import FailedPreconditionError, OutOfRangeError
 from trainer.variables import (
     Variable,
     global_variables,

@@ -16,8 +16,7 @@ from collections import deque
 
 import numpy as np
 
-from trainer.executor import KernelError, node_error
-from trainer.graph import GraphError
+from trainer.errors import GraphError, KernelError, node_error
 
 NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT = range(6)
 _KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}

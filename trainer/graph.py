@@ -14,6 +14,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from schemas.registry import ShapeError, TensorType, get_schema, infer_types
+from trainer.devices import DeviceSpec
+from trainer.errors import GraphError
 
 __all__ = [
     "Graph",
@@ -29,10 +31,6 @@ __all__ = [
 ]
 
 TRAINER_DOMAIN = "flowstack"
-
-
-class GraphError(ValueError):
-    """A graph that cannot be built or run as asked (foreign tensor, cycle, missing feed, ...)."""
 
 
 class GraphKeys:
@@ -314,7 +312,8 @@ class Graph:
         ctrl = list(control_inputs)
         for deps in st.control:
             ctrl.extend(d for d in deps if d not in ctrl)
-        dev = st.device[-1] if st.device else ""
+        device_fn = any(callable(entry) for entry in st.device)
+        dev = str(_merged_device_scopes(st.device)) if st.device and not device_fn else ""
         with self._lock:
             node = Node(self, node_name, op_type, domain, inputs, resolved, ctrl, dev)
             node.outputs = [Tensor(node, i, t) for i, t in enumerate(output_types)]
@@ -326,6 +325,8 @@ class Graph:
             self._nodes.append(node)
             self._by_name[node_name] = node
             self.version += 1
+        if device_fn:
+            node.device = _apply_device_scopes(st.device, node)
         return node
 
     # -- scopes -----------------------------------------------------------------------------
@@ -365,11 +366,14 @@ class Graph:
             st.control.pop()
 
     @contextlib.contextmanager
-    def device(self, name: str | None):
-        from trainer.devices import canonical_device
-
+    def device(self, name_or_function):
+        """Constrain the ops built inside to a device (see ``trainer.device``)."""
         st = self._state()
-        st.device.append(canonical_device(name) if name else "")
+        if callable(name_or_function):
+            entry = name_or_function
+        else:
+            entry = DeviceSpec.parse(name_or_function) if name_or_function else None
+        st.device.append(entry)
         try:
             yield
         finally:
@@ -484,6 +488,37 @@ def control_dependencies(deps):
     return get_default_graph().control_dependencies(deps)
 
 
-def device(name: str | None):
-    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``."""
-    return get_default_graph().device(name)
+def device(name_or_function):
+    """Constrain the ops built inside to a device: ``with device("GPU:0"): ...``.
+
+    Takes TF 1.x's names (``"/job:ps/task:0"``, ``"/job:worker/task:1/CPU:0"``, ...; see
+    ``trainer.devices``) or a function of the op returning one (as ``replica_device_setter``
+    does). Nested scopes merge: the innermost applies first, and each outer name fills in the
+    parts the inner ones left unspecified; a function receives the op with the device set so far
+    and its result replaces it. ``device(None)`` (or ``""``) ignores the scopes outside it.
+    """
+    return get_default_graph().device(name_or_function)
+
+
+def _merged_device_scopes(scopes) -> DeviceSpec:
+    spec = DeviceSpec()
+    for entry in reversed(scopes):
+        if entry is None:
+            break
+        spec = spec.merged_over(entry)
+    return spec
+
+
+def _apply_device_scopes(scopes, node) -> str:
+    """The device of ``node`` under ``scopes`` (outermost first) when some scope is a function."""
+    spec = DeviceSpec()
+    for entry in reversed(scopes):
+        if entry is None:
+            break
+        if callable(entry):
+            node.device = str(spec)
+            result = entry(node)
+            spec = result if isinstance(result, DeviceSpec) else DeviceSpec.parse(result or "")
+        else:
+            spec = spec.merged_over(entry)
+    return str(spec)

@@ -1,6 +1,8 @@
 """The placer: user constraints first, then colocation, then a cost model.
 
-An op that updates a variable (Assign*, Apply*, Scatter*) goes where the variable lives. An op
+A constraint naming another task than the placer's local task (``trainer/devices.py``) places
+the node there, by its full device name (``CPU:0`` of that task where it names no device); the
+partition pass then splits the plan by task. An op that updates a variable (Assign*, Apply*, Scatter*) goes where the variable lives. An op
 with no constraint goes to the GPU when there is one, it has a GPU-capable kernel and the cost
 model says it is big enough to pay for the transfer; otherwise to CPU:0. The cost model starts
 from estimated flops and bytes per op and is refined by measured kernel times
@@ -9,9 +11,11 @@ from estimated flops and bytes per op and is refined by measured kernel times
 
 from __future__ import annotations
 
+import functools
 import math
 
 from schemas.registry import get_schema
+from trainer.devices import LOCAL_TASK, DeviceSpec, full_device_name
 
 __all__ = ["CostModel", "Placer", "PlacementError"]
 
@@ -66,8 +70,10 @@ def _elems(t) -> int:
 class Placer:
     GPU_THRESHOLD_S = 2e-5
 
-    def __init__(self, devices: list[str], cost_model: CostModel | None = None):
+    def __init__(self, devices: list[str], cost_model: CostModel | None = None,
+                 local_task: tuple[str, int] = LOCAL_TASK):
         self.devices = devices
+        self.local_task = tuple(local_task)
         self.cost_model = cost_model or CostModel()
         self.default = "CPU:0"
         self.gpu = next((d for d in devices if d.startswith("GPU")), None)
@@ -88,13 +94,30 @@ class Placer:
         if anchor is not None:
             return placement.get(anchor) or self._place(anchor, placement)
         if node.device:
-            if node.device not in self.devices:
-                raise PlacementError(
-                    f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
-                    f"but this session has only {self.devices}"
-                )
-            return node.device
+            constrained = self._constraint(node)
+            if constrained is not None:
+                return constrained
         if self.gpu and node.op_type not in _HOST_ONLY_STATEFUL and node.domain == "":
             if self.cost_model.estimate(node) >= self.GPU_THRESHOLD_S:
                 return self.gpu
         return self.default
+
+    def _constraint(self, node) -> str | None:
+        """The device a node's constraint names: a local device's short name, a remote device's
+        full name (CPU:0 where it names only a task), or None where it names only the local task."""
+        spec = _parse_device(node.device)
+        if not spec.is_local(self.local_task):
+            job, task = spec.task_name
+            return full_device_name(spec.local_name or "CPU:0", (job if job is not None else self.local_task[0], task))
+        name = spec.local_name
+        if name is not None and name not in self.devices:
+            raise PlacementError(
+                f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
+                f"but this session has only {self.devices}"
+            )
+        return name
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_device(name: str) -> DeviceSpec:
+    return DeviceSpec.parse(name)

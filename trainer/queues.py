@@ -1,6 +1,7 @@
 """Queues and queue runners: input pipelines that run concurrently with training.
 
-A queue is session state (created on first use by its handle op) shared by every step that
+A queue is session state (a ``QueueBuffer``, created on first use by its handle op's kernel in
+``trainer/kernels/training.py``) shared by every step that
 touches it: a reader subgraph enqueues on QueueRunner threads while the training subgraph
 dequeues batches. Closing a queue lets consumers drain it, then dequeue raises OutOfRangeError,
 the normal end of an epoch loop.
@@ -11,166 +12,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import deque
 
 import numpy as np
 
+from schemas.registry import TensorType
+from trainer.errors import OutOfRangeError
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import constant, convert_to_tensor
-from trainer.state import OutOfRangeError, stateful_kernel
 
 __all__ = ["Coordinator", "FIFOQueue", "QueueRunner", "RandomShuffleQueue", "start_queue_runners"]
-
-
-class _QueueState:
-    """The buffer behind a queue handle: bounded, blocking, closable; optionally shuffling."""
-
-    def __init__(self, name, capacity, dtypes, shapes, shuffle=False, min_after_dequeue=0, seed=0):
-        self.name = name
-        self.capacity = capacity if capacity > 0 else None
-        self.dtypes = [np.dtype(d) for d in dtypes]
-        self.shapes = [tuple(json.loads(sh)) for sh in shapes] if shapes else None
-        self.items: deque = deque()
-        self.cv = threading.Condition()
-        self.closed = False
-        self.cancelled = False
-        self.waiting_puts = 0  # enqueues blocked on a full queue; a close lets them finish
-        self.shuffle = shuffle
-        self.min_after_dequeue = min_after_dequeue
-        self.rng = np.random.default_rng(seed or None)
-
-    def check(self, components, batched: bool) -> None:
-        """Reject an element whose arity, dtype or shape the queue was not built for, naming the
-        component, before anything is enqueued (a wrong element would only fail, or silently
-        change dtype, when a later dequeue_many stacks it)."""
-        if len(components) != len(self.dtypes):
-            raise ValueError(f"queue {self.name!r} holds {len(self.dtypes)} components, got {len(components)}")
-        for i, c in enumerate(components):
-            shape = c.shape[1:] if batched else c.shape
-            if c.dtype != self.dtypes[i]:
-                raise ValueError(f"queue {self.name!r} component {i}: expected {self.dtypes[i].name}, "
-                                 f"got {c.dtype.name}")
-            if batched and (c.ndim == 0 or c.shape[0] != components[0].shape[0]):
-                raise ValueError(f"queue {self.name!r} enqueue_many: component {i} has shape {c.shape}; every "
-                                 f"component needs the same leading (batch) dimension {components[0].shape[:1]}")
-            if self.shapes is not None and tuple(shape) != self.shapes[i]:
-                raise ValueError(f"queue {self.name!r} component {i}: expected shape {self.shapes[i]}, "
-                                 f"got {tuple(shape)}")
-
-    def put(self, item):
-        with self.cv:
-            if self.closed:
-                raise RuntimeError(f"queue {self.name!r} is closed; cannot enqueue")
-            # An enqueue already waiting when the queue closes still completes once there is room
-            # (as in TensorFlow), unless the close cancelled pending enqueues.
-            self.waiting_puts += 1
-            try:
-                while self.capacity is not None and len(self.items) >= self.capacity and not self.cancelled:
-                    self.cv.wait(0.1)
-            finally:
-                self.waiting_puts -= 1
-            if self.cancelled:
-                raise RuntimeError(f"queue {self.name!r} was closed with cancel_pending_enqueues; enqueue cancelled")
-            self.items.append(item)
-            self.cv.notify_all()
-
-    def take(self, n):
-        out = []
-        with self.cv:
-            while len(out) < n:
-                floor = 0 if self.closed else self.min_after_dequeue
-                if len(self.items) > floor:
-                    if self.shuffle:
-                        i = int(self.rng.integers(len(self.items)))
-                        self.items.rotate(-i)
-                        out.append(self.items.popleft())
-                        self.items.rotate(i)
-                    else:
-                        out.append(self.items.popleft())
-                    self.cv.notify_all()
-                    continue
-                if self.closed and not self.waiting_puts:  # a pending enqueue may still fill it
-                    for item in reversed(out):  # give back a partial batch: not enough left
-                        self.items.appendleft(item)
-                    raise OutOfRangeError(
-                        f"queue {self.name!r} is closed and has {len(self.items)} elements (needed {n})"
-                    )
-                self.cv.wait(0.1)
-        return out
-
-    def close(self, cancel_pending_enqueues: bool = False):
-        with self.cv:
-            self.closed = True
-            self.cancelled = self.cancelled or cancel_pending_enqueues
-            self.cv.notify_all()
-
-
-def _queue(rctx, handle) -> _QueueState:
-    return rctx.state.resources[str(handle[()])]
-
-
-def _create(rctx, name, factory):
-    res = rctx.state.resources
-    with rctx.state.lock:
-        if name not in res:
-            res[name] = factory()
-    out = np.empty((), dtype=object)
-    out[()] = name
-    return out
-
-
-@stateful_kernel("FIFOQueue")
-def fifo_queue(rctx, *, xp, component_types, shapes, capacity, shared_name):
-    return _create(rctx, shared_name, lambda: _QueueState(shared_name, capacity, component_types, shapes))
-
-
-@stateful_kernel("RandomShuffleQueue")
-def random_shuffle_queue(rctx, *, xp, component_types, shapes, capacity, shared_name, min_after_dequeue, seed):
-    return _create(rctx, shared_name, lambda: _QueueState(shared_name, capacity, component_types, shapes,
-                                                             True, min_after_dequeue, seed))
-
-
-@stateful_kernel("QueueEnqueue")
-def queue_enqueue(rctx, handle, *components, xp):
-    q = _queue(rctx, handle)
-    item = tuple(np.array(c, copy=True) for c in components)
-    q.check(item, batched=False)
-    q.put(item)
-
-
-@stateful_kernel("QueueEnqueueMany")
-def queue_enqueue_many(rctx, handle, *components, xp):
-    q = _queue(rctx, handle)
-    q.check([np.asarray(c) for c in components], batched=True)
-    for row in zip(*components):
-        q.put(tuple(np.array(c, copy=True) for c in row))
-
-
-@stateful_kernel("QueueDequeue")
-def queue_dequeue(rctx, handle, *, xp, component_types):
-    item = _queue(rctx, handle).take(1)[0]
-    return tuple(item) if len(item) > 1 else item[0]
-
-
-@stateful_kernel("QueueDequeueMany")
-def queue_dequeue_many(rctx, handle, n, *, xp, component_types):
-    q = _queue(rctx, handle)
-    items = q.take(int(n))
-    if not items and q.shapes is not None:  # dequeue_many(0): an empty batch of the right shape
-        out = tuple(np.empty((0,) + sh, d) for sh, d in zip(q.shapes, q.dtypes))
-    else:
-        out = tuple(np.stack([it[i] for it in items]) for i in range(len(component_types)))
-    return out if len(out) > 1 else out[0]
-
-
-@stateful_kernel("QueueClose")
-def queue_close(rctx, handle, *, xp, cancel_pending_enqueues):
-    _queue(rctx, handle).close(bool(cancel_pending_enqueues))
-
-
-@stateful_kernel("QueueSize")
-def queue_size(rctx, handle, *, xp):
-    return np.asarray(len(_queue(rctx, handle).items), dtype=np.int64)
 
 
 class FIFOQueue:
@@ -205,8 +55,6 @@ class FIFOQueue:
         return self._op("QueueEnqueueMany", list(zip(vals, self.dtypes)), name=name)
 
     def _typed(self, node, batch):
-        from schemas.registry import TensorType
-
         for i, t in enumerate(node.outputs):
             shape = self.shapes[i] if self.shapes else None
             if shape is not None and batch:

@@ -20,127 +20,24 @@ Files in a checkpoint directory:
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import tempfile
 import threading
-import zipfile
 
 import numpy as np
 
+from schemas.registry import TensorType
+from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, json_member, load_checkpoint,
+                                       write_npz)
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
-from trainer.state import stateful_kernel
+from trainer.ops import group, placeholder
+from trainer.variables import Variable, global_variables
 
 __all__ = ["CheckpointError", "Saver", "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint",
            "load_checkpoint", "node_to_dict"]
 
-FORMAT_VERSION = 1
 GRAPH_FILE = "graph.npz"
 STATE_FILE = "checkpoint"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that is missing, corrupt, or does not match the graph; names the variable."""
-
-
-# -- atomic files -------------------------------------------------------------------------------
-def _atomic_write(path: str, write) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
-def _json_member(obj) -> np.ndarray:
-    return np.frombuffer(json.dumps(obj).encode("utf-8"), dtype=np.uint8)
-
-
-def _write_npz(f, arrays: dict) -> None:
-    # np.savez into a file object; members are plain .npy (no object arrays, so no pickle).
-    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-        for key, arr in arrays.items():
-            buf = io.BytesIO()
-            arr = np.asarray(arr)
-            np.lib.format.write_array(buf, arr if arr.flags.c_contiguous else arr.copy(order="C"),
-                                      allow_pickle=False)
-            z.writestr(key + ".npy", buf.getvalue())
-
-
-def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """(meta, {variable name: array}) of a checkpoint file."""
-    if not os.path.exists(path):
-        raise CheckpointError(f"checkpoint {path!r} does not exist")
-    if not zipfile.is_zipfile(path):  # np.load would read a bare .npy as an array, not an archive
-        raise CheckpointError(f"checkpoint {path!r} is unreadable: not a checkpoint archive "
-                              f"(truncated, or not written by Saver)")
-    try:
-        # Our own handle: np.load leaks the file it opened when the archive turns out corrupt.
-        with open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
-            meta = json.loads(bytes(data["__meta__"]).decode("utf-8"))
-            values = {k: data[k] for k in meta["variables"]}
-    except CheckpointError:
-        raise
-    except Exception as e:
-        raise CheckpointError(f"checkpoint {path!r} is unreadable: {e}") from None
-    if meta.get("format") != "flowstack-checkpoint" or meta.get("version", 0) > FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path!r}: unsupported format {meta.get('format')!r} "
-                              f"version {meta.get('version')} (this reader knows version {FORMAT_VERSION})")
-    return meta, values
-
-
-# -- Save / Restore kernels ---------------------------------------------------------------------
-@stateful_kernel("Save")
-def save(rctx, filename, *tensors, xp, tensor_names, graph_json):
-    arrays = {}
-    meta = {"format": "flowstack-checkpoint", "version": FORMAT_VERSION, "variables": {}}
-    for name, t in zip(tensor_names, tensors):
-        host = t.get() if hasattr(t, "get") else np.asarray(t)
-        arrays[name] = host
-        meta["variables"][name] = {"dtype": host.dtype.name, "shape": list(host.shape)}
-    arrays["__meta__"] = _json_member(meta)
-    _atomic_write(str(filename[()] if isinstance(filename, np.ndarray) else filename),
-                  lambda f: _write_npz(f, arrays))
-    return None
-
-
-@stateful_kernel("Restore")
-def restore(rctx, filename, *, xp, tensor_name, dtype, shape):
-    path = str(filename[()] if isinstance(filename, np.ndarray) else filename)
-    cache = rctx.step.setdefault("restore_cache", {})
-    if path not in cache:
-        cache[path] = load_checkpoint(path)[1]
-    values = cache[path]
-    if tensor_name not in values:
-        raise CheckpointError(f"variable {tensor_name!r} is not in checkpoint {path!r}")
-    value = values[tensor_name]
-    _check(tensor_name, value, dtype, shape, path)
-    return xp.asarray(value)
-
-
-def _check(name, value, dtype, shape, path):
-    if value.dtype != np.dtype(dtype) or list(value.shape) != list(shape or []):
-        raise CheckpointError(
-            f"variable {name!r}: the graph expects {np.dtype(dtype).name}{tuple(shape or [])}, "
-            f"checkpoint {path!r} has {value.dtype.name}{tuple(value.shape)}"
-        )
 
 
 # -- Saver ----------------------------------------------------------------------------------------
@@ -148,8 +45,6 @@ class Saver:
     """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``."""
 
     def __init__(self, var_list=None, max_to_keep: int = 5, graph: Graph | None = None):
-        from trainer.ops import placeholder
-        from trainer.variables import global_variables
 
         self.graph = graph or get_default_graph()
         self.var_list = list(var_list) if var_list is not None else global_variables(self.graph)
@@ -170,7 +65,6 @@ class Saver:
                                                              "shape": list(v.shape)},
                                 domain=TRAINER_DOMAIN, name="restore_" + v.name.replace("/", "_"))
                 assigns.append(g.create_op("Assign", [v.tensor, r.outputs[0]], {}, domain=TRAINER_DOMAIN))
-            from trainer.ops import group
 
             self.restore_op = group(*assigns, name="restore_all")
 
@@ -254,7 +148,7 @@ def _resolve(directory: str, path: str) -> str | None:
 
 
 def _write_state(directory: str, state: dict) -> None:
-    _atomic_write(os.path.join(directory, STATE_FILE), lambda f: f.write(json.dumps(state, indent=1).encode()))
+    atomic_write(os.path.join(directory, STATE_FILE), lambda f: f.write(json.dumps(state, indent=1).encode()))
 
 
 def latest_checkpoint(directory: str) -> str | None:
@@ -330,8 +224,8 @@ def graph_to_dict(graph: Graph) -> tuple[dict, dict]:
 def export_graph(graph: Graph, path: str) -> None:
     """Write ``graph`` (structure, attributes, constants, variable collections) to ``path`` (.npz)."""
     desc, arrays = graph_to_dict(graph)
-    members = {"__graph__": _json_member(desc), **arrays}
-    _atomic_write(path, lambda f: _write_npz(f, members))
+    members = {"__graph__": json_member(desc), **arrays}
+    atomic_write(path, lambda f: write_npz(f, members))
 
 
 def import_graph(path: str, graph: Graph | None = None) -> Graph:

@@ -8,16 +8,18 @@ the cached steps and returns the fetched values in the structure they were asked
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from edge_runtime.allocator import keep_freed_memory
-from trainer.devices import Device, available_devices
+from trainer.devices import LOCAL_TASK, Device, DeviceSpec, available_devices, canonical_device
 from trainer.executor import compile_plan
 from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
-from trainer.partition import Rendezvous
 from trainer.placement import CostModel, Placer
+from trainer.plan import FlatPlan, TaskName
+from trainer.rendezvous import Rendezvous
 from trainer.state import RunContext, SessionState
 
 __all__ = ["Session"]
@@ -83,33 +85,37 @@ class Session:
     ``fuse_loops=False`` runs every while_loop on the frame-tagged dataflow executor.
     ``parallel_ops=True`` runs independent expensive ops of one step concurrently on
     ``inter_op_threads`` threads (worth it with single-threaded BLAS on several cores).
+    ``local_task`` is the task ``(job, index)`` this session runs as: nodes placed on other tasks
+    are remote. A plain session is ``("localhost", 0)`` and refuses plans with remote nodes
+    (``allow_remote`` is False).
     ``target="grpc://host:port"`` (the ``target`` of a ``trainer.train.Server`` started in this
     process) runs the graph on the server's cluster: nodes placed on other tasks run there.
-    ``state`` shares variables with other sessions (the partitions a cluster task runs).
+    ``state`` shares variables with other sessions (the partitions one cluster task runs).
     """
+
+    # Whether plans may place nodes on other tasks (their partitions land in plan.remote_partitions).
+    allow_remote = False
 
     def __init__(self, graph: Graph | None = None, *, target: str | None = None, devices=None,
                  num_cpu_devices: int = 1, inter_op_threads: int = 4, fuse_loops: bool = True,
-                 parallel_ops: bool = False, state: SessionState | None = None):
+                 parallel_ops: bool = False, local_task: tuple[str, int] = LOCAL_TASK,
+                 state: SessionState | None = None):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
-        from trainer.devices import canonical_device
-
         names = [canonical_device(n) for n in names]
         self._devices = {n: Device(n) for n in names}
         if any(n.startswith("CPU") for n in names):
             keep_freed_memory()  # a CNN training step faulted in ~2,500-4,000 pages without it (88.9 vs 96 ms)
         self.cost_model = CostModel()
-        self._placer = Placer(names, self.cost_model)
+        self.local_task = TaskName(*local_task)
+        self._placer = Placer(names, self.cost_model, self.local_task)
         self._state = state if state is not None else SessionState()
         self.target = target
         self.runtime = None  # the distributed runtime of a session with a target
-        self._compile_plan = compile_plan
         if target:
             from trainer.distributed.master import connect
 
             self.runtime = connect(target)
-            self._compile_plan = self.runtime.compile
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
@@ -118,7 +124,7 @@ class Session:
         # Loops without nested control flow run as one step (flat sub-plans per iteration);
         # False keeps every loop on the frame-tagged dataflow executor (iterations may overlap).
         self.fuse_loops = fuse_loops
-        # Run independent expensive ops of a step on the thread pool (see FlatPlan.enable_parallel).
+        # Run independent expensive ops of a step on the thread pool (see trainer/passes/schedule.py).
         self.parallel_ops = parallel_ops
 
     # -- running ----------------------------------------------------------------------------
@@ -144,7 +150,7 @@ class Session:
             compiled = self._compile(fetches, feed_keys, key)
         plan = compiled.plan
         feed_values = [spec.convert(feed_dict[k]) for spec, k in zip(plan.feeds, feed_keys)] if feed_keys else ()
-        rctx = RunContext(self, Rendezvous() if len(plan.partitions) > 1 else None)
+        rctx = RunContext(self, Rendezvous() if plan.needs_rendezvous else None)
         if trace:
             values = self._run_traced(plan, feed_values, rctx)
         else:
@@ -165,7 +171,11 @@ class Session:
                     raise GraphError(f"cannot feed node {t.name!r}; feed one of its output tensors")
                 t = t.outputs[0]
             feed_tensors.append(t)
-        plan = self._compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self)
+        if self.runtime is not None:
+            plan = self.runtime.compile(self.graph, mapper.tensors, mapper.targets, feed_tensors, self)
+        else:
+            plan = compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self,
+                                allow_remote=self.allow_remote)
         single = isinstance(fetches, (Tensor, Node)) or hasattr(fetches, "_as_tensor") or isinstance(fetches, str)
         compiled = _Compiled(plan, mapper, feed_tensors, single)
         if key is not None:
@@ -175,10 +185,6 @@ class Session:
 
     def _run_traced(self, plan, feed_values, rctx):
         """Runs step by step, timing each kernel into the cost model (single partition only)."""
-        import time
-
-        from trainer.executor import FlatPlan
-
         if not isinstance(plan, FlatPlan) or len(plan.partitions) != 1:
             return plan.run(feed_values, rctx, self._pool)
         timings = []
@@ -221,6 +227,29 @@ class Session:
     @property
     def devices(self) -> list[str]:
         return list(self._devices)
+
+    # -- what the plan compiler, kernels and the exporter read ------------------------------------
+    @property
+    def placer(self) -> Placer:
+        """The placer this session's plans are placed with."""
+        return self._placer
+
+    @property
+    def state(self) -> SessionState:
+        """Variable buffers, queues and random state: what outlives a step."""
+        return self._state
+
+    def device(self, name: str) -> Device:
+        """The ``Device`` named ``name``: a short name (``"CPU:0"``) or a full name of this session's
+        task (``"/job:localhost/replica:0/task:0/device:CPU:0"``)."""
+        device = self._devices.get(name)
+        if device is None:
+            spec = DeviceSpec.parse(name)
+            device = self._devices.get(spec.local_name) if spec.is_local(self.local_task) else None
+            if device is None:
+                raise ValueError(f"device {name!r} is not one of this session's devices {list(self._devices)} "
+                                 f"on {self.local_task}")
+        return device
 
 
 def _to_host(v):

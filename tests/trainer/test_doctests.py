@@ -6,12 +6,13 @@ import doctest
 
 import pytest
 
+import trainer.devices
 import trainer.inputs
 import trainer.layers
 import trainer.session
 
 
-@pytest.mark.parametrize("module", [trainer.session, trainer.inputs, trainer.layers], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [trainer.session, trainer.inputs, trainer.layers, trainer.devices], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0

@@ -127,7 +127,7 @@ def test_partitioned_across_two_cpu_devices_matches_single_device():
     s.run(train, feed)
     # The update of w1 ran where w1 lives (colocation) and changed it.
     assert not np.allclose(s.run(w1), 1.0)
-    placed = s._placer.place(g.nodes)
+    placed = s.placer.place(g.nodes)
     upd = next(n for n in g.nodes if n.op_type == "ApplyGradientDescent" and n.inputs[0].node.name == "w1")
     assert placed[upd] == "CPU:1"
 

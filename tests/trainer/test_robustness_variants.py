@@ -485,7 +485,7 @@ def _blocked_enqueue(s, ops, xs, ys):
 
     t = threading.Thread(target=producer, daemon=True)
     t.start()
-    (queue,) = s._state.resources.values()
+    (queue,) = s.state.resources.values()
     deadline = time.monotonic() + 5
     while not queue.waiting_puts and time.monotonic() < deadline:  # until the producer waits for room
         time.sleep(0.01)
@@ -561,10 +561,10 @@ def test_queue_runner_error_stops_coordinator_and_closes_queue():
     coord = T.Coordinator()
     runner.create_threads(s, coord)
     deadline = time.monotonic() + 5
-    while not any(q.closed for q in s._state.resources.values()) and time.monotonic() < deadline:
+    while not any(q.closed for q in s.state.resources.values()) and time.monotonic() < deadline:
         time.sleep(0.01)
     # checked first: on an open queue the dequeue below would block
-    assert coord.should_stop() and any(q.closed for q in s._state.resources.values())
+    assert coord.should_stop() and any(q.closed for q in s.state.resources.values())
     with pytest.raises(T.OutOfRangeError):
         s.run(deq)  # the failing runner closed the queue, so the consumer is not stuck
     with pytest.raises(Exception, match="must be fed"):

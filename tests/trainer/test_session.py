@@ -66,10 +66,10 @@ def test_variables_update_in_place_and_fetch_is_a_copy(g):
     sess = T.Session(g)
     sess.run(T.global_variables_initializer())
     before = sess.run(v)
-    buf = sess._state.variables["v"]
+    buf = sess.state.variables["v"]
     sess.run(inc)
     sess.run(inc)
-    assert sess._state.variables["v"] is buf  # updated in place
+    assert sess.state.variables["v"] is buf  # updated in place
     assert np.array_equal(before, [0, 0, 0]) and np.array_equal(sess.run(v), [2, 2, 2])
 
 

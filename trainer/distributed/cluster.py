@@ -17,13 +17,11 @@ import os
 import re
 from typing import Mapping
 
-__all__ = ["ClusterConfigError", "ClusterSpec", "TFConfigClusterResolver", "parse_task_device", "task_name"]
+__all__ = ["ClusterConfigError", "ClusterSpec", "TFConfigClusterResolver", "split_task_name", "task_name"]
 
 # Jobs whose tasks run training steps (the job is done when all of them are); "ps" tasks serve.
 SERVING_JOBS = frozenset({"ps"})
 _JOB_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
-_TASK_DEVICE = re.compile(r"^/job:(?P<job>[A-Za-z][A-Za-z0-9_-]*)(?:/replica:\d+)?(?:/task:(?P<task>\d+))?"
-                          r"(?:/(?:device:)?(?P<dev>(?:cpu|gpu|CPU|GPU)(?::\d+)?))?$")
 
 
 class ClusterConfigError(ValueError):
@@ -33,28 +31,6 @@ class ClusterConfigError(ValueError):
 def task_name(job: str, index: int) -> str:
     """``task_name("ps", 0) == "/job:ps/task:0"``."""
     return f"/job:{job}/task:{int(index)}"
-
-
-def parse_task_device(device: str) -> tuple[str | None, str]:
-    """(task name or None, local device or "") of a device string.
-
-    >>> parse_task_device("/job:worker/task:1/CPU:0")
-    ('/job:worker/task:1', 'CPU:0')
-    >>> parse_task_device("/job:ps")
-    ('/job:ps/task:0', '')
-    >>> parse_task_device("GPU:0")
-    (None, 'GPU:0')
-    """
-    if not device or not device.startswith("/job:"):
-        return None, device or ""
-    m = _TASK_DEVICE.match(device)
-    if not m:
-        raise ClusterConfigError(f"device {device!r} is not '/job:<name>/task:<n>[/CPU:<n>|/GPU:<n>]'")
-    dev = m.group("dev") or ""
-    if dev:
-        kind, _, idx = dev.partition(":")
-        dev = f"{kind.upper()}:{int(idx or 0)}"
-    return task_name(m.group("job"), int(m.group("task") or 0)), dev
 
 
 class ClusterSpec:

@@ -7,7 +7,7 @@ with the task's name in front, so a user sees where it happened.
 
 from __future__ import annotations
 
-from trainer.state import FailedPreconditionError, OutOfRangeError
+from trainer.errors import FailedPreconditionError, OutOfRangeError
 
 __all__ = ["AbortedError", "DeadlineExceededError", "DistributedError", "StaleIncarnationError",
            "UnavailableError", "UnknownTaskError", "error_from_wire", "error_to_wire"]

@@ -50,7 +50,7 @@ class DistributedRuntime:
     def uninitialized_variables(self, variables) -> list[str]:
         """Names of ``variables`` that the tasks holding them have no value for yet."""
         server = self.server
-        assign = TaskAssigner(server.cluster, server.task)
+        assign = TaskAssigner(server.cluster, server.task, [v.node for v in variables])
         by_task: dict[str, list[str]] = {}
         for v in variables:
             by_task.setdefault(assign(v.node)[0], []).append(v.node.attrs["shared_name"])
@@ -80,7 +80,10 @@ class DistributedPlan:
     def __init__(self, server: Server, local, remote):
         self.server, self.local, self.remote = server, local, remote
         self.feeds = local.feeds
-        self.partitions = [(server.task, [])]  # one partition as far as Session.run is concerned
+        # As far as Session.run is concerned: one partition, which brings its own rendezvous.
+        self.partitions = [(server.task, [])]
+        self.remote_partitions: list = []
+        self.needs_rendezvous = False
 
     def run(self, feed_values, rctx=None, pool=None) -> list:
         step_id = secrets.randbits(63)

@@ -14,15 +14,16 @@ from typing import Callable, Mapping
 from trainer.distributed.rendezvous import StepRendezvous, StepTable
 from trainer.distributed.task_partition import HOST
 from trainer.executor import compile_plan
+from trainer.rendezvous import rendezvous_key
 from trainer.saver import graph_from_dict
 from trainer.state import RunContext, SessionState
 
-__all__ = ["RegisteredPartition", "rendezvous_key"]
+__all__ = ["RegisteredPartition", "remote_key"]
 
 
-def rendezvous_key(tensor_name: str) -> str:
-    """The key a Send/Recv pair on ``HOST`` uses in the rendezvous (trainer.partition's format)."""
-    return f"{HOST};{HOST};{tensor_name}"
+def remote_key(tensor_name: str) -> str:
+    """The rendezvous key of a cross-task Send/Recv pair (both run on ``HOST`` of their task)."""
+    return rendezvous_key(tensor_name, HOST, HOST)
 
 
 class RegisteredPartition:
@@ -39,7 +40,7 @@ class RegisteredPartition:
         feeds = [g.tensor(n) for n in desc.get("feeds", [])]
         targets = [g.node(n) for n in desc.get("targets", [])]
         self.plan = compile_plan(g, fetches, targets, feeds, self.session)
-        self.remote_sources = {rendezvous_key(name): receive_from(task) for name, task in desc.get("remote_sources", {}).items()}
+        self.remote_sources = {remote_key(name): receive_from(task) for name, task in desc.get("remote_sources", {}).items()}
         self.table, self.pool, self.timeout = table, pool, timeout
 
     @property

@@ -16,8 +16,12 @@ from typing import Sequence
 
 import numpy as np
 
-from trainer.distributed.cluster import ClusterSpec, parse_task_device
+from trainer.devices import DeviceSpec
+from trainer.distributed.cluster import ClusterSpec, split_task_name
 from trainer.graph import GraphError, Node, Tensor
+from trainer.passes.partition import locate
+from trainer.placement import Placer
+from trainer.plan import TaskName
 from trainer.saver import FORMAT_VERSION, node_to_dict
 
 __all__ = ["TaskAssigner", "TaskGraph", "TaskPlacementError", "partition_by_task"]
@@ -95,10 +99,13 @@ def _needed(roots: Sequence[Node], fed: set) -> set[Node]:
 
 
 class TaskAssigner:
-    """Node -> (task, local device), following colocation and variable ownership."""
+    """Node -> (task, local device constraint): the placer's decision (user constraints, device
+    functions, colocation, updates where their variable lives), read for its task."""
 
-    def __init__(self, cluster: ClusterSpec, local_task: str):
+    def __init__(self, cluster: ClusterSpec, local_task: str, nodes, devices=("CPU:0",)):
         self.cluster, self.local_task = cluster, local_task
+        self.placer = Placer(list(devices), local_task=TaskName(*split_task_name(local_task)))
+        self.placement = self.placer.place(sorted(nodes, key=lambda n: n.id))
         self.memo: dict[Node, tuple[str, str]] = {}
 
     def __call__(self, node: Node) -> tuple[str, str]:
@@ -108,22 +115,13 @@ class TaskAssigner:
         return hit
 
     def _assign(self, node: Node) -> tuple[str, str]:
-        from schemas.registry import get_schema
-
-        anchor = node.colocate_with
-        if anchor is None and get_schema(node.op_type, node.domain).stateful and node.inputs and node.inputs[0] is not None:
-            src = node.inputs[0].node
-            if src.op_type == "Variable" and src.domain == D:
-                anchor = src
-        if anchor is not None and anchor is not node:
-            return self(anchor)
-        task, device = parse_task_device(node.device)
-        if task is None:
-            return self.local_task, device
+        task, _ = locate(self.placement[node], self.placer.local_task)
+        task = str(TaskName(*task))
         if not self.cluster.has_task(task):
             raise TaskPlacementError(f"node {node.name!r} ({node.op_type}) is placed on {task}, which is not in the "
                                      f"cluster (tasks: {', '.join(self.cluster.tasks())})")
-        return task, device
+        local = DeviceSpec.parse(node.device).local_name if node.device else None
+        return task, local or ""
 
 
 def partition_by_task(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[Node],
@@ -132,7 +130,7 @@ def partition_by_task(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequ
     fed = set(feed_tensors)
     roots = [t.node for t in fetch_tensors if t not in fed] + list(target_nodes)
     needed = _needed(roots, fed)
-    assign = TaskAssigner(cluster, local_task)
+    assign = TaskAssigner(cluster, local_task, needed)
     parts: dict[str, TaskGraph] = {local_task: TaskGraph(local_task)}
 
     def part(task: str) -> TaskGraph:

@@ -8,7 +8,6 @@ col2im scatter-add; pooling gradients route ``dY`` to window taps and scatter-ad
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from itertools import product
 
 from edge_runtime.kernels import _conv
@@ -184,60 +183,3 @@ def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     m = math.prod(x.shape[axis:])
     dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
     return dx.astype(x.dtype, copy=False), dscale, db
-
-
-@lru_cache(maxsize=None)
-def _gate_affine(hidden, dtype, xp):
-    """Per-column (scale, shift) over the [i, f, g, o] gates: sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5
-    and g = tanh(z), so one tanh pass covers all four gates (cached: never written to)."""
-    half = xp.full(4 * hidden, 0.5, dtype=dtype)
-    half[2 * hidden:3 * hidden] = 1
-    shift = xp.full(4 * hidden, 0.5, dtype=dtype)
-    shift[2 * hidden:3 * hidden] = 0
-    return half, shift
-
-
-@kernel("LSTMBlockCell", domain=D)
-def lstm_block_cell(x, h_prev, c_prev, w, b, *, xp, forget_bias):
-    hidden = h_prev.shape[1]
-    # One GEMM over [x, h_prev]: the copy is cheaper than a second small GEMM and its add.
-    z = xp.matmul(xp.concatenate((x, h_prev), axis=1), w)
-    z += b
-    if forget_bias:
-        z[:, hidden:2 * hidden] += forget_bias
-    half, shift = _gate_affine(hidden, z.dtype.str, xp)
-    z *= half
-    xp.tanh(z, out=z)
-    z *= half
-    z += shift
-    i, f, g, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
-    c = f * c_prev
-    c += i * g
-    co = xp.tanh(c)
-    h = o * co
-    return h, c, i, f, o, g, co
-
-
-@kernel("LSTMBlockCellGrad", domain=D)
-def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp, need_dx=1):
-    hidden = h_prev.shape[1]
-    d = x.shape[1]
-    dz = xp.empty((x.shape[0], 4 * hidden), dtype=x.dtype)
-    dct = dh * o
-    dct *= 1 - co * co
-    dct += dc
-    # pre-activation gradients, written straight into their slices of dz
-    xp.multiply(dct * g, i * (1 - i), out=dz[:, :hidden])
-    xp.multiply(dct * c_prev, f * (1 - f), out=dz[:, hidden:2 * hidden])
-    xp.multiply(dct * i, 1 - g * g, out=dz[:, 2 * hidden:3 * hidden])
-    xp.multiply(dh * co, o * (1 - o), out=dz[:, 3 * hidden:])
-    if need_dx:
-        dxh = xp.matmul(dz, w.T)
-        dx, dh_prev = dxh[:, :d], dxh[:, d:]
-    else:
-        dx, dh_prev = None, xp.matmul(dz, w[d:].T)
-    dw = xp.empty_like(w)
-    xp.matmul(x.T, dz, out=dw[:d])
-    xp.matmul(h_prev.T, dz, out=dw[d:])
-    dct *= f
-    return dx, dh_prev, dct, dw, dz.sum(axis=0)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import trainer as T
-from trainer.distributed.cluster import ClusterConfigError, parse_task_device
+from trainer.distributed.cluster import ClusterConfigError
 
 CLUSTER = {"chief": ["c:1"], "ps": ["p0:2", "p1:2"], "worker": ["w0:3", "w1:3"]}
 
@@ -81,10 +81,3 @@ def test_tf_config_from_the_environment(monkeypatch):
 def test_bad_tf_config_names_the_field(environ, message):
     with pytest.raises(ClusterConfigError, match=message):
         T.train.TFConfigClusterResolver(environ)
-
-
-def test_task_device_names():
-    assert parse_task_device("/job:worker/replica:0/task:1/device:GPU:0") == ("/job:worker/task:1", "GPU:0")
-    assert T.devices.canonical_device("/job:ps/task:0/cpu:0") == "/job:ps/task:0/CPU:0"
-    with pytest.raises(ClusterConfigError, match="'/job:ps/task:x'"):
-        parse_task_device("/job:ps/task:x")

@@ -1,0 +1,314 @@
+"""Stateful kernels of the training-only ops (family ``training``: ``schemas/ops/training.py``).
+
+Each is registered with ``@stateful_kernel`` and receives the run's ``RunContext`` first:
+``fn(rctx, *inputs, xp, **attrs)``. Variables and their updates work in place on the buffers in
+``rctx.state.variables`` (an op's ``ref`` input is the variable's buffer); queues are
+``QueueBuffer`` resources in ``rctx.state.resources``; loop stacks live in the step-local
+``rctx.step``; Send and Recv meet in the step's ``rctx.rendezvous``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, check_value, json_member,
+                                       load_checkpoint, write_npz)
+from trainer.devices import to_host
+from trainer.errors import FailedPreconditionError
+from trainer.kernels.registry import stateful_kernel
+from trainer.queue_buffer import QueueBuffer
+from trainer.rendezvous import rendezvous_key
+
+__all__ = ["stack_pop_many", "stack_push_many"]
+
+D = "flowstack"
+
+
+# -- variables ------------------------------------------------------------------------------
+@stateful_kernel("Variable")
+def variable(rctx, *, xp, dtype, shape, shared_name):
+    try:
+        return rctx.state.variables[shared_name]
+    except KeyError:
+        raise FailedPreconditionError(
+            f"variable {shared_name!r} is uninitialized; run global_variables_initializer() "
+            "(or restore a checkpoint) first"
+        ) from None
+
+
+@stateful_kernel("Assign")
+def assign(rctx, ref, value, *, xp, validate_shape, _var):
+    variables = rctx.state.variables
+    cur = variables.get(_var)
+    value = xp.asarray(value)
+    if cur is not None and cur.shape == value.shape and cur.dtype == value.dtype and cur is not value:
+        xp.copyto(cur, value)
+        return cur
+    new = value.copy()
+    variables[_var] = new
+    return new
+
+
+@stateful_kernel("AssignAdd")
+def assign_add(rctx, ref, value, *, xp):
+    xp.add(ref, value, out=ref)
+    return ref
+
+
+@stateful_kernel("AssignSub")
+def assign_sub(rctx, ref, value, *, xp):
+    xp.subtract(ref, value, out=ref)
+    return ref
+
+
+# -- fused optimizer updates, in place on the variable and slot buffers ------------------------
+@stateful_kernel("ApplyGradientDescent")
+def apply_gradient_descent(rctx, var, alpha, delta, *, xp):
+    tmp = _scratch_like(var, xp)
+    xp.multiply(delta, alpha, out=tmp)
+    var -= tmp
+    return var
+
+
+@stateful_kernel("ApplyMomentum")
+def apply_momentum(rctx, var, accum, lr, grad, momentum, *, xp, use_nesterov):
+    accum *= momentum
+    accum += grad
+    tmp = _scratch_like(var, xp)
+    if use_nesterov:
+        xp.multiply(accum, momentum, out=tmp)
+        tmp += grad
+        tmp *= lr
+    else:
+        xp.multiply(accum, lr, out=tmp)
+    var -= tmp
+    return var
+
+
+_scratch = threading.local()
+
+
+def _scratch_like(a, xp):
+    """A per-thread work buffer shaped like ``a``: fused updates allocate nothing per step."""
+    cache = getattr(_scratch, "bufs", None)
+    if cache is None:
+        cache = _scratch.bufs = {}
+    key = (a.shape, a.dtype.str, xp.__name__)
+    buf = cache.get(key)
+    if buf is None:
+        buf = cache[key] = xp.empty_like(a)
+    return buf
+
+
+@stateful_kernel("ApplyAdam")
+def apply_adam(rctx, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, *, xp):
+    alpha = lr * np.sqrt(1 - beta2_power) / (1 - beta1_power)
+    tmp = _scratch_like(var, xp)
+    m *= beta1
+    xp.multiply(grad, 1 - beta1, out=tmp)
+    m += tmp
+    v *= beta2
+    xp.multiply(grad, grad, out=tmp)
+    tmp *= 1 - beta2
+    v += tmp
+    xp.sqrt(v, out=tmp)
+    tmp += epsilon
+    xp.divide(m, tmp, out=tmp)
+    tmp *= alpha
+    var -= tmp
+    return var
+
+
+@stateful_kernel("ApplyAdagrad")
+def apply_adagrad(rctx, var, accum, lr, grad, *, xp):
+    accum += grad * grad
+    var -= lr * grad / xp.sqrt(accum)
+    return var
+
+
+@stateful_kernel("ApplyRMSProp")
+def apply_rmsprop(rctx, var, ms, mom, lr, rho, momentum, epsilon, grad, *, xp):
+    ms *= rho
+    ms += (1 - rho) * (grad * grad)
+    mom *= momentum
+    mom += lr * grad / xp.sqrt(ms + epsilon)
+    var -= mom
+    return var
+
+
+@stateful_kernel("AccumulateAdd")
+def accumulate_add(rctx, accumulator, value, *, xp):
+    accumulator += value
+    return accumulator
+
+
+@stateful_kernel("ScatterAdd")
+def scatter_add(rctx, ref, indices, updates, *, xp):
+    xp.add.at(ref, indices.reshape(-1), updates.reshape((-1,) + ref.shape[1:]))
+    return ref
+
+
+@stateful_kernel("ScatterSub")
+def scatter_sub(rctx, ref, indices, updates, *, xp):
+    xp.subtract.at(ref, indices.reshape(-1), updates.reshape((-1,) + ref.shape[1:]))
+    return ref
+
+
+@stateful_kernel("Placeholder")
+def placeholder(rctx, *, xp, dtype, shape):
+    raise FailedPreconditionError("placeholder was not fed")  # the planner reports it first
+
+
+# -- step-local stacks: a forward loop pushes per-iteration values, its gradient loop pops them --
+@stateful_kernel("StackPush")
+def stack_push(rctx, value, *, xp, stack_name):
+    rctx.step.setdefault(stack_name, []).append(value)
+    return value
+
+
+@stateful_kernel("StackPop")
+def stack_pop(rctx, index, *, xp, stack_name):
+    # Read by position, not popped: backward iterations may run out of order.
+    stack = rctx.step.get(stack_name)
+    i = int(index)
+    if not stack or i >= len(stack):
+        raise FailedPreconditionError(f"stack {stack_name!r} has no entry {i}: its forward loop did not run in this step")
+    return stack[i]
+
+
+# A fused loop body's StackPushes (and StackPops at one index) as one plan step (trainer/executor.py).
+def stack_push_many(rctx, *values, stack_names):
+    step = rctx.step
+    for name, value in zip(stack_names, values):
+        stack = step.get(name)
+        if stack is None:
+            step[name] = [value]
+        else:
+            stack.append(value)
+
+
+def stack_pop_many(rctx, index, *, stack_names):
+    step, i = rctx.step, int(index)
+    try:
+        return tuple(step[name][i] for name in stack_names)
+    except (KeyError, IndexError):
+        return tuple(stack_pop(rctx, index, xp=None, stack_name=name) for name in stack_names)  # names the stack
+
+
+@stateful_kernel("DropoutMask", domain=D)
+def dropout_mask(rctx, x, rate, *, xp, seed):
+    keep = 1.0 - float(rate)
+    mask = rctx.state.rng.random(x.shape, dtype=np.float32) < keep
+    return mask.astype(x.dtype) * x.dtype.type(1.0 / keep) if keep > 0 else xp.zeros_like(x)
+
+
+# -- queues --------------------------------------------------------------------------------------
+def _queue(rctx, handle) -> QueueBuffer:
+    return rctx.state.resources[str(handle[()])]
+
+
+def _create(rctx, name, factory):
+    res = rctx.state.resources
+    with rctx.state.lock:
+        if name not in res:
+            res[name] = factory()
+    out = np.empty((), dtype=object)
+    out[()] = name
+    return out
+
+
+@stateful_kernel("FIFOQueue")
+def fifo_queue(rctx, *, xp, component_types, shapes, capacity, shared_name):
+    return _create(rctx, shared_name, lambda: QueueBuffer(shared_name, capacity, component_types, shapes))
+
+
+@stateful_kernel("RandomShuffleQueue")
+def random_shuffle_queue(rctx, *, xp, component_types, shapes, capacity, shared_name, min_after_dequeue, seed):
+    return _create(rctx, shared_name, lambda: QueueBuffer(shared_name, capacity, component_types, shapes,
+                                                             True, min_after_dequeue, seed))
+
+
+@stateful_kernel("QueueEnqueue")
+def queue_enqueue(rctx, handle, *components, xp):
+    q = _queue(rctx, handle)
+    item = tuple(np.array(c, copy=True) for c in components)
+    q.check(item, batched=False)
+    q.put(item)
+
+
+@stateful_kernel("QueueEnqueueMany")
+def queue_enqueue_many(rctx, handle, *components, xp):
+    q = _queue(rctx, handle)
+    q.check([np.asarray(c) for c in components], batched=True)
+    for row in zip(*components):
+        q.put(tuple(np.array(c, copy=True) for c in row))
+
+
+@stateful_kernel("QueueDequeue")
+def queue_dequeue(rctx, handle, *, xp, component_types):
+    item = _queue(rctx, handle).take(1)[0]
+    return tuple(item) if len(item) > 1 else item[0]
+
+
+@stateful_kernel("QueueDequeueMany")
+def queue_dequeue_many(rctx, handle, n, *, xp, component_types):
+    q = _queue(rctx, handle)
+    items = q.take(int(n))
+    if not items and q.shapes is not None:  # dequeue_many(0): an empty batch of the right shape
+        out = tuple(np.empty((0,) + sh, d) for sh, d in zip(q.shapes, q.dtypes))
+    else:
+        out = tuple(np.stack([it[i] for it in items]) for i in range(len(component_types)))
+    return out if len(out) > 1 else out[0]
+
+
+@stateful_kernel("QueueClose")
+def queue_close(rctx, handle, *, xp, cancel_pending_enqueues):
+    _queue(rctx, handle).close(bool(cancel_pending_enqueues))
+
+
+@stateful_kernel("QueueSize")
+def queue_size(rctx, handle, *, xp):
+    return np.asarray(len(_queue(rctx, handle).items), dtype=np.int64)
+
+
+# -- Save / Restore kernels ---------------------------------------------------------------------
+@stateful_kernel("Save")
+def save(rctx, filename, *tensors, xp, tensor_names, graph_json):
+    arrays = {}
+    meta = {"format": "flowstack-checkpoint", "version": FORMAT_VERSION, "variables": {}}
+    for name, t in zip(tensor_names, tensors):
+        host = t.get() if hasattr(t, "get") else np.asarray(t)
+        arrays[name] = host
+        meta["variables"][name] = {"dtype": host.dtype.name, "shape": list(host.shape)}
+    arrays["__meta__"] = json_member(meta)
+    atomic_write(str(filename[()] if isinstance(filename, np.ndarray) else filename),
+                  lambda f: write_npz(f, arrays))
+    return None
+
+
+@stateful_kernel("Restore")
+def restore(rctx, filename, *, xp, tensor_name, dtype, shape):
+    path = str(filename[()] if isinstance(filename, np.ndarray) else filename)
+    cache = rctx.step.setdefault("restore_cache", {})
+    if path not in cache:
+        cache[path] = load_checkpoint(path)[1]
+    values = cache[path]
+    if tensor_name not in values:
+        raise CheckpointError(f"variable {tensor_name!r} is not in checkpoint {path!r}")
+    value = values[tensor_name]
+    check_value(tensor_name, value, dtype, shape, path)
+    return xp.asarray(value)
+
+
+# -- Send / Recv: a value crossing partitions (trainer/passes/partition.py adds the pairs) ---------
+@stateful_kernel("Send")
+def send(rctx, tensor, *, xp, tensor_name, send_device, recv_device):
+    rctx.rendezvous.send(rendezvous_key(tensor_name, send_device, recv_device), tensor)
+
+
+@stateful_kernel("Recv")
+def recv(rctx, *, xp, tensor_name, send_device, recv_device):
+    value = rctx.rendezvous.recv(rendezvous_key(tensor_name, send_device, recv_device))
+    return rctx.session.device(recv_device).from_host(to_host(value))
