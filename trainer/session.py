@@ -118,6 +118,7 @@ class Session:
             self.runtime = connect(target)
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
+        self._compile_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
                                         thread_name_prefix="flowstack-partition")
         self._closed = False
@@ -147,7 +148,10 @@ class Session:
         except TypeError:  # unhashable fetch structure: compile (uncached)
             key, compiled = None, None
         if compiled is None:
-            compiled = self._compile(fetches, feed_keys, key)
+            with self._compile_lock:  # threads starting the same new plan compile (and register) it once
+                compiled = self._plans.get(key) if key is not None else None
+                if compiled is None:
+                    compiled = self._compile(fetches, feed_keys, key)
         plan = compiled.plan
         feed_values = [spec.convert(feed_dict[k]) for spec, k in zip(plan.feeds, feed_keys)] if feed_keys else ()
         rctx = RunContext(self, Rendezvous() if plan.needs_rendezvous else None)
@@ -213,6 +217,8 @@ class Session:
     def close(self) -> None:
         self._closed = True
         self._pool.shutdown(wait=False)
+        if self.runtime is not None:
+            self.runtime.close()  # the other tasks drop this session's partitions
 
     def __enter__(self):
         self._default = self.graph.as_default()

@@ -31,6 +31,7 @@ class DistributedRuntime:
     def __init__(self, server: Server):
         self.server = server
         self._ready: set[str] = set()
+        self._registered: list = []  # (peer, handle) of every partition this session registered
 
     def compile(self, graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[Node], feed_tensors, session):
         server = self.server
@@ -43,9 +44,20 @@ class DistributedRuntime:
             self._ensure_ready(task)
             handle = peer.register(_desc(part), part.arrays)
             remote.append((peer, handle))
+            self._registered.append((peer, handle))
         local_part = parts[server.task]
         local = server.service.build_partition(_desc(local_part), local_part.arrays)
         return DistributedPlan(server, local, remote)
+
+    def close(self) -> None:
+        """Ask every task to drop the partitions this session registered there (best effort:
+        a task that is gone has nothing to drop)."""
+        registered, self._registered = self._registered, []
+        for peer, handle in registered:
+            try:
+                peer.deregister(handle)
+            except DistributedError:
+                pass
 
     def uninitialized_variables(self, variables) -> list[str]:
         """Names of ``variables`` that the tasks holding them have no value for yet."""

@@ -36,9 +36,9 @@ class PeerClient:
         self._lock = threading.Lock()
         self._channel = grpc.insecure_channel(address, options=channel_options())
         path = f"/{SERVICE}/"
-        self._unary = {m: self._channel.unary_unary(path + m) for m in ("Health", "Abort", "TaskDone", "Uninitialized")}
+        self._unary = {m: self._channel.unary_unary(path + m) for m in ("Health", "RunStep", "Deregister", "Abort", "TaskDone",
+                                                                         "Uninitialized")}
         self._register = self._channel.stream_unary(path + "Register")
-        self._run_step = self._channel.unary_unary(path + "RunStep")  # no tensors: feeds start on the session's task
         self._recv = self._channel.unary_stream(path + "Recv")
 
     # -- calls -----------------------------------------------------------------------------------
@@ -71,13 +71,13 @@ class PeerClient:
     def run_step_future(self, handle: str, step_id: int):
         """A future of RunStep; ``result_of_step`` turns it into None or a raised error."""
         request = wire.encode_one(self._header(handle=handle, step_id=step_id))
-        return self._run_step.future(request, timeout=self.timeout)
+        return self._unary["RunStep"].future(request, timeout=self.timeout)  # no tensors: feeds stay local
 
     def result_of_step(self, future) -> None:
         try:
             reply = future.result()
         except grpc.RpcError as e:
-            raise self._rpc_error(e, "RunStep") from None
+            raise self.rpc_error(e, "RunStep") from None
         self._decode_reply(reply)
 
     def start_recv(self, step_id: int, key: str, timeout: float) -> "PendingRecv":
@@ -88,6 +88,9 @@ class PeerClient:
     def recv(self, step_id: int, key: str, timeout: float):
         """The value (streamed in chunks) task ``peer`` sends under ``key`` in step ``step_id``."""
         return self.start_recv(step_id, key, timeout).result()
+
+    def deregister(self, handle: str) -> None:
+        self._call_unary("Deregister", {"handle": handle}, min(self.timeout, 5.0))
 
     def abort(self, step_id: int, reason: str) -> None:
         self._call_unary("Abort", {"step_id": step_id, "reason": reason}, min(self.timeout, 5.0))
@@ -113,7 +116,7 @@ class PeerClient:
         try:
             return stub(request, timeout=timeout)
         except grpc.RpcError as e:
-            raise self._rpc_error(e, what) from None
+            raise self.rpc_error(e, what) from None
 
     def _decode_reply(self, reply: bytes) -> dict:
         header, _ = wire.decode([reply])
@@ -121,7 +124,7 @@ class PeerClient:
             raise error_from_wire(header["error"], self.peer)
         return header
 
-    def _rpc_error(self, e: grpc.RpcError, what: str) -> DistributedError:
+    def rpc_error(self, e: grpc.RpcError, what: str) -> DistributedError:
         code = e.code() if hasattr(e, "code") else None
         detail = e.details() if hasattr(e, "details") else str(e)
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -143,7 +146,7 @@ class PendingRecv:
         try:
             header, tensors = wire.decode(self.call)
         except grpc.RpcError as e:
-            raise self.peer._rpc_error(e, f"Recv of {self.key!r}") from None
+            raise self.peer.rpc_error(e, f"Recv of {self.key!r}") from None
         if "error" in header:
             raise error_from_wire(header["error"], self.peer.peer)
         return tensors["value"]

@@ -4,6 +4,7 @@ Methods (raw bytes in ``trainer.distributed.wire``'s format, gRPC generic handle
 
 ========== ================ ===============================================================
 Register   stream -> unary  a partition (graph + arrays); answers its handle
+Deregister unary            drop a partition (its session closed)
 RunStep    unary            run a registered partition for a step id
 Recv       unary -> stream  the value sent under a key in a step (waits, with a deadline)
 Abort      unary            abort a step: its waiters fail with the first error
@@ -68,7 +69,7 @@ class TaskService:
 
     # -- handlers ----------------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
-        unary = {"Health": self._health, "RunStep": self._run_step, "Abort": self._abort,
+        unary = {"Health": self._health, "RunStep": self._run_step, "Deregister": self._deregister, "Abort": self._abort,
                  "TaskDone": self._task_done, "Uninitialized": self._uninitialized}
         methods = {name: grpc.unary_unary_rpc_method_handler(self._guard_unary(fn)) for name, fn in unary.items()}
         methods["Register"] = grpc.stream_unary_rpc_method_handler(self._guard_stream(self._register))
@@ -135,6 +136,14 @@ class TaskService:
             yield wire.encode_one({"error": error_to_wire(e)})
             return
         yield from wire.encode({}, {"value": value})
+
+    def _deregister(self, header, tensors) -> dict:
+        with self._lock:
+            self._partitions.pop(header.get("handle"), None)
+        return {}
+
+    def partition_count(self) -> int:
+        return len(self._partitions)
 
     def _abort(self, header, tensors) -> dict:
         self.table.abort(int(header["step_id"]), str(header.get("reason", "aborted")))

@@ -213,6 +213,9 @@ def test_concurrent_steps_keep_their_values_apart(worker_server):
         for t in threads:
             t.join(30)
         assert not errors
+        assert ps.service.partition_count() == 2  # the initializer's plan and the step's, each registered once
+        sess.close()
+        assert ps.service.partition_count() == 0  # a closed session's partitions are dropped
     finally:
         ps.stop(grace=0.1)
 
