@@ -115,7 +115,7 @@ class Session:
         if target:
             from trainer.distributed.master import connect
 
-            self.runtime = connect(target)
+            self.runtime = connect(target, names)
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
         self._compile_lock = threading.Lock()

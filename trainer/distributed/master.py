@@ -20,22 +20,24 @@ from trainer.graph import Node, Tensor
 __all__ = ["DistributedPlan", "DistributedRuntime", "connect"]
 
 
-def connect(target: str) -> "DistributedRuntime":
-    """The runtime of the in-process server whose target is ``target``."""
-    return DistributedRuntime(server_for_target(target))
+def connect(target: str, devices: Sequence[str] = ("CPU:0",)) -> "DistributedRuntime":
+    """The runtime of the in-process server whose target is ``target``; ``devices`` are the
+    session's own (where the nodes it keeps may be placed)."""
+    return DistributedRuntime(server_for_target(target), devices)
 
 
 class DistributedRuntime:
     """Compiles plans whose partitions run on the tasks of ``server``'s cluster."""
 
-    def __init__(self, server: Server):
-        self.server = server
+    def __init__(self, server: Server, devices: Sequence[str] = ("CPU:0",)):
+        self.server, self.devices = server, list(devices)
         self._ready: set[str] = set()
         self._registered: list = []  # (peer, handle) of every partition this session registered
 
     def compile(self, graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[Node], feed_tensors, session):
         server = self.server
-        parts = partition_by_task(graph, fetch_tensors, target_nodes, feed_tensors, server.cluster, server.task)
+        parts = partition_by_task(graph, fetch_tensors, target_nodes, feed_tensors, server.cluster, server.task,
+                                  self.devices)
         remote = []
         for task, part in parts.items():
             if task == server.task:
@@ -62,7 +64,7 @@ class DistributedRuntime:
     def uninitialized_variables(self, variables) -> list[str]:
         """Names of ``variables`` that the tasks holding them have no value for yet."""
         server = self.server
-        assign = TaskAssigner(server.cluster, server.task, [v.node for v in variables])
+        assign = TaskAssigner(server.cluster, server.task, [v.node for v in variables], self.devices)
         by_task: dict[str, list[str]] = {}
         for v in variables:
             by_task.setdefault(assign(v.node)[0], []).append(v.node.attrs["shared_name"])

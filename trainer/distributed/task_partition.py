@@ -1,8 +1,8 @@
 """Partitioning by task: the subgraph a (fetches, feeds) pair needs, split into one graph per task.
 
-Each node goes to a task: the task of the node it is colocated with (an optimizer update goes
-where its variable lives), else the task its device names (``/job:ps/task:0``), else the task
-running the session. Every value crossing tasks becomes a Send in its producer's graph and a Recv
+Each node goes to the task the placer puts it on (``trainer.placement``: the node it is colocated
+with, so an optimizer update goes where its variable lives; else the task its device or device
+function names, ``/job:ps/task:0``; else the task running the session). Every value crossing tasks becomes a Send in its producer's graph and a Recv
 in its consumer's (one per tensor and receiving task, whatever the number of readers); a control
 edge across tasks sends a scalar token. Fetched values are sent to the session's task, fed values
 start there. Each task's graph comes out in ``graph_to_dict``'s format (no pickle), ready to be
@@ -125,12 +125,14 @@ class TaskAssigner:
 
 
 def partition_by_task(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[Node],
-                      feed_tensors: Sequence[Tensor], cluster: ClusterSpec, local_task: str) -> dict[str, TaskGraph]:
-    """One ``TaskGraph`` per task taking part, the session's task (``local_task``) first."""
+                      feed_tensors: Sequence[Tensor], cluster: ClusterSpec, local_task: str,
+                      devices: Sequence[str] = ("CPU:0",)) -> dict[str, TaskGraph]:
+    """One ``TaskGraph`` per task taking part, the session's task (``local_task``) first;
+    ``devices`` are the session's own."""
     fed = set(feed_tensors)
     roots = [t.node for t in fetch_tensors if t not in fed] + list(target_nodes)
     needed = _needed(roots, fed)
-    assign = TaskAssigner(cluster, local_task, needed)
+    assign = TaskAssigner(cluster, local_task, needed, devices)
     parts: dict[str, TaskGraph] = {local_task: TaskGraph(local_task)}
 
     def part(task: str) -> TaskGraph:

@@ -270,3 +270,30 @@ def test_a_ps_that_dies_mid_run_fails_the_next_step_quickly(processes, worker_se
     with pytest.raises(UnavailableError, match=r"/job:ps/task:0 at 127\.0\.0\.1:\d+ is unreachable"):
         sess.run(m["train"], {m["x"]: xs, m["y"]: ys})
     assert time.monotonic() - t0 < 10  # well within the 30 s RPC timeout
+
+
+def test_a_device_function_spreads_variables_over_two_ps_tasks(worker_server):
+    cluster = make_cluster(ps=2)
+    ps = [T.train.Server(cluster, "ps", i, timeout=10.0) for i in range(2)]
+    server = worker_server(cluster)
+    try:
+        counter = iter(range(100))
+
+        def variables_round_robin(op):
+            return f"/job:ps/task:{next(counter) % 2}" if op.op_type == "Variable" else ""
+
+        xs, ys = data()
+        g, m = build_regression(variables_round_robin)
+        sess = T.Session(g, target=server.target)
+        sess.run(m["init"])
+        losses = [sess.run([m["train"], m["loss"]], {m["x"]: xs, m["y"]: ys})[1] for _ in range(5)]
+        assert sorted(len(p.service.state.variables) for p in ps) == [1, 2]  # w, b and global_step, spread
+
+        g1, m1 = build_regression(None)
+        local = T.Session(g1)
+        local.run(m1["init"])
+        expected = [local.run([m1["train"], m1["loss"]], {m1["x"]: xs, m1["y"]: ys})[1] for _ in range(5)]
+        np.testing.assert_allclose(losses, expected, rtol=1e-6)
+    finally:
+        for p in ps:
+            p.stop(grace=0.1)
