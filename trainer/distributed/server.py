@@ -57,7 +57,6 @@ class Server:
         self.task = task_name(job_name, task_index)
         self.timeout, self.startup_timeout = float(timeout), float(startup_timeout)
         host, _, port = address.rpartition(":")
-        self._host = host
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix=f"grpc-{self.task}"),
                                  options=channel_options())
         self._peers: dict[str, PeerClient] = {}
