@@ -297,3 +297,25 @@ def test_a_device_function_spreads_variables_over_two_ps_tasks(worker_server):
     finally:
         for p in ps:
             p.stop(grace=0.1)
+
+
+def test_a_while_loop_and_its_gradient_read_a_ps_variable(worker_server):
+    cluster = make_cluster()
+    ps = T.train.Server(cluster, "ps", 0, timeout=10.0)
+    server = worker_server(cluster)
+    try:
+        g = T.Graph()
+        with g.as_default():
+            with T.device("/job:ps/task:0"):
+                w = T.Variable(np.float32(2.0), name="w")
+            x = T.placeholder(np.float32, ())
+            three = T.constant(np.int64(3))
+            _, power = T.while_loop(lambda i, v: T.less(i, three), lambda i, v: (i + T.constant(np.int64(1)), v * w),
+                                    [T.constant(np.int64(0)), x])
+            grad = T.gradients(power, [w])[0]
+        sess = T.Session(g, target=server.target)
+        sess.run(w.initializer)
+        value, dw = sess.run([power, grad], {x: np.float32(1.5)})
+        assert float(value) == 1.5 * 8 and float(dw) == 1.5 * 3 * 4  # x w^3 and 3 x w^2
+    finally:
+        ps.stop(grace=0.1)
