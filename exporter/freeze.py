@@ -538,7 +538,7 @@ def _check_edge_kernel(node) -> None:
 
 
 def _lstm_block_cell(freezer: _Freezer, node, ins, outs, scope: _Scope) -> list[ir.Node]:
-    """LSTMBlockCell (trainer/kernels/nn.py) in ONNX ops: z = [x, h] @ W + b; i, f, g, o = split(z, 4);
+    """LSTMBlockCell (trainer/kernels/recurrent.py) in ONNX ops: z = [x, h] @ W + b; i, f, g, o = split(z, 4);
     c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c')."""
     x, h, c, w, b = ins
     n = {k: freezer.fresh(f"{node.name}/{k}") for k in ("xh", "z", "zi", "zf", "zg", "zo", "i", "f", "g", "o", "fc", "ig", "tc")}

@@ -71,9 +71,12 @@ class Placer:
     GPU_THRESHOLD_S = 2e-5
 
     def __init__(self, devices: list[str], cost_model: CostModel | None = None,
-                 local_task: tuple[str, int] = LOCAL_TASK):
+                 local_task: tuple[str, int] = LOCAL_TASK, soft_placement: bool = False):
         self.devices = devices
         self.local_task = tuple(local_task)
+        # TF 1.x's allow_soft_placement: a constraint this session cannot meet (another task, a
+        # device it lacks) keeps only what it can and the rules below choose the rest.
+        self.soft_placement = soft_placement
         self.cost_model = cost_model or CostModel()
         self.default = "CPU:0"
         self.gpu = next((d for d in devices if d.startswith("GPU")), None)
@@ -104,13 +107,16 @@ class Placer:
 
     def _constraint(self, node) -> str | None:
         """The device a node's constraint names: a local device's short name, a remote device's
-        full name (CPU:0 where it names only a task), or None where it names only the local task."""
+        full name (CPU:0 where it names only a task), or None where it leaves the choice to the
+        rules (it names only the local task, or soft placement dropped what cannot be met)."""
         spec = _parse_device(node.device)
-        if not spec.is_local(self.local_task):
+        if not spec.is_local(self.local_task) and not self.soft_placement:
             job, task = spec.task_name
             return full_device_name(spec.local_name or "CPU:0", (job if job is not None else self.local_task[0], task))
         name = spec.local_name
         if name is not None and name not in self.devices:
+            if self.soft_placement:
+                return None
             raise PlacementError(
                 f"node {node.name!r} ({node.op_type}) is constrained to {node.device}, "
                 f"but this session has only {self.devices}"

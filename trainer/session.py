@@ -85,6 +85,9 @@ class Session:
     ``fuse_loops=False`` runs every while_loop on the frame-tagged dataflow executor.
     ``parallel_ops=True`` runs independent expensive ops of one step concurrently on
     ``inter_op_threads`` threads (worth it with single-threaded BLAS on several cores).
+    ``allow_soft_placement=True`` is TF 1.x's option of that name: a device constraint this
+    session cannot meet (another task's device, a device it lacks) is relaxed instead of refused,
+    so a graph built for a cluster (``replica_device_setter``) runs in one process.
     ``local_task`` is the task ``(job, index)`` this session runs as: nodes placed on other tasks
     are remote. A plain session is ``("localhost", 0)`` and refuses plans with remote nodes
     (``allow_remote`` is False).
@@ -99,7 +102,7 @@ class Session:
     def __init__(self, graph: Graph | None = None, *, target: str | None = None, devices=None,
                  num_cpu_devices: int = 1, inter_op_threads: int = 4, fuse_loops: bool = True,
                  parallel_ops: bool = False, local_task: tuple[str, int] = LOCAL_TASK,
-                 state: SessionState | None = None):
+                 allow_soft_placement: bool = False, state: SessionState | None = None):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         names = [canonical_device(n) for n in names]
@@ -127,6 +130,7 @@ class Session:
         self.fuse_loops = fuse_loops
         # Run independent expensive ops of a step on the thread pool (see trainer/passes/schedule.py).
         self.parallel_ops = parallel_ops
+        self._placer.soft_placement = allow_soft_placement
 
     # -- running ----------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, *, trace: bool = False):

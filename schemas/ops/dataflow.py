@@ -4,7 +4,7 @@ Switch routes its data to one of two outputs by a boolean and marks the other *d
 forwards whichever input is alive. Enter, Exit and NextIteration move values into a loop frame,
 out of it, and on to the next iteration; LoopCond marks a loop's predicate. The trainer's executor
 tags every value with its frame and iteration, so iterations can overlap and dead branches are
-skipped (see trainer/executor.py).
+skipped (see trainer/dataflow_executor.py).
 """
 
 from __future__ import annotations

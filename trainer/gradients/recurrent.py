@@ -1,10 +1,20 @@
-"""Gradient of the fused whole-sequence LSTM (LSTMBlockFused)."""
+"""Gradients of the LSTM ops: one step (LSTMBlockCell) and the fused whole sequence (LSTMBlockFused)."""
 
 from __future__ import annotations
 
 from trainer.gradients.helpers import fs, ints_const, onnx
 from trainer.gradients.registry import register_gradient
 from trainer.graph import GraphError
+
+
+@register_gradient("LSTMBlockCell", "flowstack")
+def _lstm_block_cell(node, grads):
+    x, h_prev, c_prev, w, _ = node.inputs
+    h, c, i, f, o, g, co = node.outputs
+    dh = grads[0] if grads[0] is not None else fs("ZerosLike", [h])
+    dc = grads[1] if grads[1] is not None else fs("ZerosLike", [c])
+    dx, dh_prev, dc_prev, dw, db = fs("LSTMBlockCellGrad", [dh, dc, x, h_prev, c_prev, w, i, f, o, g, co], n=5)
+    return [dx, dh_prev, dc_prev, dw, db]
 
 
 @register_gradient("LSTMBlockFused", "flowstack")

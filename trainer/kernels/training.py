@@ -178,7 +178,7 @@ def stack_pop(rctx, index, *, xp, stack_name):
     return stack[i]
 
 
-# A fused loop body's StackPushes (and StackPops at one index) as one plan step (trainer/executor.py).
+# A fused loop body's StackPushes (and StackPops at one index) as one plan step (trainer/passes/lower.py).
 def stack_push_many(rctx, *values, stack_names):
     step = rctx.step
     for name, value in zip(stack_names, values):
