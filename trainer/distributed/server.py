@@ -41,11 +41,17 @@ def server_for_target(target: str) -> "Server":
 
 class Server:
     """A task's server. ``timeout`` bounds every RPC and every wait of a step on this task;
-    ``startup_timeout`` how long a session waits for the other tasks to come up."""
+    ``startup_timeout`` how long a session waits for the other tasks to come up.
+
+    ``max_threads`` bounds the RPCs served at once. A step's Recvs are all started when it
+    starts and each waits on a thread of the sending task until its value is sent (the digits
+    CNN's worker holds 15 on the PS per step), so a PS needs about that many per worker, plus
+    one per RunStep; threads are made only as needed.
+    """
 
     def __init__(self, cluster, job_name: str | None = None, task_index: int = 0, *, start: bool = True,
                  timeout: float = DEFAULT_TIMEOUT_S, startup_timeout: float = DEFAULT_TIMEOUT_S,
-                 max_threads: int = 64):
+                 max_threads: int = 512):
         self.cluster = ClusterSpec(cluster)
         if job_name is None:
             jobs = self.cluster.jobs
