@@ -1,54 +1,81 @@
-"""Session run hooks (TF 1.x's ``tf.train.SessionRunHook``) for ``MonitoredTrainingSession``.
+"""Session run hooks: TensorFlow 1.x's protocol for code that rides along a training loop.
 
-A hook sees the session created, each ``run`` (after it, with the global step it reached) and the
-end; it may ask the session to stop. ``StopAtStepHook`` stops at a global step, which in
-between-graph replicated training all workers share (it lives on a PS task).
+A hook may define ``begin()``, ``after_create_session(session, coord)``, ``before_run(run_context)``
+(returning ``SessionRunArgs`` of extra fetches and feeds, or None), ``after_run(run_context,
+run_values)`` and ``end(session)``. ``run_context.request_stop()`` ends the loop after the current
+step. ``MonitoredTrainingSession(hooks=[...])`` runs them; the extra fetches go into the same
+``Session.run`` as the step (one step, also on a cluster).
 """
 
 from __future__ import annotations
 
-__all__ = ["SessionRunContext", "SessionRunHook", "StopAtStepHook"]
+from typing import Any, NamedTuple
+
+__all__ = ["SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StopAtStepHook"]
+
+
+class SessionRunHook:
+    """Base class with every method a no-op; subclass and override what you need."""
+
+    def begin(self):
+        pass
+
+    def after_create_session(self, session, coord):
+        pass
+
+    def before_run(self, run_context):
+        return None
+
+    def after_run(self, run_context, run_values):
+        pass
+
+    def end(self, session):
+        pass
+
+
+class SessionRunArgs(NamedTuple):
+    fetches: Any
+    feed_dict: Any = None
+    options: Any = None
+
+
+class SessionRunValues(NamedTuple):
+    results: Any
+    options: Any = None
+    run_metadata: Any = None
 
 
 class SessionRunContext:
-    """What ``after_run`` gets: the values the run returned, the global step, and ``request_stop``."""
-
-    def __init__(self, results, global_step: int):
-        self.results, self.global_step = results, global_step
+    def __init__(self, original_args: SessionRunArgs, session):
+        self.original_args = original_args
+        self.session = session
         self.stop_requested = False
 
     def request_stop(self) -> None:
         self.stop_requested = True
 
 
-class SessionRunHook:
-    """Override what you need; every method is a no-op by default."""
-
-    def begin(self) -> None:
-        """Called once before the session is created (the graph may still change)."""
-
-    def after_create_session(self, session, global_step: int) -> None:
-        """Called once the variables are initialized or restored."""
-
-    def after_run(self, run_context: SessionRunContext) -> None:
-        """Called after every ``run``."""
-
-    def end(self, session) -> None:
-        """Called when the monitored session closes."""
-
-
 class StopAtStepHook(SessionRunHook):
-    """Stop after ``num_steps`` more steps, or once the global step reaches ``last_step``."""
+    """Stop after ``num_steps`` more steps, or at global step ``last_step`` (on a cluster the
+    global step is shared, so every worker stops once together they reached it)."""
 
     def __init__(self, num_steps: int | None = None, last_step: int | None = None):
         if (num_steps is None) == (last_step is None):
-            raise ValueError("StopAtStepHook needs exactly one of num_steps and last_step")
-        self.num_steps, self.last_step = num_steps, last_step
+            raise ValueError("StopAtStepHook: give exactly one of num_steps and last_step")
+        self._num_steps, self._last_step = num_steps, last_step
 
-    def after_create_session(self, session, global_step: int) -> None:
-        if self.last_step is None:
-            self.last_step = global_step + self.num_steps
+    def begin(self):
+        from trainer.train import get_or_create_global_step
 
-    def after_run(self, run_context: SessionRunContext) -> None:
-        if run_context.global_step >= self.last_step:
+        self._step = get_or_create_global_step()
+
+    def after_create_session(self, session, coord):
+        if self._last_step is None:
+            self._last_step = int(session.run(self._step)) + self._num_steps
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        if int(run_values.results) >= self._last_step:  # fetched values are read after the step's updates
             run_context.request_stop()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from trainer.graph import GraphKeys, get_default_graph
-from trainer.hooks import SessionRunContext
+from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
@@ -44,8 +44,9 @@ class MonitoredTrainingSession:
 
             steps = [get_or_create_global_step(self.graph)]
         self.global_step = steps[0]
-        for hook in self.hooks:
-            hook.begin()
+        with self.graph.as_default():
+            for hook in self.hooks:
+                hook.begin()
         writes = bool(checkpoint_dir) and is_chief  # only the chief writes checkpoints and summaries
         with self.graph.as_default():
             self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if writes else None)
@@ -68,7 +69,7 @@ class MonitoredTrainingSession:
         self._last_save_step = self._step
         self._stop = self.max_steps is not None and self._step >= self.max_steps
         for hook in self.hooks:
-            hook.after_create_session(self.session, self._step)
+            hook.after_create_session(self.session, None)
 
     def _wait_until_initialized(self, timeout: float) -> None:
         runtime = self.session.runtime
@@ -94,8 +95,18 @@ class MonitoredTrainingSession:
         return self._step
 
     def run(self, fetches, feed_dict=None):
-        out, step = _run_with_step(self.session, fetches, self.global_step, feed_dict)
+        """``Session.run`` plus the hooks' extra fetches and the global step, in one step."""
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self.session)
+        requests = [hook.before_run(context) for hook in self.hooks]
+        feeds = dict(feed_dict or {})
+        for request in requests:
+            if request is not None and request.feed_dict:
+                feeds.update(request.feed_dict)
+        extra = [None if r is None else r.fetches for r in requests]
+        out, step, extra_values = _run_flat(self.session, fetches, self.global_step, extra, feeds or None)
         self._step = step
+        for hook, values in zip(self.hooks, extra_values):
+            hook.after_run(context, SessionRunValues(values))
         if self.writer is not None and step % self.save_summaries_steps == 0:
             self.writer.add_summary(self.session.run(self.summary_op, feed_dict), step)
         if self.saver is not None:
@@ -105,11 +116,7 @@ class MonitoredTrainingSession:
                 self.save()
         if self.max_steps is not None and step >= self.max_steps:
             self._stop = True
-        if self.hooks:
-            context = SessionRunContext(out, step)
-            for hook in self.hooks:
-                hook.after_run(context)
-            self._stop = self._stop or context.stop_requested
+        self._stop = self._stop or context.stop_requested
         return out
 
     def save(self) -> str:
@@ -143,21 +150,30 @@ class MonitoredTrainingSession:
         return False
 
 
-_STEP_KEY = object()  # the global step's key among dict fetches (one object: plans stay cached)
+def _run_flat(session: Session, fetches, global_step, extra: list, feed_dict):
+    """(``fetches``' values, the global step, each hook's extra values) from one ``Session.run``.
 
-
-def _run_with_step(session: Session, fetches, global_step, feed_dict):
-    """(what ``session.run(fetches)`` returns, the global step after it) in one step.
-
-    The fetches are flattened into one list so that the session's plan cache can hash them.
+    Everything is fetched as one flat list, which the session's plan cache can hash (a nested
+    structure would be compiled, and on a cluster registered, anew every step).
     """
-    if isinstance(fetches, (list, tuple)):
-        values = session.run([*fetches, global_step], feed_dict)
-        out = values[:-1]
-        return (tuple(out) if isinstance(fetches, tuple) else out), int(values[-1])
-    if isinstance(fetches, dict):
-        values = session.run({**fetches, _STEP_KEY: global_step}, feed_dict)
-        step = values.pop(_STEP_KEY)
-        return values, int(step)
-    out, step = session.run([fetches, global_step], feed_dict)
-    return out, int(step)
+    leaves: list = []
+    rebuild = _flatten([fetches, global_step, extra], leaves)
+    out, step, extra_values = rebuild(session.run(leaves, feed_dict))
+    return out, int(step), extra_values
+
+
+def _flatten(structure, leaves: list):
+    """Append ``structure``'s leaves to ``leaves``; a function rebuilding it from their values."""
+    if structure is None:
+        return lambda values: None
+    if isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields"):
+        parts = [_flatten(s, leaves) for s in structure]
+        if isinstance(structure, tuple):
+            return lambda values: tuple(p(values) for p in parts)
+        return lambda values: [p(values) for p in parts]
+    if isinstance(structure, dict):
+        parts = {k: _flatten(v, leaves) for k, v in structure.items()}
+        return lambda values: {k: p(values) for k, p in parts.items()}
+    i = len(leaves)
+    leaves.append(structure)
+    return lambda values: values[i]

@@ -13,12 +13,13 @@ from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
-from trainer.hooks import SessionRunContext, SessionRunHook, StopAtStepHook
+from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook
 
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
     "RMSPropOptimizer", "Server", "ClusterSpec", "TFConfigClusterResolver",
-    "MonitoredTrainingSession", "SessionRunContext", "SessionRunHook", "StopAtStepHook", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
+    "MonitoredTrainingSession", "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues",
+    "StopAtStepHook", "clip_by_global_norm", "exponential_decay", "get_or_create_global_step",
     "piecewise_constant",
 ]
 
