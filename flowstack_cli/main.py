@@ -15,6 +15,7 @@ COMMANDS = (
     "flowstack_cli.bench",
     "flowstack_cli.demo",
     "flowstack_cli.serve",
+    "flowstack_cli.cluster",
 )
 
 

@@ -1,9 +1,14 @@
-"""A training session with fault tolerance on by default.
+"""A training session with fault tolerance on by default, in one process or on a cluster.
 
 ``MonitoredTrainingSession`` restores the newest checkpoint in ``checkpoint_dir`` when it starts
 (or initializes the variables when there is none), saves every ``save_steps`` steps or
 ``save_secs`` seconds while training, and once more when closed. A crashed job restarted with
 the same directory resumes from its last complete checkpoint.
+
+On a cluster (``master=server.target``) only the chief initializes, restores and saves; the other
+workers wait, bounded by ``ready_timeout``, until the chief has initialized every variable. All of
+them stop when the shared global step reaches ``max_steps`` (or a ``StopAtStepHook`` says so), and
+closing tells every PS task this worker is done, so a PS's ``Server.join()`` returns once all are.
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ from __future__ import annotations
 import time
 
 from trainer.graph import GraphKeys, get_default_graph
+from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
-from trainer.variables import global_variables_initializer, local_variables_initializer
+from trainer.variables import global_variables, global_variables_initializer, local_variables_initializer
 
 __all__ = ["MonitoredTrainingSession"]
 
@@ -22,12 +28,16 @@ __all__ = ["MonitoredTrainingSession"]
 class MonitoredTrainingSession:
     """``with MonitoredTrainingSession(checkpoint_dir=d) as sess: while not sess.should_stop(): sess.run(train_op)``."""
 
-    def __init__(self, checkpoint_dir: str | None = None, *, graph=None, save_steps: int | None = None,
-                 save_secs: float | None = 600.0, max_steps: int | None = None, max_to_keep: int = 5,
-                 summary_op=None, save_summaries_steps: int = 100, saver: Saver | None = None, **session_kwargs):
+    def __init__(self, checkpoint_dir: str | None = None, *, master: str | None = None, is_chief: bool = True,
+                 hooks=(), graph=None, save_steps: int | None = None, save_secs: float | None = 600.0,
+                 max_steps: int | None = None, max_to_keep: int = 5, summary_op=None,
+                 save_summaries_steps: int = 100, saver: Saver | None = None, ready_timeout: float = 300.0,
+                 **session_kwargs):
         self.graph = graph or get_default_graph()
         self.checkpoint_dir = checkpoint_dir
+        self.is_chief = is_chief
         self.save_steps, self.save_secs, self.max_steps = save_steps, save_secs, max_steps
+        self.hooks = list(hooks or ())
         steps = self.graph.get_collection(GraphKeys.GLOBAL_STEP)
         if not steps:
             from trainer.train import get_or_create_global_step
@@ -35,35 +45,77 @@ class MonitoredTrainingSession:
             steps = [get_or_create_global_step(self.graph)]
         self.global_step = steps[0]
         with self.graph.as_default():
-            self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if checkpoint_dir else None)
+            for hook in self.hooks:
+                hook.begin()
+        writes = bool(checkpoint_dir) and is_chief  # only the chief writes checkpoints and summaries
+        with self.graph.as_default():
+            self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if writes else None)
             init = global_variables_initializer()
             local_init = local_variables_initializer()
-        self.session = Session(self.graph, **session_kwargs)
-        self.restored_from = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-        self.session.run(init)
-        self.session.run(local_init)
-        if self.restored_from:
-            self.saver.restore(self.session, self.restored_from)
+        if not is_chief:
+            self.saver = None
+        self.session = Session(self.graph, target=master or None, **session_kwargs)
+        self.restored_from = latest_checkpoint(checkpoint_dir) if writes else None
+        if is_chief:
+            self.session.run(init)
+            if self.restored_from:
+                self.saver.restore(self.session, self.restored_from)
+        else:
+            self._wait_until_initialized(ready_timeout)
+        self.session.run(local_init)  # each worker's own metrics and counters
         self.summary_op = summary_op
         self.save_summaries_steps = save_summaries_steps
-        self.writer = FileWriter(checkpoint_dir) if (checkpoint_dir and summary_op is not None) else None
+        self.writer = FileWriter(checkpoint_dir) if (writes and summary_op is not None) else None
+        self._step = int(self.session.run(self.global_step))
         self._last_save_time = time.time()
-        self._last_save_step = self.step
-        self._stop = False
+        self._last_save_step = self._step
+        self._stop = self.max_steps is not None and self._step >= self.max_steps
+        for hook in self.hooks:
+            hook.after_create_session(self.session, None)
+
+    def _wait_until_initialized(self, timeout: float) -> None:
+        runtime = self.session.runtime
+        if runtime is None:
+            raise ValueError("is_chief=False needs master= (the target of this worker's trainer.train.Server)")
+        deadline = time.monotonic() + timeout
+        variables = global_variables(self.graph)
+        while True:
+            missing = runtime.uninitialized_variables(variables)
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                from trainer.distributed.errors import DeadlineExceededError
+
+                raise DeadlineExceededError(
+                    f"{len(missing)} variable(s) still uninitialized after {timeout:.3g} s, e.g. {missing[:3]}: "
+                    "is the chief (is_chief=True) running and initializing them?")
+            time.sleep(0.1)
 
     @property
     def step(self) -> int:
-        return int(self.session.state.variables[self.global_step.name])
+        """The global step after the last ``run``."""
+        return self._step
 
     def run(self, fetches, feed_dict=None):
+        """``Session.run`` plus the hooks' extra fetches and the global step, in one step."""
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self.session)
+        requests = [hook.before_run(context) for hook in self.hooks]
+        feeds = dict(feed_dict or {})
+        for request in requests:
+            if request is not None and request.feed_dict:
+                feeds.update(request.feed_dict)
+        extra = [None if r is None else r.fetches for r in requests]
         # A due summary is fetched in the same run as the step (a second run would take another
         # batch from an input pipeline); it is due when the step about to be taken is a multiple.
-        if self.writer is not None and (self.step + 1) % self.save_summaries_steps == 0:
-            out, summary = self.session.run([fetches, self.summary_op], feed_dict)
-            self.writer.add_summary(summary, self.step)
-        else:
-            out = self.session.run(fetches, feed_dict)
-        step = self.step
+        summary_due = self.writer is not None and (self._step + 1) % self.save_summaries_steps == 0
+        if summary_due:
+            extra.append(self.summary_op)
+        out, step, extra_values = _run_flat(self.session, fetches, self.global_step, extra, feeds or None)
+        self._step = step
+        if summary_due:
+            self.writer.add_summary(extra_values.pop(), step)
+        for hook, values in zip(self.hooks, extra_values):
+            hook.after_run(context, SessionRunValues(values))
         if self.saver is not None:
             due_steps = self.save_steps is not None and step - self._last_save_step >= self.save_steps
             due_secs = self.save_secs is not None and time.time() - self._last_save_time >= self.save_secs
@@ -71,23 +123,31 @@ class MonitoredTrainingSession:
                 self.save()
         if self.max_steps is not None and step >= self.max_steps:
             self._stop = True
+        self._stop = self._stop or context.stop_requested
         return out
 
     def save(self) -> str:
-        path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self.step)
+        path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self._step)
         self._last_save_time = time.time()
-        self._last_save_step = self.step
+        self._last_save_step = self._step
         return path
 
     def should_stop(self) -> bool:
         return self._stop
 
     def close(self) -> None:
-        if self.saver is not None and self.step != self._last_save_step:
-            self.save()
-        if self.writer is not None:
-            self.writer.close()
-        self.session.close()
+        try:
+            if self.saver is not None and self._step != self._last_save_step:
+                self.save()
+            for hook in self.hooks:
+                hook.end(self.session)
+            if self.writer is not None:
+                self.writer.close()
+        finally:
+            runtime = self.session.runtime
+            self.session.close()
+            if runtime is not None:
+                runtime.server.done()
 
     def __enter__(self):
         return self
@@ -95,3 +155,32 @@ class MonitoredTrainingSession:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def _run_flat(session: Session, fetches, global_step, extra: list, feed_dict):
+    """(``fetches``' values, the global step, each hook's extra values) from one ``Session.run``.
+
+    Everything is fetched as one flat list, which the session's plan cache can hash (a nested
+    structure would be compiled, and on a cluster registered, anew every step).
+    """
+    leaves: list = []
+    rebuild = _flatten([fetches, global_step, extra], leaves)
+    out, step, extra_values = rebuild(session.run(leaves, feed_dict))
+    return out, int(step), extra_values
+
+
+def _flatten(structure, leaves: list):
+    """Append ``structure``'s leaves to ``leaves``; a function rebuilding it from their values."""
+    if structure is None:
+        return lambda values: None
+    if isinstance(structure, (list, tuple)) and not hasattr(structure, "_fields"):
+        parts = [_flatten(s, leaves) for s in structure]
+        if isinstance(structure, tuple):
+            return lambda values: tuple(p(values) for p in parts)
+        return lambda values: [p(values) for p in parts]
+    if isinstance(structure, dict):
+        parts = {k: _flatten(v, leaves) for k, v in structure.items()}
+        return lambda values: {k: p(values) for k, p in parts.items()}
+    i = len(leaves)
+    leaves.append(structure)
+    return lambda values: values[i]

@@ -34,7 +34,8 @@ from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
 from trainer.saved_slices import LogicalTensor, group_by_logical_name, slices_meta
 
-__all__ = ["CheckpointError", "Saver", "export_graph", "import_graph", "latest_checkpoint", "load_checkpoint"]
+__all__ = ["CheckpointError", "Saver", "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint",
+           "load_checkpoint", "node_to_dict"]
 
 GRAPH_FILE = "graph.npz"
 STATE_FILE = "checkpoint"
@@ -213,23 +214,26 @@ def _decode_attr(value, arrays):
     return value
 
 
+def node_to_dict(n, arrays: dict) -> dict:
+    """One node's JSON-able record (``graph_to_dict``'s format); array attributes go into ``arrays``."""
+    return {
+        "name": n.name,
+        "op": n.op_type,
+        "domain": n.domain,
+        "inputs": [None if t is None else t.name for t in n.inputs],
+        "control_inputs": [c.name for c in n.control_inputs],
+        "attrs": {k: _encode_attr(v, f"{n.name}/{k}", arrays) for k, v in n.attrs.items() if v is not None},
+        "device": n.device,
+        "outputs": [{"dtype": None if t.dtype is None else t.dtype.name,
+                     "shape": None if t.shape is None else [-1 if d is None else d for d in t.shape]}
+                    for t in n.outputs],
+    }
+
+
 def graph_to_dict(graph: Graph) -> tuple[dict, dict]:
     """The JSON-able description of ``graph`` and the arrays its attributes refer to."""
     arrays: dict = {}
-    nodes = []
-    for n in graph.nodes:
-        nodes.append({
-            "name": n.name,
-            "op": n.op_type,
-            "domain": n.domain,
-            "inputs": [None if t is None else t.name for t in n.inputs],
-            "control_inputs": [c.name for c in n.control_inputs],
-            "attrs": {k: _encode_attr(v, f"{n.name}/{k}", arrays) for k, v in n.attrs.items() if v is not None},
-            "device": n.device,
-            "outputs": [{"dtype": None if t.dtype is None else t.dtype.name,
-                         "shape": None if t.shape is None else [-1 if d is None else d for d in t.shape]}
-                        for t in n.outputs],
-        })
+    nodes = [node_to_dict(n, arrays) for n in graph.nodes]
     collections = {}
     for key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES, GraphKeys.GLOBAL_STEP,
                 GraphKeys.MOVING_AVERAGE_VARIABLES):
@@ -262,8 +266,17 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
             arrays = {k: data[k] for k in data.files if k != "__graph__"}
     except Exception as e:  # noqa: BLE001 - a missing, truncated or foreign file: say which
         raise GraphError(f"graph file {path!r} is unreadable: {type(e).__name__}: {e}") from None
+    return graph_from_dict(desc, arrays, graph, source=repr(path))
+
+
+def graph_from_dict(desc: dict, arrays: dict, graph: Graph | None = None, *, source: str = "graph") -> Graph:
+    """Rebuild a graph from ``graph_to_dict``'s (description, arrays); ``source`` names it in errors."""
+    from schemas.registry import TensorType
+
+    from trainer.variables import Variable
+
     if not isinstance(desc, dict) or desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
-        raise GraphError(f"{path!r} is not a flowstack graph this reader understands")
+        raise GraphError(f"{source} is not a flowstack graph this reader understands")
     g = graph or Graph()
     names = {nd["name"] for nd in desc["nodes"]}
     back_edges = []  # a loop's Merge names its NextIteration, which comes later

@@ -90,15 +90,19 @@ class Session:
     so a graph built for a cluster (``replica_device_setter``) runs in one process.
     ``local_task`` is the task ``(job, index)`` this session runs as: nodes placed on other tasks
     are remote. A plain session is ``("localhost", 0)`` and refuses plans with remote nodes
-    (``allow_remote`` is False); the distributed runtime sets both (see ``trainer/executor.py``).
+    (``allow_remote`` is False).
+    ``target="grpc://host:port"`` (the ``target`` of a ``trainer.train.Server`` started in this
+    process) runs the graph on the server's cluster: nodes placed on other tasks run there.
+    ``state`` shares variables with other sessions (the partitions one cluster task runs).
     """
 
     # Whether plans may place nodes on other tasks (their partitions land in plan.remote_partitions).
     allow_remote = False
 
-    def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
-                 inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False,
-                 local_task: tuple[str, int] = LOCAL_TASK, allow_soft_placement: bool = False):
+    def __init__(self, graph: Graph | None = None, *, target: str | None = None, devices=None,
+                 num_cpu_devices: int = 1, inter_op_threads: int = 4, fuse_loops: bool = True,
+                 parallel_ops: bool = False, local_task: tuple[str, int] = LOCAL_TASK,
+                 allow_soft_placement: bool = False, state: SessionState | None = None):
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         names = [canonical_device(n) for n in names]
@@ -108,9 +112,16 @@ class Session:
         self.cost_model = CostModel()
         self.local_task = TaskName(*local_task)
         self._placer = Placer(names, self.cost_model, self.local_task)
-        self._state = SessionState()
+        self._state = state if state is not None else SessionState()
+        self.target = target
+        self.runtime = None  # the distributed runtime of a session with a target
+        if target:
+            from trainer.distributed.master import connect
+
+            self.runtime = connect(target, names)
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
+        self._compile_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
                                         thread_name_prefix="flowstack-partition")
         self._closed = False
@@ -141,7 +152,10 @@ class Session:
         except TypeError:  # unhashable fetch structure: compile (uncached)
             key, compiled = None, None
         if compiled is None:
-            compiled = self._compile(fetches, feed_keys, key)
+            with self._compile_lock:  # threads starting the same new plan compile (and register) it once
+                compiled = self._plans.get(key) if key is not None else None
+                if compiled is None:
+                    compiled = self._compile(fetches, feed_keys, key)
         plan = compiled.plan
         feed_values = [spec.convert(feed_dict[k]) for spec, k in zip(plan.feeds, feed_keys)] if feed_keys else ()
         rctx = RunContext(self, Rendezvous() if plan.needs_rendezvous else None)
@@ -165,8 +179,11 @@ class Session:
                     raise GraphError(f"cannot feed node {t.name!r}; feed one of its output tensors")
                 t = t.outputs[0]
             feed_tensors.append(t)
-        plan = compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self,
-                            allow_remote=self.allow_remote)
+        if self.runtime is not None:
+            plan = self.runtime.compile(self.graph, mapper.tensors, mapper.targets, feed_tensors, self)
+        else:
+            plan = compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self,
+                                allow_remote=self.allow_remote)
         single = isinstance(fetches, (Tensor, Node)) or hasattr(fetches, "_as_tensor") or isinstance(fetches, str)
         compiled = _Compiled(plan, mapper, feed_tensors, single)
         if key is not None:
@@ -204,6 +221,8 @@ class Session:
     def close(self) -> None:
         self._closed = True
         self._pool.shutdown(wait=False)
+        if self.runtime is not None:
+            self.runtime.close()  # the other tasks drop this session's partitions
 
     def __enter__(self):
         self._default = self.graph.as_default()

@@ -16,13 +16,30 @@ from trainer.sync_replicas import SyncReplicasOptimizer
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
+from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
+from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "DistBeliefTrainer", "GradientDescentOptimizer", "GreedyLoadBalancingStrategy",
-    "LazyAdamOptimizer", "MomentumOptimizer", "Optimizer", "RMSPropOptimizer", "RoundRobinStrategy", "byte_size_load_fn",
+    "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "DistBeliefTrainer", "GradientDescentOptimizer",
+    "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "MomentumOptimizer", "MonitoredTrainingSession", "Optimizer",
+    "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
+    "SessionRunValues", "StopAtStepHook", "SyncReplicasOptimizer", "TFConfigClusterResolver", "byte_size_load_fn",
     "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
-    "SyncReplicasOptimizer", "replica_device_setter",
+    "replica_device_setter",
 ]
+
+
+def __getattr__(name: str):
+    # Server needs grpcio (an extra); the rest of trainer.train must import without it.
+    if name == "Server":
+        from trainer.distributed.server import Server
+
+        return Server
+    if name == "MonitoredTrainingSession":  # trainer.monitored imports this module
+        from trainer.monitored import MonitoredTrainingSession
+
+        return MonitoredTrainingSession
+    raise AttributeError(f"module 'trainer.train' has no attribute {name!r}")
 
 
 def get_or_create_global_step(graph=None):

@@ -1,0 +1,37 @@
+"""``flowstack cluster launch``: run a distributed training script's tasks as local processes.
+
+    flowstack cluster launch --ps 1 --workers 2 -- python examples/distributed_digits.py
+
+Each task gets ``TF_CONFIG`` (cluster on 127.0.0.1, its own type and index), its log lines are
+prefixed with its name, and the command exits with the job's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("cluster", help="run distributed training jobs")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    launch = actions.add_parser("launch", help="start PS and worker tasks as local processes with TF_CONFIG set",
+                                description=__doc__.splitlines()[0])
+    launch.add_argument("--ps", type=int, default=1, help="number of parameter-server tasks (default 1)")
+    launch.add_argument("--workers", type=int, default=1, help="number of worker tasks (default 1)")
+    launch.add_argument("--chief", action="store_true", help="add a chief task (job 'chief', index 0)")
+    launch.add_argument("--timeout", type=float, default=None, help="kill the job after this many seconds (exit 124)")
+    launch.add_argument("--grace", type=float, default=15.0,
+                        help="seconds a PS may keep running after every worker finished before it counts as a "
+                             "failure and is killed (default 15)")
+    launch.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command every task runs")
+    launch.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainer.distributed.launcher import LocalJob
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    job = LocalJob(args.ps, args.workers, args.chief, timeout=args.timeout, grace=args.grace)
+    return job.run(command)

@@ -1,0 +1,155 @@
+"""The client side of the task service: one ``PeerClient`` per other task of the cluster.
+
+Every request names its sender and, once the peer has answered a health check, the peer's
+incarnation it expects: a peer that restarted since refuses it (``StaleIncarnationError``) instead
+of running a step against partitions and variables it no longer has. Every call has a deadline;
+gRPC failures come back as ``UnavailableError`` / ``DeadlineExceededError`` naming the peer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+
+from trainer.distributed import wire
+from trainer.distributed.errors import (DeadlineExceededError, DistributedError, UnavailableError,
+                                        error_from_wire)
+
+__all__ = ["PeerClient", "PendingRecv", "SERVICE", "channel_options"]
+
+SERVICE = "flowstack.distributed.Task"
+
+
+def channel_options() -> list[tuple[str, int]]:
+    return [("grpc.max_receive_message_length", wire.MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", wire.MAX_MESSAGE_BYTES)]
+
+
+class PeerClient:
+    """Calls to the task ``peer`` at ``address`` on behalf of task ``own_task``."""
+
+    def __init__(self, own_task: str, peer: str, address: str, timeout: float):
+        self.own_task, self.peer, self.address, self.timeout = own_task, peer, address, timeout
+        self.incarnation: int | None = None
+        self._lock = threading.Lock()
+        self._channel = grpc.insecure_channel(address, options=channel_options())
+        path = f"/{SERVICE}/"
+        self._unary = {m: self._channel.unary_unary(path + m) for m in ("Health", "RunStep", "Deregister", "Abort", "TaskDone",
+                                                                         "Uninitialized")}
+        self._register = self._channel.stream_unary(path + "Register")
+        self._recv = self._channel.unary_stream(path + "Recv")
+
+    # -- calls -----------------------------------------------------------------------------------
+    def health(self, timeout: float | None = None) -> dict:
+        """The peer's health record; learns its incarnation on first contact."""
+        header = self._call_unary("Health", {}, timeout)
+        with self._lock:
+            if self.incarnation is None:
+                self.incarnation = header["incarnation"]
+        return header
+
+    def wait_ready(self, timeout: float) -> None:
+        """Health-check until the peer answers (tasks of a job start in any order)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.health(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
+                return
+            except (UnavailableError, DeadlineExceededError) as e:
+                if time.monotonic() >= deadline:
+                    raise UnavailableError(f"{self.peer} at {self.address} did not answer within {timeout:.3g} s "
+                                           f"(is it running?): {e}") from None
+                time.sleep(0.05)
+
+    def register(self, desc: dict, arrays: dict) -> str:
+        header = self._decode_reply(self._call(self._register, iter(wire.encode(self._header(partition=desc), arrays)),
+                                               self.timeout))
+        return header["handle"]
+
+    def run_step_future(self, handle: str, step_id: int):
+        """A future of RunStep; ``result_of_step`` turns it into None or a raised error."""
+        request = wire.encode_one(self._header(handle=handle, step_id=step_id))
+        return self._unary["RunStep"].future(request, timeout=self.timeout)  # no tensors: feeds stay local
+
+    def result_of_step(self, future) -> None:
+        try:
+            reply = future.result()
+        except grpc.RpcError as e:
+            raise self.rpc_error(e, "RunStep") from None
+        self._decode_reply(reply)
+
+    def start_recv(self, step_id: int, key: str, timeout: float) -> "PendingRecv":
+        """Start pulling the value task ``peer`` sends under ``key`` in step ``step_id``."""
+        request = wire.encode_one(self._header(step_id=step_id, key=key, wait=timeout))
+        return PendingRecv(self, key, self._recv(request, timeout=timeout + 5.0))
+
+    def recv(self, step_id: int, key: str, timeout: float):
+        """The value (streamed in chunks) task ``peer`` sends under ``key`` in step ``step_id``."""
+        return self.start_recv(step_id, key, timeout).result()
+
+    def deregister(self, handle: str) -> None:
+        self._call_unary("Deregister", {"handle": handle}, min(self.timeout, 5.0))
+
+    def abort(self, step_id: int, reason: str) -> None:
+        self._call_unary("Abort", {"step_id": step_id, "reason": reason}, min(self.timeout, 5.0))
+
+    def task_done(self) -> None:
+        self._call_unary("TaskDone", {}, min(self.timeout, 5.0))
+
+    def uninitialized(self, names: list[str]) -> list[str]:
+        return self._call_unary("Uninitialized", {"names": names}, self.timeout)["names"]
+
+    def close(self) -> None:
+        self._channel.close()
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _header(self, **fields) -> dict:
+        return {"from": self.own_task, "incarnation": self.incarnation, **fields}
+
+    def _call_unary(self, method: str, fields: dict, timeout: float | None) -> dict:
+        reply = self._call(self._unary[method], wire.encode_one(self._header(**fields)), timeout or self.timeout, method)
+        return self._decode_reply(reply)
+
+    def _call(self, stub, request, timeout: float, what: str = "call"):
+        try:
+            return stub(request, timeout=timeout)
+        except grpc.RpcError as e:
+            raise self.rpc_error(e, what) from None
+
+    def _decode_reply(self, reply: bytes) -> dict:
+        header, _ = wire.decode([reply])
+        if "error" in header:
+            raise error_from_wire(header["error"], self.peer)
+        return header
+
+    def rpc_error(self, e: grpc.RpcError, what: str) -> DistributedError:
+        code = e.code() if hasattr(e, "code") else None
+        detail = e.details() if hasattr(e, "details") else str(e)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return DeadlineExceededError(f"{self.peer} at {self.address}: {what} timed out ({detail})")
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return UnavailableError(f"{self.peer} at {self.address} is unreachable during {what}: {detail}")
+        return DistributedError(f"{self.peer} at {self.address}: {what} failed with {code}: {detail}")
+
+
+class PendingRecv:
+    """A Recv call in flight: ``result()`` waits for the value, ``cancel()`` gives it up."""
+
+    __slots__ = ("peer", "key", "call")
+
+    def __init__(self, peer: PeerClient, key: str, call):
+        self.peer, self.key, self.call = peer, key, call
+
+    def result(self):
+        try:
+            header, tensors = wire.decode(self.call)
+        except grpc.RpcError as e:
+            raise self.peer.rpc_error(e, f"Recv of {self.key!r}") from None
+        if "error" in header:
+            raise error_from_wire(header["error"], self.peer.peer)
+        return tensors["value"]
+
+    def cancel(self) -> None:
+        self.call.cancel()
