@@ -276,7 +276,8 @@ class ZooModel:
     def build(self, quick: bool = False, seed: int = 0) -> nn.Module:
         torch.manual_seed(seed)
         module = self.module(**(self.quick_args if quick else self.full)).eval()
-        _randomize_batch_norms(module, seed)
+        _distinct_weights(module)
+        _randomize_norms(module, seed)
         return module
 
     def export(self, quick: bool = False, dynamo: bool = False, opset: int = OPSET
@@ -287,10 +288,29 @@ class ZooModel:
         return export(module, feeds, dynamo=dynamo, opset=opset), feeds
 
 
-def _randomize_batch_norms(module: nn.Module, seed: int) -> None:
-    """Trained-looking BatchNorm statistics: fresh ones (mean 0, var 1) would make folding them trivial."""
+def _distinct_weights(module: nn.Module) -> None:
+    """Fresh weights for layers that start as copies: nn.TransformerEncoder deep-copies its layer, and
+    identical layers would let common-subexpression elimination share their weights, as no trained
+    model does."""
+    for layer in module.modules():
+        if isinstance(layer, nn.TransformerEncoderLayer):
+            for sub in layer.modules():
+                if sub is not layer and hasattr(sub, "_reset_parameters"):
+                    sub._reset_parameters()
+                elif sub is not layer and isinstance(sub, nn.Linear):
+                    sub.reset_parameters()
+
+
+def _randomize_norms(module: nn.Module, seed: int) -> None:
+    """Trained-looking normalization parameters and BatchNorm statistics: fresh ones (scale 1, shift 0,
+    mean 0, var 1) would make folding them trivial and let every norm layer share one constant."""
     generator = torch.Generator().manual_seed(seed + 1)
     for layer in module.modules():
+        if isinstance(layer, nn.LayerNorm):
+            n = layer.weight.shape
+            with torch.no_grad():
+                layer.weight.copy_(torch.rand(n, generator=generator) * 0.5 + 0.75)
+                layer.bias.copy_(torch.randn(n, generator=generator) * 0.1)
         if isinstance(layer, nn.BatchNorm2d):
             n = layer.num_features
             with torch.no_grad():
