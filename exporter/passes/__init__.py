@@ -28,11 +28,13 @@ from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
+from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
-# Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
+# Order matters within a round: cleanups first (the pattern recognisers, GELU first, then see
+# each constant once and no Identity in their chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -45,6 +47,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_dead_code", eliminate_dead_code),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
+    ("recognize_gelu", recognize_gelu),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
     ("merge_sibling_matmuls", merge_sibling_matmuls),
@@ -128,6 +131,7 @@ __all__ = [
     "fuse_pointwise_strided",
     "merge_sibling_matmuls",
     "optimize",
+    "recognize_gelu",
     "remove_identities",
     "to_channels_last",
     "transpose_gemm_weights",
