@@ -29,6 +29,7 @@ from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
 from exporter.passes.recognize_gelu import recognize_gelu
+from exporter.passes.recognize_swish import recognize_swish
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
@@ -48,6 +49,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
     ("recognize_gelu", recognize_gelu),
+    ("recognize_swish", recognize_swish),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
     ("merge_sibling_matmuls", merge_sibling_matmuls),
@@ -132,6 +134,7 @@ __all__ = [
     "merge_sibling_matmuls",
     "optimize",
     "recognize_gelu",
+    "recognize_swish",
     "remove_identities",
     "to_channels_last",
     "transpose_gemm_weights",
