@@ -29,6 +29,7 @@ from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
 from exporter.passes.recognize_gelu import recognize_gelu
+from exporter.passes.recognize_layer_norm import recognize_layer_norms
 from exporter.passes.recognize_swish import recognize_swish
 from exporter.passes.transpose_cancel import cancel_transposes
 
@@ -50,6 +51,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("cancel_transposes", cancel_transposes),
     ("recognize_gelu", recognize_gelu),
     ("recognize_swish", recognize_swish),
+    ("recognize_layer_norms", recognize_layer_norms),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
     ("merge_sibling_matmuls", merge_sibling_matmuls),
@@ -134,6 +136,7 @@ __all__ = [
     "merge_sibling_matmuls",
     "optimize",
     "recognize_gelu",
+    "recognize_layer_norms",
     "recognize_swish",
     "remove_identities",
     "to_channels_last",

@@ -51,3 +51,22 @@ def test_zoo_inputs_are_at_the_batch_users_run() -> None:
     assert 16 <= batches["mlp"] <= 32 and 16 <= batches["lenet_bn"] <= 32
     feeds = ZOO["bert"].feeds(4)
     assert feeds["attention_mask"].shape == (4, 64) and not feeds["attention_mask"].all(), "BERT batch has no padding"
+
+
+@pytest.mark.slow
+def test_encoder_exported_before_opset_17_gets_one_node_per_layer_norm_and_gelu() -> None:
+    # opset 16 has no LayerNormalization: PyTorch writes each nn.LayerNorm as nine nodes
+    from exporter.onnx_import import import_onnx
+    from exporter.passes import optimize
+
+    spec = ZOO["vit"]
+    module = spec.build(quick=True)
+    feeds = spec.feeds(spec.quick_batch, quick=True)
+    model = export(module, feeds, opset=16)
+    assert not any(n.op_type == "LayerNormalization" for n in model.graph.node)
+    optimized, report = optimize(import_onnx(model))
+    depth = len(module.encoder.layers)
+    assert report.ops_after["LayerNormalization"] == 2 * depth + 1 and report.ops_after["Gelu"] == depth
+    assert not report.ops_after["Erf"] and not report.ops_after["ReduceMean"]
+    got = load(flow_bytes(model, optimized=True)).run(feeds)["output"]
+    _assert_close(got, ort_session(model.SerializeToString()).run(["output"], feeds)[0], "vit at opset 16")
