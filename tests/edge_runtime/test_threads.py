@@ -39,7 +39,10 @@ def spied(num_threads) -> tuple[Interpreter, list[int]]:
 def test_num_threads_holds_during_invoke_and_signature_calls(num_threads, expected) -> None:
     before = blas_threads()
     it, seen = spied(num_threads)
-    it.set_tensor(it.get_input_details()[0]["index"], np.ones((2, 4), np.float32))
+    index = it.get_input_details()[0]["index"]
+    it.resize_tensor_input(index, [2, 4])
+    it.allocate_tensors()
+    it.set_tensor(index, np.ones((2, 4), np.float32))
     it.invoke()
     out = it.get_signature_runner()(x=np.ones((2, 4), np.float32))
     assert seen == [expected, expected] and blas_threads() == before
