@@ -277,7 +277,7 @@ class ZooModel:
         torch.manual_seed(seed)
         module = self.module(**(self.quick_args if quick else self.full)).eval()
         _distinct_weights(module)
-        _randomize_norms(module, seed)
+        _trained_looking_parameters(module, seed)
         return module
 
     def export(self, quick: bool = False, dynamo: bool = False, opset: int = OPSET
@@ -301,11 +301,15 @@ def _distinct_weights(module: nn.Module) -> None:
                     sub.reset_parameters()
 
 
-def _randomize_norms(module: nn.Module, seed: int) -> None:
-    """Trained-looking normalization parameters and BatchNorm statistics: fresh ones (scale 1, shift 0,
-    mean 0, var 1) would make folding them trivial and let every norm layer share one constant."""
+def _trained_looking_parameters(module: nn.Module, seed: int) -> None:
+    """Trained-looking biases, normalization parameters and BatchNorm statistics: fresh ones (bias 0,
+    scale 1, shift 0, mean 0, var 1) would make folding them trivial and let every layer share one
+    constant."""
     generator = torch.Generator().manual_seed(seed + 1)
     for layer in module.modules():
+        if isinstance(layer, nn.Linear) and layer.bias is not None and not layer.bias.any():
+            with torch.no_grad():  # BERT starts its biases at zero
+                layer.bias.copy_(torch.randn(layer.bias.shape, generator=generator) * 0.02)
         if isinstance(layer, nn.LayerNorm):
             n = layer.weight.shape
             with torch.no_grad():
