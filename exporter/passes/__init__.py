@@ -27,6 +27,7 @@ from exporter.passes.fuse_pointwise_strided import fuse_pointwise_strided
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
+from exporter.passes.matmul_add_to_gemm import matmul_add_to_gemm
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
 from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.recognize_layer_norm import recognize_layer_norms
@@ -35,8 +36,9 @@ from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
-# Order matters within a round: cleanups first (the pattern recognisers, GELU first, then see
-# each constant once and no Identity in their chains), so BatchNormalization meets its Conv directly,
+# Order matters within a round: cleanups first, then the recognisers of what exporters write op
+# by op (GELU, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
+# Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -52,6 +54,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("recognize_gelu", recognize_gelu),
     ("recognize_swish", recognize_swish),
     ("recognize_layer_norms", recognize_layer_norms),
+    ("matmul_add_to_gemm", matmul_add_to_gemm),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
     ("merge_sibling_matmuls", merge_sibling_matmuls),
@@ -133,6 +136,7 @@ __all__ = [
     "fuse_max_pools",
     "fuse_pointwise",
     "fuse_pointwise_strided",
+    "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
     "recognize_gelu",
