@@ -70,3 +70,26 @@ def test_encoder_exported_before_opset_17_gets_one_node_per_layer_norm_and_gelu(
     assert not report.ops_after["Erf"] and not report.ops_after["ReduceMean"]
     got = load(flow_bytes(model, optimized=True)).run(feeds)["output"]
     _assert_close(got, ort_session(model.SerializeToString()).run(["output"], feeds)[0], "vit at opset 16")
+
+
+@pytest.mark.slow
+def test_dynamo_export_matches_onnxruntime_after_optimize() -> None:
+    pytest.importorskip("onnxscript")  # the dynamo exporter's translator
+    spec = ZOO["lenet_bn"]
+    model, feeds = spec.export(quick=True, dynamo=True)
+    name = model.graph.output[0].name
+    got = load(flow_bytes(model, optimized=True)).run(feeds)[name]
+    _assert_close(got, ort_session(model.SerializeToString()).run([name], feeds)[0], "lenet_bn by dynamo")
+
+
+def test_a_model_the_exporter_refuses_is_a_row_with_its_error(monkeypatch) -> None:
+    from benchmarks import edge_vs_onnxruntime
+    from benchmarks.zoo import ZooModel
+
+    def refuse(self, *args, **kwargs):
+        raise RuntimeError("Failed to export the model with torch.export.\nmore lines")
+
+    monkeypatch.setattr(ZooModel, "export", refuse)
+    row = edge_vs_onnxruntime.bench_zoo_model("vit", quick=True, budget_s=0.01)
+    assert row.error == "export failed: RuntimeError: Failed to export the model with torch.export."
+    assert row.ratio is None
