@@ -16,8 +16,8 @@ tests import it only where it is installed.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -202,9 +202,8 @@ class _HandBert(nn.Module):
 
 
 def bert(hidden: int = 384, layers: int = 6, heads: int = 12, vocab: int = 8192, max_len: int = 512) -> nn.Module:
-    try:
-        import transformers  # noqa: F401  (an optional peer, like torch)
-    except ImportError:
+    """transformers' BertModel where that optional peer is installed, else the same shape by hand."""
+    if importlib.util.find_spec("transformers") is None:
         return _HandBert(hidden, layers, heads, vocab, max_len)
     return _Bert(hidden, layers, heads, vocab, max_len)
 
@@ -378,6 +377,3 @@ ZOO: dict[str, ZooModel] = {
     )
 }
 
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
