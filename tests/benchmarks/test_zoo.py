@@ -87,9 +87,9 @@ def test_a_model_the_exporter_refuses_is_a_row_with_its_error(monkeypatch) -> No
     from benchmarks.zoo import ZooModel
 
     def refuse(self, *args, **kwargs):
-        raise RuntimeError("Failed to export the model with torch.export.\nmore lines")
+        raise RuntimeError("Failed to export the model with torch.export. \x1b[96mThis is step 1/3\x1b[0m\nmore")
 
     monkeypatch.setattr(ZooModel, "export", refuse)
     row = edge_vs_onnxruntime.bench_zoo_model("vit", quick=True, budget_s=0.01)
-    assert row.error == "export failed: RuntimeError: Failed to export the model with torch.export."
+    assert row.error == "export failed: RuntimeError: Failed to export the model with torch.export. This is step 1/3"
     assert row.ratio is None
