@@ -117,14 +117,33 @@ def parse(data: bytes | bytearray | memoryview | mmap.mmap, source: str = "<byte
         raise ModelFormatError(f"{source}: {size} bytes is too short to be a .flow file")
     ident = bytes(data[4:8])
     if ident != FILE_IDENTIFIER:
+        if _looks_like_onnx(data, source):
+            raise ModelFormatError(f"{source} is an ONNX model, not a .flow file: convert it first with "
+                                   f"`flowstack convert {source}`")
         raise ModelFormatError(f"{source}: file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}; not a .flow file")
     reader = _Reader(data, size, source)
     try:
         return reader.model()
     except ModelFormatError:
         raise
-    except (struct.error, IndexError, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError) as exc:
+    except struct.error as exc:
+        # FlatBuffers reads with unpack_from: an offset past the end of what is there
+        raise ModelFormatError(f"{source}: truncated or corrupt: reading {reader.where} runs past the end of the "
+                               f"file ({size} bytes; {exc})") from exc
+    except (IndexError, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError) as exc:
         raise ModelFormatError(f"{source}: corrupt FlatBuffer ({type(exc).__name__}: {exc}) while reading {reader.where}") from exc
+
+
+# An ONNX ModelProto starts with its ir_version (field 1, a small varint), then another field's tag
+# (producer_name 2, ..., graph 7, opset_import 8, metadata_props 14: length-delimited, wire type 2).
+_ONNX_SECOND_FIELD_TAGS = {(field << 3) | 2 for field in (2, 3, 4, 5, 6, 7, 8, 14, 20)}
+
+
+def _looks_like_onnx(data, source: str) -> bool:
+    head = bytes(data[:3])
+    return source.lower().endswith(".onnx") or (
+        len(head) == 3 and head[0] == 0x08 and head[1] < 0x80 and head[2] in _ONNX_SECOND_FIELD_TAGS
+    )
 
 
 class _Reader:
@@ -185,7 +204,8 @@ class _Reader:
             elif offset % BUFFER_ALIGNMENT:
                 raise self.fail(f"buffer {i} starts at offset {offset}, not a multiple of {BUFFER_ALIGNMENT}")
             if offset + length > self.size:
-                raise self.fail(f"buffer {i} (offset {offset}, {length} bytes) runs past the end of the file ({self.size} bytes)")
+                raise self.fail(f"buffer {i} (offset {offset}, {length} bytes) runs past the end of the file "
+                                f"({self.size} bytes): the file is truncated")
             self.buffers.append((offset, length))
         self.check_disjoint(self.buffers)
         self.where = "operator codes"

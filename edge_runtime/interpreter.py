@@ -65,9 +65,9 @@ class Interpreter:
 
     The LiteRT arguments that choose TensorFlow Lite kernels (``experimental_op_resolver_type``,
     delegate clustering and features) are accepted and have nothing to choose here; delegates are
-    TensorFlow Lite libraries and are refused. An input whose shape signature has unknown (-1)
-    dimensions also takes any size there from ``set_tensor`` without a resize first (LiteRT asks
-    for ``resize_tensor_input``; code that resizes runs the same).
+    TensorFlow Lite libraries and are refused. As in LiteRT, ``set_tensor`` takes a value of the
+    input's current shape only (an unknown (-1) dimension is 1 until ``resize_tensor_input`` and
+    ``allocate_tensors`` give it another size), and a resize may change unknown dimensions only.
     """
 
     def __init__(self, model_path: str | Path | None = None, model_content: bytes | None = None,
@@ -143,23 +143,31 @@ class Interpreter:
         if any(d < 0 for d in new):
             raise ValueError(f"input {spec.name!r}: cannot resize to {list(new)}: dimensions must be >= 0")
         for axis, (declared, want) in enumerate(zip(spec.shape, new)):
-            if declared != -1 and declared != want and strict:
-                raise ValueError(f"input {spec.name!r}: dimension {axis} is fixed at {declared}; strict resize refused {want}")
+            if declared != -1 and declared != want:
+                # LiteRT's non-strict resize may let the model reshape itself; a .flow model's
+                # fixed dimension holds (the run would refuse the input)
+                refusal = "strict resize refused" if strict else "the model cannot take"
+                raise ValueError(f"input {spec.name!r}: dimension {axis} is fixed at {declared}; {refusal} {want}")
         self._shapes[input_index] = new
         self._allocated = False
 
     def set_tensor(self, tensor_index: int, value) -> None:
-        """Copy ``value`` into the input: its dtype must be the input's, its shape the current one."""
+        """Copy ``value`` into the input: its dtype must be the input's, its shape the current one
+        (as allocated: another batch size needs ``resize_tensor_input`` and ``allocate_tensors``)."""
         spec = self._input(tensor_index)
         array = np.asarray(value)
-        want = self._shapes[tensor_index]
+        want = tuple(1 if d == -1 else d for d in self._input_shape(tensor_index))
         if array.dtype != spec.dtype:
             try:
                 array = native_byte_order(spec, array)
             except ValueError:
                 raise ValueError(f"input {spec.name!r}: got dtype {array.dtype} but expected {spec.dtype}") from None
-        if not _fits(want, array.shape):
-            raise ValueError(f"input {spec.name!r}: got shape {list(array.shape)} but expected {list(want)}")
+        if tuple(array.shape) != tuple(want):
+            hint = ""
+            if _fits(spec.shape, array.shape):
+                hint = (f"; call resize_tensor_input({tensor_index}, {list(array.shape)}) and allocate_tensors() "
+                        f"first to run this shape")
+            raise ValueError(f"input {spec.name!r}: got shape {list(array.shape)} but expected {list(want)}{hint}")
         self._inputs[tensor_index] = np.array(array, copy=True, order="C")
         self._written.add(tensor_index)
 

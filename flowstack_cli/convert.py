@@ -26,5 +26,10 @@ def run(args) -> int:
     output = args.output or args.source.with_suffix(".flow")
     report = convert_onnx(args.source, output, optimize_graph=not args.no_optimize, verify=not args.no_verify,
                           verbose=args.verbose, samples=parse_named_arrays(args.sample, "--sample") or None)
-    print(report if args.verbose else f"wrote {report.path} ({report.size:,} bytes)")
+    if args.verbose:
+        print(report)  # the file, what each pass changed, the parity check
+    else:
+        print(f"wrote {report.path} ({report.size:,} bytes)")
+        if report.parity is not None:
+            print(report.parity)
     return 0

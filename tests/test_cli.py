@@ -47,6 +47,19 @@ def test_run_with_wrong_input_shape_is_a_clear_error(flow_file: Path, tmp_path: 
     assert "input 'image': dimension 1 must be 64, got 63" in capsys.readouterr().err
 
 
+def test_convert_prints_its_parity_result(tmp_path: Path, capsys) -> None:
+    assert main(["convert", str(BUNDLED), "-o", str(tmp_path / "m.flow")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"wrote {tmp_path / 'm.flow'} (")
+    assert re.fullmatch(r"parity on \d+ sample\(s\) \(rtol=.*, atol=.*\): ok", out[1])
+    assert re.fullmatch(r"  probs: max abs diff .*, max rel diff .*", out[2])
+
+
+def test_inspect_on_an_onnx_file_points_at_convert(capsys) -> None:
+    assert main(["inspect", str(BUNDLED)]) == 2
+    assert f"is an ONNX model, not a .flow file: convert it first with `flowstack convert {BUNDLED}`" in capsys.readouterr().err
+
+
 def test_convert_missing_file(tmp_path: Path, capsys) -> None:
     assert main(["convert", str(tmp_path / "absent.onnx")]) == 2
     assert "no such file" in capsys.readouterr().err

@@ -45,6 +45,15 @@ def _hard_sigmoid(y, xp, alpha, beta):
     xp.clip(y, y.dtype.type(0), y.dtype.type(1), out=y)
 
 
+def _swish(y, xp, alpha):
+    # y * sigmoid(alpha y), the sigmoid as (tanh(alpha y / 2) + 1) / 2 like _sigmoid: one temporary
+    gate = y * y.dtype.type(alpha / 2)
+    xp.tanh(gate, out=gate)
+    gate *= y.dtype.type(0.5)
+    gate += y.dtype.type(0.5)
+    y *= gate
+
+
 _ACTIVATE = {
     "Relu": _relu,
     "LeakyRelu": _leaky_relu,
@@ -52,6 +61,7 @@ _ACTIVATE = {
     "Sigmoid": _sigmoid,
     "Tanh": _tanh,
     "HardSigmoid": _hard_sigmoid,
+    "Swish": _swish,
 }
 
 

@@ -27,12 +27,18 @@ from exporter.passes.fuse_pointwise_strided import fuse_pointwise_strided
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
+from exporter.passes.matmul_add_to_gemm import matmul_add_to_gemm
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
+from exporter.passes.recognize_gelu import recognize_gelu
+from exporter.passes.recognize_layer_norm import recognize_layer_norms
+from exporter.passes.recognize_swish import recognize_swish
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
-# Order matters within a round: cleanups first, so BatchNormalization meets its Conv directly,
+# Order matters within a round: cleanups first, then the recognisers of what exporters write op
+# by op (GELU, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
+# Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -45,6 +51,10 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_dead_code", eliminate_dead_code),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
+    ("recognize_gelu", recognize_gelu),
+    ("recognize_swish", recognize_swish),
+    ("recognize_layer_norms", recognize_layer_norms),
+    ("matmul_add_to_gemm", matmul_add_to_gemm),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
     ("merge_sibling_matmuls", merge_sibling_matmuls),
@@ -126,8 +136,12 @@ __all__ = [
     "fuse_max_pools",
     "fuse_pointwise",
     "fuse_pointwise_strided",
+    "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
+    "recognize_gelu",
+    "recognize_layer_norms",
+    "recognize_swish",
     "remove_identities",
     "to_channels_last",
     "transpose_gemm_weights",

@@ -33,7 +33,8 @@ def activation_params(graph: ir.Graph, node: ir.Node) -> list[float] | None:
                 return None
             bounds.append(float(value.reshape(-1)[0]))
         return bounds
-    defaults = {"LeakyRelu": {"alpha": 0.01}, "HardSigmoid": {"alpha": 0.2, "beta": 0.5}}.get(node.op_type, {})
+    defaults = {"LeakyRelu": {"alpha": 0.01}, "HardSigmoid": {"alpha": 0.2, "beta": 0.5},
+                "Swish": {"alpha": 1.0}}.get(node.op_type, {})
     return [float(node.attrs.get(p, defaults[p])) for p in ACTIVATIONS[node.op_type]]
 
 

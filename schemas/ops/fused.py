@@ -25,6 +25,7 @@ ACTIVATIONS: dict[str, tuple[str, ...]] = {
     "Sigmoid": (),
     "Tanh": (),
     "HardSigmoid": ("alpha", "beta"),
+    "Swish": ("alpha",),  # x * sigmoid(alpha x): SiLU at alpha 1, EfficientNet's activation
 }
 
 _ACTIVATION_ATTRS = {"activation": Attr("string", REQUIRED), "activation_params": Attr("floats", [])}

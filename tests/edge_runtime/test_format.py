@@ -173,3 +173,27 @@ def test_mutated_files_fail_cleanly(data) -> None:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert peak < 64 * 2**20, f"a {len(blob)}-byte file made the loader allocate {peak / 2**20:.0f} MiB"
+
+
+def test_an_onnx_file_points_at_convert(tmp_path: Path) -> None:
+    # a user's first try: `flowstack inspect model.onnx` (or load("model.onnx"))
+    import onnx
+    from onnx import helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1])])
+    data = helper.make_model(graph).SerializeToString()
+    for name in ("model.onnx", "renamed.flow"):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ModelFormatError, match=r"is an ONNX model, not a \.flow file: convert it first with "
+                                                   r"`flowstack convert .*"):
+            load(tmp_path / name)
+
+
+def test_every_truncation_says_truncated(mlp_file) -> None:
+    _, path = mlp_file
+    data = path.read_bytes()
+    for cut in range(8, len(data), 7):
+        with pytest.raises(ModelFormatError, match="truncated"):
+            parse(data[:cut])

@@ -3,6 +3,8 @@ and ``SignatureRunner``), and how ``Model.run`` takes values that are not arrays
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -129,6 +131,8 @@ def test_resize_rules() -> None:
         it.resize_tensor_input(index, [-1, 4])
     with pytest.raises(ValueError, match="dimension 1 is fixed at 4; strict resize refused 5"):
         it.resize_tensor_input(index, [2, 5], strict=True)
+    with pytest.raises(ValueError, match="dimension 1 is fixed at 4; the model cannot take 5"):
+        it.resize_tensor_input(index, [2, 5])  # refused here, not at invoke
     with pytest.raises(ValueError, match="cannot resize rank 2"):
         it.resize_tensor_input(index, [2, 4, 1])
     it.resize_tensor_input(index, np.array([2, 4], np.int32), strict=True)
@@ -164,11 +168,17 @@ def test_calls_out_of_order() -> None:
         it.get_tensor(out)
 
 
-def test_set_tensor_on_a_dynamic_dimension_without_a_resize() -> None:
-    """A superset of LiteRT (which asks for resize_tensor_input first): the details follow the value."""
+def test_set_tensor_of_another_batch_needs_a_resize_first() -> None:
+    """As LiteRT: a batch of 2 on an input allocated at batch 1 is refused, naming the fix."""
     it = Interpreter(model_content=DATA)
     it.allocate_tensors()
     index = it.get_input_details()[0]["index"]
+    with pytest.raises(ValueError, match=re.escape(
+            f"input 'x': got shape [2, 4] but expected [1, 4]; call resize_tensor_input({index}, [2, 4]) and "
+            "allocate_tensors() first to run this shape")):
+        it.set_tensor(index, X[:2])
+    it.resize_tensor_input(index, [2, 4])
+    it.allocate_tensors()
     it.set_tensor(index, X[:2])
     assert it.get_input_details()[0]["shape"].tolist() == [2, 4]
     it.invoke()

@@ -23,7 +23,7 @@ CASES = [
     ((2, 3, 6, 7), (4, 3, 3, 3), {"pads": [1, 1, 1, 1]}, {"kernel_shape": [2, 3]}),  # pool stride 1
 ]
 ACTIVATIONS = [("", []), ("Relu", []), ("Clip", [0.0, 6.0]), ("LeakyRelu", [0.1]), ("Sigmoid", []),
-               ("LeakyRelu", [-0.5]), ("HardSigmoid", [-0.2, 0.5])]  # the last two decrease: pooled after
+               ("LeakyRelu", [-0.5]), ("HardSigmoid", [-0.2, 0.5]), ("Swish", [1.0])]  # the last three dip: pooled after
 
 
 def _unfused(x, w, b, conv_attrs, pool_attrs, activation, params):
