@@ -69,7 +69,8 @@ class InferenceCore:
     def __init__(self, repository: ModelRepository):
         self.repository = repository
         self.metrics = repository.metrics
-        # (model, version, protocol, status) -> bound metric series; as many as /metrics shows.
+        # (protocol, status) -> bound metric series of requests that reached no model; those of a
+        # model version live on its ``request_series``, and go with it.
         self._series: dict[tuple, tuple] = {}
         # Set when shutdown begins: readiness turns false while in-flight requests finish.
         self.draining = False
@@ -156,10 +157,12 @@ class InferenceCore:
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
                 try:
-                    result = handoff.submit(mv.batcher, feeds, rows, _timeout_s(request.parameters))
+                    # Awaited without a name: a local holding the future would keep it, and the
+                    # exception it may carry, in this frame, which that exception's traceback
+                    # holds: a cycle keeping the model version until the cyclic collector ran.
+                    outputs = await handoff.submit(mv.batcher, feeds, rows, _timeout_s(request.parameters))
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
-                outputs = await result
                 break
             else:
                 raise ShuttingDown(f"model {request.model_name!r} is being unloaded")
@@ -195,11 +198,12 @@ class InferenceCore:
         self._request_series(None, protocol, type(error).__name__)[0].inc()
 
     def _request_series(self, mv: ModelVersion | None, protocol: str, status: str) -> tuple:
-        key = (mv.name, mv.version, protocol, status) if mv is not None else ("", "", protocol, status)
-        series = self._series.get(key)
+        cache = self._series if mv is None else mv.request_series
+        key = (protocol, status)
+        series = cache.get(key)
         if series is None:
             model, version = (mv.name, mv.version_label) if mv is not None else ("", "")
-            series = self._series[key] = (
+            series = cache[key] = (
                 self.metrics.requests.labels(model=model, version=version, protocol=protocol, status=status),
                 self.metrics.request_seconds.labels(model=model, version=version),
             )

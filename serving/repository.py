@@ -13,6 +13,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +25,7 @@ from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
 from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
 from serving.errors import InvalidRequest, ModelNotFound, ShuttingDown, shown
+from serving.memory import FreedMemoryReturner
 from serving.metrics import ServingMetrics
 
 log = logging.getLogger("flowstack.serving")
@@ -101,9 +103,35 @@ class VersionStats:
             }
 
 
-@dataclass
+class BatchObserver:
+    """What the batcher reports after each batch, recorded in a version's statistics and metrics.
+
+    A closure over the ``ModelVersion`` made a cycle (version -> batcher -> observer -> version)
+    that kept every unloaded version, and its model's memory, until the cyclic collector ran;
+    this holds only what it records into."""
+
+    __slots__ = ("stats", "batch_size", "compute_seconds", "queue_seconds")
+
+    def __init__(self, stats: VersionStats, metrics: ServingMetrics, name: str, version: int):
+        labels = {"model": name, "version": str(version)}
+        self.stats = stats
+        self.batch_size = metrics.batch_size.labels(**labels)
+        self.compute_seconds = metrics.compute_seconds.labels(**labels)
+        self.queue_seconds = metrics.queue_seconds.labels(**labels)
+
+    def __call__(self, rows: int, waits: list[float], compute_s: float) -> None:
+        self.stats.batch(rows, waits, compute_s)
+        self.batch_size.observe(rows)
+        self.compute_seconds.observe(compute_s)
+        self.queue_seconds.observe_many(waits)
+
+
+@dataclass(eq=False)
 class ModelVersion:
-    """One loaded, warmed-up version: its backend, its batcher and its statistics."""
+    """One loaded, warmed-up version: its backend, its batcher and its statistics.
+
+    Nothing it holds refers back to it, so it (and its model's memory) is freed as soon as the
+    repository and the requests running on it let go, without the cyclic garbage collector."""
 
     name: str
     version: int
@@ -114,6 +142,9 @@ class ModelVersion:
     fingerprint: tuple
     batcher: DynamicBatcher | None = None
     stats: VersionStats = field(default_factory=VersionStats)
+    # Bound request-metric series by (protocol, status), filled by ``InferenceCore``: they go with
+    # the version, where a cache in the core grew by every version ever served.
+    request_series: dict = field(default_factory=dict, repr=False)
 
     @property
     def inputs(self):
@@ -185,6 +216,7 @@ class ModelRepository:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._retiring: list[threading.Thread] = []
+        self.memory = FreedMemoryReturner()
         self.metrics.add_gauge("flowstack_queue_depth", "Requests waiting in each model version's queue.", self._queue_depths)
         self.metrics.add_gauge("flowstack_model_ready", "1 for each model version ready to serve.", self._ready_versions)
 
@@ -221,6 +253,13 @@ class ModelRepository:
                 mv.batcher.close(timeout)
         for thread in list(self._retiring):
             thread.join(timeout)
+        self.memory.close()
+
+    def wait_retired(self, timeout: float | None = None) -> bool:
+        """Wait for the versions being unloaded to finish draining; True if all did."""
+        for thread in list(self._retiring):
+            thread.join(timeout)
+        return not any(t.is_alive() for t in self._retiring)
 
     # -- queries -----------------------------------------------------------------------------
     def ready(self) -> bool:
@@ -349,6 +388,7 @@ class ModelRepository:
                 entry = self._models.pop(name)
                 for mv in entry.serving.values():
                     self._retire(mv)
+            self._forget_retired_metrics()
 
     def _unreadable(self, name: str, exc: OSError) -> None:
         entry = self._models.setdefault(name, _ModelEntry())
@@ -443,20 +483,15 @@ class ModelRepository:
                 f"max_batch_size {max_batch_size} needs dimension 0 of every input and output to be dynamic (-1); "
                 "set max_batch_size to 0"
             )
+        # Freed (its model with it) when the last reference goes, in whatever thread lets go:
+        # then the trimming thread gives the pages back. A load that fails frees it too.
+        try:
+            weakref.finalize(backend, self.memory.request).atexit = False
+        except TypeError:  # a backend that takes no weak references: no trim when it goes
+            pass
         mv = ModelVersion(name, version, path, config, backend, max_batch_size, fingerprint)
         for sample in config.warmup:
             backend.infer_batch([_warmup_feeds(backend.inputs, sample, max_batch_size)])
-        labels = {"model": name, "version": str(version)}
-        batch_size = self.metrics.batch_size.labels(**labels)
-        compute_seconds = self.metrics.compute_seconds.labels(**labels)
-        queue_seconds = self.metrics.queue_seconds.labels(**labels)
-
-        def observe(rows: int, waits: list[float], compute_s: float) -> None:
-            mv.stats.batch(rows, waits, compute_s)
-            batch_size.observe(rows)
-            compute_seconds.observe(compute_s)
-            queue_seconds.observe_many(waits)
-
         mv.batcher = DynamicBatcher(
             backend.infer_batch,
             max_batch_size=max_batch_size,
@@ -464,17 +499,27 @@ class ModelRepository:
             preferred_batch_sizes=config.preferred_batch_sizes,
             instances=config.instances,
             max_queue_size=config.max_queue_size,
-            on_batch=observe,
+            on_batch=BatchObserver(mv.stats, self.metrics, name, version),
             name=f"{name}-{version}",
         )
         return mv
 
     def _retire(self, mv: ModelVersion) -> None:
+        """Drain ``mv``'s queue in a thread of its own, then drop its metric series (unless the
+        same version number is still served: a reloaded copy)."""
         if mv.batcher is None:
             return
-        thread = threading.Thread(target=mv.batcher.close, name=f"retire-{mv.name}-{mv.version}", daemon=True)
+        thread = threading.Thread(target=self._drain_retired, args=(mv.batcher,), name=f"retire-{mv.name}-{mv.version}", daemon=True)
         thread.start()
         self._retiring = [t for t in self._retiring if t.is_alive()] + [thread]
+
+    def _drain_retired(self, batcher: DynamicBatcher) -> None:
+        batcher.close()
+        self._forget_retired_metrics()
+
+    def _forget_retired_metrics(self) -> None:
+        served = {(name, str(v)) for name, entry in list(self._models.items()) for v in list(entry.serving)}
+        self.metrics.keep_versions(served)
 
 
 def _stamp(path: Path) -> tuple | None:
