@@ -59,6 +59,13 @@ def rss_bytes(pid: int) -> int:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def drain_and_close(stream) -> None:
+    """Read the server's log to its end (a full pipe would stall the server), then close it."""
+    with stream:
+        for _ in stream:
+            pass
+
+
 def start_server(repo: Path, poll_interval: float) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     process = subprocess.Popen(
@@ -75,7 +82,7 @@ def start_server(repo: Path, poll_interval: float) -> tuple[subprocess.Popen, in
         except ValueError:
             continue
         if event.get("event") == "serving":
-            threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
+            threading.Thread(target=drain_and_close, args=(process.stderr,), daemon=True).start()
             return process, event["http_port"]
     process.kill()
     raise RuntimeError("server did not start")

@@ -31,7 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
     p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit; larger gets 413")
     p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit")
-    p.add_argument("--drain-timeout", type=float, default=30.0, help="seconds to let in-flight requests finish on SIGTERM")
+    p.add_argument("--drain-timeout", type=float, default=30.0,
+                   help="on SIGTERM or SIGINT: seconds from the signal to exit, lame duck included; requests "
+                        "under way finish within it (default 30)")
+    p.add_argument("--lame-duck", type=float, default=5.0,
+                   help="on SIGTERM: seconds to keep serving, not ready, before the listeners close, while load "
+                        "balancers take the server out (none after SIGINT; a second signal ends it) (default 5)")
     p.add_argument("--request-timeout", type=float, default=60.0,
                    help="seconds an HTTP client has to send a whole request from its first byte (else 408), and to "
                         "resume reading a response it stopped reading (else the connection is closed); 0 for no limit "
@@ -65,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request_bytes,
         grpc_max_message_bytes=args.grpc_max_message_bytes,
         drain_timeout_s=args.drain_timeout,
+        lame_duck_s=max(0.0, args.lame_duck),
         request_timeout_s=args.request_timeout or None,
         keep_alive_timeout_s=args.keep_alive_timeout,
         grpc_idle_timeout_s=args.grpc_idle_timeout or None,

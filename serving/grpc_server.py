@@ -34,6 +34,8 @@ DEFAULT_IDLE_TIMEOUT_S = 300.0
 # is two hours, a dead client's connection held that long); one unanswered this long closes it.
 KEEPALIVE_TIME_S = 60.0
 KEEPALIVE_TIMEOUT_S = 20.0
+# At shutdown: how long no new inference call must have come before the server stops.
+QUIET_BEFORE_STOP_S = 0.25
 
 # Which InferTensorContents field holds each datatype (FP16 has none: raw only), and the NumPy
 # type of that field's values: read as NumPy would guess, UINT64 values past INT64's range beside
@@ -163,6 +165,11 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
     def __init__(self, core: InferenceCore, settings: GrpcSettings):
         self.core = core
         self.max_elements = settings.max_message_bytes
+        # Set while the server prepares to stop (``GrpcFrontEnd.stop``): new inference calls wait
+        # on it, started, until grpc has sent its GOAWAY, and are served after.
+        self.hold: asyncio.Event | None = None
+        self.last_held_at = 0.0  # event-loop time of the last call that came to wait
+        self.in_flight = 0  # inference calls being served (not waiting on ``hold``)
 
     async def _abort(self, context: grpc.aio.ServicerContext, exc: Exception) -> None:
         if isinstance(exc, ServingError):
@@ -196,12 +203,16 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         )
 
     async def ModelInfer(self, request, context):
+        if self.hold is not None:
+            self.last_held_at = asyncio.get_running_loop().time()
+            await self.hold.wait()
         try:
             infer_request = decode_infer_request(request, self.max_elements)
         except Exception as exc:
             if isinstance(exc, ServingError):
                 self.core.count_refused("grpc", exc)
             await self._abort(context, exc)
+        self.in_flight += 1
         try:
             remaining = context.time_remaining()
             if remaining is not None and "timeout" not in infer_request.parameters:
@@ -209,6 +220,8 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             response = await self.core.infer(infer_request)
         except Exception as exc:
             await self._abort(context, exc)
+        finally:
+            self.in_flight -= 1
         reply = pb.ModelInferResponse(model_name=response.model_name, model_version=response.model_version, id=response.id)
         for out in response.outputs:
             reply.outputs.add(name=out.name, datatype=out.datatype, shape=list(out.shape))
@@ -333,11 +346,38 @@ def connection_options(settings: GrpcSettings) -> list[tuple[str, int]]:
     return options
 
 
-def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> tuple[grpc.aio.Server, int]:
-    """A grpc.aio server for ``core`` bound to ``address`` ("host:port"); returns it and the port.
+class GrpcFrontEnd:
+    """The gRPC server, its bound port, and its shutdown: ``await front.server.start()`` inside the
+    event loop that will run it; ``await front.stop(deadline)`` to end it."""
 
-    Call ``await server.start()`` inside the event loop that will run it.
-    """
+    def __init__(self, server: grpc.aio.Server, port: int, servicer: InferenceServicer):
+        self.server, self.port, self.servicer = server, port, servicer
+
+    async def stop(self, deadline: float) -> None:
+        """Stop by ``deadline`` (event-loop time), cancelling no call a client has sent.
+
+        grpc's ``stop(grace)`` lets the calls under way finish, but cancels those that have arrived
+        and not yet started (waiting for the event loop to take them: under load, several a stop)
+        and those arriving before its GOAWAY reaches their client. So first every new inference
+        call is started and made to wait; once the calls being served have finished and no new
+        one has come for a moment (a client waiting for its answer sends no other), the server
+        stops, its GOAWAY goes out (clients' later calls find the port closed: sent nowhere), and
+        the waiting calls are served within the grace period."""
+        loop = asyncio.get_running_loop()
+        servicer = self.servicer
+        servicer.hold = asyncio.Event()
+        servicer.last_held_at = loop.time()
+        settle_until = loop.time() + max(0.0, min(2.0, (deadline - loop.time()) / 2))
+        while loop.time() < settle_until and (servicer.in_flight or loop.time() - servicer.last_held_at < QUIET_BEFORE_STOP_S):
+            await asyncio.sleep(0.005)
+        stopping = asyncio.ensure_future(self.server.stop(grace=max(0.0, deadline - loop.time())))
+        await asyncio.sleep(0)  # grpc shuts down (no new calls, GOAWAY) in stop's first step
+        servicer.hold.set()
+        await stopping
+
+
+def create_grpc_front_end(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> GrpcFrontEnd:
+    """A grpc.aio server for ``core`` bound to ``address`` ("host:port")."""
     settings = settings or GrpcSettings()
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
@@ -347,7 +387,8 @@ def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings
     ]
     interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
     server = grpc.aio.server(options=options, interceptors=interceptors)
-    handlers = inference_handlers(InferenceServicer(core, settings))
+    servicer = InferenceServicer(core, settings)
+    handlers = inference_handlers(servicer)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(INFERENCE_SERVICE, handlers),))
     server.add_registered_method_handlers(INFERENCE_SERVICE, handlers)
     server.add_generic_rpc_handlers((health_handler(core),))
@@ -356,4 +397,13 @@ def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)
-    return server, port
+    return GrpcFrontEnd(server, port, servicer)
+
+
+def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> tuple[grpc.aio.Server, int]:
+    """A grpc.aio server for ``core`` bound to ``address`` ("host:port"); returns it and the port.
+
+    Call ``await server.start()`` inside the event loop that will run it.
+    """
+    front = create_grpc_front_end(core, address, settings)
+    return front.server, front.port
