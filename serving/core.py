@@ -17,7 +17,7 @@ import numpy as np
 
 from serving import datatypes, handoff
 from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired, shown
-from serving.repository import ModelRepository, ModelVersion
+from serving.repository import ModelRepository, ModelVersion, parse_version, validate_name
 
 SERVER_NAME = "flowstack"
 SERVER_VERSION = "0.1.0"
@@ -83,6 +83,11 @@ class InferenceCore:
         return not self.draining and self.repository.ready()
 
     def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether the model (version) is ready; a name or version no model could have is an
+        ``InvalidRequest`` (HTTP 400, gRPC INVALID_ARGUMENT), not a plain no."""
+        if name not in self.repository.model_names():
+            validate_name(name)
+        parse_version(version)
         return not self.draining and self.repository.is_ready(name, version)
 
     def server_metadata(self) -> dict:

@@ -184,7 +184,11 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         return pb.ServerReadyResponse(ready=self.core.ready())
 
     async def ModelReady(self, request, context):
-        return pb.ModelReadyResponse(ready=self.core.model_ready(request.name, request.version))
+        try:
+            ready = self.core.model_ready(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.ModelReadyResponse(ready=ready)
 
     async def ServerMetadata(self, request, context):
         return pb.ServerMetadataResponse(**self.core.server_metadata())
@@ -308,8 +312,13 @@ def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
     })
 
 
+# Probes carry no credentials: the health service and the KServe liveness and readiness calls
+# are open, as HTTP's /v2/health/live and /v2/health/ready are (``http_app.OPEN_PATHS``).
+OPEN_METHODS = frozenset({f"/{INFERENCE_SERVICE}/ServerLive", f"/{INFERENCE_SERVICE}/ServerReady"})
+
+
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
-    """Refuse calls without ``authorization: Bearer <token>`` metadata (health checks excepted)."""
+    """Refuse calls without ``authorization: Bearer <token>`` metadata (health probes excepted)."""
 
     def __init__(self, token: str):
         self.expected = f"Bearer {token}"
@@ -320,7 +329,8 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         self._deny = grpc.unary_unary_rpc_method_handler(deny, request_deserializer=lambda b: b)
 
     async def intercept_service(self, continuation, handler_call_details):
-        if handler_call_details.method.startswith(f"/{HEALTH_SERVICE}/"):
+        method = handler_call_details.method
+        if method in OPEN_METHODS or method.startswith(f"/{HEALTH_SERVICE}/"):
             return await continuation(handler_call_details)
         metadata = dict(handler_call_details.invocation_metadata or ())
         if hmac.compare_digest(str(metadata.get("authorization", "")), self.expected):

@@ -74,6 +74,10 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None, *,
 
 
 def _error(exc: Exception) -> Response:
+    if isinstance(exc, PayloadTooLarge):
+        # Refused before its body was read: what remains of the body would be read as the next
+        # request (a stray 431 or 400 followed the 413), so the connection ends with this answer.
+        return _json({"error": str(exc)}, exc.http_status, {"Connection": "close"})
     if isinstance(exc, ServingError):
         headers = {"Retry-After": str(exc.retry_after_s)} if hasattr(exc, "retry_after_s") else None
         return _json({"error": str(exc)}, exc.http_status, headers)
@@ -176,11 +180,13 @@ def parse_kserve_request(
     """Decode a v2 infer request (JSON, or JSON header plus binary tensors); returns the request
     and, per requested output, whether to answer it as binary data."""
     binary = memoryview(b"")
+    what = "request body"
     if header_length is not None:
         length = _header_length(header_length, len(body))
         binary = memoryview(body)[length:]
         body = body[:length]
-    doc = load_infer_body(body)
+        what = f"JSON header (the first {length} bytes of the body, per Inference-Header-Content-Length)"
+    doc = load_infer_body(body, what)
     items = doc.get("inputs")
     if not isinstance(items, list) or not items:
         raise InvalidRequest("request needs a non-empty 'inputs' list")

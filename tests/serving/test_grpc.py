@@ -156,7 +156,14 @@ def test_grpc_bearer_token(repo):
         channel = grpc.insecure_channel(server.grpc_address)
         stub = pb_grpc.GRPCInferenceServiceStub(channel)
         with pytest.raises(grpc.RpcError) as info:
-            stub.ServerReady(pb.ServerReadyRequest(), timeout=5)
+            stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp"), timeout=5)
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        assert stub.ServerReady(pb.ServerReadyRequest(), timeout=5, metadata=[("authorization", "Bearer tok")]).ready
+        assert stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp"), timeout=5,
+                                  metadata=[("authorization", "Bearer tok")]).name == "mlp"
+        # Probes need no token, as HTTP's /v2/health/live and /ready (one rule for both protocols).
+        assert stub.ServerReady(pb.ServerReadyRequest(), timeout=5).ready
+        assert stub.ServerLive(pb.ServerLiveRequest(), timeout=5).live
+        with pytest.raises(grpc.RpcError) as info:
+            stub.ModelReady(pb.ModelReadyRequest(name="mlp"), timeout=5)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
         channel.close()
