@@ -25,6 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="run models on NumPy (cpu) or CuPy (gpu)")
     p.add_argument("--poll-interval", type=float, default=5.0,
                    help="seconds between repository scans; 0 loads once and never polls (default 5)")
+    p.add_argument("--model-control-mode", choices=("poll", "explicit"), default="poll",
+                   help="poll: load what the repository holds and rescan it every --poll-interval; explicit: load "
+                        "models only on request (POST /v2/repository/models/NAME/load, gRPC RepositoryModelLoad, "
+                        "tritonclient's load_model) and the --load-model ones at start (default poll)")
+    p.add_argument("--load-model", action="append", default=[], metavar="NAME",
+                   help="with --model-control-mode explicit: a model to load at start ('*' for all); repeatable")
     p.add_argument("--auth-token-env", metavar="VAR",
                    help="name of an environment variable holding a bearer token that every request must carry")
     p.add_argument("--tls-cert", type=Path, help="PEM certificate: serve HTTPS and gRPC over TLS (with --tls-key)")
@@ -57,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         token = os.environ.get(args.auth_token_env)
         if not token:
             raise ValueError(f"--auth-token-env {args.auth_token_env}: that environment variable is empty or unset")
+    if args.load_model and args.model_control_mode != "explicit":
+        raise ValueError("--load-model needs --model-control-mode explicit (polling loads every model)")
     options = ServerOptions(
         model_repository=args.model_repository,
         host=args.host,
@@ -71,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         grpc_max_message_bytes=args.grpc_max_message_bytes,
         drain_timeout_s=args.drain_timeout,
         lame_duck_s=max(0.0, args.lame_duck),
+        model_control_mode=args.model_control_mode,
+        startup_models=tuple(args.load_model),
         request_timeout_s=args.request_timeout or None,
         keep_alive_timeout_s=args.keep_alive_timeout,
         grpc_idle_timeout_s=args.grpc_idle_timeout or None,

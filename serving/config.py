@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class ModelConfig:
     max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE
     version_policy: VersionPolicy = field(default_factory=VersionPolicy)
     warmup: tuple[dict, ...] = ({"batch_size": 1},)
+    # TensorFlow Serving's version labels: {"stable": 1, "canary": 2}, for /v1/models/{name}/labels/{label}.
+    version_labels: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_file(cls, path: Path) -> "ModelConfig":
@@ -75,7 +78,7 @@ class ModelConfig:
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
         known = {"max_batch_size", "max_queue_delay_us", "preferred_batch_sizes", "instances", "max_queue_size",
-                 "version_policy", "warmup"}
+                 "version_policy", "warmup", "version_labels"}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields are {sorted(known)}")
@@ -102,10 +105,25 @@ class ModelConfig:
             max_queue_size=integer("max_queue_size", DEFAULT_MAX_QUEUE_SIZE, 1),
             version_policy=_version_policy(raw.get("version_policy"), where),
             warmup=tuple(warmup),
+            version_labels=_version_labels(raw.get("version_labels", {}), where),
         )
         if config.max_batch_size is not None and any(p > config.max_batch_size for p in preferred):
             raise ConfigError(f"{where}: preferred_batch_sizes {preferred} exceed max_batch_size {config.max_batch_size}")
         return config
+
+
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def _version_labels(raw: Any, where: str) -> tuple[tuple[str, int], ...]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: version_labels must be an object of label -> version, like {{\"stable\": 1}}")
+    for label, version in raw.items():
+        if not LABEL_PATTERN.match(label):
+            raise ConfigError(f"{where}: version label {label!r} must be 1-128 letters, digits, '_', '.', '-'")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise ConfigError(f"{where}: version_labels.{label} must be a positive version number, got {version!r}")
+    return tuple(sorted(raw.items()))
 
 
 def _version_policy(raw: Any, where: str) -> VersionPolicy:

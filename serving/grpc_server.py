@@ -18,13 +18,16 @@ from typing import Any, Callable
 
 import grpc
 import numpy as np
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving import datatypes
+from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest
 from serving.errors import InvalidRequest, ServingError, clipped, shown
+from serving.shared_memory import region_ref
 
 log = logging.getLogger("flowstack.serving")
 
@@ -66,19 +69,29 @@ def _parameter_value(p: pb.InferParameter) -> Any:
 def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> InferRequest:
     """A protobuf ModelInferRequest as an ``InferRequest`` (raises InvalidRequest naming the input)."""
     raw = request.raw_input_contents
-    if raw and len(raw) != len(request.inputs):
-        raise InvalidRequest(f"raw_input_contents has {len(raw)} entries for {len(request.inputs)} inputs")
+    regions = [region_ref(t.name, {k: _parameter_value(v) for k, v in t.parameters.items()}) if t.parameters else None
+               for t in request.inputs]
+    sent = len(request.inputs) - sum(r is not None for r in regions)  # inputs whose bytes are in the message
+    if raw and len(raw) != sent:
+        raise InvalidRequest(f"raw_input_contents has {len(raw)} entries for {sent} inputs not in shared memory")
     if not request.inputs:
         raise InvalidRequest("request has no inputs")
     inputs = []
-    for position, tensor in enumerate(request.inputs):
+    position = 0
+    for tensor, ref in zip(request.inputs, regions):
         name, datatype = tensor.name, tensor.datatype
         datatypes.to_numpy(datatype, name)
         shape = datatypes.check_shape(name, list(tensor.shape), max_elements)
+        if ref is not None:
+            if tensor.HasField("contents"):
+                raise InvalidRequest(f"input {shown(name)}: set either contents or a shared-memory region, not both")
+            inputs.append(InferInput(name, datatype, shape, ref))
+            continue
+        position += 1
         if raw:
             if tensor.HasField("contents"):
                 raise InvalidRequest(f"input {shown(name)}: set either contents or raw_input_contents, not both")
-            array = datatypes.from_raw(name, datatype, shape, raw[position])
+            array = datatypes.from_raw(name, datatype, shape, raw[position - 1])
         else:
             field = _CONTENTS_FIELD.get(datatype)
             if field is None:
@@ -87,6 +100,11 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
             data = list(values) if field[1] is None else np.asarray(values, dtype=field[1])
             array = datatypes.from_json(name, datatype, shape, data)
         inputs.append(InferInput(name, datatype, shape, array))
+    output_regions = {}
+    for o in request.outputs:
+        ref = region_ref(o.name, {k: _parameter_value(v) for k, v in o.parameters.items()}) if o.parameters else None
+        if ref is not None:
+            output_regions[o.name] = ref
     return InferRequest(
         model_name=request.model_name,
         inputs=inputs,
@@ -95,6 +113,7 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         outputs=[o.name for o in request.outputs] or None,
         parameters={k: _parameter_value(v) for k, v in request.parameters.items()},
         protocol="grpc",
+        output_regions=output_regions,
     )
 
 
@@ -136,27 +155,43 @@ def refusing_undecodable(method: Callable) -> Callable:
 
 
 # (method, its request type, its response type) of inference.GRPCInferenceService served here.
+# Every method of inference.GRPCInferenceService is a unary call named after its request and
+# response types, except ModelStreamInfer (below).
 _INFERENCE_METHODS = [
-    ("ServerLive", pb.ServerLiveRequest, pb.ServerLiveResponse),
-    ("ServerReady", pb.ServerReadyRequest, pb.ServerReadyResponse),
-    ("ModelReady", pb.ModelReadyRequest, pb.ModelReadyResponse),
-    ("ServerMetadata", pb.ServerMetadataRequest, pb.ServerMetadataResponse),
-    ("ModelMetadata", pb.ModelMetadataRequest, pb.ModelMetadataResponse),
-    ("ModelInfer", pb.ModelInferRequest, pb.ModelInferResponse),
+    "ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata", "ModelInfer", "ModelConfig",
+    "ModelStatistics", "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload", "SystemSharedMemoryStatus",
+    "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister", "CudaSharedMemoryStatus", "CudaSharedMemoryRegister",
+    "CudaSharedMemoryUnregister", "TraceSetting", "LogSettings",
 ]
 
 
 def inference_handlers(servicer: InferenceServicer) -> dict[str, grpc.RpcMethodHandler]:
     """What the generated ``add_GRPCInferenceServiceServicer_to_server`` registers, with
     ``tolerant`` deserializers: an undecodable request gets INVALID_ARGUMENT, not UNKNOWN."""
-    return {
+    handlers = {
         name: grpc.unary_unary_rpc_method_handler(
             refusing_undecodable(getattr(servicer, name)),
-            request_deserializer=tolerant(request_type),
-            response_serializer=response_type.SerializeToString,
+            request_deserializer=tolerant(getattr(pb, name + "Request")),
+            response_serializer=getattr(pb, name + "Response").SerializeToString,
         )
-        for name, request_type, response_type in _INFERENCE_METHODS
+        for name in _INFERENCE_METHODS
     }
+    handlers["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
+        servicer.ModelStreamInfer,
+        request_deserializer=tolerant(pb.ModelInferRequest),
+        response_serializer=pb.ModelStreamInferResponse.SerializeToString,
+    )
+    return handlers
+
+
+def _repository_parameter(p: pb.ModelRepositoryParameter) -> Any:
+    choice = p.WhichOneof("parameter_choice")
+    return getattr(p, choice) if choice else None
+
+
+def _setting_value(value: Any) -> Any:
+    choice = value.WhichOneof("parameter_choice")
+    return getattr(value, choice) if choice else None
 
 
 class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
@@ -206,6 +241,121 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             outputs=[pb.ModelMetadataResponse.TensorMetadata(**t) for t in meta["outputs"]],
         )
 
+    async def ModelConfig(self, request, context):
+        try:
+            config = self.core.model_config(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.ModelConfigResponse(config=json_format.ParseDict(config, pb.ModelConfig(), ignore_unknown_fields=True))
+
+    async def ModelStatistics(self, request, context):
+        try:
+            stats = self.core.model_stats(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return json_format.ParseDict(stats, pb.ModelStatisticsResponse(), ignore_unknown_fields=True)
+
+    async def RepositoryIndex(self, request, context):
+        rows = self.core.repository_index(ready_only=request.ready)
+        return pb.RepositoryIndexResponse(models=[pb.RepositoryIndexResponse.ModelIndex(**row) for row in rows])
+
+    async def RepositoryModelLoad(self, request, context):
+        try:
+            parameters = {k: _repository_parameter(v) for k, v in request.parameters.items()}
+            await self.core.load_model(request.model_name, parameters)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.RepositoryModelLoadResponse()
+
+    async def RepositoryModelUnload(self, request, context):
+        try:
+            await self.core.unload_model(request.model_name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.RepositoryModelUnloadResponse()
+
+    async def SystemSharedMemoryStatus(self, request, context):
+        try:
+            regions = self.core.shared_memory.status(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        Region = pb.SystemSharedMemoryStatusResponse.RegionStatus
+        return pb.SystemSharedMemoryStatusResponse(regions={r["name"]: Region(**r) for r in regions})
+
+    async def SystemSharedMemoryRegister(self, request, context):
+        try:
+            self.core.shared_memory.register(request.name, request.key, request.offset, request.byte_size)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.SystemSharedMemoryRegisterResponse()
+
+    async def SystemSharedMemoryUnregister(self, request, context):
+        try:
+            self.core.shared_memory.unregister(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.SystemSharedMemoryUnregisterResponse()
+
+    async def CudaSharedMemoryStatus(self, request, context):
+        try:
+            self.core.cuda_shared_memory_status(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.CudaSharedMemoryStatusResponse()
+
+    async def CudaSharedMemoryRegister(self, request, context):
+        try:
+            self.core.cuda_shared_memory_register(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.CudaSharedMemoryRegisterResponse()
+
+    async def CudaSharedMemoryUnregister(self, request, context):
+        try:
+            self.core.cuda_shared_memory_unregister(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.CudaSharedMemoryUnregisterResponse()
+
+    async def TraceSetting(self, request, context):
+        try:
+            changes = {k: list(v.value) for k, v in request.settings.items()}
+            current = log_and_trace.update_trace_settings(changes, request.model_name) if changes else log_and_trace.trace_settings(request.model_name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        Value = pb.TraceSettingResponse.SettingValue
+        return pb.TraceSettingResponse(settings={k: Value(value=v) for k, v in current.items()})
+
+    async def LogSettings(self, request, context):
+        try:
+            changes = {k: _setting_value(v) for k, v in request.settings.items()}
+            current = log_and_trace.update_log_settings(changes) if changes else log_and_trace.log_settings()
+        except Exception as exc:
+            await self._abort(context, exc)
+        Value = pb.LogSettingsResponse.SettingValue
+        kinds = {bool: "bool_param", int: "uint32_param", str: "string_param"}
+        return pb.LogSettingsResponse(settings={k: Value(**{kinds[type(v)]: v}) for k, v in current.items()})
+
+    async def ModelStreamInfer(self, request_iterator, context):
+        """Each request of the stream answered in order; a failed one as ``error_message`` (the
+        stream goes on, as Triton's)."""
+        async for request in request_iterator:
+            if type(request) is Undecodable:
+                yield pb.ModelStreamInferResponse(error_message=request.reason)
+                continue
+            try:
+                infer_request = decode_infer_request(request, self.max_elements)
+                infer_request.protocol = "grpc"
+                response = await self.core.infer(infer_request)
+            except ServingError as exc:
+                yield pb.ModelStreamInferResponse(error_message=str(exc))
+                continue
+            except Exception as exc:
+                log.exception("unexpected error while handling a streamed gRPC request")
+                yield pb.ModelStreamInferResponse(error_message=f"internal error: {type(exc).__name__}: {clipped(str(exc))}")
+                continue
+            yield pb.ModelStreamInferResponse(infer_response=encode_infer_response(response))
+
     async def ModelInfer(self, request, context):
         if self.hold is not None:
             self.last_held_at = asyncio.get_running_loop().time()
@@ -226,11 +376,21 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             await self._abort(context, exc)
         finally:
             self.in_flight -= 1
-        reply = pb.ModelInferResponse(model_name=response.model_name, model_version=response.model_version, id=response.id)
-        for out in response.outputs:
-            reply.outputs.add(name=out.name, datatype=out.datatype, shape=list(out.shape))
-            reply.raw_output_contents.append(datatypes.to_raw(out.data))
-        return reply
+        return encode_infer_response(response)
+
+
+def encode_infer_response(response) -> pb.ModelInferResponse:
+    reply = pb.ModelInferResponse(model_name=response.model_name, model_version=response.model_version, id=response.id)
+    for out in response.outputs:
+        tensor = reply.outputs.add(name=out.name, datatype=out.datatype, shape=list(out.shape))
+        if out.region is not None:
+            tensor.parameters["shared_memory_region"].string_param = out.region.region
+            tensor.parameters["shared_memory_byte_size"].int64_param = out.region.byte_size
+            tensor.parameters["shared_memory_offset"].int64_param = out.region.offset
+            reply.raw_output_contents.append(b"")  # keeps each later output at its own index
+            continue
+        reply.raw_output_contents.append(datatypes.to_raw(out.data))
+    return reply
 
 
 # -- grpc.health.v1.Health -------------------------------------------------------------------------

@@ -25,10 +25,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from serving import datatypes
+from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest, InferResponse
 from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError, clipped, shown
 from serving.json_body import load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from serving.shared_memory import region_ref
 
 log = logging.getLogger("flowstack.serving")
 
@@ -204,7 +206,12 @@ def parse_kserve_request(
         if not isinstance(params, dict):
             raise InvalidRequest(f"input {shown(tensor)}: 'parameters' must be an object")
         size = params.get("binary_data_size")
-        if size is not None:
+        ref = region_ref(tensor, params) if "shared_memory_region" in params else None
+        if ref is not None:
+            if size is not None or "data" in item:
+                raise InvalidRequest(f"input {shown(tensor)}: give its data, binary data or a shared-memory region, one only")
+            array = ref
+        elif size is not None:
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise InvalidRequest(f"input {shown(tensor)}: binary_data_size must be a non-negative integer, got {shown(size)}")
             if offset + size > len(binary):
@@ -223,7 +230,7 @@ def parse_kserve_request(
     if not isinstance(parameters, dict):
         raise InvalidRequest("'parameters' must be an object")
     default_binary = parameters.get("binary_data_output") is True
-    outputs, binary_flags = None, {}
+    outputs, binary_flags, output_regions = None, {}, {}
     requested = doc.get("outputs")
     if requested is not None:
         if not isinstance(requested, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in requested):
@@ -235,9 +242,12 @@ def parse_kserve_request(
             if not isinstance(params, dict):
                 raise InvalidRequest(f"output {shown(o['name'])}: 'parameters' must be an object")
             binary_flags[o["name"]] = params.get("binary_data", default_binary) is True
+            ref = region_ref(o["name"], params) if "shared_memory_region" in params else None
+            if ref is not None:
+                output_regions[o["name"]] = ref
     request_id = doc.get("id", "")
     request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
-                           outputs, parameters, protocol="http")
+                           outputs, parameters, protocol="http", output_regions=output_regions)
     return request, binary_flags or {"*": default_binary}
 
 
@@ -245,7 +255,10 @@ def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> I
     outputs, blobs, in_json = [], [], []
     for out in response.outputs:
         entry: dict[str, Any] = {"name": out.name, "datatype": out.datatype, "shape": list(out.shape)}
-        if binary_flags.get(out.name, binary_flags.get("*", False)):
+        if out.region is not None:
+            entry["parameters"] = {"shared_memory_region": out.region.region, "shared_memory_byte_size": out.region.byte_size,
+                                   "shared_memory_offset": out.region.offset}
+        elif binary_flags.get(out.name, binary_flags.get("*", False)):
             raw = datatypes.to_raw(out.data)
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)
@@ -477,6 +490,9 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     settings = settings or HttpSettings()
 
     def version_of(request: Request) -> str:
+        label = request.path_params.get("label")
+        if label is not None:  # TF Serving's /labels/{label}
+            return core.repository.version_for_label(request.path_params["name"], label)
         return request.path_params.get("version", "")
 
     @_endpoint
@@ -509,9 +525,75 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     async def model_stats(request: Request) -> Response:
         return _json(core.model_stats(request.path_params.get("name", ""), version_of(request)))
 
+    async def optional_json(request: Request) -> dict:
+        body = await _read_body(request, settings.max_request_bytes, _headers(request))
+        return load_json_object(body) if body.strip() else {}
+
     @_endpoint
     async def repository_index(request: Request) -> Response:
-        return _json(core.repository.index())
+        doc = await optional_json(request) if request.method == "POST" else {}
+        return _json(core.repository_index(ready_only=doc.get("ready") is True))
+
+    @_endpoint
+    async def repository_load(request: Request) -> Response:
+        doc = await optional_json(request)
+        parameters = doc.get("parameters") or {}
+        if not isinstance(parameters, dict):
+            raise InvalidRequest("'parameters' must be an object")
+        await core.load_model(request.path_params["name"], parameters)
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def shm_register(request: Request) -> Response:
+        doc = await optional_json(request)
+        core.shared_memory.register(request.path_params["region"], doc.get("key"), doc.get("offset", 0), doc.get("byte_size"))
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def shm_unregister(request: Request) -> Response:
+        core.shared_memory.unregister(request.path_params.get("region", ""))
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def shm_status(request: Request) -> Response:
+        return _json(core.shared_memory.status(request.path_params.get("region", "")))
+
+    @_endpoint
+    async def cuda_shm_register(request: Request) -> Response:
+        core.cuda_shared_memory_register(request.path_params["region"])
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def cuda_shm_unregister(request: Request) -> Response:
+        core.cuda_shared_memory_unregister(request.path_params.get("region", ""))
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def cuda_shm_status(request: Request) -> Response:
+        return _json(core.cuda_shared_memory_status(request.path_params.get("region", "")))
+
+    @_endpoint
+    async def logging_settings(request: Request) -> Response:
+        if request.method == "POST":
+            return _json(log_and_trace.update_log_settings(await optional_json(request)))
+        return _json(log_and_trace.log_settings())
+
+    @_endpoint
+    async def trace_settings(request: Request) -> Response:
+        model = request.path_params.get("name", "")
+        if request.method == "POST":
+            changes = {k: (v if isinstance(v, list) else [v]) for k, v in (await optional_json(request)).items()}
+            current = log_and_trace.update_trace_settings(changes, model)
+        else:
+            current = log_and_trace.trace_settings(model)
+        # Triton's HTTP form: trace_level a list, every other setting one string.
+        return _json({k: (v if k == "trace_level" else (v[0] if v else "")) for k, v in current.items()})
+
+    @_endpoint
+    async def repository_unload(request: Request) -> Response:
+        await optional_json(request)  # {"parameters": {"unload_dependents": ...}}: no model depends on another
+        await core.unload_model(request.path_params["name"])
+        return Response(b"", status_code=200)
 
     @_endpoint
     async def infer(request: Request) -> Response:
@@ -586,6 +668,7 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     versioned = "/v2/models/{name}/versions/{version}"
     tf_model = "/v1/models/{name}"
     tf_versioned = "/v1/models/{name}/versions/{version}"
+    tf_labelled = "/v1/models/{name}/labels/{label}"
     infer_routes = [Route(model + "/infer", infer, methods=["POST"]), Route(versioned + "/infer", infer, methods=["POST"])]
     # The router tries routes in order, so the inference routes come first: a request for one
     # then pays for one path match instead of ten.
@@ -593,11 +676,27 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         *infer_routes,
         Route(tf_model + ":predict", tf_predict, methods=["POST"]),
         Route(tf_versioned + ":predict", tf_predict, methods=["POST"]),
+        Route(tf_labelled + ":predict", tf_predict, methods=["POST"]),
         Route("/v2/health/live", live, methods=["GET"]),
         Route("/v2/health/ready", ready, methods=["GET"]),
         Route("/v2", server_metadata, methods=["GET"]),
         Route("/v2/models/stats", model_stats, methods=["GET"]),
         Route("/v2/repository/index", repository_index, methods=["GET", "POST"]),
+        Route("/v2/repository/models/{name}/load", repository_load, methods=["POST"]),
+        Route("/v2/repository/models/{name}/unload", repository_unload, methods=["POST"]),
+        Route("/v2/systemsharedmemory/status", shm_status, methods=["GET"]),
+        Route("/v2/systemsharedmemory/region/{region}/status", shm_status, methods=["GET"]),
+        Route("/v2/systemsharedmemory/region/{region}/register", shm_register, methods=["POST"]),
+        Route("/v2/systemsharedmemory/region/{region}/unregister", shm_unregister, methods=["POST"]),
+        Route("/v2/systemsharedmemory/unregister", shm_unregister, methods=["POST"]),
+        Route("/v2/cudasharedmemory/status", cuda_shm_status, methods=["GET"]),
+        Route("/v2/cudasharedmemory/region/{region}/status", cuda_shm_status, methods=["GET"]),
+        Route("/v2/cudasharedmemory/region/{region}/register", cuda_shm_register, methods=["POST"]),
+        Route("/v2/cudasharedmemory/region/{region}/unregister", cuda_shm_unregister, methods=["POST"]),
+        Route("/v2/cudasharedmemory/unregister", cuda_shm_unregister, methods=["POST"]),
+        Route("/v2/logging", logging_settings, methods=["GET", "POST"]),
+        Route("/v2/trace/setting", trace_settings, methods=["GET", "POST"]),
+        Route("/v2/models/{name}/trace/setting", trace_settings, methods=["GET", "POST"]),
         *[route for prefix in (model, versioned) for route in (
             Route(prefix, model_metadata, methods=["GET"]),
             Route(prefix + "/ready", model_ready, methods=["GET"]),
@@ -606,8 +705,10 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         )],
         Route(tf_model + "/metadata", tf_metadata, methods=["GET"]),
         Route(tf_versioned + "/metadata", tf_metadata, methods=["GET"]),
+        Route(tf_labelled + "/metadata", tf_metadata, methods=["GET"]),
         Route(tf_model, tf_status, methods=["GET"]),
         Route(tf_versioned, tf_status, methods=["GET"]),
+        Route(tf_labelled, tf_status, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
     app = InferFirst(Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}), infer_routes, infer)

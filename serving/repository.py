@@ -9,6 +9,7 @@ retried only when its files change. Names are validated and nothing outside the 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import threading
@@ -24,12 +25,13 @@ from serving import datatypes
 from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
 from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
-from serving.errors import InvalidRequest, ModelNotFound, ShuttingDown, shown
+from serving.errors import InvalidRequest, ModelNotFound, ServingError, ShuttingDown, shown
 from serving.memory import FreedMemoryReturner
 from serving.metrics import ServingMetrics
 
 log = logging.getLogger("flowstack.serving")
 
+CONTROL_MODES = frozenset({"poll", "explicit"})
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 MODEL_FILE = "model.flow"
 CONFIG_FILE = "config.json"
@@ -199,7 +201,11 @@ class ModelRepository:
         poll_interval_s: float | None = None,
         backend_factory: BackendFactory = EdgeRuntimeBackend,
         metrics: ServingMetrics | None = None,
+        control_mode: str = "poll",
+        startup_models: tuple[str, ...] = (),
     ):
+        if control_mode not in CONTROL_MODES:
+            raise ValueError(f"unknown model control mode {control_mode!r}; expected one of {sorted(CONTROL_MODES)}")
         self.root = Path(root)
         if not self.root.is_dir():
             raise FileNotFoundError(f"model repository {self.root} is not a directory")
@@ -209,6 +215,11 @@ class ModelRepository:
         self._backend_factory = backend_factory
         self.metrics = metrics or ServingMetrics()
         self._models: dict[str, _ModelEntry] = {}
+        self.control_mode = control_mode
+        # Explicit control: the models loaded on request, each with its config override (or None),
+        # and those to load at start ("*": every one).
+        self._wanted: dict[str, dict | None] = {}
+        self._startup_models = tuple(startup_models)
         self._problems: dict[str, str] = {}  # directory entries that are not valid models
         self._scan_lock = threading.Lock()
         self._stop = threading.Event()
@@ -230,6 +241,9 @@ class ModelRepository:
         return self._scanned.wait(timeout)
 
     def _run(self) -> None:
+        if self.control_mode == "explicit":
+            self._load_startup_models()
+            return
         while not self._stop.is_set():
             try:
                 self.poll()
@@ -261,13 +275,74 @@ class ModelRepository:
             thread.join(timeout)
         return not any(t.is_alive() for t in self._retiring)
 
+    # -- explicit model control --------------------------------------------------------------
+    def _load_startup_models(self) -> None:
+        try:
+            names = self._startup_models
+            if "*" in names:
+                names = tuple(d.name for d in sorted(self.root.iterdir()) if d.is_dir() and NAME_PATTERN.match(d.name))
+            for name in names:
+                try:
+                    self.load_model(name)
+                except ServingError as exc:
+                    log.error("model %r not loaded at start: %s", name, exc)
+        finally:
+            self._scanned.set()
+
+    def load_model(self, name: str, config: dict | None = None) -> None:
+        """Load (or reload) model ``name`` from the repository, with ``config`` in place of its
+        config.json if given (Triton's model repository extension). Blocks while it loads;
+        ``InvalidRequest`` if it cannot be loaded, naming why; a version already served keeps
+        serving if its reload fails."""
+        self._check_explicit("load")
+        validate_name(name)
+        if config is not None:
+            try:
+                ModelConfig.from_dict(config, f"config override for model {name!r}")
+            except ConfigError as exc:
+                raise InvalidRequest(str(exc)) from None
+        with self._scan_lock:
+            if self._closing:
+                raise ShuttingDown("server is shutting down")
+            directory = self.root / name
+            if not directory.is_dir() or not self._inside_root(directory):
+                raise InvalidRequest(f"failed to load model {name!r}: no model directory {name!r} in the model repository")
+            self._wanted[name] = config
+            try:
+                self._sync_model(name, directory, config)
+            except OSError as exc:
+                self._unreadable(name, exc)
+            entry = self._models[name]
+        if not entry.serving:
+            raise InvalidRequest(f"failed to load model {name!r}: {self._reasons(entry)}")
+
+    def unload_model(self, name: str) -> None:
+        """Stop serving model ``name``: lookups fail at once; requests already queued or running
+        on it finish, then its memory is returned. Unloading a model not loaded is no error."""
+        self._check_explicit("unload")
+        validate_name(name)
+        with self._scan_lock:
+            self._wanted.pop(name, None)
+            entry = self._models.pop(name, None)
+            if entry is not None:
+                log.info("model %r unloading on request", name)
+                for mv in entry.serving.values():
+                    self._retire(mv)
+            self._forget_retired_metrics()
+
+    def _check_explicit(self, action: str) -> None:
+        if self.control_mode != "explicit":
+            raise InvalidRequest(f"explicit model {action} is not allowed while the repository is polled; "
+                                 "start the server with --model-control-mode explicit")
+
     # -- queries -----------------------------------------------------------------------------
     def ready(self) -> bool:
-        """True once the first scan is done, there is a model, and every model has a ready version."""
+        """True once the first scan is done and every model has a ready version; polled, the
+        repository must hold a model, under explicit control none need be loaded."""
         if self._closing or not self._scanned.is_set():
             return False
         models = list(self._models.values())
-        return bool(models) and all(entry.serving for entry in models)
+        return (bool(models) or self.control_mode == "explicit") and all(entry.serving for entry in models)
 
     def model_names(self) -> list[str]:
         return sorted(self._models)
@@ -281,7 +356,9 @@ class ModelRepository:
             validate_name(name)  # a name being served is valid: no regex per request
         wanted = parse_version(version)
         if entry is None:
-            raise ModelNotFound(f"unknown model {name!r}; available models: {self.model_names()}")
+            # Triton's words, which clients test for; naming no other model (a caller that may not
+            # know of them learns nothing of the repository).
+            raise ModelNotFound(f"Request for unknown model: {name!r} is not found")
         serving = entry.serving
         if wanted is None:
             if not serving:
@@ -293,6 +370,17 @@ class ModelRepository:
             detail = f" ({status.state}: {status.reason})" if status and status.reason else ""
             raise ModelNotFound(f"model {name!r} version {wanted} is not being served{detail}; ready versions: {sorted(serving)}")
         return found
+
+    def version_for_label(self, name: str, label: str) -> str:
+        """The version a TensorFlow Serving version label of model ``name`` points at."""
+        entry = self._models.get(name)
+        if entry is None:
+            self.get(name)  # raises naming the models there are
+        labels = dict(entry.config.version_labels)
+        version = labels.get(label)
+        if version is None:
+            raise ModelNotFound(f"model {name!r} has no version label {shown(label)}; its labels: {sorted(labels)}")
+        return str(version)
 
     def is_ready(self, name: str, version: str | None = None) -> bool:
         try:
@@ -320,6 +408,11 @@ class ModelRepository:
                 rows.append({"name": name, "version": str(status.version), "state": status.state, "reason": status.reason})
         for name, problem in sorted(self._problems.items()):
             rows.append({"name": name, "version": "", "state": "UNAVAILABLE", "reason": problem})
+        if self.control_mode == "explicit":  # the models there to load, as Triton lists them
+            loaded = set(self._models)
+            for directory in sorted(self.root.iterdir()):
+                if directory.is_dir() and NAME_PATTERN.match(directory.name) and directory.name not in loaded:
+                    rows.append({"name": directory.name, "version": "", "state": "UNAVAILABLE", "reason": "not loaded"})
         return rows
 
     def _reasons(self, entry: _ModelEntry) -> str:
@@ -372,9 +465,11 @@ class ModelRepository:
                 if not self._inside_root(directory):
                     problems[name] = "refused: the directory resolves outside the model repository"
                     continue
+                if self.control_mode == "explicit" and name not in self._wanted:
+                    continue  # loaded on request only
                 found.add(name)
                 try:
-                    self._sync_model(name, directory)
+                    self._sync_model(name, directory, self._wanted.get(name))
                 except OSError as exc:
                     # The directory changed under the scan (deleted, replaced, unreadable): report
                     # it, keep what this model serves, and go on to the other models.
@@ -412,12 +507,12 @@ class ModelRepository:
                 refused[int(sub.name)] = f"refused: {path} resolves outside the model repository"
         return versions, refused
 
-    def _sync_model(self, name: str, directory: Path) -> None:
+    def _sync_model(self, name: str, directory: Path, override: dict | None = None) -> None:
         entry = self._models.setdefault(name, _ModelEntry())
         config_path = directory / CONFIG_FILE
-        config_stamp = _stamp(config_path)
+        config_stamp = _stamp(config_path) if override is None else ("override", json.dumps(override, sort_keys=True))
         try:
-            config = ModelConfig.from_file(config_path)
+            config = ModelConfig.from_file(config_path) if override is None else ModelConfig.from_dict(override)
         except ConfigError as exc:
             if entry.error != str(exc):
                 log.error("model %r: %s (keeping the versions already served)", name, exc)

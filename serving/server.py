@@ -61,6 +61,10 @@ class ServerOptions:
     # After SIGTERM: seconds of serving on, readiness false, before the listeners close (within
     # drain_timeout_s), so that load balancers stop sending new connections first.
     lame_duck_s: float = 5.0
+    # "poll": the repository is scanned every poll_interval_s; "explicit": models are loaded and
+    # unloaded on request (Triton's model repository extension), those in startup_models at start.
+    model_control_mode: str = "poll"
+    startup_models: tuple[str, ...] = ()
     # A client's time to send a whole HTTP request from its first byte (else 408), and to start
     # reading a response it has let fill the socket buffer (else the connection is aborted).
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
@@ -124,7 +128,8 @@ class InferenceServer:
         if bool(o.tls_cert) != bool(o.tls_key):
             raise ValueError("TLS needs both --tls-cert and --tls-key")
         self.repository = ModelRepository(
-            o.model_repository, device=o.device, poll_interval_s=o.poll_interval_s, backend_factory=o.backend_factory
+            o.model_repository, device=o.device, poll_interval_s=o.poll_interval_s, backend_factory=o.backend_factory,
+            control_mode=o.model_control_mode, startup_models=o.startup_models,
         )
         self.core = InferenceCore(self.repository)
         self.repository.start()
@@ -206,6 +211,8 @@ class InferenceServer:
             await asyncio.gather(*waits, return_exceptions=True)
         if self.repository is not None:
             await loop.run_in_executor(None, self.repository.close, max(0.0, deadline - loop.time()))
+        if self.core is not None:
+            self.core.shared_memory.close()
         log.info("stopped", extra={"fields": {"event": "stopped", "drain_seconds": round(loop.time() - started, 3)}})
 
 

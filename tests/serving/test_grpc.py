@@ -74,7 +74,7 @@ def test_infer_raw_and_typed_contents(stub, mlp):
         (lambda r: r.inputs.__getitem__(0).__setattr__("datatype", "INT64"), grpc.StatusCode.INVALID_ARGUMENT, "input 'x'"),
         (lambda r: r.raw_input_contents.__setitem__(0, b"\x00" * 7), grpc.StatusCode.INVALID_ARGUMENT, "needs 80 bytes, got 7"),
         (lambda r: r.inputs.__getitem__(0).shape.__setitem__(0, 1 << 40), grpc.StatusCode.INVALID_ARGUMENT, "more than the limit"),
-        (lambda r: r.__setattr__("model_name", "ghost"), grpc.StatusCode.NOT_FOUND, "unknown model 'ghost'"),
+        (lambda r: r.__setattr__("model_name", "ghost"), grpc.StatusCode.NOT_FOUND, "Request for unknown model: 'ghost' is not found"),
         (lambda r: r.__setattr__("model_version", "9"), grpc.StatusCode.NOT_FOUND, "version 9"),
         (lambda r: r.inputs.__getitem__(0).__setattr__("name", "y"), grpc.StatusCode.INVALID_ARGUMENT, "unknown input 'y'"),
         (lambda r: r.outputs.add(name="nope"), grpc.StatusCode.INVALID_ARGUMENT, "unknown output"),

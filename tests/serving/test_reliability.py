@@ -73,7 +73,7 @@ MALFORMED = [
     ("/v2/models/mlp/infer", binary_body(32, b"\x00" * 40), 400, "8 bytes of binary data after the last input"),
     ("/v2/models/mlp/infer", (b"{}", {"Inference-Header-Content-Length": "999"}), 400, "Inference-Header-Content-Length"),
     ("/v2/models/mlp/infer", (b"{}", {"Content-Encoding": "gzip"}), 400, "not valid gzip data"),
-    ("/v2/models/ghost/infer", _json(GOOD), 404, "unknown model 'ghost'"),
+    ("/v2/models/ghost/infer", _json(GOOD), 404, "Request for unknown model: 'ghost' is not found"),
     ("/v2/models/mlp/versions/7/infer", _json(GOOD), 404, "model 'mlp' version 7 is not being served"),
     ("/v2/models/mlp/versions/x1/infer", _json(GOOD), 400, "invalid model version 'x1'"),
     ("/v2/models/bad%20name/infer", _json(GOOD), 400, "invalid model name"),

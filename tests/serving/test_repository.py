@@ -192,7 +192,7 @@ def test_config_change_reloads_and_removed_model_unloads(tmp_path, mlp):
     os.rename(tmp_path / "mlp", tmp_path / ".mlp-removed")
     repository.poll()
     assert repository.model_names() == [] and not repository.ready()
-    with pytest.raises(ModelNotFound, match="unknown model 'mlp'"):
+    with pytest.raises(ModelNotFound, match="Request for unknown model: 'mlp'"):
         repository.get("mlp")
     repository.close()
 
