@@ -20,9 +20,9 @@ def register(subparsers) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-repository", type=Path, required=True, help="directory of <name>/<version>/model.flow")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--http-port", type=int, default=8000, help="HTTP port; 0 picks a free one, -1 turns HTTP off")
-    p.add_argument("--grpc-port", type=int, default=8001, help="gRPC port; 0 picks a free one, -1 turns gRPC off")
-    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="run models on NumPy (cpu) or CuPy (gpu)")
+    p.add_argument("--http-port", type=int, default=8000, help="HTTP port; 0 picks a free one, -1 turns HTTP off (default 8000)")
+    p.add_argument("--grpc-port", type=int, default=8001, help="gRPC port; 0 picks a free one, -1 turns gRPC off (default 8001)")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="run models on NumPy (cpu) or CuPy (gpu) (default cpu)")
     p.add_argument("--poll-interval", type=float, default=5.0,
                    help="seconds between repository scans; 0 loads once and never polls (default 5)")
     p.add_argument("--model-control-mode", choices=("poll", "explicit"), default="poll",
@@ -35,8 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="name of an environment variable holding a bearer token that every request must carry")
     p.add_argument("--tls-cert", type=Path, help="PEM certificate: serve HTTPS and gRPC over TLS (with --tls-key)")
     p.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
-    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit; larger gets 413")
-    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit")
+    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit in bytes; larger gets 413 (default 64 MiB)")
+    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit in bytes (default 256 MiB)")
     p.add_argument("--drain-timeout", type=float, default=30.0,
                    help="on SIGTERM or SIGINT: seconds from the signal to exit, lame duck included; requests "
                         "under way finish within it (default 30)")
@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds an HTTP connection may wait, new or between requests, before it is closed (default 5)")
     p.add_argument("--grpc-idle-timeout", type=float, default=300.0,
                    help="seconds a gRPC connection with no call may stay open; 0 for no limit (default 300)")
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="(default info)")
 
 
 def run(args: argparse.Namespace) -> int:

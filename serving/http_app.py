@@ -632,7 +632,8 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         meta = core.model_metadata(request.path_params["name"], version_of(request))
 
         def info(tensors):
-            return {t["name"]: {"dtype": t["datatype"], "tensor_shape": {"dim": [{"size": str(d)} for d in t["shape"]]},
+            return {t["name"]: {"dtype": datatypes.TF_TYPE_NAMES.get(t["datatype"], t["datatype"]),
+                                "tensor_shape": {"dim": [{"size": str(d)} for d in t["shape"]]},
                                 "name": t["name"]} for t in tensors}
 
         return _json({
@@ -654,6 +655,56 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
             raise
         response = await core.infer(infer_request)
         return _json(tf_predict_response(response, row), finite=datatypes.all_finite(o.data for o in response.outputs))
+
+    async def tf_examples(request: Request, method: str) -> Response:
+        """TF Serving's :classify and :regress over a predict model: each of ``examples`` (merged
+        with ``context``) is one row of inputs; the model's one output gives each row's scores
+        (classify: [label, score] pairs, labels from the model's ``labels`` metadata, else the
+        class index) or value (regress)."""
+        name, version = request.path_params["name"], version_of(request)
+        try:
+            mv = core.repository.get(name, version)
+            doc = load_json_object(await _read_body(request, settings.max_request_bytes, _headers(request)))
+            examples, context = doc.get("examples"), doc.get("context") or {}
+            if not isinstance(examples, list) or not examples or not all(isinstance(e, dict) for e in examples):
+                raise InvalidRequest(f":{method} needs 'examples', a non-empty list of objects of feature -> value")
+            if not isinstance(context, dict):
+                raise InvalidRequest("'context' must be an object of feature -> value")
+            if len(mv.outputs) != 1:
+                raise InvalidRequest(f":{method} needs a model with one output; {name!r} has {[s.name for s in mv.outputs]} "
+                                     "(use :predict)")
+            predict = {"instances": [{**context, **example} for example in examples]}
+            if "signature_name" in doc:
+                predict["signature_name"] = doc["signature_name"]
+            infer_request, _ = parse_tf_predict(predict, mv.inputs, name, version, settings.max_elements)
+        except ServingError as exc:
+            core.count_refused("tfserving", exc)
+            raise
+        response = await core.infer(infer_request)
+        values = np.asarray(response.outputs[0].data)
+        rows = len(examples)
+        if values.dtype.kind not in "biuf" or not values.ndim or values.shape[0] != rows:
+            raise InvalidRequest(f"output {response.outputs[0].name!r} (shape {list(values.shape)}) does not give one "
+                                 f"{'set of scores' if method == 'classify' else 'value'} per example")
+        flat = values.reshape(rows, -1).astype(np.float64)
+        if method == "regress":
+            if flat.shape[1] != 1:
+                raise InvalidRequest(f":regress needs one value per example; output {response.outputs[0].name!r} gives "
+                                     f"{flat.shape[1]} (use :classify or :predict)")
+            return _json({"results": flat[:, 0].tolist()}, finite=bool(np.isfinite(flat).all()))
+        labels = mv.backend.metadata.get("labels", "").splitlines()
+        if len(labels) != flat.shape[1]:
+            labels = [str(i) for i in range(flat.shape[1])]
+        results = [[[label, score] for label, score in zip(labels, row)] for row in flat.tolist()]
+        return _json({"results": results}, finite=bool(np.isfinite(flat).all()))
+
+    @_endpoint
+    async def tf_classify(request: Request) -> Response:
+        return await tf_examples(request, "classify")
+
+    @_endpoint
+    async def tf_regress(request: Request) -> Response:
+        return await tf_examples(request, "regress")
 
     @_endpoint
     async def metrics(request: Request) -> Response:
@@ -677,6 +728,9 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         Route(tf_model + ":predict", tf_predict, methods=["POST"]),
         Route(tf_versioned + ":predict", tf_predict, methods=["POST"]),
         Route(tf_labelled + ":predict", tf_predict, methods=["POST"]),
+        *[Route(prefix + suffix, handler, methods=["POST"])
+          for prefix in (tf_model, tf_versioned, tf_labelled)
+          for suffix, handler in ((":classify", tf_classify), (":regress", tf_regress))],
         Route("/v2/health/live", live, methods=["GET"]),
         Route("/v2/health/ready", ready, methods=["GET"]),
         Route("/v2", server_metadata, methods=["GET"]),

@@ -188,6 +188,7 @@ class _ModelEntry:
     statuses: dict[int, VersionStatus] = field(default_factory=dict)
     config: ModelConfig = field(default_factory=ModelConfig)
     error: str = ""  # a model-level problem (bad config.json), reported alongside the versions
+    reported_empty: str = ""  # the no-version problem last logged, so that a poll logs it once
 
 
 class ModelRepository:
@@ -520,6 +521,11 @@ class ModelRepository:
             return
         available, refused = self._available_versions(directory)
         entry.error = ""
+        if not available and not refused:
+            entry.error = _no_version_reason(name, directory)
+            if entry.error != entry.reported_empty:
+                log.warning("model %r: %s", name, entry.error)
+            entry.reported_empty = entry.error
         entry.config = config
         limit = config.version_policy.wanted()
         keep: dict[int, ModelVersion] = {}
@@ -615,6 +621,14 @@ class ModelRepository:
     def _forget_retired_metrics(self) -> None:
         served = {(name, str(v)) for name, entry in list(self._models.items()) for v in list(entry.serving)}
         self.metrics.keep_versions(served)
+
+
+def _no_version_reason(name: str, directory: Path) -> str:
+    """Why a model directory gives no version, saying where the file must go."""
+    if (directory / MODEL_FILE).is_file():
+        return (f"{MODEL_FILE} lies directly in the model directory; versions live in numbered folders: "
+                f"move it to {name}/1/{MODEL_FILE}")
+    return f"no version folder (a positive number, like {name}/1/) holding a {MODEL_FILE}"
 
 
 def _stamp(path: Path) -> tuple | None:

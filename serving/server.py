@@ -132,15 +132,9 @@ class InferenceServer:
             control_mode=o.model_control_mode, startup_models=o.startup_models,
         )
         self.core = InferenceCore(self.repository)
+        sock = _bind_http(o.host, o.http_port) if o.http_port is not None else None  # before any model loads
         self.repository.start()
-        if o.http_port is not None:
-            # proto IPPROTO_TCP (not 0) so asyncio turns on TCP_NODELAY for accepted connections;
-            # without it every response pays a ~40 ms Nagle/delayed-ACK stall.
-            family = socket.AF_INET6 if ":" in o.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((o.host, o.http_port))
-            sock.set_inheritable(True)
+        if sock is not None:
             self.http_port = sock.getsockname()[1]
             app = create_app(self.core, HttpSettings(max_request_bytes=o.max_request_bytes, auth_token=o.auth_token))
             config = uvicorn.Config(
@@ -179,7 +173,11 @@ class InferenceServer:
                 tls_key=o.tls_key.read_bytes() if o.tls_key else None,
             )
             host = f"[{o.host}]" if ":" in o.host else o.host
-            self._grpc = create_grpc_front_end(self.core, f"{host}:{o.grpc_port}", settings)
+            try:
+                self._grpc = create_grpc_front_end(self.core, f"{host}:{o.grpc_port}", settings)
+            except RuntimeError as exc:  # grpc's "Failed to bind to address ..."
+                raise RuntimeError(f"cannot listen for gRPC on {o.host}:{o.grpc_port} ({exc}); is the port in use? "
+                                   "Pick another with --grpc-port (0: any free port; -1: no gRPC)") from None
             self.grpc_port = self._grpc.port
             await self._grpc.server.start()
         log.info("serving", extra={"fields": {
@@ -214,6 +212,23 @@ class InferenceServer:
         if self.core is not None:
             self.core.shared_memory.close()
         log.info("stopped", extra={"fields": {"event": "stopped", "drain_seconds": round(loop.time() - started, 3)}})
+
+
+def _bind_http(host: str, port: int) -> socket.socket:
+    """The HTTP listening socket, bound; a port in use is a one-line error naming the flag."""
+    # proto IPPROTO_TCP (not 0) so asyncio turns on TCP_NODELAY for accepted connections;
+    # without it every response pays a ~40 ms Nagle/delayed-ACK stall.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(f"cannot listen for HTTP on {host}:{port}: {exc.strerror}; pick another port with "
+                           "--http-port (0: any free port; -1: no HTTP)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 class JsonLogFormatter(logging.Formatter):
