@@ -54,6 +54,7 @@ class InferRequest:
     parameters: dict[str, Any] = field(default_factory=dict)
     protocol: str = "http"
     output_regions: dict[str, RegionRef] = field(default_factory=dict)  # outputs to write to shared memory
+    shared_memory: bool = False  # some input or output is a shared-memory region (set by the front end)
 
 
 @dataclass
@@ -178,7 +179,7 @@ class InferenceCore:
         mv: ModelVersion | None = None
         rows = 1
         try:
-            if request.output_regions or any(type(t.data) is RegionRef for t in request.inputs):
+            if request.shared_memory:
                 self._read_regions(request)
             for attempt in range(3):
                 mv = self.repository.get(request.model_name, request.model_version)

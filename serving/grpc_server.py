@@ -114,6 +114,7 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         parameters={k: _parameter_value(v) for k, v in request.parameters.items()},
         protocol="grpc",
         output_regions=output_regions,
+        shared_memory=sent < len(request.inputs) or bool(output_regions),
     )
 
 

@@ -192,7 +192,7 @@ def parse_kserve_request(
     items = doc.get("inputs")
     if not isinstance(items, list) or not items:
         raise InvalidRequest("request needs a non-empty 'inputs' list")
-    inputs, offset = [], 0
+    inputs, offset, shared = [], 0, False
     for position, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise InvalidRequest(f"inputs[{position}] must be an object with a string 'name'")
@@ -210,7 +210,7 @@ def parse_kserve_request(
         if ref is not None:
             if size is not None or "data" in item:
                 raise InvalidRequest(f"input {shown(tensor)}: give its data, binary data or a shared-memory region, one only")
-            array = ref
+            array, shared = ref, True
         elif size is not None:
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise InvalidRequest(f"input {shown(tensor)}: binary_data_size must be a non-negative integer, got {shown(size)}")
@@ -247,7 +247,8 @@ def parse_kserve_request(
                 output_regions[o["name"]] = ref
     request_id = doc.get("id", "")
     request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
-                           outputs, parameters, protocol="http", output_regions=output_regions)
+                           outputs, parameters, protocol="http", output_regions=output_regions,
+                           shared_memory=shared or bool(output_regions))
     return request, binary_flags or {"*": default_binary}
 
 
@@ -441,11 +442,14 @@ class CloseWhileDraining:
         self.app = app
         self.core = core
 
-    async def __call__(self, scope, receive, send) -> None:
+    def __call__(self, scope, receive, send) -> Awaitable[None]:
+        # Not a coroutine function: serving, it hands back the app's own coroutine, adding no frame
+        # to every request (uvicorn is told the interface is ASGI 3).
         if not self.core.draining or scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
+        return self._closing(scope, receive, send)
 
+    async def _closing(self, scope, receive, send) -> None:
         async def closing(message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}

@@ -144,6 +144,7 @@ class InferenceServer:
                 # No WebSocket endpoints: an Upgrade request is answered as plain HTTP (404) rather
                 # than handed to a WebSocket protocol on the head-holding transport.
                 ws="none",
+                interface="asgi3",  # the app's __call__ returns its coroutine rather than being one
                 log_config=None,
                 access_log=False,
                 lifespan="off",
