@@ -169,3 +169,19 @@ def test_cli_model_control_flags(tmp_path, monkeypatch, capsys):
     assert (options.model_control_mode, options.startup_models, options.lame_duck_s) == ("explicit", ("a", "b"), 2)
     assert serve.main(["--model-repository", str(tmp_path), "--load-model", "a"]) == 2
     assert "--load-model needs --model-control-mode explicit" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_tritonclient_aio_clients(explicit_server, mlp, protocol):
+    address = explicit_server.http_address if protocol == "http" else explicit_server.grpc_address
+    run = subprocess.run([sys.executable, str(HERE / "triton_aio_client.py"), protocol, address],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    assert report["live"] and report["ready"] and report["pair_ready"] and not report["pair_ready_after_unload"]
+    assert {row["name"] for row in report["index"]} == {"mlp", "pair"}
+    expected = mlp(np.array(report["x"], np.float32))
+    for probs in report["probs"] + [report["shm_probs"]]:
+        np.testing.assert_allclose(np.array(probs), expected, rtol=1e-5)
+    assert report["shm_regions"] == 1 and report["inference_count"] >= 18 and report["max_batch_size"] in (4, 8)
