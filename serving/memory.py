@@ -41,10 +41,8 @@ class FreedMemoryReturner:
         self._wanted = threading.Event()
         self._stopping = False
         self.trims = 0  # completed trims, for tests and logs
-        self._thread: threading.Thread | None = None
-        if self._trim is not None:
-            self._thread = threading.Thread(target=self._run, name="malloc-trim", daemon=True)
-            self._thread.start()
+        self._thread: threading.Thread | None = None  # started by the first request
+        self._start_lock = threading.Lock()
 
     @property
     def available(self) -> bool:
@@ -52,6 +50,13 @@ class FreedMemoryReturner:
 
     def request(self) -> None:
         """Ask for a trim soon (after an unload)."""
+        if self._trim is None or self._stopping:
+            return
+        if self._thread is None:
+            with self._start_lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="malloc-trim", daemon=True)
+                    self._thread.start()
         self._wanted.set()
 
     def close(self, timeout: float | None = 5.0) -> None:
