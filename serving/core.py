@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -134,7 +135,8 @@ class InferenceCore:
             "input": tensors(mv.inputs),
             "output": tensors(mv.outputs),
             "instance_group": [{"count": mv.config.instances, "kind": "KIND_GPU" if self.repository.device == "gpu" else "KIND_CPU"}],
-            "parameters": {k: {"string_value": v} for k, v in mv.backend.metadata.items()},
+            # The exporter's "source" is a path on the machine that exported the model: only its name is served.
+            "parameters": {k: {"string_value": os.path.basename(v) if k == "source" else v} for k, v in mv.backend.metadata.items()},
         }
         if batched:
             config["dynamic_batching"] = {

@@ -178,6 +178,8 @@ class ServingMetrics:
             "flowstack_request_duration_seconds", "End-to-end inference time inside the server.", LATENCY_BUCKETS_S
         )
         self.batch_size = Histogram("flowstack_batch_size", "Rows per batched backend call.", BATCH_SIZE_BUCKETS)
+        self.load_failures = Counter("flowstack_model_load_failures_total",
+                                     "Model versions (or configs) that failed to load, by model.")
         self._gauges: list[Gauge] = []
 
     def add_gauge(self, name: str, help_text: str, collect: Callable[[], dict[Labels, float]]) -> None:
@@ -185,7 +187,8 @@ class ServingMetrics:
 
     @property
     def _families(self) -> list:
-        return [self.requests, self.request_seconds, self.queue_seconds, self.compute_seconds, self.batch_size]
+        return [self.requests, self.request_seconds, self.queue_seconds, self.compute_seconds, self.batch_size,
+                self.load_failures]
 
     def keep_versions(self, served: set[tuple[str, str]]) -> None:
         """Drop the series of model versions no longer served: those labelled with a model and a
@@ -195,7 +198,9 @@ class ServingMetrics:
 
         def keep(labels: Labels) -> bool:
             found = dict(labels)
-            model, version = found.get("model", ""), found.get("version", "")
+            if "version" not in found:  # a model's own series (its load failures)
+                return True
+            model, version = found.get("model", ""), found["version"]
             return not model or (model, version) in served
 
         for family in self._families:

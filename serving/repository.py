@@ -505,7 +505,7 @@ class ModelRepository:
             if self._inside_root(path):
                 versions[int(sub.name)] = path
             else:
-                refused[int(sub.name)] = f"refused: {path} resolves outside the model repository"
+                refused[int(sub.name)] = f"refused: {directory.name}/{sub.name}/{MODEL_FILE} resolves outside the model repository"
         return versions, refused
 
     def _sync_model(self, name: str, directory: Path, override: dict | None = None) -> None:
@@ -513,10 +513,14 @@ class ModelRepository:
         config_path = directory / CONFIG_FILE
         config_stamp = _stamp(config_path) if override is None else ("override", json.dumps(override, sort_keys=True))
         try:
-            config = ModelConfig.from_file(config_path) if override is None else ModelConfig.from_dict(override)
+            if override is None:
+                config = ModelConfig.from_file(config_path, self._real_root, f"{name}/{CONFIG_FILE}")
+            else:
+                config = ModelConfig.from_dict(override, f"config override for model {name!r}")
         except ConfigError as exc:
             if entry.error != str(exc):
                 log.error("model %r: %s (keeping the versions already served)", name, exc)
+                self.metrics.load_failures.inc(model=name)
             entry.error = str(exc)
             return
         available, refused = self._available_versions(directory)
@@ -548,8 +552,9 @@ class ModelRepository:
             try:
                 loaded = self._load(name, version, available[version], config, fingerprint)
             except Exception as exc:  # any load or warmup failure is reported, never raised
-                reason = f"failed to load {available[version]}: {type(exc).__name__}: {exc}"
+                reason = f"failed to load {name}/{version}/{MODEL_FILE}: {type(exc).__name__}: {exc}"
                 log.error("model %r version %d: %s", name, version, reason)
+                self.metrics.load_failures.inc(model=name)
                 entry.failed[version] = fingerprint
                 statuses[version] = VersionStatus(version, "UNAVAILABLE", reason)
                 if current is not None:
