@@ -12,6 +12,7 @@ import itertools
 import math
 import mmap
 import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 
 from schemas import dtypes
 from schemas.fb.AttrType import AttrType
+from schemas.fb.BufferChecksum import BufferChecksum
 from schemas.fb.Model import Model as FbModel
 
 FILE_IDENTIFIER = b"FLOW"
@@ -92,10 +94,35 @@ class ModelDef:
     signatures: dict[str, SignatureDef]
     metadata: dict[str, str] = field(default_factory=dict)
     size: int = 0
+    # (offset, length, CRC-32) of every buffer, where the file records checksums (else empty).
+    buffer_checksums: tuple[tuple[int, int, int], ...] = ()
 
 
-def read_file(path: str | Path) -> tuple[ModelDef, mmap.mmap | None]:
-    """Map ``path`` read-only and parse it; returns the model and the mapping that backs its weights."""
+def buffer_crc32(data: bytes | memoryview | np.ndarray) -> int:
+    """The checksum a .flow file records for a buffer's bytes (zlib's CRC-32)."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def verify_checksums(data: bytes | bytearray | memoryview | mmap.mmap, model: ModelDef, source: str = "<bytes>") -> bool:
+    """Check every buffer of ``data`` (the file ``model`` was parsed from) against its recorded
+    CRC-32; a mismatch (flipped or rewritten weight bytes) is a ``ModelFormatError`` naming the
+    buffer. Returns False for a file written before checksums (nothing to check)."""
+    if not model.buffer_checksums:
+        return False
+    view = memoryview(data)
+    for index, (offset, length, expected) in enumerate(model.buffer_checksums):
+        actual = buffer_crc32(view[offset : offset + length])
+        if actual != expected:
+            raise ModelFormatError(
+                f"{source}: buffer {index} (offset {offset}, {length} bytes): checksum {actual:08x} does not match the "
+                f"recorded {expected:08x}; the file's weights are corrupt"
+            )
+    return True
+
+
+def read_file(path: str | Path, verify: bool = False) -> tuple[ModelDef, mmap.mmap | None]:
+    """Map ``path`` read-only and parse it; returns the model and the mapping that backs its weights.
+    ``verify`` checks the buffers' checksums too (reading every page of the file)."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -105,13 +132,14 @@ def read_file(path: str | Path) -> tuple[ModelDef, mmap.mmap | None]:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as exc:
         raise ModelFormatError(f"{path}: cannot open: {exc.strerror or exc}") from exc
-    return parse(mapped, source=str(path)), mapped
+    return parse(mapped, source=str(path), verify=verify), mapped
 
 
 
 
-def parse(data: bytes | bytearray | memoryview | mmap.mmap, source: str = "<bytes>") -> ModelDef:
-    """Parse and validate a complete .flow image held in memory (or mapped)."""
+def parse(data: bytes | bytearray | memoryview | mmap.mmap, source: str = "<bytes>", verify: bool = False) -> ModelDef:
+    """Parse and validate a complete .flow image held in memory (or mapped); ``verify`` also checks
+    the buffers' checksums (``verify_checksums``)."""
     size = len(data)
     if size < 8:
         raise ModelFormatError(f"{source}: {size} bytes is too short to be a .flow file")
@@ -123,7 +151,7 @@ def parse(data: bytes | bytearray | memoryview | mmap.mmap, source: str = "<byte
         raise ModelFormatError(f"{source}: file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}; not a .flow file")
     reader = _Reader(data, size, source)
     try:
-        return reader.model()
+        model = reader.model()
     except ModelFormatError:
         raise
     except struct.error as exc:
@@ -132,6 +160,9 @@ def parse(data: bytes | bytearray | memoryview | mmap.mmap, source: str = "<byte
                                f"file ({size} bytes; {exc})") from exc
     except (IndexError, ValueError, TypeError, UnicodeDecodeError, OverflowError, RecursionError) as exc:
         raise ModelFormatError(f"{source}: corrupt FlatBuffer ({type(exc).__name__}: {exc}) while reading {reader.where}") from exc
+    if verify:
+        verify_checksums(data, model, source)
+    return model
 
 
 # An ONNX ModelProto starts with its ir_version (field 1, a small varint), then another field's tag
@@ -195,9 +226,14 @@ class _Reader:
         if version < 1:
             raise self.fail(f"format version {version} is invalid")
         self.where = "buffers"
+        checksum = fb.Checksum()
+        if checksum not in (BufferChecksum.NONE, BufferChecksum.CRC32):
+            raise self.fail(f"unknown buffer checksum kind {checksum}; upgrade flowstack to read it")
+        crcs = []
         for i in range(self.count(fb, "Buffers")):
             b = fb.Buffers(i)
             offset, length = b.Offset(), b.Length()
+            crcs.append(b.Crc32())
             if i == 0:
                 if length != 0:
                     raise self.fail("buffer 0 must be the empty sentinel")
@@ -237,7 +273,8 @@ class _Reader:
         for i in range(self.count(fb, "Metadata")):
             kv = fb.Metadata(i)
             metadata[self.string(kv.Key())] = self.string(kv.Value())
-        return ModelDef(version, self.string(fb.Producer()), opsets, subgraphs, signatures, metadata, self.size)
+        checksums = tuple((o, n, c) for (o, n), c in zip(self.buffers, crcs)) if checksum == BufferChecksum.CRC32 else ()
+        return ModelDef(version, self.string(fb.Producer()), opsets, subgraphs, signatures, metadata, self.size, checksums)
 
     def check_disjoint(self, buffers: list[tuple[int, int]]) -> None:
         """Each weight owns its bytes: buffers that share bytes are a corrupt or hand-edited file."""

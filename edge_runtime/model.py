@@ -212,9 +212,13 @@ def converted(spec: TensorSpec, value: Any) -> np.ndarray:
         raise ValueError(f"input {spec.name!r}: cannot convert to {spec.dtype}: {exc}") from None
 
 
-def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu") -> Model:
-    """Load a .flow model from a path (memory-mapped, zero-copy weights) or from bytes in memory."""
+def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu", verify: bool | None = None) -> Model:
+    """Load a .flow model from a path (memory-mapped, zero-copy weights) or from bytes in memory.
+
+    ``verify`` checks the weights against the checksums the file records (a ``ModelFormatError``
+    naming the corrupt buffer). By default bytes are verified, being read whole already, and a
+    mapped file is not: that would read every page of it at load."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return Model(parse(source), backing=source, device=device)
-    model_def, mapping = read_file(source)
+        return Model(parse(source, verify=verify is not False), backing=source, device=device)
+    model_def, mapping = read_file(source, verify=bool(verify))
     return Model(model_def, backing=mapping, device=device)

@@ -7,13 +7,14 @@ from pathlib import Path
 import flatbuffers
 import numpy as np
 
-from edge_runtime.format import BUFFER_ALIGNMENT, FILE_IDENTIFIER, FORMAT_VERSION
+from edge_runtime.format import BUFFER_ALIGNMENT, FILE_IDENTIFIER, FORMAT_VERSION, buffer_crc32
 from exporter import ir
 from exporter.atomic import atomic_write
 from schemas import dtypes
 from schemas.fb import (
     Attribute,
     Buffer,
+    BufferChecksum,
     KeyValue,
     Model,
     Operator,
@@ -40,6 +41,13 @@ class _Layout:
         self.blobs: list[np.ndarray] = [np.zeros(0, np.uint8)]
         self.subgraphs: list[dict] = []
         self._add_graph(model.graph, captures=[])
+        self._checksums: list[int] | None = None
+
+    def checksums(self) -> list[int]:
+        """Each blob's CRC-32 (computed once: the FlatBuffer is built twice)."""
+        if self._checksums is None:
+            self._checksums = [buffer_crc32(blob.reshape(-1).view(np.uint8)) for blob in self.blobs]
+        return self._checksums
 
     def _add_graph(self, graph: ir.Graph, captures: list[str]) -> int:
         index = len(self.subgraphs)
@@ -162,10 +170,11 @@ def _build(layout: _Layout, data_start: int) -> bytes:
         buffer_offsets.append((position, blob.nbytes))
         position = _align(position + blob.nbytes)
     buffers = []
-    for offset, length in buffer_offsets:
+    for (offset, length), crc in zip(buffer_offsets, layout.checksums()):
         Buffer.Start(b)
         Buffer.AddOffset(b, offset)
         Buffer.AddLength(b, length)
+        Buffer.AddCrc32(b, crc)
         buffers.append(Buffer.End(b))
 
     codes = []
@@ -275,6 +284,7 @@ def _build(layout: _Layout, data_start: int) -> bytes:
     Model.AddBuffers(b, vecs[3])
     Model.AddSignatures(b, vecs[4])
     Model.AddMetadata(b, vecs[5])
+    Model.AddChecksum(b, BufferChecksum.BufferChecksum.CRC32)
     b.Finish(Model.End(b), file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())
 

@@ -14,6 +14,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("inspect", help="describe a .flow file")
     p.add_argument("model", type=Path)
     p.add_argument("--compare", type=Path, help="another .flow file (e.g. the unoptimized export) to set op counts and sizes against")
+    p.add_argument("--verify", action="store_true",
+                   help="check every weight buffer against the checksum the file records (exit 2 naming a corrupt buffer)")
     p.set_defaults(handler=run)
 
 
@@ -21,10 +23,14 @@ def _shape(shape) -> str:
     return "?" if shape is None else "[" + ", ".join("?" if d == -1 else str(d) for d in shape) + "]"
 
 
-def describe(path: Path) -> str:
-    model = _read(path)
+def describe(path: Path, verify: bool = False) -> str:
+    model = _read(path, verify)
     main = model.subgraphs[0]
     lines = [f"{path}: {model.size:,} bytes, format v{model.format_version}, producer {model.producer!r}"]
+    if verify:
+        checked = len(model.buffer_checksums) - 1  # buffer 0 is the empty sentinel
+        lines.append(f"checksums: {checked} weight buffers match their CRC-32" if model.buffer_checksums
+                     else "checksums: none recorded (a file written before checksums); nothing verified")
     lines.append("opsets: " + ", ".join(f"{d or 'ai.onnx'} {v}" for d, v in model.opset_imports.items()))
     for title, indices in (("inputs", main.inputs), ("outputs", main.outputs)):
         lines.append(f"{title}:")
@@ -66,10 +72,10 @@ def compare(path: Path, other: Path) -> str:
     return "\n".join(lines)
 
 
-def _read(path: Path):
+def _read(path: Path, verify: bool = False):
     from edge_runtime.format import read_file
 
-    return read_file(path)[0]
+    return read_file(path, verify=verify)[0]
 
 
 def _op_counts(model) -> Counter:
@@ -77,7 +83,7 @@ def _op_counts(model) -> Counter:
 
 
 def run(args) -> int:
-    print(describe(args.model))
+    print(describe(args.model, verify=getattr(args, "verify", False)))
     if args.compare is not None:
         print(compare(args.model, args.compare))
     return 0

@@ -20,18 +20,29 @@ def register(subparsers) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model-repository", type=Path, required=True, help="directory of <name>/<version>/model.flow")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--http-port", type=int, default=8000, help="HTTP port; 0 picks a free one, -1 turns HTTP off")
-    p.add_argument("--grpc-port", type=int, default=8001, help="gRPC port; 0 picks a free one, -1 turns gRPC off")
-    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="run models on NumPy (cpu) or CuPy (gpu)")
+    p.add_argument("--http-port", type=int, default=8000, help="HTTP port; 0 picks a free one, -1 turns HTTP off (default 8000)")
+    p.add_argument("--grpc-port", type=int, default=8001, help="gRPC port; 0 picks a free one, -1 turns gRPC off (default 8001)")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="run models on NumPy (cpu) or CuPy (gpu) (default cpu)")
     p.add_argument("--poll-interval", type=float, default=5.0,
                    help="seconds between repository scans; 0 loads once and never polls (default 5)")
+    p.add_argument("--model-control-mode", choices=("poll", "explicit"), default="poll",
+                   help="poll: load what the repository holds and rescan it every --poll-interval; explicit: load "
+                        "models only on request (POST /v2/repository/models/NAME/load, gRPC RepositoryModelLoad, "
+                        "tritonclient's load_model) and the --load-model ones at start (default poll)")
+    p.add_argument("--load-model", action="append", default=[], metavar="NAME",
+                   help="with --model-control-mode explicit: a model to load at start ('*' for all); repeatable")
     p.add_argument("--auth-token-env", metavar="VAR",
                    help="name of an environment variable holding a bearer token that every request must carry")
     p.add_argument("--tls-cert", type=Path, help="PEM certificate: serve HTTPS and gRPC over TLS (with --tls-key)")
     p.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
-    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit; larger gets 413")
-    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit")
-    p.add_argument("--drain-timeout", type=float, default=30.0, help="seconds to let in-flight requests finish on SIGTERM")
+    p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit in bytes; larger gets 413 (default 64 MiB)")
+    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit in bytes (default 256 MiB)")
+    p.add_argument("--drain-timeout", type=float, default=30.0,
+                   help="on SIGTERM or SIGINT: seconds from the signal to exit, lame duck included; requests "
+                        "under way finish within it (default 30)")
+    p.add_argument("--lame-duck", type=float, default=5.0,
+                   help="on SIGTERM: seconds to keep serving, not ready, before the listeners close, while load "
+                        "balancers take the server out (none after SIGINT; a second signal ends it) (default 5)")
     p.add_argument("--request-timeout", type=float, default=60.0,
                    help="seconds an HTTP client has to send a whole request from its first byte (else 408), and to "
                         "resume reading a response it stopped reading (else the connection is closed); 0 for no limit "
@@ -40,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds an HTTP connection may wait, new or between requests, before it is closed (default 5)")
     p.add_argument("--grpc-idle-timeout", type=float, default=300.0,
                    help="seconds a gRPC connection with no call may stay open; 0 for no limit (default 300)")
-    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"), help="(default info)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         token = os.environ.get(args.auth_token_env)
         if not token:
             raise ValueError(f"--auth-token-env {args.auth_token_env}: that environment variable is empty or unset")
+    if args.load_model and args.model_control_mode != "explicit":
+        raise ValueError("--load-model needs --model-control-mode explicit (polling loads every model)")
     options = ServerOptions(
         model_repository=args.model_repository,
         host=args.host,
@@ -65,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request_bytes,
         grpc_max_message_bytes=args.grpc_max_message_bytes,
         drain_timeout_s=args.drain_timeout,
+        lame_duck_s=max(0.0, args.lame_duck),
+        model_control_mode=args.model_control_mode,
+        startup_models=tuple(args.load_model),
         request_timeout_s=args.request_timeout or None,
         keep_alive_timeout_s=args.keep_alive_timeout,
         grpc_idle_timeout_s=args.grpc_idle_timeout or None,

@@ -113,12 +113,17 @@ class DynamicBatcher:
             self._cond.notify(len(self._queue))
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop accepting; requests already queued still run. Returns when the workers are done."""
+        """Stop accepting; requests already queued still run. Returns when the workers are done,
+        having let go of the backend and the observer, so that nothing the batcher holds keeps an
+        unloaded model's memory (the version object may outlive it in a request finishing)."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
         for worker in self._workers:
             worker.join(timeout)
+        if not any(worker.is_alive() for worker in self._workers):
+            self._infer_batch = _closed_backend
+            self._on_batch = None
 
     def _next_batch(self) -> list[_Pending] | None:
         with self._cond:
@@ -166,20 +171,18 @@ class DynamicBatcher:
             live.append(pending)
         if not live:
             return
-        try:
-            results = self._infer_batch([p.feeds for p in live])
-        except Exception as exc:
+        infer_batch = self._infer_batch
+        results, error = _attempt(infer_batch, [p.feeds for p in live])
+        if error is not None:
             if len(live) == 1:
-                live[0].future.set_exception(exc)
+                live[0].future.set_exception(error)
                 return
             # One bad request must not fail its neighbours: run each alone to find it.
-            log.warning("batch of %d failed (%s); retrying its requests one by one", len(live), exc)
+            log.warning("batch of %d failed (%s); retrying its requests one by one", len(live), error)
             results = []
             for pending in live:
-                try:
-                    results.extend(self._infer_batch([pending.feeds]))
-                except Exception as single_exc:
-                    results.append(single_exc)
+                single, error = _attempt(infer_batch, [pending.feeds])
+                results.extend(single if error is None else [error])
         compute_s = time.perf_counter() - start
         for pending, result in zip(live, results):
             if isinstance(result, Exception):
@@ -188,3 +191,18 @@ class DynamicBatcher:
                 pending.future.set_result(result)
         if self._on_batch is not None:
             self._on_batch(sum(p.rows for p in live), [start - p.enqueued for p in live], compute_s)
+
+
+def _attempt(infer_batch: InferBatch, requests: list[Feeds]) -> tuple[list[Feeds] | None, Exception | None]:
+    """``infer_batch(requests)``, or the exception it raised. Caught here, the exception's traceback
+    starts at this frame, which holds no request's future: caught in ``_run``, whose frame holds the
+    batch, it made a cycle (future -> exception -> traceback -> frame -> future) that kept the
+    batch, and through it the model version, alive until the cyclic garbage collector ran."""
+    try:
+        return infer_batch(requests), None
+    except Exception as exc:
+        return None, exc
+
+
+def _closed_backend(requests: list[Feeds]) -> list[Feeds]:
+    raise VersionRetired("this model version has been unloaded")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 DEFAULT_MAX_BATCH_SIZE = 32
 DEFAULT_MAX_QUEUE_SIZE = 256
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class ConfigError(ValueError):
@@ -59,23 +63,49 @@ class ModelConfig:
     max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE
     version_policy: VersionPolicy = field(default_factory=VersionPolicy)
     warmup: tuple[dict, ...] = ({"batch_size": 1},)
+    # TensorFlow Serving's version labels: {"stable": 1, "canary": 2}, for /v1/models/{name}/labels/{label}.
+    version_labels: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def from_file(cls, path: Path) -> "ModelConfig":
-        if not path.exists():
+    def from_file(cls, path: Path, root: Path | None = None, where: str | None = None) -> "ModelConfig":
+        """The config at ``path`` (defaults where there is none). With ``root`` (resolved), the
+        file must resolve inside it; it must be a regular file of at most ``MAX_CONFIG_BYTES``:
+        a config.json linked to a secret outside the repository, a FIFO (which blocked the scan,
+        and shutdown, forever) or /dev/zero (gigabytes a poll) is refused. Errors say ``where``
+        (the model's own path, never the machine's)."""
+        where = where or str(path)
+        if not os.path.lexists(path):
             return cls()
         try:
-            raw = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"{path}: not valid JSON: {exc}") from None
-        return cls.from_dict(raw, str(path))
+            real = path.resolve()
+            if root is not None and not real.is_relative_to(root):
+                raise ConfigError(f"{where}: refused: it resolves outside the model repository")
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise ConfigError(f"{where}: refused: not a regular file")
+                if info.st_size > MAX_CONFIG_BYTES:
+                    raise ConfigError(f"{where}: {info.st_size} bytes is over the {MAX_CONFIG_BYTES}-byte limit for a config")
+                data = os.read(fd, MAX_CONFIG_BYTES + 1)
+            finally:
+                os.close(fd)
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+            raise ConfigError(f"{where}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{where}: over the {MAX_CONFIG_BYTES}-byte limit for a config")
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"{where}: not valid JSON: {exc}") from None
+        return cls.from_dict(raw, where)
 
     @classmethod
     def from_dict(cls, raw: Any, where: str = "config") -> "ModelConfig":
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
         known = {"max_batch_size", "max_queue_delay_us", "preferred_batch_sizes", "instances", "max_queue_size",
-                 "version_policy", "warmup"}
+                 "version_policy", "warmup", "version_labels"}
         unknown = sorted(set(raw) - known)
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields are {sorted(known)}")
@@ -102,10 +132,25 @@ class ModelConfig:
             max_queue_size=integer("max_queue_size", DEFAULT_MAX_QUEUE_SIZE, 1),
             version_policy=_version_policy(raw.get("version_policy"), where),
             warmup=tuple(warmup),
+            version_labels=_version_labels(raw.get("version_labels", {}), where),
         )
         if config.max_batch_size is not None and any(p > config.max_batch_size for p in preferred):
             raise ConfigError(f"{where}: preferred_batch_sizes {preferred} exceed max_batch_size {config.max_batch_size}")
         return config
+
+
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def _version_labels(raw: Any, where: str) -> tuple[tuple[str, int], ...]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: version_labels must be an object of label -> version, like {{\"stable\": 1}}")
+    for label, version in raw.items():
+        if not LABEL_PATTERN.match(label):
+            raise ConfigError(f"{where}: version label {label!r} must be 1-128 letters, digits, '_', '.', '-'")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise ConfigError(f"{where}: version_labels.{label} must be a positive version number, got {version!r}")
+    return tuple(sorted(raw.items()))
 
 
 def _version_policy(raw: Any, where: str) -> VersionPolicy:

@@ -8,6 +8,8 @@ all happen here, so REST, gRPC and TensorFlow Serving REST can never disagree.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,12 +18,14 @@ from typing import Any
 import numpy as np
 
 from serving import datatypes, handoff
-from serving.errors import InvalidRequest, ServingError, ShuttingDown, VersionRetired, shown
-from serving.repository import ModelRepository, ModelVersion
+from serving.errors import InvalidRequest, ServingError, ShuttingDown, Unsupported, VersionRetired, shown
+from serving.repository import ModelRepository, ModelVersion, parse_version, validate_name
+from serving.shared_memory import RegionRef, SharedMemoryRegistry
 
 SERVER_NAME = "flowstack"
 SERVER_VERSION = "0.1.0"
-EXTENSIONS = ["binary_tensor_data", "model_repository", "statistics", "tensorflow_serving_rest"]
+EXTENSIONS = ["binary_tensor_data", "model_repository", "model_repository(unload_dependents)", "statistics",
+              "system_shared_memory", "logging", "tensorflow_serving_rest"]
 
 
 @dataclass
@@ -29,7 +33,7 @@ class InferInput:
     name: str
     datatype: str
     shape: tuple[int, ...]
-    data: np.ndarray
+    data: np.ndarray | RegionRef  # a RegionRef: read from system shared memory by the core
 
 
 @dataclass
@@ -38,6 +42,7 @@ class InferOutput:
     datatype: str
     shape: tuple[int, ...]
     data: np.ndarray
+    region: RegionRef | None = None  # written there (its byte_size: the bytes written), not sent
 
 
 @dataclass
@@ -49,6 +54,8 @@ class InferRequest:
     outputs: list[str] | None = None  # None: every output
     parameters: dict[str, Any] = field(default_factory=dict)
     protocol: str = "http"
+    output_regions: dict[str, RegionRef] = field(default_factory=dict)  # outputs to write to shared memory
+    shared_memory: bool = False  # some input or output is a shared-memory region (set by the front end)
 
 
 @dataclass
@@ -69,10 +76,12 @@ class InferenceCore:
     def __init__(self, repository: ModelRepository):
         self.repository = repository
         self.metrics = repository.metrics
-        # (model, version, protocol, status) -> bound metric series; as many as /metrics shows.
+        # (protocol, status) -> bound metric series of requests that reached no model; those of a
+        # model version live on its ``request_series``, and go with it.
         self._series: dict[tuple, tuple] = {}
         # Set when shutdown begins: readiness turns false while in-flight requests finish.
         self.draining = False
+        self.shared_memory = SharedMemoryRegistry()
 
     # -- health and metadata -------------------------------------------------------------------
     def live(self) -> bool:
@@ -82,6 +91,11 @@ class InferenceCore:
         return not self.draining and self.repository.ready()
 
     def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether the model (version) is ready; a name or version no model could have is an
+        ``InvalidRequest`` (HTTP 400, gRPC INVALID_ARGUMENT), not a plain no."""
+        if name not in self.repository.model_names():
+            validate_name(name)
+        parse_version(version)
         return not self.draining and self.repository.is_ready(name, version)
 
     def server_metadata(self) -> dict:
@@ -121,7 +135,8 @@ class InferenceCore:
             "input": tensors(mv.inputs),
             "output": tensors(mv.outputs),
             "instance_group": [{"count": mv.config.instances, "kind": "KIND_GPU" if self.repository.device == "gpu" else "KIND_CPU"}],
-            "parameters": {k: {"string_value": v} for k, v in mv.backend.metadata.items()},
+            # The exporter's "source" is a path on the machine that exported the model: only its name is served.
+            "parameters": {k: {"string_value": os.path.basename(v) if k == "source" else v} for k, v in mv.backend.metadata.items()},
         }
         if batched:
             config["dynamic_batching"] = {
@@ -144,6 +159,20 @@ class InferenceCore:
             stats.extend(mv.stats.to_json(model, mv.version) for mv in targets)
         return {"model_stats": stats}
 
+    # -- model repository (explicit control) ----------------------------------------------------
+    def repository_index(self, ready_only: bool = False) -> list[dict]:
+        rows = self.repository.index()
+        return [row for row in rows if row["state"] == "READY"] if ready_only else rows
+
+    async def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None:
+        """Triton's load: ``parameters`` may hold ``config``, a JSON string of config.json's fields
+        that replaces the file's for this load."""
+        config = _config_override(name, parameters or {})
+        await asyncio.get_running_loop().run_in_executor(None, self.repository.load_model, name, config)
+
+    async def unload_model(self, name: str) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.repository.unload_model, name)
+
     # -- inference -----------------------------------------------------------------------------
     async def infer(self, request: InferRequest) -> InferResponse:
         """Validate, queue, run and answer one request; raises a ``ServingError`` subclass."""
@@ -152,14 +181,18 @@ class InferenceCore:
         mv: ModelVersion | None = None
         rows = 1
         try:
+            if request.shared_memory:
+                self._read_regions(request)
             for attempt in range(3):
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
                 try:
-                    result = handoff.submit(mv.batcher, feeds, rows, _timeout_s(request.parameters))
+                    # Awaited without a name: a local holding the future would keep it, and the
+                    # exception it may carry, in this frame, which that exception's traceback
+                    # holds: a cycle keeping the model version until the cyclic collector ran.
+                    outputs = await handoff.submit(mv.batcher, feeds, rows, _timeout_s(request.parameters))
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
-                outputs = await result
                 break
             else:
                 raise ShuttingDown(f"model {request.model_name!r} is being unloaded")
@@ -195,11 +228,12 @@ class InferenceCore:
         self._request_series(None, protocol, type(error).__name__)[0].inc()
 
     def _request_series(self, mv: ModelVersion | None, protocol: str, status: str) -> tuple:
-        key = (mv.name, mv.version, protocol, status) if mv is not None else ("", "", protocol, status)
-        series = self._series.get(key)
+        cache = self._series if mv is None else mv.request_series
+        key = (protocol, status)
+        series = cache.get(key)
         if series is None:
             model, version = (mv.name, mv.version_label) if mv is not None else ("", "")
-            series = self._series[key] = (
+            series = cache[key] = (
                 self.metrics.requests.labels(model=model, version=version, protocol=protocol, status=status),
                 self.metrics.request_seconds.labels(model=model, version=version),
             )
@@ -254,7 +288,39 @@ class InferenceCore:
         for name in names:
             array = np.asarray(outputs[name])
             tensors.append(InferOutput(name, datatypes.from_numpy(array.dtype), array.shape, array))
+        for tensor in tensors:
+            ref = request.output_regions.get(tensor.name)
+            if ref is not None:
+                raw = datatypes.to_raw(tensor.data)
+                self.shared_memory.write(ref.region, ref.offset, ref.byte_size, tensor.name, raw)
+                tensor.region = RegionRef(ref.region, ref.offset, len(raw))
         return InferResponse(mv.name, mv.version_label, tensors, request.id)
+
+    def _read_regions(self, request: InferRequest) -> None:
+        """Inputs given as shared-memory regions, read into arrays; output regions checked to exist
+        and fit before anything runs."""
+        for tensor in request.inputs:
+            ref = tensor.data
+            if type(ref) is RegionRef:
+                raw = self.shared_memory.read(ref.region, ref.offset, ref.byte_size, tensor.name)
+                tensor.data = datatypes.from_raw(tensor.name, tensor.datatype, tensor.shape, raw)
+        for name, ref in request.output_regions.items():
+            if request.outputs is None or name not in request.outputs:
+                raise InvalidRequest(f"output {shown(name)}: a shared-memory region is given for an output not requested")
+            self.shared_memory.check_output(ref.region, ref.offset, ref.byte_size, name)
+
+    # -- CUDA shared memory: refused ------------------------------------------------------------
+    def cuda_shared_memory_status(self, name: str = "") -> list[dict]:
+        if name:
+            raise InvalidRequest(f"CUDA shared-memory region {shown(name)} is not registered")
+        return []
+
+    def cuda_shared_memory_register(self, name: str) -> None:
+        where = "this server runs on the CPU" if self.repository.device != "gpu" else "this server does not map CUDA IPC handles"
+        raise Unsupported(f"CUDA shared memory (region {shown(name)}): {where}; register a system shared-memory region instead")
+
+    def cuda_shared_memory_unregister(self, name: str = "") -> None:
+        """Nothing is ever registered: unregistering is no error, as for an unknown system region."""
 
 
 def _timeout_s(parameters: dict[str, Any]) -> float | None:
@@ -265,3 +331,25 @@ def _timeout_s(parameters: dict[str, Any]) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN too
         raise InvalidRequest(f"parameter 'timeout' must be a non-negative number of microseconds, got {shown(value)}")
     return value / 1e6 if value > 0 else None
+
+
+def _config_override(name: str, parameters: dict[str, Any]) -> dict | None:
+    """The ``config`` load parameter as a dict (Triton sends it as a JSON string)."""
+    unknown = sorted(k for k in parameters if k != "config")
+    if unknown:
+        raise InvalidRequest(f"load of model {name!r}: unsupported parameter(s) {shown(unknown)}; "
+                             "only 'config' (a JSON string of config.json's fields) is taken")
+    raw = parameters.get("config")
+    if raw is None:
+        return None
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).decode("utf-8", "replace")
+    if not isinstance(raw, str):
+        raise InvalidRequest(f"load of model {name!r}: parameter 'config' must be a JSON string, got {shown(raw)}")
+    try:
+        config = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"load of model {name!r}: parameter 'config' is not valid JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise InvalidRequest(f"load of model {name!r}: parameter 'config' must be a JSON object")
+    return config

@@ -34,6 +34,10 @@ _FROM_NUMPY = {dtype: name for name, dtype in _TO_NUMPY.items()}
 
 # Triton's model configuration spells the same types TYPE_<NAME>, with STRING for BYTES.
 CONFIG_TYPE_NAMES = {name: ("TYPE_STRING" if name == "BYTES" else f"TYPE_{name}") for name in _TO_NUMPY}
+# TensorFlow's DataType names, as TF Serving's metadata gives them.
+TF_TYPE_NAMES = {"BOOL": "DT_BOOL", "UINT8": "DT_UINT8", "UINT16": "DT_UINT16", "UINT32": "DT_UINT32",
+                 "UINT64": "DT_UINT64", "INT8": "DT_INT8", "INT16": "DT_INT16", "INT32": "DT_INT32", "INT64": "DT_INT64",
+                 "FP16": "DT_HALF", "FP32": "DT_FLOAT", "FP64": "DT_DOUBLE", "BYTES": "DT_STRING"}
 
 
 def to_numpy(datatype: str, tensor: str = "") -> np.dtype:

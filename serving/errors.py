@@ -91,3 +91,10 @@ class PayloadTooLarge(ServingError):
 
 class VersionRetired(ShuttingDown):
     """Internal: the version object was swapped out between lookup and submit; look it up again."""
+
+
+class Unsupported(ServingError):
+    """A protocol feature this server (or this device) does not offer: says which, and what would."""
+
+    http_status = 400
+    grpc_code = grpc.StatusCode.FAILED_PRECONDITION

@@ -18,13 +18,16 @@ from typing import Any, Callable
 
 import grpc
 import numpy as np
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving import datatypes
+from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest
 from serving.errors import InvalidRequest, ServingError, clipped, shown
+from serving.shared_memory import region_ref
 
 log = logging.getLogger("flowstack.serving")
 
@@ -34,6 +37,8 @@ DEFAULT_IDLE_TIMEOUT_S = 300.0
 # is two hours, a dead client's connection held that long); one unanswered this long closes it.
 KEEPALIVE_TIME_S = 60.0
 KEEPALIVE_TIMEOUT_S = 20.0
+# At shutdown: how long no new inference call must have come before the server stops.
+QUIET_BEFORE_STOP_S = 0.25
 
 # Which InferTensorContents field holds each datatype (FP16 has none: raw only), and the NumPy
 # type of that field's values: read as NumPy would guess, UINT64 values past INT64's range beside
@@ -64,19 +69,29 @@ def _parameter_value(p: pb.InferParameter) -> Any:
 def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> InferRequest:
     """A protobuf ModelInferRequest as an ``InferRequest`` (raises InvalidRequest naming the input)."""
     raw = request.raw_input_contents
-    if raw and len(raw) != len(request.inputs):
-        raise InvalidRequest(f"raw_input_contents has {len(raw)} entries for {len(request.inputs)} inputs")
+    regions = [region_ref(t.name, {k: _parameter_value(v) for k, v in t.parameters.items()}) if t.parameters else None
+               for t in request.inputs]
+    sent = len(request.inputs) - sum(r is not None for r in regions)  # inputs whose bytes are in the message
+    if raw and len(raw) != sent:
+        raise InvalidRequest(f"raw_input_contents has {len(raw)} entries for {sent} inputs not in shared memory")
     if not request.inputs:
         raise InvalidRequest("request has no inputs")
     inputs = []
-    for position, tensor in enumerate(request.inputs):
+    position = 0
+    for tensor, ref in zip(request.inputs, regions):
         name, datatype = tensor.name, tensor.datatype
         datatypes.to_numpy(datatype, name)
         shape = datatypes.check_shape(name, list(tensor.shape), max_elements)
+        if ref is not None:
+            if tensor.HasField("contents"):
+                raise InvalidRequest(f"input {shown(name)}: set either contents or a shared-memory region, not both")
+            inputs.append(InferInput(name, datatype, shape, ref))
+            continue
+        position += 1
         if raw:
             if tensor.HasField("contents"):
                 raise InvalidRequest(f"input {shown(name)}: set either contents or raw_input_contents, not both")
-            array = datatypes.from_raw(name, datatype, shape, raw[position])
+            array = datatypes.from_raw(name, datatype, shape, raw[position - 1])
         else:
             field = _CONTENTS_FIELD.get(datatype)
             if field is None:
@@ -85,6 +100,11 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
             data = list(values) if field[1] is None else np.asarray(values, dtype=field[1])
             array = datatypes.from_json(name, datatype, shape, data)
         inputs.append(InferInput(name, datatype, shape, array))
+    output_regions = {}
+    for o in request.outputs:
+        ref = region_ref(o.name, {k: _parameter_value(v) for k, v in o.parameters.items()}) if o.parameters else None
+        if ref is not None:
+            output_regions[o.name] = ref
     return InferRequest(
         model_name=request.model_name,
         inputs=inputs,
@@ -93,6 +113,8 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         outputs=[o.name for o in request.outputs] or None,
         parameters={k: _parameter_value(v) for k, v in request.parameters.items()},
         protocol="grpc",
+        output_regions=output_regions,
+        shared_memory=sent < len(request.inputs) or bool(output_regions),
     )
 
 
@@ -134,27 +156,43 @@ def refusing_undecodable(method: Callable) -> Callable:
 
 
 # (method, its request type, its response type) of inference.GRPCInferenceService served here.
+# Every method of inference.GRPCInferenceService is a unary call named after its request and
+# response types, except ModelStreamInfer (below).
 _INFERENCE_METHODS = [
-    ("ServerLive", pb.ServerLiveRequest, pb.ServerLiveResponse),
-    ("ServerReady", pb.ServerReadyRequest, pb.ServerReadyResponse),
-    ("ModelReady", pb.ModelReadyRequest, pb.ModelReadyResponse),
-    ("ServerMetadata", pb.ServerMetadataRequest, pb.ServerMetadataResponse),
-    ("ModelMetadata", pb.ModelMetadataRequest, pb.ModelMetadataResponse),
-    ("ModelInfer", pb.ModelInferRequest, pb.ModelInferResponse),
+    "ServerLive", "ServerReady", "ModelReady", "ServerMetadata", "ModelMetadata", "ModelInfer", "ModelConfig",
+    "ModelStatistics", "RepositoryIndex", "RepositoryModelLoad", "RepositoryModelUnload", "SystemSharedMemoryStatus",
+    "SystemSharedMemoryRegister", "SystemSharedMemoryUnregister", "CudaSharedMemoryStatus", "CudaSharedMemoryRegister",
+    "CudaSharedMemoryUnregister", "TraceSetting", "LogSettings",
 ]
 
 
 def inference_handlers(servicer: InferenceServicer) -> dict[str, grpc.RpcMethodHandler]:
     """What the generated ``add_GRPCInferenceServiceServicer_to_server`` registers, with
     ``tolerant`` deserializers: an undecodable request gets INVALID_ARGUMENT, not UNKNOWN."""
-    return {
+    handlers = {
         name: grpc.unary_unary_rpc_method_handler(
             refusing_undecodable(getattr(servicer, name)),
-            request_deserializer=tolerant(request_type),
-            response_serializer=response_type.SerializeToString,
+            request_deserializer=tolerant(getattr(pb, name + "Request")),
+            response_serializer=getattr(pb, name + "Response").SerializeToString,
         )
-        for name, request_type, response_type in _INFERENCE_METHODS
+        for name in _INFERENCE_METHODS
     }
+    handlers["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
+        servicer.ModelStreamInfer,
+        request_deserializer=tolerant(pb.ModelInferRequest),
+        response_serializer=pb.ModelStreamInferResponse.SerializeToString,
+    )
+    return handlers
+
+
+def _repository_parameter(p: pb.ModelRepositoryParameter) -> Any:
+    choice = p.WhichOneof("parameter_choice")
+    return getattr(p, choice) if choice else None
+
+
+def _setting_value(value: Any) -> Any:
+    choice = value.WhichOneof("parameter_choice")
+    return getattr(value, choice) if choice else None
 
 
 class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
@@ -163,6 +201,11 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
     def __init__(self, core: InferenceCore, settings: GrpcSettings):
         self.core = core
         self.max_elements = settings.max_message_bytes
+        # Set while the server prepares to stop (``GrpcFrontEnd.stop``): new inference calls wait
+        # on it, started, until grpc has sent its GOAWAY, and are served after.
+        self.hold: asyncio.Event | None = None
+        self.last_held_at = 0.0  # event-loop time of the last call that came to wait
+        self.in_flight = 0  # inference calls being served (not waiting on ``hold``)
 
     async def _abort(self, context: grpc.aio.ServicerContext, exc: Exception) -> None:
         if isinstance(exc, ServingError):
@@ -177,7 +220,11 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         return pb.ServerReadyResponse(ready=self.core.ready())
 
     async def ModelReady(self, request, context):
-        return pb.ModelReadyResponse(ready=self.core.model_ready(request.name, request.version))
+        try:
+            ready = self.core.model_ready(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.ModelReadyResponse(ready=ready)
 
     async def ServerMetadata(self, request, context):
         return pb.ServerMetadataResponse(**self.core.server_metadata())
@@ -195,13 +242,132 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             outputs=[pb.ModelMetadataResponse.TensorMetadata(**t) for t in meta["outputs"]],
         )
 
+    async def ModelConfig(self, request, context):
+        try:
+            config = self.core.model_config(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.ModelConfigResponse(config=json_format.ParseDict(config, pb.ModelConfig(), ignore_unknown_fields=True))
+
+    async def ModelStatistics(self, request, context):
+        try:
+            stats = self.core.model_stats(request.name, request.version)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return json_format.ParseDict(stats, pb.ModelStatisticsResponse(), ignore_unknown_fields=True)
+
+    async def RepositoryIndex(self, request, context):
+        rows = self.core.repository_index(ready_only=request.ready)
+        return pb.RepositoryIndexResponse(models=[pb.RepositoryIndexResponse.ModelIndex(**row) for row in rows])
+
+    async def RepositoryModelLoad(self, request, context):
+        try:
+            parameters = {k: _repository_parameter(v) for k, v in request.parameters.items()}
+            await self.core.load_model(request.model_name, parameters)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.RepositoryModelLoadResponse()
+
+    async def RepositoryModelUnload(self, request, context):
+        try:
+            await self.core.unload_model(request.model_name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.RepositoryModelUnloadResponse()
+
+    async def SystemSharedMemoryStatus(self, request, context):
+        try:
+            regions = self.core.shared_memory.status(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        Region = pb.SystemSharedMemoryStatusResponse.RegionStatus
+        return pb.SystemSharedMemoryStatusResponse(regions={r["name"]: Region(**r) for r in regions})
+
+    async def SystemSharedMemoryRegister(self, request, context):
+        try:
+            self.core.shared_memory.register(request.name, request.key, request.offset, request.byte_size)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.SystemSharedMemoryRegisterResponse()
+
+    async def SystemSharedMemoryUnregister(self, request, context):
+        try:
+            self.core.shared_memory.unregister(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.SystemSharedMemoryUnregisterResponse()
+
+    async def CudaSharedMemoryStatus(self, request, context):
+        try:
+            self.core.cuda_shared_memory_status(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.CudaSharedMemoryStatusResponse()
+
+    async def CudaSharedMemoryRegister(self, request, context):
+        try:
+            self.core.cuda_shared_memory_register(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.CudaSharedMemoryRegisterResponse()
+
+    async def CudaSharedMemoryUnregister(self, request, context):
+        try:
+            self.core.cuda_shared_memory_unregister(request.name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        return pb.CudaSharedMemoryUnregisterResponse()
+
+    async def TraceSetting(self, request, context):
+        try:
+            changes = {k: list(v.value) for k, v in request.settings.items()}
+            current = log_and_trace.update_trace_settings(changes, request.model_name) if changes else log_and_trace.trace_settings(request.model_name)
+        except Exception as exc:
+            await self._abort(context, exc)
+        Value = pb.TraceSettingResponse.SettingValue
+        return pb.TraceSettingResponse(settings={k: Value(value=v) for k, v in current.items()})
+
+    async def LogSettings(self, request, context):
+        try:
+            changes = {k: _setting_value(v) for k, v in request.settings.items()}
+            current = log_and_trace.update_log_settings(changes) if changes else log_and_trace.log_settings()
+        except Exception as exc:
+            await self._abort(context, exc)
+        Value = pb.LogSettingsResponse.SettingValue
+        kinds = {bool: "bool_param", int: "uint32_param", str: "string_param"}
+        return pb.LogSettingsResponse(settings={k: Value(**{kinds[type(v)]: v}) for k, v in current.items()})
+
+    async def ModelStreamInfer(self, request_iterator, context):
+        """Each request of the stream answered in order; a failed one as ``error_message`` (the
+        stream goes on, as Triton's)."""
+        async for request in request_iterator:
+            if type(request) is Undecodable:
+                yield pb.ModelStreamInferResponse(error_message=request.reason)
+                continue
+            try:
+                infer_request = decode_infer_request(request, self.max_elements)
+                infer_request.protocol = "grpc"
+                response = await self.core.infer(infer_request)
+            except ServingError as exc:
+                yield pb.ModelStreamInferResponse(error_message=str(exc))
+                continue
+            except Exception as exc:
+                log.exception("unexpected error while handling a streamed gRPC request")
+                yield pb.ModelStreamInferResponse(error_message=f"internal error: {type(exc).__name__}: {clipped(str(exc))}")
+                continue
+            yield pb.ModelStreamInferResponse(infer_response=encode_infer_response(response))
+
     async def ModelInfer(self, request, context):
+        if self.hold is not None:
+            self.last_held_at = asyncio.get_running_loop().time()
+            await self.hold.wait()
         try:
             infer_request = decode_infer_request(request, self.max_elements)
         except Exception as exc:
             if isinstance(exc, ServingError):
                 self.core.count_refused("grpc", exc)
             await self._abort(context, exc)
+        self.in_flight += 1
         try:
             remaining = context.time_remaining()
             if remaining is not None and "timeout" not in infer_request.parameters:
@@ -209,11 +375,23 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
             response = await self.core.infer(infer_request)
         except Exception as exc:
             await self._abort(context, exc)
-        reply = pb.ModelInferResponse(model_name=response.model_name, model_version=response.model_version, id=response.id)
-        for out in response.outputs:
-            reply.outputs.add(name=out.name, datatype=out.datatype, shape=list(out.shape))
-            reply.raw_output_contents.append(datatypes.to_raw(out.data))
-        return reply
+        finally:
+            self.in_flight -= 1
+        return encode_infer_response(response)
+
+
+def encode_infer_response(response) -> pb.ModelInferResponse:
+    reply = pb.ModelInferResponse(model_name=response.model_name, model_version=response.model_version, id=response.id)
+    for out in response.outputs:
+        tensor = reply.outputs.add(name=out.name, datatype=out.datatype, shape=list(out.shape))
+        if out.region is not None:
+            tensor.parameters["shared_memory_region"].string_param = out.region.region
+            tensor.parameters["shared_memory_byte_size"].int64_param = out.region.byte_size
+            tensor.parameters["shared_memory_offset"].int64_param = out.region.offset
+            reply.raw_output_contents.append(b"")  # keeps each later output at its own index
+            continue
+        reply.raw_output_contents.append(datatypes.to_raw(out.data))
+    return reply
 
 
 # -- grpc.health.v1.Health -------------------------------------------------------------------------
@@ -295,8 +473,13 @@ def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
     })
 
 
+# Probes carry no credentials: the health service and the KServe liveness and readiness calls
+# are open, as HTTP's /v2/health/live and /v2/health/ready are (``http_app.OPEN_PATHS``).
+OPEN_METHODS = frozenset({f"/{INFERENCE_SERVICE}/ServerLive", f"/{INFERENCE_SERVICE}/ServerReady"})
+
+
 class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
-    """Refuse calls without ``authorization: Bearer <token>`` metadata (health checks excepted)."""
+    """Refuse calls without ``authorization: Bearer <token>`` metadata (health probes excepted)."""
 
     def __init__(self, token: str):
         self.expected = f"Bearer {token}"
@@ -307,7 +490,8 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         self._deny = grpc.unary_unary_rpc_method_handler(deny, request_deserializer=lambda b: b)
 
     async def intercept_service(self, continuation, handler_call_details):
-        if handler_call_details.method.startswith(f"/{HEALTH_SERVICE}/"):
+        method = handler_call_details.method
+        if method in OPEN_METHODS or method.startswith(f"/{HEALTH_SERVICE}/"):
             return await continuation(handler_call_details)
         metadata = dict(handler_call_details.invocation_metadata or ())
         if hmac.compare_digest(str(metadata.get("authorization", "")), self.expected):
@@ -333,11 +517,38 @@ def connection_options(settings: GrpcSettings) -> list[tuple[str, int]]:
     return options
 
 
-def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> tuple[grpc.aio.Server, int]:
-    """A grpc.aio server for ``core`` bound to ``address`` ("host:port"); returns it and the port.
+class GrpcFrontEnd:
+    """The gRPC server, its bound port, and its shutdown: ``await front.server.start()`` inside the
+    event loop that will run it; ``await front.stop(deadline)`` to end it."""
 
-    Call ``await server.start()`` inside the event loop that will run it.
-    """
+    def __init__(self, server: grpc.aio.Server, port: int, servicer: InferenceServicer):
+        self.server, self.port, self.servicer = server, port, servicer
+
+    async def stop(self, deadline: float) -> None:
+        """Stop by ``deadline`` (event-loop time), cancelling no call a client has sent.
+
+        grpc's ``stop(grace)`` lets the calls under way finish, but cancels those that have arrived
+        and not yet started (waiting for the event loop to take them: under load, several a stop)
+        and those arriving before its GOAWAY reaches their client. So first every new inference
+        call is started and made to wait; once the calls being served have finished and no new
+        one has come for a moment (a client waiting for its answer sends no other), the server
+        stops, its GOAWAY goes out (clients' later calls find the port closed: sent nowhere), and
+        the waiting calls are served within the grace period."""
+        loop = asyncio.get_running_loop()
+        servicer = self.servicer
+        servicer.hold = asyncio.Event()
+        servicer.last_held_at = loop.time()
+        settle_until = loop.time() + max(0.0, min(2.0, (deadline - loop.time()) / 2))
+        while loop.time() < settle_until and (servicer.in_flight or loop.time() - servicer.last_held_at < QUIET_BEFORE_STOP_S):
+            await asyncio.sleep(0.005)
+        stopping = asyncio.ensure_future(self.server.stop(grace=max(0.0, deadline - loop.time())))
+        await asyncio.sleep(0)  # grpc shuts down (no new calls, GOAWAY) in stop's first step
+        servicer.hold.set()
+        await stopping
+
+
+def create_grpc_front_end(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> GrpcFrontEnd:
+    """A grpc.aio server for ``core`` bound to ``address`` ("host:port")."""
     settings = settings or GrpcSettings()
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
@@ -347,7 +558,8 @@ def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings
     ]
     interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
     server = grpc.aio.server(options=options, interceptors=interceptors)
-    handlers = inference_handlers(InferenceServicer(core, settings))
+    servicer = InferenceServicer(core, settings)
+    handlers = inference_handlers(servicer)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(INFERENCE_SERVICE, handlers),))
     server.add_registered_method_handlers(INFERENCE_SERVICE, handlers)
     server.add_generic_rpc_handlers((health_handler(core),))
@@ -356,4 +568,13 @@ def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings
         port = server.add_secure_port(address, credentials)
     else:
         port = server.add_insecure_port(address)
-    return server, port
+    return GrpcFrontEnd(server, port, servicer)
+
+
+def create_grpc_server(core: InferenceCore, address: str, settings: GrpcSettings | None = None) -> tuple[grpc.aio.Server, int]:
+    """A grpc.aio server for ``core`` bound to ``address`` ("host:port"); returns it and the port.
+
+    Call ``await server.start()`` inside the event loop that will run it.
+    """
+    front = create_grpc_front_end(core, address, settings)
+    return front.server, front.port

@@ -25,10 +25,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from serving import datatypes
+from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest, InferResponse
 from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError, clipped, shown
 from serving.json_body import load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from serving.shared_memory import region_ref
 
 log = logging.getLogger("flowstack.serving")
 
@@ -74,6 +76,10 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None, *,
 
 
 def _error(exc: Exception) -> Response:
+    if isinstance(exc, PayloadTooLarge):
+        # Refused before its body was read: what remains of the body would be read as the next
+        # request (a stray 431 or 400 followed the 413), so the connection ends with this answer.
+        return _json({"error": str(exc)}, exc.http_status, {"Connection": "close"})
     if isinstance(exc, ServingError):
         headers = {"Retry-After": str(exc.retry_after_s)} if hasattr(exc, "retry_after_s") else None
         return _json({"error": str(exc)}, exc.http_status, headers)
@@ -176,15 +182,17 @@ def parse_kserve_request(
     """Decode a v2 infer request (JSON, or JSON header plus binary tensors); returns the request
     and, per requested output, whether to answer it as binary data."""
     binary = memoryview(b"")
+    what = "request body"
     if header_length is not None:
         length = _header_length(header_length, len(body))
         binary = memoryview(body)[length:]
         body = body[:length]
-    doc = load_infer_body(body)
+        what = f"JSON header (the first {length} bytes of the body, per Inference-Header-Content-Length)"
+    doc = load_infer_body(body, what)
     items = doc.get("inputs")
     if not isinstance(items, list) or not items:
         raise InvalidRequest("request needs a non-empty 'inputs' list")
-    inputs, offset = [], 0
+    inputs, offset, shared = [], 0, False
     for position, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise InvalidRequest(f"inputs[{position}] must be an object with a string 'name'")
@@ -198,7 +206,12 @@ def parse_kserve_request(
         if not isinstance(params, dict):
             raise InvalidRequest(f"input {shown(tensor)}: 'parameters' must be an object")
         size = params.get("binary_data_size")
-        if size is not None:
+        ref = region_ref(tensor, params) if "shared_memory_region" in params else None
+        if ref is not None:
+            if size is not None or "data" in item:
+                raise InvalidRequest(f"input {shown(tensor)}: give its data, binary data or a shared-memory region, one only")
+            array, shared = ref, True
+        elif size is not None:
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise InvalidRequest(f"input {shown(tensor)}: binary_data_size must be a non-negative integer, got {shown(size)}")
             if offset + size > len(binary):
@@ -217,7 +230,7 @@ def parse_kserve_request(
     if not isinstance(parameters, dict):
         raise InvalidRequest("'parameters' must be an object")
     default_binary = parameters.get("binary_data_output") is True
-    outputs, binary_flags = None, {}
+    outputs, binary_flags, output_regions = None, {}, {}
     requested = doc.get("outputs")
     if requested is not None:
         if not isinstance(requested, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in requested):
@@ -229,9 +242,13 @@ def parse_kserve_request(
             if not isinstance(params, dict):
                 raise InvalidRequest(f"output {shown(o['name'])}: 'parameters' must be an object")
             binary_flags[o["name"]] = params.get("binary_data", default_binary) is True
+            ref = region_ref(o["name"], params) if "shared_memory_region" in params else None
+            if ref is not None:
+                output_regions[o["name"]] = ref
     request_id = doc.get("id", "")
     request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
-                           outputs, parameters, protocol="http")
+                           outputs, parameters, protocol="http", output_regions=output_regions,
+                           shared_memory=shared or bool(output_regions))
     return request, binary_flags or {"*": default_binary}
 
 
@@ -239,7 +256,10 @@ def kserve_response(response: InferResponse, binary_flags: dict[str, bool]) -> I
     outputs, blobs, in_json = [], [], []
     for out in response.outputs:
         entry: dict[str, Any] = {"name": out.name, "datatype": out.datatype, "shape": list(out.shape)}
-        if binary_flags.get(out.name, binary_flags.get("*", False)):
+        if out.region is not None:
+            entry["parameters"] = {"shared_memory_region": out.region.region, "shared_memory_byte_size": out.region.byte_size,
+                                   "shared_memory_offset": out.region.offset}
+        elif binary_flags.get(out.name, binary_flags.get("*", False)):
             raw = datatypes.to_raw(out.data)
             entry["parameters"] = {"binary_data_size": len(raw)}
             blobs.append(raw)
@@ -412,6 +432,32 @@ class BearerTokenMiddleware:
         await self.app(scope, receive, send)
 
 
+class CloseWhileDraining:
+    """ASGI: once the server is shutting down, every response carries ``Connection: close``, so a
+    client takes its next request to a new connection (another server's, once this one is out of
+    its load balancer) instead of one this server is about to close. Costs one attribute read a
+    request until then."""
+
+    def __init__(self, app: Callable, core: InferenceCore):
+        self.app = app
+        self.core = core
+
+    def __call__(self, scope, receive, send) -> Awaitable[None]:
+        # Not a coroutine function: serving, it hands back the app's own coroutine, adding no frame
+        # to every request (uvicorn is told the interface is ASGI 3).
+        if not self.core.draining or scope["type"] != "http":
+            return self.app(scope, receive, send)
+        return self._closing(scope, receive, send)
+
+    async def _closing(self, scope, receive, send) -> None:
+        async def closing(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, closing)
+
+
 class InferFirst:
     """ASGI: POST requests on the KServe infer routes go straight to their handler; everything else
     to ``app``, the Starlette app that also holds those routes (for their 405s and for the record).
@@ -448,6 +494,9 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     settings = settings or HttpSettings()
 
     def version_of(request: Request) -> str:
+        label = request.path_params.get("label")
+        if label is not None:  # TF Serving's /labels/{label}
+            return core.repository.version_for_label(request.path_params["name"], label)
         return request.path_params.get("version", "")
 
     @_endpoint
@@ -480,9 +529,75 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     async def model_stats(request: Request) -> Response:
         return _json(core.model_stats(request.path_params.get("name", ""), version_of(request)))
 
+    async def optional_json(request: Request) -> dict:
+        body = await _read_body(request, settings.max_request_bytes, _headers(request))
+        return load_json_object(body) if body.strip() else {}
+
     @_endpoint
     async def repository_index(request: Request) -> Response:
-        return _json(core.repository.index())
+        doc = await optional_json(request) if request.method == "POST" else {}
+        return _json(core.repository_index(ready_only=doc.get("ready") is True))
+
+    @_endpoint
+    async def repository_load(request: Request) -> Response:
+        doc = await optional_json(request)
+        parameters = doc.get("parameters") or {}
+        if not isinstance(parameters, dict):
+            raise InvalidRequest("'parameters' must be an object")
+        await core.load_model(request.path_params["name"], parameters)
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def shm_register(request: Request) -> Response:
+        doc = await optional_json(request)
+        core.shared_memory.register(request.path_params["region"], doc.get("key"), doc.get("offset", 0), doc.get("byte_size"))
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def shm_unregister(request: Request) -> Response:
+        core.shared_memory.unregister(request.path_params.get("region", ""))
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def shm_status(request: Request) -> Response:
+        return _json(core.shared_memory.status(request.path_params.get("region", "")))
+
+    @_endpoint
+    async def cuda_shm_register(request: Request) -> Response:
+        core.cuda_shared_memory_register(request.path_params["region"])
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def cuda_shm_unregister(request: Request) -> Response:
+        core.cuda_shared_memory_unregister(request.path_params.get("region", ""))
+        return Response(b"", status_code=200)
+
+    @_endpoint
+    async def cuda_shm_status(request: Request) -> Response:
+        return _json(core.cuda_shared_memory_status(request.path_params.get("region", "")))
+
+    @_endpoint
+    async def logging_settings(request: Request) -> Response:
+        if request.method == "POST":
+            return _json(log_and_trace.update_log_settings(await optional_json(request)))
+        return _json(log_and_trace.log_settings())
+
+    @_endpoint
+    async def trace_settings(request: Request) -> Response:
+        model = request.path_params.get("name", "")
+        if request.method == "POST":
+            changes = {k: (v if isinstance(v, list) else [v]) for k, v in (await optional_json(request)).items()}
+            current = log_and_trace.update_trace_settings(changes, model)
+        else:
+            current = log_and_trace.trace_settings(model)
+        # Triton's HTTP form: trace_level a list, every other setting one string.
+        return _json({k: (v if k == "trace_level" else (v[0] if v else "")) for k, v in current.items()})
+
+    @_endpoint
+    async def repository_unload(request: Request) -> Response:
+        await optional_json(request)  # {"parameters": {"unload_dependents": ...}}: no model depends on another
+        await core.unload_model(request.path_params["name"])
+        return Response(b"", status_code=200)
 
     @_endpoint
     async def infer(request: Request) -> Response:
@@ -521,7 +636,8 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         meta = core.model_metadata(request.path_params["name"], version_of(request))
 
         def info(tensors):
-            return {t["name"]: {"dtype": t["datatype"], "tensor_shape": {"dim": [{"size": str(d)} for d in t["shape"]]},
+            return {t["name"]: {"dtype": datatypes.TF_TYPE_NAMES.get(t["datatype"], t["datatype"]),
+                                "tensor_shape": {"dim": [{"size": str(d)} for d in t["shape"]]},
                                 "name": t["name"]} for t in tensors}
 
         return _json({
@@ -544,6 +660,56 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         response = await core.infer(infer_request)
         return _json(tf_predict_response(response, row), finite=datatypes.all_finite(o.data for o in response.outputs))
 
+    async def tf_examples(request: Request, method: str) -> Response:
+        """TF Serving's :classify and :regress over a predict model: each of ``examples`` (merged
+        with ``context``) is one row of inputs; the model's one output gives each row's scores
+        (classify: [label, score] pairs, labels from the model's ``labels`` metadata, else the
+        class index) or value (regress)."""
+        name, version = request.path_params["name"], version_of(request)
+        try:
+            mv = core.repository.get(name, version)
+            doc = load_json_object(await _read_body(request, settings.max_request_bytes, _headers(request)))
+            examples, context = doc.get("examples"), doc.get("context") or {}
+            if not isinstance(examples, list) or not examples or not all(isinstance(e, dict) for e in examples):
+                raise InvalidRequest(f":{method} needs 'examples', a non-empty list of objects of feature -> value")
+            if not isinstance(context, dict):
+                raise InvalidRequest("'context' must be an object of feature -> value")
+            if len(mv.outputs) != 1:
+                raise InvalidRequest(f":{method} needs a model with one output; {name!r} has {[s.name for s in mv.outputs]} "
+                                     "(use :predict)")
+            predict = {"instances": [{**context, **example} for example in examples]}
+            if "signature_name" in doc:
+                predict["signature_name"] = doc["signature_name"]
+            infer_request, _ = parse_tf_predict(predict, mv.inputs, name, version, settings.max_elements)
+        except ServingError as exc:
+            core.count_refused("tfserving", exc)
+            raise
+        response = await core.infer(infer_request)
+        values = np.asarray(response.outputs[0].data)
+        rows = len(examples)
+        if values.dtype.kind not in "biuf" or not values.ndim or values.shape[0] != rows:
+            raise InvalidRequest(f"output {response.outputs[0].name!r} (shape {list(values.shape)}) does not give one "
+                                 f"{'set of scores' if method == 'classify' else 'value'} per example")
+        flat = values.reshape(rows, -1).astype(np.float64)
+        if method == "regress":
+            if flat.shape[1] != 1:
+                raise InvalidRequest(f":regress needs one value per example; output {response.outputs[0].name!r} gives "
+                                     f"{flat.shape[1]} (use :classify or :predict)")
+            return _json({"results": flat[:, 0].tolist()}, finite=bool(np.isfinite(flat).all()))
+        labels = mv.backend.metadata.get("labels", "").splitlines()
+        if len(labels) != flat.shape[1]:
+            labels = [str(i) for i in range(flat.shape[1])]
+        results = [[[label, score] for label, score in zip(labels, row)] for row in flat.tolist()]
+        return _json({"results": results}, finite=bool(np.isfinite(flat).all()))
+
+    @_endpoint
+    async def tf_classify(request: Request) -> Response:
+        return await tf_examples(request, "classify")
+
+    @_endpoint
+    async def tf_regress(request: Request) -> Response:
+        return await tf_examples(request, "regress")
+
     @_endpoint
     async def metrics(request: Request) -> Response:
         return Response(core.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
@@ -557,6 +723,7 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     versioned = "/v2/models/{name}/versions/{version}"
     tf_model = "/v1/models/{name}"
     tf_versioned = "/v1/models/{name}/versions/{version}"
+    tf_labelled = "/v1/models/{name}/labels/{label}"
     infer_routes = [Route(model + "/infer", infer, methods=["POST"]), Route(versioned + "/infer", infer, methods=["POST"])]
     # The router tries routes in order, so the inference routes come first: a request for one
     # then pays for one path match instead of ten.
@@ -564,11 +731,30 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         *infer_routes,
         Route(tf_model + ":predict", tf_predict, methods=["POST"]),
         Route(tf_versioned + ":predict", tf_predict, methods=["POST"]),
+        Route(tf_labelled + ":predict", tf_predict, methods=["POST"]),
+        *[Route(prefix + suffix, handler, methods=["POST"])
+          for prefix in (tf_model, tf_versioned, tf_labelled)
+          for suffix, handler in ((":classify", tf_classify), (":regress", tf_regress))],
         Route("/v2/health/live", live, methods=["GET"]),
         Route("/v2/health/ready", ready, methods=["GET"]),
         Route("/v2", server_metadata, methods=["GET"]),
         Route("/v2/models/stats", model_stats, methods=["GET"]),
         Route("/v2/repository/index", repository_index, methods=["GET", "POST"]),
+        Route("/v2/repository/models/{name}/load", repository_load, methods=["POST"]),
+        Route("/v2/repository/models/{name}/unload", repository_unload, methods=["POST"]),
+        Route("/v2/systemsharedmemory/status", shm_status, methods=["GET"]),
+        Route("/v2/systemsharedmemory/region/{region}/status", shm_status, methods=["GET"]),
+        Route("/v2/systemsharedmemory/region/{region}/register", shm_register, methods=["POST"]),
+        Route("/v2/systemsharedmemory/region/{region}/unregister", shm_unregister, methods=["POST"]),
+        Route("/v2/systemsharedmemory/unregister", shm_unregister, methods=["POST"]),
+        Route("/v2/cudasharedmemory/status", cuda_shm_status, methods=["GET"]),
+        Route("/v2/cudasharedmemory/region/{region}/status", cuda_shm_status, methods=["GET"]),
+        Route("/v2/cudasharedmemory/region/{region}/register", cuda_shm_register, methods=["POST"]),
+        Route("/v2/cudasharedmemory/region/{region}/unregister", cuda_shm_unregister, methods=["POST"]),
+        Route("/v2/cudasharedmemory/unregister", cuda_shm_unregister, methods=["POST"]),
+        Route("/v2/logging", logging_settings, methods=["GET", "POST"]),
+        Route("/v2/trace/setting", trace_settings, methods=["GET", "POST"]),
+        Route("/v2/models/{name}/trace/setting", trace_settings, methods=["GET", "POST"]),
         *[route for prefix in (model, versioned) for route in (
             Route(prefix, model_metadata, methods=["GET"]),
             Route(prefix + "/ready", model_ready, methods=["GET"]),
@@ -577,9 +763,13 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
         )],
         Route(tf_model + "/metadata", tf_metadata, methods=["GET"]),
         Route(tf_versioned + "/metadata", tf_metadata, methods=["GET"]),
+        Route(tf_labelled + "/metadata", tf_metadata, methods=["GET"]),
         Route(tf_model, tf_status, methods=["GET"]),
         Route(tf_versioned, tf_status, methods=["GET"]),
+        Route(tf_labelled, tf_status, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
     app = InferFirst(Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}), infer_routes, infer)
-    return BearerTokenMiddleware(app, token=settings.auth_token) if settings.auth_token else app
+    if settings.auth_token:
+        app = BearerTokenMiddleware(app, token=settings.auth_token)
+    return CloseWhileDraining(app, core)

@@ -36,20 +36,32 @@ def parse_json(raw: bytes | memoryview) -> Any:
         return json.loads(bytes(raw))
 
 
-def load_json_object(raw: bytes | memoryview) -> dict:
-    """The body as a dict, or ``InvalidRequest`` saying why it is not a JSON object."""
+def load_json_object(raw: bytes | memoryview, what: str = "request body") -> dict:
+    """The body as a dict, or ``InvalidRequest`` saying why ``what`` is not a JSON object."""
     try:
         doc = parse_json(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise InvalidRequest(f"{what} is not valid JSON: {_not_text(bytes(raw))}") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:
-        raise InvalidRequest("request body is not valid JSON: nested too deeply") from None
+        raise InvalidRequest(f"{what} is not valid JSON: nested too deeply") from None
     if not isinstance(doc, dict):
-        raise InvalidRequest(f"request body must be a JSON object, got {type(doc).__name__}")
+        raise InvalidRequest(f"{what} must be a JSON object, got {type(doc).__name__}")
     return doc
 
 
-def load_infer_body(raw: bytes | memoryview) -> dict:
+def _not_text(raw: bytes) -> str:
+    """Why ``raw`` is no JSON text, in the client's terms. ``json.loads`` guesses UTF-16 or UTF-32
+    from NUL bytes among the first four, and its error then names a codec the client never chose."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte {exc.start} (0x{raw[exc.start]:02x}) is not UTF-8 text"
+    return f"byte {raw.index(0)} is a NUL byte, not JSON text"
+
+
+def load_infer_body(raw: bytes | memoryview, what: str = "request body") -> dict:
     """A v2 infer body as ``load_json_object`` reads it, except that the ``data`` of an input with a
     floating-point datatype, when it is a flat array of numbers, comes as a float64 ndarray."""
     try:
@@ -63,7 +75,7 @@ def load_infer_body(raw: bytes | memoryview) -> dict:
                 return doc
     except (ValueError, TypeError, RuntimeError):  # simdjson's errors, UnicodeDecodeError included
         pass
-    return load_json_object(raw)
+    return load_json_object(raw, what)
 
 
 def _object(obj: "simdjson.Object", *, inputs: bool = False, floats: bool = False) -> dict | None:

@@ -52,6 +52,12 @@ class Counter:
     def value(self, **labels: str) -> float:
         return self._values.get(tuple(sorted(labels.items())), 0.0)
 
+    def forget(self, keep: Callable[[Labels], bool]) -> None:
+        """Drop every series whose labels ``keep`` refuses (a retired model version's, say)."""
+        with self._lock:
+            for labels in [labels for labels in self._values if not keep(labels)]:
+                del self._values[labels]
+
     def render(self) -> Iterable[str]:
         yield f"# HELP {self.name} {self.help}"
         yield f"# TYPE {self.name} counter"
@@ -66,6 +72,7 @@ class Histogram:
         self.name, self.help, self.buckets = name, help_text, tuple(buckets)
         self._series: dict[Labels, list] = {}  # labels -> [bucket counts..., sum, count]
         self._lock = threading.Lock()
+        self.generation = 0  # bumped when series are dropped: bound series then look theirs up again
 
     def observe(self, value: float, **labels: str) -> None:
         self.labels(**labels).observe(value)
@@ -77,6 +84,15 @@ class Histogram:
     def count(self, **labels: str) -> int:
         series = self._series.get(tuple(sorted(labels.items())))
         return series[-1] if series else 0
+
+    def forget(self, keep: Callable[[Labels], bool]) -> None:
+        """Drop every series whose labels ``keep`` refuses; bound series re-create theirs if observed again."""
+        with self._lock:
+            dropped = [labels for labels in self._series if not keep(labels)]
+            for labels in dropped:
+                del self._series[labels]
+            if dropped:
+                self.generation += 1
 
     def render(self) -> Iterable[str]:
         yield f"# HELP {self.name} {self.help}"
@@ -106,11 +122,12 @@ class CounterSeries:
 
 
 class HistogramSeries:
-    __slots__ = ("_histogram", "_key", "_series")
+    __slots__ = ("_histogram", "_key", "_series", "_generation")
 
     def __init__(self, histogram: Histogram, key: Labels):
         self._histogram, self._key = histogram, key
         self._series: list | None = None  # created by the first observation, as unbound ones are
+        self._generation = -1
 
     def observe(self, value: float) -> None:
         self.observe_many((value,))
@@ -121,11 +138,12 @@ class HistogramSeries:
         buckets = histogram.buckets
         with histogram._lock:
             series = self._series
-            if series is None:
+            if series is None or self._generation != histogram.generation:
                 series = histogram._series.get(self._key)
                 if series is None:
                     series = histogram._series[self._key] = [0] * (len(buckets) + 1) + [0.0, 0]
                 self._series = series
+                self._generation = histogram.generation
             for value in values:
                 series[bisect.bisect_left(buckets, value)] += 1
                 series[-2] += value
@@ -160,13 +178,36 @@ class ServingMetrics:
             "flowstack_request_duration_seconds", "End-to-end inference time inside the server.", LATENCY_BUCKETS_S
         )
         self.batch_size = Histogram("flowstack_batch_size", "Rows per batched backend call.", BATCH_SIZE_BUCKETS)
+        self.load_failures = Counter("flowstack_model_load_failures_total",
+                                     "Model versions (or configs) that failed to load, by model.")
         self._gauges: list[Gauge] = []
 
     def add_gauge(self, name: str, help_text: str, collect: Callable[[], dict[Labels, float]]) -> None:
         self._gauges.append(Gauge(name, help_text, collect))
 
+    @property
+    def _families(self) -> list:
+        return [self.requests, self.request_seconds, self.queue_seconds, self.compute_seconds, self.batch_size,
+                self.load_failures]
+
+    def keep_versions(self, served: set[tuple[str, str]]) -> None:
+        """Drop the series of model versions no longer served: those labelled with a model and a
+        version whose (model, version) is not in ``served``. Series of no model (requests refused
+        before reaching one) stay. Without this a server reloading models grew /metrics by every
+        version it ever served (1,472 lines after 40 reloads)."""
+
+        def keep(labels: Labels) -> bool:
+            found = dict(labels)
+            if "version" not in found:  # a model's own series (its load failures)
+                return True
+            model, version = found.get("model", ""), found["version"]
+            return not model or (model, version) in served
+
+        for family in self._families:
+            family.forget(keep)
+
     def render(self) -> str:
-        families = [self.requests, self.request_seconds, self.queue_seconds, self.compute_seconds, self.batch_size]
+        families = self._families
         lines: list[str] = []
         for family in families + self._gauges:
             lines.extend(family.render())

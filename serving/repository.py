@@ -9,10 +9,12 @@ retried only when its files change. Names are validated and nothing outside the 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -23,11 +25,13 @@ from serving import datatypes
 from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
 from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
-from serving.errors import InvalidRequest, ModelNotFound, ShuttingDown, shown
+from serving.errors import InvalidRequest, ModelNotFound, ServingError, ShuttingDown, shown
+from serving.memory import FreedMemoryReturner
 from serving.metrics import ServingMetrics
 
 log = logging.getLogger("flowstack.serving")
 
+CONTROL_MODES = frozenset({"poll", "explicit"})
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 MODEL_FILE = "model.flow"
 CONFIG_FILE = "config.json"
@@ -101,9 +105,35 @@ class VersionStats:
             }
 
 
-@dataclass
+class BatchObserver:
+    """What the batcher reports after each batch, recorded in a version's statistics and metrics.
+
+    A closure over the ``ModelVersion`` made a cycle (version -> batcher -> observer -> version)
+    that kept every unloaded version, and its model's memory, until the cyclic collector ran;
+    this holds only what it records into."""
+
+    __slots__ = ("stats", "batch_size", "compute_seconds", "queue_seconds")
+
+    def __init__(self, stats: VersionStats, metrics: ServingMetrics, name: str, version: int):
+        labels = {"model": name, "version": str(version)}
+        self.stats = stats
+        self.batch_size = metrics.batch_size.labels(**labels)
+        self.compute_seconds = metrics.compute_seconds.labels(**labels)
+        self.queue_seconds = metrics.queue_seconds.labels(**labels)
+
+    def __call__(self, rows: int, waits: list[float], compute_s: float) -> None:
+        self.stats.batch(rows, waits, compute_s)
+        self.batch_size.observe(rows)
+        self.compute_seconds.observe(compute_s)
+        self.queue_seconds.observe_many(waits)
+
+
+@dataclass(eq=False)
 class ModelVersion:
-    """One loaded, warmed-up version: its backend, its batcher and its statistics."""
+    """One loaded, warmed-up version: its backend, its batcher and its statistics.
+
+    Nothing it holds refers back to it, so it (and its model's memory) is freed as soon as the
+    repository and the requests running on it let go, without the cyclic garbage collector."""
 
     name: str
     version: int
@@ -114,6 +144,9 @@ class ModelVersion:
     fingerprint: tuple
     batcher: DynamicBatcher | None = None
     stats: VersionStats = field(default_factory=VersionStats)
+    # Bound request-metric series by (protocol, status), filled by ``InferenceCore``: they go with
+    # the version, where a cache in the core grew by every version ever served.
+    request_series: dict = field(default_factory=dict, repr=False)
 
     @property
     def inputs(self):
@@ -155,6 +188,7 @@ class _ModelEntry:
     statuses: dict[int, VersionStatus] = field(default_factory=dict)
     config: ModelConfig = field(default_factory=ModelConfig)
     error: str = ""  # a model-level problem (bad config.json), reported alongside the versions
+    reported_empty: str = ""  # the no-version problem last logged, so that a poll logs it once
 
 
 class ModelRepository:
@@ -168,7 +202,11 @@ class ModelRepository:
         poll_interval_s: float | None = None,
         backend_factory: BackendFactory = EdgeRuntimeBackend,
         metrics: ServingMetrics | None = None,
+        control_mode: str = "poll",
+        startup_models: tuple[str, ...] = (),
     ):
+        if control_mode not in CONTROL_MODES:
+            raise ValueError(f"unknown model control mode {control_mode!r}; expected one of {sorted(CONTROL_MODES)}")
         self.root = Path(root)
         if not self.root.is_dir():
             raise FileNotFoundError(f"model repository {self.root} is not a directory")
@@ -178,6 +216,11 @@ class ModelRepository:
         self._backend_factory = backend_factory
         self.metrics = metrics or ServingMetrics()
         self._models: dict[str, _ModelEntry] = {}
+        self.control_mode = control_mode
+        # Explicit control: the models loaded on request, each with its config override (or None),
+        # and those to load at start ("*": every one).
+        self._wanted: dict[str, dict | None] = {}
+        self._startup_models = tuple(startup_models)
         self._problems: dict[str, str] = {}  # directory entries that are not valid models
         self._scan_lock = threading.Lock()
         self._stop = threading.Event()
@@ -185,6 +228,7 @@ class ModelRepository:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._retiring: list[threading.Thread] = []
+        self.memory = FreedMemoryReturner()
         self.metrics.add_gauge("flowstack_queue_depth", "Requests waiting in each model version's queue.", self._queue_depths)
         self.metrics.add_gauge("flowstack_model_ready", "1 for each model version ready to serve.", self._ready_versions)
 
@@ -198,6 +242,9 @@ class ModelRepository:
         return self._scanned.wait(timeout)
 
     def _run(self) -> None:
+        if self.control_mode == "explicit":
+            self._load_startup_models()
+            return
         while not self._stop.is_set():
             try:
                 self.poll()
@@ -221,14 +268,82 @@ class ModelRepository:
                 mv.batcher.close(timeout)
         for thread in list(self._retiring):
             thread.join(timeout)
+        self.memory.close()
+
+    def wait_retired(self, timeout: float | None = None) -> bool:
+        """Wait for the versions being unloaded to finish draining; True if all did."""
+        for thread in list(self._retiring):
+            thread.join(timeout)
+        return not any(t.is_alive() for t in self._retiring)
+
+    # -- explicit model control --------------------------------------------------------------
+    def _load_startup_models(self) -> None:
+        try:
+            names = self._startup_models
+            if "*" in names:
+                names = tuple(d.name for d in sorted(self.root.iterdir()) if d.is_dir() and NAME_PATTERN.match(d.name))
+            for name in names:
+                try:
+                    self.load_model(name)
+                except ServingError as exc:
+                    log.error("model %r not loaded at start: %s", name, exc)
+        finally:
+            self._scanned.set()
+
+    def load_model(self, name: str, config: dict | None = None) -> None:
+        """Load (or reload) model ``name`` from the repository, with ``config`` in place of its
+        config.json if given (Triton's model repository extension). Blocks while it loads;
+        ``InvalidRequest`` if it cannot be loaded, naming why; a version already served keeps
+        serving if its reload fails."""
+        self._check_explicit("load")
+        validate_name(name)
+        if config is not None:
+            try:
+                ModelConfig.from_dict(config, f"config override for model {name!r}")
+            except ConfigError as exc:
+                raise InvalidRequest(str(exc)) from None
+        with self._scan_lock:
+            if self._closing:
+                raise ShuttingDown("server is shutting down")
+            directory = self.root / name
+            if not directory.is_dir() or not self._inside_root(directory):
+                raise InvalidRequest(f"failed to load model {name!r}: no model directory {name!r} in the model repository")
+            self._wanted[name] = config
+            try:
+                self._sync_model(name, directory, config)
+            except OSError as exc:
+                self._unreadable(name, exc)
+            entry = self._models[name]
+        if not entry.serving:
+            raise InvalidRequest(f"failed to load model {name!r}: {self._reasons(entry)}")
+
+    def unload_model(self, name: str) -> None:
+        """Stop serving model ``name``: lookups fail at once; requests already queued or running
+        on it finish, then its memory is returned. Unloading a model not loaded is no error."""
+        self._check_explicit("unload")
+        validate_name(name)
+        with self._scan_lock:
+            self._wanted.pop(name, None)
+            entry = self._models.pop(name, None)
+            if entry is not None:
+                log.info("model %r unloading on request", name)
+                for mv in entry.serving.values():
+                    self._retire(mv)
+            self._forget_retired_metrics()
+
+    def _check_explicit(self, action: str) -> None:
+        if self.control_mode != "explicit":
+            raise InvalidRequest(f"explicit model {action} is not allowed while the repository is polled; "
+                                 "start the server with --model-control-mode explicit")
 
     # -- queries -----------------------------------------------------------------------------
     def ready(self) -> bool:
-        """True once the first scan is done, there is a model, and every model has a ready version."""
+        """True once the first scan is done and every model has a ready version; polled, the
+        repository must hold a model, under explicit control none need be loaded."""
         if self._closing or not self._scanned.is_set():
             return False
         models = list(self._models.values())
-        return bool(models) and all(entry.serving for entry in models)
+        return (bool(models) or self.control_mode == "explicit") and all(entry.serving for entry in models)
 
     def model_names(self) -> list[str]:
         return sorted(self._models)
@@ -242,7 +357,9 @@ class ModelRepository:
             validate_name(name)  # a name being served is valid: no regex per request
         wanted = parse_version(version)
         if entry is None:
-            raise ModelNotFound(f"unknown model {name!r}; available models: {self.model_names()}")
+            # Triton's words, which clients test for; naming no other model (a caller that may not
+            # know of them learns nothing of the repository).
+            raise ModelNotFound(f"Request for unknown model: {name!r} is not found")
         serving = entry.serving
         if wanted is None:
             if not serving:
@@ -254,6 +371,17 @@ class ModelRepository:
             detail = f" ({status.state}: {status.reason})" if status and status.reason else ""
             raise ModelNotFound(f"model {name!r} version {wanted} is not being served{detail}; ready versions: {sorted(serving)}")
         return found
+
+    def version_for_label(self, name: str, label: str) -> str:
+        """The version a TensorFlow Serving version label of model ``name`` points at."""
+        entry = self._models.get(name)
+        if entry is None:
+            self.get(name)  # raises naming the models there are
+        labels = dict(entry.config.version_labels)
+        version = labels.get(label)
+        if version is None:
+            raise ModelNotFound(f"model {name!r} has no version label {shown(label)}; its labels: {sorted(labels)}")
+        return str(version)
 
     def is_ready(self, name: str, version: str | None = None) -> bool:
         try:
@@ -281,6 +409,11 @@ class ModelRepository:
                 rows.append({"name": name, "version": str(status.version), "state": status.state, "reason": status.reason})
         for name, problem in sorted(self._problems.items()):
             rows.append({"name": name, "version": "", "state": "UNAVAILABLE", "reason": problem})
+        if self.control_mode == "explicit":  # the models there to load, as Triton lists them
+            loaded = set(self._models)
+            for directory in sorted(self.root.iterdir()):
+                if directory.is_dir() and NAME_PATTERN.match(directory.name) and directory.name not in loaded:
+                    rows.append({"name": directory.name, "version": "", "state": "UNAVAILABLE", "reason": "not loaded"})
         return rows
 
     def _reasons(self, entry: _ModelEntry) -> str:
@@ -333,9 +466,11 @@ class ModelRepository:
                 if not self._inside_root(directory):
                     problems[name] = "refused: the directory resolves outside the model repository"
                     continue
+                if self.control_mode == "explicit" and name not in self._wanted:
+                    continue  # loaded on request only
                 found.add(name)
                 try:
-                    self._sync_model(name, directory)
+                    self._sync_model(name, directory, self._wanted.get(name))
                 except OSError as exc:
                     # The directory changed under the scan (deleted, replaced, unreadable): report
                     # it, keep what this model serves, and go on to the other models.
@@ -349,6 +484,7 @@ class ModelRepository:
                 entry = self._models.pop(name)
                 for mv in entry.serving.values():
                     self._retire(mv)
+            self._forget_retired_metrics()
 
     def _unreadable(self, name: str, exc: OSError) -> None:
         entry = self._models.setdefault(name, _ModelEntry())
@@ -369,22 +505,31 @@ class ModelRepository:
             if self._inside_root(path):
                 versions[int(sub.name)] = path
             else:
-                refused[int(sub.name)] = f"refused: {path} resolves outside the model repository"
+                refused[int(sub.name)] = f"refused: {directory.name}/{sub.name}/{MODEL_FILE} resolves outside the model repository"
         return versions, refused
 
-    def _sync_model(self, name: str, directory: Path) -> None:
+    def _sync_model(self, name: str, directory: Path, override: dict | None = None) -> None:
         entry = self._models.setdefault(name, _ModelEntry())
         config_path = directory / CONFIG_FILE
-        config_stamp = _stamp(config_path)
+        config_stamp = _stamp(config_path) if override is None else ("override", json.dumps(override, sort_keys=True))
         try:
-            config = ModelConfig.from_file(config_path)
+            if override is None:
+                config = ModelConfig.from_file(config_path, self._real_root, f"{name}/{CONFIG_FILE}")
+            else:
+                config = ModelConfig.from_dict(override, f"config override for model {name!r}")
         except ConfigError as exc:
             if entry.error != str(exc):
                 log.error("model %r: %s (keeping the versions already served)", name, exc)
+                self.metrics.load_failures.inc(model=name)
             entry.error = str(exc)
             return
         available, refused = self._available_versions(directory)
         entry.error = ""
+        if not available and not refused:
+            entry.error = _no_version_reason(name, directory)
+            if entry.error != entry.reported_empty:
+                log.warning("model %r: %s", name, entry.error)
+            entry.reported_empty = entry.error
         entry.config = config
         limit = config.version_policy.wanted()
         keep: dict[int, ModelVersion] = {}
@@ -407,8 +552,9 @@ class ModelRepository:
             try:
                 loaded = self._load(name, version, available[version], config, fingerprint)
             except Exception as exc:  # any load or warmup failure is reported, never raised
-                reason = f"failed to load {available[version]}: {type(exc).__name__}: {exc}"
+                reason = f"failed to load {name}/{version}/{MODEL_FILE}: {type(exc).__name__}: {exc}"
                 log.error("model %r version %d: %s", name, version, reason)
+                self.metrics.load_failures.inc(model=name)
                 entry.failed[version] = fingerprint
                 statuses[version] = VersionStatus(version, "UNAVAILABLE", reason)
                 if current is not None:
@@ -443,20 +589,15 @@ class ModelRepository:
                 f"max_batch_size {max_batch_size} needs dimension 0 of every input and output to be dynamic (-1); "
                 "set max_batch_size to 0"
             )
+        # Freed (its model with it) when the last reference goes, in whatever thread lets go:
+        # then the trimming thread gives the pages back. A load that fails frees it too.
+        try:
+            weakref.finalize(backend, self.memory.request).atexit = False
+        except TypeError:  # a backend that takes no weak references: no trim when it goes
+            pass
         mv = ModelVersion(name, version, path, config, backend, max_batch_size, fingerprint)
         for sample in config.warmup:
             backend.infer_batch([_warmup_feeds(backend.inputs, sample, max_batch_size)])
-        labels = {"model": name, "version": str(version)}
-        batch_size = self.metrics.batch_size.labels(**labels)
-        compute_seconds = self.metrics.compute_seconds.labels(**labels)
-        queue_seconds = self.metrics.queue_seconds.labels(**labels)
-
-        def observe(rows: int, waits: list[float], compute_s: float) -> None:
-            mv.stats.batch(rows, waits, compute_s)
-            batch_size.observe(rows)
-            compute_seconds.observe(compute_s)
-            queue_seconds.observe_many(waits)
-
         mv.batcher = DynamicBatcher(
             backend.infer_batch,
             max_batch_size=max_batch_size,
@@ -464,17 +605,35 @@ class ModelRepository:
             preferred_batch_sizes=config.preferred_batch_sizes,
             instances=config.instances,
             max_queue_size=config.max_queue_size,
-            on_batch=observe,
+            on_batch=BatchObserver(mv.stats, self.metrics, name, version),
             name=f"{name}-{version}",
         )
         return mv
 
     def _retire(self, mv: ModelVersion) -> None:
+        """Drain ``mv``'s queue in a thread of its own, then drop its metric series (unless the
+        same version number is still served: a reloaded copy)."""
         if mv.batcher is None:
             return
-        thread = threading.Thread(target=mv.batcher.close, name=f"retire-{mv.name}-{mv.version}", daemon=True)
+        thread = threading.Thread(target=self._drain_retired, args=(mv.batcher,), name=f"retire-{mv.name}-{mv.version}", daemon=True)
         thread.start()
         self._retiring = [t for t in self._retiring if t.is_alive()] + [thread]
+
+    def _drain_retired(self, batcher: DynamicBatcher) -> None:
+        batcher.close()
+        self._forget_retired_metrics()
+
+    def _forget_retired_metrics(self) -> None:
+        served = {(name, str(v)) for name, entry in list(self._models.items()) for v in list(entry.serving)}
+        self.metrics.keep_versions(served)
+
+
+def _no_version_reason(name: str, directory: Path) -> str:
+    """Why a model directory gives no version, saying where the file must go."""
+    if (directory / MODEL_FILE).is_file():
+        return (f"{MODEL_FILE} lies directly in the model directory; versions live in numbered folders: "
+                f"move it to {name}/1/{MODEL_FILE}")
+    return f"no version folder (a positive number, like {name}/1/) holding a {MODEL_FILE}"
 
 
 def _stamp(path: Path) -> tuple | None:

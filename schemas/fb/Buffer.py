@@ -42,8 +42,15 @@ class Buffer(object):
             return self._tab.Get(flatbuffers.number_types.Uint64Flags, o + self._tab.Pos)
         return 0
 
+    # Buffer
+    def Crc32(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint32Flags, o + self._tab.Pos)
+        return 0
+
 def BufferStart(builder):
-    builder.StartObject(2)
+    builder.StartObject(3)
 
 def Start(builder):
     BufferStart(builder)
@@ -59,6 +66,12 @@ def BufferAddLength(builder, length):
 
 def AddLength(builder, length):
     BufferAddLength(builder, length)
+
+def BufferAddCrc32(builder, crc32):
+    builder.PrependUint32Slot(2, crc32, 0)
+
+def AddCrc32(builder, crc32):
+    BufferAddCrc32(builder, crc32)
 
 def BufferEnd(builder):
     return builder.EndObject()

@@ -192,8 +192,15 @@ class Model(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(18))
         return o == 0
 
+    # Model
+    def Checksum(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(20))
+        if o != 0:
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, o + self._tab.Pos)
+        return 0
+
 def ModelStart(builder):
-    builder.StartObject(8)
+    builder.StartObject(9)
 
 def Start(builder):
     ModelStart(builder)
@@ -281,6 +288,12 @@ def ModelStartMetadataVector(builder, numElems):
 
 def StartMetadataVector(builder, numElems):
     return ModelStartMetadataVector(builder, numElems)
+
+def ModelAddChecksum(builder, checksum):
+    builder.PrependUint8Slot(8, checksum, 0)
+
+def AddChecksum(builder, checksum):
+    ModelAddChecksum(builder, checksum)
 
 def ModelEnd(builder):
     return builder.EndObject()

@@ -197,3 +197,38 @@ def test_every_truncation_says_truncated(mlp_file) -> None:
     for cut in range(8, len(data), 7):
         with pytest.raises(ModelFormatError, match="truncated"):
             parse(data[:cut])
+
+
+def _flip_weight_byte(path: Path) -> bytes:
+    model, _ = read_file(path)
+    offset, length, _ = next(c for c in model.buffer_checksums if c[1])
+    data = bytearray(path.read_bytes())
+    data[offset + length // 2] ^= 0x10
+    return bytes(data)
+
+
+def test_buffers_carry_checksums_verified_when_read_whole(mlp_file, tmp_path):
+    model, path = mlp_file
+    parsed, _ = read_file(path, verify=True)
+    assert len(parsed.buffer_checksums) > 1 and all(length == 0 or crc for _, length, crc in parsed.buffer_checksums)
+    corrupt = _flip_weight_byte(path)
+    with pytest.raises(ModelFormatError, match=r"buffer \d+ \(offset \d+, \d+ bytes\): checksum [0-9a-f]{8} does not match"):
+        load(corrupt)  # bytes are read whole: verified by default
+    bad = tmp_path / "bad.flow"
+    bad.write_bytes(corrupt)
+    load(bad)  # a mapped file is checked on request only (verifying reads every page)
+    with pytest.raises(ModelFormatError, match="weights are corrupt"):
+        load(bad, verify=True)
+    assert load(corrupt, verify=False).inputs  # an explicit opt-out
+
+
+def test_inspect_verify(mlp_file, tmp_path, capsys):
+    from flowstack_cli.main import main
+
+    _, path = mlp_file
+    assert main(["inspect", str(path), "--verify"]) == 0
+    assert "weight buffers match their CRC-32" in capsys.readouterr().out
+    bad = tmp_path / "bad.flow"
+    bad.write_bytes(_flip_weight_byte(path))
+    assert main(["inspect", str(bad), "--verify"]) == 2
+    assert "weights are corrupt" in capsys.readouterr().err

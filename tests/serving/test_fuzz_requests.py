@@ -95,7 +95,7 @@ MALFORMED = [
     ("POST", "/v2/models/mlp/infer", GOOD_BODY, {"Inference-Header-Content-Length": "9" * 5000},
      400, "Inference-Header-Content-Length '9999"),
     ("POST", "/v2/models/mlp/infer", GOOD_BODY, {"Inference-Header-Content-Length": "0" * 5000 + "2"},
-     400, "request body is not valid JSON"),
+     400, "JSON header (the first 2 bytes of the body, per Inference-Header-Content-Length) is not valid JSON"),
     # a version that str.isdigit takes and int() refuses ('²', URL-encoded)
     ("POST", "/v2/models/mlp/versions/%C2%B2/infer", GOOD_BODY, {}, 400, "invalid model version '\u00b2'"),
     ("GET", "/v2/models/mlp/versions/%C2%B2", b"", {}, 400, "invalid model version '\u00b2'"),
@@ -204,7 +204,9 @@ def test_grpc_version_that_is_no_integer_on_metadata_and_ready(stub):
     with pytest.raises(grpc.RpcError) as info:
         stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp", version="\u00b2"), timeout=10)
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "invalid model version" in info.value.details()
-    assert stub.ModelReady(pb.ModelReadyRequest(name="mlp", version="\u00b2"), timeout=10).ready is False
+    with pytest.raises(grpc.RpcError) as info:  # as HTTP's 400: an invalid version is refused, not "not ready"
+        stub.ModelReady(pb.ModelReadyRequest(name="mlp", version="\u00b2"), timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "invalid model version" in info.value.details()
 
 
 @pytest.mark.parametrize("method, data, message", [

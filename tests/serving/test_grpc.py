@@ -74,7 +74,7 @@ def test_infer_raw_and_typed_contents(stub, mlp):
         (lambda r: r.inputs.__getitem__(0).__setattr__("datatype", "INT64"), grpc.StatusCode.INVALID_ARGUMENT, "input 'x'"),
         (lambda r: r.raw_input_contents.__setitem__(0, b"\x00" * 7), grpc.StatusCode.INVALID_ARGUMENT, "needs 80 bytes, got 7"),
         (lambda r: r.inputs.__getitem__(0).shape.__setitem__(0, 1 << 40), grpc.StatusCode.INVALID_ARGUMENT, "more than the limit"),
-        (lambda r: r.__setattr__("model_name", "ghost"), grpc.StatusCode.NOT_FOUND, "unknown model 'ghost'"),
+        (lambda r: r.__setattr__("model_name", "ghost"), grpc.StatusCode.NOT_FOUND, "Request for unknown model: 'ghost' is not found"),
         (lambda r: r.__setattr__("model_version", "9"), grpc.StatusCode.NOT_FOUND, "version 9"),
         (lambda r: r.inputs.__getitem__(0).__setattr__("name", "y"), grpc.StatusCode.INVALID_ARGUMENT, "unknown input 'y'"),
         (lambda r: r.outputs.add(name="nope"), grpc.StatusCode.INVALID_ARGUMENT, "unknown output"),
@@ -156,7 +156,14 @@ def test_grpc_bearer_token(repo):
         channel = grpc.insecure_channel(server.grpc_address)
         stub = pb_grpc.GRPCInferenceServiceStub(channel)
         with pytest.raises(grpc.RpcError) as info:
-            stub.ServerReady(pb.ServerReadyRequest(), timeout=5)
+            stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp"), timeout=5)
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        assert stub.ServerReady(pb.ServerReadyRequest(), timeout=5, metadata=[("authorization", "Bearer tok")]).ready
+        assert stub.ModelMetadata(pb.ModelMetadataRequest(name="mlp"), timeout=5,
+                                  metadata=[("authorization", "Bearer tok")]).name == "mlp"
+        # Probes need no token, as HTTP's /v2/health/live and /ready (one rule for both protocols).
+        assert stub.ServerReady(pb.ServerReadyRequest(), timeout=5).ready
+        assert stub.ServerLive(pb.ServerLiveRequest(), timeout=5).live
+        with pytest.raises(grpc.RpcError) as info:
+            stub.ModelReady(pb.ModelReadyRequest(name="mlp"), timeout=5)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
         channel.close()

@@ -88,7 +88,7 @@ def test_triton_errors_name_the_problem(triton):
     wrong.set_data_from_numpy(np.zeros((2, 5), np.float32))
     with pytest.raises(InferenceServerException, match=r"input 'x': dimension 1 must be 4, got 5"):
         triton.infer("mlp", [wrong])
-    with pytest.raises(InferenceServerException, match="unknown model 'nope'"):
+    with pytest.raises(InferenceServerException, match="Request for unknown model: 'nope' is not found"):
         triton.infer("nope", [wrong])
 
 

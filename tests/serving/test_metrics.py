@@ -29,3 +29,19 @@ def test_an_unused_bound_series_is_not_rendered():
     histogram = Histogram("h", "H.", (1.0,))
     histogram.labels(model="m")
     assert list(histogram.render()) == ["# HELP h H.", "# TYPE h histogram"]
+
+
+def test_keep_versions_drops_retired_series_and_bound_series_come_back():
+    from serving.metrics import ServingMetrics
+
+    metrics = ServingMetrics()
+    old = metrics.queue_seconds.labels(model="m", version="1")
+    old.observe(0.1)
+    metrics.queue_seconds.labels(model="m", version="2").observe(0.1)
+    metrics.requests.inc(model="m", version="1", protocol="http", status="success")
+    metrics.requests.inc(model="", version="", protocol="http", status="ModelNotFound")
+    metrics.keep_versions({("m", "2")})
+    page = metrics.render()
+    assert 'version="1"' not in page and 'version="2"' in page and 'status="ModelNotFound"' in page
+    old.observe(0.2)  # a bound series observed again after its drop starts a fresh series
+    assert metrics.queue_seconds.count(model="m", version="1") == 1

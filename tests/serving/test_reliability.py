@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 
+from benchmarks.serving_shutdown import sigterm_under_load
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving.backends import EdgeRuntimeBackend
@@ -72,7 +73,7 @@ MALFORMED = [
     ("/v2/models/mlp/infer", binary_body(32, b"\x00" * 40), 400, "8 bytes of binary data after the last input"),
     ("/v2/models/mlp/infer", (b"{}", {"Inference-Header-Content-Length": "999"}), 400, "Inference-Header-Content-Length"),
     ("/v2/models/mlp/infer", (b"{}", {"Content-Encoding": "gzip"}), 400, "not valid gzip data"),
-    ("/v2/models/ghost/infer", _json(GOOD), 404, "unknown model 'ghost'"),
+    ("/v2/models/ghost/infer", _json(GOOD), 404, "Request for unknown model: 'ghost' is not found"),
     ("/v2/models/mlp/versions/7/infer", _json(GOOD), 404, "model 'mlp' version 7 is not being served"),
     ("/v2/models/mlp/versions/x1/infer", _json(GOOD), 400, "invalid model version 'x1'"),
     ("/v2/models/bad%20name/infer", _json(GOOD), 400, "invalid model name"),
@@ -262,34 +263,35 @@ def start_subprocess_server(repo: Path, *extra: str) -> tuple[subprocess.Popen, 
     raise AssertionError(f"server did not start: {process.stderr.read()}")
 
 
-def test_sigterm_under_load_loses_no_accepted_request(tmp_path, mlp):
-    add_version(tmp_path, "mlp", 1, mlp, {"max_batch_size": 16, "max_queue_delay_us": 20000})
-    process, event = start_subprocess_server(tmp_path)
-    http_url = f"http://127.0.0.1:{event['http_port']}"
+@pytest.mark.slow
+def test_sigterm_under_load_answers_every_request_sent(tmp_path):
+    # 32 clients (18 keep-alive HTTP, 6 opening a connection per request, 8 gRPC) on a real
+    # `flowstack serve` process, SIGTERM, twice: readiness false at once, every request a client
+    # sent answered correctly, exit 0 within the drain timeout. (Before: 11-24 HTTP requests reset
+    # and up to 6 gRPC calls CANCELLED a run, readiness never false.)
+    for _ in range(2):
+        run = sigterm_under_load(tmp_path, drain_timeout=10.0, lame_duck=1.0, load_seconds=1.0)
+        assert run.lost == [] and run.wrong == [], (run.lost[:5], run.wrong[:5])
+        assert run.exit_code == 0 and run.exit_seconds <= run.drain_timeout_s + 1.0, (run.exit_code, run.exit_seconds)
+        assert run.not_ready_seconds is not None and run.not_ready_seconds < 1.0 and run.grpc_not_ready
+        assert run.answered_after_sigterm > 0  # the lame duck served on
+
+
+def test_sigint_skips_the_lame_duck(tmp_path, mlp):
+    add_version(tmp_path, "mlp", 1, mlp)
+    process, event = start_subprocess_server(tmp_path, "--lame-duck", "30", "--drain-timeout", "40")
     try:
-        assert wait_for(lambda: httpx.get(f"{http_url}/v2/health/ready").status_code == 200)
-        with Load(http_url, f"127.0.0.1:{event['grpc_port']}", threads=6) as load:
-            assert wait_for(lambda: len(load.outcomes) > 100)
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(30) == 0
-        stderr = process.stderr.read()
+        assert wait_for(lambda: httpx.get(f"http://127.0.0.1:{event['http_port']}/v2/health/ready").status_code == 200)
+        started = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(20) == 0
+        assert time.monotonic() - started < 10
     finally:
         if process.poll() is None:
             process.kill()
             process.wait(10)
         process.stdout.close()
         process.stderr.close()
-    ok = [o for o in load.outcomes if o[2] is not None]
-    assert len(ok) > 100
-    for _, _, probs in ok:
-        np.testing.assert_allclose(probs, mlp(X), rtol=1e-5)
-    # After SIGTERM new connections and calls are refused; nothing accepted may fail.
-    refused = ("error ConnectError", "error RemoteProtocolError", "error ReadError", "error StatusCode.UNAVAILABLE")
-    for protocol, outcome, _ in load.failures():
-        assert outcome.startswith(refused), outcome
-        assert "queue" not in outcome and "status" not in outcome
-    events = [json.loads(line).get("event") for line in stderr.splitlines() if line.startswith("{")]
-    assert "draining" in events and "stopped" in events
 
 
 def test_device_gpu_without_a_gpu_fails_at_start(tmp_path, mlp):

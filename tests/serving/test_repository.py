@@ -192,6 +192,29 @@ def test_config_change_reloads_and_removed_model_unloads(tmp_path, mlp):
     os.rename(tmp_path / "mlp", tmp_path / ".mlp-removed")
     repository.poll()
     assert repository.model_names() == [] and not repository.ready()
-    with pytest.raises(ModelNotFound, match="unknown model 'mlp'"):
+    with pytest.raises(ModelNotFound, match="Request for unknown model: 'mlp'"):
         repository.get("mlp")
     repository.close()
+
+
+def test_a_version_with_flipped_weight_bytes_is_refused_and_the_previous_serves(tmp_path, mlp, mlp_v2):
+    from edge_runtime.format import read_file
+
+    add_version(tmp_path, "mlp", 1, mlp)
+    repository = loaded(tmp_path)
+    staged = add_version(tmp_path / "staging", "mlp", 2, mlp_v2)
+    model, _ = read_file(staged)
+    offset, length, _ = next(c for c in model.buffer_checksums if c[1])
+    data = bytearray(staged.read_bytes())
+    data[offset + length // 2] ^= 0x01  # one bit of one weight: still a well-formed file
+    (tmp_path / "mlp" / "2").mkdir()
+    (tmp_path / "mlp" / "2" / "model.flow").write_bytes(bytes(data))
+    repository.poll()
+    try:
+        assert repository.versions("mlp") == [1]
+        (status,) = [s for s in repository.statuses("mlp") if s.version == 2]
+        assert status.state == "UNAVAILABLE" and "checksum" in status.reason and "weights are corrupt" in status.reason
+        x = np.ones((1, 4), np.float32)
+        np.testing.assert_allclose(run(repository), mlp(x), rtol=1e-5)
+    finally:
+        repository.close()

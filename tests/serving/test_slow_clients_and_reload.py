@@ -281,10 +281,10 @@ def test_a_model_directory_vanishing_mid_scan_does_not_stop_the_scan(tmp_path, m
         add_version(tmp_path, name, 1, mlp)
     from_file = ModelConfig.from_file.__func__
 
-    def deleted_while_read(cls, path):  # b vanishes between the scan's listing and its reading
+    def deleted_while_read(cls, path, *args):  # b vanishes between the scan's listing and its reading
         if path.parent.name == "b" and path.parent.exists():
             shutil.rmtree(path.parent)
-        return from_file(cls, path)
+        return from_file(cls, path, *args)
 
     monkeypatch.setattr(ModelConfig, "from_file", classmethod(deleted_while_read))
     repository = ModelRepository(tmp_path)
