@@ -46,6 +46,10 @@ class GraphKeys:
     QUEUE_RUNNERS = "queue_runners"
     GLOBAL_STEP = "global_step"
     LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAIN_OP = "train_op"
 
 
 class Tensor:
@@ -204,6 +208,7 @@ class Graph:
         self.loops: list = []  # WhileLoop records, so exporters can rebuild functional Loop ops
         self.conds: list = []
         self.version = 0  # bumps on every new node; sessions key plans on it
+        self.seed: int | None = None  # graph-level random seed (set_random_seed)
 
     # -- per-thread building state ----------------------------------------------------------
     def _state(self):

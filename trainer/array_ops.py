@@ -1,0 +1,422 @@
+"""The core ops as TensorFlow 1.15 spells them: constructors, shape and math ops, legacy keywords.
+
+Each is composed from registered ops (ConstantOfShape, Unsqueeze, Split, OneHot, ...), so
+gradients come from those ops' rules. The reductions and ``argmax`` accept TensorFlow 1.x's
+older keywords (``reduction_indices``, ``keep_dims``, ``dimension``) next to ``axis``/``keepdims``.
+
+>>> import trainer as tf
+>>> g = tf.Graph()
+>>> with g.as_default():
+...     x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+...     s = tf.reduce_sum(x, reduction_indices=[1], keep_dims=True)
+...     parts = tf.unstack(tf.stack([x, x * 2.0], axis=0))
+>>> tf.Session(g).run([s, parts[1]])[0].tolist()
+[[3.0], [7.0]]
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from trainer import ops
+from trainer.dtypes import as_numpy_dtype
+from trainer.graph import Tensor
+from trainer.ops import cast, constant, convert_to_tensor, make_op
+
+__all__ = [
+    "argmax", "argmin", "assign", "assign_add", "assign_sub", "ceil", "clip_by_norm", "clip_by_value", "cos",
+    "count_nonzero", "cumsum", "div", "einsum", "expand_dims", "eye", "fill", "floor", "floordiv", "gather_nd",
+    "greater_equal", "less_equal", "lin_space", "linspace", "log1p", "logical_and", "logical_not", "logical_or",
+    "matmul", "mod", "norm", "not_equal", "one_hot", "ones", "ones_like", "pad", "range", "rank",
+    "realdiv", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod", "reduce_sum", "reverse", "round", "rsqrt", "scalar_mul", "sequence_mask",
+    "sign", "sin", "size", "slice", "softplus", "split", "squared_difference", "squeeze", "stack", "tile",
+    "to_double", "to_float", "to_int32", "to_int64", "truediv", "unstack", "zeros", "zeros_like",
+]
+
+
+def _ints(values, graph=None) -> Tensor:
+    if isinstance(values, Tensor) or hasattr(values, "_as_tensor"):
+        t = convert_to_tensor(values)
+        return t if t.dtype == np.int64 else cast(t, np.int64)
+    return constant(np.asarray(values, np.int64), graph=graph)
+
+
+def _one_of(name: str, **spellings):
+    """The one keyword given among TensorFlow's spellings of an argument (None if none is)."""
+    given = {k: v for k, v in spellings.items() if v is not None}
+    if len(given) > 1:
+        raise ValueError(f"{name}: give only one of {', '.join(given)}")
+    return next(iter(given.values()), None)
+
+
+# -- constructors --------------------------------------------------------------------------------
+def fill(dims, value, name=None) -> Tensor:
+    """A tensor of shape ``dims`` (a list or a shape tensor) filled with the scalar ``value``."""
+    v = np.asarray(value)
+    if v.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
+        v = v.astype(np.float32)
+    return make_op("ConstantOfShape", [_ints(dims)], {"value": v.reshape(1)}, name=name or "Fill").outputs[0]
+
+
+def zeros(shape, dtype=np.float32, name=None) -> Tensor:
+    return fill(shape, np.zeros((), as_numpy_dtype(dtype)), name=name or "zeros")
+
+
+def ones(shape, dtype=np.float32, name=None) -> Tensor:
+    return fill(shape, np.ones((), as_numpy_dtype(dtype)), name=name or "ones")
+
+
+def zeros_like(tensor, dtype=None, name=None, optimize=True) -> Tensor:
+    out = ops.zeros_like(tensor, name=name)
+    return out if dtype is None or as_numpy_dtype(dtype) == out.dtype else cast(out, dtype)
+
+
+def ones_like(tensor, dtype=None, name=None, optimize=True) -> Tensor:
+    out = ops.ones_like(tensor, name=name)
+    return out if dtype is None or as_numpy_dtype(dtype) == out.dtype else cast(out, dtype)
+
+
+def eye(num_rows: int, num_columns: int | None = None, dtype=np.float32, name=None) -> Tensor:
+    return constant(np.eye(num_rows, num_columns, dtype=as_numpy_dtype(dtype)), name=name or "eye")
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range") -> Tensor:  # noqa: A001 - TF's name
+    """``range(5)`` or ``range(2, 10, 2)``; integers give int32 as in TensorFlow."""
+    if limit is None:
+        start, limit = 0, start
+    values = [start, limit, delta]
+    if dtype is None:
+        tensors = [v for v in values if isinstance(v, Tensor)]
+        if tensors:
+            dtype = tensors[0].dtype
+        else:
+            dtype = np.float32 if any(isinstance(v, float) for v in values) else np.int32
+    dt = as_numpy_dtype(dtype)
+    ins = [v if isinstance(v, Tensor) else constant(np.asarray(v, dt)) for v in values]
+    ins = [v if v.dtype == dt else cast(v, dt) for v in ins]
+    return make_op("Range", ins, name=name).outputs[0]
+
+
+def lin_space(start, stop, num: int, name=None) -> Tensor:
+    return constant(np.linspace(start, stop, num, dtype=np.float32), name=name or "LinSpace")
+
+
+linspace = lin_space
+
+
+# -- shape ops -----------------------------------------------------------------------------------
+def expand_dims(input, axis=None, name=None, dim=None) -> Tensor:  # noqa: A002 - TF's name
+    axis = _one_of("expand_dims", axis=axis, dim=dim)
+    if axis is None:
+        raise ValueError("expand_dims needs axis")
+    x = convert_to_tensor(input)
+    return make_op("Unsqueeze", [x, _ints([axis], x.graph)], name=name).outputs[0]
+
+
+def squeeze(input, axis=None, name=None, squeeze_dims=None) -> Tensor:  # noqa: A002
+    axis = _one_of("squeeze", axis=axis, squeeze_dims=squeeze_dims)
+    x = convert_to_tensor(input)
+    if axis is None:
+        if x.shape is None or None in x.shape:
+            raise ValueError(f"squeeze without axis needs a static shape, got {x.shape} for {x.name}")
+        axis = [i for i, d in enumerate(x.shape) if d == 1]
+    return ops.squeeze(x, axis, name=name)
+
+
+def stack(values, axis: int = 0, name="stack") -> Tensor:
+    """Join same-shaped tensors along a new axis."""
+    parts = [expand_dims(v, axis) for v in values]
+    return ops.concat(parts, axis=axis, name=name)
+
+
+def unstack(value, num: int | None = None, axis: int = 0, name="unstack") -> list[Tensor]:
+    """Split ``value`` along ``axis`` into its ``num`` slices (the axis removed)."""
+    x = convert_to_tensor(value)
+    n = num if num is not None else (None if x.shape is None else x.shape[axis])
+    if n is None:
+        raise ValueError(f"unstack: cannot infer num from {x.name}'s shape {x.shape}; pass num=")
+    if n == 1:
+        return [ops.squeeze(x, [axis])]
+    parts = make_op("Split", [x], {"axis": axis, "num_outputs": n}, num_outputs=n, name=name).outputs
+    return [ops.squeeze(p, [axis]) for p in parts]
+
+
+def split(value, num_or_size_splits, axis: int = 0, num=None, name="split") -> list[Tensor]:
+    """``num_or_size_splits`` equal parts, or parts of the listed sizes, along ``axis``."""
+    x = convert_to_tensor(value)
+    if isinstance(num_or_size_splits, (int, np.integer)):
+        n = int(num_or_size_splits)
+        if n == 1:
+            return [ops.identity(x)]
+        return list(make_op("Split", [x], {"axis": axis, "num_outputs": n}, num_outputs=n, name=name).outputs)
+    sizes = [int(s) for s in num_or_size_splits]
+    return list(make_op("Split", [x, _ints(sizes, x.graph)], {"axis": axis}, num_outputs=len(sizes),
+                        name=name).outputs)
+
+
+def tile(input, multiples, name=None) -> Tensor:  # noqa: A002
+    x = convert_to_tensor(input)
+    return make_op("Tile", [x, _ints(multiples, x.graph)], name=name).outputs[0]
+
+
+def pad(tensor, paddings, mode: str = "CONSTANT", name=None, constant_values=0) -> Tensor:
+    """Pad with ``paddings`` [[before, after], ...] per axis; CONSTANT, REFLECT or SYMMETRIC->edge-less."""
+    x = convert_to_tensor(tensor)
+    p = np.asarray(paddings, np.int64)
+    onnx_pads = np.concatenate([p[:, 0], p[:, 1]])
+    modes = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "edge"}
+    if mode.upper() not in modes:
+        raise ValueError(f"pad: mode must be one of {sorted(modes)}, got {mode!r}")
+    value = constant(np.asarray(constant_values, x.dtype), graph=x.graph)
+    return make_op("Pad", [x, _ints(onnx_pads, x.graph), value], {"mode": modes[mode.upper()]}, name=name).outputs[0]
+
+
+def slice(input_, begin, size, name=None) -> Tensor:  # noqa: A001 - TF's name
+    """``input_[begin[i]:begin[i]+size[i]]`` per axis; size -1 runs to the end."""
+    x = convert_to_tensor(input_)
+    begin = [int(b) for b in begin]
+    ends = [np.iinfo(np.int64).max if int(s) == -1 else b + int(s) for b, s in zip(begin, size)]
+    axes = list(builtins.range(len(begin)))
+    c = [_ints(v, x.graph) for v in (begin, ends, axes)]
+    return make_op("Slice", [x, *c], name=name).outputs[0]
+
+
+def reverse(tensor, axis, name=None) -> Tensor:
+    x = convert_to_tensor(tensor)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    n = len(axes)
+    c = [_ints(v, x.graph) for v in ([-1] * n, [np.iinfo(np.int64).min] * n, axes, [-1] * n)]
+    return make_op("Slice", [x, *c], name=name).outputs[0]
+
+
+def gather_nd(params, indices, name=None, batch_dims: int = 0) -> Tensor:
+    x = convert_to_tensor(params)
+    return make_op("GatherND", [x, _ints(indices, x.graph)], {"batch_dims": batch_dims}, name=name).outputs[0]
+
+
+def one_hot(indices, depth: int, on_value=None, off_value=None, axis: int = -1, dtype=None, name=None) -> Tensor:
+    dt = as_numpy_dtype(dtype) or (np.asarray(on_value).dtype if on_value is not None else np.dtype(np.float32))
+    if dt == np.float64 and dtype is None:
+        dt = np.dtype(np.float32)
+    idx = convert_to_tensor(indices)
+    values = constant(np.asarray([0 if off_value is None else off_value, 1 if on_value is None else on_value], dt),
+                      graph=idx.graph)
+    return make_op("OneHot", [idx, _ints(depth, idx.graph), values], {"axis": axis}, name=name).outputs[0]
+
+
+def sequence_mask(lengths, maxlen=None, dtype=np.bool_, name=None) -> Tensor:
+    """[batch, maxlen] with True where position < lengths[b]."""
+    lengths = convert_to_tensor(lengths)
+    lengths = lengths if lengths.dtype == np.int64 else cast(lengths, np.int64)
+    if maxlen is None:
+        maxlen = reduce_max(lengths)
+    positions = range(0, maxlen, 1, dtype=np.int64)
+    mask = ops.less(expand_dims(positions, 0), expand_dims(lengths, 1))
+    dt = as_numpy_dtype(dtype)
+    return mask if dt == np.bool_ else cast(mask, dt, name=name)
+
+
+def size(input, name=None, out_type=np.int32) -> Tensor:  # noqa: A002
+    return cast(make_op("Size", [input]).outputs[0], out_type, name=name)
+
+
+def rank(input, name=None) -> Tensor:  # noqa: A002
+    x = convert_to_tensor(input)
+    return constant(np.asarray(len(x.shape), np.int32), name=name or "Rank")
+
+
+# -- reductions with TensorFlow 1.x's keywords ---------------------------------------------------
+def _reduction(op_type: str):
+    def reduce(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+        axis = _one_of(op_type, axis=axis, reduction_indices=reduction_indices)
+        keep = _one_of(op_type, keepdims=keepdims, keep_dims=keep_dims)
+        x = convert_to_tensor(input_tensor)
+        with x.graph.as_default():
+            axes = None if axis is None else _ints([axis] if isinstance(axis, (int, np.integer)) else list(axis))
+        return make_op(op_type, [x, axes], {"keepdims": int(bool(keep))}, name=name).outputs[0]
+
+    reduce.__name__ = op_type
+    reduce.__doc__ = f"{op_type} over ``axis`` (alias ``reduction_indices``); all axes when None."
+    return reduce
+
+
+reduce_sum = _reduction("ReduceSum")
+reduce_mean = _reduction("ReduceMean")
+reduce_max = _reduction("ReduceMax")
+reduce_min = _reduction("ReduceMin")
+reduce_prod = _reduction("ReduceProd")
+reduce_logsumexp = _reduction("ReduceLogSumExp")
+
+
+def _bool_reduction(op_type: str):
+    inner = _reduction(op_type)
+
+    def reduce(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+        x = cast(input_tensor, np.int32)
+        return cast(inner(x, axis, keepdims, None, reduction_indices, keep_dims), np.bool_, name=name)
+
+    reduce.__doc__ = f"Logical {'or' if op_type == 'ReduceMax' else 'and'} over ``axis``."
+    return reduce
+
+
+reduce_any = _bool_reduction("ReduceMax")
+reduce_all = _bool_reduction("ReduceMin")
+
+
+def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=np.int64, name=None, reduction_indices=None,
+                  keep_dims=None) -> Tensor:
+    x = convert_to_tensor(input_tensor)
+    nz = cast(not_equal(x, constant(np.zeros((), x.dtype), graph=x.graph)), dtype)
+    return reduce_sum(nz, axis, keepdims, name, reduction_indices, keep_dims)
+
+
+def _arg(op_type: str):
+    def arg(input, axis=None, name=None, dimension=None, output_type=np.int64):  # noqa: A002
+        axis = _one_of(op_type, axis=axis, dimension=dimension)
+        out = make_op(op_type, [input], {"axis": 0 if axis is None else int(axis), "keepdims": 0},
+                      name=None if as_numpy_dtype(output_type) != np.int64 else name).outputs[0]
+        return out if as_numpy_dtype(output_type) == np.int64 else cast(out, output_type, name=name)
+
+    arg.__doc__ = f"{op_type} over ``axis`` (alias ``dimension``; axis 0 when None, as TensorFlow)."
+    return arg
+
+
+argmax = _arg("ArgMax")
+argmin = _arg("ArgMin")
+
+
+# -- math ------------------------------------------------------------------------------------------
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, adjoint_a: bool = False,
+           adjoint_b: bool = False, a_is_sparse=False, b_is_sparse=False, name=None) -> Tensor:
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+
+    def swap(t):
+        rank_ = len(t.shape)
+        return ops.transpose(t, list(builtins.range(rank_ - 2)) + [rank_ - 1, rank_ - 2])
+
+    a = swap(a) if transpose_a or adjoint_a else a
+    b = swap(b) if transpose_b or adjoint_b else b
+    return ops.matmul(a, b, name=name)
+
+
+def _unary(op_type: str):
+    def build(x, name=None) -> Tensor:
+        return make_op(op_type, [x], name=name).outputs[0]
+
+    build.__doc__ = f"Elementwise {op_type}."
+    return build
+
+
+floor = _unary("Floor")
+ceil = _unary("Ceil")
+round = _unary("Round")  # noqa: A001 - TF's name (half to even, as TensorFlow)
+sign = _unary("Sign")
+sin = _unary("Sin")
+cos = _unary("Cos")
+reciprocal = _unary("Reciprocal")
+softplus = _unary("Softplus")
+logical_not = _unary("Not")
+
+
+def rsqrt(x, name=None) -> Tensor:
+    return reciprocal(ops.sqrt(x), name=name)
+
+
+def log1p(x, name=None) -> Tensor:
+    return ops.log(ops.add(x, 1.0), name=name)
+
+
+def _binary(op_type: str):
+    def build(x, y, name=None) -> Tensor:
+        return make_op(op_type, [x, y], name=name).outputs[0]
+
+    build.__doc__ = f"Elementwise {op_type} with broadcasting."
+    return build
+
+
+greater_equal = _binary("GreaterOrEqual")
+less_equal = _binary("LessOrEqual")
+logical_and = _binary("And")
+logical_or = _binary("Or")
+mod = _binary("Mod")
+div = truediv = realdiv = _binary("Div")
+
+
+def not_equal(x, y, name=None) -> Tensor:
+    return logical_not(ops.equal(x, y), name=name)
+
+
+def floordiv(x, y, name=None) -> Tensor:
+    return floor(ops.divide(x, y), name=name)
+
+
+def squared_difference(x, y, name=None) -> Tensor:
+    d = ops.subtract(x, y)
+    return ops.multiply(d, d, name=name)
+
+
+def scalar_mul(scalar, x, name=None) -> Tensor:
+    return ops.multiply(x, scalar, name=name)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None) -> Tensor:
+    x = convert_to_tensor(t)
+    lo, hi = (v if isinstance(v, Tensor) else constant(np.asarray(v, x.dtype), graph=x.graph)
+              for v in (clip_value_min, clip_value_max))
+    return make_op("Clip", [x, lo, hi], name=name).outputs[0]
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None, keep_dims=None) -> Tensor:  # noqa: A002
+    if ord not in ("euclidean", "fro", 2):
+        raise ValueError(f"norm: only the euclidean (2-) norm is supported, got ord={ord!r}")
+    return ops.sqrt(reduce_sum(ops.square(tensor), axis, keepdims, None, None, keep_dims), name=name)
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None) -> Tensor:
+    """``t * clip_norm / max(l2norm(t), clip_norm)`` over ``axes`` (all when None)."""
+    x = convert_to_tensor(t)
+    n = norm(x, axis=axes, keepdims=True)
+    return ops.multiply(x, ops.divide(clip_norm, ops.maximum(n, clip_norm)), name=name)
+
+
+def cumsum(x, axis: int = 0, exclusive: bool = False, reverse: bool = False, name=None) -> Tensor:
+    x = convert_to_tensor(x)
+    return make_op("CumSum", [x, constant(np.asarray(axis, np.int64), graph=x.graph)],
+                   {"exclusive": int(exclusive), "reverse": int(reverse)}, name=name).outputs[0]
+
+
+def einsum(equation: str, *inputs, name=None) -> Tensor:
+    return make_op("Einsum", list(inputs), {"equation": equation}, name=name).outputs[0]
+
+
+def to_float(x, name="ToFloat") -> Tensor:
+    return cast(x, np.float32, name=name)
+
+
+def to_double(x, name="ToDouble") -> Tensor:
+    return cast(x, np.float64, name=name)
+
+
+def to_int32(x, name="ToInt32") -> Tensor:
+    return cast(x, np.int32, name=name)
+
+
+def to_int64(x, name="ToInt64") -> Tensor:
+    return cast(x, np.int64, name=name)
+
+
+# -- variable updates as functions ---------------------------------------------------------------
+def assign(ref, value, validate_shape=None, use_locking=None, name=None) -> Tensor:
+    return ref.assign(value, name=name)
+
+
+def assign_add(ref, value, use_locking=None, name=None) -> Tensor:
+    return ref.assign_add(value, name=name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None) -> Tensor:
+    return ref.assign_sub(value, name=name)
+
