@@ -49,20 +49,20 @@ def conv2d(x, filters: int, kernel_size, strides=(1, 1), padding: str = "same", 
     with g.as_default(), g.name_scope(name):
         w = Variable(kernel_initializer((filters, x.shape[1]) + ks, dtype=x.dtype), name="kernel")
         b = Variable(np.zeros((filters,), x.dtype), name="bias") if use_bias else None
-        y = nn.conv2d(x, w, b, strides=strides, padding=padding)
+        y = nn.conv2d_nchw(x, w, b, strides=strides, padding=padding)
         return _activate(y, activation)
 
 
 def max_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=None):
     ps = (pool_size, pool_size) if isinstance(pool_size, int) else tuple(pool_size)
     st = strides if strides is None or not isinstance(strides, int) else (strides, strides)
-    return nn.max_pool(x, ps, st, padding, name=name)
+    return nn.max_pool_nchw(x, ps, st, padding, name=name)
 
 
 def average_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=None):
     ps = (pool_size, pool_size) if isinstance(pool_size, int) else tuple(pool_size)
     st = strides if strides is None or not isinstance(strides, int) else (strides, strides)
-    return nn.avg_pool(x, ps, st, padding, name=name)
+    return nn.avg_pool_nchw(x, ps, st, padding, name=name)
 
 
 def flatten(x, name=None):
@@ -109,7 +109,7 @@ def layer_norm(x, epsilon: float = 1e-5, name="layer_norm"):
 
 
 def dropout(x, rate: float, training: bool = True, name=None):
-    return nn.dropout(x, rate, name=name) if training and rate > 0 else x
+    return nn.dropout(x, rate=rate, name=name) if training and rate > 0 else x
 
 
 def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):

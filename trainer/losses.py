@@ -15,11 +15,11 @@ def _add(loss):
 
 
 def sparse_softmax_cross_entropy(labels, logits, name=None):
-    return _add(reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels, logits), name=name))
+    return _add(reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits), name=name))
 
 
 def softmax_cross_entropy(onehot_labels, logits, name=None):
-    return _add(reduce_mean(nn.softmax_cross_entropy_with_logits(onehot_labels, logits), name=name))
+    return _add(reduce_mean(nn.softmax_cross_entropy_with_logits(labels=onehot_labels, logits=logits), name=name))
 
 
 def mean_squared_error(labels, predictions, name=None):

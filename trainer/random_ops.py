@@ -27,7 +27,7 @@ from trainer.ops import add, cast, constant, convert_to_tensor, gather, make_op,
 from trainer.state import stateful_kernel
 
 __all__ = [
-    "get_seed", "multinomial", "random_normal", "random_shuffle", "random_uniform", "set_random_seed",
+    "get_seed", "log_uniform_candidate_sampler", "multinomial", "random_normal", "random_shuffle", "random_uniform", "set_random_seed",
     "truncated_normal",
 ]
 
@@ -127,6 +127,21 @@ def multinomial(logits, num_samples: int, seed=None, name=None, output_dtype=np.
     return cast(make_op("Transpose", [ids], {"perm": [1, 0]}, name=name).outputs[0], as_numpy_dtype(output_dtype))
 
 
+def log_uniform_candidate_sampler(true_classes, num_true: int, num_sampled: int, unique: bool, range_max: int,
+                                  seed=None, name=None):
+    """(sampled_candidates, true_expected_count, sampled_expected_count): ``num_sampled`` class ids
+    from P(k) = log((k + 2) / (k + 1)) / log(range_max + 1), for sampled softmax and NCE."""
+    true_classes = convert_to_tensor(true_classes)
+    g = true_classes.graph
+    seed1, seed2 = get_seed(seed, g)
+    node = make_op("LogUniformCandidateSampler", [true_classes],
+                   {"num_sampled": int(num_sampled), "range_max": int(range_max), "unique": int(bool(unique)),
+                    "seed": seed1, "seed2": seed2}, domain=TRAINER_DOMAIN, name=name or "LogUniformCandidateSampler",
+                   num_outputs=3)
+    node.attrs["stream"] = node.name
+    return tuple(node.outputs)
+
+
 # -- kernels: one generator per op, in the session's state ---------------------------------------
 def op_generator(rctx, seed: int, seed2: int, stream: str) -> np.random.Generator:
     """The generator of one random op in this session, created (seeded) on first use."""
@@ -173,7 +188,7 @@ def truncated_normal_kernel(rctx, shape, *, xp, dtype, seed, seed2, stream):
 
 
 @stateful_kernel("LogUniformCandidateSampler")
-def log_uniform_candidate_sampler(rctx, true_classes, *, xp, num_sampled, range_max, unique, seed, seed2, stream):
+def log_uniform_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_max, unique, seed, seed2, stream):
     gen = op_generator(rctx, seed, seed2, stream)
     log_range = np.log(range_max + 1.0)
 
