@@ -8,6 +8,7 @@ is raised at the line that built the node, naming the op, the node and both shap
 from __future__ import annotations
 
 import contextlib
+import difflib
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -142,6 +143,14 @@ class Tensor:
         from trainer import ops
         return ops.getitem(self, key)
 
+    def eval(self, feed_dict=None, session=None):
+        """This tensor's value in ``session`` (default: the InteractiveSession)."""
+        from trainer.interactive import eval_tensor
+        return eval_tensor(self, feed_dict, session)
+
+    def get_shape(self):
+        return self.shape
+
     # Tensors are graph edges: identity semantics, so they can be dict keys (feeds, fetches).
     __hash__ = object.__hash__
 
@@ -237,7 +246,9 @@ class Graph:
         try:
             return self._by_name[name]
         except KeyError:
-            raise GraphError(f"no node named {name!r} in this graph") from None
+            close = difflib.get_close_matches(name, list(self._by_name), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise GraphError(f"no node named {name!r} in this graph{hint}") from None
 
     get_operation_by_name = node
 

@@ -175,3 +175,11 @@ random_uniform = random_uniform_initializer = RandomUniform
 variance_scaling = variance_scaling_initializer = VarianceScaling
 glorot_uniform = glorot_uniform_initializer = GlorotUniform
 glorot_normal = glorot_normal_initializer = GlorotNormal
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.initializers", name, globals())

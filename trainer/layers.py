@@ -280,3 +280,11 @@ def dynamic_rnn(cell, inputs, initial_state):
     first = flat0[0]
     results = while_loop(cond_fn, body_fn, [t0, first] + flat0, name="rnn")
     return results[1], _unflat(initial_state, list(results[2:]))
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.layers", name, globals())

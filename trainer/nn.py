@@ -341,3 +341,25 @@ def nce_loss(weights, biases, labels, inputs, num_sampled: int, num_classes: int
                                       sampled_values, remove_accidental_hits, seed)
     targets = targets * np.asarray(num_true, targets.dtype)  # NCE's targets are 1, not 1/num_true
     return reduce_sum_tf(sigmoid_cross_entropy_with_logits(labels=targets, logits=logits), axis=1, name=name)
+
+
+# The recurrent API lives in trainer.rnn / trainer.rnn_cell (which build on this module), reached
+# as tf.nn.<name> on first use.
+LAZY_ATTRIBUTES = {
+    "rnn_cell": ("trainer.rnn_cell", None),
+    "dynamic_rnn": ("trainer.rnn", "dynamic_rnn"),
+    "static_rnn": ("trainer.rnn", "static_rnn"),
+    "bidirectional_dynamic_rnn": ("trainer.rnn", "bidirectional_dynamic_rnn"),
+    "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
+    "log_uniform_candidate_sampler": ("trainer.random_ops", "log_uniform_candidate_sampler"),
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol, resolve_lazy
+
+    if name in LAZY_ATTRIBUTES:
+        return resolve_lazy(name, LAZY_ATTRIBUTES)
+    raise missing_symbol("tf.nn", name, globals())

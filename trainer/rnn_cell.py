@@ -315,3 +315,11 @@ def pack_state(like, flat: list):
         return tuple(pack_state(s, flat) for s in like)
     return flat.pop(0)
 
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.nn.rnn_cell", name, globals())

@@ -209,7 +209,10 @@ class Saver:
                 problems.append(f"variable {v.name!r}: graph has {v.dtype.name}{tuple(v.shape)}, "
                                 f"checkpoint has {a.dtype.name}{tuple(a.shape)}")
         if problems:
-            raise CheckpointError(f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems))
+            raise CheckpointError(
+                f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems)
+                + ". If the model changed, train into a new checkpoint directory; to restore only the "
+                "variables both have, pass them as Saver(var_list=[...])")
         sess.run(self.restore_op, {self.filename: np.asarray(save_path, dtype=object)})
 
 

@@ -164,3 +164,11 @@ class ProgressBar:
         if step >= self.total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.summary", name, globals())

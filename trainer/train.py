@@ -225,3 +225,33 @@ class RMSPropOptimizer(Optimizer):
     def _apply(self, grad, var):
         return self._fused("ApplyRMSProp", [var, self._slot(var, "rms", 1.0), self._slot(var, "momentum"), self._lr,
                                             self._rho, self._mom, self._eps, self._dense(grad)])
+
+
+def get_global_step(graph=None):
+    """The graph's global step variable, or None if none was created."""
+    steps = (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_STEP)
+    return steps[0] if steps else None
+
+
+create_global_step = get_or_create_global_step
+piecewise_constant_decay = piecewise_constant
+
+# TensorFlow 1.x reaches these as tf.train.<name>; they live in their own modules.
+LAZY_ATTRIBUTES = {
+    "Saver": ("trainer.saver", "Saver"),
+    "latest_checkpoint": ("trainer.saver", "latest_checkpoint"),
+    "MonitoredTrainingSession": ("trainer.monitored", "MonitoredTrainingSession"),
+    "Coordinator": ("trainer.queues", "Coordinator"),
+    "QueueRunner": ("trainer.queues", "QueueRunner"),
+    "start_queue_runners": ("trainer.queues", "start_queue_runners"),
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol, resolve_lazy
+
+    if name in LAZY_ATTRIBUTES:
+        return resolve_lazy(name, LAZY_ATTRIBUTES)
+    raise missing_symbol("tf.train", name, globals())

@@ -11,6 +11,8 @@ __all__ = [
     "Variable",
     "global_variables",
     "global_variables_initializer",
+    "local_variables",
+    "local_variables_initializer",
     "trainable_variables",
     "variables_initializer",
 ]
@@ -97,8 +99,10 @@ class Variable:
     def assign_sub(self, value, name=None) -> Tensor:
         return self._update("AssignSub", value, name)
 
-    def eval(self, session):
-        return session.run(self.tensor)
+    def eval(self, session=None):
+        from trainer.interactive import eval_tensor
+
+        return eval_tensor(self.tensor, None, session)
 
     def __repr__(self) -> str:
         return f"<Variable {self.name} shape={self.shape} dtype={self.dtype}>"
@@ -137,6 +141,15 @@ def trainable_variables(graph=None) -> list[Variable]:
 
 def variables_initializer(var_list, name: str = "init"):
     return ops.group(*[v.initializer for v in var_list], name=name)
+
+
+def local_variables(graph=None) -> list[Variable]:
+    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
+
+
+def local_variables_initializer():
+    """One op that runs every LOCAL_VARIABLES initializer (metric counters, epoch counters)."""
+    return variables_initializer(local_variables(), name="init_local")
 
 
 def global_variables_initializer():
