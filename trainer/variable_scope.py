@@ -118,7 +118,7 @@ def variable_scope(name_or_scope=None, default_name: str | None = None, values=N
     stack = store.stack()
     outer = stack[-1]
     if isinstance(name_or_scope, VariableScope):
-        full = name_or_scope.name
+        full = leaf = name_or_scope.name
         base = name_or_scope
     else:
         leaf = name_or_scope
@@ -142,7 +142,7 @@ def variable_scope(name_or_scope=None, default_name: str | None = None, values=N
             if isinstance(name_or_scope, VariableScope) and name_or_scope.name_scope:
                 scope.name_scope = names.enter_context(graph.name_scope(name_or_scope.name_scope))
             else:
-                scope.name_scope = names.enter_context(graph.name_scope(full.rsplit("/", 1)[-1]))
+                scope.name_scope = names.enter_context(graph.name_scope(leaf))
         stack.append(scope)
         try:
             yield scope

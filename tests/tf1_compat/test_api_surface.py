@@ -1,0 +1,107 @@
+"""The TF1 API surface itself: dtypes, seeds, variable scopes and their errors, legacy keywords,
+the unsupported-symbol error, and the compatibility table being up to date."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainer as tf
+from trainer import compat
+
+
+def test_dtypes_work_wherever_a_dtype_is_accepted():
+    x = tf.placeholder(tf.float32, [None, 2])
+    assert x.dtype == tf.float32 and tf.float32 == np.float32 and tf.as_dtype("float") == tf.float32
+    assert tf.as_dtype(np.int64) is tf.int64 and tf.int32.as_numpy_dtype is np.int32 and tf.float64.name == "float64"
+    v = tf.Variable(tf.zeros([2], dtype=tf.int64))
+    c = tf.cast(tf.constant([1.7, -2.2]), tf.int32)
+    s = tf.InteractiveSession()
+    try:
+        s.run(tf.global_variables_initializer())
+        assert v.eval().dtype == np.int64 and c.eval().tolist() == [1, -2]
+        assert np.zeros(2, tf.float16).dtype == np.float16
+    finally:
+        s.close()
+    with pytest.raises(TypeError, match="cannot convert 'floaty' to a dtype"):
+        tf.as_dtype("floaty")
+
+
+def _draws(graph_seed, op_seed):
+    tf.reset_default_graph()
+    tf.set_random_seed(graph_seed)
+    a = tf.random_normal([3], seed=op_seed)
+    b = tf.random_uniform([3])
+    sess = tf.Session()
+    return [sess.run([a, b]) for _ in range(2)]
+
+
+def test_graph_and_op_seeds_reproduce_across_fresh_graphs_and_redraw_each_run():
+    first, again = _draws(1, 2), _draws(1, 2)
+    for (a1, b1), (a2, b2) in zip(first, again):
+        np.testing.assert_array_equal(a1, a2)
+        np.testing.assert_array_equal(b1, b2)
+    assert not np.array_equal(first[0][0], first[1][0])  # an op, not a constant: new values every run
+    assert not np.array_equal(_draws(3, 2)[0][0], first[0][0])
+    tf.reset_default_graph()
+    t = tf.truncated_normal([20000], mean=1.0, stddev=0.5, seed=1)
+    v = tf.Session().run(t)
+    assert v.min() >= 0.0 and v.max() <= 2.0 and abs(v.mean() - 1.0) < 0.01
+
+
+def test_variable_scope_reuse_and_its_errors():
+    with tf.variable_scope("layer1"):
+        w = tf.get_variable("weights", [4, 2], initializer=tf.random_normal_initializer(stddev=0.1),
+                            regularizer=tf.contrib.layers.l2_regularizer(0.1))
+    with tf.variable_scope("layer1", reuse=True):
+        assert tf.get_variable("weights") is w
+    with tf.variable_scope("layer1") as scope:
+        scope.reuse_variables()
+        assert tf.get_variable("weights", [4, 2]) is w
+    with pytest.raises(ValueError, match="Variable layer1/weights already exists, disallowed. Did you mean to set "
+                                         "reuse=True"):
+        with tf.variable_scope("layer1"):
+            tf.get_variable("weights", [4, 2])
+    with pytest.raises(ValueError, match="Variable layer1/bias does not exist"):
+        with tf.variable_scope("layer1", reuse=True):
+            tf.get_variable("bias", [2])
+    with pytest.raises(ValueError, match="specified shape \\(3, 2\\) and found shape \\(4, 2\\)"):
+        with tf.variable_scope("layer1", reuse=tf.AUTO_REUSE):
+            tf.get_variable("weights", [3, 2])
+    with pytest.raises(NotImplementedError, match="partitioned variables"):
+        tf.get_variable("sharded", [10, 2], partitioner=lambda shape, dtype: [2, 1])
+    reg = tf.losses.get_regularization_loss()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(reg), 0.05 * (sess.run(w) ** 2).sum(), rtol=1e-5)
+
+
+def test_legacy_keywords_and_core_ops():
+    x = tf.constant([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
+    ops = [tf.reduce_sum(x, reduction_indices=[1], keep_dims=True), tf.argmax(x, dimension=1), tf.argmin(x, 1),
+           tf.expand_dims(x, dim=0), tf.nn.softmax(x, dim=-1), tf.nn.l2_normalize(x, dim=1),
+           tf.one_hot(tf.argmax(x, 1), 3), tf.stack(tf.unstack(x), axis=1), tf.split(x, 3, axis=1)[1],
+           tf.tile(x[:1], [2, 1]), tf.clip_by_value(x, 2.0, 4.0), tf.gather_nd(x, [[1, 2]]), tf.range(3)]
+    vals = tf.Session().run(ops)
+    assert vals[0].tolist() == [[9.0], [12.0]] and vals[1].tolist() == [1, 2] and vals[2].tolist() == [0, 1]
+    assert vals[3].shape == (1, 2, 3) and np.allclose(vals[4].sum(1), 1) and np.allclose((vals[5] ** 2).sum(1), 1)
+    assert vals[6].tolist() == [[0, 1, 0], [0, 0, 1]] and vals[7].tolist() == [[1, 4], [5, 2], [3, 6]]
+    assert vals[8].tolist() == [[5.0], [2.0]] and vals[9].tolist() == [[1, 5, 3]] * 2
+    assert vals[10].tolist() == [[2, 4, 3], [4, 2, 4]] and vals[11].tolist() == [6.0] and vals[12].tolist() == [0, 1, 2]
+
+
+def test_unsupported_symbol_names_itself_and_the_nearest_alternative():
+    with pytest.raises(AttributeError, match="tf.nn.conv2d_transpose is a TensorFlow 1.x symbol that flowstack "
+                                             "does not support.*nearest supported: tf.nn.conv2d"):
+        tf.nn.conv2d_transpose  # noqa: B018
+    with pytest.raises(AttributeError, match="nearest supported: tf.random_normal"):
+        tf.random_norml  # noqa: B018
+    with pytest.raises(AttributeError, match="tf.contrib.rnn.LSTMBlockCell is a TensorFlow 1.x symbol"):
+        tf.contrib.rnn.LSTMBlockCell  # noqa: B018
+    assert not hasattr(tf.train, "StopAtStepHook")
+
+
+def test_compatibility_doc_is_generated_from_the_code():
+    assert compat.DOC_PATH.read_text() == compat.markdown(), "run python -m trainer.compat --markdown"
+    table = dict(compat.compatibility_table()["tf.nn"])
+    assert table["dynamic_rnn"] and table["nce_loss"] and not table["ctc_loss"]
