@@ -25,7 +25,7 @@ from trainer.control_flow import while_loop
 from trainer.graph import Tensor
 from trainer.ops import cast, concat, constant, convert_to_tensor, gather, less, make_op, transpose, where
 from trainer.rnn_cell import flatten_state, pack_state
-from trainer.variable_scope import variable_scope
+from trainer.variable_scopes import variable_scope
 
 __all__ = ["bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
 

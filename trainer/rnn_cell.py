@@ -18,7 +18,7 @@ from trainer import initializers, nn
 from trainer.array_ops import zeros
 from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.ops import concat, convert_to_tensor, make_op, multiply, subtract, tanh
-from trainer.variable_scope import get_variable, variable_scope
+from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
     "BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",

@@ -27,7 +27,7 @@ from trainer.initializers import (
 from trainer.interactive import InteractiveSession, get_default_session
 from trainer.ops import convert_to_tensor
 from trainer.random_ops import multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
-from trainer.variable_scope import (
+from trainer.variable_scopes import (
     AUTO_REUSE,
     VariableScope,
     get_local_variable,

@@ -7,7 +7,7 @@ import numpy as np
 from trainer import initializers
 from trainer.initializers import variance_scaling_initializer, xavier_initializer
 from trainer.ops import add_n, convert_to_tensor, make_op, multiply, reduce_sum
-from trainer.variable_scope import get_variable, variable_scope
+from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
     "apply_regularization", "flatten", "fully_connected", "l1_regularizer", "l2_regularizer",
