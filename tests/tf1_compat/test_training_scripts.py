@@ -120,6 +120,36 @@ def test_scalar_summaries_are_read_back_by_tensorboard(digits, tmp_path):
     np.testing.assert_allclose([e.value for e in events], losses, rtol=1e-6)
 
 
+def test_file_writer_records_the_graph_images_audio_and_text_for_tensorboard(digits, tmp_path):
+    import io
+    import wave
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    x, logits = _softmax_model()
+    images = tf.reshape(x, [-1, 8, 8, 1])
+    tf.summary.image("digits", images, max_outputs=2)
+    tf.summary.audio("tone", tf.expand_dims(tf.sin(tf.range(0.0, 400.0) * 0.25), 0), 8000)
+    tf.summary.text("note", tf.constant("softmax regression on **digits**"))
+    merged = tf.summary.merge_all()
+    with tf.Session() as sess:
+        writer = tf.summary.FileWriter(str(tmp_path), graph=sess.graph)
+        sess.run(tf.global_variables_initializer())
+        writer.add_summary(sess.run(merged, {x: digits["x_test"][:3]}), 0)
+        writer.close()
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 4, "audio": 4, "tensors": 4})
+    acc.Reload()
+    nodes = {n.name: n for n in acc.Graph().node}
+    assert nodes["logits"].op == "Gemm" and list(nodes["logits"].input) == ["x", "softmax/W", "softmax/b"]
+    assert acc.Tags()["images"] == ["digits/image/0", "digits/image/1"]
+    img = acc.Images("digits/image/1")[0]
+    assert (img.width, img.height) == (8, 8) and img.encoded_image_string.startswith(b"\x89PNG")
+    clip = acc.Audio("tone/audio")[0]
+    with wave.open(io.BytesIO(clip.encoded_audio_string)) as w:
+        assert (w.getframerate(), w.getnframes(), w.getsampwidth()) == (8000, 400, 2)
+    assert acc.Tensors("note")[0].tensor_proto.string_val == [b"softmax regression on **digits**"]
+
+
 def test_fixed_seed_linear_regression_matches_numpy_gradient_descent_exactly(digits):
     X_data, y_data = digits["x_train"][:200], digits["x_train"][:200, 20:21] * 3.0 - 1.0
     rng = np.random.default_rng(7)
