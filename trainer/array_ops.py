@@ -420,3 +420,178 @@ def assign_add(ref, value, use_locking=None, name=None) -> Tensor:
 def assign_sub(ref, value, use_locking=None, name=None) -> Tensor:
     return ref.assign_sub(value, name=name)
 
+
+
+# -- more math, as scripts reach for it -----------------------------------------------------------
+tan = _unary("Tan")
+asin = _unary("Asin")
+acos = _unary("Acos")
+atan = _unary("Atan")
+sinh = _unary("Sinh")
+cosh = _unary("Cosh")
+erf = _unary("Erf")
+is_nan = _unary("IsNaN")
+is_inf = _unary("IsInf")
+matrix_determinant = _unary("Det")
+
+
+def expm1(x, name=None) -> Tensor:
+    return ops.subtract(ops.exp(x), 1.0, name=name)
+
+
+def is_finite(x, name=None) -> Tensor:
+    return logical_not(logical_or(is_nan(x), is_inf(x)), name=name)
+
+
+def logical_xor(x, y, name=None) -> Tensor:
+    return make_op("Xor", [x, y], name=name).outputs[0]
+
+
+def floormod(x, y, name=None) -> Tensor:
+    """``x - floor(x / y) * y`` (the sign of ``y``, as Python's %)."""
+    return ops.subtract(x, ops.multiply(floordiv(x, y), y), name=name)
+
+
+def log_sigmoid(x, name=None) -> Tensor:
+    return ops.negative(softplus(ops.negative(x)), name=name)
+
+
+def matrix_transpose(a, name="matrix_transpose") -> Tensor:
+    a = convert_to_tensor(a)
+    r = len(a.shape)
+    return ops.transpose(a, list(builtins.range(r - 2)) + [r - 1, r - 2], name=name)
+
+
+def matrix_inverse(input, adjoint: bool = False, name=None) -> Tensor:  # noqa: A002
+    x = matrix_transpose(input) if adjoint else input
+    return make_op("MatrixInverse", [x], domain="flowstack", name=name).outputs[0]
+
+
+def matrix_band_part(input, num_lower: int, num_upper: int, name=None) -> Tensor:  # noqa: A002
+    """Entries with -num_lower <= col - row <= num_upper kept (negative: unbounded), others zero."""
+    x = convert_to_tensor(input)
+    if num_lower >= 0:
+        x = make_op("Trilu", [x, constant(np.asarray(-num_lower, np.int64), graph=x.graph)], {"upper": 1}).outputs[0]
+    if num_upper >= 0:
+        x = make_op("Trilu", [x, constant(np.asarray(num_upper, np.int64), graph=x.graph)], {"upper": 0}).outputs[0]
+    return ops.identity(x, name=name)
+
+
+def tensordot(a, b, axes, name=None) -> Tensor:
+    """Contract ``a``'s last ``axes`` axes with ``b``'s first ones (or the listed axis pairs)."""
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    ra, rb = len(a.shape), len(b.shape)
+    if isinstance(axes, (int, np.integer)):
+        pairs = [(ra - int(axes) + i, i) for i in builtins.range(int(axes))]
+    else:
+        xa, xb = ([axes[0]] if isinstance(axes[0], int) else axes[0]), ([axes[1]] if isinstance(axes[1], int)
+                                                                        else axes[1])
+        pairs = [(i % ra, j % rb) for i, j in zip(xa, xb)]
+    sa, sb = list(letters[:ra]), list(letters[ra:ra + rb])
+    for i, j in pairs:
+        sb[j] = sa[i]
+    contracted = {sa[i] for i, _ in pairs}
+    out = "".join(c for c in sa if c not in contracted) + "".join(c for c in sb if c not in contracted)
+    return einsum(f"{''.join(sa)},{''.join(sb)}->{out}", a, b, name=name)
+
+
+def trace(x, name=None) -> Tensor:
+    return reduce_sum(diag_part(x), axis=-1, name=name)
+
+
+def diag(diagonal, name=None) -> Tensor:
+    """A square matrix with ``diagonal`` (1-D) on its diagonal."""
+    d = convert_to_tensor(diagonal)
+    n = d.shape[0]
+    return ops.multiply(expand_dims(d, 0), constant(np.eye(n, dtype=d.dtype), graph=d.graph), name=name)
+
+
+def diag_part(input, name=None) -> Tensor:  # noqa: A002
+    """The diagonal of the last two (square, static) axes."""
+    x = convert_to_tensor(input)
+    n = x.shape[-1]
+    if n is None or x.shape[-2] != n:
+        raise ValueError(f"diag_part needs square last axes of static size, got shape {x.shape}")
+    eye_ = constant(np.eye(n, dtype=x.dtype), graph=x.graph)
+    return reduce_sum(ops.multiply(x, eye_), axis=-1, name=name)
+
+
+def boolean_mask(tensor, mask, name="boolean_mask", axis=None) -> Tensor:
+    """The entries (rows) of ``tensor`` where the 1-D ``mask`` is True."""
+    x = convert_to_tensor(tensor)
+    return make_op("Compress", [x, mask], {"axis": int(axis or 0)}, name=name).outputs[0]
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments: int, name=None) -> Tensor:
+    """Row ``i`` of the result sums the rows of ``data`` whose segment id is ``i``."""
+    x = convert_to_tensor(data)
+    ids = expand_dims(cast(convert_to_tensor(segment_ids), np.int64), -1)
+    zeros_ = zeros([int(num_segments)] + list(x.shape[1:]), x.dtype)
+    return make_op("ScatterND", [zeros_, ids, x], {"reduction": "add"}, name=name).outputs[0]
+
+
+def segment_sum(data, segment_ids, name=None) -> Tensor:
+    """As ``unsorted_segment_sum`` for sorted ids; the segment count comes from the ids' constant value."""
+    ids = convert_to_tensor(segment_ids)
+    from trainer.graph import constant_value
+
+    value = constant_value(ids)
+    if value is None:
+        raise ValueError("segment_sum needs constant segment_ids here; use unsorted_segment_sum(num_segments=)")
+    return unsorted_segment_sum(data, ids, int(np.max(value)) + 1, name=name)
+
+
+def sort(values, axis: int = -1, direction: str = "ASCENDING", name=None) -> Tensor:
+    return _top_all(values, axis, direction, name)[0]
+
+
+def argsort(values, axis: int = -1, direction: str = "ASCENDING", stable: bool = False, name=None) -> Tensor:
+    return cast(_top_all(values, axis, direction, None)[1], np.int32, name=name)
+
+
+def _top_all(values, axis, direction, name):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"direction must be ASCENDING or DESCENDING, got {direction!r}")
+    x = convert_to_tensor(values)
+    n = make_op("Shape", [x]).outputs[0]
+    k = ops.reshape(ops.gather(n, constant(np.asarray(axis, np.int64), graph=x.graph)), [1])
+    return make_op("TopK", [x, k], {"axis": axis, "largest": int(direction == "DESCENDING"), "sorted": 1},
+                   num_outputs=2, name=name).outputs
+
+
+def unique(x, out_idx=np.int32, name=None):
+    """(unique values in first-seen order, each element's index into them)."""
+    y, _, inverse, _ = make_op("Unique", [x], {"sorted": 0}, num_outputs=4, name=name).outputs
+    return y, cast(inverse, out_idx)
+
+
+def global_norm(t_list, name=None) -> Tensor:
+    """sqrt(sum of squares of every tensor in ``t_list``)."""
+    return ops.sqrt(ops.add_n([reduce_sum(ops.square(t)) for t in t_list if t is not None]), name=name)
+
+
+def shape_n(input, out_type=np.int32, name=None) -> list[Tensor]:  # noqa: A002
+    return [cast(ops.shape(t), out_type) for t in input]
+
+
+def identity_n(input, name=None) -> list[Tensor]:  # noqa: A002
+    return [ops.identity(t) for t in input]
+
+
+def where_v2(condition, x=None, y=None, name=None) -> Tensor:
+    """``where(c, x, y)`` elementwise; with only ``condition``, the [n, rank] indices of its True entries."""
+    if x is None and y is None:
+        return ops.transpose(make_op("NonZero", [condition]).outputs[0], [1, 0], name=name)
+    return ops.where(condition, x, y, name=name)
+
+
+where = where_v2
+
+
+__all__ += [
+    "acos", "argsort", "asin", "atan", "boolean_mask", "cosh", "diag", "diag_part", "erf", "expm1", "floormod",
+    "global_norm", "identity_n", "is_finite", "is_inf", "is_nan", "log_sigmoid", "logical_xor", "matrix_band_part",
+    "matrix_determinant", "matrix_inverse", "matrix_transpose", "segment_sum", "shape_n", "sinh", "sort", "tan",
+    "tensordot", "trace", "unique", "unsorted_segment_sum", "where", "where_v2",
+]

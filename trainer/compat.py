@@ -104,7 +104,7 @@ def missing_symbol(namespace: str, name: str, module_globals: dict) -> Attribute
         return AttributeError(f"module {module_globals.get('__name__')!r} has no attribute {name!r}")
     public = sorted(n for n in module_globals if not n.startswith("_"))
     extra = _lazy_names(module_globals)
-    close = difflib.get_close_matches(name, public + extra, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name, [n for n in public + extra if n != name], n=3, cutoff=0.5)
     hint = f"; nearest supported: {', '.join(f'{namespace}.{c}' for c in close)}" if close else ""
     if name in _symbols(namespace):
         return AttributeError(f"{namespace}.{name} is a TensorFlow 1.x symbol that flowstack does not support "

@@ -245,6 +245,26 @@ def getitem(x: Tensor, key) -> Tensor:
     """Basic slicing ``x[1:3, ::2]`` and integer indexing through Slice (+ Squeeze)."""
     if not isinstance(key, tuple):
         key = (key,)
+    if any(k is Ellipsis for k in key):
+        i = key.index(Ellipsis)
+        rank = len(x.shape) if x.shape is not None else None
+        if rank is None:
+            raise GraphError(f"indexing tensor {x.name} with ... needs a known rank")
+        fill = rank - sum(1 for k in key if k is not None and k is not Ellipsis)
+        key = key[:i] + (slice(None),) * fill + key[i + 1:]
+    if any(k is None for k in key):  # newaxis: index without them, then insert length-1 axes
+        kept = [k for k in key if k is not None]
+        out_positions, pos = [], 0
+        for k in key:
+            if k is None:
+                out_positions.append(pos)
+                pos += 1
+            elif not isinstance(k, (int, np.integer)):
+                pos += 1
+        inner = getitem(x, tuple(kept)) if kept else x
+        with inner.graph.as_default():
+            axes_t = constant(np.asarray(out_positions, np.int64))
+        return make_op("Unsqueeze", [inner, axes_t]).outputs[0]
     starts, ends, axes, steps, squeeze_axes = [], [], [], [], []
     for axis, k in enumerate(key):
         if isinstance(k, slice):

@@ -259,6 +259,16 @@ def _write_state(directory: str, state: dict) -> None:
     _atomic_write(os.path.join(directory, STATE_FILE), lambda f: f.write(json.dumps(state, indent=1).encode()))
 
 
+def checkpoint_state(directory: str) -> dict | None:
+    """The directory's ``checkpoint`` index as {model_checkpoint_path, all_model_checkpoint_paths}
+    with entries resolved to existing files (None when there is no usable checkpoint)."""
+    latest = latest_checkpoint(directory)
+    if latest is None:
+        return None
+    listed = [_resolve(directory, p) for p in _read_state(directory).get("all_model_checkpoint_paths", [])]
+    return {"model_checkpoint_path": latest, "all_model_checkpoint_paths": [p for p in listed if p]}
+
+
 def latest_checkpoint(directory: str) -> str | None:
     """The newest complete checkpoint named by the directory's ``checkpoint`` file, or None."""
     state = _read_state(directory)

@@ -98,10 +98,44 @@ def test_unsupported_symbol_names_itself_and_the_nearest_alternative():
         tf.random_norml  # noqa: B018
     with pytest.raises(AttributeError, match="tf.contrib.rnn.LSTMBlockCell is a TensorFlow 1.x symbol"):
         tf.contrib.rnn.LSTMBlockCell  # noqa: B018
-    assert not hasattr(tf.train, "StopAtStepHook")
+    assert not hasattr(tf.train, "SyncReplicasOptimizer")
 
 
 def test_compatibility_doc_is_generated_from_the_code():
     assert compat.DOC_PATH.read_text() == compat.markdown(), "run python -m trainer.compat --markdown"
     table = dict(compat.compatibility_table()["tf.nn"])
     assert table["dynamic_rnn"] and table["nce_loss"] and not table["ctc_loss"]
+
+
+def test_linear_algebra_and_selection_ops_with_their_gradients():
+    a_value = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+    a = tf.constant(a_value)
+    x = tf.constant([3.0, 1.0, 2.0, 1.0])
+    vals = tf.Session().run([tf.matrix_inverse(a), tf.matrix_determinant(a), tf.tensordot(a, a, [[0], [1]]),
+                             tf.trace(a), tf.boolean_mask(x, x > 1.5), tf.sort(x), tf.argsort(x, direction="DESCENDING"),
+                             tf.unsorted_segment_sum(tf.constant([[1.0], [3.0], [5.0]]), [0, 2, 0], 3),
+                             tf.where(x > 1.5), tf.floormod(tf.constant([-3.0, 5.0]), 2.0), a[None, ..., 0]])
+    np.testing.assert_allclose(vals[0], np.linalg.inv(a_value), rtol=1e-6)
+    assert np.isclose(vals[1], 5.0) and vals[2].tolist() == (a_value.T @ a_value.T).tolist() and vals[3] == 5.0
+    assert vals[4].tolist() == [3.0, 2.0] and vals[5].tolist() == [1, 1, 2, 3] and vals[6].tolist() == [0, 2, 1, 3]
+    assert vals[7].tolist() == [[6.0], [0.0], [3.0]] and vals[8].tolist() == [[0], [2]]
+    assert vals[9].tolist() == [1.0, 1.0] and vals[10].tolist() == [[2.0, 1.0]]
+    loss = tf.reduce_sum(tf.matrix_inverse(a)) + tf.trace(a) + tf.reduce_sum(tf.boolean_mask(a, tf.constant([True, False])))
+    inv = np.linalg.inv(a_value)
+    expected = -(inv.T @ np.ones((2, 2)) @ inv.T) + np.eye(2) + np.array([[1.0, 1.0], [0.0, 0.0]])
+    np.testing.assert_allclose(tf.Session().run(tf.gradients(loss, [a])[0]), expected, rtol=1e-5)
+
+
+def test_learning_rate_schedules_and_checkpoint_utilities(tmp_path):
+    step = tf.Variable(np.int64(50), name="global_step")
+    rates = [tf.train.inverse_time_decay(1.0, step, 100, 1.0), tf.train.natural_exp_decay(1.0, step, 100, 1.0),
+             tf.train.polynomial_decay(1.0, step, 100, 0.0, power=2.0), tf.train.cosine_decay(1.0, step, 100)]
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    np.testing.assert_allclose(sess.run(rates), [1 / 1.5, np.exp(-0.5), 0.25, 0.5], rtol=1e-6)
+    path = tf.train.Saver().save(sess, str(tmp_path / "model"), global_step=50)
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    assert state.model_checkpoint_path == path and state.all_model_checkpoint_paths == [path]
+    assert tf.train.list_variables(str(tmp_path)) == [("global_step", [])]
+    assert tf.train.load_variable(str(tmp_path), "global_step") == 50
+    assert tf.train.get_checkpoint_state(str(tmp_path / "empty")) is None
