@@ -1,4 +1,4 @@
 """The trainer's pure kernels (gradient helpers, dataflow primitives, summaries), registered into
-the shared kernel registry under the ``flowstack`` domain."""
+the shared kernel registry under the ``flowstack`` domain, and the random ops' stateful kernels."""
 
-from trainer.kernels import control, math, nn, recurrent, shape, summary  # noqa: F401
+from trainer.kernels import control, math, nn, random, recurrent, shape, summary  # noqa: F401
