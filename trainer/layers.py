@@ -22,14 +22,18 @@ def _activate(y, activation):
     return y if fn is None else fn(y)
 
 
-def dense(x, units: int, activation=None, use_bias: bool = True, name: str = "dense",
-          kernel_initializer=init.glorot_uniform):
+def dense(inputs, units: int, activation=None, use_bias: bool = True, name: str = "dense",
+          kernel_initializer=init.glorot_uniform, kernel_regularizer=None):
     """``activation(x @ W + b)``; a 2-D input becomes one fused Gemm."""
-    x = convert_to_tensor(x)
+    x = convert_to_tensor(inputs)
     g = x.graph
     with g.as_default(), g.name_scope(name):
         fan_in = x.shape[-1]
         w = Variable(kernel_initializer((fan_in, units), dtype=x.dtype), name="kernel")
+        if kernel_regularizer is not None:  # TF1: the penalty joins REGULARIZATION_LOSSES
+            penalty = kernel_regularizer(w)
+            if penalty is not None:
+                g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
         b = Variable(np.zeros((units,), x.dtype), name="bias") if use_bias else None
         if len(x.shape) == 2:
             y = make_op("Gemm", [x, w, b]).outputs[0]
@@ -65,8 +69,8 @@ def average_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=N
     return nn.avg_pool_nchw(x, ps, st, padding, name=name)
 
 
-def flatten(x, name=None):
-    return make_op("Flatten", [x], {"axis": 1}, name=name).outputs[0]
+def flatten(inputs, name=None):
+    return make_op("Flatten", [inputs], {"axis": 1}, name=name).outputs[0]
 
 
 def batch_normalization(x, training: bool, momentum: float = 0.99, epsilon: float = 1e-3, name="batch_norm"):
@@ -108,8 +112,15 @@ def layer_norm(x, epsilon: float = 1e-5, name="layer_norm"):
                        num_outputs=1).outputs[0]
 
 
-def dropout(x, rate: float, training: bool = True, name=None):
-    return nn.dropout(x, rate=rate, name=name) if training and rate > 0 else x
+def dropout(inputs, rate: float = 0.5, training=True, name=None, noise_shape=None, seed=None):
+    """``x`` with a fraction ``rate`` dropped while ``training`` (a bool, or a bool tensor fed per
+    run as TF1 scripts do with an ``is_training`` placeholder)."""
+    from trainer.graph import Tensor
+    from trainer.ops import where
+
+    if isinstance(training, Tensor):
+        return where(training, nn.dropout(inputs, rate=rate, seed=seed), inputs, name=name)
+    return nn.dropout(inputs, rate=rate, seed=seed, name=name) if training and rate > 0 else inputs
 
 
 def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):

@@ -139,3 +139,19 @@ def test_learning_rate_schedules_and_checkpoint_utilities(tmp_path):
     assert tf.train.list_variables(str(tmp_path)) == [("global_step", [])]
     assert tf.train.load_variable(str(tmp_path), "global_step") == 50
     assert tf.train.get_checkpoint_state(str(tmp_path / "empty")) is None
+
+
+def test_tf_layers_take_tf1_keywords_and_a_training_placeholder():
+    x = tf.placeholder(tf.float32, [None, 400])
+    is_training = tf.placeholder(tf.bool, [])
+    h = tf.layers.dense(inputs=x, units=400, activation=tf.nn.relu,
+                        kernel_initializer=tf.constant_initializer(0.0025),
+                        kernel_regularizer=tf.contrib.layers.l2_regularizer(1.0))
+    out = tf.layers.dropout(inputs=h, rate=0.5, training=is_training)
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    ones = np.ones((2, 400), np.float32)
+    train_out, eval_out = (sess.run(out, {x: ones, is_training: flag}) for flag in (True, False))
+    np.testing.assert_allclose(eval_out, 1.0, rtol=1e-5)
+    assert 0.4 < (train_out == 0).mean() < 0.6 and np.allclose(train_out[train_out != 0], 2.0, rtol=1e-5)
+    np.testing.assert_allclose(sess.run(tf.losses.get_regularization_loss()), 0.5 * 400 * 400 * 0.0025 ** 2, rtol=1e-5)
