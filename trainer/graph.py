@@ -149,7 +149,9 @@ class Tensor:
         return eval_tensor(self, feed_dict, session)
 
     def get_shape(self):
-        return self.shape
+        """The static shape as TF1's TensorShape (``.as_list()``, ``.ndims``)."""
+        from trainer.tensor_shape import TensorShape
+        return TensorShape(self.shape)
 
     # Tensors are graph edges: identity semantics, so they can be dict keys (feeds, fetches).
     __hash__ = object.__hash__

@@ -4,7 +4,8 @@
 With ``sequence_length`` each example stops at its own length: its outputs past the end are zeros
 and its state is carried through unchanged, so the final state is the state at the last valid step.
 ``dynamic_rnn`` builds the cell's variables before its loop, then writes each step's output into a
-[time, batch, units] buffer (ScatterND), so its gradient runs through the loop's gradient machinery.
+[time, batch, units] buffer (ScatterND), so its gradient runs through the loop's gradient machinery;
+an LSTM cell over full-length sequences runs instead as one fused LSTMBlockFused op.
 
 >>> import numpy as np, trainer as tf
 >>> g = tf.Graph()
@@ -24,10 +25,13 @@ from trainer.array_ops import expand_dims, reverse, zeros
 from trainer.control_flow import while_loop
 from trainer.graph import Tensor
 from trainer.ops import cast, concat, constant, convert_to_tensor, gather, less, make_op, transpose, where
-from trainer.rnn_cell import flatten_state, pack_state
+from trainer.rnn_cell import BasicLSTMCell, LSTMCell, LSTMStateTuple, flatten_state, pack_state
 from trainer.variable_scopes import variable_scope
 
-__all__ = ["bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
+__all__ = ["FUSED_CELLS", "bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
+
+# Cells whose whole-sequence run is one LSTMBlockFused op when no sequence_length masks steps.
+FUSED_CELLS = (BasicLSTMCell, LSTMCell)
 
 
 def _initial_state(cell, batch, dtype, initial_state, what: str):
@@ -89,6 +93,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         units = cell.output_size
         if steps is None:
             raise ValueError("dynamic_rnn: the time dimension must be known to size the outputs")
+        if sequence_length is None and type(cell) in FUSED_CELLS:
+            outputs, state = _fused_lstm(cell, xt, state0)
+            return (outputs if time_major else transpose(outputs, [1, 0, 2])), state
         out0 = zeros([steps, batch, units], xt.dtype)
         lengths = None if sequence_length is None else cast(convert_to_tensor(sequence_length), np.int64)
         flat0 = flatten_state(state0)
@@ -112,6 +119,14 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         results = while_loop(cond_fn, body_fn, [t0, out0] + flat0, name="while")
     outputs = results[1] if time_major else transpose(results[1], [1, 0, 2])
     return outputs, pack_state(state0, list(results[2:]))
+
+
+def _fused_lstm(cell, xt, state0):
+    """The whole sequence as one LSTMBlockFused op (a few large GEMMs instead of a loop of cells)."""
+    c0, h0 = state0
+    y, h, c = make_op("LSTMBlockFused", [xt, h0, c0, cell.kernel, cell.bias], {"forget_bias": cell.forget_bias},
+                      domain="flowstack").outputs[:3]
+    return y, LSTMStateTuple(c, h)
 
 
 def _reverse_sequences(x, lengths, time_major: bool):

@@ -129,7 +129,7 @@ class BasicLSTMCell(RNNCell):
         if activation is not None and activation is not tanh and activation is not nn.tanh:
             raise ValueError(f"{type(self).__name__}: only the tanh activation is supported (fused LSTM op)")
         super().__init__(num_units, None, reuse, name, dtype)
-        self._forget_bias = float(forget_bias)
+        self.forget_bias = float(forget_bias)
 
     @property
     def state_size(self):
@@ -141,7 +141,7 @@ class BasicLSTMCell(RNNCell):
 
     def call(self, inputs, state):
         c, h = state
-        h, c = make_op("LSTMBlockCell", [inputs, h, c, self.kernel, self.bias], {"forget_bias": self._forget_bias},
+        h, c = make_op("LSTMBlockCell", [inputs, h, c, self.kernel, self.bias], {"forget_bias": self.forget_bias},
                        domain=TRAINER_DOMAIN).outputs[:2]
         return h, LSTMStateTuple(c, h)
 

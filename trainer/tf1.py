@@ -35,6 +35,7 @@ from trainer.variable_scopes import (
     get_variable_scope,
     variable_scope,
 )
+from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import local_variables, local_variables_initializer
 
 newaxis = None
@@ -63,7 +64,7 @@ def initialize_all_variables():
 
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DTYPES) | {
-    "AUTO_REUSE", "InteractiveSession", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
+    "AUTO_REUSE", "Dimension", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
     "initializers", "local_variables", "local_variables_initializer", "multinomial", "newaxis", "ones_initializer",

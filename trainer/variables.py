@@ -69,6 +69,9 @@ class Variable:
     def dtype(self):
         return self.tensor.dtype
 
+    def get_shape(self):
+        return self.tensor.get_shape()
+
     @property
     def op(self):
         return self.node

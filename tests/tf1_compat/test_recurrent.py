@@ -77,3 +77,21 @@ def test_dynamic_rnn_over_variable_length_sequences_reaches_85_percent(digits):
     np.testing.assert_allclose(h_a, h_b, rtol=1e-6)
     np.testing.assert_allclose(out_a, out_b, rtol=1e-6)
     assert all((out_a[i, n:] == 0).all() for i, n in enumerate(lt[:batch]))
+
+
+def test_dynamic_rnn_of_an_lstm_runs_fused_and_matches_the_per_step_loop():
+    x = tf.placeholder(tf.float32, [3, 5, 4])
+    cell = tf.nn.rnn_cell.BasicLSTMCell(6, forget_bias=0.5)
+    fused, fused_state = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    looped, loop_state = tf.nn.dynamic_rnn(cell, x, sequence_length=[5, 5, 5], dtype=tf.float32, scope="again")
+    ops = {n.op_type for n in tf.get_default_graph().nodes}
+    assert {"LSTMBlockFused", "LSTMBlockCell"} <= ops
+    variables = tf.trainable_variables()
+    assert len(variables) == 2  # one cell, one set of weights, both runs
+    fetch = [[out, state.h, state.c] + tf.gradients(tf.reduce_sum(out * out) + tf.reduce_sum(state.c), variables)
+             for out, state in ((fused, fused_state), (looped, loop_state))]
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    feed = {x: np.random.default_rng(0).normal(size=(3, 5, 4)).astype(np.float32)}
+    for a, b in zip(*sess.run(fetch, feed)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
