@@ -12,6 +12,7 @@ from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 
 from trainer.array_ops import __all__ as _ARRAY_OPS
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
+from trainer.functional_ops import foldl, foldr, map_fn, scan
 from trainer.graph import get_default_graph
 from trainer.initializers import (
     constant_initializer,
@@ -65,10 +66,10 @@ def initialize_all_variables():
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DTYPES) | {
     "AUTO_REUSE", "Dimension", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
-    "convert_to_tensor", "get_collection", "get_default_session", "get_local_variable", "get_variable",
+    "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
-    "initializers", "local_variables", "local_variables_initializer", "multinomial", "newaxis", "ones_initializer",
+    "initializers", "local_variables", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
     "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
-    "random_uniform_initializer", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
+    "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",
 })

@@ -155,3 +155,20 @@ def test_tf_layers_take_tf1_keywords_and_a_training_placeholder():
     np.testing.assert_allclose(eval_out, 1.0, rtol=1e-5)
     assert 0.4 < (train_out == 0).mean() < 0.6 and np.allclose(train_out[train_out != 0], 2.0, rtol=1e-5)
     np.testing.assert_allclose(sess.run(tf.losses.get_regularization_loss()), 0.5 * 400 * 400 * 0.0025 ** 2, rtol=1e-5)
+
+
+def test_map_fn_scan_and_folds_over_a_batch_of_unknown_size_with_gradients():
+    x = tf.placeholder(tf.float32, [None, 3])
+    w = tf.Variable(np.array([1.0, 2.0, 3.0], np.float32))
+    mapped = tf.map_fn(lambda row: tf.reduce_sum(row * w), x)
+    scanned = tf.scan(lambda acc, row: acc + row * w, x, initializer=tf.zeros([3]))
+    product = tf.foldl(lambda acc, row: acc * row, x)
+    backwards = tf.foldr(lambda acc, v: acc - v, tf.constant([1.0, 2.0, 3.0]), initializer=tf.constant(0.0))
+    grad = tf.gradients(tf.reduce_sum(mapped) + tf.reduce_sum(scanned), [w])[0]
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    m, s, p, b, gw = sess.run([mapped, scanned, product, backwards, grad], {x: xv})
+    assert m.tolist() == (xv @ [1, 2, 3]).tolist() and s.tolist() == np.cumsum(xv * [1, 2, 3], 0).tolist()
+    assert p.tolist() == xv.prod(0).tolist() and b == -6.0
+    assert gw.tolist() == (xv.sum(0) + np.cumsum(xv, 0).sum(0)).tolist()

@@ -8,13 +8,15 @@ import pytest
 
 import trainer.array_ops
 import trainer.dtypes
+import trainer.functional_ops
 import trainer.initializers
 import trainer.random_ops
 import trainer.rnn
+import trainer.tensor_shape
 import trainer.variable_scopes
 
-MODULES = [trainer.array_ops, trainer.dtypes, trainer.initializers, trainer.random_ops, trainer.rnn,
-           trainer.variable_scopes]
+MODULES = [trainer.array_ops, trainer.dtypes, trainer.functional_ops, trainer.initializers, trainer.random_ops,
+           trainer.rnn, trainer.tensor_shape, trainer.variable_scopes]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
