@@ -283,6 +283,7 @@ LAZY_ATTRIBUTES = {
     "Coordinator": ("trainer.queues", "Coordinator"),
     "QueueRunner": ("trainer.queues", "QueueRunner"),
     "start_queue_runners": ("trainer.queues", "start_queue_runners"),
+    "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
     **{name: ("trainer.checkpoint_utils", name) for name in (
         "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable")},
     # The session-run hooks live with tf.estimator (trainer/estimator/hooks.py), as TensorFlow's do.

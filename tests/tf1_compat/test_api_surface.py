@@ -172,3 +172,21 @@ def test_map_fn_scan_and_folds_over_a_batch_of_unknown_size_with_gradients():
     assert m.tolist() == (xv @ [1, 2, 3]).tolist() and s.tolist() == np.cumsum(xv * [1, 2, 3], 0).tolist()
     assert p.tolist() == xv.prod(0).tolist() and b == -6.0
     assert gw.tolist() == (xv.sum(0) + np.cumsum(xv, 0).sum(0)).tolist()
+
+
+def test_exponential_moving_average_tracks_variables_from_their_initial_value():
+    tf.set_random_seed(0)
+    w = tf.Variable(tf.random_normal([3]))
+    step = tf.train.get_or_create_global_step()
+    ema = tf.train.ExponentialMovingAverage(0.9, num_updates=step)
+    update = ema.apply([w])
+    shadow = ema.average(w)
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    w0 = sess.run(w)
+    np.testing.assert_array_equal(sess.run(shadow), w0)  # the same draw, not a second one
+    sess.run(w.assign(w0 + 1.0))
+    sess.run(update)  # decay min(0.9, (1 + 0) / (10 + 0)) = 0.1: the shadow moves 90% of the way
+    np.testing.assert_allclose(sess.run(shadow) - w0, 0.9, rtol=1e-5)
+    assert shadow.name == "Variable/ExponentialMovingAverage" and not shadow.trainable
+    assert tf.get_collection(tf.GraphKeys.MOVING_AVERAGE_VARIABLES) == [shadow]
