@@ -595,3 +595,198 @@ __all__ += [
     "matrix_determinant", "matrix_inverse", "matrix_transpose", "segment_sum", "shape_n", "sinh", "sort", "tan",
     "tensordot", "trace", "unique", "unsorted_segment_sum", "where", "where_v2",
 ]
+
+
+# -- the rest of the everyday core ops ------------------------------------------------------------
+asinh = _unary("Asinh")
+acosh = _unary("Acosh")
+atanh = _unary("Atanh")
+rint = _unary("Round")
+arg_max = argmax  # TensorFlow 1.x's older names
+arg_min = argmin
+floor_div = floordiv
+truncatediv = _binary("Div")  # integer Div truncates toward zero, as C and TensorFlow do
+
+
+def truncatemod(x, y, name=None) -> Tensor:
+    """``x - trunc(x / y) * y`` (the sign of ``x``, as C's fmod)."""
+    return make_op("Mod", [x, y], {"fmod": 1}, name=name).outputs[0]
+
+
+def erfc(x, name=None) -> Tensor:
+    return ops.subtract(1.0, erf(x), name=name)
+
+
+def div_no_nan(x, y, name=None) -> Tensor:
+    """``x / y``, 0 where ``y`` is 0."""
+    y = convert_to_tensor(y)
+    zero = constant(np.zeros((), y.dtype), graph=y.graph)
+    is_zero = ops.equal(y, zero)
+    safe = ops.where(is_zero, constant(np.ones((), y.dtype), graph=y.graph), y)
+    return ops.where(is_zero, zeros_like(ops.divide(x, safe)), ops.divide(x, safe), name=name)
+
+
+def saturate_cast(value, dtype, name=None) -> Tensor:
+    """Cast with values clamped to the target dtype's range first."""
+    x = convert_to_tensor(value)
+    dt = as_numpy_dtype(dtype)
+    if dt.kind in "iu" or (dt.kind == "f" and x.dtype.kind == "f" and dt.itemsize < x.dtype.itemsize):
+        info = np.iinfo(dt) if dt.kind in "iu" else np.finfo(dt)
+        lo = max(float(info.min), float(np.finfo(x.dtype).min)) if x.dtype.kind == "f" else int(info.min)
+        hi = min(float(info.max), float(np.finfo(x.dtype).max)) if x.dtype.kind == "f" else int(info.max)
+        x = clip_by_value(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
+    return cast(x, dt, name=name)
+
+
+def to_bfloat16(x, name="ToBFloat16") -> Tensor:
+    return cast(x, np.float32, name=name)  # computed in float32 (NumPy has no bfloat16)
+
+
+def broadcast_to(input, shape, name=None) -> Tensor:  # noqa: A002
+    x = convert_to_tensor(input)
+    return make_op("Expand", [x, _ints(shape, x.graph)], name=name).outputs[0]
+
+
+def cumprod(x, axis: int = 0, exclusive: bool = False, reverse: bool = False, name=None) -> Tensor:
+    x = convert_to_tensor(x)
+    return make_op("CumProd", [x, constant(np.asarray(axis, np.int64), graph=x.graph)],
+                   {"exclusive": int(exclusive), "reverse": int(reverse)}, name=name).outputs[0]
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None, seq_dim=None,  # noqa: A002
+                     batch_dim=None) -> Tensor:
+    """Each example's first ``seq_lengths[b]`` entries along ``seq_axis`` reversed."""
+    seq_axis = _one_of("reverse_sequence", seq_axis=seq_axis, seq_dim=seq_dim)
+    batch_axis = _one_of("reverse_sequence", batch_axis=batch_axis, batch_dim=batch_dim) or 0
+    if seq_axis is None:
+        raise ValueError("reverse_sequence needs seq_axis")
+    return make_op("ReverseSequence", [input, cast(convert_to_tensor(seq_lengths), np.int64)],
+                   {"time_axis": int(seq_axis), "batch_axis": int(batch_axis)}, name=name).outputs[0]
+
+
+reverse_v2 = reverse
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                  shrink_axis_mask=0, name=None) -> Tensor:
+    """``input_[begin:end:strides]`` per axis, with TensorFlow's begin/end/shrink masks."""
+    if ellipsis_mask or new_axis_mask:
+        raise ValueError("strided_slice: ellipsis_mask and new_axis_mask are not supported; index with [..., None]")
+    x = convert_to_tensor(input_)
+    n = len(begin)
+    strides = [1] * n if strides is None else list(strides)
+    key = []
+    for i in builtins.range(n):
+        if shrink_axis_mask >> i & 1:
+            key.append(int(begin[i]))
+            continue
+        b = None if begin_mask >> i & 1 else int(begin[i])
+        e = None if end_mask >> i & 1 else int(end[i])
+        key.append(builtins.slice(b, e, int(strides[i])))
+    out = ops.getitem(x, builtins.tuple(key))
+    return out if name is None else ops.identity(out, name=name)
+
+
+def scatter_nd(indices, updates, shape, name=None) -> Tensor:
+    """Zeros of ``shape`` with ``updates`` added at ``indices`` (duplicates sum, as TensorFlow)."""
+    u = convert_to_tensor(updates)
+    base = zeros(shape, u.dtype)
+    return make_op("ScatterND", [base, _ints(indices, u.graph), u], {"reduction": "add"}, name=name).outputs[0]
+
+
+def meshgrid(*args, indexing: str = "xy", name=None) -> list[Tensor]:
+    """Coordinate grids of 1-D tensors (``xy`` swaps the first two axes, as NumPy)."""
+    xs = [convert_to_tensor(a) for a in args]
+    sizes = [x.shape[0] for x in xs]
+    if any(s is None for s in sizes):
+        raise ValueError("meshgrid needs inputs of static length")
+    if indexing == "xy" and len(xs) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, x in enumerate(xs):
+        axis = (1 - i if i < 2 else i) if indexing == "xy" and len(xs) >= 2 else i
+        shape = [1] * len(xs)
+        shape[axis] = -1
+        out.append(broadcast_to(ops.reshape(x, shape), sizes))
+    return out
+
+
+def unique_with_counts(x, out_idx=np.int32, name=None):
+    """(unique values in first-seen order, each element's index into them, each value's count)."""
+    y, _, inverse, counts = make_op("Unique", [x], {"sorted": 0}, num_outputs=4, name=name).outputs
+    return y, cast(inverse, out_idx), cast(counts, out_idx)
+
+
+def unsorted_segment_mean(data, segment_ids, num_segments: int, name=None) -> Tensor:
+    x = convert_to_tensor(data)
+    total = unsorted_segment_sum(x, segment_ids, num_segments)
+    counts = unsorted_segment_sum(ones_like(cast(convert_to_tensor(segment_ids), x.dtype)), segment_ids, num_segments)
+    counts = ops.maximum(counts, constant(np.ones((), x.dtype), graph=x.graph))
+    return ops.divide(total, ops.reshape(counts, [-1] + [1] * (len(x.shape) - 1)), name=name)
+
+
+def segment_mean(data, segment_ids, name=None) -> Tensor:
+    from trainer.graph import constant_value
+
+    ids = convert_to_tensor(segment_ids)
+    value = constant_value(ids)
+    if value is None:
+        raise ValueError("segment_mean needs constant segment_ids here; use unsorted_segment_mean(num_segments=)")
+    return unsorted_segment_mean(data, ids, int(np.max(value)) + 1, name=name)
+
+
+def confusion_matrix(labels, predictions, num_classes: int | None = None, weights=None, dtype=np.int32,
+                     name=None) -> Tensor:
+    """[num_classes, num_classes] counts of (label, prediction) pairs."""
+    labels = cast(convert_to_tensor(labels), np.int64)
+    predictions = cast(convert_to_tensor(predictions), np.int64)
+    if num_classes is None:
+        raise ValueError("confusion_matrix needs num_classes (the class count is not inferred from data here)")
+    pairs = stack([labels, predictions], axis=1)
+    dt = as_numpy_dtype(dtype)
+    values = ones_like(cast(labels, dt)) if weights is None else cast(convert_to_tensor(weights), dt)
+    return scatter_nd(pairs, values, [num_classes, num_classes], name=name)
+
+
+def matrix_diag(diagonal, name=None) -> Tensor:
+    """Batched ``diag``: [..., n] to [..., n, n]."""
+    d = convert_to_tensor(diagonal)
+    n = d.shape[-1]
+    return ops.multiply(expand_dims(d, -1), constant(np.eye(n, dtype=d.dtype), graph=d.graph), name=name)
+
+
+matrix_diag_part = diag_part
+
+
+def matrix_solve(matrix, rhs, adjoint: bool = False, name=None) -> Tensor:
+    """``inverse(matrix) @ rhs`` (through MatrixInverse, whose gradient is known)."""
+    return ops.matmul(matrix_inverse(matrix, adjoint=adjoint), rhs, name=name)
+
+
+def clip_by_average_norm(t, clip_norm, name=None) -> Tensor:
+    """``t * clip_norm / max(l2norm(t) / size(t), clip_norm)``."""
+    x = convert_to_tensor(t)
+    avg = ops.divide(norm(x), cast(size(x), x.dtype))
+    return ops.multiply(x, ops.divide(clip_norm, ops.maximum(avg, clip_norm)), name=name)
+
+
+def parallel_stack(values, name="parallel_stack") -> Tensor:
+    return stack(values, 0, name=name)
+
+
+def tuple(tensors, name=None, control_inputs=None) -> list:  # noqa: A001 - TF's name
+    """The tensors, each available only once all of them (and ``control_inputs``) are computed."""
+    tensors = [convert_to_tensor(t) for t in tensors]
+    gate = ops.group(*tensors, *(control_inputs or ()))
+    g = tensors[0].graph
+    with g.control_dependencies([gate]):
+        return [ops.identity(t) for t in tensors]
+
+
+__all__ += [
+    "acosh", "arg_max", "arg_min", "asinh", "atanh", "broadcast_to", "clip_by_average_norm", "confusion_matrix",
+    "cumprod", "div_no_nan", "erfc", "floor_div", "matrix_diag", "matrix_diag_part", "matrix_solve", "meshgrid",
+    "parallel_stack", "reverse_sequence", "reverse_v2", "rint", "saturate_cast", "scatter_nd", "segment_mean",
+    "strided_slice", "to_bfloat16", "truncatediv", "truncatemod", "tuple", "unique_with_counts",
+    "unsorted_segment_mean",
+]

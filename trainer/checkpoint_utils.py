@@ -9,7 +9,10 @@ import numpy as np
 
 from trainer.saver import CheckpointError, checkpoint_state, latest_checkpoint, load_checkpoint
 
-__all__ = ["CheckpointState", "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable"]
+__all__ = [
+    "CheckpointReader", "CheckpointState", "checkpoint_exists", "get_checkpoint_state", "list_variables",
+    "load_checkpoint_reader", "load_variable",
+]
 
 
 @dataclass
@@ -49,3 +52,30 @@ def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
         raise CheckpointError(f"variable {name!r} is not in checkpoint {ckpt_dir_or_file!r}; it has "
                               f"{sorted(values)[:10]}")
     return values[name]
+
+
+class CheckpointReader:
+    """A checkpoint's variables, read once: ``get_tensor(name)``, ``get_variable_to_shape_map()``."""
+
+    def __init__(self, path: str):
+        self.path = path
+        _, self._values = load_checkpoint(path)
+
+    def has_tensor(self, name: str) -> bool:
+        return name in self._values
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        if name not in self._values:
+            raise CheckpointError(f"variable {name!r} is not in checkpoint {self.path!r}")
+        return self._values[name]
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        return {k: list(v.shape) for k, v in self._values.items()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, np.dtype]:
+        return {k: v.dtype for k, v in self._values.items()}
+
+
+def load_checkpoint_reader(ckpt_dir_or_file: str) -> CheckpointReader:
+    """``tf.train.load_checkpoint``: a reader of the newest checkpoint in a directory, or of a file."""
+    return CheckpointReader(_file(ckpt_dir_or_file))

@@ -426,6 +426,11 @@ class Graph:
             items = [v for v in items if getattr(v, "name", "").startswith(scope)]
         return items
 
+    def get_collection_ref(self, key: str) -> list:
+        """The collection's own list (TF1's API: appending to it adds to the collection)."""
+        with self._lock:
+            return self._collections.setdefault(key, [])
+
     def get_all_collection_keys(self) -> list[str]:
         return sorted(self._collections)
 

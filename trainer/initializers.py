@@ -177,6 +177,59 @@ glorot_uniform = glorot_uniform_initializer = GlorotUniform
 glorot_normal = glorot_normal_initializer = GlorotNormal
 
 
+class Identity(Initializer):
+    """``gain`` times the identity matrix (2-D shapes only)."""
+
+    def __init__(self, gain: float = 1.0, dtype=np.float32):
+        super().__init__(dtype)
+        self.gain = gain
+
+    def _build(self, shape, dtype):
+        if len(shape) != 2:
+            raise ValueError(f"identity initializer needs a 2-D shape, got {shape}")
+        return constant_tensor(np.eye(*shape, dtype=dtype) * dtype.type(self.gain))
+
+
+class UniformUnitScaling(Initializer):
+    """U[-sqrt(3 / fan_in) * factor, sqrt(3 / fan_in) * factor] (fan_in: all dims but the last)."""
+
+    def __init__(self, factor: float = 1.0, seed=None, dtype=np.float32):
+        super().__init__(dtype)
+        self.factor, self.seed = factor, seed
+
+    def _build(self, shape, dtype):
+        fan_in = math.prod(shape[:-1]) if len(shape) > 1 else (shape[0] if shape else 1)
+        limit = math.sqrt(3.0 / max(fan_in, 1)) * self.factor
+        return random_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
+
+
+identity = identity_initializer = Identity
+uniform_unit_scaling = uniform_unit_scaling_initializer = UniformUnitScaling
+
+
+def global_variables():
+    """``tf.initializers.global_variables()``: the op initializing every global variable."""
+    from trainer.variables import global_variables_initializer
+
+    return global_variables_initializer()
+
+
+def local_variables():
+    from trainer.variables import local_variables_initializer
+
+    return local_variables_initializer()
+
+
+def variables(var_list, name: str = "init"):
+    from trainer.variables import variables_initializer
+
+    return variables_initializer(var_list, name=name)
+
+
+__all__ += ["Identity", "UniformUnitScaling", "global_variables", "identity", "identity_initializer",
+            "local_variables", "uniform_unit_scaling", "uniform_unit_scaling_initializer", "variables"]
+
+
 def __getattr__(name: str):
     if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
         raise AttributeError(name)

@@ -343,6 +343,202 @@ def nce_loss(weights, biases, labels, inputs, num_sampled: int, num_classes: int
     return reduce_sum_tf(sigmoid_cross_entropy_with_logits(labels=targets, logits=logits), axis=1, name=name)
 
 
+# -- more of tf.nn --------------------------------------------------------------------------------
+max_pool2d = max_pool
+avg_pool2d = avg_pool
+
+
+def swish(features, name=None) -> Tensor:
+    """``x * sigmoid(x)``."""
+    return multiply(features, sigmoid(features), name=name)
+
+
+def crelu(features, name=None, axis: int = -1) -> Tensor:
+    """``concat([relu(x), relu(-x)], axis)``."""
+    x = convert_to_tensor(features)
+    return make_op("Concat", [relu(x), relu(make_op("Neg", [x]).outputs[0])], {"axis": axis}, name=name).outputs[0]
+
+
+def relu_layer(x, weights, biases, name=None) -> Tensor:
+    return relu(xw_plus_b(x, weights, biases), name=name)
+
+
+def weighted_cross_entropy_with_logits(targets=None, logits=None, pos_weight=1.0, name=None, labels=None) -> Tensor:
+    """Sigmoid cross-entropy with the positive term weighted: ``(1 - z) x + (1 + (q - 1) z) log(1 + exp(-x))``
+    computed stably."""
+    z = convert_to_tensor(labels if labels is not None else targets)
+    x = convert_to_tensor(logits)
+    q = pos_weight
+    log_weight = (z * (q - 1.0)) + 1.0
+    softplus_neg_abs = softplus(make_op("Neg", [make_op("Abs", [x]).outputs[0]]).outputs[0])
+    relu_neg = relu(make_op("Neg", [x]).outputs[0])
+    return make_op("Add", [multiply(subtract(1.0, z), x), multiply(log_weight, softplus_neg_abs + relu_neg)],
+                   name=name).outputs[0]
+
+
+def zero_fraction(value, name=None) -> Tensor:
+    """The fraction of entries of ``value`` that are zero."""
+    from trainer.array_ops import reduce_mean as reduce_mean_tf
+
+    x = convert_to_tensor(value)
+    with x.graph.as_default():
+        zero = constant(np.zeros((), x.dtype))
+    return reduce_mean_tf(make_op("Cast", [make_op("Equal", [x, zero]).outputs[0]], {"to": 1}).outputs[0], name=name)
+
+
+def sufficient_statistics(x, axes, shift=None, keep_dims=None, name=None, keepdims=None):
+    """(count, sum, sum of squares, shift) of ``x`` over ``axes``."""
+    from trainer.array_ops import reduce_sum as reduce_sum_tf
+
+    x = convert_to_tensor(x)
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    count = float(np.prod([x.shape[a] for a in axes]))
+    with x.graph.as_default():
+        n = constant(np.asarray(count, x.dtype))
+    return n, reduce_sum_tf(x, axes, keep), reduce_sum_tf(multiply(x, x), axes, keep), shift
+
+
+def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
+    """(mean, variance) from sufficient statistics."""
+    divisor = make_op("Reciprocal", [counts]).outputs[0]
+    mean = multiply(mean_ss, divisor)
+    variance = subtract(multiply(variance_ss, divisor), multiply(mean, mean))
+    return mean, variance
+
+
+def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keepdims=None):
+    """(mean, variance) of ``x`` over ``axes`` with each entry weighted."""
+    from trainer.array_ops import reduce_sum as reduce_sum_tf
+
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    x = convert_to_tensor(x)
+    w = convert_to_tensor(frequency_weights, dtype=x.dtype, graph=x.graph)
+    total = reduce_sum_tf(multiply(w, make_op("OnesLike", [x], domain=TRAINER_DOMAIN).outputs[0]), axes, True)
+    mean = make_op("Div", [reduce_sum_tf(multiply(w, x), axes, True), total]).outputs[0]
+    dev = subtract(x, mean)
+    variance = make_op("Div", [reduce_sum_tf(multiply(w, multiply(dev, dev)), axes, True), total]).outputs[0]
+    if not keep:
+        from trainer.array_ops import squeeze as squeeze_tf
+
+        axes = [axes] if isinstance(axes, int) else list(axes)
+        mean, variance = squeeze_tf(mean, axes), squeeze_tf(variance, axes)
+    return mean, variance
+
+
+def local_response_normalization(input, depth_radius: int = 5, bias: float = 1.0, alpha: float = 1.0,  # noqa: A002
+                                 beta: float = 0.5, name=None) -> Tensor:
+    """TensorFlow's LRN over the last (channel) axis of NHWC ``input``: ``x / (bias + alpha * sqr_sum) ** beta``."""
+    size = 2 * depth_radius + 1
+    # ONNX LRN divides alpha by the window size and works on axis 1 (NCHW).
+    return _in_nchw(input, "NHWC", lambda x: make_op("LRN", [x], {"size": size, "alpha": alpha * size,
+                                                                   "beta": beta, "bias": bias}, name=name).outputs[0])
+
+
+lrn = local_response_normalization
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None, data_format="NHWC",  # noqa: A002
+                     dilations=None) -> Tensor:
+    """Each input channel convolved with its own ``channel_multiplier`` filters: ``filter`` is
+    [h, w, in_channels, channel_multiplier]."""
+    filt = convert_to_tensor(filter)
+    kh, kw, cin, mult = filt.shape
+    fmt = _check_format(data_format)
+    st = _spatial(strides, fmt, "strides")
+    dil = _spatial(dilations if dilations is not None else (rate or [1, 1]), fmt, "dilations")
+    # [h, w, in, mult] -> [in * mult, 1, h, w], grouped by input channel
+    w = make_op("Reshape", [make_op("Transpose", [filt], {"perm": [2, 3, 0, 1]}).outputs[0],
+                            constant(np.asarray([cin * mult, 1, kh, kw], np.int64))]).outputs[0]
+    attrs = {"strides": st, "dilations": dil, "kernel_shape": [kh, kw], "group": cin, **_pads(padding, [kh, kw])}
+    return _in_nchw(input, fmt, lambda x: make_op("Conv", [x, w], attrs, name=name).outputs[0])
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None, name=None,  # noqa: A002
+                     data_format="NHWC", dilations=None) -> Tensor:
+    """A depthwise convolution followed by a 1x1 convolution mixing channels."""
+    depthwise = depthwise_conv2d(input, depthwise_filter, strides, padding, rate, None, data_format, dilations)
+    return conv2d(depthwise, pointwise_filter, strides=[1, 1, 1, 1], padding="VALID", data_format=data_format,
+                  name=name)
+
+
+def conv2d_transpose(value, filter, output_shape, strides, padding="SAME", data_format="NHWC", name=None,  # noqa: A002
+                     input=None, filters=None, dilations=None) -> Tensor:
+    """The gradient of conv2d with respect to its input: ``filter`` [h, w, out_channels, in_channels]."""
+    filt = convert_to_tensor(filter if filter is not None else filters)
+    fmt = _check_format(data_format)
+    st = _spatial(strides, fmt, "strides")
+    shape = [int(d) for d in output_shape]
+    spatial_out = shape[1:3] if fmt == "NHWC" else shape[2:4]
+    kh, kw = filt.shape[0], filt.shape[1]
+    w = make_op("Transpose", [filt], {"perm": [3, 2, 0, 1]}).outputs[0]  # -> [in, out, h, w] (ONNX)
+    attrs = {"strides": st, "kernel_shape": [kh, kw], "output_shape": spatial_out}
+    if padding.upper() == "SAME":
+        attrs["auto_pad"] = "SAME_UPPER"
+    elif padding.upper() != "VALID":
+        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    return _in_nchw(value if value is not None else input, fmt,
+                    lambda x: make_op("ConvTranspose", [x, w], attrs, name=name).outputs[0])
+
+
+def conv1d(value=None, filters=None, stride=1, padding="SAME", use_cudnn_on_gpu=None, data_format="NWC", name=None,
+           input=None, dilations=None) -> Tensor:  # noqa: A002
+    """1-D convolution of [batch, width, in] with ``filters`` [k, in, out], as a conv2d of height 1."""
+    from trainer.array_ops import expand_dims, squeeze as squeeze_tf
+
+    if data_format != "NWC":
+        raise ValueError("conv1d: only data_format='NWC' is supported")
+    x = expand_dims(value if value is not None else input, 1)
+    f = expand_dims(filters, 0)
+    s = stride if isinstance(stride, int) else stride[1] if len(stride) == 3 else stride[0]
+    return squeeze_tf(conv2d(x, f, strides=[1, 1, s, 1], padding=padding), [1], name=name)
+
+
+def depth_to_space(input, block_size: int, name=None, data_format="NHWC") -> Tensor:  # noqa: A002
+    return _in_nchw(input, _check_format(data_format), lambda x: make_op(
+        "DepthToSpace", [x], {"blocksize": block_size, "mode": "DCR"}, name=name).outputs[0])
+
+
+def space_to_depth(input, block_size: int, name=None, data_format="NHWC") -> Tensor:  # noqa: A002
+    return _in_nchw(input, _check_format(data_format), lambda x: make_op(
+        "SpaceToDepth", [x], {"blocksize": block_size}, name=name).outputs[0])
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon: float = 0.001, data_format="NHWC",
+                     is_training: bool = True, name=None):
+    """(y, batch_mean, batch_variance): normalization with batch statistics when training, else with
+    the given ``mean``/``variance``."""
+    fmt = _check_format(data_format)
+    axes = [0, 1, 2] if fmt == "NHWC" else [0, 2, 3]
+    x = convert_to_tensor(x)
+    if is_training:
+        mean, variance = moments(x, axes)
+    if fmt == "NCHW":
+        from trainer.array_ops import reshape as reshape_tf
+
+        shape = [1, -1, 1, 1]
+        y = batch_normalization(x, reshape_tf(mean, shape), reshape_tf(variance, shape), reshape_tf(offset, shape),
+                                reshape_tf(scale, shape), epsilon, name=name)
+    else:
+        y = batch_normalization(x, mean, variance, offset, scale, epsilon, name=name)
+    return y, mean, variance
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss: bool = False, name=None) -> Tensor:
+    """``exp(log_input) - targets * log_input`` (plus Stirling's term when ``compute_full_loss``)."""
+    z = convert_to_tensor(targets)
+    c = convert_to_tensor(log_input)
+    loss = subtract(make_op("Exp", [c]).outputs[0], multiply(z, c))
+    if compute_full_loss:
+        safe = make_op("Max", [z, np.asarray(1, z.dtype)]).outputs[0]
+        stirling = (multiply(safe, make_op("Log", [safe]).outputs[0]) - safe
+                    + multiply(make_op("Log", [multiply(safe, 2.0 * np.pi)]).outputs[0], 0.5))
+        keep = make_op("Cast", [make_op("Greater", [z, np.asarray(1, z.dtype)]).outputs[0]],
+                       {"to": 1 if z.dtype == np.float32 else 11}).outputs[0]
+        loss = loss + multiply(stirling, keep)
+    return make_op("Identity", [loss], name=name).outputs[0]
+
+
 # The recurrent API lives in trainer.rnn / trainer.rnn_cell (which build on this module), reached
 # as tf.nn.<name> on first use.
 LAZY_ATTRIBUTES = {

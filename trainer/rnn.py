@@ -28,7 +28,8 @@ from trainer.ops import cast, concat, constant, convert_to_tensor, gather, less,
 from trainer.rnn_cell import BasicLSTMCell, LSTMCell, LSTMStateTuple, flatten_state, pack_state
 from trainer.variable_scopes import variable_scope
 
-__all__ = ["FUSED_CELLS", "bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
+__all__ = ["FUSED_CELLS", "bidirectional_dynamic_rnn", "dynamic_rnn", "stack_bidirectional_dynamic_rnn",
+           "static_bidirectional_rnn", "static_rnn", "transpose_batch_time"]
 
 # Cells whose whole-sequence run is one LSTMBlockFused op when no sequence_length masks steps.
 FUSED_CELLS = (BasicLSTMCell, LSTMCell)
@@ -153,6 +154,34 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None, in
                                            time_major=time_major)
             out_bw = _reverse_sequences(out_bw, sequence_length, time_major)
     return (out_fw, out_bw), (state_fw, state_bw)
+
+
+def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None, initial_states_bw=None,
+                                    dtype=None, sequence_length=None, parallel_iterations=None, time_major=False,
+                                    scope=None, swap_memory=False):
+    """Bidirectional layers stacked, each reading the previous layer's [fw; bw] outputs:
+    (outputs, final forward states, final backward states)."""
+    if len(cells_fw) != len(cells_bw) or not cells_fw:
+        raise ValueError("stack_bidirectional_dynamic_rnn: cells_fw and cells_bw must be equally long, non-empty")
+    states_fw, states_bw = [], []
+    layer = inputs
+    with variable_scope(scope or "stack_bidirectional_rnn"):
+        for i, (fw, bw) in enumerate(zip(cells_fw, cells_bw)):
+            init_fw = initial_states_fw[i] if initial_states_fw else None
+            init_bw = initial_states_bw[i] if initial_states_bw else None
+            with variable_scope(f"cell_{i}"):
+                (out_fw, out_bw), (s_fw, s_bw) = bidirectional_dynamic_rnn(
+                    fw, bw, layer, sequence_length, init_fw, init_bw, dtype, time_major=time_major)
+            layer = concat([out_fw, out_bw], axis=2)
+            states_fw.append(s_fw)
+            states_bw.append(s_bw)
+    return layer, tuple(states_fw), tuple(states_bw)
+
+
+def transpose_batch_time(x):
+    """[batch, time, ...] <-> [time, batch, ...]."""
+    x = convert_to_tensor(x)
+    return transpose(x, [1, 0] + list(range(2, len(x.shape))))
 
 
 def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, initial_state_bw=None, dtype=None,

@@ -21,7 +21,8 @@ from trainer.ops import concat, convert_to_tensor, make_op, multiply, subtract, 
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
-    "BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
+    "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "InputProjectionWrapper",
+    "OutputProjectionWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
     "RNNCell", "ResidualWrapper",
 ]
 
@@ -290,6 +291,95 @@ class ResidualWrapper(RNNCell):
     def call(self, inputs, state):
         output, new_state = self.cell.call(inputs, state)
         return inputs + output, new_state
+
+
+class DeviceWrapper(RNNCell):
+    """Runs the wrapped cell's ops on ``device``."""
+
+    def __init__(self, cell, device: str):
+        super().__init__(0)
+        self.cell, self._device = cell, device
+
+    state_size = property(lambda self: self.cell.state_size)
+    output_size = property(lambda self: self.cell.output_size)
+
+    def zero_state(self, batch_size, dtype=np.float32):
+        return self.cell.zero_state(batch_size, dtype)
+
+    def build(self, input_depth, dtype=np.float32):
+        from trainer.graph import device
+
+        with device(self._device):
+            self.cell.build(input_depth, dtype)
+        self.variables = self.cell.variables
+        self.built = True
+
+    def call(self, inputs, state):
+        from trainer.graph import device
+
+        with device(self._device):
+            return self.cell.call(inputs, state)
+
+
+class _ProjectionWrapper(RNNCell):
+    def __init__(self, cell, size: int, activation=None, name: str = "projection"):
+        super().__init__(0)
+        self.cell, self._size, self._projection_activation, self._scope = cell, size, activation, name
+
+    state_size = property(lambda self: self.cell.state_size)
+
+    def zero_state(self, batch_size, dtype=np.float32):
+        return self.cell.zero_state(batch_size, dtype)
+
+    def _projection(self, depth, dtype):
+        with variable_scope(self._scope):
+            self.kernel = self._variable("kernel", [depth, self._size], dtype)
+            self.bias = self._variable("bias", [self._size], dtype, initializers.Zeros())
+
+    def _project(self, x):
+        y = make_op("Gemm", [x, self.kernel, self.bias]).outputs[0]
+        return y if self._projection_activation is None else self._projection_activation(y)
+
+
+class OutputProjectionWrapper(_ProjectionWrapper):
+    """The cell's output projected to ``output_size`` units by a dense layer."""
+
+    output_size = property(lambda self: self._size)
+
+    def __init__(self, cell, output_size: int, activation=None, reuse=None):
+        super().__init__(cell, output_size, activation, "output_projection_wrapper")
+
+    def build(self, input_depth, dtype=np.float32):
+        if self.built:
+            return
+        self.cell.build(input_depth, dtype)
+        self._projection(self.cell.output_size, np.dtype(dtype))
+        self.variables = self.cell.variables + self.variables
+        self.built = True
+
+    def call(self, inputs, state):
+        output, new_state = self.cell.call(inputs, state)
+        return self._project(output), new_state
+
+
+class InputProjectionWrapper(_ProjectionWrapper):
+    """The inputs projected to ``num_proj`` units before the cell."""
+
+    output_size = property(lambda self: self.cell.output_size)
+
+    def __init__(self, cell, num_proj: int, activation=None, input_size=None, reuse=None):
+        super().__init__(cell, num_proj, activation, "input_projection_wrapper")
+
+    def build(self, input_depth, dtype=np.float32):
+        if self.built:
+            return
+        self._projection(input_depth, np.dtype(dtype))
+        self.cell.build(self._size, dtype)
+        self.variables = self.variables + self.cell.variables
+        self.built = True
+
+    def call(self, inputs, state):
+        return self.cell.call(self._project(inputs), state)
 
 
 def _map_state(state, fn):

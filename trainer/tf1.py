@@ -13,7 +13,7 @@ from trainer.array_ops import __all__ as _ARRAY_OPS
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
 from trainer.functional_ops import foldl, foldr, map_fn, scan
-from trainer.graph import get_default_graph
+from trainer.graph import GraphKeys, Tensor, get_default_graph
 from trainer.initializers import (
     constant_initializer,
     glorot_normal_initializer,
@@ -27,7 +27,8 @@ from trainer.initializers import (
 )
 from trainer.interactive import InteractiveSession, get_default_session
 from trainer.ops import convert_to_tensor
-from trainer.random_ops import multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
+from trainer.train import clip_by_global_norm
+from trainer.random_ops import get_seed, multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
 from trainer.variable_scopes import (
     AUTO_REUSE,
     VariableScope,
@@ -64,8 +65,61 @@ def initialize_all_variables():
     return global_variables_initializer()
 
 
+def initialize_local_variables():
+    """The deprecated name of ``local_variables_initializer``."""
+    return local_variables_initializer()
+
+
+def all_variables() -> list:
+    """The deprecated name of ``global_variables``."""
+    from trainer.variables import global_variables
+
+    return global_variables()
+
+
+def initialize_variables(var_list, name: str = "init"):
+    """The deprecated name of ``variables_initializer``."""
+    from trainer.variables import variables_initializer
+
+    return variables_initializer(var_list, name=name)
+
+
+def add_to_collections(names, value) -> None:
+    for name in [names] if isinstance(names, str) else names:
+        add_to_collection(name, value)
+
+
+def get_collection_ref(key: str) -> list:
+    """The collection's own list: appending to it adds to the collection."""
+    return get_default_graph().get_collection_ref(key)
+
+
+def model_variables(scope=None) -> list:
+    return get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def moving_average_variables(scope=None) -> list:
+    return get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+
+
+def executing_eagerly() -> bool:
+    """Always False: flowstack runs TensorFlow 1.x's graphs and sessions."""
+    return False
+
+
+def no_regularizer(_):
+    """A regularizer adding no penalty (for variables a scope's regularizer should skip)."""
+    return None
+
+
 __all__ = sorted(set(_ARRAY_OPS) | set(_DTYPES) | {
-    "AUTO_REUSE", "Dimension", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
+    "AUTO_REUSE", "Dimension", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
+    "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
     "initializers", "local_variables", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",

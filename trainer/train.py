@@ -16,7 +16,7 @@ from trainer.variables import Variable, trainable_variables
 __all__ = [
     "AdagradOptimizer", "AdamOptimizer", "GradientDescentOptimizer", "MomentumOptimizer", "Optimizer",
     "RMSPropOptimizer", "clip_by_global_norm", "cosine_decay", "create_global_step", "exponential_decay",
-    "get_global_step", "get_or_create_global_step", "inverse_time_decay", "natural_exp_decay", "piecewise_constant",
+    "get_global_step", "get_or_create_global_step", "global_step", "inverse_time_decay", "natural_exp_decay", "piecewise_constant",
     "piecewise_constant_decay", "polynomial_decay",
 ]
 
@@ -272,6 +272,11 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     return multiply(constant(np.float32(learning_rate)), (cosine + 1.0) * (0.5 * (1.0 - alpha)) + float(alpha))
 
 
+def global_step(sess, global_step_tensor) -> int:
+    """The global step's current value in ``sess``."""
+    return int(sess.run(global_step_tensor))
+
+
 create_global_step = get_or_create_global_step
 piecewise_constant_decay = piecewise_constant
 
@@ -286,6 +291,7 @@ LAZY_ATTRIBUTES = {
     "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
     **{name: ("trainer.checkpoint_utils", name) for name in (
         "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable")},
+    "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),
     # The session-run hooks live with tf.estimator (trainer/estimator/hooks.py), as TensorFlow's do.
     **{hook: ("trainer.estimator", hook) for hook in (
         "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs", "SessionRunContext",

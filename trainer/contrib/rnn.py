@@ -1,10 +1,18 @@
 """``tf.contrib.rnn``: the recurrent cells and the unrolled runners."""
 
-from trainer.rnn import static_bidirectional_rnn, static_rnn
+from trainer.rnn import (
+    stack_bidirectional_dynamic_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+    transpose_batch_time,
+)
 from trainer.rnn_cell import (
     BasicLSTMCell,
     BasicRNNCell,
+    DeviceWrapper,
     DropoutWrapper,
+    InputProjectionWrapper,
+    OutputProjectionWrapper,
     GRUCell,
     LSTMCell,
     LSTMStateTuple,
@@ -13,9 +21,15 @@ from trainer.rnn_cell import (
     RNNCell,
 )
 
+# contrib's block cells are the fused-op cells here: BasicLSTMCell already runs LSTMBlockCell.
+LSTMBlockCell = BasicLSTMCell
+GRUBlockCell = GRUBlockCellV2 = GRUCell
+
 __all__ = [
-    "BasicLSTMCell", "BasicRNNCell", "DropoutWrapper", "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
-    "RNNCell", "ResidualWrapper", "static_bidirectional_rnn", "static_rnn",
+    "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUBlockCell", "GRUBlockCellV2", "GRUCell",
+    "InputProjectionWrapper", "LSTMBlockCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",
+    "OutputProjectionWrapper", "RNNCell", "ResidualWrapper", "stack_bidirectional_dynamic_rnn",
+    "static_bidirectional_rnn", "static_rnn", "transpose_batch_time",
 ]
 
 
