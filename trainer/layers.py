@@ -44,29 +44,51 @@ def dense(inputs, units: int, activation=None, use_bias: bool = True, name: str 
         return _activate(y, activation)
 
 
-def conv2d(x, filters: int, kernel_size, strides=(1, 1), padding: str = "same", activation=None,
-           use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal):
-    """Convolution of NCHW ``x`` with ``filters`` kernels of ``kernel_size``."""
-    x = convert_to_tensor(x)
-    ks = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-    g = x.graph
-    with g.as_default(), g.name_scope(name):
-        w = Variable(kernel_initializer((filters, x.shape[1]) + ks, dtype=x.dtype), name="kernel")
-        b = Variable(np.zeros((filters,), x.dtype), name="bias") if use_bias else None
-        y = nn.conv2d_nchw(x, w, b, strides=strides, padding=padding)
-        return _activate(y, activation)
+_FORMATS = ("channels_first", "channels_last")
 
 
-def max_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=None):
-    ps = (pool_size, pool_size) if isinstance(pool_size, int) else tuple(pool_size)
-    st = strides if strides is None or not isinstance(strides, int) else (strides, strides)
-    return nn.max_pool_nchw(x, ps, st, padding, name=name)
+def _channels_first(inputs, data_format: str, build):
+    """``build`` on NCHW: channels_last (TF1's NHWC) inputs are transposed in and the result back."""
+    if data_format not in _FORMATS:
+        raise ValueError(f"data_format must be one of {_FORMATS}, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    if data_format == "channels_first":
+        return build(x)
+    y = build(make_op("Transpose", [x], {"perm": [0, 3, 1, 2]}).outputs[0])
+    return make_op("Transpose", [y], {"perm": [0, 2, 3, 1]}).outputs[0]
 
 
-def average_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=None):
-    ps = (pool_size, pool_size) if isinstance(pool_size, int) else tuple(pool_size)
-    st = strides if strides is None or not isinstance(strides, int) else (strides, strides)
-    return nn.avg_pool_nchw(x, ps, st, padding, name=name)
+def _pair(v):
+    return v if v is None or not isinstance(v, int) else (v, v)
+
+
+def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "same", activation=None,
+           use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal,
+           data_format: str = "channels_first"):
+    """Convolution of NCHW ``inputs`` (NHWC with ``data_format="channels_last"``, TensorFlow 1.x's
+    default, which this API does not share) with ``filters`` kernels of ``kernel_size``."""
+    ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+
+    def build(x):
+        g = x.graph
+        with g.as_default(), g.name_scope(name):
+            w = Variable(kernel_initializer((filters, x.shape[1]) + ks, dtype=x.dtype), name="kernel")
+            b = Variable(np.zeros((filters,), x.dtype), name="bias") if use_bias else None
+            return nn.conv2d_nchw(x, w, b, strides=_pair(strides), padding=padding)
+
+    return _activate(_channels_first(inputs, data_format, build), activation)
+
+
+def max_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_first",
+                  name=None):
+    ps, st = _pair(pool_size), _pair(strides)
+    return _channels_first(inputs, data_format, lambda x: nn.max_pool_nchw(x, ps, st, padding, name=name))
+
+
+def average_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_first",
+                      name=None):
+    ps, st = _pair(pool_size), _pair(strides)
+    return _channels_first(inputs, data_format, lambda x: nn.avg_pool_nchw(x, ps, st, padding, name=name))
 
 
 def flatten(inputs, name=None):

@@ -84,3 +84,31 @@ def test_autoencoder_reconstruction_error_falls_below_a_third(digits):
         after = sess.run(loss, {X: digits["x_test"]})
     assert after < before / 3, (before, after)
     assert sorted(v.name for v in tf.trainable_variables()) == ["decoder/b", "decoder/w", "encoder/b", "encoder/w"]
+
+
+def test_tf_layers_cnn_with_channels_last_reaches_95_percent(digits):
+    """The tf.layers CNN tutorial; flowstack's image layers default to channels_first, so the script
+    names TF1's layout (the one change it needs beyond the import)."""
+    tf.set_random_seed(8)
+    features = tf.placeholder(tf.float32, [None, 64])
+    labels = tf.placeholder(tf.int64, [None])
+    training = tf.placeholder(tf.bool, [])
+    input_layer = tf.reshape(features, [-1, 8, 8, 1])
+    conv1 = tf.layers.conv2d(inputs=input_layer, filters=16, kernel_size=[3, 3], padding="same",
+                             activation=tf.nn.relu, data_format="channels_last")
+    pool1 = tf.layers.max_pooling2d(inputs=conv1, pool_size=[2, 2], strides=2, data_format="channels_last")
+    flat = tf.reshape(pool1, [-1, 4 * 4 * 16])
+    dense = tf.layers.dense(inputs=flat, units=64, activation=tf.nn.relu)
+    dropout = tf.layers.dropout(inputs=dense, rate=0.2, training=training)
+    logits = tf.layers.dense(inputs=dropout, units=10)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    train_op = tf.train.AdamOptimizer(0.01).minimize(loss, global_step=tf.train.get_or_create_global_step())
+    accuracy = tf.reduce_mean(tf.to_float(tf.equal(tf.argmax(logits, axis=1), labels)))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for epoch in range(4):
+            for i in range(0, 1400, 100):
+                sess.run(train_op, {features: digits["x_train"][i:i + 100], labels: digits["y_train"][i:i + 100],
+                                    training: True})
+        acc = sess.run(accuracy, {features: digits["x_test"], labels: digits["y_test"], training: False})
+    assert acc >= 0.95, acc
