@@ -10,6 +10,8 @@ from __future__ import annotations
 from trainer import contrib, initializers
 from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 spells them
 from trainer.array_ops import __all__ as _ARRAY_OPS
+from trainer.debugging import *  # noqa: F403 - tf.Print, tf.Assert, tf.assert_*
+from trainer.debugging import __all__ as _DEBUGGING
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
 from trainer.functional_ops import foldl, foldr, map_fn, scan
@@ -116,7 +118,7 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DTYPES) | {
+__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
     "AUTO_REUSE", "Dimension", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",

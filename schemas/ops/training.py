@@ -271,6 +271,14 @@ op("LogUniformCandidateSampler", domain=D, inputs=["true_classes"],
     lambda ctx: [TensorType(_INT64, (ctx.attrs["num_sampled"],)),
                  TensorType(np.dtype(np.float32), ctx.input(0).shape),
                  TensorType(np.dtype(np.float32), (ctx.attrs["num_sampled"],))])
+op("Print", domain=D, inputs=["input", "data+"], outputs=["output"], stateful=True,
+   attrs={"message": Attr("string", ""), "first_n": Attr("int", -1), "summarize": Attr("int", 3)},
+   doc="``input`` unchanged, printing ``message`` and the first ``summarize`` entries of each ``data`` "
+       "tensor to stderr (the first ``first_n`` runs; -1: every run). Stateful: a side effect.")(same_as_input(0))
+op("Assert", domain=D, inputs=["condition", "data+"], outputs=["output"], stateful=True,
+   attrs={"summarize": Attr("int", 3), "message": Attr("string", "")},
+   doc="Fails the run, showing ``data``, unless the boolean ``condition`` holds everywhere; outputs it.")(
+    same_as_input(0))
 op("ClipByGlobalNormScale", domain=D, inputs=["clip_norm", "tensors+"], outputs=["scale", "global_norm"],
    doc="min(1, clip_norm / global_norm) over all tensors, and global_norm.")(
     lambda ctx: [TensorType(ctx.input(1).dtype, ()), TensorType(ctx.input(1).dtype, ())])

@@ -190,3 +190,22 @@ def test_exponential_moving_average_tracks_variables_from_their_initial_value():
     np.testing.assert_allclose(sess.run(shadow) - w0, 0.9, rtol=1e-5)
     assert shadow.name == "Variable/ExponentialMovingAverage" and not shadow.trainable
     assert tf.get_collection(tf.GraphKeys.MOVING_AVERAGE_VARIABLES) == [shadow]
+
+
+def test_print_assert_and_check_numerics(capfd):
+    x = tf.placeholder(tf.float32, [2])
+    printed = tf.Print(x, [x, tf.reduce_sum(x)], message="x is: ")
+    with tf.control_dependencies([tf.assert_equal(tf.reduce_sum(x), 3.0, message="sum")]):
+        doubled = tf.identity(printed) * 2.0
+    checked = tf.check_numerics(x, "x")
+    grad = tf.gradients(tf.reduce_sum(printed * printed), [x])[0]
+    sess = tf.Session()
+    out, g = sess.run([doubled, grad], {x: [1.0, 2.0]})
+    assert out.tolist() == [2.0, 4.0] and g.tolist() == [2.0, 4.0]
+    assert "x is: [1.0 2.0] 3.0" in capfd.readouterr().err
+    with pytest.raises(tf.GraphError, match="assertion failed: sum: x == y did not hold 2.0 3.0"):
+        sess.run(doubled, {x: [1.0, 1.0]})
+    with pytest.raises(tf.GraphError, match="x: tensor had NaN or Inf values"):
+        sess.run(checked, {x: [np.inf, 1.0]})
+    with pytest.raises(tf.GraphError, match="x > 0 did not hold"):
+        sess.run(tf.assert_positive(x), {x: [0.0, 1.0]})

@@ -7,6 +7,7 @@ import doctest
 import pytest
 
 import trainer.array_ops
+import trainer.debugging
 import trainer.dtypes
 import trainer.functional_ops
 import trainer.initializers
@@ -15,7 +16,7 @@ import trainer.rnn
 import trainer.tensor_shape
 import trainer.variable_scopes
 
-MODULES = [trainer.array_ops, trainer.dtypes, trainer.functional_ops, trainer.initializers, trainer.random_ops,
+MODULES = [trainer.array_ops, trainer.debugging, trainer.dtypes, trainer.functional_ops, trainer.initializers, trainer.random_ops,
            trainer.rnn, trainer.tensor_shape, trainer.variable_scopes]
 
 

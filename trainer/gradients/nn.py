@@ -79,6 +79,8 @@ def _xent(node, grads):
 reg("SoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
 reg("SparseSoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
 reg("DropoutMask", "flowstack")(lambda node, grads: [None, None])
+reg("Print", "flowstack")(lambda node, grads: [grads[0]] + [None] * (len(node.inputs) - 1))  # identity of input
+reg("Assert", "flowstack")(NO_GRADIENT)
 for _random in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "LogUniformCandidateSampler"):
     reg(_random, "flowstack")(NO_GRADIENT)  # samples do not depend on their shape or classes smoothly
 
