@@ -289,6 +289,8 @@ LAZY_ATTRIBUTES = {
     "QueueRunner": ("trainer.queues", "QueueRunner"),
     "start_queue_runners": ("trainer.queues", "start_queue_runners"),
     "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
+    **{name: ("trainer.optimizers", name) for name in (
+        "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
     **{name: ("trainer.checkpoint_utils", name) for name in (
         "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable")},
     "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),

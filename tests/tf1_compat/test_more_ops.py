@@ -106,3 +106,52 @@ def test_contrib_rnn_wrappers_and_stacked_bidirectional_layers():
     o, s, v = sess.run([out, stacked, grads], {x: np.ones((2, 5, 3), np.float32)})
     assert o.shape == (2, 5, 2) and s.shape == (2, 5, 6) and all(np.isfinite(g).all() for g in v)
     assert (s[1, 3:] == 0).all()  # the second sequence ends after 3 steps, both directions
+
+
+def _five_steps(optimizer):
+    w = tf.Variable(np.array([1.0, -2.0, 0.05], np.float32))
+    train = optimizer.minimize(tf.reduce_sum(tf.square(w - 0.5)))
+    sess = tf.Session()
+    sess.run(tf.global_variables_initializer())
+    out = []
+    for _ in range(5):
+        sess.run(train)
+        out.append(sess.run(w))
+    tf.reset_default_graph()
+    return np.array(out)
+
+
+def test_adadelta_ftrl_and_proximal_gd_follow_tensorflows_update_rules():
+    start, target = np.array([1.0, -2.0, 0.05]), 0.5
+
+    def reference(step):
+        w, state, out = start.copy(), {}, []
+        for _ in range(5):
+            w = step(w, 2 * (w - target), state)
+            out.append(w)
+        return np.array(out)
+
+    def adadelta(w, g, s, lr=1.0, rho=0.95, eps=1e-6):
+        s["a"] = rho * s.get("a", 0) + (1 - rho) * g * g
+        u = np.sqrt(s.get("u", 0) + eps) / np.sqrt(s["a"] + eps) * g
+        s["u"] = rho * s.get("u", 0) + (1 - rho) * u * u
+        return w - lr * u
+
+    def ftrl(w, g, s, lr=0.5, l1=0.01, l2=0.1):
+        n = s.get("n", 0.1)
+        new_n = n + g * g
+        s["z"] = s.get("z", 0) + g - (np.sqrt(new_n) - np.sqrt(n)) / lr * w
+        s["n"] = new_n
+        return np.where(np.abs(s["z"]) > l1, (np.sign(s["z"]) * l1 - s["z"]) / (np.sqrt(new_n) / lr + 2 * l2), 0.0)
+
+    def proximal(w, g, s, lr=0.1, l1=0.5, l2=0.1):
+        v = w - lr * g
+        return np.sign(v) * np.maximum(np.abs(v) - lr * l1, 0) / (1 + lr * l2)
+
+    np.testing.assert_allclose(_five_steps(tf.train.AdadeltaOptimizer(1.0, 0.95, 1e-6)), reference(adadelta),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_five_steps(tf.train.FtrlOptimizer(0.5, l1_regularization_strength=0.01,
+                                                                   l2_regularization_strength=0.1)),
+                               reference(ftrl), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_five_steps(tf.train.ProximalGradientDescentOptimizer(0.1, 0.5, 0.1)),
+                               reference(proximal), rtol=1e-5, atol=1e-6)
