@@ -289,6 +289,8 @@ LAZY_ATTRIBUTES = {
     "QueueRunner": ("trainer.queues", "QueueRunner"),
     "start_queue_runners": ("trainer.queues", "start_queue_runners"),
     "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
+    **{name: ("trainer.input_producers", name) for name in (
+        "batch", "input_producer", "range_input_producer", "shuffle_batch", "slice_input_producer")},
     **{name: ("trainer.optimizers", name) for name in (
         "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
     **{name: ("trainer.checkpoint_utils", name) for name in (

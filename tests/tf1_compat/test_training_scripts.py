@@ -199,3 +199,36 @@ def test_fixed_seed_logistic_regression_matches_numpy_and_reaches_92_percent(dig
         w, bb = w - 0.5 * xs.T @ g, bb - 0.5 * g.sum(0)
     np.testing.assert_allclose(w_tf, w, rtol=1e-3, atol=1e-5)
     assert acc >= 0.92, acc
+
+
+@pytest.mark.slow
+def test_queue_input_pipeline_with_slice_input_producer_and_shuffle_batch(digits):
+    """The pre-tf.data input pipeline: producer and batcher queues filled by QueueRunner threads,
+    trained until the epochs run out (OutOfRangeError), as TF1 tutorials wrote it."""
+    tf.set_random_seed(9)
+    image, label = tf.train.slice_input_producer([tf.constant(digits["x_train"]), tf.constant(digits["y_train"])],
+                                                 num_epochs=10, shuffle=True)
+    images, labels = tf.train.shuffle_batch([image, label], batch_size=100, capacity=600, min_after_dequeue=300)
+    W = tf.Variable(tf.zeros([64, 10]))
+    b = tf.Variable(tf.zeros([10]))
+    logits = tf.matmul(images, W) + b
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    train_op = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    x_test = tf.placeholder(tf.float32, [None, 64])
+    predict = tf.argmax(tf.matmul(x_test, W) + b, 1)
+    sess = tf.Session()
+    sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess=sess, coord=coord)
+    steps = 0
+    try:
+        while not coord.should_stop():
+            sess.run(train_op)
+            steps += 1
+    except tf.OutOfRangeError:
+        pass
+    finally:
+        coord.request_stop()
+        coord.join(threads)
+    assert steps == 140  # 10 epochs of 1400 examples in batches of 100
+    assert (sess.run(predict, {x_test: digits["x_test"]}) == digits["y_test"]).mean() >= 0.93
