@@ -23,8 +23,8 @@ def get_default_session() -> Session | None:
 class InteractiveSession(Session):
     """A Session that is the default until closed: ``x.eval()``, ``op.run()`` use it."""
 
-    def __init__(self, graph=None, **kwargs):
-        super().__init__(graph, **kwargs)
+    def __init__(self, target: str = "", graph=None, config=None, **kwargs):
+        super().__init__(graph, target=target, config=config, **kwargs)
         _installed.append(self)
 
     def close(self) -> None:

@@ -86,7 +86,15 @@ class Session:
     """
 
     def __init__(self, graph: Graph | None = None, *, devices=None, num_cpu_devices: int = 1,
-                 inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False):
+                 inter_op_threads: int = 4, fuse_loops: bool = True, parallel_ops: bool = False,
+                 target: str = "", config=None):
+        if isinstance(graph, str):  # TensorFlow 1.x's Session(target, graph=, config=)
+            graph, target = None, graph
+        if target:
+            raise ValueError(f"Session target {target!r}: this Session runs in-process only (target '')")
+        if config is not None and getattr(config, "inter_op_parallelism_threads", 0):
+            inter_op_threads = config.inter_op_parallelism_threads
+        self.config = config  # a tf.ConfigProto, kept for the script (see trainer.session_config)
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         from trainer.devices import canonical_device

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from trainer import contrib, initializers
+from trainer import app, contrib, flags, gfile, initializers
+from trainer import tf_logging as logging
 from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 spells them
 from trainer.array_ops import __all__ as _ARRAY_OPS
 from trainer.debugging import *  # noqa: F403 - tf.Print, tf.Assert, tf.assert_*
@@ -39,6 +40,7 @@ from trainer.variable_scopes import (
     get_variable_scope,
     variable_scope,
 )
+from trainer.session_config import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import local_variables, local_variables_initializer
 
@@ -119,7 +121,8 @@ def no_regularizer(_):
 
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
-    "AUTO_REUSE", "Dimension", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
+    "RunOptions", "app", "flags", "gfile", "logging", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",

@@ -209,3 +209,35 @@ def test_print_assert_and_check_numerics(capfd):
         sess.run(checked, {x: [np.inf, 1.0]})
     with pytest.raises(tf.GraphError, match="x > 0 did not hold"):
         sess.run(tf.assert_positive(x), {x: [0.0, 1.0]})
+
+
+def test_script_scaffolding_config_logging_flags_gfile_and_app_run(tmp_path, capsys):
+    config = tf.ConfigProto(allow_soft_placement=True, inter_op_parallelism_threads=2)
+    config.gpu_options.allow_growth = True
+    with tf.Session(config=config) as sess:
+        assert sess.run(tf.constant(2.0) * 3.0) == 6.0 and sess.config is config
+    with pytest.raises(ValueError, match="runs in-process only"):
+        tf.Session("grpc://localhost:2222")
+    with pytest.raises(TypeError, match="ConfigProto has no field"):
+        tf.ConfigProto(allow_growth=True)
+    tf.logging.set_verbosity(tf.logging.INFO)
+    tf.logging.info("step %d", 3)
+    assert "INFO:tensorflow:step 3" in capsys.readouterr().err
+    flags = tf.flags.FlagValues()
+    tf.app.flags.DEFINE_string("data_dir", "/tmp/data", "where", flag_values=flags)
+    tf.app.flags.DEFINE_boolean("fake", True, "", flag_values=flags)
+    assert flags(["train.py", "--data_dir", str(tmp_path), "--nofake", "rest"]) == ["train.py", "rest"]
+    assert flags.data_dir == str(tmp_path) and flags.fake is False
+    with pytest.raises(tf.flags.FlagsError, match="--steps: invalid literal"):
+        tf.flags.DEFINE_integer("steps", 1, "", flag_values=flags)
+        flags(["train.py", "--steps=ten"])
+    tf.gfile.MakeDirs(str(tmp_path / "a" / "b"))
+    with tf.gfile.GFile(str(tmp_path / "a" / "f.txt"), "w") as f:
+        f.write("hi")
+    with tf.gfile.GFile(str(tmp_path / "a" / "f.txt")) as f:
+        assert f.size() == 2 and f.read() == "hi"
+    assert tf.gfile.Exists(str(tmp_path / "a" / "f.txt"))
+    assert tf.gfile.Glob(str(tmp_path / "a" / "*")) == [str(tmp_path / "a" / "b"), str(tmp_path / "a" / "f.txt")]
+    with pytest.raises(SystemExit) as exit_info:
+        tf.app.run(main=lambda argv: len(argv), argv=["prog", "x", "y"])
+    assert exit_info.value.code == 3

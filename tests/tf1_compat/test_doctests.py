@@ -9,6 +9,7 @@ import pytest
 import trainer.array_ops
 import trainer.debugging
 import trainer.dtypes
+import trainer.flags
 import trainer.functional_ops
 import trainer.initializers
 import trainer.random_ops
@@ -16,7 +17,7 @@ import trainer.rnn
 import trainer.tensor_shape
 import trainer.variable_scopes
 
-MODULES = [trainer.array_ops, trainer.debugging, trainer.dtypes, trainer.functional_ops, trainer.initializers, trainer.random_ops,
+MODULES = [trainer.array_ops, trainer.debugging, trainer.dtypes, trainer.flags, trainer.functional_ops, trainer.initializers, trainer.random_ops,
            trainer.rnn, trainer.tensor_shape, trainer.variable_scopes]
 
 
