@@ -19,8 +19,9 @@ import numpy as np
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.kernels.summary import field_bytes, field_double, field_varint
 from trainer.ops import convert_to_tensor, make_op
+from trainer.summary_proto import FileWriterCache, Summary
 
-__all__ = ["FileWriter", "ProgressBar", "audio", "histogram", "image", "masked_crc32c", "merge", "merge_all", "scalar",
+__all__ = ["FileWriter", "FileWriterCache", "ProgressBar", "Summary", "audio", "tensor_summary", "histogram", "image", "masked_crc32c", "merge", "merge_all", "scalar",
            "text"]
 
 
@@ -40,6 +41,11 @@ def scalar(tag: str, value, collections=(GraphKeys.SUMMARIES,)):
 def histogram(tag: str, values, collections=(GraphKeys.SUMMARIES,)):
     """A summary op recording the distribution of ``values`` under ``tag``."""
     return _summary("HistogramSummary", tag, values, collections)
+
+
+def tensor_summary(name: str, tensor, summary_description=None, collections=(GraphKeys.SUMMARIES,)):
+    """A scalar tensor's value under ``name`` (non-scalar tensors: use histogram or text)."""
+    return scalar(name, tensor, collections)
 
 
 def image(name: str, tensor, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):

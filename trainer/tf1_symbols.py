@@ -56,7 +56,7 @@ unsorted_segment_mean unsorted_segment_min unsorted_segment_sum unstack variable
 variance_scaling_initializer verify_tensor_all_finite where where_v2 while_loop zeros zeros_initializer
 zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
-ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions app flags gfile logging
+ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile logging
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d

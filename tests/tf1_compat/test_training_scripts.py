@@ -112,12 +112,16 @@ def test_scalar_summaries_are_read_back_by_tensorboard(digits, tmp_path):
             summary, value, _ = sess.run([merged, loss, train], {x: digits["x_train"], y: digits["y_train"]})
             writer.add_summary(summary, step)
             losses.append(value)
+            # A Python-side number, logged the way TF1 loops do it.
+            manual = tf.Summary(value=[tf.Summary.Value(tag="python/loss_x2", simple_value=2.0 * float(value))])
+            writer.add_summary(manual, step)
         writer.close()
     acc = EventAccumulator(str(tmp_path))
     acc.Reload()
     events = acc.Scalars("loss")
     assert [e.step for e in events] == list(range(5))
     np.testing.assert_allclose([e.value for e in events], losses, rtol=1e-6)
+    np.testing.assert_allclose([e.value for e in acc.Scalars("python/loss_x2")], 2.0 * np.array(losses), rtol=1e-6)
 
 
 def test_file_writer_records_the_graph_images_audio_and_text_for_tensorboard(digits, tmp_path):
