@@ -199,6 +199,11 @@ class Node:
     def output(self, i: int = 0) -> Tensor:
         return self.outputs[i]
 
+    def run(self, feed_dict=None, session=None) -> None:
+        """Run this node in ``session`` (default: the InteractiveSession), as TF1's ``op.run()``."""
+        from trainer.interactive import eval_tensor
+        eval_tensor(self, feed_dict, session)
+
     def __repr__(self) -> str:
         dom = f"{self.domain}::" if self.domain else ""
         return f"<Node {self.name} {dom}{self.op_type}>"

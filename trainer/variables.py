@@ -102,6 +102,16 @@ class Variable:
     def assign_sub(self, value, name=None) -> Tensor:
         return self._update("AssignSub", value, name)
 
+    def initialized_value(self) -> Tensor:
+        """The initial value (a random initial value is drawn anew each time it is computed)."""
+        return ops.identity(self.initial_value)
+
+    def load(self, value, session=None) -> None:
+        """Set the variable to ``value`` in ``session`` (default: the InteractiveSession)."""
+        from trainer.interactive import eval_tensor
+
+        eval_tensor(self.initializer, {self.initial_value: value}, session)
+
     def eval(self, session=None):
         from trainer.interactive import eval_tensor
 

@@ -241,3 +241,23 @@ def test_script_scaffolding_config_logging_flags_gfile_and_app_run(tmp_path, cap
     with pytest.raises(SystemExit) as exit_info:
         tf.app.run(main=lambda argv: len(argv), argv=["prog", "x", "y"])
     assert exit_info.value.code == 3
+
+
+def test_interactive_session_runs_ops_and_evaluates_tensors_without_a_session_argument():
+    sess = tf.InteractiveSession()
+    try:
+        x = tf.placeholder(tf.float32, [None, 2])
+        w = tf.Variable(tf.ones([2, 1]))
+        y = tf.matmul(x, w)
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y))
+        tf.global_variables_initializer().run()
+        step.run(feed_dict={x: [[1.0, 2.0]]})
+        np.testing.assert_allclose(w.eval().ravel(), [0.9, 0.8], rtol=1e-6)
+        np.testing.assert_allclose(y.eval(feed_dict={x: [[1.0, 1.0]]}), [[1.7]], rtol=1e-6)
+        w.load(np.array([[3.0], [4.0]], np.float32))
+        assert w.eval().ravel().tolist() == [3.0, 4.0] and w.initialized_value().eval().ravel().tolist() == [1.0, 1.0]
+        assert w.eval().ravel().tolist() == [3.0, 4.0]
+    finally:
+        sess.close()
+    with pytest.raises(ValueError, match="no default session"):
+        tf.constant(1.0).eval()
