@@ -3,6 +3,9 @@ the unsupported-symbol error, and the compatibility table being up to date."""
 
 from __future__ import annotations
 
+import sys
+import types
+
 import numpy as np
 import pytest
 
@@ -68,13 +71,29 @@ def test_variable_scope_reuse_and_its_errors():
     with pytest.raises(ValueError, match="specified shape \\(3, 2\\) and found shape \\(4, 2\\)"):
         with tf.variable_scope("layer1", reuse=tf.AUTO_REUSE):
             tf.get_variable("weights", [3, 2])
-    with pytest.raises(NotImplementedError, match="partitioned variables"):
-        tf.get_variable("sharded", [10, 2], partitioner=lambda shape, dtype: [2, 1])
     reg = tf.losses.get_regularization_loss()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         np.testing.assert_allclose(sess.run(reg), 0.05 * (sess.run(w) ** 2).sum(), rtol=1e-5)
 
+
+def test_get_variable_hands_a_partitioner_to_partitioned_variables(monkeypatch):
+    def partitioner(shape, dtype):
+        return [2, 1]
+
+    # Without trainer.partitioned_variables (this branch), partitioner= says what is missing.
+    monkeypatch.setitem(sys.modules, "trainer.partitioned_variables", None)
+    with pytest.raises(NotImplementedError, match="partitioned variables"):
+        tf.get_variable("sharded", [10, 2], partitioner=partitioner)
+    # With it (the dist-model branch), get_variable delegates with the scope's full name.
+    calls = []
+    module = types.ModuleType("trainer.partitioned_variables")
+    module.partitioned_variable = lambda name, shape, **kw: calls.append((name, shape, kw)) or "the variable"
+    monkeypatch.setitem(sys.modules, "trainer.partitioned_variables", module)
+    with tf.variable_scope("emb"):
+        assert tf.get_variable("table", [10, 2], partitioner=partitioner) == "the variable"
+    (name, shape, kw), = calls
+    assert name == "emb/table" and shape == [10, 2] and kw["partitioner"] is partitioner and kw["trainable"]
 
 def test_legacy_keywords_and_core_ops():
     x = tf.constant([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]])
