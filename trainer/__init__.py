@@ -108,3 +108,18 @@ __all__ = [
     "tanh", "train", "trainable_variables", "transpose", "variables_initializer", "where", "while_loop",
     "zeros_like",
 ]
+
+# TensorFlow 1.15's spellings and the names TF1 scripts add (trainer/tf1.py); a missing name
+# raises an AttributeError naming the TF1 symbol and the nearest supported ones (trainer/compat.py).
+from trainer import tf1  # noqa: E402
+from trainer.tf1 import *  # noqa: E402,F401,F403
+
+__all__ = sorted(set(__all__) | set(tf1.__all__))
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf", name, globals())

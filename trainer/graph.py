@@ -8,6 +8,7 @@ is raised at the line that built the node, naming the op, the node and both shap
 from __future__ import annotations
 
 import contextlib
+import difflib
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -140,6 +141,16 @@ class Tensor:
         from trainer import ops
         return ops.getitem(self, key)
 
+    def eval(self, feed_dict=None, session=None):
+        """This tensor's value in ``session`` (default: the InteractiveSession)."""
+        from trainer.interactive import eval_tensor
+        return eval_tensor(self, feed_dict, session)
+
+    def get_shape(self):
+        """The static shape as TF1's TensorShape (``.as_list()``, ``.ndims``)."""
+        from trainer.tensor_shape import TensorShape
+        return TensorShape(self.shape)
+
     # Tensors are graph edges: identity semantics, so they can be dict keys (feeds, fetches).
     __hash__ = object.__hash__
 
@@ -186,6 +197,11 @@ class Node:
     def output(self, i: int = 0) -> Tensor:
         return self.outputs[i]
 
+    def run(self, feed_dict=None, session=None) -> None:
+        """Run this node in ``session`` (default: the InteractiveSession), as TF1's ``op.run()``."""
+        from trainer.interactive import eval_tensor
+        eval_tensor(self, feed_dict, session)
+
     def __repr__(self) -> str:
         dom = f"{self.domain}::" if self.domain else ""
         return f"<Node {self.name} {dom}{self.op_type}>"
@@ -206,6 +222,7 @@ class Graph:
         self.loops: list = []  # WhileLoop records, so exporters can rebuild functional Loop ops
         self.conds: list = []
         self.version = 0  # bumps on every new node; sessions key plans on it
+        self.seed: int | None = None  # graph-level random seed (set_random_seed)
 
     # -- per-thread building state ----------------------------------------------------------
     def _state(self):
@@ -234,7 +251,9 @@ class Graph:
         try:
             return self._by_name[name]
         except KeyError:
-            raise GraphError(f"no node named {name!r} in this graph") from None
+            close = difflib.get_close_matches(name, list(self._by_name), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise GraphError(f"no node named {name!r} in this graph{hint}") from None
 
     get_operation_by_name = node
 
@@ -420,6 +439,11 @@ class Graph:
         if scope:
             items = [v for v in items if getattr(v, "name", "").startswith(scope)]
         return items
+
+    def get_collection_ref(self, key: str) -> list:
+        """The collection's own list (TF1's API: appending to it adds to the collection)."""
+        with self._lock:
+            return self._collections.setdefault(key, [])
 
     def get_all_collection_keys(self) -> list[str]:
         return sorted(self._collections)

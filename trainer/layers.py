@@ -22,14 +22,18 @@ def _activate(y, activation):
     return y if fn is None else fn(y)
 
 
-def dense(x, units: int, activation=None, use_bias: bool = True, name: str = "dense",
-          kernel_initializer=init.glorot_uniform):
+def dense(inputs, units: int, activation=None, use_bias: bool = True, name: str = "dense",
+          kernel_initializer=init.glorot_uniform, kernel_regularizer=None):
     """``activation(x @ W + b)``; a 2-D input becomes one fused Gemm."""
-    x = convert_to_tensor(x)
+    x = convert_to_tensor(inputs)
     g = x.graph
     with g.as_default(), g.name_scope(name):
         fan_in = x.shape[-1]
         w = Variable(kernel_initializer((fan_in, units), dtype=x.dtype), name="kernel")
+        if kernel_regularizer is not None:  # TF1: the penalty joins REGULARIZATION_LOSSES
+            penalty = kernel_regularizer(w)
+            if penalty is not None:
+                g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
         b = Variable(np.zeros((units,), x.dtype), name="bias") if use_bias else None
         if len(x.shape) == 2:
             y = make_op("Gemm", [x, w, b]).outputs[0]
@@ -40,33 +44,55 @@ def dense(x, units: int, activation=None, use_bias: bool = True, name: str = "de
         return _activate(y, activation)
 
 
-def conv2d(x, filters: int, kernel_size, strides=(1, 1), padding: str = "same", activation=None,
-           use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal):
-    """Convolution of NCHW ``x`` with ``filters`` kernels of ``kernel_size``."""
-    x = convert_to_tensor(x)
-    ks = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
-    g = x.graph
-    with g.as_default(), g.name_scope(name):
-        w = Variable(kernel_initializer((filters, x.shape[1]) + ks, dtype=x.dtype), name="kernel")
-        b = Variable(np.zeros((filters,), x.dtype), name="bias") if use_bias else None
-        y = nn.conv2d(x, w, b, strides=strides, padding=padding)
-        return _activate(y, activation)
+_FORMATS = ("channels_first", "channels_last")
 
 
-def max_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=None):
-    ps = (pool_size, pool_size) if isinstance(pool_size, int) else tuple(pool_size)
-    st = strides if strides is None or not isinstance(strides, int) else (strides, strides)
-    return nn.max_pool(x, ps, st, padding, name=name)
+def _channels_first(inputs, data_format: str, build):
+    """``build`` on NCHW: channels_last (TF1's NHWC) inputs are transposed in and the result back."""
+    if data_format not in _FORMATS:
+        raise ValueError(f"data_format must be one of {_FORMATS}, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    if data_format == "channels_first":
+        return build(x)
+    y = build(make_op("Transpose", [x], {"perm": [0, 3, 1, 2]}).outputs[0])
+    return make_op("Transpose", [y], {"perm": [0, 2, 3, 1]}).outputs[0]
 
 
-def average_pooling2d(x, pool_size, strides=None, padding: str = "valid", name=None):
-    ps = (pool_size, pool_size) if isinstance(pool_size, int) else tuple(pool_size)
-    st = strides if strides is None or not isinstance(strides, int) else (strides, strides)
-    return nn.avg_pool(x, ps, st, padding, name=name)
+def _pair(v):
+    return v if v is None or not isinstance(v, int) else (v, v)
 
 
-def flatten(x, name=None):
-    return make_op("Flatten", [x], {"axis": 1}, name=name).outputs[0]
+def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "same", activation=None,
+           use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal,
+           data_format: str = "channels_first"):
+    """Convolution of NCHW ``inputs`` (NHWC with ``data_format="channels_last"``, TensorFlow 1.x's
+    default, which this API does not share) with ``filters`` kernels of ``kernel_size``."""
+    ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+
+    def build(x):
+        g = x.graph
+        with g.as_default(), g.name_scope(name):
+            w = Variable(kernel_initializer((filters, x.shape[1]) + ks, dtype=x.dtype), name="kernel")
+            b = Variable(np.zeros((filters,), x.dtype), name="bias") if use_bias else None
+            return nn.conv2d_nchw(x, w, b, strides=_pair(strides), padding=padding)
+
+    return _activate(_channels_first(inputs, data_format, build), activation)
+
+
+def max_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_first",
+                  name=None):
+    ps, st = _pair(pool_size), _pair(strides)
+    return _channels_first(inputs, data_format, lambda x: nn.max_pool_nchw(x, ps, st, padding, name=name))
+
+
+def average_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_first",
+                      name=None):
+    ps, st = _pair(pool_size), _pair(strides)
+    return _channels_first(inputs, data_format, lambda x: nn.avg_pool_nchw(x, ps, st, padding, name=name))
+
+
+def flatten(inputs, name=None):
+    return make_op("Flatten", [inputs], {"axis": 1}, name=name).outputs[0]
 
 
 def batch_normalization(x, training: bool, momentum: float = 0.99, epsilon: float = 1e-3, name="batch_norm"):
@@ -108,8 +134,15 @@ def layer_norm(x, epsilon: float = 1e-5, name="layer_norm"):
                        num_outputs=1).outputs[0]
 
 
-def dropout(x, rate: float, training: bool = True, name=None):
-    return nn.dropout(x, rate, name=name) if training and rate > 0 else x
+def dropout(inputs, rate: float = 0.5, training=True, name=None, noise_shape=None, seed=None):
+    """``x`` with a fraction ``rate`` dropped while ``training`` (a bool, or a bool tensor fed per
+    run as TF1 scripts do with an ``is_training`` placeholder)."""
+    from trainer.graph import Tensor
+    from trainer.ops import where
+
+    if isinstance(training, Tensor):
+        return where(training, nn.dropout(inputs, rate=rate, seed=seed), inputs, name=name)
+    return nn.dropout(inputs, rate=rate, seed=seed, name=name) if training and rate > 0 else inputs
 
 
 def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):
@@ -280,3 +313,11 @@ def dynamic_rnn(cell, inputs, initial_state):
     first = flat0[0]
     results = while_loop(cond_fn, body_fn, [t0, first] + flat0, name="rnn")
     return results[1], _unflat(initial_state, list(results[2:]))
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.layers", name, globals())

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from trainer.dtypes import as_numpy_dtype
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, Node, Tensor, get_default_graph
 
 __all__ = [
@@ -34,6 +35,7 @@ def _graph_of(values) -> Graph:
 
 def convert_to_tensor(value, dtype=None, graph: Graph | None = None, name: str | None = None) -> Tensor:
     """A Tensor as is; a Variable as its value; anything array-like as a Constant node."""
+    dtype = as_numpy_dtype(dtype)
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not None and np.dtype(dtype) != value.dtype:
             raise GraphError(f"tensor {value.name} has dtype {value.dtype}, expected {np.dtype(dtype)}")
@@ -92,18 +94,23 @@ def _binary(op_type: str):
     return build
 
 
-def constant(value, dtype=None, name: str | None = None, graph: Graph | None = None) -> Tensor:
-    """A Constant node holding ``value`` (Python floats default to float32, as in TensorFlow)."""
+def constant(value, dtype=None, shape=None, name: str | None = None, graph: Graph | None = None) -> Tensor:
+    """A Constant node holding ``value`` (Python floats default to float32, as in TensorFlow);
+    with ``shape``, a scalar or matching-size ``value`` is broadcast or reshaped to it."""
+    dtype = as_numpy_dtype(dtype)
     arr = np.asarray(value, dtype=dtype)
     if dtype is None and arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         arr = arr.astype(np.float32)
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        arr = np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
     g = graph or get_default_graph()
     return g.create_op("Constant", [], {"value": arr}, name=name or "Const").outputs[0]
 
 
 def placeholder(dtype, shape=None, name: str | None = None) -> Tensor:
     """A graph input that must be fed: ``placeholder(np.float32, (None, 784))``."""
-    attrs = {"dtype": np.dtype(dtype).name}
+    attrs = {"dtype": as_numpy_dtype(dtype).name}
     if shape is not None:
         attrs["shape"] = [-1 if d is None else int(d) for d in shape]
     return get_default_graph().create_op(
@@ -171,7 +178,7 @@ def where(cond, x, y, name=None) -> Tensor:
 def cast(x, dtype, name=None) -> Tensor:
     from schemas.dtypes import from_numpy
 
-    return make_op("Cast", [x], {"to": from_numpy(np.dtype(dtype))}, name=name).outputs[0]
+    return make_op("Cast", [x], {"to": from_numpy(as_numpy_dtype(dtype))}, name=name).outputs[0]
 
 
 def _axes(axis) -> Tensor | None:
@@ -238,6 +245,26 @@ def getitem(x: Tensor, key) -> Tensor:
     """Basic slicing ``x[1:3, ::2]`` and integer indexing through Slice (+ Squeeze)."""
     if not isinstance(key, tuple):
         key = (key,)
+    if any(k is Ellipsis for k in key):
+        i = key.index(Ellipsis)
+        rank = len(x.shape) if x.shape is not None else None
+        if rank is None:
+            raise GraphError(f"indexing tensor {x.name} with ... needs a known rank")
+        fill = rank - sum(1 for k in key if k is not None and k is not Ellipsis)
+        key = key[:i] + (slice(None),) * fill + key[i + 1:]
+    if any(k is None for k in key):  # newaxis: index without them, then insert length-1 axes
+        kept = [k for k in key if k is not None]
+        out_positions, pos = [], 0
+        for k in key:
+            if k is None:
+                out_positions.append(pos)
+                pos += 1
+            elif not isinstance(k, (int, np.integer)):
+                pos += 1
+        inner = getitem(x, tuple(kept)) if kept else x
+        with inner.graph.as_default():
+            axes_t = constant(np.asarray(out_positions, np.int64))
+        return make_op("Unsqueeze", [inner, axes_t]).outputs[0]
     starts, ends, axes, steps, squeeze_axes = [], [], [], [], []
     for axis, k in enumerate(key):
         if isinstance(k, slice):

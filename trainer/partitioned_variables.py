@@ -190,7 +190,13 @@ def _initial_value(initializer, full_shape, shard_shape, offset, dtype):
 
         initializer = glorot_uniform
     if callable(initializer):
-        value = np.asarray(initializer(tuple(shard_shape), dtype=dtype))
+        value = initializer(tuple(shard_shape), dtype=dtype)
+        if isinstance(value, Tensor):  # a TF-style initializer builds an op (random_normal, ...)
+            if value.shape is not None and tuple(value.shape) != tuple(shard_shape):
+                raise ValueError(f"initializer returned shape {tuple(value.shape)} for a shard of shape "
+                                 f"{tuple(shard_shape)}")
+            return value
+        value = np.asarray(value)
         if value.shape != tuple(shard_shape):
             raise ValueError(f"initializer returned shape {value.shape} for a shard of shape {tuple(shard_shape)}")
         return value.astype(dtype, copy=False)

@@ -179,26 +179,38 @@ class Coordinator:
     def register_thread(self, t) -> None:
         self._threads.append(t)
 
-    def join(self, timeout: float = 10.0) -> None:
+    def join(self, threads=None, stop_grace_period_secs: float | None = None, timeout: float | None = None) -> None:
         """Stop, wait up to ``timeout`` seconds in all for the threads, then re-raise the first
-        reported error; a thread still running after that raises RuntimeError naming it."""
+        reported error; a thread still running after that raises RuntimeError naming it.
+
+        TensorFlow 1.x's ``join(threads, stop_grace_period_secs)`` works too: the listed threads are
+        waited for besides the registered ones; ``join(5)`` is ``join(timeout=5)``."""
+        if isinstance(threads, (int, float)):
+            threads, timeout = None, threads
+        timeout = timeout if timeout is not None else (stop_grace_period_secs if stop_grace_period_secs is not None
+                                                       else 10.0)
         self._stop.set()
         for fn in self._on_stop:
             fn()
         deadline = time.monotonic() + timeout
-        for t in self._threads:
+        waited = list(self._threads) + [t for t in threads or () if t not in self._threads]
+        for t in waited:
             if t.ident is not None:  # created with start=False and never started: nothing to wait for
                 t.join(max(0.0, deadline - time.monotonic()))
         if self.exception is not None:
             raise self.exception
-        stuck = [t.name for t in self._threads if t.is_alive()]
+        stuck = [t.name for t in waited if t.is_alive()]
         if stuck:
             raise RuntimeError(f"Coordinator stopped with threads still running after {timeout}s: {stuck}")
 
 
 def start_queue_runners(sess, coord=None):
-    """Start every QueueRunner of the session's graph; returns the Coordinator to join."""
+    """Start every QueueRunner of the session's graph. Returns the Coordinator to join when none was
+    given; given one (TensorFlow 1.x's ``start_queue_runners(sess, coord)``), returns the threads
+    started, as TensorFlow does."""
+    given = coord is not None
     coord = coord or Coordinator()
+    threads = []
     for qr in sess.graph.get_collection(GraphKeys.QUEUE_RUNNERS):
-        qr.create_threads(sess, coord)
-    return coord
+        threads.extend(qr.create_threads(sess, coord))
+    return threads if given else coord

@@ -110,7 +110,10 @@ class Saver:
                 problems.append(f"variable {e.name!r}: graph has {e.dtype.name}{tuple(e.shape)}, "
                                 f"checkpoint has {a.dtype.name}{tuple(a.shape)}")
         if problems:
-            raise CheckpointError(f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems))
+            raise CheckpointError(
+                f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems)
+                + ". If the model changed, train into a new checkpoint directory; to restore only the "
+                "variables both have, pass them as Saver(var_list=[...])")
         sess.run(self.restore_op, {self.filename: np.asarray(save_path, dtype=object)})
 
 
@@ -177,6 +180,16 @@ def _resolve(directory: str, path: str) -> str | None:
 
 def _write_state(directory: str, state: dict) -> None:
     atomic_write(os.path.join(directory, STATE_FILE), lambda f: f.write(json.dumps(state, indent=1).encode()))
+
+
+def checkpoint_state(directory: str) -> dict | None:
+    """The directory's ``checkpoint`` index as {model_checkpoint_path, all_model_checkpoint_paths}
+    with entries resolved to existing files (None when there is no usable checkpoint)."""
+    latest = latest_checkpoint(directory)
+    if latest is None:
+        return None
+    listed = [_resolve(directory, p) for p in _read_state(directory).get("all_model_checkpoint_paths", [])]
+    return {"model_checkpoint_path": latest, "all_model_checkpoint_paths": [p for p in listed if p]}
 
 
 def latest_checkpoint(directory: str) -> str | None:

@@ -102,7 +102,15 @@ class Session:
     def __init__(self, graph: Graph | None = None, *, target: str | None = None, devices=None,
                  num_cpu_devices: int = 1, inter_op_threads: int = 4, fuse_loops: bool = True,
                  parallel_ops: bool = False, local_task: tuple[str, int] = LOCAL_TASK,
-                 allow_soft_placement: bool = False, state: SessionState | None = None):
+                 allow_soft_placement: bool = False, state: SessionState | None = None, config=None):
+        if isinstance(graph, str):  # TensorFlow 1.x's Session(target, graph=, config=)
+            graph, target = None, graph or None
+        if config is not None and getattr(config, "inter_op_parallelism_threads", 0):
+            inter_op_threads = config.inter_op_parallelism_threads
+        if config is not None and getattr(config, "allow_soft_placement", False):
+            allow_soft_placement = True
+        self.config = config  # a tf.ConfigProto, kept for the script (see trainer.session_config)
+
         self.graph = graph or get_default_graph()
         names = list(devices) if devices is not None else available_devices(num_cpu_devices)
         names = [canonical_device(n) for n in names]

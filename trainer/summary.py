@@ -19,8 +19,10 @@ import numpy as np
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.kernels.summary import field_bytes, field_double, field_varint
 from trainer.ops import convert_to_tensor, make_op
+from trainer.summary_proto import FileWriterCache, Summary
 
-__all__ = ["FileWriter", "ProgressBar", "histogram", "masked_crc32c", "merge", "merge_all", "scalar"]
+__all__ = ["FileWriter", "FileWriterCache", "ProgressBar", "Summary", "audio", "tensor_summary", "histogram", "image", "masked_crc32c", "merge", "merge_all", "scalar",
+           "text"]
 
 
 def _summary(op_type: str, tag: str, value, collections):
@@ -39,6 +41,41 @@ def scalar(tag: str, value, collections=(GraphKeys.SUMMARIES,)):
 def histogram(tag: str, values, collections=(GraphKeys.SUMMARIES,)):
     """A summary op recording the distribution of ``values`` under ``tag``."""
     return _summary("HistogramSummary", tag, values, collections)
+
+
+def tensor_summary(name: str, tensor, summary_description=None, collections=(GraphKeys.SUMMARIES,)):
+    """A scalar tensor's value under ``name`` (non-scalar tensors: use histogram or text)."""
+    return scalar(name, tensor, collections)
+
+
+def image(name: str, tensor, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):
+    """Up to ``max_outputs`` images of a [batch, height, width, channels] tensor, under ``name/image/i``."""
+    t = make_op("ImageSummary", [convert_to_tensor(tensor)], {"tag": name, "max_images": max_outputs},
+                domain=TRAINER_DOMAIN, name="summary_" + name.replace("/", "_")).outputs[0]
+    return _collect(t, collections)
+
+
+def audio(name: str, tensor, sample_rate, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):
+    """Up to ``max_outputs`` clips of a [batch, frames(, channels)] tensor in [-1, 1], as WAV."""
+    x = convert_to_tensor(tensor)
+    rate = convert_to_tensor(np.asarray(sample_rate, np.float32), graph=x.graph)
+    t = make_op("AudioSummary", [x, rate], {"tag": name, "max_outputs": max_outputs}, domain=TRAINER_DOMAIN,
+                name="summary_" + name.replace("/", "_")).outputs[0]
+    return _collect(t, collections)
+
+
+def text(name: str, tensor, collections=(GraphKeys.SUMMARIES,)):
+    """A string tensor for TensorBoard's Text tab."""
+    value = tensor if hasattr(tensor, "graph") else np.asarray(tensor, dtype=object)
+    t = make_op("TextSummary", [convert_to_tensor(value)], {"tag": name}, domain=TRAINER_DOMAIN,
+                name="summary_" + name.replace("/", "_")).outputs[0]
+    return _collect(t, collections)
+
+
+def _collect(t, collections):
+    for c in collections or ():
+        t.graph.add_to_collection(c, t)
+    return t
 
 
 def merge(summaries):
@@ -94,7 +131,8 @@ def _event(wall_time: float, step: int | None = None, file_version: str | None =
 class FileWriter:
     """Appends events to ``logdir/events.out.tfevents.<time>.<host>``, readable by TensorBoard."""
 
-    def __init__(self, logdir: str, graph=None, flush_secs: float = 2.0):
+    def __init__(self, logdir: str, graph=None, max_queue: int = 10, flush_secs: float = 2.0, graph_def=None,
+                 filename_suffix: str | None = None, session=None):
         os.makedirs(logdir, exist_ok=True)
         self.path = os.path.join(logdir, f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}")
         self._f = open(self.path, "ab")
@@ -102,7 +140,20 @@ class FileWriter:
         self._flush_secs = flush_secs
         self._last_flush = time.time()
         self._write(_event(time.time(), file_version="brain.Event:2"))
+        if graph is not None:
+            self.add_graph(graph)
         self.flush()
+
+    def add_graph(self, graph, global_step: int | None = None, graph_def=None) -> None:
+        """Record ``graph`` as a GraphDef, which TensorBoard's Graphs tab draws."""
+        from trainer.kernels.summary import graph_def as encode_graph_def
+
+        data = encode_graph_def(graph.nodes)
+        msg = field_double(1, time.time()) + (field_varint(2, int(global_step)) if global_step is not None else b"")
+        self._write(msg + field_bytes(4, data))
+
+    def get_logdir(self) -> str:
+        return os.path.dirname(self.path)
 
     def _write(self, data: bytes) -> None:
         header = struct.pack("<Q", len(data))
@@ -164,3 +215,11 @@ class ProgressBar:
         if step >= self.total:
             self.stream.write("\n")
         self.stream.flush()
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.summary", name, globals())

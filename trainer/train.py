@@ -24,22 +24,10 @@ __all__ = [
     "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "MomentumOptimizer", "MonitoredTrainingSession", "Optimizer",
     "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
     "SessionRunValues", "StopAtStepHook", "SyncReplicasOptimizer", "TFConfigClusterResolver", "byte_size_load_fn",
-    "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
-    "replica_device_setter",
+    "clip_by_global_norm", "cosine_decay", "create_global_step", "exponential_decay", "get_global_step",
+    "get_or_create_global_step", "global_step", "inverse_time_decay", "natural_exp_decay", "piecewise_constant",
+    "piecewise_constant_decay", "polynomial_decay", "replica_device_setter",
 ]
-
-
-def __getattr__(name: str):
-    # Server needs grpcio (an extra); the rest of trainer.train must import without it.
-    if name == "Server":
-        from trainer.distributed.server import Server
-
-        return Server
-    if name == "MonitoredTrainingSession":  # trainer.monitored imports this module
-        from trainer.monitored import MonitoredTrainingSession
-
-        return MonitoredTrainingSession
-    raise AttributeError(f"module 'trainer.train' has no attribute {name!r}")
 
 
 def get_or_create_global_step(graph=None):
@@ -303,3 +291,91 @@ class RMSPropOptimizer(Optimizer):
     def _apply(self, grad, var):
         return self._fused("ApplyRMSProp", [var, self._slot(var, "rms", 1.0), self._slot(var, "momentum"), self._lr,
                                             self._rho, self._mom, self._eps, self._dense(grad)])
+
+
+def get_global_step(graph=None):
+    """The graph's global step variable, or None if none was created."""
+    steps = (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_STEP)
+    return steps[0] if steps else None
+
+
+def _step_fraction(global_step, decay_steps, staircase: bool = False, cap: bool = False):
+    p = cast(convert_to_tensor(global_step), np.float32) / float(decay_steps)
+    if staircase:
+        p = make_op("Floor", [p]).outputs[0]
+    if cap:
+        p = make_op("Min", [p, constant(np.float32(1.0))]).outputs[0]
+    return p
+
+
+def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
+    """``lr / (1 + decay_rate * step / decay_steps)``."""
+    p = _step_fraction(global_step, decay_steps, staircase)
+    return make_op("Div", [constant(np.float32(learning_rate)), p * float(decay_rate) + 1.0], name=name).outputs[0]
+
+
+def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
+    """``lr * exp(-decay_rate * step / decay_steps)``."""
+    p = _step_fraction(global_step, decay_steps, staircase)
+    return multiply(constant(np.float32(learning_rate)), make_op("Exp", [p * -float(decay_rate)]).outputs[0])
+
+
+def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
+                     name=None):
+    """``(lr - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end``."""
+    if cycle:
+        raise ValueError("polynomial_decay: cycle=True is not supported")
+    p = _step_fraction(global_step, decay_steps, cap=True)
+    frac = make_op("Pow", [1.0 - p, constant(np.float32(power))]).outputs[0]
+    return frac * float(learning_rate - end_learning_rate) + float(end_learning_rate)
+
+
+def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
+    """``lr * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha)``."""
+    p = _step_fraction(global_step, decay_steps, cap=True)
+    cosine = make_op("Cos", [p * float(np.pi)]).outputs[0]
+    return multiply(constant(np.float32(learning_rate)), (cosine + 1.0) * (0.5 * (1.0 - alpha)) + float(alpha))
+
+
+def global_step(sess, global_step_tensor) -> int:
+    """The global step's current value in ``sess``."""
+    return int(sess.run(global_step_tensor))
+
+
+create_global_step = get_or_create_global_step
+piecewise_constant_decay = piecewise_constant
+
+# TensorFlow 1.x reaches these as tf.train.<name>; they live in their own modules.
+LAZY_ATTRIBUTES = {
+    "Server": ("trainer.distributed.server", "Server"),  # needs grpcio, an extra: trainer.train imports without it
+    "Saver": ("trainer.saver", "Saver"),
+    "latest_checkpoint": ("trainer.saver", "latest_checkpoint"),
+    "MonitoredTrainingSession": ("trainer.monitored", "MonitoredTrainingSession"),
+    "Coordinator": ("trainer.queues", "Coordinator"),
+    "QueueRunner": ("trainer.queues", "QueueRunner"),
+    "start_queue_runners": ("trainer.queues", "start_queue_runners"),
+    "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
+    **{name: ("trainer.input_producers", name) for name in (
+        "batch", "input_producer", "range_input_producer", "shuffle_batch", "slice_input_producer")},
+    **{name: ("trainer.optimizers", name) for name in (
+        "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
+    **{name: ("trainer.checkpoint_utils", name) for name in (
+        "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable")},
+    "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),
+    # The session-run hooks live with tf.estimator (trainer/estimator/hooks.py), as TensorFlow's do.
+    **{hook: ("trainer.estimator", hook) for hook in (
+        "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook")},
+}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol, resolve_lazy
+
+    if name in LAZY_ATTRIBUTES:
+        try:
+            return resolve_lazy(name, LAZY_ATTRIBUTES)
+        except ImportError:
+            pass  # a build without that module: the symbol is unsupported here
+    raise missing_symbol("tf.train", name, globals())

@@ -73,6 +73,9 @@ class Variable:
     def dtype(self):
         return self.tensor.dtype
 
+    def get_shape(self):
+        return self.tensor.get_shape()
+
     @property
     def op(self):
         return self.node
@@ -103,8 +106,20 @@ class Variable:
     def assign_sub(self, value, name=None) -> Tensor:
         return self._update("AssignSub", value, name)
 
-    def eval(self, session):
-        return session.run(self.tensor)
+    def initialized_value(self) -> Tensor:
+        """The initial value (a random initial value is drawn anew each time it is computed)."""
+        return ops.identity(self.initial_value)
+
+    def load(self, value, session=None) -> None:
+        """Set the variable to ``value`` in ``session`` (default: the InteractiveSession)."""
+        from trainer.interactive import eval_tensor
+
+        eval_tensor(self.initializer, {self.initial_value: value}, session)
+
+    def eval(self, session=None):
+        from trainer.interactive import eval_tensor
+
+        return eval_tensor(self.tensor, None, session)
 
     def __repr__(self) -> str:
         return f"<Variable {self.name} shape={self.shape} dtype={self.dtype}>"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from schemas.ops.nn import CONV_ATTRS
-from schemas.ops.rules import same_as_input, unknown_outputs
+from schemas.ops.rules import const_ints, same_as_input, unknown_outputs
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
 D = "flowstack"
@@ -143,6 +143,16 @@ op("ScalarSummary", domain=D, inputs=["value"], outputs=["summary"], attrs={"tag
 op("HistogramSummary", domain=D, inputs=["values"], outputs=["summary"],
    attrs={"tag": Attr("string", REQUIRED)})(lambda ctx: [TensorType(_OBJECT, ())])
 op("MergeSummary", domain=D, inputs=["inputs+"], outputs=["summary"])(lambda ctx: [TensorType(_OBJECT, ())])
+op("ImageSummary", domain=D, inputs=["tensor"], outputs=["summary"],
+   attrs={"tag": Attr("string", REQUIRED), "max_images": Attr("int", 3)},
+   doc="Up to max_images of a [batch, height, width, 1|3|4] batch as PNGs (floats in [0, 1] scale by 255, "
+       "others are min-max normalized).")(lambda ctx: [TensorType(_OBJECT, ())])
+op("AudioSummary", domain=D, inputs=["tensor", "sample_rate"], outputs=["summary"],
+   attrs={"tag": Attr("string", REQUIRED), "max_outputs": Attr("int", 3)},
+   doc="Up to max_outputs clips of a [batch, frames(, channels)] batch in [-1, 1] as 16-bit WAV.")(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("TextSummary", domain=D, inputs=["tensor"], outputs=["summary"], attrs={"tag": Attr("string", REQUIRED)},
+   doc="A string tensor for TensorBoard's text plugin.")(lambda ctx: [TensorType(_OBJECT, ())])
 
 
 # -- gradient helper ops (pure; kernels in trainer/kernels) -----------------------------------
@@ -237,6 +247,39 @@ op("LayerNormGrad", domain=D, inputs=["dY", "X", "scale"], outputs=["dX", "dscal
 op("DropoutMask", domain=D, inputs=["X", "rate"], outputs=["mask"], stateful=True,
    attrs={"seed": Attr("int", 0)},
    doc="A fresh keep-mask scaled by 1/(1-rate) each step (random state is why it is stateful).")(
+    same_as_input(0))
+def _random_of_shape(ctx):
+    shape = const_ints(ctx, 0)
+    n = ctx.input(0).shape
+    dims = tuple(shape) if shape is not None else (None if n is None or n[0] is None else (None,) * n[0])
+    return [TensorType(np.dtype(ctx.attrs["dtype"]), dims)]
+
+
+_RANDOM_ATTRS = {"dtype": Attr("string", "float32"), "seed": Attr("int", 0), "seed2": Attr("int", 0),
+                 "stream": Attr("string", "")}
+for _name, _doc in (("RandomStandardNormal", "Samples of N(0, 1)."),
+                    ("RandomUniform", "Samples of U[0, 1)."),
+                    ("TruncatedNormal", "Samples of N(0, 1) redrawn until within 2 standard deviations.")):
+    op(_name, domain=D, inputs=["shape"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
+       doc=_doc + " Fresh values every run from the op's own generator, seeded by (seed, seed2) when "
+                  "either is set (TensorFlow's graph- and op-level seeds), so a new session replays "
+                  "the same sequence; ``stream`` names the generator (the node's name).")(_random_of_shape)
+op("LogUniformCandidateSampler", domain=D, inputs=["true_classes"],
+   outputs=["sampled_candidates", "true_expected_count", "sampled_expected_count"], stateful=True,
+   attrs={"num_sampled": Attr("int", REQUIRED), "range_max": Attr("int", REQUIRED), "unique": Attr("int", 1),
+          "seed": Attr("int", 0), "seed2": Attr("int", 0), "stream": Attr("string", "")},
+   doc="num_sampled class ids drawn from P(k) = log((k+2)/(k+1)) / log(range_max+1) (Zipf-like, for "
+       "sampled softmax / NCE), with the expected counts of the true and sampled classes.")(
+    lambda ctx: [TensorType(_INT64, (ctx.attrs["num_sampled"],)),
+                 TensorType(np.dtype(np.float32), ctx.input(0).shape),
+                 TensorType(np.dtype(np.float32), (ctx.attrs["num_sampled"],))])
+op("Print", domain=D, inputs=["input", "data+"], outputs=["output"], stateful=True,
+   attrs={"message": Attr("string", ""), "first_n": Attr("int", -1), "summarize": Attr("int", 3)},
+   doc="``input`` unchanged, printing ``message`` and the first ``summarize`` entries of each ``data`` "
+       "tensor to stderr (the first ``first_n`` runs; -1: every run). Stateful: a side effect.")(same_as_input(0))
+op("Assert", domain=D, inputs=["condition", "data+"], outputs=["output"], stateful=True,
+   attrs={"summarize": Attr("int", 3), "message": Attr("string", "")},
+   doc="Fails the run, showing ``data``, unless the boolean ``condition`` holds everywhere; outputs it.")(
     same_as_input(0))
 op("ClipByGlobalNormScale", domain=D, inputs=["clip_norm", "tensors+"], outputs=["scale", "global_norm"],
    doc="min(1, clip_norm / global_norm) over all tensors, and global_norm.")(

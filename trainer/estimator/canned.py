@@ -52,7 +52,7 @@ def _logits(features, feature_columns, hidden_units, units, activation_fn, dropo
     for i, n in enumerate(hidden_units):
         h = layers.dense(h, n, activation=activation_fn, name=f"dnn/hiddenlayer_{i}")
         if dropout and mode == ModeKeys.TRAIN:
-            h = nn.dropout(h, dropout)
+            h = nn.dropout(h, rate=dropout)
     return layers.dense(h, units, name="logits")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainer.gradients.helpers import fs, ints_const, onnx, via_composite
-from trainer.gradients.registry import register_gradient
+from trainer.gradients.registry import NO_GRADIENT, register_gradient
 from trainer.graph import GraphError
 
 reg = register_gradient
@@ -79,6 +79,10 @@ def _xent(node, grads):
 reg("SoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
 reg("SparseSoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
 reg("DropoutMask", "flowstack")(lambda node, grads: [None, None])
+reg("Print", "flowstack")(lambda node, grads: [grads[0]] + [None] * (len(node.inputs) - 1))  # identity of input
+reg("Assert", "flowstack")(NO_GRADIENT)
+for _random in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "LogUniformCandidateSampler"):
+    reg(_random, "flowstack")(NO_GRADIENT)  # samples do not depend on their shape or classes smoothly
 
 
 @reg("GlobalMaxPool")

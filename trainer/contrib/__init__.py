@@ -1,0 +1,13 @@
+"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn`` and ``contrib.layers``."""
+
+from trainer.contrib import layers, rnn
+
+__all__ = ["layers", "rnn"]
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.contrib", name, globals())

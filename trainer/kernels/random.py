@@ -1,0 +1,91 @@
+"""Stateful kernels of the random ops (``trainer.random_ops``): one generator per op, in the session.
+
+Each random node keeps its own NumPy generator in the session state under the node's name
+(``stream``), created on first use: seeded by the node's (seed, seed2) when either is set, so a
+fresh session over the same graph replays the same values, and from fresh entropy otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.kernels.registry import stateful_kernel
+
+__all__ = ["op_generator"]
+
+
+def op_generator(rctx, seed: int, seed2: int, stream: str) -> np.random.Generator:
+    """The generator of one random op in this session, created (seeded) on first use."""
+    key = ("random_stream", stream)
+    resources = rctx.state.resources
+    gen = resources.get(key)
+    if gen is None:
+        with rctx.state.lock:
+            gen = resources.get(key)
+            if gen is None:
+                gen = np.random.default_rng([seed, seed2]) if (seed or seed2) else np.random.default_rng()
+                resources[key] = gen
+    return gen
+
+
+def _dims(shape) -> tuple[int, ...]:
+    dims = tuple(int(d) for d in np.asarray(shape).reshape(-1))
+    if any(d < 0 for d in dims):
+        raise ValueError(f"random op: shape {dims} has a negative dimension")
+    return dims
+
+
+@stateful_kernel("RandomStandardNormal")
+def random_standard_normal(rctx, shape, *, xp, dtype, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    return xp.asarray(gen.standard_normal(_dims(shape)).astype(dtype))
+
+
+@stateful_kernel("RandomUniform")
+def random_uniform_kernel(rctx, shape, *, xp, dtype, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    return xp.asarray(gen.random(_dims(shape)).astype(dtype))
+
+
+@stateful_kernel("TruncatedNormal")
+def truncated_normal_kernel(rctx, shape, *, xp, dtype, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    v = gen.standard_normal(_dims(shape))
+    bad = np.abs(v) > 2.0
+    while bad.any():
+        v[bad] = gen.standard_normal(int(bad.sum()))
+        bad = np.abs(v) > 2.0
+    return xp.asarray(v.astype(dtype))
+
+
+@stateful_kernel("LogUniformCandidateSampler")
+def log_uniform_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_max, unique, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    log_range = np.log(range_max + 1.0)
+
+    def prob(k):
+        return np.log((k + 2.0) / (k + 1.0)) / log_range
+
+    def draw(n):
+        return (np.exp(gen.random(n) * log_range).astype(np.int64) - 1) % range_max
+
+    if unique:
+        if num_sampled > range_max:
+            raise ValueError(f"LogUniformCandidateSampler: num_sampled {num_sampled} > range_max {range_max} "
+                             "with unique=True")
+        chosen: dict[int, None] = {}
+        tries = 0
+        while len(chosen) < num_sampled:
+            for k in draw(num_sampled):
+                tries += 1
+                if len(chosen) < num_sampled:
+                    chosen.setdefault(int(k))
+        sampled = np.fromiter(chosen, np.int64, num_sampled)
+        # Expected count of a class in `tries` draws with replacement (TensorFlow's approximation).
+        expected = lambda k: -np.expm1(tries * np.log1p(-prob(k)))  # noqa: E731
+    else:
+        sampled = draw(num_sampled)
+        expected = lambda k: prob(k) * num_sampled  # noqa: E731
+    true = np.asarray(true_classes, np.int64)
+    return (xp.asarray(sampled), xp.asarray(expected(true).astype(np.float32)),
+            xp.asarray(expected(sampled).astype(np.float32)))

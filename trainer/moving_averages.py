@@ -1,0 +1,68 @@
+"""``tf.train.ExponentialMovingAverage``: shadow variables that track others' moving averages.
+
+``apply(var_list)`` makes one non-trainable shadow per variable, starting at the variable's
+initial value, and returns the op that moves every shadow: ``shadow -= (1 - decay) * (shadow - var)``,
+with ``decay = min(decay, (1 + n) / (10 + n))`` when ``num_updates`` (usually the global step) is given.
+Evaluation code reads ``average(var)`` (``variables_to_restore``, which needs a Saver taking a
+{name: variable} dict, is not provided).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.graph import GraphKeys
+from trainer.ops import cast, constant, convert_to_tensor, group, identity, make_op, multiply, subtract
+from trainer.variables import Variable
+
+__all__ = ["ExponentialMovingAverage"]
+
+
+class ExponentialMovingAverage:
+    def __init__(self, decay: float, num_updates=None, zero_debias: bool = False,
+                 name: str = "ExponentialMovingAverage"):
+        if zero_debias:
+            raise ValueError("ExponentialMovingAverage: zero_debias=True is not supported")
+        self.decay, self.num_updates, self.name = decay, num_updates, name
+        self._averages: dict = {}
+
+    def average_name(self, var) -> str:
+        return f"{var.name}/{self.name}"
+
+    def average(self, var):
+        """The shadow of ``var`` (None if ``apply`` has not seen it)."""
+        return self._averages.get(var)
+
+    def _decay(self, dtype):
+        decay = constant(np.asarray(self.decay, dtype))
+        if self.num_updates is None:
+            return decay
+        n = cast(convert_to_tensor(self.num_updates), dtype)
+        ramp = make_op("Div", [n + 1.0, n + 10.0]).outputs[0]
+        return make_op("Min", [decay, ramp]).outputs[0]
+
+    def apply(self, var_list=None):
+        """Create missing shadows and return one op updating all of them."""
+        from trainer.variables import trainable_variables
+
+        var_list = list(var_list) if var_list is not None else trainable_variables()
+        if not var_list:
+            raise ValueError("ExponentialMovingAverage.apply: no variables to average")
+        graph = var_list[0].graph
+        updates = []
+        with graph.as_default():
+            for var in var_list:
+                if var.dtype.kind != "f":
+                    raise TypeError(f"ExponentialMovingAverage: {var.name} is {var.dtype.name}, not a float")
+                if var not in self._averages:
+                    start = identity(var.initializer.outputs[0])  # the value the variable's initializer set
+                    with graph.name_scope("/"):
+                        self._averages[var] = Variable(
+                            start, trainable=False, name=self.average_name(var),
+                            collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.MOVING_AVERAGE_VARIABLES])
+            with graph.name_scope(self.name):
+                for var in var_list:
+                    shadow = self._averages[var]
+                    one_minus = subtract(np.asarray(1, var.dtype), self._decay(var.dtype))
+                    updates.append(shadow.assign_sub(multiply(subtract(shadow, var), one_minus)))
+                return group(*updates, name="update")

@@ -1,0 +1,141 @@
+"""Random ops (``random_normal``, ``truncated_normal``, ``random_uniform``, ...) with TensorFlow's seeds.
+
+Each random op is a stateful node with its own NumPy generator, kept in the session's state under
+the node's name: every ``Session.run`` draws fresh values, and a fresh session over the same graph
+replays the same sequence when the op is seeded. Seeds follow TensorFlow 1.x's ``get_seed``: with
+a graph-level seed (``set_random_seed``) an op without its own seed is seeded by its position in
+the graph, so rebuilding the same graph reproduces every value; with neither seed an op draws from
+fresh entropy.
+
+>>> import trainer as tf
+>>> g = tf.Graph()
+>>> with g.as_default():
+...     tf.set_random_seed(1)
+...     x = tf.truncated_normal([1000], stddev=2.0)
+>>> v = tf.Session(g).run(x)
+>>> bool(abs(v).max() <= 4.0), v.dtype
+(True, dtype('float32'))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.dtypes import as_numpy_dtype
+from trainer.graph import TRAINER_DOMAIN, Graph, Tensor, get_default_graph
+from trainer.ops import add, cast, constant, convert_to_tensor, gather, make_op, multiply
+
+__all__ = [
+    "get_seed", "log_uniform_candidate_sampler", "multinomial", "random_normal", "random_shuffle", "random_uniform", "set_random_seed",
+    "truncated_normal",
+]
+
+DEFAULT_GRAPH_SEED = 87654321  # TensorFlow's, for an op seed without a graph seed
+
+
+def set_random_seed(seed: int | None) -> None:
+    """The default graph's seed: random ops built afterwards become reproducible."""
+    get_default_graph().seed = None if seed is None else int(seed)
+
+
+def get_seed(op_seed: int | None, graph: Graph | None = None) -> tuple[int, int]:
+    """(seed, seed2) of a new random op, as TensorFlow 1.x derives them; (0, 0) means unseeded."""
+    g = graph or get_default_graph()
+    graph_seed = g.seed
+    if graph_seed is not None:
+        return graph_seed, int(op_seed) if op_seed is not None else len(g)
+    if op_seed is not None:
+        return DEFAULT_GRAPH_SEED, int(op_seed)
+    return 0, 0
+
+
+def _shape_tensor(shape, graph: Graph) -> Tensor:
+    if isinstance(shape, Tensor) or hasattr(shape, "_as_tensor"):
+        t = convert_to_tensor(shape)
+        return t if t.dtype == np.int64 else cast(t, np.int64)
+    with graph.as_default():
+        return constant(np.asarray([int(d) for d in shape], np.int64), name="shape")
+
+
+def _random(op_type: str, shape, dtype, seed, name) -> Tensor:
+    g = get_default_graph()
+    seed1, seed2 = get_seed(seed, g)
+    dt = as_numpy_dtype(dtype)
+    node = make_op(op_type, [_shape_tensor(shape, g)],
+                   {"dtype": dt.name, "seed": seed1, "seed2": seed2}, domain=TRAINER_DOMAIN, name=name or op_type)
+    node.attrs["stream"] = node.name
+    return node.outputs[0]
+
+
+def _scaled(t: Tensor, scale, shift, name) -> Tensor:
+    out = t
+    if not (isinstance(scale, (int, float)) and scale == 1):
+        out = multiply(out, scale)
+    if not (isinstance(shift, (int, float)) and shift == 0):
+        out = add(out, shift)
+    return out
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, name=None) -> Tensor:
+    """Samples of N(mean, stddev^2), fresh every run."""
+    return _scaled(_random("RandomStandardNormal", shape, dtype, seed, name), stddev, mean, name)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=np.float32, seed=None, name=None) -> Tensor:
+    """Samples of N(mean, stddev^2) with those beyond 2 stddev redrawn."""
+    return _scaled(_random("TruncatedNormal", shape, dtype, seed, name), stddev, mean, name)
+
+
+def random_uniform(shape, minval=0, maxval=None, dtype=np.float32, seed=None, name=None) -> Tensor:
+    """Samples of U[minval, maxval); integer dtypes need ``maxval`` and draw integers."""
+    dt = as_numpy_dtype(dtype)
+    if dt.kind in "iu":
+        if maxval is None:
+            raise ValueError("random_uniform: an integer dtype needs maxval")
+        u = _random("RandomUniform", shape, np.float64, seed, name)
+        span = multiply(u, float(maxval) - float(minval))
+        floor = make_op("Floor", [add(span, float(minval))]).outputs[0]
+        return cast(floor, dt)
+    maxval = 1.0 if maxval is None else maxval
+    u = _random("RandomUniform", shape, dt, seed, name)
+    if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
+        return _scaled(u, float(maxval) - float(minval), float(minval), name)
+    return add(multiply(u, maxval - minval if not isinstance(maxval, Tensor) else add(maxval, -minval)), minval)
+
+
+def random_shuffle(value, seed=None, name=None) -> Tensor:
+    """``value`` with its first dimension permuted, a new permutation every run."""
+    value = convert_to_tensor(value)
+    n = make_op("Shape", [value]).outputs[0][0:1]
+    keys = _random("RandomUniform", n, np.float32, seed, None)
+    order = make_op("TopK", [keys, n], {"largest": 1, "sorted": 1}, num_outputs=2).outputs[1]
+    return gather(value, order, axis=0, name=name)
+
+
+def multinomial(logits, num_samples: int, seed=None, name=None, output_dtype=np.int64) -> Tensor:
+    """``num_samples`` class ids per row of ``logits`` [batch, classes] (Gumbel-max over uniform noise)."""
+    logits = convert_to_tensor(logits)
+    batch, classes = logits.shape
+    if batch is None or classes is None:
+        raise ValueError(f"multinomial needs a static logits shape, got {logits.shape}")
+    u = _random("RandomUniform", [num_samples, batch, classes], logits.dtype, seed, None)
+    tiny = np.finfo(logits.dtype).tiny
+    gumbel = make_op("Neg", [make_op("Log", [make_op("Neg", [make_op("Log", [add(u, tiny)]).outputs[0]]).outputs[0]])
+                              .outputs[0]]).outputs[0]
+    ids = make_op("ArgMax", [add(gumbel, logits)], {"axis": 2, "keepdims": 0}).outputs[0]
+    return cast(make_op("Transpose", [ids], {"perm": [1, 0]}, name=name).outputs[0], as_numpy_dtype(output_dtype))
+
+
+def log_uniform_candidate_sampler(true_classes, num_true: int, num_sampled: int, unique: bool, range_max: int,
+                                  seed=None, name=None):
+    """(sampled_candidates, true_expected_count, sampled_expected_count): ``num_sampled`` class ids
+    from P(k) = log((k + 2) / (k + 1)) / log(range_max + 1), for sampled softmax and NCE."""
+    true_classes = convert_to_tensor(true_classes)
+    g = true_classes.graph
+    seed1, seed2 = get_seed(seed, g)
+    node = make_op("LogUniformCandidateSampler", [true_classes],
+                   {"num_sampled": int(num_sampled), "range_max": int(range_max), "unique": int(bool(unique)),
+                    "seed": seed1, "seed2": seed2}, domain=TRAINER_DOMAIN, name=name or "LogUniformCandidateSampler",
+                   num_outputs=3)
+    node.attrs["stream"] = node.name
+    return tuple(node.outputs)

@@ -1,0 +1,85 @@
+"""``tf.TensorShape`` and ``tf.Dimension``: what ``tensor.get_shape()`` returns in TensorFlow 1.x.
+
+A TensorShape is a tuple of ints (None where unknown), so it compares and indexes like the
+trainer's own shapes, with TF1's methods on top (``as_list``, ``ndims``, ``is_fully_defined``).
+
+>>> s = TensorShape([None, 784])
+>>> s.as_list(), s.ndims, s.is_fully_defined(), s[1]
+([None, 784], 2, False, 784)
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["Dimension", "TensorShape", "dimension_value"]
+
+
+class Dimension:
+    """One dimension: ``value`` is its size or None."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = None if value is None else int(value)
+
+    def __int__(self) -> int:
+        if self.value is None:
+            raise ValueError("an unknown dimension has no int value")
+        return self.value
+
+    __index__ = __int__
+
+    def __eq__(self, other) -> bool:
+        other = other.value if isinstance(other, Dimension) else other
+        return self.value == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"Dimension({self.value})"
+
+
+class TensorShape(tuple):
+    """A (possibly partial) shape: ``TensorShape([None, 3]).as_list() == [None, 3]``."""
+
+    def __new__(cls, dims=None):
+        if dims is None:
+            obj = super().__new__(cls, ())
+            obj._unknown_rank = True
+            return obj
+        obj = super().__new__(cls, tuple(dimension_value(d) for d in dims))
+        obj._unknown_rank = False
+        return obj
+
+    @property
+    def ndims(self) -> int | None:
+        return None if self._unknown_rank else len(self)
+
+    rank = ndims
+
+    @property
+    def dims(self) -> list[Dimension] | None:
+        return None if self._unknown_rank else [Dimension(d) for d in self]
+
+    def as_list(self) -> list:
+        if self._unknown_rank:
+            raise ValueError("as_list() is not defined on an unknown TensorShape")
+        return list(self)
+
+    def is_fully_defined(self) -> bool:
+        return not self._unknown_rank and all(d is not None for d in self)
+
+    def num_elements(self) -> int | None:
+        return math.prod(self) if self.is_fully_defined() else None
+
+    def __repr__(self) -> str:
+        return "TensorShape(None)" if self._unknown_rank else f"TensorShape({list(self)})"
+
+
+def dimension_value(dimension):
+    """The int (or None) of a Dimension, an int or None."""
+    if isinstance(dimension, Dimension):
+        return dimension.value
+    return None if dimension is None else int(dimension)

@@ -1,0 +1,135 @@
+"""The top-level names TensorFlow 1.15 scripts use that ``trainer`` adds for them (issue 21).
+
+``trainer/__init__.py`` re-exports ``__all__`` from here after its own names, so the TF1 spellings
+(reductions with ``reduction_indices``, ``argmax`` with ``dimension``, ``matmul`` with
+``transpose_b``) are the ones ``import trainer as tf`` sees.
+"""
+
+from __future__ import annotations
+
+from trainer import app, contrib, flags, gfile, initializers
+from trainer import tf_logging as logging
+from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 spells them
+from trainer.array_ops import __all__ as _ARRAY_OPS
+from trainer.debugging import *  # noqa: F403 - tf.Print, tf.Assert, tf.assert_*
+from trainer.debugging import __all__ as _DEBUGGING
+from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
+from trainer.dtypes import __all__ as _DTYPES
+from trainer.functional_ops import foldl, foldr, map_fn, scan
+from trainer.graph import GraphKeys, Tensor, get_default_graph
+from trainer.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
+from trainer.interactive import InteractiveSession, get_default_session
+from trainer.ops import convert_to_tensor
+from trainer.train import clip_by_global_norm
+from trainer.random_ops import get_seed, multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
+from trainer.variable_scopes import (
+    AUTO_REUSE,
+    VariableScope,
+    get_local_variable,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+)
+from trainer.session_config import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
+from trainer.summary_proto import Summary
+from trainer.tensor_shape import Dimension, TensorShape, dimension_value
+from trainer.variables import local_variables, local_variables_initializer
+
+newaxis = None
+
+
+def get_collection(key: str, scope: str | None = None) -> list:
+    return get_default_graph().get_collection(key, scope)
+
+
+def add_to_collection(name: str, value) -> None:
+    get_default_graph().add_to_collection(name, value)
+
+
+def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's name
+    """``input`` unless fed: any tensor can be fed, so this is an Identity of ``input``."""
+    from trainer.ops import identity
+
+    return identity(input, name=name or "PlaceholderWithDefault")
+
+
+def initialize_all_variables():
+    """The deprecated name of ``global_variables_initializer``."""
+    from trainer.variables import global_variables_initializer
+
+    return global_variables_initializer()
+
+
+def initialize_local_variables():
+    """The deprecated name of ``local_variables_initializer``."""
+    return local_variables_initializer()
+
+
+def all_variables() -> list:
+    """The deprecated name of ``global_variables``."""
+    from trainer.variables import global_variables
+
+    return global_variables()
+
+
+def initialize_variables(var_list, name: str = "init"):
+    """The deprecated name of ``variables_initializer``."""
+    from trainer.variables import variables_initializer
+
+    return variables_initializer(var_list, name=name)
+
+
+def add_to_collections(names, value) -> None:
+    for name in [names] if isinstance(names, str) else names:
+        add_to_collection(name, value)
+
+
+def get_collection_ref(key: str) -> list:
+    """The collection's own list: appending to it adds to the collection."""
+    return get_default_graph().get_collection_ref(key)
+
+
+def model_variables(scope=None) -> list:
+    return get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def moving_average_variables(scope=None) -> list:
+    return get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+
+
+def executing_eagerly() -> bool:
+    """Always False: flowstack runs TensorFlow 1.x's graphs and sessions."""
+    return False
+
+
+def no_regularizer(_):
+    """A regularizer adding no penalty (for variables a scope's regularizer should skip)."""
+    return None
+
+
+__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
+    "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
+    "RunOptions", "Summary", "app", "flags", "gfile", "logging", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
+    "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
+    "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
+    "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
+    "initializers", "local_variables", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
+    "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
+    "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
+    "variable_scope", "variance_scaling_initializer", "zeros_initializer",
+})

@@ -1,0 +1,159 @@
+"""TensorFlow 1.15's public symbols in the namespaces issue 21 covers, written from its API docs.
+
+Data for ``trainer.compat`` (the compatibility table and the unsupported-symbol errors); one
+string of whitespace-separated names per namespace. Submodules listed in a namespace
+(``nn`` in ``tf``) are counted as symbols of that namespace too.
+"""
+
+TF1_SYMBOLS: dict[str, str] = {
+    "tf": """
+AUTO_REUSE AggregationMethod Assert Print assert_greater_equal assert_less_equal assert_negative
+assert_non_negative assert_non_positive assert_none_equal assert_positive ConditionalAccumulator DType DeviceSpec Dimension FIFOQueue FixedLenFeature
+FixedLenSequenceFeature GradientTape Graph GraphKeys IndexedSlices InteractiveSession Module NoGradient
+OpError Operation PaddingFIFOQueue PriorityQueue QueueBase RandomShuffleQueue RegisterGradient Session
+SparseTensor Tensor TensorArray TensorShape Variable VariableScope VarLenFeature abs accumulate_n acos acosh
+add add_n add_to_collection add_to_collections all_variables angle arg_max arg_min argmax argmin argsort
+as_dtype as_string asin asinh assert_equal assert_greater assert_less assert_rank assert_type assign
+assign_add assign_sub atan atan2 atanh batch_gather batch_to_space bfloat16 bincount bitcast bool
+boolean_mask broadcast_dynamic_shape broadcast_static_shape broadcast_to case cast ceil check_numerics
+cholesky clip_by_average_norm clip_by_global_norm clip_by_norm clip_by_value complex complex128 complex64
+concat cond confusion_matrix conj constant constant_initializer container control_dependencies
+convert_to_tensor cos cosh count_nonzero count_up_to create_partitioned_variables cross cumprod cumsum
+decode_base64 decode_csv decode_raw delete_session_tensor depth_to_space device diag diag_part digamma
+dimension_value div div_no_nan divide double dynamic_partition dynamic_stitch edit_distance einsum
+enable_eager_execution encode_base64 equal erf erfc executing_eagerly exp expand_dims expm1 extract_image_patches
+eye fill fixed_size_partitioner float16 float32 float64 floor floor_div floordiv floormod foldl foldr function
+gather gather_nd get_collection get_collection_ref get_default_graph get_default_session get_local_variable
+get_seed get_session_handle get_session_tensor get_variable get_variable_scope global_norm global_variables
+global_variables_initializer glorot_normal_initializer glorot_uniform_initializer gradients greater
+greater_equal group guarantee_const half hessians histogram_fixed_width identity identity_n ifft imag
+import_graph_def init_scope initialize_all_variables initialize_local_variables initialize_variables int16
+int32 int64 int8 invert_permutation is_finite is_inf is_nan is_non_decreasing is_numeric_tensor
+is_strictly_increasing is_tensor is_variable_initialized lbeta less less_equal lgamma lin_space linspace
+load_file_system_library load_op_library local_variables local_variables_initializer log log1p log_sigmoid
+logical_and logical_not logical_or logical_xor make_ndarray make_template make_tensor_proto map_fn
+matching_files matmul matrix_band_part matrix_determinant matrix_diag matrix_diag_part matrix_inverse
+matrix_set_diag matrix_solve matrix_transpose matrix_triangular_solve maximum meshgrid min_max_variable_partitioner
+minimum mod model_variables moving_average_variables multinomial multiply name_scope negative newaxis
+no_gradient no_op no_regularizer norm not_equal numpy_function one_hot ones ones_initializer ones_like op_scope
+orthogonal_initializer pad parallel_stack parse_example parse_single_example placeholder placeholder_with_default
+polygamma pow print_v2 py_func qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
+random_normal random_normal_initializer random_poisson random_shuffle random_uniform random_uniform_initializer
+range rank read_file real realdiv reciprocal reduce_all reduce_any reduce_join reduce_logsumexp reduce_max
+reduce_mean reduce_min reduce_prod reduce_sum register_tensor_conversion_function report_uninitialized_variables
+required_space_to_batch_paddings reset_default_graph reshape resource reverse reverse_sequence reverse_v2 rint
+round rsqrt saturate_cast scalar_mul scan scatter_add scatter_div scatter_max scatter_min scatter_mul
+scatter_nd scatter_nd_add scatter_nd_sub scatter_nd_update scatter_sub scatter_update searchsorted
+segment_max segment_mean segment_min segment_prod segment_sum self_adjoint_eig sequence_mask
+serialize_tensor set_random_seed shape shape_n sigmoid sign sin sinh size slice sort space_to_batch
+space_to_depth sparse_concat sparse_placeholder sparse_reduce_sum sparse_reshape sparse_tensor_dense_matmul
+sparse_tensor_to_dense sparse_to_dense split sqrt square squared_difference squeeze stack stop_gradient
+strided_slice string string_join string_split string_to_number substr subtract svd switch_case tables_initializer
+tan tanh tensordot tile timestamp to_bfloat16 to_complex128 to_complex64 to_double to_float to_int32 to_int64
+trace trainable_variables transpose truediv truncated_normal truncated_normal_initializer truncatediv
+truncatemod tuple uint16 uint32 uint64 uint8 unique unique_with_counts unravel_index unsorted_segment_max
+unsorted_segment_mean unsorted_segment_min unsorted_segment_sum unstack variable_scope variables_initializer
+variance_scaling_initializer verify_tensor_all_finite where where_v2 while_loop zeros zeros_initializer
+zeros_like zeta
+contrib data estimator initializers layers losses metrics nn summary train
+ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile logging
+""",
+    "tf.nn": """
+all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
+batch_norm_with_global_normalization batch_normalization bias_add bidirectional_dynamic_rnn collapse_repeated
+compute_accidental_hits compute_average_loss conv1d conv1d_transpose conv2d conv2d_backprop_filter
+conv2d_backprop_input conv2d_transpose conv3d conv3d_transpose convolution crelu ctc_beam_search_decoder
+ctc_greedy_decoder ctc_loss depth_to_space depthwise_conv2d depthwise_conv2d_native dilation2d dropout
+dynamic_rnn elu embedding_lookup embedding_lookup_sparse erosion2d fixed_unigram_candidate_sampler
+fractional_avg_pool fractional_max_pool fused_batch_norm in_top_k l2_loss l2_normalize leaky_relu
+learned_unigram_candidate_sampler local_response_normalization log_poisson_loss log_softmax
+log_uniform_candidate_sampler lrn max_pool max_pool1d max_pool2d max_pool3d max_pool_with_argmax moments
+nce_loss normalize_moments pool quantized_avg_pool quantized_conv2d quantized_max_pool quantized_relu_x
+raw_rnn relu relu6 relu_layer rnn_cell safe_embedding_lookup_sparse sampled_softmax_loss selu separable_conv2d
+sigmoid sigmoid_cross_entropy_with_logits softmax softmax_cross_entropy_with_logits
+softmax_cross_entropy_with_logits_v2 softplus softsign space_to_batch space_to_depth
+sparse_softmax_cross_entropy_with_logits static_bidirectional_rnn static_rnn static_state_saving_rnn
+sufficient_statistics swish tanh top_k uniform_candidate_sampler weighted_cross_entropy_with_logits
+weighted_moments with_space_to_batch xw_plus_b zero_fraction
+""",
+    "tf.nn.rnn_cell": """
+BasicLSTMCell BasicRNNCell DeviceWrapper DropoutWrapper GRUCell LSTMCell LSTMStateTuple MultiRNNCell RNNCell
+ResidualWrapper
+""",
+    "tf.contrib.rnn": """
+AttentionCellWrapper BasicLSTMCell BasicRNNCell BidirectionalGridLSTMCell CompiledWrapper Conv1DLSTMCell
+Conv2DLSTMCell ConvLSTMCell CoupledInputForgetGateLSTMCell DeviceWrapper DropoutWrapper EmbeddingWrapper
+FusedRNNCell GLSTMCell GRUBlockCell GRUBlockCellV2 GRUCell GridLSTMCell HighwayWrapper IndyGRUCell
+IndyLSTMCell IndRNNCell InputProjectionWrapper IntersectionRNNCell LSTMBlockCell LSTMBlockFusedCell
+LSTMBlockWrapper LSTMCell LSTMStateTuple LayerNormBasicLSTMCell LayerRNNCell MultiRNNCell NASCell
+OutputProjectionWrapper PhasedLSTMCell RNNCell ResidualWrapper SRUCell TimeFreqLSTMCell TimeReversedFusedRNN
+UGRNNCell static_bidirectional_rnn static_rnn static_state_saving_rnn stack_bidirectional_dynamic_rnn
+stack_bidirectional_rnn transpose_batch_time
+""",
+    "tf.train": """
+AdadeltaOptimizer AdagradDAOptimizer AdagradOptimizer AdamOptimizer BytesList Checkpoint CheckpointSaverHook
+CheckpointSaverListener ChiefSessionCreator ClusterSpec Coordinator Example ExponentialMovingAverage Feature
+FeatureList FeatureLists Features FeedFnHook FinalOpsHook FloatList FtrlOptimizer GlobalStepWaiterHook
+GradientDescentOptimizer Int64List LoggingTensorHook LooperThread MomentumOptimizer MonitoredSession
+MonitoredTrainingSession NanLossDuringTrainingError NanTensorHook Optimizer ProfilerHook
+ProximalAdagradOptimizer ProximalGradientDescentOptimizer QueueRunner RMSPropOptimizer Saver SaverDef Scaffold
+SecondOrStepTimer SequenceExample Server ServerDef SessionCreator SessionManager SessionRunArgs
+SessionRunContext SessionRunHook SessionRunValues SingularMonitoredSession StepCounterHook StopAtStepHook
+SummarySaverHook Supervisor SyncReplicasOptimizer VocabInfo WorkerSessionCreator add_queue_runner
+assert_global_step basic_train_loop batch batch_join checkpoint_exists checkpoints_iterator
+cosine_decay cosine_decay_restarts create_global_step do_quantize_training_on_graphdef exponential_decay
+export_meta_graph generate_checkpoint_state_proto get_checkpoint_mtimes get_checkpoint_state get_global_step
+get_or_create_global_step global_step import_meta_graph init_from_checkpoint input_producer inverse_time_decay
+latest_checkpoint limit_epochs linear_cosine_decay list_variables load_checkpoint load_variable
+match_filenames_once maybe_batch maybe_shuffle_batch natural_exp_decay noisy_linear_cosine_decay
+piecewise_constant piecewise_constant_decay polynomial_decay range_input_producer remove_checkpoint
+replica_device_setter sdca_fprint sdca_optimizer sdca_shrink_l1 shuffle_batch shuffle_batch_join
+slice_input_producer start_queue_runners string_input_producer summary_iterator update_checkpoint_state
+warm_start write_graph
+""",
+    "tf.layers": """
+AveragePooling1D AveragePooling2D AveragePooling3D BatchNormalization Conv1D Conv2D Conv2DTranspose Conv3D
+Conv3DTranspose Dense Dropout Flatten InputSpec Layer MaxPooling1D MaxPooling2D MaxPooling3D SeparableConv1D
+SeparableConv2D average_pooling1d average_pooling2d average_pooling3d batch_normalization conv1d conv2d
+conv2d_transpose conv3d conv3d_transpose dense dropout flatten max_pooling1d max_pooling2d max_pooling3d
+separable_conv1d separable_conv2d
+""",
+    "tf.losses": """
+Reduction absolute_difference add_loss compute_weighted_loss cosine_distance get_losses get_regularization_loss
+get_regularization_losses get_total_loss hinge_loss huber_loss log_loss mean_pairwise_squared_error
+mean_squared_error sigmoid_cross_entropy softmax_cross_entropy sparse_softmax_cross_entropy
+""",
+    "tf.summary": """
+Event FileWriter FileWriterCache SessionLog Summary SummaryDescription TaggedRunMetadata all_v2_summary_ops
+audio get_summary_description histogram image initialize merge merge_all scalar tensor_summary text
+""",
+    "tf.initializers": """
+constant global_variables glorot_normal glorot_uniform he_normal he_uniform identity lecun_normal
+lecun_uniform local_variables ones orthogonal random_normal random_uniform tables_initializer
+truncated_normal uniform_unit_scaling variables variance_scaling zeros
+""",
+    "tf.data": """
+Dataset FixedLengthRecordDataset Iterator Options TFRecordDataset TextLineDataset experimental
+get_output_classes get_output_shapes get_output_types make_initializable_iterator make_one_shot_iterator
+""",
+    "tf.estimator": """
+BaselineClassifier BaselineEstimator BaselineRegressor BestExporter BinaryClassHead BoostedTreesClassifier
+BoostedTreesRegressor CheckpointSaverHook CheckpointSaverListener DNNClassifier DNNEstimator
+DNNLinearCombinedClassifier DNNLinearCombinedEstimator DNNLinearCombinedRegressor DNNRegressor Estimator
+EstimatorSpec EvalSpec Exporter FeedFnHook FinalExporter FinalOpsHook GlobalStepWaiterHook Head LatestExporter
+LinearClassifier LinearEstimator LinearRegressor LoggingTensorHook ModeKeys MultiClassHead MultiHead
+MultiLabelHead NanLossDuringTrainingError NanTensorHook PoissonRegressionHead ProfilerHook RegressionHead
+RunConfig SecondOrStepTimer SessionRunArgs SessionRunContext SessionRunHook SessionRunValues StepCounterHook
+StopAtStepHook SummarySaverHook TrainSpec VocabInfo WarmStartSettings add_metrics classifier_parse_example_spec
+experimental export inputs regressor_parse_example_spec train_and_evaluate
+""",
+    "tf.metrics": """
+accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives
+false_positives_at_thresholds mean mean_absolute_error mean_cosine_distance mean_iou mean_per_class_accuracy
+mean_relative_error mean_squared_error mean_tensor percentage_below precision precision_at_k
+precision_at_thresholds precision_at_top_k recall recall_at_k recall_at_thresholds recall_at_top_k
+root_mean_squared_error sensitivity_at_specificity sparse_average_precision_at_k sparse_precision_at_k
+specificity_at_sensitivity true_negatives true_negatives_at_thresholds true_positives
+true_positives_at_thresholds
+""",
+}

@@ -1,0 +1,236 @@
+"""``get_variable`` and ``variable_scope``: named, shareable variables as in TensorFlow 1.x.
+
+Each graph keeps a store of the variables ``get_variable`` made, by full name ("layer1/weights").
+A scope's ``reuse`` decides what a second request for a name does: ``False`` (the default) raises
+"already exists", ``True`` returns the existing variable (and raises if there is none), and
+``AUTO_REUSE`` creates it the first time and returns it afterwards. Scopes also carry default
+initializers, regularizers and dtypes for the variables made inside them; a regularizer's loss
+goes to ``GraphKeys.REGULARIZATION_LOSSES``.
+
+>>> import trainer as tf
+>>> g = tf.Graph()
+>>> with g.as_default():
+...     with tf.variable_scope("layer"):
+...         w = tf.get_variable("w", [2, 2])
+...     with tf.variable_scope("layer", reuse=True):
+...         same = tf.get_variable("w")
+>>> same is w, w.name
+(True, 'layer/w')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from trainer import initializers
+from trainer.dtypes import as_numpy_dtype
+from trainer.graph import Graph, GraphKeys, Tensor, get_default_graph
+from trainer.ops import convert_to_tensor
+from trainer.variables import Variable
+
+__all__ = [
+    "AUTO_REUSE", "VariableScope", "get_local_variable", "get_variable", "get_variable_scope", "variable_scope",
+]
+
+
+class _AutoReuse:
+    def __repr__(self) -> str:
+        return "tf.AUTO_REUSE"
+
+
+AUTO_REUSE = _AutoReuse()
+
+
+@dataclass
+class VariableScope:
+    """A variable scope: its full ``name`` and the defaults it gives the variables made in it."""
+
+    name: str = ""
+    reuse: Any = False
+    initializer: Callable | None = None
+    regularizer: Callable | None = None
+    dtype: Any = None
+    name_scope: str = ""
+    partitioner: Callable | None = None
+
+    @property
+    def original_name_scope(self) -> str:
+        return self.name_scope
+
+    def reuse_variables(self) -> None:
+        """Reuse variables from here on within this scope (TensorFlow's ``scope.reuse_variables()``)."""
+        self.reuse = True
+
+    def set_initializer(self, initializer) -> None:
+        self.initializer = initializer
+
+    def set_regularizer(self, regularizer) -> None:
+        self.regularizer = regularizer
+
+
+@dataclass
+class _Store:
+    variables: dict[str, Variable] = field(default_factory=dict)
+    scope_counts: dict[str, int] = field(default_factory=dict)
+    local: threading.local = field(default_factory=threading.local)
+
+    def stack(self) -> list[VariableScope]:
+        if not hasattr(self.local, "stack"):
+            self.local.stack = [VariableScope()]
+        return self.local.stack
+
+
+_STORES: "weakref.WeakKeyDictionary[Graph, _Store]" = weakref.WeakKeyDictionary()
+_STORES_LOCK = threading.Lock()
+
+
+def _store(graph: Graph) -> _Store:
+    with _STORES_LOCK:
+        store = _STORES.get(graph)
+        if store is None:
+            store = _STORES[graph] = _Store()
+        return store
+
+
+def get_variable_scope() -> VariableScope:
+    """The innermost variable scope of this thread in the default graph."""
+    return _store(get_default_graph()).stack()[-1]
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope=None, default_name: str | None = None, values=None, initializer=None,
+                   regularizer=None, caching_device=None, partitioner=None, custom_getter=None, reuse=None,
+                   dtype=None, use_resource=None, constraint=None, auxiliary_name_scope: bool = True):
+    """Enter a variable scope (and a name scope of the same name for the ops built inside).
+
+    ``reuse=None`` inherits the enclosing scope's reuse; ``True`` or ``AUTO_REUSE`` set it.
+    """
+    if name_or_scope is None and default_name is None:
+        raise ValueError("variable_scope needs name_or_scope or default_name")
+    graph = get_default_graph()
+    store = _store(graph)
+    stack = store.stack()
+    outer = stack[-1]
+    if isinstance(name_or_scope, VariableScope):
+        full = leaf = name_or_scope.name
+        base = name_or_scope
+    else:
+        leaf = name_or_scope
+        if leaf is None:
+            prefix = f"{outer.name}/{default_name}" if outer.name else default_name
+            n = store.scope_counts.get(prefix, 0)
+            store.scope_counts[prefix] = n + 1
+            leaf = default_name if n == 0 else f"{default_name}_{n}"
+        full = f"{outer.name}/{leaf}" if outer.name else leaf
+        base = outer
+    inherited = outer.reuse if reuse is None else reuse
+    if isinstance(name_or_scope, VariableScope) and reuse is None:
+        inherited = name_or_scope.reuse or outer.reuse
+    scope = replace(base, name=full, reuse=inherited,
+                    initializer=initializer if initializer is not None else base.initializer,
+                    regularizer=regularizer if regularizer is not None else base.regularizer,
+                    dtype=dtype if dtype is not None else base.dtype,
+                    partitioner=partitioner if partitioner is not None else base.partitioner)
+    with contextlib.ExitStack() as names:
+        if auxiliary_name_scope:
+            if isinstance(name_or_scope, VariableScope) and name_or_scope.name_scope:
+                scope.name_scope = names.enter_context(graph.name_scope(name_or_scope.name_scope))
+            else:
+                scope.name_scope = names.enter_context(graph.name_scope(leaf))
+        stack.append(scope)
+        try:
+            yield scope
+        finally:
+            stack.pop()
+
+
+def _initial_value(name: str, shape, dtype: np.dtype, initializer) -> Tensor:
+    if initializer is None:
+        initializer = initializers.GlorotUniform() if dtype.kind == "f" else initializers.Zeros()
+    if isinstance(initializer, type) and issubclass(initializer, initializers.Initializer):
+        initializer = initializer()  # tf.zeros_initializer passed without calling it
+    if isinstance(initializer, Tensor) or hasattr(initializer, "_as_tensor"):
+        return convert_to_tensor(initializer)
+    if callable(initializer):
+        if shape is None:
+            raise ValueError(f"get_variable {name!r}: an initializer needs the variable's shape")
+        return initializer(shape, dtype=dtype)
+    value = np.asarray(initializer, dtype)
+    if shape is not None and tuple(value.shape) != tuple(shape):
+        raise ValueError(f"get_variable {name!r}: initial value has shape {value.shape}, shape= says {tuple(shape)}")
+    return convert_to_tensor(value)
+
+
+def get_variable(name: str, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
+                 collections=None, caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
+                 custom_getter=None, constraint=None, synchronization=None, aggregation=None):
+    """The variable ``<scope>/<name>``: created, or returned when the scope reuses variables."""
+    graph = get_default_graph()
+    store = _store(graph)
+    scope = store.stack()[-1]
+    full = f"{scope.name}/{name}" if scope.name else name
+    existing = store.variables.get(full)
+    reuse = scope.reuse
+    if existing is not None:
+        if reuse is False or reuse is None:
+            raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set reuse=True or "
+                             "reuse=tf.AUTO_REUSE in VarScope?")
+        if shape is not None and tuple(existing.shape) != tuple(int(d) for d in shape):
+            raise ValueError(f"Trying to share variable {full}, but specified shape {tuple(shape)} and found "
+                             f"shape {tuple(existing.shape)}.")
+        if dtype is not None and as_numpy_dtype(dtype) != existing.dtype:
+            raise ValueError(f"Trying to share variable {full}, but specified dtype {as_numpy_dtype(dtype).name} "
+                             f"and found dtype {existing.dtype.name}.")
+        return existing
+    if reuse is True:
+        raise ValueError(f"Variable {full} does not exist, or was not created with tf.get_variable(). Did you "
+                         "mean to set reuse=tf.AUTO_REUSE in VarScope?")
+    dt = as_numpy_dtype(dtype) or as_numpy_dtype(scope.dtype) or np.dtype(np.float32)
+    trainable = True if trainable is None else trainable
+    partitioner = partitioner if partitioner is not None else scope.partitioner
+    initializer = initializer if initializer is not None else scope.initializer
+    if partitioner is not None:
+        var = _partitioned(full, shape, dt, initializer, partitioner, trainable, collections)
+    else:
+        with graph.name_scope(f"{scope.name}/" if scope.name else "/"):
+            with graph.name_scope(f"{full}/Initializer/"):  # exact scope: leaves the name <full> free
+                init = _initial_value(full, shape, dt, initializer)
+            if init.dtype != dt:
+                from trainer.ops import cast
+
+                init = cast(init, dt)
+            if collections is None:
+                collections = [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else [])
+            var = Variable(init, trainable=trainable, name=name, collections=collections)
+    store.variables[full] = var
+    regularizer = regularizer if regularizer is not None else scope.regularizer
+    if regularizer is not None:
+        with graph.name_scope(f"{full}/Regularizer/"):
+            loss = regularizer(var)
+        if loss is not None:
+            graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+    return var
+
+
+def _partitioned(full, shape, dtype, initializer, partitioner, trainable, collections):
+    try:
+        from trainer.partitioned_variables import partitioned_variable
+    except ImportError:
+        raise NotImplementedError(
+            f"get_variable {full!r}: partitioner= needs partitioned variables (trainer.partitioned_variables), "
+            "which this build does not have; drop partitioner= to make one unpartitioned variable"
+        ) from None
+    return partitioned_variable(full, shape, dtype=dtype, initializer=initializer, partitioner=partitioner,
+                                trainable=trainable, collections=collections)
+
+
+def get_local_variable(name: str, shape=None, dtype=None, initializer=None, **kwargs):
+    """A non-trainable variable in LOCAL_VARIABLES (run by ``local_variables_initializer``)."""
+    return get_variable(name, shape, dtype, initializer, trainable=False,
+                        collections=[GraphKeys.LOCAL_VARIABLES], **kwargs)
