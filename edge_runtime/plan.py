@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from edge_runtime.devices import HOST, ArrayDevice, host_only
 from edge_runtime.format import GraphRef, ModelDef, ModelFormatError, OperatorDef
 from edge_runtime.kernels import get_kernel, wants_output_count
 from schemas import ShapeError, UnsupportedOpError, get_schema
@@ -47,17 +48,20 @@ class Step:
 
 
 class GraphPlan:
-    def __init__(self, model: ModelDef, index: int, xp, plans: dict[int, "GraphPlan"], preserve_all: bool = False):
+    def __init__(self, model: ModelDef, index: int, device: ArrayDevice, plans: dict[int, "GraphPlan"],
+                 preserve_all: bool = False):
         plans[index] = self
         graph = model.subgraphs[index]
         self.index = index
-        self.xp = xp
+        self.device = device
+        self.xp = device.xp
         self.inputs = tuple(graph.inputs)
         self.outputs = tuple(graph.outputs)
         self.template: list[Any] = [None] * len(graph.tensors)
         for slot, tensor in enumerate(graph.tensors):
             if tensor.data is not None:
-                self.template[slot] = tensor.data if xp.__name__ == "numpy" else xp.asarray(tensor.data)
+                # weights go to the device once, here: every run (and serving instance) shares them
+                self.template[slot] = device.to_device(tensor.data)
         self.steps: list[Step] | None = None  # None while being planned: how recursion is caught
         steps = [self._step(model, index, i, op, plans) for i, op in enumerate(graph.operators)]
         if preserve_all:
@@ -95,7 +99,7 @@ class GraphPlan:
                     if depth >= MAX_SUBGRAPH_DEPTH:
                         raise ModelFormatError(f"{label}: attribute {key!r} nests subgraph {value.index} more than "
                                                f"{MAX_SUBGRAPH_DEPTH} graphs deep")
-                    plan = GraphPlan(model, value.index, self.xp, plans)
+                    plan = GraphPlan(model, value.index, self.device, plans)
                 elif plan.steps is None:
                     # ONNX graphs never recurse; a file that does would only stop at the stack limit.
                     raise ModelFormatError(f"{label}: attribute {key!r} refers to subgraph {value.index}, which "
@@ -154,6 +158,7 @@ class GraphPlan:
         for slot, value in zip(self.inputs, args):
             env[slot] = value
         xp = self.xp
+        device = None if self.device.is_host else self.device
         for step in self.steps:
             values = [env[i] if i >= 0 else None for i in step.inputs]
             attrs = step.attrs
@@ -162,6 +167,8 @@ class GraphPlan:
                 captured = [env[i] for i in step.implicit]
                 for key, plan in step.graph_attrs.items():
                     attrs[key] = plan.bind(captured)
+            if device is not None:
+                xp, values = _placed(device, values)
             try:
                 result = step.kernel(*values, xp=xp, **attrs)
             except (ExecutionError, UnsupportedOpError):
@@ -184,6 +191,15 @@ class GraphPlan:
             return self.execute(list(formal) + captured)
 
         return body
+
+
+def _placed(device: ArrayDevice, values: list[Any]) -> tuple[Any, list[Any]]:
+    """Where one step runs on an accelerator plan: on the host (NumPy) when an input must stay there
+    (strings, bfloat16), with its other inputs brought over; otherwise on the device, with any host
+    input (a host step's result) copied up."""
+    if any(host_only(v) for v in values):
+        return HOST.xp, [device.to_host(v) for v in values]
+    return device.xp, [device.to_device(v) for v in values]
 
 
 def _check_graph_arity(label: str, op: OperatorDef, graph_attrs: dict[str, GraphPlan]) -> None:
