@@ -14,7 +14,7 @@ import cupy
 import cupyx
 import numpy as np
 
-from edge_runtime.devices import ArrayDevice
+from edge_runtime.devices import DEVICE_KINDS, ArrayDevice
 from edge_runtime.xp_compat import compat_namespace
 
 PINNED_BYTES = 1 << 16
@@ -36,8 +36,10 @@ class CudaDevice(ArrayDevice):
         array.get(out=out)
         return out
 
-    def concat_rows(self, parts: list[np.ndarray]) -> cupy.ndarray:
+    def concat_rows(self, parts: list[np.ndarray]) -> cupy.ndarray | np.ndarray:
         first = parts[0]
+        if first.dtype.kind not in DEVICE_KINDS:
+            return np.concatenate(parts)  # strings stay on the host
         rows = sum(len(p) for p in parts)
         staging = cupyx.empty_pinned((rows,) + first.shape[1:], first.dtype)
         start = 0

@@ -19,6 +19,7 @@ import numpy as np
 from edge_runtime.kernels import get_kernel
 from edge_runtime.kernels.registry import wants_output_count
 from schemas.registry import get_schema
+from trainer.devices import stage_host_inputs
 from trainer.graph import GraphError, Node, Tensor
 from trainer.state import (FailedPreconditionError, OutOfRangeError, get_stateful_kernel, stack_pop_many,
                            stack_push_many)
@@ -243,11 +244,14 @@ class FlatPlan:
                                 [([fast[i]], [steps[i]]) for i in heavy]))
 
     levels = None
+    uploads: list = []
 
     def run(self, feed_values, rctx, pool=None):
         vals = self.template[:]
         for spec, v in zip(self.feeds, feed_values):
             vals[spec.slot] = v
+        for host_slot, device_slot, device in self.uploads:  # feeds read on a GPU: copied up once
+            vals[device_slot] = device.from_host(vals[host_slot])
         fast = self.fast
         if self.levels is not None and pool is not None:
             for light, light_objs, heavy in self.levels:
@@ -457,7 +461,9 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
     from trainer.partition import partition_steps
 
     partitions = partition_steps(steps, placement, template, session)
+    uploads = stage_host_inputs(partitions, template, [f.slot for f in feeds], session._devices)
     plan = FlatPlan(partitions, template, feeds, fetch_slots, copy_fetch, len(template))
+    plan.uploads = uploads
     if session.parallel_ops and not sub_plan:
         plan.enable_parallel(session.cost_model)
     return plan
