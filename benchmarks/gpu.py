@@ -153,7 +153,7 @@ def ort_cuda_session(onnx_bytes: bytes):
 
 # -- cases -------------------------------------------------------------------------------------
 def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], batches: list[int], iters: int,
-              repeats: int, workdir: Path) -> list[dict]:
+              repeats: int, workdir: Path, record: Callable[[dict], None]) -> None:
     from edge_runtime import load
 
     torch = setup.torch
@@ -163,7 +163,6 @@ def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], b
     model = load(to_flow(onnx_bytes, workdir, name), device=setup.device)
     peer = module.to(setup.torch_device)
     ort_session = ort_cuda_session(onnx_bytes) if setup.device == "gpu" else None
-    rows = []
     rng = np.random.default_rng(0)
     for batch in batches:
         x = rng.standard_normal((batch,) + example_shape).astype(np.float32)
@@ -188,12 +187,10 @@ def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], b
         if ort_session is not None:
             row["ort_cuda_ms"] = 1e3 * median_seconds(lambda: ort_session.run(None, {"x": x}), lambda: None, iters, repeats)
         row["ratio"] = row["ours_ms"] / row["peer_ms"]
-        rows.append(row)
-        print_row(row)
-    return rows
+        record(row)
 
 
-def train_case(setup: Setup, batch: int, iters: int, repeats: int) -> dict:
+def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Callable[[dict], None]) -> None:
     import trainer as T
 
     torch = setup.torch
@@ -237,8 +234,7 @@ def train_case(setup: Setup, batch: int, iters: int, repeats: int) -> dict:
     last_loss = float(session.run(loss, feed))
     row["loss_first_last"] = [first_loss, last_loss]
     row["ratio"] = row["ours_ms"] / row["peer_ms"]
-    print_row(row)
-    return row
+    record(row)
 
 
 def print_row(row: dict) -> None:
@@ -276,19 +272,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"card: {setup.card}; torch {torch.__version__}; peer = PyTorch eager on the same device, float32 "
           f"(TF32 off; peer_tf32_ms = PyTorch's default TF32 convolutions); {args.iters} calls x {args.repeats} repeats, median")
     rows: list[dict] = []
+
+    def record(row: dict) -> None:
+        """Print a row and rewrite the JSON: a run cut short keeps the rows it finished."""
+        rows.append(row)
+        print_row(row)
+        if args.json:
+            args.json.write_text(json.dumps({"card": setup.card, "device": args.device, "rows": rows}, indent=1))
+
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as tmp:
         workdir = Path(tmp)
         if "resnet18" in cases:
-            rows += edge_case(setup, "resnet18", resnet18_module(torch), (3, args.image, args.image), args.batches,
-                              args.iters, args.repeats, workdir)
+            edge_case(setup, "resnet18", resnet18_module(torch), (3, args.image, args.image), args.batches,
+                      args.iters, args.repeats, workdir, record)
         if "encoder" in cases:
             heads = max(1, args.d_model // 64)
-            rows += edge_case(setup, "encoder", encoder_module(torch, args.d_model, heads, args.layers),
-                              (args.seq, args.d_model), args.batches, args.iters, args.repeats, workdir)
+            edge_case(setup, "encoder", encoder_module(torch, args.d_model, heads, args.layers),
+                      (args.seq, args.d_model), args.batches, args.iters, args.repeats, workdir, record)
         if "train" in cases:
-            rows.append(train_case(setup, args.train_batch, args.iters, args.repeats))
-    if args.json:
-        args.json.write_text(json.dumps({"card": setup.card, "device": args.device, "rows": rows}, indent=1))
+            train_case(setup, args.train_batch, args.iters, args.repeats, record)
     return 0
 
 

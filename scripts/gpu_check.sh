@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-$ROOT/gpu-check-out}
 mkdir -p "$OUT"
-BUDGET=${GPU_CHECK_BUDGET_S:-345}
+BUDGET=${GPU_CHECK_BUDGET_S:-285}
 STEPS=${GPU_CHECK_STEPS:-"wheels pytest conformance_cuda bench serving conformance_cpu"}
 PY=${PYTHON:-python3}
 START=$(date +%s)
@@ -64,7 +64,7 @@ fi
 export COLUMNS=400  # pytest's short summary keeps whole error messages
 
 LOG=$OUT/benchmarks.log; : > "$LOG"
-run_step wheels 60 install_wheels
+run_step wheels 40 install_wheels
 
 HAS_GPU=$("$PY" -c "import cupy; print(int(cupy.cuda.runtime.getDeviceCount() > 0))" 2>/dev/null || echo 0)
 if [ "$HAS_GPU" = 1 ]; then DEVICE=gpu; SMALL=""; else DEVICE=cpu; SMALL="--small"; fi
@@ -74,17 +74,17 @@ echo "device: $DEVICE ($("$PY" -c "import cupy; print(cupy.cuda.runtime.getDevic
 GPU_TEST_FILES=$(grep -rl --include='test_*.py' "pytest.mark.gpu" tests | sort)
 LOG=$OUT/pytest_gpu.log; : > "$LOG"
 # shellcheck disable=SC2086
-run_step pytest 100 "$PY" -m pytest -m gpu -p no:benchmark -p no:cacheprovider -q -rfEs --tb=short $GPU_TEST_FILES
+run_step pytest 70 "$PY" -m pytest -m gpu -p no:benchmark -p no:cacheprovider -q -rfEs --tb=short $GPU_TEST_FILES
 
 CONFORMANCE=(-m pytest tests/conformance/test_onnx_backend.py -n 14 -p no:benchmark -p no:cacheprovider
              -W ignore::DeprecationWarning -q --tb=line -rfEX)
 LOG=$OUT/conformance_cuda.log; : > "$LOG"
-run_step conformance_cuda 80 "$PY" "${CONFORMANCE[@]}" -k cuda
+run_step conformance_cuda 60 "$PY" "${CONFORMANCE[@]}" -k cuda
 
 LOG=$OUT/benchmarks.log
 if [ "$DEVICE" = gpu ]; then
-    run_step bench 120 "$PY" benchmarks/gpu.py --device gpu --json "$OUT/bench_gpu.json"
-    run_step serving 90 "$PY" benchmarks/serving_load.py --device gpu --concurrency 64 --duration 10 --warmup 3 \
+    run_step bench 100 "$PY" benchmarks/gpu.py --device gpu --json "$OUT/bench_gpu.json"
+    run_step serving 60 "$PY" benchmarks/serving_load.py --device gpu --concurrency 64 --duration 8 --warmup 2 \
         --json "$OUT/serving_gpu.json"
 else
     # shellcheck disable=SC2086
@@ -94,6 +94,6 @@ else
 fi
 
 LOG=$OUT/conformance_cpu.log; : > "$LOG"
-run_step conformance_cpu 60 "$PY" "${CONFORMANCE[@]}" -k cpu
+run_step conformance_cpu 45 "$PY" "${CONFORMANCE[@]}" -k cpu
 
 "$PY" scripts/gpu_summary.py "$OUT" --elapsed $(($(date +%s) - START))
