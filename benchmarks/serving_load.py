@@ -92,12 +92,17 @@ def start_ours(repo: Path, device: str | None = None) -> tuple[subprocess.Popen,
         command += ["--device", device]
     process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
     for line in process.stderr:
-        event = json.loads(line)
+        try:
+            event = json.loads(line)
+        except ValueError:
+            print(line, end="", file=sys.stderr)  # not an event: a warning or a traceback
+            continue
         if event.get("event") == "serving":
             threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
-            wait_ready(event["http_port"])
+            if device is None:
+                wait_ready(event["http_port"])
             return process, event["http_port"], event["grpc_port"]
-    raise RuntimeError("server did not start")
+    raise RuntimeError(f"server did not start (exit code {process.wait(10)})")
 
 
 def _http_parser() -> str:
@@ -343,6 +348,32 @@ def resnet_request_bytes(image: int) -> bytes:
     return request.SerializeToString()
 
 
+def wait_model_ready(port: int, name: str, process: subprocess.Popen, timeout: float) -> None:
+    """Until model ``name`` answers ready; fails with the server's reason (from an inference
+    attempt) when it has not within ``timeout`` or the server exits."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/{name}/ready", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    reason = f"server exited with {process.returncode}" if process.poll() is not None else f"not ready after {timeout:.0f} s"
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/{name}/infer", data=b"{}", method="POST")
+        urllib.request.urlopen(request, timeout=5)
+    except urllib.error.HTTPError as exc:
+        reason += f": {exc.read().decode(errors='replace')[:2000]}"
+    except (urllib.error.URLError, OSError):
+        pass
+    raise RuntimeError(f"model {name!r}: {reason}")
+
+
 def compare_devices(args: argparse.Namespace) -> dict:
     """ResNet-18 served on the GPU, then on the CPU, at each concurrency; returns the figures."""
     repo = write_resnet_repository(Path(tempfile.mkdtemp(prefix="serving-gpu-")), args.image, args.max_batch_size)
@@ -352,8 +383,9 @@ def compare_devices(args: argparse.Namespace) -> dict:
           f"after {args.warmup:.0f} s warm-up", flush=True)
     results: dict = {}
     for side, device in (("device", args.device), ("cpu", "cpu")):
-        process, _, grpc_port = start_ours(repo, device)
+        process, http_port, grpc_port = start_ours(repo, device)
         try:
+            wait_model_ready(http_port, "resnet18", process, args.ready_timeout)
             for concurrency in args.concurrency:
                 r = asyncio.run(measure("grpc", grpc_port, concurrency, args.duration, args.warmup, process.pid, payload))
                 results[(side, concurrency)] = r
@@ -395,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare ResNet-18 served on this device with the CPU (see above; cpu: the script's own check)")
     parser.add_argument("--image", type=int, default=224, help="ResNet-18 input size for --device gpu (default 224)")
     parser.add_argument("--json", type=Path, help="with --device gpu: write the figures here")
+    parser.add_argument("--ready-timeout", type=float, default=45.0,
+                        help="with --device: seconds a server may take to load the model (default 45)")
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--inline-server", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -49,13 +49,6 @@ find_wheels() {
     return 1
 }
 
-install_wheels() {
-    local dir
-    if ! dir=$(find_wheels); then echo "no .whl folder found; using what is installed"; return 0; fi
-    echo "wheels from $dir: $(ls "$dir" | tr '\n' ' ')"
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/gpu-check-site "$dir"/*.whl
-}
-
 if [ -d /tmp/gpu-check-site ] || case " $STEPS " in *" wheels "*) true ;; *) false ;; esac; then
     export PYTHONPATH=/tmp/gpu-check-site:$ROOT${PYTHONPATH:+:$PYTHONPATH}
 else
@@ -64,7 +57,13 @@ fi
 export COLUMNS=400  # pytest's short summary keeps whole error messages
 
 LOG=$OUT/benchmarks.log; : > "$LOG"
-run_step wheels 40 install_wheels
+if WHEELS=$(find_wheels); then
+    echo "wheels from $WHEELS: $(ls "$WHEELS" | tr '\n' ' ')" | tee -a "$LOG"
+    run_step wheels 40 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/gpu-check-site "$WHEELS"/*.whl
+else
+    echo "no .whl folder found; using what is installed" | tee -a "$LOG"
+fi
 
 HAS_GPU=$("$PY" -c "import cupy; print(int(cupy.cuda.runtime.getDeviceCount() > 0))" 2>/dev/null || echo 0)
 if [ "$HAS_GPU" = 1 ]; then DEVICE=gpu; SMALL=""; else DEVICE=cpu; SMALL="--small"; fi

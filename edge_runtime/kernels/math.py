@@ -367,7 +367,14 @@ def pow_(x, y, *, xp):
 @kernel("Mod")
 def mod(a, b, *, xp, fmod):
     # fmod=1: sign of the dividend (C fmod); fmod=0: sign of the divisor (Python %).
-    return xp.fmod(a, b) if fmod else xp.mod(a, b)
+    if fmod:
+        return xp.fmod(a, b)
+    if a.dtype.kind != "f":
+        return xp.mod(a, b)
+    # Python's % from fmod, as NumPy computes it: CuPy's own float mod gives NaN for x % inf and
+    # loses the sign of zero results.
+    r = xp.fmod(a, b)
+    return xp.where(r != 0, xp.where((r < 0) != (b < 0), r + b, r), xp.copysign(r, b))
 
 
 @kernel("BitShift")

@@ -107,3 +107,24 @@ def test_compat_namespace_takes_numpy_signatures(base) -> None:
     for got, want in zip(sparse, np.indices((2, 3), sparse=True)):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(xp.indices((2, 3)), np.indices((2, 3)))
+
+
+@pytest.mark.parametrize("index_shape, data_shape", [((7,), (4,)), ((5,), (4, 3)), ((2, 3), (3, 3))])
+def test_multiply_at_in_rounds_equals_numpy(index_shape, data_shape) -> None:
+    rng = np.random.default_rng(len(index_shape) + len(data_shape))
+    lead = len(index_shape) if len(index_shape) == len(data_shape) else 1
+    index = tuple(rng.integers(-data_shape[k], data_shape[k], index_shape) for k in range(lead))
+    updates = rng.uniform(0.5, 2, index_shape + data_shape[lead:]).astype(np.float32)
+    want = rng.standard_normal(data_shape).astype(np.float32)
+    got = want.copy()
+    np.multiply.at(want, index, updates)
+    compat_namespace(np).multiply.at(got, index, updates)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_compat_multiply_still_multiplies() -> None:
+    xp = compat_namespace(np)
+    out = np.empty(3)
+    xp.multiply(np.arange(3.0), 2.0, out=out)
+    np.testing.assert_array_equal(out, [0, 2, 4])
+    assert xp.multiply.reduce(np.array([2.0, 3.0])) == 6.0
