@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any, Callable
@@ -153,8 +154,9 @@ def ort_cuda_session(onnx_bytes: bytes):
 
 # -- cases -------------------------------------------------------------------------------------
 def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], batches: list[int], iters: int,
-              repeats: int, workdir: Path, record: Callable[[dict], None]) -> None:
+              repeats: int, workdir: Path, record: Callable[[dict], None], profile: bool = False) -> None:
     from edge_runtime import load
+    from edge_runtime.profiler import profile_ops
 
     torch = setup.torch
     torch.manual_seed(0)
@@ -188,6 +190,9 @@ def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], b
             row["ort_cuda_ms"] = 1e3 * median_seconds(lambda: ort_session.run(None, {"x": x}), lambda: None, iters, repeats)
         row["ratio"] = row["ours_ms"] / row["peer_ms"]
         record(row)
+        if profile and batch == max(batches):
+            print(f"{name} batch {batch}: our ops, each timed with a device sync after it")
+            print(profile_ops(model, {"x": x}, runs=3, warmup=1).table(top=12), flush=True)
 
 
 def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Callable[[dict], None]) -> None:
@@ -258,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--small", action="store_true", help="tiny shapes, for checking the script itself")
+    p.add_argument("--profile", action="store_true", help="also print our slowest ops at the largest batch")
     p.add_argument("--json", type=Path, help="write the rows here")
     args = p.parse_args(argv)
     if args.small:
@@ -280,18 +286,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps({"card": setup.card, "device": args.device, "rows": rows}, indent=1))
 
+    heads = max(1, args.d_model // 64)
+    runs = {
+        "resnet18": lambda: edge_case(setup, "resnet18", resnet18_module(torch), (3, args.image, args.image),
+                                      args.batches, args.iters, args.repeats, workdir, record, args.profile),
+        "encoder": lambda: edge_case(setup, "encoder", encoder_module(torch, args.d_model, heads, args.layers),
+                                     (args.seq, args.d_model), args.batches, args.iters, args.repeats, workdir, record,
+                                     args.profile),
+        "train": lambda: train_case(setup, args.train_batch, args.iters, args.repeats, record),
+    }
+    failed = []
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as tmp:
         workdir = Path(tmp)
-        if "resnet18" in cases:
-            edge_case(setup, "resnet18", resnet18_module(torch), (3, args.image, args.image), args.batches,
-                      args.iters, args.repeats, workdir, record)
-        if "encoder" in cases:
-            heads = max(1, args.d_model // 64)
-            edge_case(setup, "encoder", encoder_module(torch, args.d_model, heads, args.layers),
-                      (args.seq, args.d_model), args.batches, args.iters, args.repeats, workdir, record)
-        if "train" in cases:
-            train_case(setup, args.train_batch, args.iters, args.repeats, record)
-    return 0
+        for case in cases:
+            try:
+                runs[case]()
+            except Exception:  # one broken case must not cost the others their figures
+                failed.append(case)
+                traceback.print_exc()
+    if failed:
+        print(f"FAILED cases: {failed}", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

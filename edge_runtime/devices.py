@@ -54,7 +54,7 @@ class ArrayDevice:
 
     def to_device(self, value: Any) -> Any:
         """``value`` with every host array the device can hold copied to it (lists element-wise)."""
-        if self.array_type is None:
+        if self.array_type is None or isinstance(value, self.array_type):
             return value
         if isinstance(value, (np.ndarray, np.generic)):
             return self.upload(np.asarray(value)) if value.dtype.kind in DEVICE_KINDS else value

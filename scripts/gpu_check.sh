@@ -82,8 +82,8 @@ run_step conformance_cuda 60 "$PY" "${CONFORMANCE[@]}" -k cuda
 
 LOG=$OUT/benchmarks.log
 if [ "$DEVICE" = gpu ]; then
-    run_step bench 100 "$PY" benchmarks/gpu.py --device gpu --json "$OUT/bench_gpu.json"
-    run_step serving 60 "$PY" benchmarks/serving_load.py --device gpu --concurrency 64 --duration 8 --warmup 2 \
+    run_step bench 110 "$PY" benchmarks/gpu.py --device gpu --profile --json "$OUT/bench_gpu.json"
+    run_step serving 75 "$PY" benchmarks/serving_load.py --device gpu --concurrency 64 --duration 10 --warmup 3 \
         --json "$OUT/serving_gpu.json"
 else
     # shellcheck disable=SC2086
