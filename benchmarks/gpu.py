@@ -176,7 +176,8 @@ def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], b
             with torch.inference_mode():
                 return peer(torch.from_numpy(x).to(setup.torch_device)).cpu().numpy()
 
-        setup.set_tf32(False) if setup.device == "gpu" else None
+        if setup.device == "gpu":
+            setup.set_tf32(False)
         want = torch_call()
         got = ours()
         row = {"case": name, "batch": batch, "max_abs_diff": float(np.max(np.abs(got - want))),
@@ -195,7 +196,54 @@ def edge_case(setup: Setup, name: str, module, example_shape: tuple[int, ...], b
             print(profile_ops(model, {"x": x}, runs=3, warmup=1).table(top=12), flush=True)
 
 
-def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Callable[[dict], None]) -> None:
+def profile_train_step(session, run_step: Callable[[], Any], sync: Callable[[], None], steps: int = 3,
+                       top: int = 12) -> None:
+    """Our training step's kernels, each timed with a device sync after it, slowest first. Reaches
+    into the session's compiled plans (benchmark code: the trainer has no synced op profiler)."""
+    from collections import defaultdict
+
+    timings: dict = defaultdict(float)
+    wrapped_plans = []
+    for compiled in list(session._plans.values()):
+        plan = compiled.plan
+        if not hasattr(plan, "fast"):
+            continue
+        original = [list(part) for part in plan.fast]
+        for part, steps_of in zip(plan.fast, (p[1] for p in plan.partitions)):
+            for i, ((fn, ins, outs, attrs, wants), step) in enumerate(zip(list(part), steps_of)):
+                label = (step.node.op_type, step.node.name)
+
+                def timed(*args, _fn=fn, _label=label, **kwargs):
+                    start = time.perf_counter()
+                    result = _fn(*args, **kwargs)
+                    sync()
+                    timings[_label] += time.perf_counter() - start
+                    return result
+
+                part[i] = (timed, ins, outs, attrs, wants)
+        wrapped_plans.append((plan, original))
+    try:
+        run_step()
+        timings.clear()
+        for _ in range(steps):
+            run_step()
+    finally:
+        for plan, original in wrapped_plans:
+            plan.fast[:] = original
+    by_type: dict = defaultdict(float)
+    for (op_type, _), seconds in timings.items():
+        by_type[op_type] += seconds
+    total = sum(timings.values()) / steps
+    print(f"train step: {total * 1e3:.3f} ms a step in kernels (each followed by a sync)")
+    for op_type, seconds in sorted(by_type.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {op_type:28} {seconds / steps * 1e3:8.3f} ms")
+    print("slowest nodes:")
+    for (op_type, name), seconds in sorted(timings.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {seconds / steps * 1e3:8.3f} ms  {name} ({op_type})")
+
+
+def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Callable[[dict], None],
+               profile: bool = False) -> None:
     import trainer as T
 
     torch = setup.torch
@@ -240,6 +288,8 @@ def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Calla
     row["loss_first_last"] = [first_loss, last_loss]
     row["ratio"] = row["ours_ms"] / row["peer_ms"]
     record(row)
+    if profile:
+        profile_train_step(session, lambda: session.run(train, feed), setup.sync_ours)
 
 
 def print_row(row: dict) -> None:
@@ -293,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         "encoder": lambda: edge_case(setup, "encoder", encoder_module(torch, args.d_model, heads, args.layers),
                                      (args.seq, args.d_model), args.batches, args.iters, args.repeats, workdir, record,
                                      args.profile),
-        "train": lambda: train_case(setup, args.train_batch, args.iters, args.repeats, record),
+        "train": lambda: train_case(setup, args.train_batch, args.iters, args.repeats, record, args.profile),
     }
     failed = []
     with tempfile.TemporaryDirectory(prefix="gpu-bench-") as tmp:

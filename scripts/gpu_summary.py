@@ -61,7 +61,9 @@ def conformance_lines(out: Path) -> tuple[list[str], list[str]]:
     reasons = Counter(_reason(msg) for msg in only_cuda.values())
     lines += [f"  {n:4d} x {reason}" for reason, n in reasons.most_common(12)]
     names = sorted(only_cuda)
-    lines.append("  " + " ".join(names[:SHOWN_NAMES]) + (f" ... (+{len(names) - SHOWN_NAMES})" if len(names) > SHOWN_NAMES else ""))
+    if names:
+        more = f" ... (+{len(names) - SHOWN_NAMES})" if len(names) > SHOWN_NAMES else ""
+        lines.append("  " + " ".join(names[:SHOWN_NAMES]) + more)
     full = [f"{name} | {only_cuda[name]}" for name in names]
     return lines, full
 

@@ -301,7 +301,7 @@ def layer_normalization(x, scale, b, *, xp, axis, epsilon, stash_type):
     y *= scale
     if b is not None:
         y += b
-    return y.astype(x.dtype, copy=False), mean.astype(x.dtype), inv_std.astype(x.dtype)
+    return y.astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False), inv_std.astype(x.dtype, copy=False)
 
 
 @kernel("InstanceNormalization")

@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import gpu_summary  # noqa: E402
+_SPEC = importlib.util.spec_from_file_location("gpu_summary", ROOT / "scripts" / "gpu_summary.py")
+gpu_summary = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(gpu_summary)
 
 CUDA_LOG = """\
 ..F.F
