@@ -11,6 +11,13 @@ from /proc over the measured window) and the mean rows per model call of (a).
 
     python benchmarks/serving_load.py                         # concurrency 1, 16, 64; 3 s each
     python benchmarks/serving_load.py --duration 5 --concurrency 1 64
+    python benchmarks/serving_load.py --device gpu --duration 10 --concurrency 64
+
+``--device gpu`` measures something else: ResNet-18 (224x224, batch-1 requests as binary tensor
+data over gRPC, dynamic batching up to ``--max-batch-size``) served by ``flowstack serve --device
+gpu`` against the same server on the machine's CPU cores (all of them for BLAS), one after the
+other; it prints both throughputs and gpu/cpu
+(``--device cpu`` runs the same comparison CPU against CPU: how CI checks the script).
 """
 
 from __future__ import annotations
@@ -73,22 +80,29 @@ def _drain(stream) -> None:
         pass
 
 
-def start_ours(repo: Path) -> tuple[subprocess.Popen, int, int]:
+def start_ours(repo: Path, device: str | None = None) -> tuple[subprocess.Popen, int, int]:
+    """``flowstack serve`` on ``repo``; with a ``device`` (the device comparison) BLAS keeps its threads."""
     # One BLAS thread: concurrency comes from requests, and BLAS threads that spin-wait for work
     # on a machine shared with the peer and the load generator only steal their cores.
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flowstack_cli.serve", "--model-repository", str(repo), "--http-port", "0",
-         "--grpc-port", "0", "--poll-interval", "0"],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env,
-    )
+    command = [sys.executable, "-m", "flowstack_cli.serve", "--model-repository", str(repo), "--http-port", "0",
+               "--grpc-port", "0", "--poll-interval", "0"]
+    if device is not None:
+        env = dict(os.environ)
+        command += ["--device", device]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
     for line in process.stderr:
-        event = json.loads(line)
+        try:
+            event = json.loads(line)
+        except ValueError:
+            print(line, end="", file=sys.stderr)  # not an event: a warning or a traceback
+            continue
         if event.get("event") == "serving":
             threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
-            wait_ready(event["http_port"])
+            if device is None:
+                wait_ready(event["http_port"])
             return process, event["http_port"], event["grpc_port"]
-    raise RuntimeError("server did not start")
+    raise RuntimeError(f"server did not start (exit code {process.wait(10)})")
 
 
 def _http_parser() -> str:
@@ -271,7 +285,8 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(protocol: str, port: int, concurrency: int, duration: float, warmup: float, pid: int) -> dict:
+async def measure(protocol: str, port: int, concurrency: int, duration: float, warmup: float, pid: int,
+                  payload: bytes | None = None) -> dict:
     latencies: list[float] = []
     errors: list = []
     now = time.perf_counter()
@@ -289,7 +304,7 @@ async def measure(protocol: str, port: int, concurrency: int, duration: float, w
     else:
         import grpc
 
-        payload = grpc_request_bytes()
+        payload = payload or grpc_request_bytes()
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
             await asyncio.gather(*[grpc_worker(call, payload, until, warm_until, latencies, errors) for _ in range(concurrency)])
@@ -310,7 +325,89 @@ def batch_counts(http_port: int) -> tuple[int, int]:
     return stats["inference_count"], stats["execution_count"]
 
 
-def main() -> int:
+# -- the GPU against the CPU ------------------------------------------------------------------------
+def write_resnet_repository(root: Path, image: int, max_batch_size: int) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.models import resnet18
+    from exporter.onnx_import import convert_onnx
+
+    model_dir = root / "resnet18"
+    convert_onnx(resnet18(image=image), model_dir / "1" / "model.flow", verify=False)
+    (model_dir / "config.json").write_text(json.dumps({"max_batch_size": max_batch_size, "max_queue_size": 4096}))
+    return root
+
+
+def resnet_request_bytes(image: int) -> bytes:
+    sys.path.insert(0, str(ROOT))
+    from schemas.proto import grpc_service_pb2 as pb
+
+    x = np.random.default_rng(1).standard_normal((1, 3, image, image)).astype(np.float32)
+    request = pb.ModelInferRequest(model_name="resnet18")
+    request.inputs.add(name="x", datatype="FP32", shape=[1, 3, image, image])
+    request.raw_input_contents.append(x.tobytes())
+    return request.SerializeToString()
+
+
+def wait_model_ready(port: int, name: str, process: subprocess.Popen, timeout: float) -> None:
+    """Until model ``name`` answers ready; fails with the server's reason (from an inference
+    attempt) when it has not within ``timeout`` or the server exits."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/{name}/ready", timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    reason = f"server exited with {process.returncode}" if process.poll() is not None else f"not ready after {timeout:.0f} s"
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v2/models/{name}/infer", data=b"{}", method="POST")
+        urllib.request.urlopen(request, timeout=5)
+    except urllib.error.HTTPError as exc:
+        reason += f": {exc.read().decode(errors='replace')[:2000]}"
+    except (urllib.error.URLError, OSError):
+        pass
+    raise RuntimeError(f"model {name!r}: {reason}")
+
+
+def compare_devices(args: argparse.Namespace) -> dict:
+    """ResNet-18 served on the GPU, then on the CPU, at each concurrency; returns the figures."""
+    repo = write_resnet_repository(Path(tempfile.mkdtemp(prefix="serving-gpu-")), args.image, args.max_batch_size)
+    payload = resnet_request_bytes(args.image)
+    print(f"model: ResNet-18 {args.image}x{args.image}, batch-1 requests of {len(payload) / 1e3:.0f} kB binary tensor "
+          f"data over gRPC, max_batch_size {args.max_batch_size}; {os.cpu_count()} CPUs; {args.duration:.0f} s per cell "
+          f"after {args.warmup:.0f} s warm-up", flush=True)
+    results: dict = {}
+    for side, device in (("device", args.device), ("cpu", "cpu")):
+        process, http_port, grpc_port = start_ours(repo, device)
+        try:
+            wait_model_ready(http_port, "resnet18", process, args.ready_timeout)
+            for concurrency in args.concurrency:
+                r = asyncio.run(measure("grpc", grpc_port, concurrency, args.duration, args.warmup, process.pid, payload))
+                results[(side, concurrency)] = r
+                print(f"{device:4} conc {concurrency:>4} | {r['rps']:9.1f} req/s  p50 {r['p50']:8.2f} ms  "
+                      f"p99 {r['p99']:8.2f} ms" + (f"  ({r['errors']} errors)" if r["errors"] else ""), flush=True)
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    summary = {}
+    for concurrency in args.concurrency:
+        ours, cpu = results[("device", concurrency)], results[("cpu", concurrency)]
+        ratio = ours["rps"] / cpu["rps"] if cpu["rps"] else float("inf")
+        summary[str(concurrency)] = {"device": args.device, "ours": ours, "cpu": cpu, "ratio": ratio}
+        print(f"conc {concurrency:>4}: {args.device} {ours['rps']:.1f} req/s, cpu {cpu['rps']:.1f} req/s, "
+              f"{args.device}/cpu {ratio:.1f}x")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=3.0, help="seconds measured per cell (default 3)")
     parser.add_argument("--warmup", type=float, default=0.5, help="seconds run before measuring (default 0.5)")
@@ -326,14 +423,25 @@ def main() -> int:
     parser.add_argument("--hidden", type=int, default=1024, help="width of the MLP's two hidden layers (default 1024)")
     parser.add_argument("--inline-reference", action="store_true",
                         help="also measure (d): batching off with the model called in the event loop, no worker thread")
+    parser.add_argument("--device", choices=["gpu", "cpu"],
+                        help="compare ResNet-18 served on this device with the CPU (see above; cpu: the script's own check)")
+    parser.add_argument("--image", type=int, default=224, help="ResNet-18 input size for --device gpu (default 224)")
+    parser.add_argument("--json", type=Path, help="with --device gpu: write the figures here")
+    parser.add_argument("--ready-timeout", type=float, default=45.0,
+                        help="with --device: seconds a server may take to load the model (default 45)")
     parser.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--inline-server", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.peer:
         run_peer()
         return 0
     if args.inline_server:
         run_inline_server(args.inline_server)
+        return 0
+    if args.device:
+        summary = compare_devices(args)
+        if args.json:
+            args.json.write_text(json.dumps(summary, indent=1))
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="serving-load-"))

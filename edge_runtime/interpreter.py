@@ -93,7 +93,7 @@ class Interpreter:
         self._results: dict[int, Any] = {}
         self._allocated = False
         # every value of a run kept for get_tensor, as LiteRT's experimental_preserve_all_tensors
-        self._preserving = GraphPlan(model.definition, 0, model.xp, {}, preserve_all=True) \
+        self._preserving = GraphPlan(model.definition, 0, model.device_backend, {}, preserve_all=True) \
             if experimental_preserve_all_tensors else None
 
     def allocate_tensors(self) -> None:
@@ -186,12 +186,10 @@ class Interpreter:
                 self._results = self._run_preserving(feeds)
 
     def _run_preserving(self, feeds: dict[str, np.ndarray]) -> dict[int, Any]:
-        xp = self.model.xp
+        device = self.model.device_backend
         specs = [self._specs[i] for i in self._main.inputs]
-        args = [xp.asarray(self.model.check_input(spec, feeds[spec.name])) for spec in specs]
-        values = self._preserving.execute(args)
-        if xp is not np:
-            values = [xp.asnumpy(v) if hasattr(v, "device") else v for v in values]
+        args = [device.to_device(self.model.check_input(spec, feeds[spec.name])) for spec in specs]
+        values = [device.to_host(v) for v in self._preserving.execute(args)]
         return dict(zip(self._preserving.outputs, values))
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -10,6 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from edge_runtime.allocator import keep_freed_memory
+from edge_runtime.devices import open_device
 from edge_runtime.format import ModelDef, ModelFormatError, parse, read_file
 from edge_runtime.plan import GraphPlan
 from schemas import dtypes
@@ -43,20 +43,6 @@ class Signature:
         raise ValueError(f"unknown output {name!r}; signature {self.key!r} has {[s.name for s in self.outputs]}")
 
 
-def _array_module(device: str):
-    if device == "cpu":
-        return np
-    if device == "gpu":
-        try:
-            cupy = importlib.import_module("cupy")
-            if cupy.cuda.runtime.getDeviceCount() < 1:
-                raise RuntimeError("CUDA reports no device")
-        except Exception as exc:  # ImportError, CUDA driver errors
-            raise RuntimeError(f"device 'gpu' needs CuPy and a CUDA GPU, and none is usable here: {exc}") from exc
-        return cupy
-    raise ValueError(f"unknown device {device!r}; expected 'cpu' or 'gpu'")
-
-
 class Model:
     """A loaded .flow model. Thread-safe: one Model may serve many concurrent ``run`` calls."""
 
@@ -64,11 +50,12 @@ class Model:
         self.definition = model_def
         self._backing = backing  # keeps the memory map alive as long as weights are viewed
         self.device = device
-        self.xp = _array_module(device)
-        if self.xp is np:
+        self.device_backend = open_device(device)
+        self.xp = self.device_backend.xp
+        if self.device_backend.is_host:
             keep_freed_memory()
         self._plans: dict[int, GraphPlan] = {}
-        self.plan = GraphPlan(model_def, 0, self.xp, self._plans)
+        self.plan = GraphPlan(model_def, 0, self.device_backend, self._plans)
         main = model_def.subgraphs[0]
         self._input_position = {i: pos for pos, i in enumerate(main.inputs)}
         self._output_position = {i: pos for pos, i in enumerate(main.outputs)}
@@ -132,7 +119,7 @@ class Model:
         tensor = self.definition.subgraphs[0].tensors[spec.index]
         if tensor.dtype in (dtypes.SEQUENCE, dtypes.OPTIONAL):
             return value  # sequences and optionals pass through as the kernels represent them
-        if isinstance(value, np.ndarray) or (self.xp is not np and isinstance(value, self.xp.ndarray)):
+        if isinstance(value, np.ndarray) or (not self.device_backend.is_host and isinstance(value, self.device_backend.array_type)):
             array = value
             if spec.dtype != np.dtype(object) and array.dtype != spec.dtype:
                 array = native_byte_order(spec, array)
@@ -163,7 +150,11 @@ class Model:
 
     def run(self, feeds: Mapping[str, Any], outputs: list[str] | None = None, *, signature: str | None = None) -> dict[str, Any]:
         """Run the main graph through one signature (default: ``serving_default``): ``feeds`` maps its
-        input names to arrays; returns its output names (or the ``outputs`` asked for) -> arrays."""
+        input names to arrays; returns its output names (or the ``outputs`` asked for) -> arrays.
+
+        On the GPU, feeds may be host or device arrays; each host feed is copied up once, the run
+        stays on the device, and each output comes back to the host once."""
+        device = self.device_backend
         entry = self.signature(signature)
         unknown = set(feeds) - {s.name for s in entry.inputs}
         if unknown:
@@ -172,16 +163,12 @@ class Model:
         for spec in entry.inputs:
             if spec.name not in feeds:
                 raise ValueError(f"missing input {spec.name!r} (dtype {spec.dtype}, shape {list(spec.shape)})")
-            array = self.check_input(spec, feeds[spec.name])
-            if self.xp is not np:
-                array = self.xp.asarray(array)
-            args[self._input_position[spec.index]] = array
+            args[self._input_position[spec.index]] = device.to_device(self.check_input(spec, feeds[spec.name]))
         results = self.plan.execute(args)
         wanted = entry.outputs if outputs is None else [entry.output(n) for n in outputs]
         out = {}
         for spec in wanted:
-            value = results[self._output_position[spec.index]]
-            out[spec.name] = self.xp.asnumpy(value) if self.xp is not np and hasattr(value, "device") else value
+            out[spec.name] = device.to_host(results[self._output_position[spec.index]])
         return out
 
 

@@ -13,14 +13,19 @@ from typing import Any, Callable
 
 import numpy as np
 
+from edge_runtime.devices import HOST, ArrayDevice, host_only
 from edge_runtime.format import GraphRef, ModelDef, ModelFormatError, OperatorDef
-from edge_runtime.kernels import get_kernel, wants_output_count
+from edge_runtime.kernels import get_kernel, host_inputs, wants_output_count
 from schemas import ShapeError, UnsupportedOpError, get_schema
 
 
 # Planning and running a nested graph each take a few Python frames per level: a file nesting
 # If-in-If a thousand deep would hit the interpreter's recursion limit. Real models nest a few deep.
 MAX_SUBGRAPH_DEPTH = 64
+
+# Integer constants up to this many elements stay on the host on a GPU plan: they are shapes, axes
+# and pads, read back as Python ints (a device copy would cost a wait for the GPU on every read).
+SMALL_HOST_INTS = 64
 
 # Graph attributes whose outputs are exactly the node's outputs: a branch yielding fewer would
 # leave the node's last outputs unset and the run would return None for them without a word.
@@ -44,20 +49,26 @@ class Step:
     release: tuple[int, ...]  # slots whose last reader is this step
     label: str
     op_type: str
+    host_inputs: frozenset[int] = frozenset()  # positions the kernel reads as host values (shapes, axes)
 
 
 class GraphPlan:
-    def __init__(self, model: ModelDef, index: int, xp, plans: dict[int, "GraphPlan"], preserve_all: bool = False):
+    def __init__(self, model: ModelDef, index: int, device: ArrayDevice, plans: dict[int, "GraphPlan"],
+                 preserve_all: bool = False):
         plans[index] = self
         graph = model.subgraphs[index]
         self.index = index
-        self.xp = xp
+        self.device = device
+        self.xp = device.xp
         self.inputs = tuple(graph.inputs)
         self.outputs = tuple(graph.outputs)
         self.template: list[Any] = [None] * len(graph.tensors)
         for slot, tensor in enumerate(graph.tensors):
             if tensor.data is not None:
-                self.template[slot] = tensor.data if xp.__name__ == "numpy" else xp.asarray(tensor.data)
+                # weights go to the device once, here: every run (and serving instance) shares them;
+                # small integer tensors (shapes, axes) stay on the host for the shape arithmetic
+                small_ints = tensor.data.dtype.kind in "iu" and tensor.data.size <= SMALL_HOST_INTS
+                self.template[slot] = tensor.data if small_ints else device.to_device(tensor.data)
         self.steps: list[Step] | None = None  # None while being planned: how recursion is caught
         steps = [self._step(model, index, i, op, plans) for i, op in enumerate(graph.operators)]
         if preserve_all:
@@ -95,7 +106,7 @@ class GraphPlan:
                     if depth >= MAX_SUBGRAPH_DEPTH:
                         raise ModelFormatError(f"{label}: attribute {key!r} nests subgraph {value.index} more than "
                                                f"{MAX_SUBGRAPH_DEPTH} graphs deep")
-                    plan = GraphPlan(model, value.index, self.xp, plans)
+                    plan = GraphPlan(model, value.index, self.device, plans)
                 elif plan.steps is None:
                     # ONNX graphs never recurse; a file that does would only stop at the stack limit.
                     raise ModelFormatError(f"{label}: attribute {key!r} refers to subgraph {value.index}, which "
@@ -107,7 +118,7 @@ class GraphPlan:
         if wants_output_count(op.op_type, op.domain):
             attrs["n_outputs"] = len(op.outputs)
         return Step(kernel, tuple(inputs), tuple(op.outputs), attrs, graph_attrs, tuple(op.implicit_inputs), (), label,
-                    op.op_type)
+                    op.op_type, host_inputs(op.op_type, op.domain))
 
     def _check_dataflow(self, graph, steps: list[Step]) -> None:
         """Every value read must be written once, before it is read: a file that says otherwise is corrupt.
@@ -154,6 +165,7 @@ class GraphPlan:
         for slot, value in zip(self.inputs, args):
             env[slot] = value
         xp = self.xp
+        device = None if self.device.is_host else self.device
         for step in self.steps:
             values = [env[i] if i >= 0 else None for i in step.inputs]
             attrs = step.attrs
@@ -162,6 +174,8 @@ class GraphPlan:
                 captured = [env[i] for i in step.implicit]
                 for key, plan in step.graph_attrs.items():
                     attrs[key] = plan.bind(captured)
+            if device is not None:
+                xp, values = _placed(device, values, not step.graph_attrs, step.host_inputs)
             try:
                 result = step.kernel(*values, xp=xp, **attrs)
             except (ExecutionError, UnsupportedOpError):
@@ -184,6 +198,29 @@ class GraphPlan:
             return self.execute(list(formal) + captured)
 
         return body
+
+
+def _placed(device: ArrayDevice, values: list[Any], host_if_all_host: bool = True,
+            keep: frozenset[int] = frozenset()) -> tuple[Any, list[Any]]:
+    """Where one step runs on an accelerator plan: on the host (NumPy) when an input must stay there
+    (strings, bfloat16), with its other inputs brought over, or when every input is already there
+    (shape arithmetic: Shape -> Gather -> Concat stays on the host, no copy each way); otherwise on
+    the device, with any host input (a host step's result) copied up, except the positions in
+    ``keep``, which the kernel reads as host values. Steps running graphs always take the device
+    (their bodies may compute from device values)."""
+    if any(host_only(v) for v in values):
+        return HOST.xp, [device.to_host(v) for v in values]
+    if host_if_all_host and not any(_on_device(device, v) for i, v in enumerate(values) if i not in keep):
+        return HOST.xp, values
+    if keep:
+        return device.xp, [v if i in keep else device.to_device(v) for i, v in enumerate(values)]
+    return device.xp, [device.to_device(v) for v in values]
+
+
+def _on_device(device: ArrayDevice, value: Any) -> bool:
+    if type(value) is list:
+        return any(_on_device(device, v) for v in value)
+    return isinstance(value, device.array_type)
 
 
 def _check_graph_arity(label: str, op: OperatorDef, graph_attrs: dict[str, GraphPlan]) -> None:

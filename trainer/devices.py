@@ -3,7 +3,10 @@ and device names.
 
 ``CPU:n`` runs on NumPy (several CPU devices exist so partitioning can be exercised on one
 machine); ``GPU:n`` runs on CuPy and exists only where CuPy finds a CUDA device. Kernels never
-import CuPy: they receive the device's array namespace as ``xp``.
+import CuPy: they receive the device's array namespace as ``xp`` (the edge runtime's CUDA device:
+CuPy behind its NumPy-compat layer). Values stay on their device across steps: variables live
+where they were placed, and ``stage_host_inputs`` gives a GPU partition its own copy of each
+constant once and of each feed once per run.
 
 Device names follow TensorFlow's: ``"CPU:0"``, ``"/device:GPU:0"``, ``"/job:ps/task:0"``,
 ``"/job:worker/task:1/CPU:0"``, ``"/job:worker/replica:0/task:1/device:CPU:0"``. A
@@ -28,8 +31,10 @@ from dataclasses import astuple, dataclass
 
 import numpy as np
 
+from edge_runtime.devices import HOST, open_device
+
 __all__ = ["LOCAL_TASK", "Device", "DeviceSpec", "available_devices", "canonical_device", "full_device_name",
-           "gpu_available", "to_host"]
+           "gpu_available", "stage_host_inputs", "to_host"]
 
 _NAME = re.compile(r"^(?:/?(?:device:)?)?(cpu|gpu)(?::(\d+))?$", re.IGNORECASE)
 _PART = re.compile(r"^(?:(job):([A-Za-z_][\w-]*)|(replica):(\d+)|(task):(\d+)|(?:device:)?(cpu|gpu)(?::(\d+|\*))?)$",
@@ -155,12 +160,12 @@ class Device:
         self.kind, index = self.name.split(":")
         self.index = int(index)
         if self.kind == "GPU":
-            cp = _cupy()
-            if cp is None:
+            if _cupy() is None:
                 raise ValueError(f"device {self.name} requested but CuPy finds no CUDA device")
-            self.xp = cp
+            self.backend = open_device("gpu")
         else:
-            self.xp = np
+            self.backend = HOST
+        self.xp = self.backend.xp
 
     def allocate(self, shape, dtype):
         return self.xp.empty(shape, dtype=dtype)
@@ -169,12 +174,10 @@ class Device:
         return kernel(*inputs, xp=self.xp, **attrs)
 
     def from_host(self, array):
-        if self.xp is np or array is None or (isinstance(array, np.ndarray) and array.dtype == object):
-            return array
-        return self.xp.asarray(array)
+        return self.backend.to_device(array)
 
     def to_host(self, array):
-        return to_host(array)
+        return self.backend.to_host(array)
 
     def __repr__(self) -> str:
         return f"<Device {self.name}>"
@@ -185,6 +188,36 @@ def to_host(array):
     if isinstance(array, np.ndarray) or array is None:
         return array
     return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def stage_host_inputs(partitions, template: list, feed_slots: list[int], device_of) -> list[tuple[int, int, "Device"]]:
+    """Give each accelerator partition its own copy of the values it reads that no step of it
+    produces: a constant placed elsewhere is copied into a new template slot now, once; a feed gets
+    a new slot, returned as ``(host slot, device slot, device)`` for the plan to fill once per run.
+    Rewrites the steps' input slots; ``device_of`` maps a partition's device name to its ``Device``."""
+    feeds = set(feed_slots)
+    uploads: list[tuple[int, int, Device]] = []
+    for name, steps in partitions:
+        device = device_of(name)
+        if device.backend.is_host:
+            continue
+        produced = {o for s in steps for o in ((s.outs,) if isinstance(s.outs, int) else s.outs)}
+        copies: dict[int, int] = {}
+        for step in steps:
+            ins = list(step.ins)
+            for k, slot in enumerate(ins):
+                if slot in produced or (slot not in feeds and not isinstance(template[slot], np.ndarray)):
+                    continue
+                if slot not in copies:
+                    copies[slot] = len(template)
+                    if slot in feeds:
+                        template.append(None)
+                        uploads.append((slot, copies[slot], device))
+                    else:
+                        template.append(device.from_host(template[slot]))
+                ins[k] = copies[slot]
+            step.ins = tuple(ins)
+    return uploads
 
 
 def available_devices(num_cpus: int = 1) -> list[str]:

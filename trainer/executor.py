@@ -37,6 +37,7 @@ from functools import partial
 from typing import Sequence
 
 from schemas.registry import get_schema
+from trainer.devices import stage_host_inputs
 from trainer.errors import GraphError, KernelError
 from trainer.graph import Node, Tensor
 from trainer.passes.fuse_loops import CONTROL_FLOW_OPS, LoopStep, fuse_loops
@@ -89,7 +90,9 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
         return _dataflow_plan(lowered, copy_fetch, [t.name for t in fetch_tensors])
     parts = partition(lowered.steps, lowered.template, lowered.slot_names, local_task=local_task,
                       feed_slots=[f.slot for f in lowered.feeds], fetch_slots=lowered.fetch_slots)
+    uploads = stage_host_inputs(parts.local, lowered.template, [f.slot for f in lowered.feeds], session.device)
     plan = FlatPlan(parts.local, lowered.template, lowered.feeds, parts.fetch_slots, copy_fetch, parts.remote)
+    plan.uploads = uploads
     if session.parallel_ops and not sub_plan:
         schedule_levels(plan, session.cost_model)
     return plan

@@ -159,6 +159,7 @@ class FlatPlan:
     """
 
     levels = None
+    uploads: list = []  # (host slot, device slot, Device): feeds read on a GPU (trainer.devices.stage_host_inputs)
 
     def __init__(self, partitions, template, feeds, fetch_slots, copy_fetch, remote_partitions=()):
         self.partitions = partitions  # list of (device, [Step]), main partition first
@@ -178,6 +179,8 @@ class FlatPlan:
         vals = self.template[:]
         for spec, v in zip(self.feeds, feed_values):
             vals[spec.slot] = v
+        for host_slot, device_slot, device in self.uploads:  # feeds read on a GPU: copied up once
+            vals[device_slot] = device.from_host(vals[host_slot])
         fast = self.fast
         if self.levels is not None and pool is not None:
             for light, light_objs, heavy in self.levels:

@@ -67,7 +67,8 @@ _ACTIVATE = {
 
 def apply_activation(y, xp, activation: str, params):
     """``activation`` (an ``ACTIVATIONS`` name) applied in place on ``y``, a fresh array; returns it."""
-    if not y.flags.writeable:  # the base kernels return fresh arrays; this guards a future view
+    # the base kernels return fresh arrays; this guards a future view (CuPy arrays are always writeable)
+    if not getattr(y.flags, "writeable", True):
         y = y.copy()
     _ACTIVATE[activation](y, xp, *params)
     return y

@@ -61,6 +61,9 @@ def _horner(coefficients, t):
 
 
 def _erf(x, xp):
+    native = getattr(xp, "erf", None)  # the GPU namespace carries CUDA's erf (edge_runtime.gpu)
+    if native is not None and x.dtype in (xp.float32, xp.float64):
+        return native(x)
     # numpy has no erf (and the edge runtime may not depend on scipy). Near 0 the series is
     # exact to float64; elsewhere 1 - erfc, whose error is ~1e-7 relative: float32-exact.
     z = x.astype(xp.float64)
@@ -367,7 +370,14 @@ def pow_(x, y, *, xp):
 @kernel("Mod")
 def mod(a, b, *, xp, fmod):
     # fmod=1: sign of the dividend (C fmod); fmod=0: sign of the divisor (Python %).
-    return xp.fmod(a, b) if fmod else xp.mod(a, b)
+    if fmod:
+        return xp.fmod(a, b)
+    if a.dtype.kind != "f":
+        return xp.mod(a, b)
+    # Python's % from fmod, as NumPy computes it: CuPy's own float mod gives NaN for x % inf and
+    # loses the sign of zero results.
+    r = xp.fmod(a, b)
+    return xp.where(r != 0, xp.where((r < 0) != (b < 0), r + b, r), xp.copysign(r, b))
 
 
 @kernel("BitShift")

@@ -6,6 +6,8 @@ import math
 from functools import lru_cache
 from itertools import product
 
+import numpy as np
+
 from edge_runtime.kernels import _conv, _resize
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
@@ -299,7 +301,7 @@ def layer_normalization(x, scale, b, *, xp, axis, epsilon, stash_type):
     y *= scale
     if b is not None:
         y += b
-    return y.astype(x.dtype, copy=False), mean.astype(x.dtype), inv_std.astype(x.dtype)
+    return y.astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False), inv_std.astype(x.dtype, copy=False)
 
 
 @kernel("InstanceNormalization")
@@ -368,7 +370,11 @@ def dropout(x, ratio, training_mode, *, xp, seed):
     ratio = 0.5 if ratio is None else float(ratio)
     if training_mode is None or not bool(training_mode) or ratio == 0:
         return x, xp.ones(x.shape, dtype=bool)
-    mask = xp.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio
+    if seed is None:
+        mask = xp.random.uniform(0, 1.0, x.shape) >= ratio
+    else:
+        # A seed names NumPy's stream (as ONNX's reference does): the same mask on every device.
+        mask = xp.asarray(np.random.RandomState(seed).uniform(0, 1.0, x.shape) >= ratio)
     scale = xp.asarray(1.0 / (1.0 - ratio), dtype=x.dtype)
     return (x * mask * scale).astype(x.dtype), mask
 

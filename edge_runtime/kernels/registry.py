@@ -10,7 +10,9 @@ A kernel is a pure function ``kernel(*inputs, xp, **attrs) -> array | tuple[arra
 They return one array or a tuple with one entry per declared output (the runtime keeps as many
 as the node has). A kernel whose optional outputs are costly registers with
 ``output_count=True`` and then also receives ``n_outputs``, the number the node uses, so it can
-skip the rest (MaxPool's Indices).
+skip the rest (MaxPool's Indices). A kernel that only reads some inputs as small host values
+(shapes, axes, pads: through ``ints``) names their positions in ``host_inputs``: on the GPU those
+are not copied to the device, so shape arithmetic never costs a copy and a wait each way.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ Kernel = Callable[..., object]
 
 _KERNELS: dict[tuple[str, str], Kernel] = {}
 _WANTS_OUTPUT_COUNT: set[tuple[str, str]] = set()
+_HOST_INPUTS: dict[tuple[str, str], frozenset[int]] = {}
 
 
-def kernel(name: str, domain: str = "", *, output_count: bool = False) -> Callable[[Kernel], Kernel]:
+def kernel(name: str, domain: str = "", *, output_count: bool = False,
+           host_inputs: tuple[int, ...] = ()) -> Callable[[Kernel], Kernel]:
     """Register ``fn`` as the forward kernel of op ``name``; the op must already be declared."""
 
     def register(fn: Kernel) -> Kernel:
@@ -36,6 +40,8 @@ def kernel(name: str, domain: str = "", *, output_count: bool = False) -> Callab
         _KERNELS[key] = fn
         if output_count:
             _WANTS_OUTPUT_COUNT.add(key)
+        if host_inputs:
+            _HOST_INPUTS[key] = frozenset(host_inputs)
         return fn
 
     return register
@@ -45,6 +51,12 @@ def wants_output_count(name: str, domain: str = "") -> bool:
     """Whether the kernel of ``name`` takes ``n_outputs`` (the number of outputs the node uses)."""
     _load_families()
     return (domain, name) in _WANTS_OUTPUT_COUNT
+
+
+def host_inputs(name: str, domain: str = "") -> frozenset[int]:
+    """Input positions the kernel of ``name`` reads only as host values (see the module docstring)."""
+    _load_families()
+    return _HOST_INPUTS.get((domain, name), frozenset())
 
 
 def get_kernel(name: str, domain: str = "") -> Kernel:

@@ -46,7 +46,7 @@ def constant(*, xp, value, sparse_value, value_float, value_floats, value_int, v
     raise ShapeError("Constant: no value attribute is set")
 
 
-@kernel("Reshape")
+@kernel("Reshape", host_inputs=(1,))
 def reshape(data, shape, *, xp, allowzero):
     target = ints(shape)
     if not allowzero:
@@ -65,14 +65,14 @@ def transpose(data, *, xp, perm):
     return xp.transpose(data, perm)
 
 
-@kernel("Squeeze")
+@kernel("Squeeze", host_inputs=(1,))
 def squeeze(data, axes, *, xp):
     if axes is None:
         return xp.squeeze(data)
     return xp.squeeze(data, axis=tuple(_axes(ints(axes), data.ndim)))
 
 
-@kernel("Unsqueeze")
+@kernel("Unsqueeze", host_inputs=(1,))
 def unsqueeze(data, axes, *, xp):
     axes = ints(axes)
     return data.reshape(_unsqueezed_shape(data.shape, _axes(axes, data.ndim + len(axes))))
@@ -101,7 +101,7 @@ def split(x, sizes, *, xp, axis, num_outputs):
     return tuple(xp.split(x, np.cumsum(sizes)[:-1].tolist(), axis=axis))
 
 
-@kernel("Slice")
+@kernel("Slice", host_inputs=(1, 2, 3, 4))
 def slice_(data, starts, ends, axes, steps, *, xp):
     starts, ends = ints(starts), ints(ends)
     axes = list(range(len(starts))) if axes is None else _axes(ints(axes), data.ndim)
@@ -177,18 +177,18 @@ def scatter(data, indices, updates, *, xp, axis):
     return scatter_elements(data, indices, updates, xp=xp, axis=axis, reduction="none")
 
 
-@kernel("Expand")
+@kernel("Expand", host_inputs=(1,))
 def expand(x, shape, *, xp):
     target = np.broadcast_shapes(x.shape, tuple(ints(shape)))
     return xp.broadcast_to(x, target).copy()  # a writable array of its own, not a broadcast view
 
 
-@kernel("Tile")
+@kernel("Tile", host_inputs=(1,))
 def tile(x, repeats, *, xp):
     return xp.tile(x, ints(repeats))
 
 
-@kernel("Pad")
+@kernel("Pad", host_inputs=(1, 3))
 def pad(data, pads, constant_value, axes, *, xp, mode):
     axes = list(range(data.ndim)) if axes is None else _axes(ints(axes), data.ndim)
     pads = ints(pads)
@@ -208,14 +208,16 @@ def pad(data, pads, constant_value, axes, *, xp, mode):
     return xp.pad(data, width, mode=mode)
 
 
+# Shape and Size answer from metadata on the host, on every device: the shape arithmetic after
+# them (Gather, Concat, Reshape's target) then runs on the host too, with no copy and no GPU wait.
 @kernel("Shape")
 def shape(data, *, xp, start, end):
-    return xp.asarray(data.shape[start:end], dtype=INT64)
+    return np.asarray(data.shape[start:end], dtype=INT64)
 
 
 @kernel("Size")
 def size(data, *, xp):
-    return xp.asarray(data.size, dtype=INT64)
+    return np.asarray(data.size, dtype=INT64)
 
 
 @kernel("Range")

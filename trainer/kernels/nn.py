@@ -44,7 +44,7 @@ def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_sha
     view = _conv.windows(xpad, xp, win).transpose(order)  # (N, C, k..., out...)
     d2 = dy.reshape(n, g, m // g, p)
     dw = xp.zeros((g, m // g, (c // g) * k), dtype=dy.dtype)
-    spans = _conv.batch_chunks(n, c * k * p * x.itemsize)
+    spans = _conv.batch_chunks(n, c * k * p * x.itemsize, xp)
     buf = xp.empty((spans[0][1],) + view.shape[1:], dtype=x.dtype)
     for s, e in spans:
         cols = buf[: e - s]
@@ -82,7 +82,7 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     dyp = dyp.reshape(n, g, m // g, length)
     total = math.prod(padded)
     out = xp.zeros((n, c, total + offsets[-1]), dtype=dy.dtype)
-    spans = _conv.batch_chunks(n, c * k * length * dy.itemsize)
+    spans = _conv.batch_chunks(n, c * k * length * dy.itemsize, xp)
     buf = xp.empty((spans[0][1], c, k, length), dtype=dy.dtype)
     for s, e in spans:
         cols = buf[: e - s]
