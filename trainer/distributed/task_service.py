@@ -67,6 +67,11 @@ class TaskService:
             if set(self.workers) <= self._done:
                 self.job_done.set()
 
+    def workers_not_done(self) -> list[str]:
+        """The worker (and chief) tasks that have not said they are done."""
+        with self._lock:
+            return [t for t in self.workers if t not in self._done]
+
     # -- handlers ----------------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
         unary = {"Health": self._health, "RunStep": self._run_step, "Deregister": self._deregister, "Abort": self._abort,
