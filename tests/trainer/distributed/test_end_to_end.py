@@ -117,3 +117,44 @@ def test_two_async_workers_converge_on_sharded_embeddings(processes):
             assert code == 0, out
     finally:
         stop_all(servers)
+
+
+def read_until(proc: subprocess.Popen, pattern: str, timeout: float) -> list[str]:
+    """Lines of ``proc``'s output up to the first containing ``pattern`` (bounded by ``timeout``)."""
+    lines: list[str] = []
+    found = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if pattern in line:
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    assert found.wait(timeout), f"no {pattern!r} within {timeout} s:\n{''.join(lines)}"
+    return lines
+
+
+@pytest.mark.slow
+def test_sync_replicas_finishes_when_a_worker_is_sigkilled(processes):
+    cluster = make_cluster(ps=1, workers=3)
+    ps = processes.start_ps(cluster, 0, max_seconds=90)
+    timeout = 5.0
+    args = [SYNC_TASK, "--aggregate", "2", "--replicas", "3", "--last-step", "40", "--timeout", str(timeout)]
+    workers = [processes.start(args, cluster, "worker", i) for i in range(3)]
+    read_until(workers[2], "step 3 ", timeout=60)
+    workers[2].send_signal(signal.SIGKILL)  # dies holding whatever it held
+    outs = {}
+    for i in (0, 1):
+        code, outs[i] = wait_exit(workers[i], timeout=60)
+        assert code == 0, outs[i]
+        assert "finished" in outs[i]
+    durations = [float(line.split(" took ")[1].split()[0]) for i in (0, 1) for line in outs[i].splitlines()
+                 if " took " in line]
+    assert durations and max(durations) < timeout + 2.0, max(durations)  # no step waited past its timeout
+    last = max(int(line.split()[1]) for line in outs[0].splitlines() if line.startswith("step "))
+    assert last >= 40
+    code, out = wait_exit(ps, timeout=20)  # the chief is done and the dead worker answers no more
+    assert code == 0, out
+    assert "job done" in out
