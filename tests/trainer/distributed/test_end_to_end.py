@@ -12,16 +12,17 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import trainer as T
 from trainer.devices import DeviceSpec
+from trainer.saver import latest_checkpoint, load_checkpoint
 
 from . import sparse_model as S
 from .conftest import ROOT, make_cluster, wait_exit
+from .test_launcher import launch
 
 SYNC_TASK = os.path.join(os.path.dirname(__file__), "sync_task.py")
 
@@ -158,3 +159,73 @@ def test_sync_replicas_finishes_when_a_worker_is_sigkilled(processes):
     code, out = wait_exit(ps, timeout=20)  # the chief is done and the dead worker answers no more
     assert code == 0, out
     assert "job done" in out
+
+
+def saved(directory: str) -> dict[str, np.ndarray]:
+    _, values = load_checkpoint(latest_checkpoint(directory))
+    return values
+
+
+def assert_same_values(got: dict, want: dict) -> None:
+    assert sorted(got) == sorted(want)
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+
+
+@pytest.mark.slow
+def test_a_two_shard_checkpoint_restores_into_three_shards_and_one_process(processes, tmp_path):
+    first, resaved, local_dir = (str(tmp_path / d) for d in ("two", "three", "one"))
+    cluster = make_cluster(ps=2, workers=1)
+    pss = [processes.start_ps(cluster, i) for i in range(2)]
+    (server,) = worker_servers(cluster, 1)
+    try:
+        g, m = S.build(setter(cluster, 0), shards=2)
+        with T.train.MonitoredTrainingSession(master=server.target, is_chief=True, graph=g, checkpoint_dir=first,
+                                              save_secs=None) as sess:
+            for ids in S.batches(10, seed=3):
+                sess.run(m["train"], S.feed(m, ids))
+            trained = S.values(sess.session, m)
+    finally:
+        stop_all([server])
+    for ps in pss:
+        assert wait_exit(ps, timeout=15)[0] == 0
+    want = saved(first)
+    assert {"emb_a", "emb_l", "w", "emb_l/Adam/m", "emb_l/Adam/v", "global_step"} <= set(want), sorted(want)
+    assert any(name.startswith("emb_a/Adagrad") for name in want) and not any("part_" in n for n in want)
+    np.testing.assert_array_equal(want["emb_a"], trained["emb_a"])
+
+    cluster3 = make_cluster(ps=3, workers=1)
+    pss = [processes.start_ps(cluster3, i) for i in range(3)]
+    (server,) = worker_servers(cluster3, 1)
+    try:
+        g, m = S.build(setter(cluster3, 0), shards=3)
+        assert {ps_of(v) for v in m["emb_a"]} == {("ps", 0), ("ps", 1), ("ps", 2)}
+        with T.train.MonitoredTrainingSession(master=server.target, is_chief=True, graph=g, checkpoint_dir=first,
+                                              save_secs=None) as sess:
+            assert sess.restored_from is not None and sess.step == 10
+            assert_same_values(S.values(sess.session, m), trained)
+            sess.saver.save(sess.session, os.path.join(resaved, "model"), global_step=sess.step)
+    finally:
+        stop_all([server])
+    assert_same_values(saved(resaved), want)  # every value and slot came back through three shards
+
+    g, m = S.build(None, shards=1)
+    with g.as_default():
+        saver = T.Saver()
+    local = T.Session(g)
+    saver.restore(local, latest_checkpoint(first))
+    assert_same_values(S.values(local, m), trained)
+    saver.save(local, os.path.join(local_dir, "model"), global_step=10)
+    assert_same_values(saved(local_dir), want)
+
+
+@pytest.mark.slow
+def test_wide_and_deep_runs_under_the_launcher_on_two_ps_and_two_workers(tmp_path):
+    script = str(ROOT / "examples" / "wide_and_deep.py")
+    code, out, _ = launch("--ps", "2", "--workers", "2", "--timeout", "150", "--", sys.executable, script,
+                          "--steps", "60", "--logdir", str(tmp_path), timeout=180)
+    assert code == 0, out
+    assert "[worker:0] held-out accuracy" in out and "[worker:1] held-out accuracy" in out, out
+    assert "[launcher] job finished" in out
+    values = saved(str(tmp_path))  # the chief saved the tables by logical name, whole
+    assert values["deep/user_embedding"].shape == (2000, 8) and int(values["global_step"]) >= 60
