@@ -27,6 +27,7 @@ import numpy as np
 from trainer.errors import DeadlineExceededError
 from trainer.gradients import IndexedSlices
 from trainer.graph import TRAINER_DOMAIN, Node, Tensor, get_default_graph
+from trainer.hooks import SessionRunHook
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op
 from trainer.queues import FIFOQueue
 
@@ -221,9 +222,8 @@ class SyncReplicasOptimizer:
         return SyncReplicasHook(self, is_chief, init_tokens)
 
 
-class SyncReplicasHook:
-    """A SessionRunHook (``begin``, ``after_create_session``, ``before_run``, ``after_run``, ``end``):
-    on the chief, enqueues the initial tokens and runs ``chief_sync_op`` in a loop on a thread
+class SyncReplicasHook(SessionRunHook):
+    """On the chief, enqueues the initial tokens and runs ``chief_sync_op`` in a loop on a thread
     until ``end`` (or the session fails); workers need nothing."""
 
     def __init__(self, opt: SyncReplicasOptimizer, is_chief: bool, init_tokens_op: Node | None):
@@ -232,9 +232,6 @@ class SyncReplicasHook:
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.steps = 0
-
-    def begin(self) -> None:
-        pass
 
     def after_create_session(self, session, coord=None) -> None:
         """Start the chief's loop. ``coord`` (a Coordinator) is optional: a MonitoredTrainingSession
@@ -262,12 +259,6 @@ class SyncReplicasHook:
                     if coord is not None:
                         coord.request_stop(e)
                 return
-
-    def before_run(self, run_context=None):
-        return None
-
-    def after_run(self, run_context=None, run_values=None) -> None:
-        pass
 
     def end(self, session=None, timeout: float | None = None) -> None:
         """Stop the chief's loop; it returns within the optimizer's timeout_secs."""

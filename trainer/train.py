@@ -17,13 +17,15 @@ from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
-from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook
+from trainer.hooks import (FinalOpsHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
+                           SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook)
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "DistBeliefTrainer", "GradientDescentOptimizer",
-    "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "MomentumOptimizer", "MonitoredTrainingSession", "Optimizer",
+    "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "DistBeliefTrainer", "FinalOpsHook",
+    "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "LoggingTensorHook",
+    "MomentumOptimizer", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Optimizer",
     "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-    "SessionRunValues", "StopAtStepHook", "SyncReplicasOptimizer", "TFConfigClusterResolver", "byte_size_load_fn",
+    "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SyncReplicasOptimizer", "TFConfigClusterResolver", "byte_size_load_fn",
     "clip_by_global_norm", "exponential_decay", "get_or_create_global_step", "piecewise_constant",
     "replica_device_setter",
 ]
