@@ -102,6 +102,13 @@ class Server:
                 client = self._peers[task] = PeerClient(self.task, task, address, self.timeout)
             return client
 
+    def bytes_moved(self) -> int:
+        """Tensor bytes this task has sent to and received from other tasks so far (a Recv pulls
+        a value from its sender, so both directions are counted on this side)."""
+        with self._peers_lock:
+            received = sum(client.bytes_received for client in self._peers.values())
+        return self.service.bytes_sent + received
+
     def _receiver(self, task: str):
         return self.peer(task).start_recv
 
