@@ -12,7 +12,8 @@ gradients of a step and need no particular worker; a worker holds nothing others
 token is only its own permission to go on, and the tokens a dead worker leaves let the live ones
 fill in); the chief waits for all accumulators before taking from any, so a timeout leaves
 nothing half-taken; every wait (token, accumulator) has a timeout and fails with
-DeadlineExceededError naming what it waited for.
+DeadlineExceededError naming what it waited for. The chief's wait for gradients polls
+(CHIEF_POLL_SECS), so ending a job does not wait out timeout_secs.
 
 Works in one process (replicas as threads on one Session) and, placed by replica_device_setter,
 across tasks: the accumulators and token queue are colocated with the variables and global step.
@@ -39,6 +40,11 @@ D = TRAINER_DOMAIN
 def snapshot(value) -> Tensor:
     """A copy of ``value`` taken when it runs (a variable's Identity would alias its live buffer)."""
     return make_op("Snapshot", [value], domain=D).outputs[0]
+
+
+# The chief's sync op waits this long for gradients, then its loop looks at its stop flag and waits
+# again: ending the session takes at most this, not timeout_secs.
+CHIEF_POLL_SECS = 0.5
 
 
 def _ms(timeout) -> int:
@@ -177,8 +183,9 @@ class SyncReplicasOptimizer:
     def _build_chief_op(self, graph, global_step) -> Node:
         m = self.replicas_to_aggregate
         with graph.colocate_with(global_step.node):
+            wait = min(self.timeout_secs, CHIEF_POLL_SECS)
             ready = graph.create_op("AccumulatorWaitAll", [acc.handle for acc, _ in self.accumulators],
-                                    {"num_required": m, "timeout_ms": _ms(self.timeout_secs)}, domain=D,
+                                    {"num_required": m, "timeout_ms": _ms(wait)}, domain=D,
                                     name="wait_for_gradients")
         aggregated = []
         with graph.control_dependencies([ready]):
@@ -261,9 +268,9 @@ class SyncReplicasHook(SessionRunHook):
                 return
 
     def end(self, session=None, timeout: float | None = None) -> None:
-        """Stop the chief's loop; it returns within the optimizer's timeout_secs."""
+        """Stop the chief's loop; it returns once its current wait for gradients (CHIEF_POLL_SECS) ends."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout if timeout is not None else self.opt.timeout_secs + 5)
+            self._thread.join(timeout if timeout is not None else CHIEF_POLL_SECS + self.opt.timeout_secs + 5)
             if self._thread.is_alive():
                 raise DeadlineExceededError("the chief's sync loop did not stop")
