@@ -367,7 +367,8 @@ def report_distbelief(args) -> None:
     print(f"{'ours':>11} {r['ours_ms']:>9.2f} {r['ours_bytes']:>17,.0f}")
     print(f"{'distbelief':>11} {r['db_ms']:>9.2f} {r['db_bytes']:>17,.0f}   (model: {r['db_model_bytes']:,} "
           "= every parameter and gradient)")
-    print(f"distbelief/ours: {r['db_ms'] / r['ours_ms']:.1f}x time, {r['db_bytes'] / max(r['ours_bytes'], 1):.0f}x bytes")
+    ratio = r["db_bytes"] / max(r["ours_bytes"], 1)
+    print(f"distbelief/ours: {r['db_ms'] / r['ours_ms']:.1f}x time, {ratio:.0f}x bytes")
 
 
 def report_sync(args) -> None:
@@ -390,8 +391,8 @@ def report_modes(args) -> None:
     for workers in (1, 2, 4):
         rates = []
         for aggregate in (0, workers):
-            res = run_job("train", 1, workers, ["--steps", str(args.mode_steps), "--aggregate", str(aggregate), "--sleep", "0",
-                                                "--replicas", str(workers)])
+            res = run_job("train", 1, workers, ["--steps", str(args.mode_steps), "--aggregate", str(aggregate),
+                                                "--replicas", str(workers), "--sleep", "0"])
             span = max(r["end"] for r in res) - min(r["start"] for r in res)
             rates.append(sum(r["runs"] for r in res) / span)
         print(f"{workers:>8} {rates[0]:>9.1f} {rates[1]:>9.1f} {rates[1] / rates[0]:>11.2f}")
