@@ -6,9 +6,10 @@
 (b) dense: 100 MB of float32 parameters on the PS, each step fetches them to the worker and sends
     an update of the same size back; bytes per second against a raw grpcio bidirectional stream
     echoing the same 200 MB per step in 4 MB chunks between the same two processes (target >= 0.7x).
-(c) sparse: an embedding table (64 float32 wide) in two shards on 2 PS tasks; each of 2 workers
-    looks up 32 random rows per step and applies their SGD update on the PS; median step time
-    with a 100 MB and a 1 GB table (target: within 1.2x, the paper's "independent of size").
+(c) sparse: embedding tables (64 float32 wide) of 100 MB and 1 GB, each in two shards on 2 PS
+    tasks; each of 2 workers looks up 32 random rows per step and applies their SGD update on the
+    PS, steps alternating between the tables; median step times (target: within 1.2x, the
+    paper's "independent of size").
 (d) DistBelief get/put against ours on the same model (a 12.8 MB embedding table over 2 PS tasks,
     batch 64): median step time and tensor bytes moved per step (Server.bytes_moved()), both
     modes on the same processes, steps alternating.
@@ -150,32 +151,49 @@ def dense_case(server, r, args) -> dict:
 SPARSE_WIDTH, SPARSE_ROWS_PER_STEP = 64, 32
 
 
-def sparse_case(server, r, args) -> dict:
-    """32 random rows of a two-shard table per step, looked up and updated (sparse SGD) on the PS."""
+def sparse_table(name: str, megabytes: int, ids):
+    """(shards, train op): a two-shard table of ``megabytes`` on PS tasks 0 and 1, and an SGD step
+    on the rows ``ids`` picks."""
     import trainer as T
     from trainer.ops import constant, make_op
 
-    rows = args.table_mb * (1 << 20) // (SPARSE_WIDTH * 4)
+    rows = megabytes * (1 << 20) // (SPARSE_WIDTH * 4)
+    shards = []
+    for i, size in enumerate((rows - rows // 2, rows // 2)):
+        with T.device(f"/job:ps/task:{i}"):  # zeros made on the PS: the table never crosses
+            zeros = make_op("Expand", [constant(np.zeros((1, SPARSE_WIDTH), np.float32)),
+                                       constant(np.asarray([size, SPARSE_WIDTH], np.int64))]).outputs[0]
+            shards.append(T.Variable(zeros, name=f"{name}/part_{i}"))
+    looked_up = T.nn.embedding_lookup(shards, ids, partition_strategy="div")
+    loss = T.reduce_sum(T.square(looked_up - 1.0))
+    return shards, T.train.GradientDescentOptimizer(0.01).minimize(loss, var_list=shards)
+
+
+def sparse_case(server, r, args) -> dict:
+    """32 random rows per step of a small and of a big table (steps alternating, so both see the
+    same load), looked up and updated (sparse SGD) on the PS tasks."""
+    import trainer as T
+
+    sizes = (args.sparse_small_mb, args.sparse_big_mb)
     g = T.Graph()
     with g.as_default():
-        shards = []
-        for i, size in enumerate((rows - rows // 2, rows // 2)):
-            with T.device(f"/job:ps/task:{i}"):  # zeros made on the PS: the table never crosses
-                zeros = make_op("Expand", [constant(np.zeros((1, SPARSE_WIDTH), np.float32)),
-                                           constant(np.asarray([size, SPARSE_WIDTH], np.int64))]).outputs[0]
-                shards.append(T.Variable(zeros, name=f"table/part_{i}"))
         ids = T.placeholder(np.int64, (SPARSE_ROWS_PER_STEP,), name="ids")
-        looked_up = T.nn.embedding_lookup(shards, ids, partition_strategy="div")
-        loss = T.reduce_sum(T.square(looked_up - 1.0))
-        train = T.train.GradientDescentOptimizer(0.01).minimize(loss)
-        init = T.group(*[v.initializer for v in shards])
+        tables = [sparse_table(f"table_{mb}mb", mb, ids) for mb in sizes]
+        variables = [v for shards, _ in tables for v in shards]
+        init = T.group(*[v.initializer for v in variables])
     sess = T.Session(g, target=server.target)
     if r.task_id == 0:
         sess.run(init)
-    wait_initialized(sess, shards)
+    wait_initialized(sess, variables)
     rng = np.random.default_rng(r.task_id)
-    times = timed(lambda: sess.run(train, {ids: rng.integers(0, rows, SPARSE_ROWS_PER_STEP)}), args.steps, warmup=10)
-    return dict(ms=statistics.median(times), rows=rows)
+    rows = [mb * (1 << 20) // (SPARSE_WIDTH * 4) for mb in sizes]
+    steps = [lambda train=train, n=n: sess.run(train, {ids: rng.integers(0, n, SPARSE_ROWS_PER_STEP)})
+             for (_, train), n in zip(tables, rows)]
+    for _ in range(10):
+        steps[0]()
+        steps[1]()
+    small, big = timed_pair(steps[0], steps[1], args.steps)
+    return dict(small_ms=statistics.median(small), big_ms=statistics.median(big), rows=rows)
 
 
 def distbelief_case(server, r, args) -> dict:
@@ -348,16 +366,17 @@ def report_dense(args) -> None:
 
 
 def report_sparse(args) -> None:
-    print(f"(c) sparse: {SPARSE_ROWS_PER_STEP} random rows x {SPARSE_WIDTH} float32 per worker per step, "
-          "table in 2 shards on 2 PS, 2 workers; median ms per step")
-    print(f"{'table MB':>9} {'rows':>9} {'worker:0 ms':>12} {'worker:1 ms':>12}")
-    medians = {}
-    for mb in (args.sparse_small_mb, args.sparse_big_mb):
-        res = run_job("sparse", 2, 2, ["--steps", str(args.sparse_steps), "--table-mb", str(mb)])
-        medians[mb] = statistics.median([r["ms"] for r in res])
-        print(f"{mb:>9} {res[0]['rows']:>9} {res[0]['ms']:>12.3f} {res[1]['ms']:>12.3f}")
-    big, small = medians[args.sparse_big_mb], medians[args.sparse_small_mb]
-    print(f"ratio {args.sparse_big_mb} MB / {args.sparse_small_mb} MB: {big / small:.2f} (target <= 1.2)")
+    small, big = args.sparse_small_mb, args.sparse_big_mb
+    print(f"(c) sparse: {SPARSE_ROWS_PER_STEP} random rows x {SPARSE_WIDTH} float32 per worker per step, tables "
+          f"of {small} MB and {big} MB, each in 2 shards on 2 PS, 2 workers, steps alternating; median ms per step")
+    res = run_job("sparse", 2, 2, ["--steps", str(args.sparse_steps), "--sparse-small-mb", str(small),
+                                   "--sparse-big-mb", str(big)])
+    print(f"{'task':>10} {f'{small} MB ms':>11} {f'{big} MB ms':>11} {'ratio':>7}")
+    for r in res:
+        print(f"{r['task']:>10} {r['small_ms']:>11.3f} {r['big_ms']:>11.3f} {r['big_ms'] / r['small_ms']:>7.2f}")
+    ratio = statistics.median(r["big_ms"] for r in res) / statistics.median(r["small_ms"] for r in res)
+    print(f"ratio {big} MB / {small} MB: {ratio:.2f} (target <= 1.2; rows {res[0]['rows'][0]:,} and "
+          f"{res[0]['rows'][1]:,})")
 
 
 def report_distbelief(args) -> None:
@@ -413,7 +432,6 @@ def main() -> int:
     p.add_argument("--null-steps", type=int, default=500)
     p.add_argument("--dense-steps", type=int, default=5)
     p.add_argument("--dense-mb", type=int, default=100)
-    p.add_argument("--table-mb", type=int, default=100)
     p.add_argument("--sparse-steps", type=int, default=200)
     p.add_argument("--sparse-small-mb", type=int, default=100)
     p.add_argument("--sparse-big-mb", type=int, default=1024)
