@@ -110,14 +110,14 @@ def cluster_setup():
     worker = f"/job:{resolver.task_type}/task:{resolver.task_id}"
     is_chief = resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
                                                    and "chief" not in cluster.as_dict())
-    return T.train.replica_device_setter(cluster=cluster, worker_device=worker), {"target": server.target}, is_chief
+    return T.train.replica_device_setter(cluster=cluster, worker_device=worker), {"master": server.target}, is_chief
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--logdir", default=None, help="save a checkpoint here at the end (by logical names)")
+    p.add_argument("--logdir", default=None, help="restore from and save checkpoints here (by logical names)")
     args = p.parse_args(argv)
 
     device_fn, session_kwargs, is_chief = cluster_setup()
@@ -126,9 +126,10 @@ def main(argv=None) -> dict:
     g, m = build_model(device_fn)
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()
-    with T.Session(g, **session_kwargs) as sess:
-        if is_chief:
-            sess.run(m["init"])
+    # On a cluster the chief initializes (others wait for it) and closing tells the PS tasks this
+    # worker is done, so they exit by themselves; in one process it is a plain session.
+    with T.train.MonitoredTrainingSession(checkpoint_dir=args.logdir, is_chief=is_chief, graph=g, save_secs=None,
+                                          **session_kwargs) as sess:
         for i in range(args.steps):
             b = rng.integers(0, n_train, args.batch)
             _, loss = sess.run([m["train"], m["loss"]], {m["users"]: users[b], m["items"]: items[b],
@@ -138,10 +139,6 @@ def main(argv=None) -> dict:
         test = slice(n_train, None)
         acc = float(sess.run(m["accuracy"], {m["users"]: users[test], m["items"]: items[test],
                                              m["dense"]: dense[test], m["labels"]: labels[test]}))
-        if args.logdir and is_chief:
-            with g.as_default():
-                saver = T.Saver()
-            print("checkpoint", saver.save(sess, os.path.join(args.logdir, "model"), global_step=m["step"]))
     best = float(((logits[test] > 0) == (labels[test] > 0.5)).mean())
     print(f"held-out accuracy {acc:.4f} (the true model's: {best:.4f}) after {args.steps} steps "
           f"in {time.perf_counter() - t0:.1f}s")

@@ -1,5 +1,10 @@
 """Session run hooks: TensorFlow 1.x's protocol for code that rides along a training loop.
 
+One protocol for every loop: ``MonitoredTrainingSession`` (in one process or on a cluster), the
+Estimator's ``HookedRunner`` and ``SyncReplicasOptimizer``'s hook all use these classes, and the
+standard hooks (``tf.train.StopAtStepHook``, ``NanTensorHook``, ``LoggingTensorHook``,
+``FinalOpsHook``, ``StepCounterHook``) live here.
+
 A hook may define ``begin()``, ``after_create_session(session, coord)``, ``before_run(run_context)``
 (returning ``SessionRunArgs`` of extra fetches and feeds, or None), ``after_run(run_context,
 run_values)`` and ``end(session)``. ``run_context.request_stop()`` ends the loop after the current
@@ -9,9 +14,22 @@ step. ``MonitoredTrainingSession(hooks=[...])`` runs them; the extra fetches go 
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any, NamedTuple
 
-__all__ = ["SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StopAtStepHook"]
+import numpy as np
+
+__all__ = [
+    "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs",
+    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
+]
+
+log = logging.getLogger("trainer.hooks")
+
+
+class NanLossDuringTrainingError(RuntimeError):
+    """The training loss became NaN or infinite."""
 
 
 class SessionRunHook:
@@ -55,6 +73,12 @@ class SessionRunContext:
         self.stop_requested = True
 
 
+def _global_step():
+    from trainer.train import get_or_create_global_step  # trainer.train imports this module
+
+    return get_or_create_global_step()
+
+
 class StopAtStepHook(SessionRunHook):
     """Stop after ``num_steps`` more steps, or at global step ``last_step`` (on a cluster the
     global step is shared, so every worker stops once together they reached it)."""
@@ -65,9 +89,7 @@ class StopAtStepHook(SessionRunHook):
         self._num_steps, self._last_step = num_steps, last_step
 
     def begin(self):
-        from trainer.train import get_or_create_global_step
-
-        self._step = get_or_create_global_step()
+        self._step = _global_step()
 
     def after_create_session(self, session, coord):
         if self._last_step is None:
@@ -79,3 +101,79 @@ class StopAtStepHook(SessionRunHook):
     def after_run(self, run_context, run_values):
         if int(run_values.results) >= self._last_step:  # fetched values are read after the step's updates
             run_context.request_stop()
+
+
+class NanTensorHook(SessionRunHook):
+    """Fail (or only stop, with ``fail_on_nan_loss=False``) when ``loss_tensor`` is NaN or infinite."""
+
+    def __init__(self, loss_tensor, fail_on_nan_loss: bool = True):
+        self._loss, self._fail = loss_tensor, fail_on_nan_loss
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._loss)
+
+    def after_run(self, run_context, run_values):
+        if not np.all(np.isfinite(run_values.results)):
+            if self._fail:
+                raise NanLossDuringTrainingError(f"the loss is {run_values.results}")
+            log.error("the loss is %s: stopping", run_values.results)
+            run_context.request_stop()
+
+
+class LoggingTensorHook(SessionRunHook):
+    """Log ``tensors`` (a dict of name -> tensor, or a list) every ``every_n_iter`` steps."""
+
+    def __init__(self, tensors, every_n_iter: int | None = 100, every_n_secs=None, at_end: bool = False,
+                 formatter=None):
+        if every_n_secs is not None:
+            raise ValueError("LoggingTensorHook: every_n_secs is not supported; use every_n_iter")
+        self._tensors = tensors if isinstance(tensors, dict) else {getattr(t, "name", str(t)): t for t in tensors}
+        self._every, self._formatter, self._iter = every_n_iter, formatter, 0
+
+    def before_run(self, run_context):
+        due = self._every is not None and self._iter % self._every == 0
+        self._iter += 1
+        return SessionRunArgs(self._tensors) if due else None
+
+    def after_run(self, run_context, run_values):
+        if run_values.results is not None:
+            values = run_values.results
+            log.info("%s", self._formatter(values) if self._formatter else
+                     ", ".join(f"{k} = {v}" for k, v in values.items()))
+
+
+class FinalOpsHook(SessionRunHook):
+    """Runs ``final_ops`` when the session ends; their values are ``final_ops_values``."""
+
+    def __init__(self, final_ops, final_ops_feed_dict=None):
+        self._ops, self._feeds = final_ops, final_ops_feed_dict
+        self.final_ops_values = None
+
+    def end(self, session):
+        self.final_ops_values = session.run(self._ops, self._feeds)
+
+
+class StepCounterHook(SessionRunHook):
+    """Logs global steps per second every ``every_n_steps`` steps."""
+
+    def __init__(self, every_n_steps: int = 100, every_n_secs=None, output_dir=None, summary_writer=None):
+        if every_n_secs is not None:
+            raise ValueError("StepCounterHook: every_n_secs is not supported; use every_n_steps")
+        self._every = every_n_steps
+        self.steps_per_sec: float | None = None
+
+    def begin(self):
+        self._step = _global_step()
+        self._last = None
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._step)
+
+    def after_run(self, run_context, run_values):
+        step, now = int(run_values.results), time.monotonic()
+        if self._last is None:
+            self._last = (step, now)
+        elif step - self._last[0] >= self._every:
+            self.steps_per_sec = (step - self._last[0]) / max(now - self._last[1], 1e-9)
+            log.info("global_step/sec: %.4g", self.steps_per_sec)
+            self._last = (step, now)

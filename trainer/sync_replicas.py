@@ -12,7 +12,8 @@ gradients of a step and need no particular worker; a worker holds nothing others
 token is only its own permission to go on, and the tokens a dead worker leaves let the live ones
 fill in); the chief waits for all accumulators before taking from any, so a timeout leaves
 nothing half-taken; every wait (token, accumulator) has a timeout and fails with
-DeadlineExceededError naming what it waited for.
+DeadlineExceededError naming what it waited for. The chief's wait for gradients polls
+(CHIEF_POLL_SECS), so ending a job does not wait out timeout_secs.
 
 Works in one process (replicas as threads on one Session) and, placed by replica_device_setter,
 across tasks: the accumulators and token queue are colocated with the variables and global step.
@@ -27,6 +28,7 @@ import numpy as np
 from trainer.errors import DeadlineExceededError
 from trainer.gradients import IndexedSlices
 from trainer.graph import TRAINER_DOMAIN, Node, Tensor, get_default_graph
+from trainer.hooks import SessionRunHook
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op
 from trainer.queues import FIFOQueue
 
@@ -38,6 +40,11 @@ D = TRAINER_DOMAIN
 def snapshot(value) -> Tensor:
     """A copy of ``value`` taken when it runs (a variable's Identity would alias its live buffer)."""
     return make_op("Snapshot", [value], domain=D).outputs[0]
+
+
+# The chief's sync op waits this long for gradients, then its loop looks at its stop flag and waits
+# again: ending the session takes at most this, not timeout_secs.
+CHIEF_POLL_SECS = 0.5
 
 
 def _ms(timeout) -> int:
@@ -176,8 +183,9 @@ class SyncReplicasOptimizer:
     def _build_chief_op(self, graph, global_step) -> Node:
         m = self.replicas_to_aggregate
         with graph.colocate_with(global_step.node):
+            wait = min(self.timeout_secs, CHIEF_POLL_SECS)
             ready = graph.create_op("AccumulatorWaitAll", [acc.handle for acc, _ in self.accumulators],
-                                    {"num_required": m, "timeout_ms": _ms(self.timeout_secs)}, domain=D,
+                                    {"num_required": m, "timeout_ms": _ms(wait)}, domain=D,
                                     name="wait_for_gradients")
         aggregated = []
         with graph.control_dependencies([ready]):
@@ -221,9 +229,8 @@ class SyncReplicasOptimizer:
         return SyncReplicasHook(self, is_chief, init_tokens)
 
 
-class SyncReplicasHook:
-    """A SessionRunHook (``begin``, ``after_create_session``, ``before_run``, ``after_run``, ``end``):
-    on the chief, enqueues the initial tokens and runs ``chief_sync_op`` in a loop on a thread
+class SyncReplicasHook(SessionRunHook):
+    """On the chief, enqueues the initial tokens and runs ``chief_sync_op`` in a loop on a thread
     until ``end`` (or the session fails); workers need nothing."""
 
     def __init__(self, opt: SyncReplicasOptimizer, is_chief: bool, init_tokens_op: Node | None):
@@ -232,9 +239,6 @@ class SyncReplicasHook:
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.steps = 0
-
-    def begin(self) -> None:
-        pass
 
     def after_create_session(self, session, coord=None) -> None:
         """Start the chief's loop. ``coord`` (a Coordinator) is optional: a MonitoredTrainingSession
@@ -263,16 +267,10 @@ class SyncReplicasHook:
                         coord.request_stop(e)
                 return
 
-    def before_run(self, run_context=None):
-        return None
-
-    def after_run(self, run_context=None, run_values=None) -> None:
-        pass
-
     def end(self, session=None, timeout: float | None = None) -> None:
-        """Stop the chief's loop; it returns within the optimizer's timeout_secs."""
+        """Stop the chief's loop; it returns once its current wait for gradients (CHIEF_POLL_SECS) ends."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout if timeout is not None else self.opt.timeout_secs + 5)
+            self._thread.join(timeout if timeout is not None else CHIEF_POLL_SECS + self.opt.timeout_secs + 5)
             if self._thread.is_alive():
                 raise DeadlineExceededError("the chief's sync loop did not stop")

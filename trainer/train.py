@@ -17,16 +17,18 @@ from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
-from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook
+from trainer.hooks import (FinalOpsHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
+                           SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook)
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "DistBeliefTrainer", "GradientDescentOptimizer",
-    "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "MomentumOptimizer", "MonitoredTrainingSession", "Optimizer",
+    "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "DistBeliefTrainer", "FinalOpsHook",
+    "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "LoggingTensorHook",
+    "MomentumOptimizer", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Optimizer",
     "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
-    "SessionRunValues", "StopAtStepHook", "SyncReplicasOptimizer", "TFConfigClusterResolver", "byte_size_load_fn",
-    "clip_by_global_norm", "cosine_decay", "create_global_step", "exponential_decay", "get_global_step",
-    "get_or_create_global_step", "global_step", "inverse_time_decay", "natural_exp_decay", "piecewise_constant",
-    "piecewise_constant_decay", "polynomial_decay", "replica_device_setter",
+    "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SyncReplicasOptimizer", "TFConfigClusterResolver",
+    "byte_size_load_fn", "clip_by_global_norm", "cosine_decay", "create_global_step", "exponential_decay",
+    "get_global_step", "get_or_create_global_step", "global_step", "inverse_time_decay", "natural_exp_decay",
+    "piecewise_constant", "piecewise_constant_decay", "polynomial_decay", "replica_device_setter",
 ]
 
 
@@ -362,9 +364,6 @@ LAZY_ATTRIBUTES = {
     **{name: ("trainer.checkpoint_utils", name) for name in (
         "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable")},
     "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),
-    # The session-run hooks live with tf.estimator (trainer/estimator/hooks.py), as TensorFlow's do.
-    **{hook: ("trainer.estimator", hook) for hook in (
-        "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook")},
 }
 
 

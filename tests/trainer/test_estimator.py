@@ -155,7 +155,7 @@ def test_stop_at_step_nan_tensor_and_logging_hooks(tmp_path, caplog):
 
     import logging
 
-    with caplog.at_level(logging.INFO, logger="trainer.estimator"), \
+    with caplog.at_level(logging.INFO, logger="trainer.hooks"), \
             pytest.raises(tf.estimator.NanLossDuringTrainingError, match="the loss is nan"):
         tf.estimator.Estimator(logged_model_fn, model_dir=str(tmp_path / "b")).train(dataset_input_fn, steps=3)
     assert "the_loss = " in caplog.text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import trainer as T
 
@@ -46,3 +47,30 @@ def test_hooks_see_each_step_and_stop_it():
     assert sess.step == 3
     # one cached plan per distinct fetch list (init, local init, global step, the step), not one per step
     assert len(sess.session._plans) <= 4
+
+
+def test_one_hook_protocol_serves_every_loop():
+    from trainer.estimator import hooks as estimator_hooks
+    from trainer.sync_replicas import SyncReplicasHook
+
+    for name in ("SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues", "StopAtStepHook",
+                 "NanTensorHook", "LoggingTensorHook", "FinalOpsHook", "StepCounterHook"):
+        assert getattr(T.estimator, name) is getattr(T.train, name) is getattr(estimator_hooks, name), name
+    assert issubclass(SyncReplicasHook, T.train.SessionRunHook)
+
+
+def test_the_standard_hooks_run_under_a_monitored_session():
+    g = T.Graph()
+    with g.as_default():
+        step = T.train.get_or_create_global_step()
+        loss = T.placeholder(np.float32, (), name="loss")
+        train = step.assign_add(np.int64(1))
+        final = T.train.FinalOpsHook(step * 10)
+        counter = T.train.StepCounterHook(every_n_steps=1)
+        hooks = [T.train.NanTensorHook(loss), counter, final]
+    losses = [1.0, 0.5, float("nan"), 0.1]
+    with pytest.raises(T.train.NanLossDuringTrainingError, match="nan"):
+        with T.train.MonitoredTrainingSession(graph=g, hooks=hooks) as sess:
+            for value in losses:
+                sess.run(train, {loss: np.float32(value)})
+    assert counter.steps_per_sec is not None and int(final.final_ops_values) == 30

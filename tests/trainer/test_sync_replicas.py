@@ -199,3 +199,23 @@ def test_misuse_is_refused():
                 trainer.reduce_sum(w * x))
     with pytest.raises(ValueError, match="replicas_to_aggregate"):
         trainer.train.SyncReplicasOptimizer(trainer.train.GradientDescentOptimizer(1.0), 0)
+
+
+def test_the_chief_loop_stops_soon_even_with_a_long_timeout():
+    g = trainer.Graph()
+    with g.as_default():
+        w = trainer.Variable(np.ones(3, np.float32), name="w")
+        step = trainer.train.get_or_create_global_step()
+        opt = trainer.train.SyncReplicasOptimizer(trainer.train.GradientDescentOptimizer(0.1), replicas_to_aggregate=2,
+                                                  timeout_secs=60.0)
+        opt.minimize(trainer.reduce_sum(w * w), global_step=step)
+        hook = opt.make_session_run_hook(is_chief=True)
+        init = trainer.global_variables_initializer()
+    with trainer.Session(g) as sess:
+        sess.run(init)
+        hook.after_create_session(sess, None)
+        time.sleep(0.2)  # the loop now waits for gradients no replica sends
+        t0 = time.monotonic()
+        hook.end(sess)
+        assert time.monotonic() - t0 < 2.0  # its wait polls; ending does not take timeout_secs
+        assert hook.error is None

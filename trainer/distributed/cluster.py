@@ -17,7 +17,7 @@ import os
 import re
 from typing import Mapping
 
-__all__ = ["ClusterConfigError", "ClusterSpec", "TFConfigClusterResolver", "split_task_name", "task_name"]
+__all__ = ["ClusterConfigError", "ClusterSpec", "TFConfigClusterResolver", "chief_task", "split_task_name", "task_name"]
 
 # Jobs whose tasks run training steps (the job is done when all of them are); "ps" tasks serve.
 SERVING_JOBS = frozenset({"ps"})
@@ -111,6 +111,11 @@ class ClusterSpec:
 
     def __repr__(self) -> str:
         return f"ClusterSpec({self.as_dict()!r})"
+
+
+def chief_task(cluster: ClusterSpec) -> str:
+    """The chief: ``/job:chief/task:0`` when the cluster has that job, else worker 0 (TF's rule)."""
+    return task_name("chief", 0) if "chief" in cluster.jobs else task_name("worker", 0)
 
 
 def split_task_name(task: str) -> tuple[str, int]:

@@ -33,6 +33,7 @@ class PeerClient:
     def __init__(self, own_task: str, peer: str, address: str, timeout: float):
         self.own_task, self.peer, self.address, self.timeout = own_task, peer, address, timeout
         self.incarnation: int | None = None
+        self.bytes_received = 0  # tensor bytes pulled from the peer by Recv (a measure; headers not counted)
         self._lock = threading.Lock()
         self._channel = grpc.insecure_channel(address, options=channel_options())
         path = f"/{SERVICE}/"
@@ -101,6 +102,10 @@ class PeerClient:
     def uninitialized(self, names: list[str]) -> list[str]:
         return self._call_unary("Uninitialized", {"names": names}, self.timeout)["names"]
 
+    def count_received(self, nbytes: int) -> None:
+        with self._lock:
+            self.bytes_received += nbytes
+
     def close(self) -> None:
         self._channel.close()
 
@@ -149,7 +154,9 @@ class PendingRecv:
             raise self.peer.rpc_error(e, f"Recv of {self.key!r}") from None
         if "error" in header:
             raise error_from_wire(header["error"], self.peer.peer)
-        return tensors["value"]
+        value = tensors["value"]
+        self.peer.count_received(value.nbytes)
+        return value
 
     def cancel(self) -> None:
         self.call.cancel()

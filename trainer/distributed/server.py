@@ -11,11 +11,12 @@ the session then runs the nodes placed on other tasks there. ``done()`` (called 
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from trainer.distributed.cluster import SERVING_JOBS, ClusterConfigError, ClusterSpec, task_name
+from trainer.distributed.cluster import SERVING_JOBS, ClusterConfigError, ClusterSpec, chief_task, task_name
 from trainer.distributed.errors import DistributedError
 from trainer.distributed.peers import PeerClient, channel_options
 from trainer.distributed.task_service import TaskService
@@ -23,6 +24,7 @@ from trainer.distributed.task_service import TaskService
 __all__ = ["DEFAULT_TIMEOUT_S", "Server", "server_for_target"]
 
 DEFAULT_TIMEOUT_S = 60.0
+_JOIN_POLL_S = 0.5  # how often a joined PS looks for dead workers once the chief is done
 # Servers started in this process, by target, for Session(target=...).
 _BY_TARGET: dict[str, "Server"] = {}
 _BY_TARGET_LOCK = threading.Lock()
@@ -100,20 +102,46 @@ class Server:
                 client = self._peers[task] = PeerClient(self.task, task, address, self.timeout)
             return client
 
+    def bytes_moved(self) -> int:
+        """Tensor bytes this task has sent to and received from other tasks so far (a Recv pulls
+        a value from its sender, so both directions are counted on this side)."""
+        with self._peers_lock:
+            received = sum(client.bytes_received for client in self._peers.values())
+        return self.service.bytes_sent + received
+
     def _receiver(self, task: str):
         return self.peer(task).start_recv
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the job to end: on a PS until every worker is done, elsewhere until ``stop``.
 
+        A worker that died never says it is done: once the chief is done, a PS also ends the job
+        when every worker still missing no longer answers (so a PS exits after a SIGKILLed worker).
         Returns True once the job ended (the server is then stopped), False on ``timeout``.
         """
-        ended = self.service.job_done if self.is_ps else self._stopped
-        waiter = threading.Thread(target=lambda: (ended.wait(), self._stopped.set()), daemon=True)
-        waiter.start()
-        if not self._stopped.wait(timeout):
-            return False
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._stopped.is_set():
+            if self.is_ps and (self.service.job_done.is_set() or self._only_dead_workers_left()):
+                break
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            ended = self.service.job_done if self.is_ps else self._stopped
+            ended.wait(_JOIN_POLL_S if left is None else min(_JOIN_POLL_S, left))
         self.stop()
+        return True
+
+    def _only_dead_workers_left(self) -> bool:
+        """The chief is done and none of the workers not done yet answers a health check."""
+        missing = self.service.workers_not_done()
+        if chief_task(self.cluster) in missing:
+            return False
+        for task in missing:
+            try:
+                self.peer(task).health(timeout=_JOIN_POLL_S)
+                return False
+            except DistributedError:
+                continue
         return True
 
     def done(self) -> None:

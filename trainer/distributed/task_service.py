@@ -55,6 +55,7 @@ class TaskService:
         self.workers = [t for t in cluster.tasks() if split_task_name(t)[0] not in SERVING_JOBS]
         self._done: set[str] = set()
         self.job_done = threading.Event()
+        self.bytes_sent = 0  # tensor bytes other tasks pulled from this one by Recv (a measure)
 
     # -- used in-process by the task's own sessions ------------------------------------------------
     def build_partition(self, desc: dict, arrays: dict) -> RegisteredPartition:
@@ -66,6 +67,11 @@ class TaskService:
             self._done.add(task)
             if set(self.workers) <= self._done:
                 self.job_done.set()
+
+    def workers_not_done(self) -> list[str]:
+        """The worker (and chief) tasks that have not said they are done."""
+        with self._lock:
+            return [t for t in self.workers if t not in self._done]
 
     # -- handlers ----------------------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
@@ -135,6 +141,8 @@ class TaskService:
         except Exception as e:  # noqa: BLE001
             yield wire.encode_one({"error": error_to_wire(e)})
             return
+        with self._lock:
+            self.bytes_sent += getattr(value, "nbytes", 0)
         yield from wire.encode({}, {"value": value})
 
     def _deregister(self, header, tensors) -> dict:
