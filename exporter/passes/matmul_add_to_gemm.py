@@ -12,21 +12,13 @@ makes one wider product (queries, keys and values).
 from __future__ import annotations
 
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, constant, copy_model
-from exporter.passes.pattern import ChainReader, replace_chain
+from exporter.passes.graph_edit import constant
+from exporter.passes.pattern import ChainReader, rewrite_matches
 
 
 def matmul_add_to_gemm(model: ir.Model) -> tuple[ir.Model, int]:
     """Rewrite MatMul + constant bias Add pairs as Gemm; returns the new model and how many."""
-    model = copy_model(model)
-    found = 0
-    for graph in all_graphs(model.graph):
-        reader = ChainReader(graph)
-        matches = [m for m in (_match(reader, node) for node in graph.nodes) if m is not None]
-        for chain, node in matches:
-            replace_chain(graph, chain, node)
-        found += len(matches)
-    return model, found
+    return rewrite_matches(model, _match)
 
 
 def _match(reader: ChainReader, matmul: ir.Node) -> tuple[list[ir.Node], ir.Node] | None:

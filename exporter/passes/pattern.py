@@ -8,11 +8,12 @@ and gives up (None) at the first step that does not fit.
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 
 from exporter import ir
-from exporter.passes.graph_edit import constant, producers, readers
+from exporter.passes.graph_edit import all_graphs, constant, copy_model, producers, readers
 
 # Exporters write constants such as sqrt(2) or 1/sqrt(2) in float32: a relative 1e-6 tells them
 # from a different constant (a GELU with the wrong constant must not match).
@@ -82,3 +83,21 @@ def replace_chain(graph: ir.Graph, chain: list[ir.Node], new: ir.Node) -> None:
     doomed = {id(n) for n in chain}
     last = max(i for i, n in enumerate(graph.nodes) if id(n) in doomed)
     graph.nodes = [new if i == last else n for i, n in enumerate(graph.nodes) if i == last or id(n) not in doomed]
+
+
+# A pattern: from one candidate node, the chain it heads and the node replacing it, or None.
+Matcher = Callable[["ChainReader", ir.Node], "tuple[list[ir.Node], ir.Node] | None"]
+
+
+def rewrite_matches(model: ir.Model, match: Matcher) -> tuple[ir.Model, int]:
+    """A copy of ``model`` with every chain ``match`` finds (in every graph, subgraphs included)
+    replaced by its node; returns the copy and how many were replaced."""
+    model = copy_model(model)
+    found = 0
+    for graph in all_graphs(model.graph):
+        reader = ChainReader(graph)
+        matches = [m for m in (match(reader, node) for node in graph.nodes) if m is not None]
+        for chain, node in matches:
+            replace_chain(graph, chain, node)
+        found += len(matches)
+    return model, found

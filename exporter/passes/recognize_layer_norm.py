@@ -15,21 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, constant, copy_model
-from exporter.passes.pattern import ChainReader, replace_chain
+from exporter.passes.graph_edit import constant
+from exporter.passes.pattern import ChainReader, rewrite_matches
 
 
 def recognize_layer_norms(model: ir.Model) -> tuple[ir.Model, int]:
     """Replace ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div/Mul(/Add) chains by LayerNormalization."""
-    model = copy_model(model)
-    found = 0
-    for graph in all_graphs(model.graph):
-        reader = ChainReader(graph)
-        matches = [m for m in (_match(reader, node) for node in graph.nodes) if m is not None]
-        for chain, node in matches:
-            replace_chain(graph, chain, node)
-        found += len(matches)
-    return model, found
+    return rewrite_matches(model, _match)
 
 
 def _trailing_axes(reader: ChainReader, mean: ir.Node, rank: int | None) -> int | None:

@@ -13,8 +13,7 @@ from __future__ import annotations
 import math
 
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, copy_model
-from exporter.passes.pattern import CONSTANT_RTOL, ChainReader, replace_chain
+from exporter.passes.pattern import CONSTANT_RTOL, ChainReader, rewrite_matches
 
 
 def _sigmoid_gate(gate: ir.Node) -> tuple[str, dict] | None:
@@ -35,15 +34,7 @@ GATES = {"Sigmoid": _sigmoid_gate, "HardSigmoid": _hard_sigmoid_gate}
 
 def recognize_swish(model: ir.Model) -> tuple[ir.Model, int]:
     """Replace ``x * Sigmoid(x)`` by ``Swish`` and ``x * HardSigmoid(x)`` (1/6, 1/2) by ``HardSwish``."""
-    model = copy_model(model)
-    found = 0
-    for graph in all_graphs(model.graph):
-        reader = ChainReader(graph)
-        matches = [m for m in (_match(reader, node) for node in graph.nodes) if m is not None]
-        for chain, node in matches:
-            replace_chain(graph, chain, node)
-        found += len(matches)
-    return model, found
+    return rewrite_matches(model, _match)
 
 
 def _match(reader: ChainReader, gate: ir.Node) -> tuple[list[ir.Node], ir.Node] | None:
