@@ -120,7 +120,24 @@ def shuffle_buffer(items: Iterator, size: int, rng: np.random.Generator) -> Iter
             yield buf.pop()
 
 
-class Dataset:
+class ElementTypes:
+    """TF 1.x's ``output_types``/``output_shapes``/``output_classes`` of anything with an
+    ``element_spec`` (datasets and iterators)."""
+
+    @property
+    def output_types(self):
+        return map_structure(lambda s: s.dtype, self.element_spec)
+
+    @property
+    def output_shapes(self):
+        return map_structure(lambda s: s.shape, self.element_spec)
+
+    @property
+    def output_classes(self):
+        return map_structure(lambda s: Tensor, self.element_spec)
+
+
+class Dataset(ElementTypes):
     """Base of every dataset: ``element_spec`` plus ``_iterate(ctx)``; the TF1 methods build new datasets."""
 
     element_spec = None  # a structure of TensorSpec
@@ -149,19 +166,6 @@ class Dataset:
 
     def _all_captured(self) -> list[Tensor]:
         return self._own_captured() + [t for d in self._inputs() for t in d._all_captured()]
-
-    # -- types, as TF1 spells them ------------------------------------------------------------
-    @property
-    def output_types(self):
-        return map_structure(lambda s: s.dtype, self.element_spec)
-
-    @property
-    def output_shapes(self):
-        return map_structure(lambda s: s.shape, self.element_spec)
-
-    @property
-    def output_classes(self):
-        return map_structure(lambda s: Tensor, self.element_spec)
 
     def __iter__(self):
         raise TypeError("a Dataset is iterated in a session: it = dataset.make_one_shot_iterator(); "

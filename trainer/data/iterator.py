@@ -14,7 +14,7 @@ import threading
 import weakref
 
 from schemas.registry import TensorType
-from trainer.data.dataset import Dataset, TensorSpec
+from trainer.data.dataset import Dataset, ElementTypes, TensorSpec
 from trainer.data.structure import (DataStructureError, as_numpy_dtype, flatten, flatten_shapes, map_structure, pack_as,
                                     same_structure, shapes_like)
 from trainer.errors import FailedPreconditionError, OutOfRangeError
@@ -81,7 +81,7 @@ def _shape_attr(shape) -> str:
     return "" if shape is None else json.dumps([-1 if d is None else int(d) for d in shape])
 
 
-class Iterator:
+class Iterator(ElementTypes):
     """``get_next()`` builds an op yielding the next element (same structure as the dataset's)."""
 
     def __init__(self, handle: Tensor, element_spec, initializer=None):
@@ -106,18 +106,6 @@ class Iterator:
             raise ValueError("this iterator has no initializer: a one-shot iterator starts itself, and one made "
                              "by Iterator.from_structure is started by make_initializer(dataset)")
         return self._initializer
-
-    @property
-    def output_types(self):
-        return map_structure(lambda s: s.dtype, self.element_spec)
-
-    @property
-    def output_shapes(self):
-        return map_structure(lambda s: s.shape, self.element_spec)
-
-    @property
-    def output_classes(self):
-        return map_structure(lambda s: Tensor, self.element_spec)
 
     @property
     def graph(self) -> Graph:
