@@ -240,17 +240,12 @@ class MultiRNNCell(RNNCell):
         return x, tuple(new)
 
 
-class DropoutWrapper(RNNCell):
-    """Dropout on a cell's inputs, outputs and/or state (``*_keep_prob``, numbers or tensors)."""
+class CellWrapper(RNNCell):
+    """A cell around another: the same state and output sizes and the same variables."""
 
-    def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
-                 variational_recurrent=False, input_size=None, dtype=None, seed=None):
-        if variational_recurrent:
-            raise ValueError("DropoutWrapper: variational_recurrent=True is not supported")
+    def __init__(self, cell):
         super().__init__(0)
         self.cell = cell
-        self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
-        self._seed = seed
 
     state_size = property(lambda self: self.cell.state_size)
     output_size = property(lambda self: self.cell.output_size)
@@ -259,6 +254,18 @@ class DropoutWrapper(RNNCell):
         self.cell.build(input_depth, dtype)
         self.variables = self.cell.variables
         self.built = True
+
+
+class DropoutWrapper(CellWrapper):
+    """Dropout on a cell's inputs, outputs and/or state (``*_keep_prob``, numbers or tensors)."""
+
+    def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
+                 variational_recurrent=False, input_size=None, dtype=None, seed=None):
+        if variational_recurrent:
+            raise ValueError("DropoutWrapper: variational_recurrent=True is not supported")
+        super().__init__(cell)
+        self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
+        self._seed = seed
 
     def _drop(self, x, keep):
         if isinstance(keep, (int, float)) and keep == 1.0:
@@ -273,35 +280,20 @@ class DropoutWrapper(RNNCell):
         return self._drop(output, keep_out), new_state
 
 
-class ResidualWrapper(RNNCell):
+class ResidualWrapper(CellWrapper):
     """``output = inputs + cell(inputs)`` (input and output depths must agree)."""
-
-    def __init__(self, cell):
-        super().__init__(0)
-        self.cell = cell
-
-    state_size = property(lambda self: self.cell.state_size)
-    output_size = property(lambda self: self.cell.output_size)
-
-    def build(self, input_depth, dtype=np.float32):
-        self.cell.build(input_depth, dtype)
-        self.variables = self.cell.variables
-        self.built = True
 
     def call(self, inputs, state):
         output, new_state = self.cell.call(inputs, state)
         return inputs + output, new_state
 
 
-class DeviceWrapper(RNNCell):
+class DeviceWrapper(CellWrapper):
     """Runs the wrapped cell's ops on ``device``."""
 
     def __init__(self, cell, device: str):
-        super().__init__(0)
-        self.cell, self._device = cell, device
-
-    state_size = property(lambda self: self.cell.state_size)
-    output_size = property(lambda self: self.cell.output_size)
+        super().__init__(cell)
+        self._device = device
 
     def zero_state(self, batch_size, dtype=np.float32):
         return self.cell.zero_state(batch_size, dtype)
