@@ -8,6 +8,11 @@ CuPy behind its NumPy-compat layer). Values stay on their device across steps: v
 where they were placed, and ``stage_host_inputs`` gives a GPU partition its own copy of each
 constant once and of each feed once per run.
 
+A device may replace the portable kernel of an op with its own: ``Device.kernel_overrides`` maps
+``(domain, op_type)`` to a kernel of the same signature, and lowering uses it for steps placed on
+that device. ``GPU:n`` takes its table from ``trainer.gpu_kernels`` (fused CuPy optimizer updates:
+one launch per variable where the portable kernels make ten); ``CPU:n`` has none.
+
 Device names follow TensorFlow's: ``"CPU:0"``, ``"/device:GPU:0"``, ``"/job:ps/task:0"``,
 ``"/job:worker/task:1/CPU:0"``, ``"/job:worker/replica:0/task:1/device:CPU:0"``. A
 ``DeviceSpec`` holds the parts (job, replica, task, device type, device index), each optional.
@@ -26,6 +31,7 @@ likewise refused devices its session did not have).
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from dataclasses import astuple, dataclass
 
@@ -39,6 +45,7 @@ __all__ = ["LOCAL_TASK", "Device", "DeviceSpec", "available_devices", "canonical
 _NAME = re.compile(r"^(?:/?(?:device:)?)?(cpu|gpu)(?::(\d+))?$", re.IGNORECASE)
 _PART = re.compile(r"^(?:(job):([A-Za-z_][\w-]*)|(replica):(\d+)|(task):(\d+)|(?:device:)?(cpu|gpu)(?::(\d+|\*))?)$",
                    re.IGNORECASE)
+GPU_KERNELS_MODULE = "trainer.gpu_kernels"  # a GPU device's kernel_overrides live there
 LOCAL_TASK = ("localhost", 0)  # the task a session without a cluster is (TF 1.x's local session)
 
 
@@ -163,8 +170,11 @@ class Device:
             if _cupy() is None:
                 raise ValueError(f"device {self.name} requested but CuPy finds no CUDA device")
             self.backend = open_device("gpu")
+            # imports CuPy: never on the CPU path
+            self.kernel_overrides: dict = importlib.import_module(GPU_KERNELS_MODULE).KERNEL_OVERRIDES
         else:
             self.backend = HOST
+            self.kernel_overrides = {}
         self.xp = self.backend.xp
 
     def allocate(self, shape, dtype):

@@ -1,6 +1,7 @@
 """Lower: placed nodes become ``Step``s over value slots, with kernels and attributes resolved.
 
-Every node gets the generic lowering (``kernel_step``: its kernel, one slot per input and output,
+Every node gets the generic lowering (``kernel_step``: its kernel, or its device's override of it
+(``Device.kernel_overrides``), one slot per input and output,
 omitted optional inputs as None, the kernel's attributes plus ``xp`` of its device) unless
 ``LOWERING_RULES`` has a rule for its op. A rule ``rule(lowering, node, device) -> bool`` emits
 what the node becomes and returns True, or returns False to fall back to the generic lowering:
@@ -40,9 +41,13 @@ D = "flowstack"
 _HOST = Device("CPU:0")
 
 
-def resolve_kernel(node: Node):
-    """(fn, wants_ctx) for a node: a stateful trainer kernel or a pure registered kernel."""
+def resolve_kernel(node: Node, device: Device = _HOST):
+    """(fn, wants_ctx) for a node on ``device``: the device's own kernel for the op where it has one
+    (``Device.kernel_overrides``), else a stateful trainer kernel or a pure registered kernel."""
     schema = get_schema(node.op_type, node.domain)
+    override = device.kernel_overrides.get((node.domain, node.op_type))
+    if override is not None:
+        return override, schema.stateful
     if schema.stateful:
         return get_stateful_kernel(node.op_type, node.domain), True
     return get_kernel(node.op_type, node.domain), False
@@ -97,7 +102,8 @@ class Lowering:
 
     def kernel_step(self, n: Node, dev, extra_attrs: dict | None = None) -> None:
         """The generic lowering: one step calling the node's kernel."""
-        fn, wants_ctx = resolve_kernel(n)
+        device = self.device(dev)
+        fn, wants_ctx = resolve_kernel(n, device)
         ins = [self.none_slot() if t is None or not reads_input(n, i) else self.slot_of(t)
                for i, t in enumerate(n.inputs)]
         declared = get_schema(n.op_type, n.domain).max_inputs
@@ -105,7 +111,7 @@ class Lowering:
             ins.append(self.none_slot())
         out_slots = tuple(self.slot_of(o) for o in n.outputs)
         outs = out_slots[0] if len(out_slots) == 1 else out_slots
-        xp = self.device(dev).xp
+        xp = device.xp
         attrs = dict(n.attrs)
         if wants_output_count(n.op_type, n.domain):
             attrs["n_outputs"] = len(n.outputs)
