@@ -5,7 +5,8 @@
     next to one raw grpcio unary round trip of the same 4 bytes.
 (b) dense: 100 MB of float32 parameters on the PS, each step fetches them to the worker and sends
     an update of the same size back; bytes per second against a raw grpcio bidirectional stream
-    echoing the same 200 MB per step in 4 MB chunks between the same two processes (target >= 0.7x).
+    echoing the same 200 MB per step, in chunks of our wire's size (wire.CHUNK_BYTES), between the
+    same two processes (target >= 0.7x).
 (c) sparse: embedding tables (64 float32 wide) of 100 MB and 1 GB, each in two shards on 2 PS
     tasks; each of 2 workers looks up 32 random rows per step and applies their SGD update on the
     PS, steps alternating between the tables; median step times (target: within 1.2x, the
@@ -115,6 +116,7 @@ def dense_case(server, r, args) -> dict:
     import grpc
 
     import trainer as T
+    from trainer.distributed import wire
     from trainer.distributed.peers import channel_options
 
     n = args.dense_mb * (1 << 20) // 4
@@ -130,7 +132,7 @@ def dense_case(server, r, args) -> dict:
     channel = grpc.insecure_channel(f"127.0.0.1:{args.echo_port}", options=channel_options())
     stream = channel.stream_stream(ECHO + "Stream")
     data = np.ones(n, np.float32).view(np.uint8)
-    chunk = 4 << 20
+    chunk = wire.CHUNK_BYTES  # the same message sizes as ours
     chunks = [bytes(data[i:i + chunk]) for i in range(0, data.nbytes, chunk)]
 
     def echo():
