@@ -67,11 +67,12 @@ def _pair(v):
     return v if v is None or not isinstance(v, int) else (v, v)
 
 
-def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "same", activation=None,
+def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid", activation=None,
            use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal,
            data_format: str = "channels_last"):
     """Convolution of NHWC ``inputs`` (TensorFlow 1.x's default; NCHW with
-    ``data_format="channels_first"``) with ``filters`` kernels of ``kernel_size``."""
+    ``data_format="channels_first"``) with ``filters`` kernels of ``kernel_size``; ``padding`` is
+    "valid" by default, as in TF1, or "same"."""
     ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
 
     def build(x):

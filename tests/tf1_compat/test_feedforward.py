@@ -114,16 +114,16 @@ def test_tf_layers_cnn_with_channels_last_reaches_95_percent(digits):
 
 
 def test_tf_layers_image_layers_default_to_nhwc_and_train(digits):
-    """TF1's ``tf.layers`` default to channels_last: a script that never names ``data_format`` feeds NHWC
-    images and gets NHWC activations back, channels last (not H read as 8 channels)."""
+    """TF1's ``tf.layers`` default to channels_last and "valid" padding: a script that names neither
+    feeds NHWC images and gets TF1's NHWC shapes back (not H read as 8 channels, not "same" padding)."""
     tf.set_random_seed(3)
     images = tf.placeholder(tf.float32, [None, 8, 8, 1])
     labels = tf.placeholder(tf.int64, [None])
     conv = tf.layers.conv2d(images, 32, 5, activation=tf.nn.relu)
     pool = tf.layers.max_pooling2d(conv, 2, 2)
-    assert conv.get_shape().as_list() == [None, 8, 8, 32]
-    assert pool.get_shape().as_list() == [None, 4, 4, 32]
-    assert tf.layers.average_pooling2d(conv, 4, 4).get_shape().as_list() == [None, 2, 2, 32]
+    assert conv.get_shape().as_list() == [None, 4, 4, 32]  # TF1's default padding is "valid"
+    assert pool.get_shape().as_list() == [None, 2, 2, 32]
+    assert tf.layers.average_pooling2d(conv, 4, 4).get_shape().as_list() == [None, 1, 1, 32]
     logits = tf.layers.dense(tf.layers.flatten(pool), 10)
     loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
     train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
