@@ -84,9 +84,9 @@ def ours_cnn(rng):
     with g.as_default():
         x = T.placeholder(np.float32, (None, 1, 28, 28))
         y = T.placeholder(np.int64, (None,))
-        h = T.layers.conv2d(x, 32, 3, padding="valid", activation="relu", name="c1")
-        h = T.layers.conv2d(h, 64, 3, padding="valid", activation="relu", name="c2")
-        h = T.layers.flatten(T.layers.max_pooling2d(h, 2))
+        h = T.layers.conv2d(x, 32, 3, padding="valid", activation="relu", name="c1", data_format="channels_first")
+        h = T.layers.conv2d(h, 64, 3, padding="valid", activation="relu", name="c2", data_format="channels_first")
+        h = T.layers.flatten(T.layers.max_pooling2d(h, 2, data_format="channels_first"))
         h = T.layers.dense(h, 128, activation="relu", name="fc")
         logits = T.layers.dense(h, 10, name="out")
         loss = T.losses.sparse_softmax_cross_entropy(y, logits)

@@ -42,9 +42,9 @@ def build_model():
         x = T.placeholder(np.float32, (None, 1, 8, 8), name="images")
         y = T.placeholder(np.int64, (None,), name="labels")
 
-        h = T.layers.conv2d(x, 32, 3, activation="relu", name="conv1")
-        h = T.layers.conv2d(h, 64, 3, activation="relu", name="conv2")
-        h = T.layers.max_pooling2d(h, 2)
+        h = T.layers.conv2d(x, 32, 3, padding="same", activation="relu", name="conv1", data_format="channels_first")
+        h = T.layers.conv2d(h, 64, 3, padding="same", activation="relu", name="conv2", data_format="channels_first")
+        h = T.layers.max_pooling2d(h, 2, data_format="channels_first")
         h = T.layers.flatten(h)
         h = T.layers.dense(h, 128, activation="relu", name="fc1")
         h = T.layers.dropout(h, 0.3)

@@ -41,10 +41,11 @@ def build_cnn(seed: int = 0, batch_norm: bool = True):
         y = T.placeholder(np.int64, (None,), name="labels")
         h = x
         for i, filters in enumerate((32, 64), start=1):
-            h = T.layers.conv2d(h, filters, 3, activation=None if batch_norm else "relu", name=f"conv{i}")
+            h = T.layers.conv2d(h, filters, 3, padding="same", activation=None if batch_norm else "relu",
+                                name=f"conv{i}", data_format="channels_first")
             if batch_norm:
                 h = T.nn.relu(T.layers.batch_normalization(h, training=True, momentum=0.9, name=f"bn{i}"))
-        h = T.layers.flatten(T.layers.max_pooling2d(h, 2))
+        h = T.layers.flatten(T.layers.max_pooling2d(h, 2, data_format="channels_first"))
         h = T.layers.dropout(T.layers.dense(h, 128, activation="relu", name="fc1"), 0.3)
         logits = T.layers.dense(h, 10, name="logits")
         probs = T.nn.softmax(logits, name="probabilities")

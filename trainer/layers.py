@@ -1,4 +1,9 @@
-"""Layers: functions that create their variables and return the output tensor (NCHW for images)."""
+"""Layers: functions that create their variables and return the output tensor.
+
+Image layers take NHWC (``data_format="channels_last"``) by default, as TensorFlow 1.x's ``tf.layers``
+do, so TF1 scripts run unchanged; ``data_format="channels_first"`` (NCHW) builds the convolution or
+pool directly, without the pair of transposes an NHWC layer wraps around it.
+"""
 
 from __future__ import annotations
 
@@ -62,11 +67,12 @@ def _pair(v):
     return v if v is None or not isinstance(v, int) else (v, v)
 
 
-def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "same", activation=None,
+def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid", activation=None,
            use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal,
-           data_format: str = "channels_first"):
-    """Convolution of NCHW ``inputs`` (NHWC with ``data_format="channels_last"``, TensorFlow 1.x's
-    default, which this API does not share) with ``filters`` kernels of ``kernel_size``."""
+           data_format: str = "channels_last"):
+    """Convolution of NHWC ``inputs`` (TensorFlow 1.x's default; NCHW with
+    ``data_format="channels_first"``) with ``filters`` kernels of ``kernel_size``; ``padding`` is
+    "valid" by default, as in TF1, or "same"."""
     ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
 
     def build(x):
@@ -79,14 +85,18 @@ def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "sa
     return _activate(_channels_first(inputs, data_format, build), activation)
 
 
-def max_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_first",
+def max_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_last",
                   name=None):
+    """Max over ``pool_size`` windows of NHWC ``inputs`` (NCHW with ``data_format="channels_first"``);
+    ``strides`` defaults to ``pool_size``."""
     ps, st = _pair(pool_size), _pair(strides)
     return _channels_first(inputs, data_format, lambda x: nn.max_pool_nchw(x, ps, st, padding, name=name))
 
 
-def average_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_first",
+def average_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_last",
                       name=None):
+    """Mean over ``pool_size`` windows of NHWC ``inputs`` (NCHW with ``data_format="channels_first"``);
+    ``strides`` defaults to ``pool_size``."""
     ps, st = _pair(pool_size), _pair(strides)
     return _channels_first(inputs, data_format, lambda x: nn.avg_pool_nchw(x, ps, st, padding, name=name))
 

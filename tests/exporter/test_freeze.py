@@ -83,8 +83,8 @@ def test_trainer_benchmark_mlp_and_cnn_match(tmp_path: Path) -> None:
     with g.as_default():
         x = T.placeholder(np.float32, (None, 1, 12, 12), name="x")
         y = T.placeholder(np.int64, (None,), name="y")
-        h = T.layers.conv2d(x, 8, 3, padding="valid", activation="relu", name="c1")
-        h = T.layers.flatten(T.layers.max_pooling2d(h, 2))
+        h = T.layers.conv2d(x, 8, 3, padding="valid", activation="relu", name="c1", data_format="channels_first")
+        h = T.layers.flatten(T.layers.max_pooling2d(h, 2, data_format="channels_first"))
         h = T.layers.dense(h, 32, activation="relu", name="fc")
         logits = T.layers.dense(h, 10, name="out")
         flat = T.placeholder(np.float32, (None, 20), name="flat")

@@ -87,8 +87,7 @@ def test_autoencoder_reconstruction_error_falls_below_a_third(digits):
 
 
 def test_tf_layers_cnn_with_channels_last_reaches_95_percent(digits):
-    """The tf.layers CNN tutorial; flowstack's image layers default to channels_first, so the script
-    names TF1's layout (the one change it needs beyond the import)."""
+    """The tf.layers CNN tutorial, naming TF1's layout as some scripts do (it is also the default)."""
     tf.set_random_seed(8)
     features = tf.placeholder(tf.float32, [None, 64])
     labels = tf.placeholder(tf.int64, [None])
@@ -112,3 +111,27 @@ def test_tf_layers_cnn_with_channels_last_reaches_95_percent(digits):
                                     training: True})
         acc = sess.run(accuracy, {features: digits["x_test"], labels: digits["y_test"], training: False})
     assert acc >= 0.95, acc
+
+
+def test_tf_layers_image_layers_default_to_nhwc_and_train(digits):
+    """TF1's ``tf.layers`` default to channels_last and "valid" padding: a script that names neither
+    feeds NHWC images and gets TF1's NHWC shapes back (not H read as 8 channels, not "same" padding)."""
+    tf.set_random_seed(3)
+    images = tf.placeholder(tf.float32, [None, 8, 8, 1])
+    labels = tf.placeholder(tf.int64, [None])
+    conv = tf.layers.conv2d(images, 32, 5, activation=tf.nn.relu)
+    pool = tf.layers.max_pooling2d(conv, 2, 2)
+    assert conv.get_shape().as_list() == [None, 4, 4, 32]  # TF1's default padding is "valid"
+    assert pool.get_shape().as_list() == [None, 2, 2, 32]
+    assert tf.layers.average_pooling2d(conv, 4, 4).get_shape().as_list() == [None, 1, 1, 32]
+    logits = tf.layers.dense(tf.layers.flatten(pool), 10)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
+    feed = {images: digits["x_train"][:200].reshape(-1, 8, 8, 1), labels: digits["y_train"][:200]}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(loss, feed)
+        for _ in range(10):
+            sess.run(train_op, feed)
+        after = sess.run(loss, feed)
+    assert after < before / 2, (before, after)
