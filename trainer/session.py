@@ -119,7 +119,7 @@ class Session:
             keep_freed_memory()  # a CNN training step faulted in ~2,500-4,000 pages without it (88.9 vs 96 ms)
         self.cost_model = CostModel()
         self.local_task = TaskName(*local_task)
-        self._placer = Placer(names, self.cost_model, self.local_task)
+        self._placer = Placer(names, self.cost_model, self.local_task, soft_placement=allow_soft_placement)
         self._state = state if state is not None else SessionState()
         self.target = target
         self.runtime = None  # the distributed runtime of a session with a target
@@ -138,7 +138,6 @@ class Session:
         self.fuse_loops = fuse_loops
         # Run independent expensive ops of a step on the thread pool (see trainer/passes/schedule.py).
         self.parallel_ops = parallel_ops
-        self._placer.soft_placement = allow_soft_placement
 
     # -- running ----------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, *, trace: bool = False):
