@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from typing import Sequence, TextIO
 
 from trainer.distributed.cluster import SERVING_JOBS
+from trainer.distributed.exit_codes import TIMED_OUT
 
 __all__ = ["LocalJob"]
-
-TIMED_OUT = 124
 
 
 @dataclass
