@@ -1,6 +1,7 @@
-"""``flowstack cluster launch``: run a distributed training script's tasks as local processes.
+"""``flowstack cluster``: run a distributed training script's tasks as local processes, or in a pod.
 
     flowstack cluster launch --ps 1 --workers 2 -- python examples/distributed_digits.py
+    flowstack cluster pod-exec -- python examples/distributed_digits.py   (in a Kubernetes pod)
 
 Each task gets ``TF_CONFIG`` (cluster on 127.0.0.1, its own type and index), its log lines are
 prefixed with its name, and the command exits with the job's status.
@@ -25,13 +26,27 @@ def register(subparsers) -> None:
                              "failure and is killed (default 15)")
     launch.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command every task runs")
     launch.set_defaults(handler=run)
+    pod_exec = actions.add_parser("pod-exec", help="run a command with TF_CONFIG built from a Kubernetes pod's "
+                                                   "environment (the plain manifests of deploy/kubernetes)",
+                                  description="Set TF_CONFIG as the Kubeflow training operator would (kept where it "
+                                              "is set already) and run the command in this process's place.")
+    pod_exec.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+    pod_exec.set_defaults(handler=run_pod_exec)
+
+
+def _command(args: argparse.Namespace) -> list[str]:
+    command = list(args.command)
+    return command[1:] if command and command[0] == "--" else command
 
 
 def run(args: argparse.Namespace) -> int:
     from trainer.distributed.launcher import LocalJob
 
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
     job = LocalJob(args.ps, args.workers, args.chief, timeout=args.timeout, grace=args.grace)
-    return job.run(command)
+    return job.run(_command(args))
+
+
+def run_pod_exec(args: argparse.Namespace) -> int:
+    from trainer.distributed.pod_config import exec_with_tf_config
+
+    return exec_with_tf_config(_command(args))
