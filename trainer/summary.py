@@ -1,8 +1,8 @@
 """TensorBoard summaries: summary ops, an event-file writer, and a console progress bar.
 
 Event files are written by TensorBoard's own ``EventFileWriter`` (records, checksums, a queue
-and a flushing thread), imported when first used, so training without summaries needs no
-tensorboard installed.
+and a flushing thread), the bar is tqdm's; both are imported when first used, so training
+without them needs neither installed.
 """
 
 from __future__ import annotations
@@ -136,29 +136,21 @@ class FileWriter:
 
 
 class ProgressBar:
-    """A one-line console progress bar with loss and steps per second for long training runs."""
+    """A one-line console progress bar (tqdm's) with steps per second and the latest metrics."""
 
     def __init__(self, total: int, width: int = 30, stream=None, min_interval: float = 0.1):
-        self.total, self.width = total, width
-        self.stream = stream or sys.stderr
-        self.start = time.perf_counter()
-        self.min_interval = min_interval
-        self._last = 0.0
+        from tqdm import tqdm
+
+        self.total = total
+        self._bar = tqdm(total=total, file=stream or sys.stderr, mininterval=min_interval, unit="steps",
+                         bar_format="{l_bar}{bar:%d}{r_bar}" % width)
 
     def update(self, step: int, **metrics) -> None:
-        now = time.perf_counter()
-        if now - self._last < self.min_interval and step < self.total:
-            return
-        self._last = now
-        frac = min(step / self.total, 1.0) if self.total else 1.0
-        filled = int(self.width * frac)
-        rate = step / max(now - self.start, 1e-9)
-        shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
-        self.stream.write(f"\r[{'=' * filled}{' ' * (self.width - filled)}] {step}/{self.total} "
-                          f"{rate:.1f} steps/s {shown}")
+        """Move the bar to ``step`` showing ``metrics`` (name=value); it closes at ``total``."""
+        self._bar.set_postfix_str(" ".join(f"{k}={v:.4g}" for k, v in metrics.items()), refresh=False)
+        self._bar.update(step - self._bar.n)
         if step >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+            self._bar.close()
 
 
 def __getattr__(name: str):
