@@ -2,9 +2,8 @@
 on a grpc.aio server built by ``create_grpc_server``.
 
 Tensors come in as ``raw_input_contents`` (what tritonclient sends) or typed ``contents``, and go
-out as ``raw_output_contents``. The health service is served from hand-written (de)serializers
-of its two one-field messages, so no second copy of ``grpc/health/v1/health.proto`` is registered
-in the process and no extra dependency is needed.
+out as ``raw_output_contents``. The health service's messages are grpcio-health-checking's, and
+grpcio-reflection lists the services served (``grpcurl <address> list``).
 """
 
 from __future__ import annotations
@@ -20,6 +19,8 @@ import grpc
 import numpy as np
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
@@ -394,82 +395,54 @@ def encode_infer_response(response) -> pb.ModelInferResponse:
     return reply
 
 
-# -- grpc.health.v1.Health -------------------------------------------------------------------------
-SERVING, NOT_SERVING, SERVICE_UNKNOWN = 1, 2, 3
-HEALTH_SERVICE = "grpc.health.v1.Health"
+# -- grpc.health.v1.Health and server reflection ----------------------------------------------------
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 INFERENCE_SERVICE = "inference.GRPCInferenceService"
+WATCH_POLL_S = 0.5
 
 
-def decode_health_request(data: bytes) -> str:
-    """HealthCheckRequest {string service = 1}: returns the service name."""
-    pos, service = 0, ""
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        if key & 7 == 2:
-            length, pos = _varint(data, pos)
-            if pos + length > len(data):
-                raise ValueError("truncated field in HealthCheckRequest")
-            if key >> 3 == 1:
-                service = data[pos : pos + length].decode("utf-8", "replace")
-            pos += length
-        elif key & 7 == 0:
-            _, pos = _varint(data, pos)
-        else:
-            raise ValueError("unexpected wire type in HealthCheckRequest")
-    return service
+class HealthServicer(health_pb2_grpc.HealthServicer):
+    """SERVING while the core is ready, for the whole server ("") and the inference service;
+    NOT_FOUND (Check) or SERVICE_UNKNOWN (Watch) for any other name. The status is read from the
+    core on each call rather than kept in grpc_health's own servicer, whose table every change of
+    readiness would have to be pushed into."""
 
+    def __init__(self, core: InferenceCore):
+        self.core = core
 
-def encode_health_response(status: int) -> bytes:
-    """HealthCheckResponse {ServingStatus status = 1}."""
-    return bytes([0x08, status])
+    def status(self, service: str) -> int:
+        if service not in ("", INFERENCE_SERVICE):
+            return health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+        return health_pb2.HealthCheckResponse.SERVING if self.core.ready() else health_pb2.HealthCheckResponse.NOT_SERVING
 
+    async def Check(self, request, context):
+        status = self.status(request.service)
+        if status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {shown(request.service)}")
+        return health_pb2.HealthCheckResponse(status=status)
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
+    async def Watch(self, request, context):
+        if type(request) is Undecodable:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+        last = None
+        while True:
+            status = self.status(request.service)
+            if status != last:
+                yield health_pb2.HealthCheckResponse(status=status)
+                last = status
+            await asyncio.sleep(WATCH_POLL_S)
 
 
 def health_handler(core: InferenceCore) -> grpc.GenericRpcHandler:
-    def status_of(service: str) -> int:
-        if service not in ("", INFERENCE_SERVICE):
-            return SERVICE_UNKNOWN
-        return SERVING if core.ready() else NOT_SERVING
-
-    async def service_of(data: bytes, context) -> str:
-        # Decoded here rather than by a request_deserializer, whose errors grpc reports as UNKNOWN.
-        try:
-            return decode_health_request(data)
-        except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"request is not a valid HealthCheckRequest: {exc}")
-
-    async def check(data: bytes, context):
-        service = await service_of(data, context)
-        status = status_of(service)
-        if status == SERVICE_UNKNOWN:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown service {shown(service)}")
-        return status
-
-    async def watch(data: bytes, context):
-        service = await service_of(data, context)
-        last = None
-        while True:
-            status = status_of(service)
-            if status != last:
-                yield status
-                last = status
-            await asyncio.sleep(0.5)
-
+    """What ``health_pb2_grpc.add_HealthServicer_to_server`` registers, with ``tolerant``
+    deserializers as the inference service's."""
+    servicer = HealthServicer(core)
+    request, response = tolerant(health_pb2.HealthCheckRequest), health_pb2.HealthCheckResponse.SerializeToString
     return grpc.method_handlers_generic_handler(HEALTH_SERVICE, {
-        "Check": grpc.unary_unary_rpc_method_handler(check, response_serializer=encode_health_response),
-        "Watch": grpc.unary_stream_rpc_method_handler(watch, response_serializer=encode_health_response),
+        "Check": grpc.unary_unary_rpc_method_handler(refusing_undecodable(servicer.Check), request_deserializer=request,
+                                                     response_serializer=response),
+        "Watch": grpc.unary_stream_rpc_method_handler(servicer.Watch, request_deserializer=request,
+                                                      response_serializer=response),
     })
 
 
@@ -563,6 +536,7 @@ def create_grpc_front_end(core: InferenceCore, address: str, settings: GrpcSetti
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(INFERENCE_SERVICE, handlers),))
     server.add_registered_method_handlers(INFERENCE_SERVICE, handlers)
     server.add_generic_rpc_handlers((health_handler(core),))
+    reflection.enable_server_reflection((INFERENCE_SERVICE, HEALTH_SERVICE, reflection.SERVICE_NAME), server)
     if settings.tls_cert and settings.tls_key:
         credentials = grpc.ssl_server_credentials([(settings.tls_key, settings.tls_cert)])
         port = server.add_secure_port(address, credentials)

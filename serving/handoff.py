@@ -1,16 +1,14 @@
 """Between an event loop and the batcher threads: requests go over with one worker wake-up per
 loop iteration, results come back with one loop wake-up per burst.
 
-Waking the worker on every submit starts a batch with the first request of a burst while the
-loop is still decoding the rest, so the batches stay small (under gRPC load at concurrency 64, a
-mean of 3.5-4.4 rows, most batches of one) and every wake-up makes the two threads trade the GIL. Instead the first submit of a loop
-iteration schedules one wake-up for the next, and the worker then finds the whole burst queued.
-
-``asyncio.wrap_future`` wakes the loop once per finished request. A batch finishes many requests
-at once, and those wake-ups (a self-pipe write each) cost ~9% of the server's CPU under load:
-here the first completion of a burst schedules one drain, and the rest join its list. The
-worker resolves a ``LoopCompletion``, not a ``concurrent.futures.Future``, which would allocate a
-condition variable and take its lock several times per request for a wait no thread makes.
+Waking the worker on every submit would start a batch with a burst's first request while the
+loop still decodes the rest (small batches, and the threads trading the GIL at each wake-up), so
+the first submit of a loop iteration schedules one wake-up for the next. A batch finishes many
+requests at once, so the first completion of a burst schedules one drain of the loop and the
+rest join it, rather than one loop wake-up (a self-pipe write) per request as
+``asyncio.wrap_future`` does; the worker resolves a ``LoopCompletion``, not a
+``concurrent.futures.Future``, whose condition variable no thread waits on. Figures:
+benchmarks/RESULTS.md, "Figures behind the code's choices".
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """uvicorn's HTTP/1.1 protocol, with each response's head and body sent in one socket write.
 
-uvicorn writes a response's status line and headers when the app sends ``http.response.start``
-and the body in a second write when it sends ``http.response.body``: two ``send`` calls and two
-TCP segments per response, and a client that wakes up twice to read them. Holding the head until
-the body follows joins them. Measured at concurrency 64 (HTTP, the serving benchmark's batched
-MLP, alternated runs, without -> with): throughput 8,570-9,580 -> 8,870-10,300 req/s, p99
-unchanged; in two later pairs the event loop's thread 81.5 -> 78.4 and 94.7 -> 90.2 us of CPU a
-request, the load generator 26.7 -> 24.5 and 32.7 -> 29.3 us.
+uvicorn writes a response's head and body in two ``send`` calls, two TCP segments a client
+wakes up twice to read; holding the head until the body follows joins them, which saves CPU on
+both ends (figures: benchmarks/RESULTS.md, "Figures behind the code's choices").
 
 The head is held only until the next write of the connection, the response's completion, or the
 connection's close, so nothing waits on a later event: a bodyless response (HEAD, 204, 304) goes

@@ -1,28 +1,25 @@
 """TensorBoard summaries: summary ops, an event-file writer, and a console progress bar.
 
-Event files use TensorBoard's record format, written here without TensorFlow: each record is
-``uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)`` where data
-is a serialized ``Event`` protobuf (wall_time = 1, step = 2, file_version = 3, summary = 5).
+Event files are written by TensorBoard's own ``EventFileWriter`` (records, checksums, a queue
+and a flushing thread), the bar is tqdm's; both are imported when first used, so training
+without them needs neither installed.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import struct
 import sys
-import threading
 import time
 
 import numpy as np
 
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
-from trainer.kernels.summary import field_bytes, field_double, field_varint
+from trainer.kernels.summary import graph_def as encode_graph_def
+from trainer.kernels.summary import scalar_summary, tensorboard_proto
 from trainer.ops import convert_to_tensor, make_op
 from trainer.summary_proto import FileWriterCache, Summary
 
-__all__ = ["FileWriter", "FileWriterCache", "ProgressBar", "Summary", "audio", "tensor_summary", "histogram", "image", "masked_crc32c", "merge", "merge_all", "scalar",
-           "text"]
+__all__ = ["FileWriter", "FileWriterCache", "ProgressBar", "Summary", "audio", "tensor_summary", "histogram", "image", "merge",
+           "merge_all", "scalar", "text"]
 
 
 def _summary(op_type: str, tag: str, value, collections):
@@ -88,101 +85,48 @@ def merge_all(graph=None):
     return merge(items) if items else None
 
 
-# -- CRC32C (Castagnoli), table driven -------------------------------------------------------------
-def _table():
-    poly = 0x82F63B78
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ poly if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC_TABLE = _table()
-
-
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    t = _CRC_TABLE
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked_crc32c(data: bytes) -> int:
-    crc = crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def _event(wall_time: float, step: int | None = None, file_version: str | None = None,
-           summary: bytes | None = None) -> bytes:
-    msg = field_double(1, wall_time)
-    if step is not None:
-        msg += field_varint(2, int(step))
-    if file_version is not None:
-        msg += field_bytes(3, file_version.encode())
-    if summary is not None:
-        msg += field_bytes(5, summary)
-    return msg
+def _event(**fields):
+    """A TensorBoard ``Event`` stamped now, with ``fields`` (step=, summary=, graph_def=)."""
+    return tensorboard_proto("event_pb2").Event(wall_time=time.time(), **fields)
 
 
 class FileWriter:
-    """Appends events to ``logdir/events.out.tfevents.<time>.<host>``, readable by TensorBoard."""
+    """Appends events to ``logdir/events.out.tfevents.<time>.<host>...``, readable by TensorBoard."""
 
     def __init__(self, logdir: str, graph=None, max_queue: int = 10, flush_secs: float = 2.0, graph_def=None,
                  filename_suffix: str | None = None, session=None):
-        os.makedirs(logdir, exist_ok=True)
-        self.path = os.path.join(logdir, f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}")
-        self._f = open(self.path, "ab")
-        self._lock = threading.Lock()
-        self._flush_secs = flush_secs
-        self._last_flush = time.time()
-        self._write(_event(time.time(), file_version="brain.Event:2"))
+        tensorboard_proto("event_pb2")  # the clear ImportError first, should tensorboard be missing
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self._writer = EventFileWriter(logdir, max_queue_size=max_queue, flush_secs=flush_secs,
+                                       filename_suffix=filename_suffix or "")
         if graph is not None:
             self.add_graph(graph)
         self.flush()
 
     def add_graph(self, graph, global_step: int | None = None, graph_def=None) -> None:
         """Record ``graph`` as a GraphDef, which TensorBoard's Graphs tab draws."""
-        from trainer.kernels.summary import graph_def as encode_graph_def
-
-        data = encode_graph_def(graph.nodes)
-        msg = field_double(1, time.time()) + (field_varint(2, int(global_step)) if global_step is not None else b"")
-        self._write(msg + field_bytes(4, data))
+        self._writer.add_event(_event(step=global_step or 0, graph_def=encode_graph_def(graph.nodes)))
 
     def get_logdir(self) -> str:
-        return os.path.dirname(self.path)
-
-    def _write(self, data: bytes) -> None:
-        header = struct.pack("<Q", len(data))
-        rec = header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
-        with self._lock:
-            self._f.write(rec)
-            if time.time() - self._last_flush > self._flush_secs:
-                self._f.flush()
-                self._last_flush = time.time()
+        return self._writer.get_logdir()
 
     def add_summary(self, summary, global_step: int | None = None) -> None:
-        """Record a serialized Summary (the value of a summary op) at ``global_step``."""
+        """Record a Summary (the value of a summary op: serialized bytes; or a Summary message) at ``global_step``."""
         if isinstance(summary, np.ndarray):
             summary = summary[()]
-        self._write(_event(time.time(), step=global_step, summary=bytes(summary)))
+        data = summary.SerializeToString() if hasattr(summary, "SerializeToString") else bytes(summary)
+        summary_pb2 = tensorboard_proto("summary_pb2")
+        self._writer.add_event(_event(step=global_step or 0, summary=summary_pb2.Summary.FromString(data)))
 
     def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
-        from trainer.kernels.summary import scalar_summary
-
         self.add_summary(scalar_summary(tag, value), global_step)
 
     def flush(self) -> None:
-        with self._lock:
-            self._f.flush()
-            os.fsync(self._f.fileno())
+        self._writer.flush()
 
     def close(self) -> None:
-        self.flush()
-        self._f.close()
+        self._writer.close()
 
     def __enter__(self):
         return self
@@ -192,29 +136,21 @@ class FileWriter:
 
 
 class ProgressBar:
-    """A one-line console progress bar with loss and steps per second for long training runs."""
+    """A one-line console progress bar (tqdm's) with steps per second and the latest metrics."""
 
     def __init__(self, total: int, width: int = 30, stream=None, min_interval: float = 0.1):
-        self.total, self.width = total, width
-        self.stream = stream or sys.stderr
-        self.start = time.perf_counter()
-        self.min_interval = min_interval
-        self._last = 0.0
+        from tqdm import tqdm
+
+        self.total = total
+        self._bar = tqdm(total=total, file=stream or sys.stderr, mininterval=min_interval, unit="steps",
+                         bar_format="{l_bar}{bar:%d}{r_bar}" % width)
 
     def update(self, step: int, **metrics) -> None:
-        now = time.perf_counter()
-        if now - self._last < self.min_interval and step < self.total:
-            return
-        self._last = now
-        frac = min(step / self.total, 1.0) if self.total else 1.0
-        filled = int(self.width * frac)
-        rate = step / max(now - self.start, 1e-9)
-        shown = " ".join(f"{k}={v:.4g}" for k, v in metrics.items())
-        self.stream.write(f"\r[{'=' * filled}{' ' * (self.width - filled)}] {step}/{self.total} "
-                          f"{rate:.1f} steps/s {shown}")
+        """Move the bar to ``step`` showing ``metrics`` (name=value); it closes at ``total``."""
+        self._bar.set_postfix_str(" ".join(f"{k}={v:.4g}" for k, v in metrics.items()), refresh=False)
+        self._bar.update(step - self._bar.n)
         if step >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
+            self._bar.close()
 
 
 def __getattr__(name: str):

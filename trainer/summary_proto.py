@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from trainer.kernels.summary import field_bytes, field_float
+from trainer.kernels.summary import tensorboard_proto
 
 __all__ = ["FileWriterCache", "Summary"]
 
@@ -24,11 +24,12 @@ class SummaryValue:
                              "use the tf.summary ops for images, audio, text and histograms")
         self.tag, self.simple_value = tag, simple_value
 
-    def __bytes__(self) -> bytes:
-        msg = field_bytes(1, self.tag.encode())
+    def message(self):
+        """This value as TensorBoard's ``Summary.Value`` message."""
+        value = tensorboard_proto("summary_pb2").Summary.Value(tag=self.tag)
         if self.simple_value is not None:
-            msg += field_float(2, float(self.simple_value))
-        return msg
+            value.simple_value = float(self.simple_value)
+        return value
 
 
 class Summary:
@@ -46,7 +47,7 @@ class Summary:
         self.value = Summary._Values(value or [])
 
     def __bytes__(self) -> bytes:
-        return b"".join(field_bytes(1, bytes(v)) for v in self.value)
+        return tensorboard_proto("summary_pb2").Summary(value=[v.message() for v in self.value]).SerializeToString()
 
     def SerializeToString(self) -> bytes:  # noqa: N802 - protobuf's name
         return bytes(self)

@@ -134,41 +134,31 @@ def offset_slices(win: Window, offset):
     )
 
 
-# Below this many output pixels per plane a strided depthwise conv runs channels-last; above it,
-# im2col. Channels-last makes every tap one multiply-add over rows of out_width * C contiguous
-# values, where strided planar windows loop over short rows of out_width; on large planes its two
-# transposes cost more than that saves (MobileNetV2's stride-2 layers: 1.5x faster than im2col
-# at 7x7 out, even at 14x14, 1.4x slower at 56x56). Stride-1 depthwise convs take the flat-plane
-# im2col, which reads every tap as one contiguous run: 1.2-2x faster than channels-last from 7x7
-# to 112x112.
+# The measurements behind these thresholds: benchmarks/RESULTS.md, "Figures behind the code's
+# choices" (edge_runtime/kernels/_conv.py).
+# Below this many output pixels per plane a strided depthwise conv runs channels-last (each tap
+# one multiply-add over long contiguous rows); above it its two transposes cost more than that
+# saves, and im2col runs.
 CHANNELS_LAST_MAX_PIXELS = 784
 # Stride-1 convs build their columns from flattened padded planes while the wasted outputs this
 # computes cost less than the faster column copy saves: (M / group) * (padded row / output row - 1)
-# at most this. Measured: depthwise 3x3 at 112x112..28x28 (0.0-0.1) 13-30% faster, LeNet's 5x5
-# convs (0.9, 6.4) 10%, ResNet 3x3 64ch at 56x56 (2.3) 5%; 128ch at 28x28 (9.1) even, 256ch at
-# 14x14 (37) 10% slower.
+# at most this.
 FLAT_COLUMNS_MAX_WASTE = 8
 # A batch whose column matrix would exceed this many bytes is convolved a few images at a time,
 # so each chunk's columns are still in cache when the matmul reads them (on NumPy; a GPU wants
-# one large matmul). Measured: the benchmark CNN's 32->64 3x3 conv at batch 64 (46 MB of
-# columns) 24 ms whole, 15 ms in 4 MB chunks, 24 ms again at 12 MB chunks. The trainer's conv
-# gradients chunk their columns by the same rule.
+# one large matmul). The trainer's conv gradients chunk their columns by the same rule.
 COLUMN_CHUNK_BYTES = 4 << 20
 # A batch convolved by flat columns whose per-group weight matrix has at most this many elements
 # runs one small matmul per image instead of one wide matmul over the batch: BLAS runs a product
-# of few short rows poorly however wide (6x25 by 25x28672 at 37 GFLOP/s), and per image the
-# output needs no (M, N) -> (N, M) copy. Measured at batch 4-32: LeNet's 1->6 5x5 at 28x28
-# 1.8x faster, 6->16 5x5 at 14x14 1.1-3.7x; 3-64 channels with 6-16 filters 2-6x; even at 4096.
+# of few short rows poorly however wide, and per image the output needs no (M, N) -> (N, M) copy.
 FLAT_PER_IMAGE_MAX_WEIGHTS = 4096
 
 
 # A batch of small planes (at most this many output pixels an image) convolves channels-last:
 # columns gathered from an (N, spatial..., C) copy read runs of kernel_width * C contiguous values
 # and feed one matmul for the whole batch, where planar columns read runs of out_width values and
-# need one matmul per image. Measured (3x3, group 1, batch 8-32): 8x8 planes 32-128 channels
-# 2.3-3.4x faster, 14x14 1.5-2.3x, 4x4 1.1-3.3x; at 28x28 and up 0.8-0.9x, and at batch 1 mixed
-# (0.3x at 512 channels: a matmul of few rows), so batch 1, fewer than CHANNELS_LAST_COLUMNS_MIN_ROWS
-# column rows, and large planes stay planar.
+# need one matmul per image. Batch 1, fewer than CHANNELS_LAST_COLUMNS_MIN_ROWS column rows, and
+# large planes stay planar, where it did not pay.
 CHANNELS_LAST_COLUMNS_MAX_PIXELS = 196
 CHANNELS_LAST_COLUMNS_MIN_ROWS = 128
 # Fewer input channels than this make runs too short for the channels-last gather to pay.
@@ -176,10 +166,7 @@ CHANNELS_LAST_COLUMNS_MIN_CHANNELS = 16
 # Under a kernel of at least WIDE_KERNEL_MIN_TAPS taps whose rows are at least WIDE_KERNEL_MIN_RUN
 # values long (kernel_width * C), a batch of at least WIDE_KERNEL_MIN_BATCH small planes convolves
 # channels-last even where flat columns would apply: one matmul for the batch, where flat columns
-# with few filters take one per image. Measured against flat columns (interleaved, two sweeps of
-# 6-24 channels, 16 filters, 8x8 and 14x14 planes, same and valid padding): 5x5 at batch 8-32
-# 1.08-2.05x, at batch 128 1.04-1.83x (LeNet's 6->16 5x5 on 14x14 at batch 32: 1.5x); at batch
-# 2-4 0.55-1.9x, and 3x3 kernels 0.52-1.3x, so those keep the flat columns.
+# with few filters take one per image; smaller batches and 3x3 kernels keep the flat columns.
 WIDE_KERNEL_MIN_TAPS = 25
 WIDE_KERNEL_MIN_RUN = 24
 WIDE_KERNEL_MIN_BATCH = 8
@@ -294,8 +281,7 @@ def channels_last_weights(w, xp):
 
 
 # Planar inputs of at most this many channels go channels-last one channel at a time: NumPy's
-# transposed copy walks inner runs of C values, a copy per channel whole planes (LeNet's 6-channel
-# 32x14x14 input: 30 -> 14 us).
+# transposed copy walks inner runs of C values, a copy per channel whole planes.
 FEW_CHANNELS = 8
 
 
@@ -327,8 +313,7 @@ def pad_channels_last(xl, xp, begin, end, value=0):
 
 
 # Below this many column rows (images x output pixels) the channels-last matmul runs as
-# weights @ columns.T: OpenBLAS is several times slower on a product of few rows (16 rows x 2304
-# by 2304 x 256: 0.73 ms, against 0.25 ms the other way round).
+# weights @ columns.T: OpenBLAS is several times slower on a product of few rows.
 CHANNELS_LAST_FEW_ROWS = 64
 
 
@@ -349,8 +334,7 @@ def conv_channels_last(xl, w, xp, win, finish: Callable | None = None):
     pixels, depth = math.prod(win.out), math.prod(win.kernel) * c
     if c == 1:
         # One channel: gathered taps first, each copy run is a row of output pixels instead of
-        # kernel_width values, and the matmul reads the (depth, rows) columns transposed (the
-        # digits CNN's 1->32 3x3 conv at batch 128: columns 97 -> 37 us).
+        # kernel_width values, and the matmul reads the (depth, rows) columns transposed.
         taps_first = strided_view(xl, xp, win.kernel + (n,) + win.out, tap_steps + image + pixel_steps)
 
         def columns(start: int, end: int):
@@ -471,10 +455,7 @@ def _im2col(xpad, w, xp, win, group):
 
 # Grouped convolutions (depthwise above all) copy their columns a few groups at a time, each
 # block into a buffer this size, and multiply it while it is still in cache: whole, the columns
-# are k*k times the input (15 MB for MobileNetV2's first depthwise layer) and the copy and the
-# matmul each stream them through memory. Measured, depthwise 3x3 after a cache flush (as in a
-# model, where other layers ran between calls): 112x112 x 32 channels 1.8 ms -> 1.0 ms, 56x56 x
-# 144 2.2 -> 1.1, 28x28 x 192 0.77 -> 0.45, 14x14 x 576 0.61 -> 0.38, 7x7 x 960 0.34 -> 0.29.
+# are k*k times the input and the copy and the matmul each stream them through memory.
 GROUP_COLUMN_CHUNK_BYTES = 256 << 10
 
 

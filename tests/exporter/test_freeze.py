@@ -147,6 +147,29 @@ def test_op_without_edge_kernel_is_refused_naming_it(trained) -> None:
         freeze(session, inputs={"image": "images", "labels": "labels"}, outputs={"xent": xent.outputs[0]})
 
 
+def test_a_cycle_in_a_damaged_graph_is_refused_naming_it() -> None:
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (None, 2), name="x")
+        a = T.add(x, 1.0, name="a")
+        b = T.multiply(a, 2.0, name="b")
+        c = T.add(b, x, name="c")
+    a.node.inputs[1] = b  # a reads b, which reads a: no trainer builds this, a damaged graph.npz could
+    with pytest.raises(FreezeError, match=r"output 'y': the graph has a cycle: b:0 reads itself through a:0"):
+        freeze(T.Session(g), inputs={"x": x}, outputs={"y": c})
+
+
+def test_a_diamond_is_no_cycle() -> None:
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (None, 2), name="x")
+        a = T.add(x, 1.0, name="a")
+        y = T.add(T.multiply(a, a), T.add(a, T.multiply(a, 3.0)), name="y")
+    frozen = freeze(T.Session(g), inputs={"x": x}, outputs={"y": y})
+    feed = np.ones((1, 2), np.float32)
+    np.testing.assert_allclose(edge_run(frozen, {"x": feed})["y"], (feed + 1) ** 2 + 4 * (feed + 1))
+
+
 def _check_control_flow(g, inputs, outputs, feeds, tmp_path: Path, op: str) -> None:
     s = T.Session(g)
     if T.global_variables(g):

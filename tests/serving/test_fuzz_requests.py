@@ -212,8 +212,8 @@ def test_grpc_version_that_is_no_integer_on_metadata_and_ready(stub):
 @pytest.mark.parametrize("method, data, message", [
     ("/inference.GRPCInferenceService/ModelInfer", b"\xff\xff\xff", "not a valid inference.ModelInferRequest message"),
     ("/inference.GRPCInferenceService/ModelMetadata", b"\x0a\x05ml", "not a valid inference.ModelMetadataRequest message"),
-    ("/grpc.health.v1.Health/Check", b"\xff\xff\xff", "not a valid HealthCheckRequest: truncated varint"),
-    ("/grpc.health.v1.Health/Check", b"\x0a\x10ab", "not a valid HealthCheckRequest: truncated field"),
+    ("/grpc.health.v1.Health/Check", b"\xff\xff\xff", "not a valid grpc.health.v1.HealthCheckRequest message"),
+    ("/grpc.health.v1.Health/Check", b"\x0a\x10ab", "not a valid grpc.health.v1.HealthCheckRequest message"),
 ], ids=["infer", "metadata", "health-varint", "health-field"])
 def test_undecodable_grpc_messages_are_invalid_argument(server, caplog, method, data, message):
     with grpc.insecure_channel(server.grpc_address) as channel:

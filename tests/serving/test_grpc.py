@@ -11,10 +11,11 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
-from serving.grpc_server import decode_health_request, encode_health_response
 from tests.serving.conftest import running_server
 
 HERE = Path(__file__).resolve().parent
@@ -121,19 +122,27 @@ def test_message_size_limit(stub):
 
 
 def test_health_service(grpc_server):
-    channel = grpc.insecure_channel(grpc_server.grpc_address)
-    check = channel.unary_unary(
-        "/grpc.health.v1.Health/Check",
-        request_serializer=lambda service: b"\x0a" + bytes([len(service)]) + service.encode() if service else b"",
-        response_deserializer=lambda data: data,
-    )
-    assert check("", timeout=5) == encode_health_response(1)  # SERVING
-    assert check("inference.GRPCInferenceService", timeout=5) == encode_health_response(1)
-    with pytest.raises(grpc.RpcError) as info:
-        check("other.Service", timeout=5)
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
-    channel.close()
-    assert decode_health_request(b"\x0a\x03abc") == "abc"
+    with grpc.insecure_channel(grpc_server.grpc_address) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "inference.GRPCInferenceService"):
+            reply = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as info:
+            health.Check(health_pb2.HealthCheckRequest(service="other.Service"), timeout=5)
+        assert info.value.code() == grpc.StatusCode.NOT_FOUND
+        watch = health.Watch(health_pb2.HealthCheckRequest(service="other.Service"), timeout=5)
+        assert next(watch).status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+        watch.cancel()
+
+
+def test_reflection_lists_the_services_served(grpc_server):
+    with grpc.insecure_channel(grpc_server.grpc_address) as channel:
+        database = ProtoReflectionDescriptorDatabase(channel)
+        assert set(database.get_services()) == {
+            "inference.GRPCInferenceService", "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}
+        found = database.FindFileContainingSymbol("inference.GRPCInferenceService")  # what grpcurl describes
+        (service,) = [s for s in found.service if s.name == "GRPCInferenceService"]
+        assert "ModelInfer" in {method.name for method in service.method}
 
 
 def test_tritonclient_grpc(grpc_server, mlp):
@@ -165,5 +174,10 @@ def test_grpc_bearer_token(repo):
         assert stub.ServerLive(pb.ServerLiveRequest(), timeout=5).live
         with pytest.raises(grpc.RpcError) as info:
             stub.ModelReady(pb.ModelReadyRequest(name="mlp"), timeout=5)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+        assert health.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as info:  # what the server serves is listed to its clients only
+            ProtoReflectionDescriptorDatabase(channel).get_services()
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
         channel.close()

@@ -1,39 +1,57 @@
-"""Prometheus text rendering, and bound series agreeing with label-keyword updates."""
+"""The /metrics families: bound series agree with label-keyword updates, and retired versions go."""
 
 from __future__ import annotations
 
-from serving.metrics import Counter, Histogram
+import pytest
+
+from serving.metrics import ServingMetrics
 
 
 def test_bound_counter_series_is_the_keyword_series():
-    counter = Counter("requests_total", "Requests.")
-    counter.inc(model="m", status="ok")
-    series = counter.labels(status="ok", model="m")  # label order does not matter
+    metrics = ServingMetrics()
+    metrics.load_failures.inc(model="m")
+    series = metrics.load_failures.labels(model="m")
     series.inc()
     series.inc(2)
-    assert counter.value(model="m", status="ok") == 4
-    assert 'requests_total{model="m",status="ok"} 4' in list(counter.render())
+    assert metrics.registry.get_sample_value("flowstack_model_load_failures_total", {"model": "m"}) == 4
+    assert 'flowstack_model_load_failures_total{model="m"} 4.0' in metrics.render()
+
+
+def test_labels_other_than_the_family_s_are_refused_naming_them():
+    with pytest.raises(ValueError, match="flowstack_batch_size.*'model', 'version'"):
+        ServingMetrics().batch_size.labels(model="m")
 
 
 def test_histogram_observe_many_matches_single_observations():
-    one, many = Histogram("h", "H.", (0.1, 1.0)), Histogram("h", "H.", (0.1, 1.0))
+    one, many = ServingMetrics(), ServingMetrics()
     for value in (0.05, 0.5, 2.0):
-        one.observe(value, model="m")
-    many.labels(model="m").observe_many([0.05, 0.5, 2.0])
-    assert list(one.render()) == list(many.render())
-    assert 'h_bucket{model="m",le="1"} 2' in list(many.render())
-    assert many.count(model="m") == 3
+        one.compute_seconds.observe(value, model="m", version="1")
+    many.compute_seconds.labels(model="m", version="1").observe_many([0.05, 0.5, 2.0])
+
+    def page(metrics):
+        return [line for line in metrics.render().splitlines() if "_created" not in line]
+
+    assert page(one) == page(many)
+    assert 'flowstack_compute_duration_seconds_bucket{le="1.0",model="m",version="1"} 2.0' in page(many)
+    assert many.registry.get_sample_value("flowstack_compute_duration_seconds_count", {"model": "m", "version": "1"}) == 3
 
 
 def test_an_unused_bound_series_is_not_rendered():
-    histogram = Histogram("h", "H.", (1.0,))
-    histogram.labels(model="m")
-    assert list(histogram.render()) == ["# HELP h H.", "# TYPE h histogram"]
+    metrics = ServingMetrics()
+    metrics.queue_seconds.labels(model="m", version="1")
+    assert 'model="m"' not in metrics.render()
+
+
+def test_gauges_are_read_when_scraped():
+    metrics = ServingMetrics()
+    depth = {(("model", "m"), ("version", "1")): 3.0}
+    metrics.add_gauge("flowstack_queue_depth", "Queued requests.", lambda: depth)
+    assert 'flowstack_queue_depth{model="m",version="1"} 3.0' in metrics.render()
+    depth[(("model", "m"), ("version", "1"))] = 0.0
+    assert 'flowstack_queue_depth{model="m",version="1"} 0.0' in metrics.render()
 
 
 def test_keep_versions_drops_retired_series_and_bound_series_come_back():
-    from serving.metrics import ServingMetrics
-
     metrics = ServingMetrics()
     old = metrics.queue_seconds.labels(model="m", version="1")
     old.observe(0.1)
@@ -44,4 +62,5 @@ def test_keep_versions_drops_retired_series_and_bound_series_come_back():
     page = metrics.render()
     assert 'version="1"' not in page and 'version="2"' in page and 'status="ModelNotFound"' in page
     old.observe(0.2)  # a bound series observed again after its drop starts a fresh series
-    assert metrics.queue_seconds.count(model="m", version="1") == 1
+    count = metrics.registry.get_sample_value("flowstack_queue_duration_seconds_count", {"model": "m", "version": "1"})
+    assert count == 1

@@ -58,7 +58,7 @@ def test_bad_config_files_are_refused_and_the_others_load(repo):
         text = json.dumps(repository.index())
         assert "AWS_SECRET_ACCESS_KEY" not in text and str(root) not in text
         failures = repository.metrics.render()
-        assert 'flowstack_model_load_failures_total{model="fifo"} 1' in failures
+        assert 'flowstack_model_load_failures_total{model="fifo"} 1.0' in failures
     finally:
         repository.close()
 

@@ -1,13 +1,13 @@
 """Summary kernels: values to serialized TensorBoard ``Summary`` protos.
 
-The protobuf wire format is written by hand (a handful of fields), so training needs no
-protobuf or tensorboard install; tests read the files back with tensorboard's own loader.
-Serialized ``Summary`` messages concatenate into one whose ``value`` list is the union, which
-is all MergeSummary does.
+The messages are TensorBoard's own (``tensorboard.compat.proto``), imported when a summary is
+first made, so training without summaries needs no tensorboard install. Serialized ``Summary``
+messages concatenate into one whose ``value`` list is the union, which is all MergeSummary does.
 """
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zlib
 
@@ -18,54 +18,33 @@ from edge_runtime.kernels import kernel
 D = "flowstack"
 
 
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+def tensorboard_proto(name: str):
+    """``tensorboard.compat.proto.<name>``, or an ImportError saying which extra installs it."""
+    try:
+        return importlib.import_module(f"tensorboard.compat.proto.{name}")
+    except ImportError as exc:
+        raise ImportError(f"TensorBoard summaries need the tensorboard package: pip install 'flowstack[train]' ({exc})") from exc
 
 
-def field_bytes(num: int, payload: bytes) -> bytes:
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-
-def field_double(num: int, v: float) -> bytes:
-    return varint(num << 3 | 1) + struct.pack("<d", v)
-
-
-def field_float(num: int, v: float) -> bytes:
-    return varint(num << 3 | 5) + struct.pack("<f", v)
-
-
-def field_varint(num: int, v: int) -> bytes:
-    return varint(num << 3) + varint(v)
+def summary_value(tag: str, **field) -> bytes:
+    """A ``Summary`` holding one value named ``tag`` with ``field`` (simple_value=, histo=...)."""
+    summary_pb2 = tensorboard_proto("summary_pb2")
+    return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, **field)]).SerializeToString()
 
 
 def scalar_summary(tag: str, value: float) -> bytes:
-    return field_bytes(1, field_bytes(1, tag.encode()) + field_float(2, float(value)))
+    return summary_value(tag, simple_value=float(value))
 
 
-def _histogram(values: np.ndarray, bins: int = 30) -> bytes:
+def histogram_summary(tag: str, values, bins: int = 30) -> bytes:
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     if v.size == 0:
         v = np.zeros(1)
     counts, edges = np.histogram(v, bins=bins)
-    limits = edges[1:]
-    msg = (field_double(1, v.min()) + field_double(2, v.max()) + field_double(3, float(v.size))
-           + field_double(4, float(v.sum())) + field_double(5, float((v * v).sum()))
-           + field_bytes(6, struct.pack(f"<{len(limits)}d", *limits))
-           + field_bytes(7, struct.pack(f"<{len(counts)}d", *counts.astype(np.float64))))
-    return msg
-
-
-def histogram_summary(tag: str, values) -> bytes:
-    return field_bytes(1, field_bytes(1, tag.encode()) + field_bytes(5, _histogram(values)))
+    histo = tensorboard_proto("summary_pb2").HistogramProto(
+        min=v.min(), max=v.max(), num=float(v.size), sum=float(v.sum()), sum_squares=float((v * v).sum()),
+        bucket_limit=edges[1:].tolist(), bucket=counts.astype(np.float64).tolist())
+    return summary_value(tag, histo=histo)
 
 
 def _obj(b: bytes):
@@ -123,12 +102,10 @@ def image_summary(tag: str, images, max_images: int = 3) -> bytes:
     if batch.ndim != 4 or batch.shape[-1] not in (1, 3, 4):
         raise ValueError(f"image summary {tag!r}: images must be [batch, height, width, 1|3|4], got {batch.shape}")
     batch = _to_uint8(batch[:max_images])
-    out = b""
-    for t, img in zip(_clip_tags(tag, "image", len(batch)), batch):
-        msg = (field_varint(1, img.shape[0]) + field_varint(2, img.shape[1]) + field_varint(3, img.shape[2])
-               + field_bytes(4, png(img)))
-        out += field_bytes(1, field_bytes(1, t.encode()) + field_bytes(4, msg))
-    return out
+    Image = tensorboard_proto("summary_pb2").Summary.Image
+    return b"".join(summary_value(t, image=Image(height=img.shape[0], width=img.shape[1], colorspace=img.shape[2],
+                                                     encoded_image_string=png(img)))
+                    for t, img in zip(_clip_tags(tag, "image", len(batch)), batch))
 
 
 def wav(clip: np.ndarray, sample_rate: int) -> bytes:
@@ -147,21 +124,23 @@ def audio_summary(tag: str, clips, sample_rate: float, max_outputs: int = 3) -> 
     if batch.ndim != 3:
         raise ValueError(f"audio summary {tag!r}: clips must be [batch, frames(, channels)], got {batch.shape}")
     batch = batch[:max_outputs]
-    out = b""
-    for t, clip in zip(_clip_tags(tag, "audio", len(batch)), batch):
-        msg = (field_float(1, float(sample_rate)) + field_varint(2, clip.shape[1]) + field_varint(3, clip.shape[0])
-               + field_bytes(4, wav(clip, int(sample_rate))) + field_bytes(5, b"audio/wav"))
-        out += field_bytes(1, field_bytes(1, t.encode()) + field_bytes(6, msg))
-    return out
+    Audio = tensorboard_proto("summary_pb2").Summary.Audio
+    return b"".join(summary_value(t, audio=Audio(sample_rate=float(sample_rate), num_channels=clip.shape[1],
+                                                     length_frames=clip.shape[0],
+                                                     encoded_audio_string=wav(clip, int(sample_rate)),
+                                                     content_type="audio/wav"))
+                    for t, clip in zip(_clip_tags(tag, "audio", len(batch)), batch))
 
 
 def text_summary(tag: str, text) -> bytes:
     values = np.asarray(text, dtype=object)
     strings = [v if isinstance(v, bytes) else str(v).encode() for v in values.reshape(-1)]
-    shape = b"".join(field_bytes(2, field_varint(1, d)) for d in values.shape)
-    tensor = field_varint(1, 7) + field_bytes(2, shape) + b"".join(field_bytes(8, s) for s in strings)
-    metadata = field_bytes(1, field_bytes(1, b"text"))
-    return field_bytes(1, field_bytes(1, tag.encode()) + field_bytes(9, metadata) + field_bytes(8, tensor))
+    summary_pb2, shape_pb2 = tensorboard_proto("summary_pb2"), tensorboard_proto("tensor_shape_pb2")
+    shape = shape_pb2.TensorShapeProto(dim=[shape_pb2.TensorShapeProto.Dim(size=d) for d in values.shape])
+    tensor = tensorboard_proto("tensor_pb2").TensorProto(dtype=tensorboard_proto("types_pb2").DT_STRING,
+                                                         tensor_shape=shape, string_val=strings)
+    metadata = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="text"))
+    return summary_value(tag, metadata=metadata, tensor=tensor)
 
 
 def _host(values):
@@ -186,16 +165,10 @@ def text_summary_kernel(tensor, *, xp, tag):
 # -- the graph, as a GraphDef for TensorBoard's Graphs tab -------------------------------------------
 def graph_def(nodes) -> bytes:
     """A GraphDef (name, op, inputs, device per node) of trainer ``Node``s."""
-    out = b""
+    graph_pb2, node_def_pb2 = tensorboard_proto("graph_pb2"), tensorboard_proto("node_def_pb2")
+    graph = graph_pb2.GraphDef(versions=tensorboard_proto("versions_pb2").VersionDef(producer=27))  # as TF 1.15 writes
     for node in nodes:
-        msg = field_bytes(1, node.name.encode()) + field_bytes(2, node.op_type.encode())
-        for t in node.inputs:
-            if t is not None:
-                ref = t.node.name if t.index == 0 else f"{t.node.name}:{t.index}"
-                msg += field_bytes(3, ref.encode())
-        for c in node.control_inputs:
-            msg += field_bytes(3, ("^" + c.name).encode())
-        if node.device:
-            msg += field_bytes(4, node.device.encode())
-        out += field_bytes(1, msg)
-    return out + field_bytes(4, field_varint(1, 27))  # versions { producer: 27 }, as TF 1.15 writes
+        inputs = [t.node.name if t.index == 0 else f"{t.node.name}:{t.index}" for t in node.inputs if t is not None]
+        inputs += ["^" + c.name for c in node.control_inputs]
+        graph.node.append(node_def_pb2.NodeDef(name=node.name, op=node.op_type, input=inputs, device=node.device or ""))
+    return graph.SerializeToString()
