@@ -92,8 +92,11 @@ class StopAtStepHook(SessionRunHook):
         self._step = _global_step()
 
     def after_create_session(self, session, coord):
+        step = int(session.run(self._step))
         if self._last_step is None:
-            self._last_step = int(session.run(self._step)) + self._num_steps
+            self._last_step = step + self._num_steps
+        if step >= self._last_step and coord is not None:
+            coord.request_stop()  # a restarted job that already reached its last step takes no step
 
     def before_run(self, run_context):
         return SessionRunArgs(self._step)

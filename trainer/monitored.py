@@ -17,6 +17,8 @@ import time
 
 from trainer.graph import GraphKeys, get_default_graph
 from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
+from trainer.checkpoint_index import remove_leftovers
+from trainer.queues import Coordinator
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
@@ -55,6 +57,8 @@ class MonitoredTrainingSession:
         if not is_chief:
             self.saver = None
         self.session = Session(self.graph, target=master or None, **session_kwargs)
+        if writes:
+            remove_leftovers(checkpoint_dir)  # temporary files of a chief killed mid-save
         self.restored_from = latest_checkpoint(checkpoint_dir) if writes else None
         if is_chief:
             self.session.run(init)
@@ -70,8 +74,11 @@ class MonitoredTrainingSession:
         self._last_save_time = time.time()
         self._last_save_step = self._step
         self._stop = self.max_steps is not None and self._step >= self.max_steps
+        # A hook may ask to stop before any step (a restarted job already at its StopAtStepHook's
+        # last step): through the coordinator, as in TensorFlow.
+        self.coord = Coordinator()
         for hook in self.hooks:
-            hook.after_create_session(self.session, None)
+            hook.after_create_session(self.session, self.coord)
 
     def _wait_until_initialized(self, timeout: float) -> None:
         runtime = self.session.runtime
@@ -133,7 +140,7 @@ class MonitoredTrainingSession:
         return path
 
     def should_stop(self) -> bool:
-        return self._stop
+        return self._stop or self.coord.should_stop()
 
     def close(self) -> None:
         try:

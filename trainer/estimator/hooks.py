@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from trainer.hooks import (FinalOpsHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
                            SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.queues import Coordinator
 
 __all__ = [
     "FinalOpsHook", "HookedRunner", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook",
@@ -32,7 +33,9 @@ class HookedRunner:
         self._each("begin")
 
     def after_create_session(self, session):
-        self._each("after_create_session", session, None)
+        coord = Coordinator()  # a hook may stop the loop before its first step, as in TensorFlow
+        self._each("after_create_session", session, coord)
+        self.stop_requested = coord.should_stop()
 
     def end(self, session):
         self._each("end", session)
