@@ -102,7 +102,12 @@ class StopAtStepHook(SessionRunHook):
         return SessionRunArgs(self._step)
 
     def after_run(self, run_context, run_values):
-        if int(run_values.results) >= self._last_step:  # fetched values are read after the step's updates
+        step = int(run_values.results)
+        if step + 1 >= self._last_step and run_context.session is not None:
+            # A global step on a PS task may be fetched before this step's update: read it again
+            # near the end, so the job stops at last_step exactly, not one step past it.
+            step = int(run_context.session.run(self._step))
+        if step >= self._last_step:
             run_context.request_stop()
 
 

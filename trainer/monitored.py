@@ -123,17 +123,25 @@ class MonitoredTrainingSession:
             self.writer.add_summary(extra_values.pop(), step)
         for hook, values in zip(self.hooks, extra_values):
             hook.after_run(context, SessionRunValues(values))
+        if context.stop_requested or (self.max_steps is not None and step + 1 >= self.max_steps):
+            self._step = self._read_step()  # at the end, the exact step: whether to stop, what to save
         if self.saver is not None:
-            due_steps = self.save_steps is not None and step - self._last_save_step >= self.save_steps
+            due_steps = self.save_steps is not None and self._step - self._last_save_step >= self.save_steps
             due_secs = self.save_secs is not None and time.time() - self._last_save_time >= self.save_secs
             if due_steps or due_secs:
                 self.save()
-        if self.max_steps is not None and step >= self.max_steps:
+        if self.max_steps is not None and self._step >= self.max_steps:
             self._stop = True
         self._stop = self._stop or context.stop_requested
         return out
 
+    def _read_step(self) -> int:
+        """The global step now. The one fetched with a step's fetches may predate that step's
+        update when the global step lives on a PS task (it is read while the update runs there)."""
+        return int(self.session.run(self.global_step))
+
     def save(self) -> str:
+        self._step = self._read_step()  # the checkpoint's name must be the step its values hold
         path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self._step)
         self._last_save_time = time.time()
         self._last_save_step = self._step
