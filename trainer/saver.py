@@ -37,7 +37,7 @@ from trainer.checkpoint_index import (GRAPH_FILE, STATE_FILE, CheckpointWarning,
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
 from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
-from trainer.saved_slices import LogicalTensor, group_by_logical_name, slices_meta
+from trainer.saved_slices import LogicalTensor, entries_from, slices_meta
 
 __all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state", "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint",
            "load_checkpoint", "node_to_dict"]
@@ -45,22 +45,25 @@ __all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "
 
 # -- Saver ----------------------------------------------------------------------------------------
 class Saver:
-    """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``."""
+    """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``.
 
-    def __init__(self, var_list=None, max_to_keep: int = 5, graph: Graph | None = None):
+    ``var_list`` is as in TensorFlow 1.x: None (every global variable), a list of variables
+    (partitioned ones too), or a dict ``{name in the checkpoint: variable}``.
+    """
 
+    def __init__(self, var_list=None, max_to_keep: int | None = 5, graph: Graph | None = None):
         self.graph = graph or get_default_graph()
-        self.var_list = list(var_list) if var_list is not None else global_variables(self.graph)
-        if not self.var_list:
+        # One entry per logical variable: a partitioned variable's shards save as one tensor.
+        self.entries = entries_from(var_list if var_list is not None else global_variables(self.graph))
+        if not self.entries:
             raise ValueError("Saver: no variables to save")
+        self.var_list = [v for e in self.entries for v in e.variables]
         self.max_to_keep = max_to_keep
         self._lock = threading.Lock()
         self._graph_written = None
         g = self.graph
         with g.as_default(), g.name_scope("save"):
             self.filename = placeholder(np.dtype(object), (), name="filename")
-            # One entry per logical variable: a partitioned variable's shards save as one tensor.
-            self.entries = group_by_logical_name(self.var_list)
             names = [e.name for e in self.entries]
             slices = slices_meta(self.entries)
             self.save_op = g.create_op("Save", [self.filename] + [_whole(e) for e in self.entries],
