@@ -92,3 +92,92 @@ def test_saver_var_list_errors_name_the_entry():
             tf.train.Saver([w, "biases"])
         with pytest.raises(ValueError, match="no variables to save"):
             tf.train.Saver({})
+
+
+def _counting_model():
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.zeros(3, np.float32), name="v")
+        step = tf.train.get_or_create_global_step()
+        with tf.control_dependencies([v.assign_add(np.ones(3, np.float32))]):
+            train = step.assign_add(np.int64(1))
+    return g, v, train
+
+
+def _train_with(g, train, hooks):
+    with tf.train.MonitoredTrainingSession(graph=g, hooks=hooks) as sess:
+        while not sess.should_stop():
+            sess.run(train)
+        return sess.step
+
+
+def test_checkpoint_saver_hook_saves_every_n_steps_at_creation_and_at_the_end(tmp_path):
+    g, v, train = _counting_model()
+    with g.as_default():
+        hooks = [tf.train.StopAtStepHook(last_step=10),
+                 tf.train.CheckpointSaverHook(str(tmp_path), save_steps=3, checkpoint_basename="my.ckpt")]
+    assert _train_with(g, train, hooks) == 10
+    assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == sorted(f"my-{s}.ckpt" for s in (0, 3, 6, 9, 10))
+    assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "my-10.ckpt")
+
+    g, v, train = _counting_model()  # a MonitoredTrainingSession on the folder resumes from the hook's checkpoint
+    with tf.train.MonitoredTrainingSession(str(tmp_path), graph=g, save_secs=None) as sess:
+        assert sess.step == 10 and list(sess.session.run(v)) == [10, 10, 10]
+
+
+def test_checkpoint_saver_hook_by_seconds_and_its_saver(tmp_path):
+    g, v, train = _counting_model()
+    with g.as_default():
+        saver = tf.train.Saver([v], max_to_keep=1)
+        hooks = [tf.train.StopAtStepHook(last_step=4),
+                 tf.train.CheckpointSaverHook(str(tmp_path), save_secs=3600, saver=saver)]
+    assert _train_with(g, train, hooks) == 4
+    assert [p.name for p in tmp_path.glob("*.ckpt")] == ["model-4.ckpt"]  # creation's model-0 rotated out
+    assert sorted(load_checkpoint(str(tmp_path / "model-4.ckpt"))[1]) == ["v"]
+
+
+def test_a_checkpoint_saver_listener_sees_each_save_and_can_stop_training(tmp_path):
+    class StopAtSix(tf.train.CheckpointSaverListener):
+        def __init__(self):
+            self.calls = []
+
+        def before_save(self, session, global_step_value):
+            self.calls.append(("before", global_step_value))
+
+        def after_save(self, session, global_step_value):
+            self.calls.append(("after", global_step_value))
+            return global_step_value >= 6
+
+        def end(self, session, global_step_value):
+            self.calls.append(("end", global_step_value))
+
+    listener = StopAtSix()
+    g, v, train = _counting_model()
+    with g.as_default():
+        hook = tf.train.CheckpointSaverHook(str(tmp_path), save_steps=2, listeners=[listener])
+    assert _train_with(g, train, [hook]) == 6
+    assert listener.calls == [(w, s) for s in (0, 2, 4, 6) for w in ("before", "after")] + [("end", 6)]
+
+
+def test_checkpoint_saver_hook_refuses_unclear_schedules(tmp_path):
+    for kwargs in ({}, {"save_secs": 10, "save_steps": 10}):
+        with pytest.raises(ValueError, match="exactly one of save_secs and save_steps"):
+            tf.train.CheckpointSaverHook(str(tmp_path), **kwargs)
+    with pytest.raises(ValueError, match="save_steps must be positive"):
+        tf.train.CheckpointSaverHook(str(tmp_path), save_steps=0)
+
+
+def test_checkpoint_saver_hook_under_the_estimator(tmp_path):
+    def model_fn(features, labels, mode):
+        w = tf.Variable(np.zeros((1,), np.float32), name="w")
+        loss = tf.reduce_sum(tf.square(w - 1.0))
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=tf.train.get_or_create_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train)
+
+    def input_fn():
+        return {"x": tf.constant(np.zeros((1, 1), np.float32))}, tf.constant(np.zeros((1, 1), np.float32))
+
+    extra = tmp_path / "extra"
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path / "model"))
+    est.train(input_fn, hooks=[tf.estimator.CheckpointSaverHook(str(extra), save_steps=2)], steps=5)
+    assert sorted(p.name for p in extra.glob("*.ckpt")) == sorted(f"model-{s}.ckpt" for s in (0, 2, 4, 5))
