@@ -22,7 +22,7 @@ __all__ = ["FORMAT_VERSION", "CheckpointError", "array_crc32", "atomic_write", "
 FORMAT_VERSION = 1
 TEMP_PREFIX = ".tmp-"
 # atomic_write's temporary files: ".tmp-<final name>-<mkstemp's 8 random characters>".
-_TEMP_NAME = re.compile(r"^\.tmp-(?P<final>.+)-[a-z0-9_]{8}$")
+_TEMP_NAME = re.compile("^" + re.escape(TEMP_PREFIX) + r"(?P<final>.+)-[a-z0-9_]{8}$")
 
 
 class CheckpointError(ValueError):

@@ -24,8 +24,8 @@ import warnings
 
 from trainer.checkpoint_format import atomic_write, checkpoint_damage, is_temp_file
 
-__all__ = ["CHECKPOINT_SUFFIX", "STATE_FILE", "CheckpointWarning", "checkpoint_history", "checkpoint_state",
-           "latest_checkpoint", "remove_leftovers", "write_index"]
+__all__ = ["CHECKPOINT_SUFFIX", "GRAPH_FILE", "STATE_FILE", "CheckpointWarning", "checkpoint_files",
+           "checkpoint_history", "checkpoint_state", "latest_checkpoint", "remove_leftovers", "step_of", "write_index"]
 
 STATE_FILE = "checkpoint"
 GRAPH_FILE = "graph.npz"

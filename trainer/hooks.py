@@ -22,8 +22,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = [
-    "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs",
-    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
+    "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
+    "NanTensorHook", "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
+    "StopAtStepHook",
 ]
 
 log = logging.getLogger("trainer.hooks")
@@ -273,4 +274,5 @@ class CheckpointSaverHook(SessionRunHook):
             listener.before_save(session, step)
         self._saver.save(session, self._prefix, global_step=step)
         self._last_step, self._last_time = step, time.monotonic()
-        return any([bool(listener.after_save(session, step)) for listener in self._listeners])
+        stops = [bool(listener.after_save(session, step)) for listener in self._listeners]  # every listener hears
+        return any(stops)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 
+from trainer.checkpoint_index import remove_leftovers
 from trainer.graph import GraphKeys, get_default_graph
 from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
-from trainer.checkpoint_index import remove_leftovers
 from trainer.queues import Coordinator
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session

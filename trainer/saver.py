@@ -39,8 +39,9 @@ from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
 from trainer.saved_slices import LogicalTensor, entries_from, slices_meta
 
-__all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state", "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint",
-           "load_checkpoint", "node_to_dict"]
+__all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state",
+           "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint", "load_checkpoint",
+           "node_to_dict"]
 
 
 # -- Saver ----------------------------------------------------------------------------------------
