@@ -10,7 +10,7 @@ whole). Reading it, a run only ever looks inside that folder:
 - a complete checkpoint newer than the index's newest entry (a save interrupted between writing
   the file and replacing the index) is listed after it;
 - ``latest_checkpoint`` returns the newest *intact* checkpoint (every byte read and checked), and
-  warns naming each newer one it skipped and why.
+  warns naming each newer one it skipped and why; the folder's unlisted checkpoint files come last.
 
 ``remove_leftovers`` deletes the temporary files of writers killed mid-save, and only those.
 """
@@ -154,14 +154,16 @@ def latest_checkpoint(directory: str) -> str | None:
     """The path of the newest intact checkpoint in ``directory``, or None when there is none.
 
     Each candidate, newest first, is read whole and checked; one that is missing, truncated or
-    corrupt is skipped with a warning naming it and why.
+    corrupt is skipped with a warning naming it and why. When every listed one is damaged, the
+    folder's unlisted checkpoint files (one a kill kept rotation from deleting) are tried last.
     """
     return _newest_intact(directory, checkpoint_history(directory))
 
 
 def _newest_intact(directory: str, names: list[str]) -> str | None:
+    unlisted = [n for n in checkpoint_files(directory) if n not in names]
     skipped = []
-    for name in reversed(names):
+    for name in reversed(unlisted + names):
         path = os.path.join(directory, name)
         why = checkpoint_damage(path)
         if why is None:

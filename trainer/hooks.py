@@ -21,6 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from trainer.checkpoint_index import remove_leftovers
+
 __all__ = [
     "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
     "NanTensorHook", "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
@@ -241,6 +243,7 @@ class CheckpointSaverHook(SessionRunHook):
             listener.begin()
 
     def after_create_session(self, session, coord):
+        remove_leftovers(os.path.dirname(self._prefix) or ".")  # temporary files of a save killed mid-write
         step = int(session.run(self._step))
         if not os.path.isfile(f"{self._prefix}-{step}.ckpt"):  # the state at creation, unless just restored
             self._save(session, step)

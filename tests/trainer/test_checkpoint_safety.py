@@ -397,6 +397,21 @@ def test_sigkill_at_each_point_of_a_save_loses_no_complete_checkpoint(world, kil
 
 
 @pytest.mark.slow
+def test_a_damaged_only_listed_checkpoint_falls_back_to_one_rotation_left(world):
+    """max_to_keep=1, a kill after the index named model-4 but before model-3 was deleted, then
+    model-4 damaged: model-3, unlisted but intact, is restored rather than step 0."""
+    run, untouched_outside = world
+    child = Child(run, "before delete", width=WIDTH, max_to_keep=1)
+    assert child.finish() == -signal.SIGKILL, "".join(child.output)[-3000:]
+    assert _listed(run) == ["model-4.ckpt"] and (run / "model-3.ckpt").is_file()
+    _truncate(run / "model-4.ckpt")
+    with pytest.warns(CheckpointWarning, match="restoring 'model-3.ckpt'.*skipped.*'model-4.ckpt'"):
+        start, end, progress = _train(run, last_step=5, save_steps=1, max_to_keep=1)
+    assert (start, end, progress) == (3, 5, 5)
+    untouched_outside()
+
+
+@pytest.mark.slow
 def test_sigkill_at_random_moments_never_resumes_behind_a_complete_checkpoint(world):
     """A real process killed at seeded random moments of a training loop that saves a 13 MB
     checkpoint every step, five times over one folder with max_to_keep=1: each restart resumes

@@ -112,11 +112,14 @@ def _train_with(g, train, hooks):
 
 
 def test_checkpoint_saver_hook_saves_every_n_steps_at_creation_and_at_the_end(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / ".tmp-my-3.ckpt-abcd1234").write_bytes(b"torn")  # a save killed mid-write, earlier
     g, v, train = _counting_model()
     with g.as_default():
         hooks = [tf.train.StopAtStepHook(last_step=10),
                  tf.train.CheckpointSaverHook(str(tmp_path), save_steps=3, checkpoint_basename="my.ckpt")]
     assert _train_with(g, train, hooks) == 10
+    assert not list(tmp_path.glob(".tmp-*"))
     assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == sorted(f"my-{s}.ckpt" for s in (0, 3, 6, 9, 10))
     assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "my-10.ckpt")
 
