@@ -186,7 +186,8 @@ def test_a_checksum_catches_damage_the_archive_cannot_see(world):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:  # a valid archive, CRCs recomputed
         for name, data in members.items():
             z.writestr(name, data)
-    assert zlib.crc32(bytes(forged)) == zipfile.ZipFile(path).getinfo("progress.npy").CRC
+    with zipfile.ZipFile(path) as z:
+        assert zlib.crc32(bytes(forged)) == z.getinfo("progress.npy").CRC
     assert "fails its checksum" in checkpoint_damage(str(path))
     with pytest.warns(CheckpointWarning, match="model-4.ckpt.*fails its checksum"):
         assert T.latest_checkpoint(str(run)) == str(run / "model-2.ckpt")
