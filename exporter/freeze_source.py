@@ -67,7 +67,7 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
     except (OSError, ValueError, KeyError) as exc:
         raise FreezeError(f"{state_path}: missing or unreadable ({exc}); it names the newest checkpoint. "
                           "Save a checkpoint into the directory first") from None
-    path = newest if os.path.exists(newest) else os.path.join(directory, os.path.basename(newest))
+    path = os.path.join(directory, os.path.basename(newest))  # the index names files in its own folder
     if not os.path.exists(path):
         raise FreezeError(f"checkpoint shard {newest!r} named by {state_path} is missing; restore the file, "
                           "or point the checkpoint file at a checkpoint that exists")

@@ -9,25 +9,39 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "CheckpointError", "atomic_write", "check_value", "json_member", "load_checkpoint",
-           "write_npz"]
+__all__ = ["FORMAT_VERSION", "CheckpointError", "array_crc32", "atomic_write", "check_value", "checkpoint_damage",
+           "is_temp_file", "json_member", "load_checkpoint", "write_npz"]
 
 FORMAT_VERSION = 1
+TEMP_PREFIX = ".tmp-"
+# atomic_write's temporary files: ".tmp-<final name>-<mkstemp's 8 random characters>".
+_TEMP_NAME = re.compile("^" + re.escape(TEMP_PREFIX) + r"(?P<final>.+)-[a-z0-9_]{8}$")
 
 
 class CheckpointError(ValueError):
     """A checkpoint that is missing, corrupt, or does not match the graph; names the variable."""
 
 
+def is_temp_file(name: str, final_names) -> bool:
+    """Whether ``name`` is atomic_write's temporary file for a final name that ``final_names(name)``
+    accepts: a leftover of a writer killed before its rename."""
+    match = _TEMP_NAME.match(name)
+    return match is not None and bool(final_names(match.group("final")))
+
+
 def atomic_write(path: str, write) -> None:
+    """Write ``path`` through ``write(file)`` into a temporary file beside it, fsync, rename, and
+    fsync the directory: a crash leaves either the old file or the new one, never a torn one."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-" + os.path.basename(path) + "-", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX + os.path.basename(path) + "-", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -63,10 +77,22 @@ def write_npz(f, arrays: dict) -> None:
             z.writestr(key + ".npy", buf.getvalue())
 
 
+def array_crc32(value: np.ndarray) -> int:
+    """CRC-32 of an array's bytes in C order (the meta's ``"crc32"`` record)."""
+    return zlib.crc32(np.ascontiguousarray(value).reshape(-1).view(np.uint8))
+
+
 def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """(meta, {variable name: array}) of a checkpoint file."""
+    """(meta, {variable name: array}) of a checkpoint file, every byte read and checked.
+
+    Version-1 files written since the ``"crc32"`` meta entry was appended carry each variable's
+    checksum; older ones are checked by the archive's own CRC of each member and by the meta's
+    dtypes and shapes. Damage raises CheckpointError saying what is wrong.
+    """
     if not os.path.exists(path):
         raise CheckpointError(f"checkpoint {path!r} does not exist")
+    if os.path.getsize(path) == 0:
+        raise CheckpointError(f"checkpoint {path!r} is unreadable: the file is empty")
     if not zipfile.is_zipfile(path):  # np.load would read a bare .npy as an array, not an archive
         raise CheckpointError(f"checkpoint {path!r} is unreadable: not a checkpoint archive "
                               f"(truncated, or not written by Saver)")
@@ -82,7 +108,27 @@ def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
     if meta.get("format") != "flowstack-checkpoint" or meta.get("version", 0) > FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path!r}: unsupported format {meta.get('format')!r} "
                               f"version {meta.get('version')} (this reader knows version {FORMAT_VERSION})")
+    for name, value in values.items():
+        _check_member(path, name, value, meta["variables"][name], meta.get("crc32", {}).get(name))
     return meta, values
+
+
+def checkpoint_damage(path: str) -> str | None:
+    """Why the checkpoint at ``path`` cannot be restored (missing, truncated, damaged), or None."""
+    try:
+        load_checkpoint(path)
+    except CheckpointError as e:
+        return str(e)
+    return None
+
+
+def _check_member(path: str, name: str, value: np.ndarray, declared: dict, crc) -> None:
+    if value.dtype.name != declared.get("dtype") or list(value.shape) != list(declared.get("shape", [])):
+        raise CheckpointError(f"checkpoint {path!r} is damaged: variable {name!r} holds "
+                              f"{value.dtype.name}{tuple(value.shape)}, its meta says "
+                              f"{declared.get('dtype')}{tuple(declared.get('shape', []))}")
+    if crc is not None and array_crc32(value) != crc:
+        raise CheckpointError(f"checkpoint {path!r} is damaged: variable {name!r} fails its checksum")
 
 
 def check_value(name, value, dtype, shape, path):

@@ -3,7 +3,7 @@
 One protocol for every loop: ``MonitoredTrainingSession`` (in one process or on a cluster), the
 Estimator's ``HookedRunner`` and ``SyncReplicasOptimizer``'s hook all use these classes, and the
 standard hooks (``tf.train.StopAtStepHook``, ``NanTensorHook``, ``LoggingTensorHook``,
-``FinalOpsHook``, ``StepCounterHook``) live here.
+``FinalOpsHook``, ``StepCounterHook``, ``CheckpointSaverHook``) live here.
 
 A hook may define ``begin()``, ``after_create_session(session, coord)``, ``before_run(run_context)``
 (returning ``SessionRunArgs`` of extra fetches and feeds, or None), ``after_run(run_context,
@@ -15,14 +15,18 @@ step. ``MonitoredTrainingSession(hooks=[...])`` runs them; the extra fetches go 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from trainer.checkpoint_index import remove_leftovers
+
 __all__ = [
-    "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SessionRunArgs",
-    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
+    "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
+    "NanTensorHook", "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
+    "StopAtStepHook",
 ]
 
 log = logging.getLogger("trainer.hooks")
@@ -92,14 +96,22 @@ class StopAtStepHook(SessionRunHook):
         self._step = _global_step()
 
     def after_create_session(self, session, coord):
+        step = int(session.run(self._step))
         if self._last_step is None:
-            self._last_step = int(session.run(self._step)) + self._num_steps
+            self._last_step = step + self._num_steps
+        if step >= self._last_step and coord is not None:
+            coord.request_stop()  # a restarted job that already reached its last step takes no step
 
     def before_run(self, run_context):
         return SessionRunArgs(self._step)
 
     def after_run(self, run_context, run_values):
-        if int(run_values.results) >= self._last_step:  # fetched values are read after the step's updates
+        step = int(run_values.results)
+        if step + 1 >= self._last_step and run_context.session is not None:
+            # A global step on a PS task may be fetched before this step's update: read it again
+            # near the end, so the job stops at last_step exactly, not one step past it.
+            step = int(run_context.session.run(self._step))
+        if step >= self._last_step:
             run_context.request_stop()
 
 
@@ -177,3 +189,93 @@ class StepCounterHook(SessionRunHook):
             self.steps_per_sec = (step - self._last[0]) / max(now - self._last[1], 1e-9)
             log.info("global_step/sec: %.4g", self.steps_per_sec)
             self._last = (step, now)
+
+
+class CheckpointSaverListener:
+    """Called around each save of a ``CheckpointSaverHook``; ``after_save`` returning True stops training."""
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """Save a checkpoint every ``save_steps`` steps or ``save_secs`` seconds (give exactly one), when
+    the session is created and when it ends, as TensorFlow 1.x's hook does.
+
+    Checkpoints are ``<checkpoint_dir>/<checkpoint_basename without .ckpt>-<step>.ckpt`` in the
+    folder's ``checkpoint`` index (``trainer/checkpoint_index.py``), so a MonitoredTrainingSession
+    or ``tf.train.latest_checkpoint`` given that folder restores them. ``saver`` defaults to a Saver
+    of every global variable, made in ``begin``.
+    """
+
+    def __init__(self, checkpoint_dir: str, save_secs: float | None = None, save_steps: int | None = None,
+                 saver=None, checkpoint_basename: str = "model.ckpt", scaffold=None, listeners=None):
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError("CheckpointSaverHook: give exactly one of save_secs and save_steps")
+        if scaffold is not None:
+            raise ValueError("CheckpointSaverHook: scaffold= is not supported; pass saver= instead")
+        for name, value in (("save_secs", save_secs), ("save_steps", save_steps)):
+            if value is not None and value <= 0:
+                raise ValueError(f"CheckpointSaverHook: {name} must be positive, got {value}")
+        base = checkpoint_basename[:-len(".ckpt")] if checkpoint_basename.endswith(".ckpt") else checkpoint_basename
+        self._prefix = os.path.join(checkpoint_dir, base)
+        self._secs, self._steps = save_secs, save_steps
+        self._saver, self._listeners = saver, list(listeners or ())
+        self._last_step: int | None = None
+        self._last_time = 0.0
+
+    def begin(self):
+        self._step = _global_step()
+        if self._saver is None:
+            from trainer.saver import Saver  # trainer.saver needs the graph modules; hooks are imported early
+
+            self._saver = Saver()
+        for listener in self._listeners:
+            listener.begin()
+
+    def after_create_session(self, session, coord):
+        remove_leftovers(os.path.dirname(self._prefix) or ".")  # temporary files of a save killed mid-write
+        step = int(session.run(self._step))
+        if not os.path.isfile(f"{self._prefix}-{step}.ckpt"):  # the state at creation, unless just restored
+            self._save(session, step)
+        self._last_step, self._last_time = step, time.monotonic()
+
+    def before_run(self, run_context):
+        return SessionRunArgs(self._step)
+
+    def _due(self, step: int) -> bool:
+        if self._steps is not None:
+            return step - self._last_step >= self._steps
+        return time.monotonic() - self._last_time >= self._secs
+
+    def after_run(self, run_context, run_values):
+        if not self._due(int(run_values.results)):
+            return
+        step = int(run_context.session.run(self._step))  # the fetched step may predate this step's update on a PS
+        if self._due(step) and self._save(run_context.session, step):
+            run_context.request_stop()
+
+    def end(self, session):
+        step = int(session.run(self._step))
+        if step != self._last_step:
+            self._save(session, step)
+        for listener in self._listeners:
+            listener.end(session, step)
+
+    def _save(self, session, step: int) -> bool:
+        """Save at ``step``; True when a listener asks to stop."""
+        for listener in self._listeners:
+            listener.before_save(session, step)
+        self._saver.save(session, self._prefix, global_step=step)
+        self._last_step, self._last_time = step, time.monotonic()
+        stops = [bool(listener.after_save(session, step)) for listener in self._listeners]  # every listener hears
+        return any(stops)

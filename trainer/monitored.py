@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import time
 
+from trainer.checkpoint_index import remove_leftovers
 from trainer.graph import GraphKeys, get_default_graph
 from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
+from trainer.queues import Coordinator
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
@@ -55,6 +57,8 @@ class MonitoredTrainingSession:
         if not is_chief:
             self.saver = None
         self.session = Session(self.graph, target=master or None, **session_kwargs)
+        if writes:
+            remove_leftovers(checkpoint_dir)  # temporary files of a chief killed mid-save
         self.restored_from = latest_checkpoint(checkpoint_dir) if writes else None
         if is_chief:
             self.session.run(init)
@@ -70,8 +74,11 @@ class MonitoredTrainingSession:
         self._last_save_time = time.time()
         self._last_save_step = self._step
         self._stop = self.max_steps is not None and self._step >= self.max_steps
+        # A hook may ask to stop before any step (a restarted job already at its StopAtStepHook's
+        # last step): through the coordinator, as in TensorFlow.
+        self.coord = Coordinator()
         for hook in self.hooks:
-            hook.after_create_session(self.session, None)
+            hook.after_create_session(self.session, self.coord)
 
     def _wait_until_initialized(self, timeout: float) -> None:
         runtime = self.session.runtime
@@ -116,24 +123,32 @@ class MonitoredTrainingSession:
             self.writer.add_summary(extra_values.pop(), step)
         for hook, values in zip(self.hooks, extra_values):
             hook.after_run(context, SessionRunValues(values))
+        if context.stop_requested or (self.max_steps is not None and step + 1 >= self.max_steps):
+            self._step = self._read_step()  # at the end, the exact step: whether to stop, what to save
         if self.saver is not None:
-            due_steps = self.save_steps is not None and step - self._last_save_step >= self.save_steps
+            due_steps = self.save_steps is not None and self._step - self._last_save_step >= self.save_steps
             due_secs = self.save_secs is not None and time.time() - self._last_save_time >= self.save_secs
             if due_steps or due_secs:
                 self.save()
-        if self.max_steps is not None and step >= self.max_steps:
+        if self.max_steps is not None and self._step >= self.max_steps:
             self._stop = True
         self._stop = self._stop or context.stop_requested
         return out
 
+    def _read_step(self) -> int:
+        """The global step now. The one fetched with a step's fetches may predate that step's
+        update when the global step lives on a PS task (it is read while the update runs there)."""
+        return int(self.session.run(self.global_step))
+
     def save(self) -> str:
+        self._step = self._read_step()  # the checkpoint's name must be the step its values hold
         path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self._step)
         self._last_save_time = time.time()
         self._last_save_step = self._step
         return path
 
     def should_stop(self) -> bool:
-        return self._stop
+        return self._stop or self.coord.should_stop()
 
     def close(self) -> None:
         try:

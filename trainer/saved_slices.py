@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["LogicalTensor", "group_by_logical_name", "shard_values", "slices_meta"]
+from trainer.variables import Variable
+
+__all__ = ["LogicalTensor", "entries_from", "group_by_logical_name", "shard_values", "slices_meta"]
 
 
 @dataclass
@@ -75,13 +77,45 @@ def group_by_logical_name(var_list) -> list[LogicalTensor]:
     return list(entries.values())
 
 
+def _shards(value, where: str) -> list:
+    """The Variables ``value`` stands for: itself, or a partitioned variable's (or a list's) shards."""
+    if isinstance(value, Variable):
+        return [value]
+    if isinstance(value, (list, tuple)) or (hasattr(value, "__iter__") and not isinstance(value, (str, bytes, dict))):
+        shards = list(value)
+        if shards and all(isinstance(v, Variable) for v in shards):
+            return shards
+    raise TypeError(f"Saver: {where} is a {type(value).__name__} ({str(value)[:60]}), not a Variable, a "
+                    "partitioned variable or a list of a partitioned variable's shards")
+
+
+def entries_from(var_list) -> list[LogicalTensor]:
+    """The checkpoint entries of ``Saver(var_list)`` as TensorFlow 1.x takes it: a list of variables
+    (a partitioned variable counts as its shards), each saved under its own name, or a dict
+    ``{name in the checkpoint: variable or partitioned variable}``."""
+    if not isinstance(var_list, dict):
+        shards = [v for i, item in enumerate(var_list) for v in _shards(item, f"var_list[{i}]")]
+        return group_by_logical_name(shards)
+    entries = []
+    for name, value in var_list.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"Saver: var_list keys are the names in the checkpoint; got {name!r}")
+        grouped = group_by_logical_name(_shards(value, f"var_list[{name!r}]"))
+        if len(grouped) != 1:
+            raise ValueError(f"Saver: var_list[{name!r}] holds {len(grouped)} variables "
+                             f"({[e.name for e in grouped]}); one name saves one variable or one partitioned variable")
+        grouped[0].name = name
+        entries.append(grouped[0])
+    return entries
+
+
 def slices_meta(entries: list[LogicalTensor]) -> dict:
     """The ``"slices"`` record of a checkpoint: shard name -> {full_name, var_offset, var_shape}."""
     out = {}
     for e in entries:
         if e.sliced:
             for v in e.variables:
-                out[v.name] = v.save_slice_info.to_dict()
+                out[v.name] = {**v.save_slice_info.to_dict(), "full_name": e.name}
     return out
 
 

@@ -5,10 +5,13 @@ Files in a checkpoint directory:
 - ``<prefix>-<step>.ckpt``: a NumPy ``.npz`` archive (a zip of ``.npy`` members, read with
   ``np.load(allow_pickle=False)``): one member per variable, keyed by variable name, plus
   ``__meta__``, UTF-8 JSON as a uint8 array: ``{"format": "flowstack-checkpoint", "version": 1,
-  "variables": {name: {"dtype": "float32", "shape": [..]}}}``. Written to a temporary file,
-  fsynced, then renamed, so a crash never leaves a half-written checkpoint under its real name.
-- ``checkpoint``: JSON ``{"model_checkpoint_path": ..., "all_model_checkpoint_paths": [...]}``
-  naming the newest complete checkpoint (also replaced atomically).
+  "variables": {name: {"dtype": "float32", "shape": [..]}}, "crc32": {name: int}}`` (``crc32``,
+  each variable's checksum, was appended later; readers check it where present). Written to a
+  temporary file, fsynced, then renamed, so a crash never leaves a half-written checkpoint under
+  its real name.
+- ``checkpoint``: JSON ``{"model_checkpoint_path": ..., "all_model_checkpoint_paths": [...]}``,
+  file names relative to the folder, naming the newest complete checkpoint (also replaced
+  atomically; see ``trainer/checkpoint_index.py`` for how it is read without losing work).
 - ``graph.npz``: the graph (see ``export_graph``): member ``__graph__`` is UTF-8 JSON with
   ``{"format": "flowstack-graph", "version": 1, "nodes": [...], "collections": {...}}``; each node
   is ``{"name", "op", "domain", "inputs": ["node:index" | null], "control_inputs": [names],
@@ -29,36 +32,39 @@ import numpy as np
 from schemas.registry import TensorType
 from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, json_member, load_checkpoint,
                                        write_npz)
+from trainer.checkpoint_index import (GRAPH_FILE, STATE_FILE, CheckpointWarning, checkpoint_history, checkpoint_state,
+                                      latest_checkpoint, write_index)
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
 from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
-from trainer.saved_slices import LogicalTensor, group_by_logical_name, slices_meta
+from trainer.saved_slices import LogicalTensor, entries_from, slices_meta
 
-__all__ = ["CheckpointError", "Saver", "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint",
-           "load_checkpoint", "node_to_dict"]
-
-GRAPH_FILE = "graph.npz"
-STATE_FILE = "checkpoint"
+__all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state",
+           "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint", "load_checkpoint",
+           "node_to_dict"]
 
 
 # -- Saver ----------------------------------------------------------------------------------------
 class Saver:
-    """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``."""
+    """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``.
 
-    def __init__(self, var_list=None, max_to_keep: int = 5, graph: Graph | None = None):
+    ``var_list`` is as in TensorFlow 1.x: None (every global variable), a list of variables
+    (partitioned ones too), or a dict ``{name in the checkpoint: variable}``.
+    """
 
+    def __init__(self, var_list=None, max_to_keep: int | None = 5, graph: Graph | None = None):
         self.graph = graph or get_default_graph()
-        self.var_list = list(var_list) if var_list is not None else global_variables(self.graph)
-        if not self.var_list:
+        # One entry per logical variable: a partitioned variable's shards save as one tensor.
+        self.entries = entries_from(var_list if var_list is not None else global_variables(self.graph))
+        if not self.entries:
             raise ValueError("Saver: no variables to save")
+        self.var_list = [v for e in self.entries for v in e.variables]
         self.max_to_keep = max_to_keep
         self._lock = threading.Lock()
         self._graph_written = None
         g = self.graph
         with g.as_default(), g.name_scope("save"):
             self.filename = placeholder(np.dtype(object), (), name="filename")
-            # One entry per logical variable: a partitioned variable's shards save as one tensor.
-            self.entries = group_by_logical_name(self.var_list)
             names = [e.name for e in self.entries]
             slices = slices_meta(self.entries)
             self.save_op = g.create_op("Save", [self.filename] + [_whole(e) for e in self.entries],
@@ -87,14 +93,21 @@ class Saver:
             if write_graph and (self._graph_written != (graph_path, self.graph.version)):
                 export_graph(self.graph, graph_path)  # once per saver, and again if the graph grew
                 self._graph_written = (graph_path, self.graph.version)
-            state = _read_state(directory)
-            paths = [p for p in state.get("all_model_checkpoint_paths", []) if p != path] + [path]
-            while len(paths) > self.max_to_keep > 0:
-                old = _resolve(directory, paths.pop(0))
-                if old is not None:
-                    os.unlink(old)
-            _write_state(directory, {"model_checkpoint_path": path, "all_model_checkpoint_paths": paths})
+            self._index(directory, os.path.basename(path))
         return path
+
+    def _index(self, directory: str, name: str) -> None:
+        """List the new checkpoint ``name`` in the index, then rotate: the checkpoint file is already
+        complete on disk, the index is replaced atomically, and only then are the oldest deleted, so a
+        kill at any moment leaves an index (or files) naming a complete checkpoint at least as new
+        as the last one listed. Only files inside ``directory`` are ever deleted."""
+        names = [n for n in checkpoint_history(directory, expected=name) if n != name] + [name]
+        keep = len(names) if not self.max_to_keep or self.max_to_keep <= 0 else self.max_to_keep
+        write_index(directory, names[-keep:])
+        for old in names[:-keep]:
+            old_path = os.path.join(directory, old)
+            if os.path.isfile(old_path):
+                os.unlink(old_path)
 
     def restore(self, sess, save_path: str) -> None:
         """Load every variable from ``save_path``; a missing or mismatching variable raises
@@ -137,72 +150,6 @@ def _split(entry: LogicalTensor, whole):
             ints = [constant(np.asarray([x], np.int64)) for x in (start, start + info.var_shape[entry.axis], entry.axis)]
             parts.append(make_op("Slice", [whole, *ints]).outputs[0])
     return parts
-
-
-def _read_state(directory: str) -> dict:
-    """The directory's ``checkpoint`` index, or {} if it is missing or unreadable.
-
-    A stale or hand-edited index is data, not code: anything other than a JSON object with string
-    paths is ignored, so it can neither crash ``latest_checkpoint`` nor make rotation delete files
-    it never wrote (a string where a list belongs would otherwise be iterated letter by letter).
-    """
-    path = os.path.join(directory, STATE_FILE)
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    if not isinstance(state, dict):
-        return {}
-    paths = state.get("all_model_checkpoint_paths")
-    clean = {"all_model_checkpoint_paths": [p for p in paths if isinstance(p, str) and p]
-             if isinstance(paths, list) else []}
-    if isinstance(state.get("model_checkpoint_path"), str) and state["model_checkpoint_path"]:
-        clean["model_checkpoint_path"] = state["model_checkpoint_path"]
-    return clean
-
-
-def _resolve(directory: str, path: str) -> str | None:
-    """The existing file an index entry names, or None.
-
-    A relative entry is relative to the index's directory (as in TensorFlow), not to the current
-    directory. Saver always writes a checkpoint next to its index, so when the entry no longer
-    resolves (the directory was moved or copied, or a fresh process runs elsewhere) the file of
-    that name beside the index is the one meant.
-    """
-    for candidate in (os.path.join(directory, path), os.path.join(directory, os.path.basename(path))):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
-
-
-def _write_state(directory: str, state: dict) -> None:
-    atomic_write(os.path.join(directory, STATE_FILE), lambda f: f.write(json.dumps(state, indent=1).encode()))
-
-
-def checkpoint_state(directory: str) -> dict | None:
-    """The directory's ``checkpoint`` index as {model_checkpoint_path, all_model_checkpoint_paths}
-    with entries resolved to existing files (None when there is no usable checkpoint)."""
-    latest = latest_checkpoint(directory)
-    if latest is None:
-        return None
-    listed = [_resolve(directory, p) for p in _read_state(directory).get("all_model_checkpoint_paths", [])]
-    return {"model_checkpoint_path": latest, "all_model_checkpoint_paths": [p for p in listed if p]}
-
-
-def latest_checkpoint(directory: str) -> str | None:
-    """The newest complete checkpoint named by the directory's ``checkpoint`` file, or None."""
-    state = _read_state(directory)
-    candidates = list(reversed(state.get("all_model_checkpoint_paths", [])))
-    if "model_checkpoint_path" in state:  # the newest, even in an index that lists nothing else
-        candidates.insert(0, state["model_checkpoint_path"])
-    for path in candidates:
-        path = _resolve(directory, path)
-        if path is not None:
-            return path
-    return None
 
 
 # -- graph files ----------------------------------------------------------------------------------

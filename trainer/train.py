@@ -17,11 +17,12 @@ from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
-from trainer.hooks import (FinalOpsHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
-                           SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FinalOpsHook, LoggingTensorHook,
+                           NanLossDuringTrainingError, NanTensorHook, SessionRunArgs, SessionRunContext, SessionRunHook,
+                           SessionRunValues, StepCounterHook, StopAtStepHook)
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "ClusterSpec", "DistBeliefTrainer", "FinalOpsHook",
+    "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener", "ClusterSpec", "DistBeliefTrainer", "FinalOpsHook",
     "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "LoggingTensorHook",
     "MomentumOptimizer", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Optimizer",
     "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",

@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
-from trainer.hooks import (FinalOpsHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
-                           SessionRunContext, SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FinalOpsHook, LoggingTensorHook,
+                           NanLossDuringTrainingError, NanTensorHook, SessionRunArgs, SessionRunContext, SessionRunHook,
+                           SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.queues import Coordinator
 
 __all__ = [
-    "FinalOpsHook", "HookedRunner", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook",
+    "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "HookedRunner", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook",
     "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
 ]
 
@@ -21,6 +23,7 @@ class HookedRunner:
     def __init__(self, hooks):
         self.hooks = list(hooks)
         self.stop_requested = False
+        self.session = None
 
     def _each(self, method: str, *args):
         for hook in self.hooks:
@@ -32,14 +35,17 @@ class HookedRunner:
         self._each("begin")
 
     def after_create_session(self, session):
-        self._each("after_create_session", session, None)
+        self.session = session  # hooks read it from their run context (CheckpointSaverHook saves with it)
+        coord = Coordinator()  # a hook may stop the loop before its first step, as in TensorFlow
+        self._each("after_create_session", session, coord)
+        self.stop_requested = coord.should_stop()
 
     def end(self, session):
         self._each("end", session)
 
     def run(self, run, fetches, feed_dict=None):
         """``run(fetches, feed_dict)`` (a session's run) with the hooks around it; returns the fetched ``fetches``."""
-        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), None)
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self.session)
         extra, feeds = [], dict(feed_dict or {})
         for hook in self.hooks:
             args = hook.before_run(context) if hasattr(hook, "before_run") else None

@@ -14,8 +14,8 @@ import threading
 
 import numpy as np
 
-from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, check_value, json_member,
-                                       load_checkpoint, write_npz)
+from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, array_crc32, atomic_write, check_value,
+                                       json_member, load_checkpoint, write_npz)
 from trainer.devices import to_host
 from trainer.errors import FailedPreconditionError
 from trainer.kernels.registry import stateful_kernel
@@ -278,13 +278,14 @@ def queue_size(rctx, handle, *, xp):
 @stateful_kernel("Save")
 def save(rctx, filename, *tensors, xp, tensor_names, graph_json, slices):
     arrays = {}
-    meta = {"format": "flowstack-checkpoint", "version": FORMAT_VERSION, "variables": {}}
+    meta = {"format": "flowstack-checkpoint", "version": FORMAT_VERSION, "variables": {}, "crc32": {}}
     if slices:  # how the graph shards partitioned variables (trainer/saved_slices.py)
         meta["slices"] = json.loads(slices)
     for name, t in zip(tensor_names, tensors):
         host = t.get() if hasattr(t, "get") else np.asarray(t)
         arrays[name] = host
         meta["variables"][name] = {"dtype": host.dtype.name, "shape": list(host.shape)}
+        meta["crc32"][name] = array_crc32(host)
     arrays["__meta__"] = json_member(meta)
     atomic_write(str(filename[()] if isinstance(filename, np.ndarray) else filename),
                   lambda f: write_npz(f, arrays))
