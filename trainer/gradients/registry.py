@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from schemas.op_table import OpTable, registering_module
 from schemas.registry import qualified_name
 from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor
 
@@ -17,13 +18,16 @@ __all__ = [
     "IndexedSlices",
     "NO_GRADIENT",
     "get_gradient",
+    "gradient_modules",
     "gradients",
     "has_gradient",
     "register_gradient",
 ]
 
 GradRule = Callable[[Node, list], list]
-_GRADS: dict[tuple[str, str], GradRule] = {}
+_GRADS: OpTable[GradRule] = OpTable(
+    "gradient", load=lambda: _load(),
+    missing=lambda name, domain: LookupError(f"no gradient rule for op {qualified_name(name, domain)!r}"))
 
 
 def NO_GRADIENT(node: Node, grads) -> list:
@@ -31,11 +35,12 @@ def NO_GRADIENT(node: Node, grads) -> list:
     return [None] * len(node.inputs)
 
 
-def register_gradient(name: str, domain: str = ""):
+def register_gradient(name: str, domain: str = "", *, module: str | None = None):
+    """Register ``rule`` as the gradient of op ``name``; ``module`` (default: the caller's) is its family file."""
+    module = module or registering_module()
+
     def register(rule: GradRule) -> GradRule:
-        if (domain, name) in _GRADS:
-            raise ValueError(f"gradient for {name} registered twice")
-        _GRADS[(domain, name)] = rule
+        _GRADS.add(name, domain, rule, module=module)
         return rule
 
     return register
@@ -47,16 +52,16 @@ def _load():
 
 
 def get_gradient(name: str, domain: str = "") -> GradRule:
-    _load()
-    try:
-        return _GRADS[(domain, name)]
-    except KeyError:
-        raise LookupError(f"no gradient rule for op {qualified_name(name, domain)!r}") from None
+    return _GRADS.get(name, domain)
 
 
 def has_gradient(name: str, domain: str = "") -> bool:
-    _load()
-    return (domain, name) in _GRADS
+    return _GRADS.has(name, domain)
+
+
+def gradient_modules() -> dict[tuple[str, str], str]:
+    """The module that registered each gradient rule: its family file (see ``schemas.op_table``)."""
+    return _GRADS.modules()
 
 
 @dataclass
