@@ -47,7 +47,7 @@ def register_gradient(name: str, domain: str = "", *, module: str | None = None)
 
 
 def _load():
-    from trainer.gradients import (attention, control, math, nn, products, recurrent, reduce, selection, shape,  # noqa: F401
+    from trainer.gradients import (attention, dataflow, math, nn, products, recurrent, reduce, selection, shape,  # noqa: F401
                                    sparse, spatial)
 
 

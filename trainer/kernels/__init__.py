@@ -3,5 +3,5 @@ primitives, summaries) into the shared kernel registry under the ``flowstack`` d
 stateful kernels of the training-only ops (random and debugging ops among them) into
 ``trainer.kernels.registry``."""
 
-from trainer.kernels import (accumulators, control, data, debugging, math, nn, random, recurrent, shape,  # noqa: F401
+from trainer.kernels import (accumulators, data, dataflow, debugging, math, nn, random, recurrent, shape,  # noqa: F401
                              sparse, summary, training)
