@@ -4,7 +4,6 @@ from edge_runtime.kernels import (  # noqa: F401
     control,
     detection,
     fused,
-    gradient_helpers,
     layout,
     math,
     nn,

@@ -583,3 +583,8 @@ def _window(coefficients):
 kernel("HannWindow")(_window([0.5, 0.5]))
 kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
 kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))
+
+
+@kernel("MatrixInverse", domain="flowstack")
+def matrix_inverse(x, *, xp):
+    return xp.linalg.inv(x)

@@ -277,3 +277,60 @@ def _window(ctx):
 for _name in ("HannWindow", "HammingWindow", "BlackmanWindow"):
     op(_name, inputs=["size"], outputs=["output"],
        attrs={"output_datatype": Attr("int", dtypes.FLOAT), "periodic": Attr("int", 1)})(_window)
+
+
+# -- flowstack ops: the matrix inverse, gradient helpers, softmax losses --------------------------
+D = "flowstack"
+
+op("MatrixInverse", domain=D, inputs=["X"], outputs=["Y"], differentiable=True,
+   doc="Inverse of each square matrix in the last two axes (TensorFlow's MatrixInverse).")(same_as_input(0))
+
+op("CumProdGrad", domain=D, inputs=["dY", "X", "axis"], outputs=["dX"],
+   attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)},
+   doc="Gradient of CumProd, exact where X has zeros (no division by X).")(same_as_input(1))
+
+@op("SumToShape", domain=D, inputs=["X", "like"], outputs=["Y"], differentiable=True,
+    doc="Sum X down to the shape of ``like`` (undoes numpy broadcasting).")
+def _sum_to_shape(ctx):
+    return [TensorType(ctx.input(0).dtype, ctx.input(1).shape)]
+
+
+op("ZerosLike", domain=D, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("OnesLike", domain=D, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("ReluGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("SigmoidGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("TanhGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("SoftmaxGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"], attrs={"axis": Attr("int", -1)})(
+    same_as_input(1))
+op("LogSoftmaxGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"], attrs={"axis": Attr("int", -1)})(
+    same_as_input(1))
+
+
+@op("BroadcastReduceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
+    attrs={"axes": Attr("ints"), "keepdims": Attr("int", 1), "scale": Attr("string", "sum")},
+    doc="Gradient of ReduceSum/ReduceMean: dY re-expanded to X's shape (divided by the count for mean).")
+def _broadcast_reduce_grad(ctx):
+    return [ctx.input(1)]
+
+
+@op("ReduceExtremumGrad", domain=D, inputs=["dY", "X", "Y"], outputs=["dX"],
+    attrs={"axes": Attr("ints"), "keepdims": Attr("int", 1)},
+    doc="Gradient of ReduceMax/ReduceMin: dY split evenly over the positions that attain Y.")
+def _reduce_extremum_grad(ctx):
+    return [ctx.input(1)]
+
+
+def _two_outputs(ctx):
+    logits = ctx.input(0)
+    batch = None if logits.shape is None else tuple(logits.shape[:-1])
+    return [TensorType(logits.dtype, batch), logits]
+
+
+op("SoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"], outputs=["loss", "backprop"],
+   differentiable=True, doc="Per-example -sum(labels * log_softmax(logits)) and its gradient.")(_two_outputs)
+op("SparseSoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"],
+   outputs=["loss", "backprop"], differentiable=True,
+   doc="As SoftmaxCrossEntropyWithLogits with integer class labels.")(_two_outputs)
+op("ClipByGlobalNormScale", domain=D, inputs=["clip_norm", "tensors+"], outputs=["scale", "global_norm"],
+   doc="min(1, clip_norm / global_norm) over all tensors, and global_norm.")(
+    lambda ctx: [TensorType(ctx.input(1).dtype, ()), TensorType(ctx.input(1).dtype, ())])

@@ -47,8 +47,8 @@ def register_gradient(name: str, domain: str = "", *, module: str | None = None)
 
 
 def _load():
-    from trainer.gradients import (attention, dataflow, math, nn, products, recurrent, reduce, selection, shape,  # noqa: F401
-                                   sparse, spatial)
+    from trainer.gradients import (dataflow, debugging, math, nn, random, recurrent, reduce, shape,  # noqa: F401
+                                   sparse, training)
 
 
 def get_gradient(name: str, domain: str = "") -> GradRule:
