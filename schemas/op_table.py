@@ -9,6 +9,8 @@ equal for every op.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 from typing import Callable, Generic, TypeVar
 
@@ -33,6 +35,16 @@ def family_of(module: str) -> str:
     'nn'
     """
     return module.rsplit(".", 1)[-1]
+
+
+def import_families(package: str) -> None:
+    """Import ``<package>.<family>`` for every op family (``schemas.ops.FAMILIES``) that has one there."""
+    from schemas.ops import FAMILIES
+
+    for family in FAMILIES:
+        module = f"{package}.{family}"
+        if importlib.util.find_spec(module) is not None:
+            importlib.import_module(module)
 
 
 class OpTable(Generic[T]):

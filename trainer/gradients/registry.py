@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from schemas.op_table import OpTable, registering_module
+from schemas.op_table import OpTable, import_families, registering_module
 from schemas.registry import qualified_name
 from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor
 
@@ -46,9 +46,14 @@ def register_gradient(name: str, domain: str = "", *, module: str | None = None)
     return register
 
 
-def _load():
-    from trainer.gradients import (dataflow, debugging, math, nn, random, recurrent, reduce, shape,  # noqa: F401
-                                   sparse, training)
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        import_families("trainer.gradients")
+        _loaded = True
 
 
 def get_gradient(name: str, domain: str = "") -> GradRule:
