@@ -8,7 +8,7 @@ from itertools import product
 
 import numpy as np
 
-from edge_runtime.kernels import _conv, _resize
+from edge_runtime.kernels import resampling, sliding_windows
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
 
@@ -18,8 +18,8 @@ from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
 @kernel("Conv")
 def conv(x, w, b, *, xp, auto_pad, dilations, group, kernel_shape, pads, strides):
     kernel_spatial = tuple(kernel_shape or w.shape[2:])
-    win = _conv.resolve_window(x.shape[2:], kernel_spatial, strides, dilations, pads, auto_pad)
-    return _conv.conv(x, w, b, xp, group=group, win=win)
+    win = sliding_windows.resolve_window(x.shape[2:], kernel_spatial, strides, dilations, pads, auto_pad)
+    return sliding_windows.conv(x, w, b, xp, group=group, win=win)
 
 
 @kernel("ConvTranspose")
@@ -49,7 +49,7 @@ def conv_transpose(
     else:
         pads = [0] * (2 * n) if auto_pad == "VALID" or not pads else list(pads)
         out = [f - pads[i] - pads[i + n] for i, f in enumerate(full)]
-    return _conv.conv_transpose(
+    return sliding_windows.conv_transpose(
         x, w, b, xp, group=group, kernel=kernel_spatial, strides=strides, dilations=dilations, pads=pads,
         out_spatial=out,
     )
@@ -59,7 +59,7 @@ def conv_transpose(
 
 
 def pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode):
-    return _conv.resolve_window(x.shape[2:], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
+    return sliding_windows.resolve_window(x.shape[2:], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
 
 
 def _window_axes(win):
@@ -92,7 +92,7 @@ def padded_for_max(x, xp, win, lead: int | None = None):
     """``x`` padded as ``win`` says with a value no element is below (-inf, or the integer type's
     least), for a max over its windows; ``lead`` as in ``reduce_windows`` (1: channels-last)."""
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    pad = _conv.pad_channels_last if lead == 1 else _conv.pad_spatial
+    pad = sliding_windows.pad_channels_last if lead == 1 else sliding_windows.pad_spatial
     return pad(x, xp, win.pad_begin, win.padded_end, low)
 
 
@@ -112,7 +112,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
     y = reduce_windows(xpad, xp, xp.maximum, win)
     if n_outputs < 2:
         return y
-    view = _conv.windows(xpad, xp, win)
+    view = sliding_windows.windows(xpad, xp, win)
     n_sp = len(win.kernel)
     # Indices: the flat position of each window's first maximum in the unpadded input.
     flat = view.reshape(view.shape[: 2 + n_sp] + (math.prod(win.kernel),))
@@ -134,7 +134,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
 
 def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
-    total = reduce_windows(_conv.pad_spatial(x, xp, win.pad_begin, win.padded_end), xp, xp.add, win)
+    total = reduce_windows(sliding_windows.pad_spatial(x, xp, win.pad_begin, win.padded_end), xp, xp.add, win)
     return total, window_counts(x, xp, win, include_pad=include_pad)
 
 
@@ -143,11 +143,11 @@ def window_counts(x, xp, win, *, include_pad):
     ``include_pad``; the extra end padding of ceil_mode windows never does."""
     ones = xp.ones((1, 1) + x.shape[2:], dtype=x.dtype)
     if include_pad:
-        ones = _conv.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1)
-        mask = _conv.pad_spatial(ones, xp, (0,) * len(win.kernel), win.extra_end)
+        ones = sliding_windows.pad_spatial(ones, xp, win.pad_begin, win.pad_end, 1)
+        mask = sliding_windows.pad_spatial(ones, xp, (0,) * len(win.kernel), win.extra_end)
     else:
-        mask = _conv.pad_spatial(ones, xp, win.pad_begin, win.padded_end)
-    return _conv.windows(mask, xp, win).sum(axis=_window_axes(win))
+        mask = sliding_windows.pad_spatial(ones, xp, win.pad_begin, win.padded_end)
+    return sliding_windows.windows(mask, xp, win).sum(axis=_window_axes(win))
 
 
 @kernel("AveragePool")
@@ -210,11 +210,11 @@ def max_unpool(x, indices, output_shape, *, xp, kernel_shape, pads, strides):
 def col2im(x, image_shape, block_shape, *, xp, dilations, pads, strides):
     image = tuple(int(d) for d in image_shape.tolist())
     block = tuple(int(d) for d in block_shape.tolist())
-    win = _conv.resolve_window(image, block, strides, dilations, pads, "NOTSET")
+    win = sliding_windows.resolve_window(image, block, strides, dilations, pads, "NOTSET")
     n = x.shape[0]
     c = x.shape[1] // math.prod(block)
     cols = x.reshape((n, c, math.prod(block)) + win.out)
-    y = _conv.col2im(cols, xp, win, tuple(i + b + e for i, b, e in zip(image, win.pad_begin, win.pad_end)))
+    y = sliding_windows.col2im(cols, xp, win, tuple(i + b + e for i, b, e in zip(image, win.pad_begin, win.pad_end)))
     crop = tuple(slice(b, b + i) for b, i in zip(win.pad_begin, image))
     return xp.ascontiguousarray(y[(slice(None), slice(None)) + crop])
 
@@ -411,7 +411,7 @@ def resize(
     x, roi, scales, sizes, *, xp, antialias, axes, coordinate_transformation_mode, cubic_coeff_a,
     exclude_outside, extrapolation_value, keep_aspect_ratio_policy, mode, nearest_mode,
 ):
-    return _resize.resize(
+    return resampling.resize(
         x, xp, scales=_given(scales), sizes=_given(sizes), roi=_given(roi), axes=axes, mode=mode,
         coordinate_transformation_mode=coordinate_transformation_mode, nearest_mode=nearest_mode,
         cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, extrapolation_value=extrapolation_value,
@@ -422,7 +422,7 @@ def resize(
 @kernel("Upsample")
 def upsample(x, scales, *, xp, mode):
     # Upsample is Resize with the opset-10 conventions: asymmetric coordinates, nearest rounds down.
-    return _resize.resize(
+    return resampling.resize(
         x, xp, scales=scales.tolist(), sizes=None, roi=None, axes=None, mode=mode,
         coordinate_transformation_mode="asymmetric", nearest_mode="floor", cubic_coeff_a=-0.75,
         exclude_outside=0, extrapolation_value=0.0, antialias=0, keep_aspect_ratio_policy="stretch",
