@@ -402,7 +402,8 @@ def space_to_depth(x, *, xp, blocksize, mode):
 # ----------------------------------------------------------------------------------- resampling
 
 
-def _given(v):
+def optional_values(v):
+    """An optional input's values as a list; None where it is absent or empty (ONNX's "not given")."""
     return None if v is None or v.size == 0 else v.tolist()
 
 
@@ -412,7 +413,7 @@ def resize(
     exclude_outside, extrapolation_value, keep_aspect_ratio_policy, mode, nearest_mode,
 ):
     return resampling.resize(
-        x, xp, scales=_given(scales), sizes=_given(sizes), roi=_given(roi), axes=axes, mode=mode,
+        x, xp, scales=optional_values(scales), sizes=optional_values(sizes), roi=optional_values(roi), axes=axes, mode=mode,
         coordinate_transformation_mode=coordinate_transformation_mode, nearest_mode=nearest_mode,
         cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, extrapolation_value=extrapolation_value,
         antialias=antialias, keep_aspect_ratio_policy=keep_aspect_ratio_policy,
@@ -429,7 +430,7 @@ def upsample(x, scales, *, xp, mode):
     )
 
 
-def _reflect(xp, x, lo, hi):
+def reflect_into(xp, x, lo, hi):
     """Fold coordinates outside [lo, hi] back inside, mirroring at the borders as often as needed."""
     span = hi - lo
     if span == 0:  # one sample with align_corners: everything folds onto it (no 0 / 0)
@@ -444,7 +445,7 @@ def _reflect(xp, x, lo, hi):
     return xp.where(x < lo, from_low, xp.where(x > hi, from_high, x))
 
 
-def _clip_beyond(xp, x, lo, hi, size):
+def clip_beyond(xp, x, lo, hi, size):
     """Border padding: coordinates beyond the border [lo, hi] clipped to the outer pixel centres.
 
     Only those, as ONNX's reference does: without align_corners, a coordinate less than half a
@@ -483,7 +484,7 @@ _GRID_MODES = ("nearest", "linear", "cubic")
 _GRID_PADDING = ("zeros", "border", "reflection")
 
 
-def _grid_taps(xp, coord, size, mode, align_corners, padding_mode):
+def grid_taps(xp, coord, size, mode, align_corners, padding_mode):
     """Per spatial dim: the (index, weight, valid) triples that sample ``coord`` from that dim."""
     if mode not in _GRID_MODES or padding_mode not in _GRID_PADDING:
         raise ValueError(f"GridSample: mode must be one of {_GRID_MODES} and padding_mode one of {_GRID_PADDING}, "
@@ -492,9 +493,9 @@ def _grid_taps(xp, coord, size, mode, align_corners, padding_mode):
     if mode == "nearest":
         coord = xp.rint(coord)
     if padding_mode == "border":
-        coord = _clip_beyond(xp, coord, lo, hi, size)
+        coord = clip_beyond(xp, coord, lo, hi, size)
     elif padding_mode == "reflection":
-        coord = _reflect(xp, coord, lo, hi)
+        coord = reflect_into(xp, coord, lo, hi)
     if mode == "nearest":
         taps = [(xp.trunc(coord), xp.ones_like(coord))]
     else:
@@ -516,7 +517,7 @@ def _grid_taps(xp, coord, size, mode, align_corners, padding_mode):
             if padding_mode == "border":
                 index = xp.clip(index, 0, size - 1)
             else:
-                index = xp.trunc(_reflect(xp, index, lo, hi))
+                index = xp.trunc(reflect_into(xp, index, lo, hi))
         out.append((xp.clip(index, 0, size - 1).astype(xp.int64), weight, valid))
     return out
 
@@ -532,7 +533,7 @@ def grid_sample(x, grid, *, xp, align_corners, mode, padding_mode):
     for d, size in enumerate(spatial):
         norm = g[..., len(spatial) - 1 - d]  # the grid lists x (innermost dim) first
         coord = (norm + 1) / 2 * (size - 1) if align_corners else ((norm + 1) * size - 1) / 2
-        per_dim.append(_grid_taps(xp, coord, size, mode, align_corners, padding_mode))
+        per_dim.append(grid_taps(xp, coord, size, mode, align_corners, padding_mode))
     flat_x = x.reshape(n, c, math.prod(spatial))
     y = xp.zeros((n, c, g.shape[1]), dtype=xp.float64)
     for combo in product(*per_dim):  # at most 4**3 tap combinations, each over every pixel
@@ -599,13 +600,13 @@ def softmax_cross_entropy_loss(scores, labels, weights, *, xp, ignore_index, red
 _ONNX_FLOAT_DTYPES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
 
 
-def _heads(t, num_heads):
+def split_heads(t, num_heads):
     """(B, S, H*D) -> (B, H, S, D)."""
     b, s, hidden = t.shape
     return t.reshape(b, s, num_heads, hidden // num_heads).transpose(0, 2, 1, 3)
 
 
-def _query_offset(xp, past_key, nonpad_kv_seqlen, q_len):
+def query_offset(xp, past_key, nonpad_kv_seqlen, q_len):
     """Position of the first query among the keys: after the cached keys, or the last q_len valid ones."""
     if past_key is not None:
         return past_key.shape[2]
@@ -614,7 +615,7 @@ def _query_offset(xp, past_key, nonpad_kv_seqlen, q_len):
     return 0
 
 
-def _attention_bias(xp, dtype, q_len, kv_len, batch, *, mask, is_causal, offset, left, right, nonpad):
+def attention_bias(xp, dtype, q_len, kv_len, batch, *, mask, is_causal, offset, left, right, nonpad):
     """The additive bias (0 or -inf where disallowed, plus any float mask), broadcastable to scores.
 
     ``offset`` aligns causal and window bounds bottom-right: a scalar (past length) or, for an
@@ -657,7 +658,7 @@ def attention(
 ):
     three_d = q.ndim == 3
     if three_d:
-        q, k, v = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
+        q, k, v = split_heads(q, q_num_heads), split_heads(k, kv_num_heads), split_heads(v, kv_num_heads)
     dtype = q.dtype
     if past_key is not None:
         k = xp.concatenate((past_key, k), axis=2)
@@ -668,8 +669,8 @@ def attention(
     if k.shape[1] != hq:  # grouped-query attention: each kv head serves hq / hkv query heads
         reps = hq // k.shape[1]
         k, v = xp.repeat(k, reps, axis=1), xp.repeat(v, reps, axis=1)
-    offset = _query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
-    bias = _attention_bias(
+    offset = query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
+    bias = attention_bias(
         xp, dtype, q_len, kv_len, batch, mask=attn_mask, is_causal=is_causal, offset=offset,
         left=left_window_size, right=right_window_size, nonpad=nonpad_kv_seqlen,
     )

@@ -16,14 +16,14 @@ from itertools import product
 from edge_runtime.kernels import resampling, sliding_windows
 from edge_runtime.kernels import kernel
 from edge_runtime.kernels.nn import (
-    _attention_bias,
-    _clip_beyond,
-    _given,
-    _grid_taps,
-    _heads,
-    _query_offset,
-    _reflect,
+    attention_bias,
+    clip_beyond,
+    grid_taps,
+    optional_values,
     pool_window,
+    query_offset,
+    reflect_into,
+    split_heads,
     window_counts,
 )
 from trainer.kernels.math import sum_to_shape
@@ -207,7 +207,7 @@ def resize_grad(
     exclude_outside, extrapolation_value, keep_aspect_ratio_policy, mode, nearest_mode,
 ):
     dx = resampling.resize_adjoint(
-        dy, x.shape, xp, scales=_given(scales), sizes=_given(sizes), roi=_given(roi), axes=axes, mode=mode,
+        dy, x.shape, xp, scales=optional_values(scales), sizes=optional_values(sizes), roi=optional_values(roi), axes=axes, mode=mode,
         coordinate_transformation_mode=coordinate_transformation_mode, nearest_mode=nearest_mode,
         cubic_coeff_a=cubic_coeff_a, exclude_outside=exclude_outside, antialias=antialias,
         keep_aspect_ratio_policy=keep_aspect_ratio_policy,
@@ -230,16 +230,16 @@ def _padded(xp, coord, size, align_corners, padding_mode):
     lo, hi = (0.0, size - 1.0) if align_corners else (-0.5, size - 0.5)
     if padding_mode == "border":
         inside = (coord >= lo) & (coord <= hi)  # beyond, the clipped coordinate is constant
-        return _clip_beyond(xp, coord, lo, hi, size), inside.astype(xp.float64)
+        return clip_beyond(xp, coord, lo, hi, size), inside.astype(xp.float64)
     if padding_mode == "reflection":
         outside = (coord < lo) | (coord > hi)
         folds = xp.trunc(xp.where(coord < lo, lo - coord, coord - hi) / (hi - lo))
-        return _reflect(xp, coord, lo, hi), xp.where(outside & (folds % 2 == 0), -1.0, 1.0)
+        return reflect_into(xp, coord, lo, hi), xp.where(outside & (folds % 2 == 0), -1.0, 1.0)
     return coord, xp.ones_like(coord)
 
 
 def _weight_slopes(xp, coord, mode):
-    """d(weight)/d(coordinate) for the linear or cubic taps of ``_grid_taps``, in its order."""
+    """d(weight)/d(coordinate) for the linear or cubic taps of ``grid_taps``, in its order."""
     f = coord - xp.floor(coord)
     if mode == "linear":
         return [-xp.ones_like(f), xp.ones_like(f)]
@@ -270,7 +270,7 @@ def grid_sample_grad(dy, x, grid, *, xp, align_corners, mode, padding_mode):
     per_dim = []
     for d, size in enumerate(spatial):
         coord, scale = _pixel_coord(g[..., nd - 1 - d], size, align_corners)  # the grid lists x first
-        taps = _grid_taps(xp, coord, size, mode, align_corners, padding_mode)
+        taps = grid_taps(xp, coord, size, mode, align_corners, padding_mode)
         if mode == "nearest":
             slopes = [None] * len(taps)
         else:
@@ -323,7 +323,7 @@ def _sum_to(t, shape):
 
 
 def _merge_heads(t):
-    """(B, H, S, D) -> (B, S, H*D), the inverse of ``_heads``."""
+    """(B, H, S, D) -> (B, S, H*D), the inverse of ``split_heads``."""
     b, h, s, d = t.shape
     return t.transpose(0, 2, 1, 3).reshape(b, s, h * d)
 
@@ -343,8 +343,8 @@ def attention_grad(
     three_d = q.ndim == 3
     q4, k4, v4, dy4 = q, k, v, dy
     if three_d:
-        q4, k4, v4 = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)
-        dy4 = _heads(dy, q_num_heads)
+        q4, k4, v4 = split_heads(q, q_num_heads), split_heads(k, kv_num_heads), split_heads(v, kv_num_heads)
+        dy4 = split_heads(dy, q_num_heads)
     q4, k4, v4, dy4 = (t.astype(f64) for t in (q4, k4, v4, dy4))
     past = 0
     if past_key is not None:
@@ -355,8 +355,8 @@ def attention_grad(
     hkv, kv_len = k4.shape[1], k4.shape[2]
     reps = hq // hkv
     kr, vr = xp.repeat(k4, reps, axis=1), xp.repeat(v4, reps, axis=1)
-    offset = _query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
-    bias = _attention_bias(
+    offset = query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
+    bias = attention_bias(
         xp, f64, q_len, kv_len, batch, mask=attn_mask, is_causal=is_causal, offset=offset,
         left=left_window_size, right=right_window_size, nonpad=nonpad_kv_seqlen,
     )
