@@ -98,7 +98,7 @@ def check_trainer_parity(
     Raises ``ParityError`` naming the output over tolerance.
     """
     import edge_runtime
-    from exporter.verify import _compare
+    from exporter.verify import compare_tensors as _compare
 
     src = _open(source)
     feeds_in = _resolve_all(src.graph, inputs, "input")
