@@ -257,6 +257,10 @@ class Graph:
 
     get_operation_by_name = node
 
+    def has_node(self, name: str) -> bool:
+        """Whether a node named ``name`` is in this graph."""
+        return name in self._by_name
+
     def tensor(self, name: str) -> Tensor:
         """``"node:0"`` (or ``"node"`` for output 0) to its Tensor."""
         node_name, _, idx = name.partition(":")

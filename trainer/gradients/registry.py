@@ -160,7 +160,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
     elif not isinstance(grad_ys, (list, tuple)):
         grad_ys = [grad_ys]
     stop = {convert_to_tensor(s).node for s in stop_gradients}
-    stop |= {n for n in graph._nodes if getattr(n, "stop_gradient", False)}
+    stop |= {n for n in graph if getattr(n, "stop_gradient", False)}
     x_set = set(xs_t)
     grads: dict[Tensor, list] = {}
     with graph.as_default(), graph.name_scope("gradients"):
