@@ -3,6 +3,7 @@ helper kernel sit in files of the same family name (DESIGN.md, "the four places"
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Mapping
 
@@ -92,3 +93,15 @@ def test_each_family_module_is_a_listed_family() -> None:
             if name not in FAMILIES and name not in NOT_FAMILIES and not name.startswith("_"):
                 unlisted.append(f"{folder}/{path.name}")
     assert not unlisted, f"modules named after no family in schemas.ops.FAMILIES: {unlisted}"
+
+
+def test_each_op_is_declared_by_name_in_its_family_file() -> None:
+    """``op("Name", ...)`` in schemas/ops/<family>.py, so grep finds every op (no loops over names)."""
+    missing = []
+    for schema in all_schemas():
+        if not schema.module.startswith("schemas.ops."):
+            continue
+        source = (ROOT / "schemas" / "ops" / f"{family_of(schema.module)}.py").read_text()
+        if not re.search(rf'\bop\(\s*"{schema.name}"', source):
+            missing.append(f"{qualified_name(schema.name, schema.domain)} in {schema.module}")
+    assert not missing, f"ops not declared by a literal op(\"Name\", ...): {missing}"

@@ -20,13 +20,15 @@ def _random_of_shape(ctx):
 
 _RANDOM_ATTRS = {"dtype": Attr("string", "float32"), "seed": Attr("int", 0), "seed2": Attr("int", 0),
                  "stream": Attr("string", "")}
-for _name, _doc in (("RandomStandardNormal", "Samples of N(0, 1)."),
-                    ("RandomUniform", "Samples of U[0, 1)."),
-                    ("TruncatedNormal", "Samples of N(0, 1) redrawn until within 2 standard deviations.")):
-    op(_name, domain=D, inputs=["shape"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
-       doc=_doc + " Fresh values every run from the op's own generator, seeded by (seed, seed2) when "
-                  "either is set (TensorFlow's graph- and op-level seeds), so a new session replays "
-                  "the same sequence; ``stream`` names the generator (the node's name).")(_random_of_shape)
+_SEEDED = (" Fresh values every run from the op's own generator, seeded by (seed, seed2) when either is set "
+           "(TensorFlow's graph- and op-level seeds), so a new session replays the same sequence; ``stream`` "
+           "names the generator (the node's name).")
+op("RandomStandardNormal", domain=D, inputs=["shape"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
+   doc="Samples of N(0, 1)." + _SEEDED)(_random_of_shape)
+op("RandomUniform", domain=D, inputs=["shape"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
+   doc="Samples of U[0, 1)." + _SEEDED)(_random_of_shape)
+op("TruncatedNormal", domain=D, inputs=["shape"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
+   doc="Samples of N(0, 1) redrawn until within 2 standard deviations." + _SEEDED)(_random_of_shape)
 op("LogUniformCandidateSampler", domain=D, inputs=["true_classes"],
    outputs=["sampled_candidates", "true_expected_count", "sampled_expected_count"], stateful=True,
    attrs={"num_sampled": Attr("int", REQUIRED), "range_max": Attr("int", REQUIRED), "unique": Attr("int", 1),

@@ -55,8 +55,8 @@ def _assign(ctx):
     return [ref]
 
 
-for _name in ("AssignAdd", "AssignSub"):
-    op(_name, domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True)(same_as_input(0))
+op("AssignAdd", domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True)(same_as_input(0))
+op("AssignSub", domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True)(same_as_input(0))
 
 # The fused optimizer updates: one kernel each, in place on the variable's (and slots') buffers.
 op("ApplyGradientDescent", domain=D, inputs=["var", "alpha", "delta"], outputs=["out"],
@@ -70,10 +70,12 @@ op("ApplyAdagrad", domain=D, inputs=["var", "accum", "lr", "grad"], outputs=["ou
    stateful=True)(same_as_input(0))
 op("ApplyRMSProp", domain=D, inputs=["var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"],
    outputs=["out"], stateful=True)(same_as_input(0))
-for _name in ("ScatterAdd", "ScatterSub"):
-    op(_name, domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
-       doc="ref[indices] +=/-= updates, accumulating repeated indices (sparse gradient updates).")(
-        same_as_input(0))
+op("ScatterAdd", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   doc="ref[indices] +=/-= updates, accumulating repeated indices (sparse gradient updates).")(
+    same_as_input(0))
+op("ScatterSub", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   doc="ref[indices] +=/-= updates, accumulating repeated indices (sparse gradient updates).")(
+    same_as_input(0))
 
 
 # -- checkpoints ------------------------------------------------------------------------------
