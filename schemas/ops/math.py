@@ -323,6 +323,7 @@ op("CumProdGrad", domain=D, inputs=["dY", "X", "axis"], outputs=["dX"],
    attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)},
    doc="Gradient of CumProd, exact where X has zeros (no division by X).")(same_as_input(1))
 
+
 @op("SumToShape", domain=D, inputs=["X", "like"], outputs=["Y"], differentiable=True,
     doc="Sum X down to the shape of ``like`` (undoes numpy broadcasting).")
 def _sum_to_shape(ctx):

@@ -314,6 +314,7 @@ def _einsum_terms(equation: str, shapes) -> tuple[list[str], str]:
 # Det's gradient is det(X) * inverse(X)^T (TensorFlow's rule: singular matrices have none to give);
 # CumProd's solves a recurrence instead of dividing by X, so it stays exact where X has zeros.
 
+
 def _transposed(t):
     rank = len(t.shape)
     return onnx("Transpose", [t], {"perm": list(range(rank - 2)) + [rank - 1, rank - 2]})

@@ -71,8 +71,6 @@ def _layer_norm(node, grads):
     return [dx, dscale, db if b is not None else None][: len(node.inputs)]
 
 
-
-
 @reg("GlobalMaxPool")
 def _global_max_pool(node, grads):
     x = node.inputs[0]
@@ -343,6 +341,7 @@ reg("CausalConvWithState")(via_composite(_causal_conv_with_state))
 # -- attention ------------------------------------------------------------------------------------
 # Gradients of the transformer ops: Attention and RotaryEmbedding.
 
+
 @reg("Attention")
 def _attention(node, grads):
     # Every output can carry gradient: Y, the present key/value cache (past concatenated with
@@ -408,6 +407,7 @@ def _rotary_embedding(node, grads):
 # Each is linear in its image input, so that gradient is the op's transpose: a helper op where
 # the transpose is a scatter (ResizeGrad, GridSampleGrad), an existing op where one is the
 # transpose already (Col2Im's is an im2col, a grouped Conv with one-hot filters).
+
 
 def _optional(node, i):
     return node.inputs[i] if len(node.inputs) > i else None

@@ -212,6 +212,7 @@ reg("ScatterND")(_scatter_rule("ScatterND", "GatherND", False))
 # Gradients of ops that keep part of a tensor (Compress, CenterCropPad): dY goes back to the
 # positions it was taken from, zeros elsewhere.
 
+
 def _compress(node, x, condition):
     # The kept positions as a Gather, whose gradient scatters dY back (condition may be shorter
     # than the axis: the rest is dropped, as NonZero never names it).
