@@ -55,7 +55,7 @@ class _Context:
                 out.append(t)
                 continue
             if t not in self._entered:
-                with self.graph._control_flow_context(self.outer):
+                with self.graph.control_flow_context(self.outer):
                     routed = self._route_in(t)
                 self._entered[t] = routed
                 self._routed.add(routed)
@@ -140,14 +140,14 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
     g = get_default_graph()
     pred = convert_to_tensor(pred)
     with g.name_scope(name):
-        outer = g._current_cf_context()
+        outer = g.current_control_flow_context()
         s_false, s_true = g.create_op("Switch", [pred, pred], {}, domain=D, name="pred_switch").outputs
         results = []
         contexts = []
         for branch, fn, sw in ((0, false_fn, s_false), (1, true_fn, s_true)):
             ctx = CondContext(g, outer, pred, branch)
             contexts.append(ctx)
-            with g._control_flow_context(ctx):
+            with g.control_flow_context(ctx):
                 ctx.pivot = g.create_op("Identity", [sw], {}, name=f"pivot_{branch}", in_context=False).outputs[0]
                 ctx.pivot.node.cf_context = ctx
                 vals, kind = _flatten(fn())
@@ -223,7 +223,7 @@ class WhileLoop:
                 continue
             for j, out in enumerate(f.outputs):
                 name = f"{self.frame_name}#fwd{tag}/{f.name}:{j}"
-                with g._control_flow_context(self.ctx):
+                with g.control_flow_context(self.ctx):
                     push = g.create_op("StackPush", [out], {"stack_name": name}, domain=D, name="keep")
                 self.counter_inc.control_inputs.append(push)  # the count waits for the push
                 pop = g.create_op("StackPop", [idx], {"stack_name": name}, domain=D, name="forward_value")
@@ -286,7 +286,7 @@ class WhileLoop:
                               name=f"{self.frame_name}_grad/pop").outputs[0] for i in range(n_user)]
             for i, x in enumerate(xs):
                 x.type = self.body_inputs[i].type
-            ctx = g._current_cf_context()
+            ctx = g.current_control_flow_context()
             remat_start = len(ctx.nodes)
             ys, _ = _flatten(self.body_fn(*xs))
             ys = [convert_to_tensor(y) for y in ys]
@@ -342,14 +342,14 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
     g = get_default_graph()
     vals, kind = _flatten(loop_vars)
     vals = [convert_to_tensor(v) for v in vals]
-    outer = g._current_cf_context()
+    outer = g.current_control_flow_context()
     with g.name_scope(name) as scope:
         frame = scope.rstrip("/")
         counter = constant(np.asarray(0, np.int64), name="iteration_counter")
         vals = vals + [counter]
         n = len(vals)
         ctx = WhileContext(g, outer, frame, parallel_iterations)
-        with g._control_flow_context(ctx):
+        with g.control_flow_context(ctx):
             enters = [g.create_op("Enter", [v], {"frame_name": frame, "is_constant": 0,
                                                  "parallel_iterations": parallel_iterations},
                                   domain=D, name="enter", in_context=False) for v in vals]
@@ -395,7 +395,7 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
                 m.inputs[1] = nxt.outputs[0]  # the back edge
                 nexts.append(nxt)
         exits = []
-        with g._control_flow_context(ctx):
+        with g.control_flow_context(ctx):
             for s in switches:
                 e = g.create_op("Exit", [s.outputs[0]], {}, domain=D, name="exit", in_context=False)
                 e.cf_context = outer

@@ -393,7 +393,8 @@ class Graph:
             st.colocate.pop()
 
     @contextlib.contextmanager
-    def _control_flow_context(self, ctx):
+    def control_flow_context(self, ctx):
+        """Nodes built inside belong to the cond or while_loop context ``ctx`` (trainer/control_flow.py)."""
         st = self._state()
         st.cf.append(ctx)
         try:
@@ -401,7 +402,8 @@ class Graph:
         finally:
             st.cf.pop()
 
-    def _current_cf_context(self):
+    def current_control_flow_context(self):
+        """The innermost cond or while_loop context being built, or None outside any."""
         st = self._state()
         return st.cf[-1] if st.cf else None
 
