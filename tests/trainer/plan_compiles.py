@@ -1,20 +1,29 @@
-"""Counts the plans a Session compiles, so tests can check its plan cache by behaviour."""
+"""Records the plans a Session compiles, so tests can check its plan cache and plans by behaviour."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pytest
 
 import trainer.session
 
 
-def count_compiles(monkeypatch: pytest.MonkeyPatch) -> list:
-    """Patch the Session's plan compiler to record the fetch list of each compile; returns the record."""
-    compiled = []
+@dataclass
+class CompiledPlan:
+    fetches: list
+    plan: object
+
+
+def count_compiles(monkeypatch: pytest.MonkeyPatch) -> list[CompiledPlan]:
+    """Patch the Session's plan compiler to record each plan it compiles, in order; returns the record."""
+    compiled: list[CompiledPlan] = []
     compile_plan = trainer.session.compile_plan
 
-    def counting(graph, fetch_tensors, *args, **kwargs):
-        compiled.append(list(fetch_tensors))
-        return compile_plan(graph, fetch_tensors, *args, **kwargs)
+    def recording(graph, fetch_tensors, *args, **kwargs):
+        plan = compile_plan(graph, fetch_tensors, *args, **kwargs)
+        compiled.append(CompiledPlan(list(fetch_tensors), plan))
+        return plan
 
-    monkeypatch.setattr(trainer.session, "compile_plan", counting)
+    monkeypatch.setattr(trainer.session, "compile_plan", recording)
     return compiled
