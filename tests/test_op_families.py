@@ -12,7 +12,7 @@ import pytest
 import trainer  # noqa: F401  (registers the trainer's kernels and stateful kernels)
 from edge_runtime.kernels.registry import kernel_modules
 from schemas import all_schemas
-from schemas.op_table import family_of
+from schemas.op_table import OpTable, family_of, registering_module
 from schemas.ops import FAMILIES
 from schemas.registry import qualified_name
 from trainer.gradients.registry import gradient_modules
@@ -105,3 +105,18 @@ def test_each_op_is_declared_by_name_in_its_family_file() -> None:
         if not re.search(rf'\bop\(\s*"{schema.name}"', source):
             missing.append(f"{qualified_name(schema.name, schema.domain)} in {schema.module}")
     assert not missing, f"ops not declared by a literal op(\"Name\", ...): {missing}"
+
+
+def test_a_kernel_registered_from_another_family_file_is_reported() -> None:
+    """Through the real attribution: a registry filled by code that runs as edge_runtime/kernels/shape.py."""
+    table: OpTable = OpTable("kernel", missing=lambda name, domain: KeyError(name))
+
+    def kernel(name: str):
+        module = registering_module()
+        return lambda fn: table.add(name, "", fn, module=module)
+
+    exec('kernel("Conv")(lambda x, w, *, xp: x)', {"__name__": "edge_runtime.kernels.shape", "kernel": kernel})
+    places = registered_places()
+    places["kernel"] = {**places["kernel"], **table.modules()}
+    assert table.modules() == {("", "Conv"): "edge_runtime.kernels.shape"}
+    assert misfiled(places) == ["Conv: kernel in edge_runtime.kernels.shape, but its schema is in schemas.ops.nn"]
