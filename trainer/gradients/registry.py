@@ -146,6 +146,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
     Returns a Tensor per x (an ``IndexedSlices`` where the gradient is sparse, e.g. through
     Gather), or None where y does not depend on x.
     """
+    from trainer.gradients.dataflow import while_loop_gradient
     from trainer.ops import convert_to_tensor, ones_like
 
     ys = [convert_to_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
@@ -177,7 +178,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
                     continue
                 done_loops.add(id(loop))
                 exit_grads = [_aggregate(grads.get(t, []), False) for t in loop.exit_tensors()]
-                for t, g in loop.gradient(exit_grads, wanted=lambda t: t.node in todo):
+                for t, g in while_loop_gradient(loop, exit_grads, wanted=lambda t: t.node in todo):
                     grads.setdefault(t, []).append(g)
                 continue
             out_grads = [_aggregate(grads.get(t, []), t in x_set) for t in node.outputs]
