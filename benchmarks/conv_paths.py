@@ -22,7 +22,7 @@ import numpy as np
 import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
-from edge_runtime.kernels import _conv, get_kernel
+from edge_runtime.kernels import sliding_windows, get_kernel
 from schemas import get_schema
 
 
@@ -88,7 +88,7 @@ def bench(layer: Layer, repeats: int) -> list[tuple[float, float]]:
         {"group": layer.group, "pads": layer.pads, "strides": [layer.stride] * 2}
     )
     conv = get_kernel("Conv")
-    win = _conv.resolve_window(x.shape[2:], w.shape[2:], attrs["strides"], None, attrs["pads"], "NOTSET")
+    win = sliding_windows.resolve_window(x.shape[2:], w.shape[2:], attrs["strides"], None, attrs["pads"], "NOTSET")
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = 2
@@ -100,7 +100,7 @@ def bench(layer: Layer, repeats: int) -> list[tuple[float, float]]:
 
     ours = conv(x, w, b, xp=np, **attrs)
     def generic_path():
-        return _conv._im2col(_conv.pad_spatial(x, np, win.pad_begin, win.pad_end), w, np, win, layer.group) + (
+        return sliding_windows._im2col(sliding_windows.pad_spatial(x, np, win.pad_begin, win.pad_end), w, np, win, layer.group) + (
             b.reshape(1, -1, 1, 1)
         )
 

@@ -82,7 +82,7 @@ def check_trainer_parity(
     Raises ``ParityError`` naming the output over tolerance.
     """
     import edge_runtime
-    from exporter.verify import _compare
+    from exporter.verify import compare_tensors as _compare
 
     src = open_source(source)
     feeds_in = resolve_tensors(src.graph, inputs, "input")

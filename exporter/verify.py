@@ -133,7 +133,7 @@ def _check_samples(reference: ir.Model, candidate: ir.Model, ref_runtime: edge_r
         if missing:
             raise ParityError(f"candidate model lacks output(s) {missing}; it has {sorted(actual)}", report)
         for name, want in expected.items():
-            report.record(_compare(name, want, actual[name], rtol, atol))
+            report.record(compare_tensors(name, want, actual[name], rtol, atol))
         if not report.ok:
             report.first_divergence = _first_divergence(reference, candidate, feeds, rtol, atol)
             bad = next(d for d in report.outputs.values() if not d.within)
@@ -238,7 +238,8 @@ def _generate(runtime: edge_runtime.Model, seed: int,
     return feeds
 
 
-def _compare(name: str, want, got, rtol: float, atol: float) -> TensorDiff:
+def compare_tensors(name: str, want, got, rtol: float, atol: float) -> TensorDiff:
+    """How far ``got`` is from the reference ``want`` (tensor ``name``); ParityError if shape or dtype differ."""
     want, got = np.asarray(want), np.asarray(got)
     if want.shape != got.shape or want.dtype != got.dtype:
         raise ParityError(
@@ -281,7 +282,7 @@ def _first_divergence(reference: ir.Model, candidate: ir.Model, feeds, rtol: flo
     for name in shared:
         if name in expected and name in actual:
             try:
-                if not _compare(name, expected[name], actual[name], rtol, atol).within:
+                if not compare_tensors(name, expected[name], actual[name], rtol, atol).within:
                     return name
             except ParityError:
                 return name

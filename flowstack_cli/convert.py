@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flowstack_cli.flow_flags import add_flow_flags
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("convert", help="convert an ONNX model to an optimized, verified .flow file")
     p.add_argument("source", type=Path, help="the .onnx file")
     p.add_argument("-o", "--output", type=Path, help="the .flow file to write (default: next to the source)")
-    p.add_argument("--verbose", action="store_true", help="report what each optimization pass changed")
-    p.add_argument("--sample", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="sample inputs for the parity check, one per input (default: generated from the signature)")
-    p.add_argument("--no-verify", action="store_true", help="skip running both graphs to compare outputs")
-    p.add_argument("--no-optimize", action="store_true", help="write the graph as imported")
+    add_flow_flags(p, checks="parity check", no_verify_help="skip running both graphs to compare outputs",
+                   no_optimize_help="write the graph as imported")
     p.set_defaults(handler=run)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flowstack_cli.flow_flags import add_flow_flags
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="freeze a trained checkpoint into an optimized, verified .flow file")
@@ -21,11 +23,9 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", type=Path, required=True, help="the .flow file to write")
     p.add_argument("--labels", type=Path, help="a text file with one class label per line, kept in the metadata")
     p.add_argument("--onnx", type=Path, help="also write the frozen model as ONNX here")
-    p.add_argument("--verbose", action="store_true", help="report what each optimization pass changed")
-    p.add_argument("--sample", action="append", default=[], metavar="NAME=FILE.npy",
-                   help="sample inputs for the parity checks, one per input (default: generated from the signature)")
-    p.add_argument("--no-verify", action="store_true", help="skip the parity checks against the trainer and the frozen graph")
-    p.add_argument("--no-optimize", action="store_true", help="write the frozen graph as it is")
+    add_flow_flags(p, checks="parity checks",
+                   no_verify_help="skip the parity checks against the trainer and the frozen graph",
+                   no_optimize_help="write the frozen graph as it is")
     p.set_defaults(handler=run)
 
 

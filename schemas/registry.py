@@ -21,6 +21,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from schemas.op_table import registering_module
+
 __all__ = [
     "Attr",
     "InferenceContext",
@@ -119,6 +121,8 @@ class OpSchema:
     # An int attribute that, when given, must equal the node's output count (Split's num_outputs).
     # Checked before shape inference and kernels, which make one entry per counted output.
     output_count_attr: str | None = None
+    # The module that declared the op: schemas/ops/<family>.py (see schemas/op_table.py).
+    module: str = ""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -291,6 +295,8 @@ def op(
 ) -> Callable[[ShapeRule], ShapeRule]:
     """Declare an op; the decorated function is its shape/dtype inference rule."""
 
+    module = registering_module()
+
     def register(rule: ShapeRule) -> ShapeRule:
         key = (domain, name)
         if key in _SCHEMAS:
@@ -311,6 +317,7 @@ def op(
             stateful=stateful,
             doc=doc or (rule.__doc__ or ""),
             output_count_attr=output_count_attr,
+            module=module,
         )
         return rule
 

@@ -7,16 +7,16 @@ control edge from the context's pivot so they run once per branch/iteration.
 
 A ``WhileLoop`` record keeps each loop's structure (enters, merges, switches, exits, the body's
 inputs and outputs) so exporters can rebuild a functional ``Loop`` and ``gradients`` can build
-the backward loop: the forward body pushes its per-iteration inputs on step-local stacks
-(StackPush, a pass-through), and the gradient loop re-runs the body on them in reverse order
-(StackPop by index), differentiating it and accumulating gradients for captured tensors.
+the backward loop (``while_loop_gradient`` in trainer/gradients/dataflow.py): the forward body
+pushes its per-iteration inputs on step-local stacks (StackPush, a pass-through), and the
+gradient loop re-runs the body on them in reverse order (StackPop by index), differentiating it
+and accumulating gradients for captured tensors.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from schemas.registry import get_schema
 from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
 
@@ -55,7 +55,7 @@ class _Context:
                 out.append(t)
                 continue
             if t not in self._entered:
-                with self.graph._control_flow_context(self.outer):
+                with self.graph.control_flow_context(self.outer):
                     routed = self._route_in(t)
                 self._entered[t] = routed
                 self._routed.add(routed)
@@ -105,7 +105,7 @@ class WhileContext(_Context):
         return dict(self._entered)
 
 
-def _in_frame(ctx: WhileContext, t: Tensor) -> Tensor:
+def in_frame(ctx: WhileContext, t: Tensor) -> Tensor:
     """A body output as a per-iteration tensor of the frame ``ctx``.
 
     A body may return a tensor from outside the loop (``lambda i, a: (i + 1, x)``). Its constant
@@ -120,7 +120,7 @@ def _in_frame(ctx: WhileContext, t: Tensor) -> Tensor:
     return identity(ctx.enter_inputs([t])[0])
 
 
-def _flatten(x):
+def flatten_values(x):
     if isinstance(x, (list, tuple)):
         return list(x), type(x)
     return [x], None
@@ -140,17 +140,17 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
     g = get_default_graph()
     pred = convert_to_tensor(pred)
     with g.name_scope(name):
-        outer = g._current_cf_context()
+        outer = g.current_control_flow_context()
         s_false, s_true = g.create_op("Switch", [pred, pred], {}, domain=D, name="pred_switch").outputs
         results = []
         contexts = []
         for branch, fn, sw in ((0, false_fn, s_false), (1, true_fn, s_true)):
             ctx = CondContext(g, outer, pred, branch)
             contexts.append(ctx)
-            with g._control_flow_context(ctx):
+            with g.control_flow_context(ctx):
                 ctx.pivot = g.create_op("Identity", [sw], {}, name=f"pivot_{branch}", in_context=False).outputs[0]
                 ctx.pivot.node.cf_context = ctx
-                vals, kind = _flatten(fn())
+                vals, kind = flatten_values(fn())
                 # Every branch output must live in the branch (a dead value when it is not taken).
                 vals = [g.create_op("Identity", [convert_to_tensor(v)], {}, name=f"out_{branch}").outputs[0] for v in vals]
             results.append((vals, kind))
@@ -199,40 +199,6 @@ class WhileLoop:
         nodes += [t.node for t in self.ctx.captured()]
         return nodes
 
-    def _reuse_forward_values(self, remat, idx, bctx, start) -> dict:
-        """Point the gradient loop at the forward loop's own values instead of recomputing them.
-
-        The gradient loop re-ran the body (``remat``) to have nodes to differentiate; each of those
-        nodes has a twin in the forward body. Where the twins match op for op, the forward loop
-        also pushes the twin's outputs (by reference, so it costs nothing), and every use of a
-        recomputed output becomes a pop of the forward value: the recomputation is never run.
-        Bodies with nested control flow (values that may be dead) keep the recomputation.
-        """
-        fwd = self.body_nodes
-        g = self.ctx.graph
-        if len(fwd) != len(remat) or any(a.op_type != b.op_type or a.domain != b.domain for a, b in zip(fwd, remat)):
-            return {}
-        if any(n.op_type in ("Switch", "Merge") and n.domain == D for n in self.ctx.nodes if n not in self.switches
-               and n not in self.merges):
-            return {}
-        mapping: dict = {}
-        _loop_counter[0] += 1  # each gradient of this loop gets stacks of its own
-        tag = _loop_counter[0]
-        for f, r in zip(fwd, remat):
-            if get_schema(f.op_type, f.domain).stateful:
-                continue
-            for j, out in enumerate(f.outputs):
-                name = f"{self.frame_name}#fwd{tag}/{f.name}:{j}"
-                with g._control_flow_context(self.ctx):
-                    push = g.create_op("StackPush", [out], {"stack_name": name}, domain=D, name="keep")
-                self.counter_inc.control_inputs.append(push)  # the count waits for the push
-                pop = g.create_op("StackPop", [idx], {"stack_name": name}, domain=D, name="forward_value")
-                pop.outputs[0].type = r.outputs[j].type
-                mapping[r.outputs[j]] = pop.outputs[0]
-        for node in bctx.nodes[start:]:
-            node.inputs = [mapping.get(t, t) if t is not None else None for t in node.inputs]
-        return mapping
-
     def to_dict(self) -> dict:
         return {
             "frame_name": self.frame_name,
@@ -248,87 +214,14 @@ class WhileLoop:
             "counter_index": self.counter_index,
         }
 
-    def gradient(self, exit_grads, wanted=lambda t: True) -> list[tuple[Tensor, Tensor]]:
-        """(outer tensor, gradient) pairs, summed per tensor by the caller, for the loop's initial
-        values and the captured tensors ``wanted`` says the caller needs (a loop over a fed
-        sequence need not accumulate the sequence's gradient)."""
-        if not self.pushes and self.counter_index:
-            raise GraphError(f"while_loop {self.frame_name!r} was built with differentiable=False")
-        outer = self.ctx.outer
-        while outer is not None:
-            if isinstance(outer, WhileContext):
-                # Its per-iteration stacks would mix the runs of every outer iteration.
-                raise NotImplementedError(
-                    f"gradient of while_loop {self.frame_name!r}: loops nested in loops are not differentiable yet")
-            outer = outer.outer
-        from trainer.gradients import gradients
-        from trainer.ops import add, less, subtract, zeros_like
-
-        g = self.ctx.graph
-        n_user = self.counter_index
-        exits = self.exit_tensors()
-        diff = [i for i in range(n_user) if exits[i].dtype is not None and exits[i].dtype.kind == "f"]
-        captured = [t for t in self.ctx.captured() if t.dtype is not None and t.dtype.kind == "f" and wanted(t)]
-        n_iter = exits[self.counter_index]
-        init_g = [exit_grads[i] if exit_grads[i] is not None else zeros_like(exits[i]) for i in diff]
-        init_acc = [zeros_like(c) for c in captured]
-        k0 = constant(np.asarray(0, np.int64))
-        last = subtract(n_iter, np.asarray(1, np.int64))  # the forward iteration the first backward one undoes
-        stack_names = [p.attrs["stack_name"] for p in self.pushes]
-
-        def bcond(k, *rest):
-            return less(k, n_iter)
-
-        def bbody(k, *rest):
-            gs, accs = list(rest[: len(diff)]), list(rest[len(diff):])
-            idx = subtract(last, k)
-            xs = [g.create_op("StackPop", [idx], {"stack_name": stack_names[i]}, domain=D,
-                              name=f"{self.frame_name}_grad/pop").outputs[0] for i in range(n_user)]
-            for i, x in enumerate(xs):
-                x.type = self.body_inputs[i].type
-            ctx = g._current_cf_context()
-            remat_start = len(ctx.nodes)
-            ys, _ = _flatten(self.body_fn(*xs))
-            ys = [convert_to_tensor(y) for y in ys]
-            remat = [nd for nd in ctx.nodes[remat_start:] if nd.op_type != "Enter"]  # twins of body_nodes
-            ys = [_in_frame(ctx, y) for y in ys]
-            entered = [ctx.enter_inputs([c])[0] for c in captured]
-            targets = [xs[i] for i in diff] + entered
-            grads = gradients([ys[i] for i in diff], targets, grad_ys=gs)
-            new_g = [gr if gr is not None else zeros_like(xs[i]) for gr, i in zip(grads[: len(diff)], diff)]
-            new_acc = []
-            for a, gr in zip(accs, grads[len(diff):]):
-                if gr is None:
-                    new_acc.append(a)
-                else:
-                    gr = gr.to_dense() if hasattr(gr, "to_dense") else gr
-                    # The accumulator is private to this loop (a fresh zeros each step): add in place.
-                    new_acc.append(g.create_op("AccumulateAdd", [a, gr], {}, domain=D).outputs[0])
-            _skip_unread_cell_dx(ctx.nodes[remat_start:], new_g + new_acc)
-            reused = self._reuse_forward_values(remat, idx, ctx, remat_start)
-            return [add(k, np.asarray(1, np.int64))] + [reused.get(t, t) for t in new_g + new_acc]
-
-        outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{self.frame_name}_grad",
-                          differentiable=False)
-        outs = list(outs)
-        # Pairs, not a dict: one outer tensor may be several initial values and a captured tensor
-        # at once (``while_loop(.., lambda a: a * x, [x])``), and each path's gradient counts.
-        result = [(self.enters[i].inputs[0], outs[1 + j]) for j, i in enumerate(diff)]
-        result += [(c, outs[1 + len(diff) + j]) for j, c in enumerate(captured)]
-        return result
-
 
 _loop_counter = [0]
 
 
-def _skip_unread_cell_dx(nodes, returned) -> None:
-    """Fused-cell gradients whose input gradient nothing reads (the first layer's dx, when the
-    sequence it reads needs no gradient) skip computing it."""
-    read = {id(t) for t in returned}
-    read.update(id(t) for n in nodes for t in n.inputs if t is not None)
-    for n in nodes:
-        if n.op_type == "LSTMBlockCellGrad" and n.domain == D and id(n.outputs[0]) not in read:
-            n.attrs["need_dx"] = 0
+def next_stack_tag() -> int:
+    """A number no other loop stack name has used: each loop, and each gradient of one, gets its own stacks."""
+    _loop_counter[0] += 1
+    return _loop_counter[0]
 
 
 def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name: str = "while",
@@ -340,16 +233,16 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
     are not differentiated again).
     """
     g = get_default_graph()
-    vals, kind = _flatten(loop_vars)
+    vals, kind = flatten_values(loop_vars)
     vals = [convert_to_tensor(v) for v in vals]
-    outer = g._current_cf_context()
+    outer = g.current_control_flow_context()
     with g.name_scope(name) as scope:
         frame = scope.rstrip("/")
         counter = constant(np.asarray(0, np.int64), name="iteration_counter")
         vals = vals + [counter]
         n = len(vals)
         ctx = WhileContext(g, outer, frame, parallel_iterations)
-        with g._control_flow_context(ctx):
+        with g.control_flow_context(ctx):
             enters = [g.create_op("Enter", [v], {"frame_name": frame, "is_constant": 0,
                                                  "parallel_iterations": parallel_iterations},
                                   domain=D, name="enter", in_context=False) for v in vals]
@@ -367,14 +260,14 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
             switches = [g.create_op("Switch", [m, lc], {}, domain=D, name="switch") for m in merged]
             body_in = [g.create_op("Identity", [s.outputs[1]], {}, name="body_in").outputs[0] for s in switches]
             ctx.pivot = body_in[0]
-            _loop_counter[0] += 1
-            pushes = [g.create_op("StackPush", [b], {"stack_name": f"{frame}#{_loop_counter[0]}/{i}"}, domain=D,
+            tag = next_stack_tag()
+            pushes = [g.create_op("StackPush", [b], {"stack_name": f"{frame}#{tag}/{i}"}, domain=D,
                                   name="history") for i, b in enumerate(body_in[:-1])] if differentiable else []
             pushed = [p.outputs[0] for p in pushes] if differentiable else body_in[:-1]
             body_start = len(ctx.nodes)
-            outs, _ = _flatten(body_fn(*pushed))
+            outs, _ = flatten_values(body_fn(*pushed))
             body_nodes = [nd for nd in ctx.nodes[body_start:] if nd.op_type != "Enter"]
-            outs = [_in_frame(ctx, convert_to_tensor(o)) for o in outs]
+            outs = [in_frame(ctx, convert_to_tensor(o)) for o in outs]
             if len(outs) != n - 1:
                 raise GraphError(f"while_loop {name!r}: body returns {len(outs)} values for {n - 1} loop variables")
             from trainer.ops import add
@@ -395,7 +288,7 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
                 m.inputs[1] = nxt.outputs[0]  # the back edge
                 nexts.append(nxt)
         exits = []
-        with g._control_flow_context(ctx):
+        with g.control_flow_context(ctx):
             for s in switches:
                 e = g.create_op("Exit", [s.outputs[0]], {}, domain=D, name="exit", in_context=False)
                 e.cf_context = outer

@@ -51,6 +51,17 @@ class GraphKeys:
     TRAIN_OP = "train_op"
 
 
+def _operator(op: str, *, reflected: bool = False):
+    """A binary operator method of Tensor that builds ``trainer.ops.<op>`` (operands swapped if ``reflected``)."""
+
+    def method(self, other):
+        from trainer import ops
+        build = getattr(ops, op)
+        return build(other, self) if reflected else build(self, other)
+
+    return method
+
+
 class Tensor:
     """Output ``index`` of ``node``: a symbolic value with a static dtype and (partial) shape."""
 
@@ -84,58 +95,19 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<Tensor {self.name} {self.node.op_type} dtype={self.dtype} shape={self.shape}>"
 
-    # Operator overloads build nodes in the tensor's graph.
-    def __add__(self, other):
-        from trainer import ops
-        return ops.add(self, other)
-
-    def __radd__(self, other):
-        from trainer import ops
-        return ops.add(other, self)
-
-    def __sub__(self, other):
-        from trainer import ops
-        return ops.subtract(self, other)
-
-    def __rsub__(self, other):
-        from trainer import ops
-        return ops.subtract(other, self)
-
-    def __mul__(self, other):
-        from trainer import ops
-        return ops.multiply(self, other)
-
-    def __rmul__(self, other):
-        from trainer import ops
-        return ops.multiply(other, self)
-
-    def __truediv__(self, other):
-        from trainer import ops
-        return ops.divide(self, other)
-
-    def __rtruediv__(self, other):
-        from trainer import ops
-        return ops.divide(other, self)
-
-    def __matmul__(self, other):
-        from trainer import ops
-        return ops.matmul(self, other)
+    # Operator overloads build nodes in the tensor's graph (trainer.ops, imported when first used).
+    __add__, __radd__ = _operator("add"), _operator("add", reflected=True)
+    __sub__, __rsub__ = _operator("subtract"), _operator("subtract", reflected=True)
+    __mul__, __rmul__ = _operator("multiply"), _operator("multiply", reflected=True)
+    __truediv__, __rtruediv__ = _operator("divide"), _operator("divide", reflected=True)
+    __matmul__ = _operator("matmul")
+    __pow__ = _operator("pow")
+    __lt__ = _operator("less")
+    __gt__ = _operator("greater")
 
     def __neg__(self):
         from trainer import ops
         return ops.negative(self)
-
-    def __pow__(self, other):
-        from trainer import ops
-        return ops.pow(self, other)
-
-    def __lt__(self, other):
-        from trainer import ops
-        return ops.less(self, other)
-
-    def __gt__(self, other):
-        from trainer import ops
-        return ops.greater(self, other)
 
     def __getitem__(self, key):
         from trainer import ops
@@ -256,6 +228,10 @@ class Graph:
             raise GraphError(f"no node named {name!r} in this graph{hint}") from None
 
     get_operation_by_name = node
+
+    def has_node(self, name: str) -> bool:
+        """Whether a node named ``name`` is in this graph."""
+        return name in self._by_name
 
     def tensor(self, name: str) -> Tensor:
         """``"node:0"`` (or ``"node"`` for output 0) to its Tensor."""
@@ -417,7 +393,8 @@ class Graph:
             st.colocate.pop()
 
     @contextlib.contextmanager
-    def _control_flow_context(self, ctx):
+    def control_flow_context(self, ctx):
+        """Nodes built inside belong to the cond or while_loop context ``ctx`` (trainer/control_flow.py)."""
         st = self._state()
         st.cf.append(ctx)
         try:
@@ -425,7 +402,8 @@ class Graph:
         finally:
             st.cf.pop()
 
-    def _current_cf_context(self):
+    def current_control_flow_context(self):
+        """The innermost cond or while_loop context being built, or None outside any."""
         st = self._state()
         return st.cf[-1] if st.cf else None
 

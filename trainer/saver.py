@@ -244,12 +244,12 @@ def graph_from_dict(desc: dict, arrays: dict, graph: Graph | None = None, *, sou
     for nd in desc["nodes"]:
         inputs = []
         for k, i in enumerate(nd["inputs"]):
-            if i is not None and i.partition(":")[0] in names and i.partition(":")[0] not in g._by_name:
+            if i is not None and i.partition(":")[0] in names and not g.has_node(i.partition(":")[0]):
                 back_edges.append((nd["name"], k, i))
-                i = next(j for j in nd["inputs"] if j is not None and j.partition(":")[0] in g._by_name)
+                i = next(j for j in nd["inputs"] if j is not None and g.has_node(j.partition(":")[0]))
             inputs.append(None if i is None else g.tensor(i))
-        ctrl = [g.node(c) for c in nd["control_inputs"] if c in g._by_name]
-        late_controls.extend((nd["name"], c) for c in nd["control_inputs"] if c not in g._by_name)
+        ctrl = [g.node(c) for c in nd["control_inputs"] if g.has_node(c)]
+        late_controls.extend((nd["name"], c) for c in nd["control_inputs"] if not g.has_node(c))
         types = [TensorType(None if o["dtype"] is None else np.dtype(o["dtype"]),
                             None if o["shape"] is None else tuple(None if d < 0 else d for d in o["shape"]))
                  for o in nd["outputs"]]

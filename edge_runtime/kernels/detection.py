@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels.registry import kernel
 from schemas.registry import UnsupportedOpError
 
@@ -149,7 +149,7 @@ def deform_conv(x, w, offset, b, mask, *, xp, dilations, group, kernel_shape, of
         raise UnsupportedOpError(f"DeformConv: only 2-D inputs (N, C, H, W) are supported, got shape {x.shape}")
     n, c = x.shape[:2]
     kernel_hw = tuple(kernel_shape or w.shape[2:])
-    win = _conv.resolve_window(x.shape[2:], kernel_hw, strides, dilations, pads, "NOTSET")
+    win = sliding_windows.resolve_window(x.shape[2:], kernel_hw, strides, dilations, pads, "NOTSET")
     (out_h, out_w), taps = win.out, kernel_hw[0] * kernel_hw[1]
     if offset.shape != (n, offset_group * taps * 2, out_h, out_w) or c % offset_group or c != w.shape[1] * group:
         raise UnsupportedOpError(

@@ -1,18 +1,5 @@
-"""Imports every kernel family so their decorators run (explicit registration, one line each)."""
+"""Imports every kernel family so their decorators run (the families of ``schemas.ops.FAMILIES``)."""
 
-from edge_runtime.kernels import (  # noqa: F401
-    control,
-    detection,
-    fused,
-    gradient_helpers,
-    layout,
-    math,
-    nn,
-    quantize,
-    recurrent,
-    reduce,
-    shape,
-    signal,
-    sparse,
-    text,
-)
+from schemas.op_table import import_families
+
+import_families("edge_runtime.kernels")

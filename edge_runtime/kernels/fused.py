@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from edge_runtime.kernels import _conv, _phase_conv
+from edge_runtime.kernels import sliding_windows, stride_phases
 from edge_runtime.kernels.math import relu_into
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
@@ -92,12 +92,12 @@ def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kern
     under a 2x2 pool), and the pool reads the convolution's output as its im2col path left it
     (LeNet's first layer: flat columns' uncropped rows, no copy; its second: channels-last, pooled
     before the one transpose back to planar)."""
-    win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
+    win = sliding_windows.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
     pool = (pool_kernel_shape, pool_strides, pool_pads)
     if not monotone_activation(activation, activation_params):
-        y = _conv.conv(x, w, b, xp, group=group, win=win)
+        y = sliding_windows.conv(x, w, b, xp, group=group, win=win)
         return _max_pool(apply_activation(y, xp, activation, activation_params), xp, *pool, lead=2)
-    y, channels_last = _conv.conv_unfinished(x, w, xp, group=group, win=win)
+    y, channels_last = sliding_windows.conv_unfinished(x, w, xp, group=group, win=win)
     lead = 1 if channels_last else 2
     pooled = _max_pool(y, xp, *pool, lead=lead)
     if b is not None:
@@ -111,7 +111,7 @@ def _max_pool(y, xp, kernel_shape, strides, pads, *, lead):
     """Max pool over the spatial axes that follow the first ``lead`` axes, into a fresh array
     (``reduce_windows`` writes every axis's maxima into a new one)."""
     n_sp = len(kernel_shape)
-    win = _conv.resolve_window(y.shape[lead:lead + n_sp], tuple(kernel_shape), strides, None, pads, "NOTSET")
+    win = sliding_windows.resolve_window(y.shape[lead:lead + n_sp], tuple(kernel_shape), strides, None, pads, "NOTSET")
     return reduce_windows(padded_for_max(y, xp, win, lead), xp, xp.maximum, win, lead=lead)
 
 
@@ -122,15 +122,15 @@ def fused_conv_pointwise(x, w, b, w_pointwise, b_pointwise, *, xp, activation, a
     """A convolution and its activation, then the 1x1 convolution that reads it (and its activation).
 
     Where the first runs as flat im2col, the 1x1 reads its output as computed, every row as wide as
-    the padded input row (``_conv.conv_wide_rows``), instead of a cropped copy, and its own output
+    the padded input row (``sliding_windows.conv_wide_rows``), instead of a cropped copy, and its own output
     is cropped: MobileNetV2's project layers have a sixth of the channels of the depthwise output
     they read (dw 3x3 + project at 144@56x56: 1171-1235 -> 1099-1110 us). The exporter's
     ``fuse_pointwise`` pass leaves pairs apart where a padded row is much wider than an output row."""
-    win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
-    if _conv.runs_wide_rows(x, w, xp, group, win):
-        y, crop = _conv.conv_wide_rows(x, w, xp, win, group), _conv.flat_crop(x.shape, win)
+    win = sliding_windows.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
+    if sliding_windows.runs_wide_rows(x, w, xp, group, win):
+        y, crop = sliding_windows.conv_wide_rows(x, w, xp, win, group), sliding_windows.flat_crop(x.shape, win)
     else:
-        y, crop = _conv.conv(x, w, None, xp, group=group, win=win), None
+        y, crop = sliding_windows.conv(x, w, None, xp, group=group, win=win), None
     n, m = y.shape[:2]
     if b is not None:
         y += b.reshape((1, m) + (1,) * (y.ndim - 2))
@@ -159,21 +159,21 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
                          activation, activation_params, auto_pad, dilations, group, kernel_shape, pads, strides):
     """A 1x1 convolution (and its activation), then the convolution that reads it (and its
     activation). A strided depthwise second convolution runs over stride phases on NumPy
-    (``_phase_conv``: the 1x1 convolution writes its output split into phases, so no tap is
+    (``stride_phases``: the 1x1 convolution writes its output split into phases, so no tap is
     gathered with a stride); anything else (an empty batch too) runs as the two convolutions."""
-    win = _conv.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
-    if xp.__name__ != "numpy" or x.size == 0 or not _phase_conv.fits(x, w_pointwise, w, group, win):
+    win = sliding_windows.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
+    if xp.__name__ != "numpy" or x.size == 0 or not stride_phases.fits(x, w_pointwise, w, group, win):
         e = _conv_then_activation(x, w_pointwise, b_pointwise, xp, pointwise_activation, pointwise_activation_params,
                                   **_ONE_BY_ONE)
         return _conv_then_activation(e, w, b, xp, activation, activation_params, auto_pad=auto_pad,
                                      dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
                                      strides=strides)
-    geo = _phase_conv.geometry(tuple(x.shape[2:]), win)
-    e = _phase_conv.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)
+    geo = stride_phases.geometry(tuple(x.shape[2:]), win)
+    e = stride_phases.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)
     if pointwise_activation:
         apply_activation(e, xp, pointwise_activation, pointwise_activation_params)
-    _phase_conv.zero_padding(e, geo)
-    wide = _phase_conv.depthwise_over_phases(e, w, b, xp, geo)
+    stride_phases.zero_padding(e, geo)
+    wide = stride_phases.depthwise_over_phases(e, w, b, xp, geo)
     y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
     y[...] = wide[..., : win.out[1]]
     return apply_activation(y, xp, activation, activation_params) if activation else y

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels.fused import apply_activation
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import kernel
@@ -10,7 +10,7 @@ from schemas.ops.fused import DOMAIN
 
 
 def _window(xl, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode=0):
-    return _conv.resolve_window(xl.shape[1:-1], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
+    return sliding_windows.resolve_window(xl.shape[1:-1], tuple(kernel_shape), strides, dilations, pads, auto_pad, ceil_mode)
 
 
 @kernel("ChannelsLastConv", DOMAIN)
@@ -26,7 +26,7 @@ def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, 
         if activation:
             apply_activation(rows, xp, activation, activation_params)
 
-    return _conv.conv_channels_last(_conv.pad_channels_last(x, xp, win.pad_begin, win.padded_end), w, xp, win, finish)
+    return sliding_windows.conv_channels_last(sliding_windows.pad_channels_last(x, xp, win.pad_begin, win.padded_end), w, xp, win, finish)
 
 
 @kernel("ChannelsLastMaxPool", DOMAIN)

@@ -1,4 +1,5 @@
-"""Elementwise math, activations, comparisons, logic, matrix products, casts and windows.
+"""Elementwise math, activations, comparisons, logic, matrix products, casts and windows, with the
+matrix inverse and the cumulative product's gradient helper (domain ``flowstack``).
 
 Kernels never write into their inputs (they may be read-only views of the weights); where a
 result is built in place, it is an array the kernel itself allocated.
@@ -583,3 +584,51 @@ def _window(coefficients):
 kernel("HannWindow")(_window([0.5, 0.5]))
 kernel("HammingWindow")(_window([25 / 46, 21 / 46]))
 kernel("BlackmanWindow")(_window([0.42, 0.5, 0.08]))
+
+
+@kernel("MatrixInverse", domain="flowstack")
+def matrix_inverse(x, *, xp):
+    return xp.linalg.inv(x)
+
+
+# ------------------------------------------------------------------------------------- CumProd
+
+
+def _backward_recurrence(xp, a, b):
+    """s[k] = a[k] * s[k+1] + b[k] along the last axis (a[-1] = 0), in log2(n) vectorized steps.
+
+    A Hillis-Steele scan over affine maps: after the step with stride ``d``, entry k holds the
+    composition of the maps k .. k+2d-1; entries whose span reaches the end are final.
+    """
+    n = a.shape[-1]
+    a, b = a[..., ::-1], b[..., ::-1]  # now s[m] = a[m] * s[m-1] + b[m], with a[0] = 0
+    d = 1
+    while d < n:
+        b = xp.concatenate([b[..., :d], b[..., d:] + a[..., d:] * b[..., :-d]], axis=-1)
+        a = xp.concatenate([a[..., :d], a[..., d:] * a[..., :-d]], axis=-1)
+        d *= 2
+    return b[..., ::-1]
+
+
+@kernel("CumProdGrad", domain="flowstack")
+def cum_prod_grad(dy, x, axis, *, xp, exclusive, reverse):
+    """dx[k] = (product of x before k) * sum over i >= k of dy[i] * (product of x over k+1..i).
+
+    The right factor obeys s[k] = dy[k] + x[k+1] * s[k+1]; solving that recurrence never divides
+    by x, so zeros in x are exact (dividing cumsum(dy * y) by x is not).
+    """
+    axis = int(axis) % x.ndim
+    if x.shape[axis] == 0:
+        return xp.zeros_like(x)
+    g, v = xp.moveaxis(dy, axis, -1), xp.moveaxis(x, axis, -1)
+    if reverse:
+        g, v = g[..., ::-1], v[..., ::-1]
+    one = xp.ones(v.shape[:-1] + (1,), dtype=v.dtype)
+    if exclusive:  # y[i] is the inclusive product at i-1: its gradient arrives one step later
+        g = xp.concatenate([g[..., 1:], xp.zeros_like(one)], axis=-1)
+    before = xp.concatenate([one, xp.cumprod(v[..., :-1], axis=-1)], axis=-1)
+    after = _backward_recurrence(xp, xp.concatenate([v[..., 1:], xp.zeros_like(one)], axis=-1), g)
+    dx = before * after
+    if reverse:
+        dx = dx[..., ::-1]
+    return xp.ascontiguousarray(xp.moveaxis(dx, -1, axis)).astype(x.dtype)

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+from schemas.op_table import OpTable, registering_module
 from schemas.registry import UnsupportedOpError, get_schema, qualified_name
 
 Kernel = Callable[..., object]
 
-_KERNELS: dict[tuple[str, str], Kernel] = {}
+_KERNELS: OpTable[Kernel] = OpTable(
+    "kernel", load=lambda: _load_families(),
+    missing=lambda name, domain: UnsupportedOpError(f"op {qualified_name(name, domain)!r} has no edge runtime kernel"))
 _WANTS_OUTPUT_COUNT: set[tuple[str, str]] = set()
 _HOST_INPUTS: dict[tuple[str, str], frozenset[int]] = {}
 
@@ -32,12 +35,12 @@ def kernel(name: str, domain: str = "", *, output_count: bool = False,
            host_inputs: tuple[int, ...] = ()) -> Callable[[Kernel], Kernel]:
     """Register ``fn`` as the forward kernel of op ``name``; the op must already be declared."""
 
+    module = registering_module()
+
     def register(fn: Kernel) -> Kernel:
         get_schema(name, domain)  # fails loudly for an op nobody declared
         key = (domain, name)
-        if key in _KERNELS:
-            raise ValueError(f"kernel for {name} registered twice")
-        _KERNELS[key] = fn
+        _KERNELS.add(name, domain, fn, module=module)
         if output_count:
             _WANTS_OUTPUT_COUNT.add(key)
         if host_inputs:
@@ -60,21 +63,20 @@ def host_inputs(name: str, domain: str = "") -> frozenset[int]:
 
 
 def get_kernel(name: str, domain: str = "") -> Kernel:
-    _load_families()
-    try:
-        return _KERNELS[(domain, name)]
-    except KeyError:
-        raise UnsupportedOpError(f"op {qualified_name(name, domain)!r} has no edge runtime kernel") from None
+    return _KERNELS.get(name, domain)
 
 
 def has_kernel(name: str, domain: str = "") -> bool:
-    _load_families()
-    return (domain, name) in _KERNELS
+    return _KERNELS.has(name, domain)
 
 
 def registered_kernels() -> list[tuple[str, str]]:
-    _load_families()
-    return sorted(_KERNELS)
+    return _KERNELS.keys()
+
+
+def kernel_modules() -> dict[tuple[str, str], str]:
+    """The module that registered each kernel: its family file (see ``schemas.op_table``)."""
+    return _KERNELS.modules()
 
 
 _loaded = False

@@ -2,7 +2,7 @@
 
 On NumPy a convolution over small planes is fastest channels-last: its columns are gathered in runs
 of kernel_width * C contiguous values and the whole batch is one matmul (see
-``edge_runtime.kernels._conv``). Converting each convolution on its own would pay two transposes a
+``edge_runtime.kernels.sliding_windows``). Converting each convolution on its own would pay two transposes a
 node; this pass converts whole regions instead: every qualifying convolution, and the max pools,
 activations and same-shape Add/Mul/Sub/Max/Min that read only region values, joined into connected
 regions. A Transpose enters a region and one leaves it where a planar op or a graph output reads it,
@@ -22,7 +22,7 @@ from typing import Container
 
 import numpy as np
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from exporter import ir
 from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_model, fresh_name, readers
 from schemas.ops.fused import ACTIVATIONS, DOMAIN
@@ -31,8 +31,8 @@ from schemas.ops.layout import to_channels_last as channels_last_shape
 # Convolutions qualify in the regime where the Conv kernel itself goes channels-last (its dispatch
 # thresholds: at most MAX_PIXELS output pixels an image, at least MIN_CHANNELS input channels), or
 # with exactly 1 input channel, where channels-last is the same memory order.
-MAX_PIXELS = _conv.CHANNELS_LAST_COLUMNS_MAX_PIXELS
-MIN_CHANNELS = _conv.CHANNELS_LAST_COLUMNS_MIN_CHANNELS
+MAX_PIXELS = sliding_windows.CHANNELS_LAST_COLUMNS_MAX_PIXELS
+MIN_CHANNELS = sliding_windows.CHANNELS_LAST_COLUMNS_MIN_CHANNELS
 
 _CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
 _UNARY = {*ACTIVATIONS, "HardSwish", "Elu", "Selu", "Softplus"}

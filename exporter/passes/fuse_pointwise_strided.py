@@ -4,7 +4,7 @@
 MobileNet-style blocks expand the channels with a 1x1 convolution and then downsample with a
 stride-2 depthwise convolution. Apart, the depthwise convolution gathers its taps from the
 expanded tensor with a stride of 2; fused, the 1x1 convolution writes the expanded tensor already
-split into stride phases, so every tap is a contiguous run (``edge_runtime.kernels._phase_conv``).
+split into stride phases, so every tap is a contiguous run (``edge_runtime.kernels.stride_phases``).
 Measured, pair against the two nodes (batch 1 and 4, two host phases): 0.63-0.77 at 112x112,
 0.65-0.77 at 56x56, 0.70-0.87 at 28x28, 1.12-1.33 at 14x14 (where the depthwise convolution runs
 channels-last); so the pass fuses where the plane has at least MIN_PLANE_PIXELS pixels. MobileNetV2

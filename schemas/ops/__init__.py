@@ -1,22 +1,35 @@
-"""The op families. Importing this package registers every op schema (explicitly, one import per family)."""
+"""The op families. Importing this package registers every op schema, one module per family.
 
-from schemas.ops import (  # noqa: F401
-    accumulators,
-    control,
-    data,
-    dataflow,
-    detection,
-    fused,
-    gradient_helpers,
-    layout,
-    math,
-    nn,
-    quantize,
-    recurrent,
-    reduce,
-    shape,
-    signal,
-    sparse,
-    text,
-    training,
+``FAMILIES`` is the one list of family names: ``schemas/ops/<family>.py`` declares an op,
+``edge_runtime/kernels/<family>.py`` holds its forward kernel, ``trainer/gradients/<family>.py``
+its gradient rule and ``trainer/kernels/<family>.py`` its stateful or gradient-helper kernel
+(each package loads the families it has a module for, through ``schemas.op_table.import_families``).
+"""
+
+from importlib import import_module
+
+FAMILIES = (
+    "accumulators",
+    "control",
+    "data",
+    "dataflow",
+    "debugging",
+    "detection",
+    "fused",
+    "layout",
+    "math",
+    "nn",
+    "quantize",
+    "random",
+    "recurrent",
+    "reduce",
+    "shape",
+    "signal",
+    "sparse",
+    "summary",
+    "text",
+    "training",
 )
+
+for _family in FAMILIES:
+    import_module(f"schemas.ops.{_family}")

@@ -28,10 +28,12 @@ def _shape(attrs):
     return tuple(None if d < 0 else int(d) for d in attrs["shape"])
 
 
-for _name in ("ConditionalAccumulator", "SparseConditionalAccumulator"):
-    op(_name, domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_CREATE_ATTRS,
-       doc="The accumulator's handle; created on first use, shared by every step naming it.")(
-        lambda ctx: [TensorType(_OBJECT, ())])
+op("ConditionalAccumulator", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_CREATE_ATTRS,
+   doc="The accumulator's handle; created on first use, shared by every step naming it.")(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("SparseConditionalAccumulator", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_CREATE_ATTRS,
+   doc="The accumulator's handle; created on first use, shared by every step naming it.")(
+    lambda ctx: [TensorType(_OBJECT, ())])
 
 op("AccumulatorApplyGradient", domain=D, inputs=["handle", "local_step", "gradient"], outputs=["done*"],
    stateful=True, doc="Add gradient unless local_step is older than the accumulator's step.")(lambda ctx: [])

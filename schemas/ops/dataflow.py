@@ -44,3 +44,7 @@ op("Enter", domain=D, inputs=["data"], outputs=["output"], differentiable=True,
 op("Exit", domain=D, inputs=["data"], outputs=["output"], differentiable=True)(same_as_input(0))
 op("NextIteration", domain=D, inputs=["data"], outputs=["output"], differentiable=True)(same_as_input(0))
 op("LoopCond", domain=D, inputs=["input"], outputs=["output"])(same_as_input(0))
+
+
+op("NoOp", domain=D, inputs=[], outputs=["dummy*"], doc="Groups control dependencies; no outputs.")(
+    lambda ctx: [])

@@ -52,20 +52,39 @@ def _with_axis(ctx):
 
 # --- elementwise unary -----------------------------------------------------------------------
 
-_FLOAT_UNARY = (
-    "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Sin", "Cos", "Tan", "Asin", "Acos",
-    "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Erf", "Sigmoid", "Tanh", "HardSwish",
-    "Softplus", "Softsign", "Mish",
-)
-for _name in _FLOAT_UNARY:
-    op(_name, inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Abs", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Neg", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Exp", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Log", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Sqrt", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Reciprocal", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Sin", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Cos", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Tan", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Asin", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Acos", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Atan", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Sinh", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Cosh", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Asinh", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Acosh", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Atanh", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Erf", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Sigmoid", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Tanh", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("HardSwish", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Softplus", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Softsign", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
+op("Mish", inputs=["X"], outputs=["Y"], differentiable=True)(same_as_input(0))
 
 # Piecewise constant: the gradient is zero almost everywhere, so no gradient flows.
-for _name in ("Floor", "Ceil", "Round", "Sign"):
-    op(_name, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("Floor", inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("Ceil", inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("Round", inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("Sign", inputs=["X"], outputs=["Y"])(same_as_input(0))
 
-for _name in ("Not", "BitwiseNot"):
-    op(_name, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("Not", inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("BitwiseNot", inputs=["X"], outputs=["Y"])(same_as_input(0))
 
 op("IsNaN", inputs=["X"], outputs=["Y"])(broadcast(BOOL))
 op(
@@ -95,24 +114,33 @@ op("Swish", inputs=["X"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)},
    differentiable=True)(same_as_input(0))
 op("Clip", inputs=["X", "min?", "max?"], outputs=["Y"], differentiable=True)(same_as_input(0))
 
-for _name in ("Softmax", "LogSoftmax"):
-    op(_name, inputs=["X"], outputs=["Y"], attrs={"axis": Attr("int", -1)}, differentiable=True)(_with_axis)
+op("Softmax", inputs=["X"], outputs=["Y"], attrs={"axis": Attr("int", -1)}, differentiable=True)(_with_axis)
+op("LogSoftmax", inputs=["X"], outputs=["Y"], attrs={"axis": Attr("int", -1)}, differentiable=True)(_with_axis)
 op("Hardmax", inputs=["X"], outputs=["Y"], attrs={"axis": Attr("int", -1)})(_with_axis)
 
 # --- binary and variadic with broadcasting ---------------------------------------------------
 
-for _name in ("Add", "Sub", "Mul", "Div"):
-    op(_name, inputs=["A", "B"], outputs=["C"], differentiable=True)(broadcast())
+op("Add", inputs=["A", "B"], outputs=["C"], differentiable=True)(broadcast())
+op("Sub", inputs=["A", "B"], outputs=["C"], differentiable=True)(broadcast())
+op("Mul", inputs=["A", "B"], outputs=["C"], differentiable=True)(broadcast())
+op("Div", inputs=["A", "B"], outputs=["C"], differentiable=True)(broadcast())
 
 op("Pow", inputs=["X", "Y"], outputs=["Z"], differentiable=True)(broadcast(same_dtype=False))
 op("Mod", inputs=["A", "B"], outputs=["C"], attrs={"fmod": Attr("int", 0)})(broadcast())
 op("BitShift", inputs=["X", "Y"], outputs=["Z"], attrs={"direction": Attr("string", REQUIRED)})(broadcast())
 
-for _name in ("And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor"):
-    op(_name, inputs=["A", "B"], outputs=["C"])(broadcast())
+op("And", inputs=["A", "B"], outputs=["C"])(broadcast())
+op("Or", inputs=["A", "B"], outputs=["C"])(broadcast())
+op("Xor", inputs=["A", "B"], outputs=["C"])(broadcast())
+op("BitwiseAnd", inputs=["A", "B"], outputs=["C"])(broadcast())
+op("BitwiseOr", inputs=["A", "B"], outputs=["C"])(broadcast())
+op("BitwiseXor", inputs=["A", "B"], outputs=["C"])(broadcast())
 
-for _name in ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual"):
-    op(_name, inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+op("Equal", inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+op("Greater", inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+op("GreaterOrEqual", inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+op("Less", inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
+op("LessOrEqual", inputs=["A", "B"], outputs=["C"])(broadcast(BOOL))
 
 
 @op("PRelu", inputs=["X", "slope"], outputs=["Y"], differentiable=True)
@@ -125,8 +153,10 @@ def _prelu(ctx):
     return [TensorType(common_dtype(ctx, [0, 1]), x.shape if x.shape is not None else shape)]
 
 
-for _name in ("Sum", "Mean", "Max", "Min"):
-    op(_name, inputs=["data_0+"], outputs=["result"], differentiable=True)(broadcast())
+op("Sum", inputs=["data_0+"], outputs=["result"], differentiable=True)(broadcast())
+op("Mean", inputs=["data_0+"], outputs=["result"], differentiable=True)(broadcast())
+op("Max", inputs=["data_0+"], outputs=["result"], differentiable=True)(broadcast())
+op("Min", inputs=["data_0+"], outputs=["result"], differentiable=True)(broadcast())
 
 
 @op("Where", inputs=["condition", "X", "Y"], outputs=["output"], differentiable=True)
@@ -244,9 +274,10 @@ def _det(ctx):
 op("Trilu", inputs=["X", "k?"], outputs=["Y"], attrs={"upper": Attr("int", 1)},
    differentiable=True)(same_as_input(0))
 
-for _name in ("CumSum", "CumProd"):
-    op(_name, inputs=["X", "axis"], outputs=["Y"], differentiable=True,
-       attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)})(same_as_input(0))
+op("CumSum", inputs=["X", "axis"], outputs=["Y"], differentiable=True,
+   attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)})(same_as_input(0))
+op("CumProd", inputs=["X", "axis"], outputs=["Y"], differentiable=True,
+   attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)})(same_as_input(0))
 
 # --- types -----------------------------------------------------------------------------------
 
@@ -274,6 +305,67 @@ def _window(ctx):
     return [TensorType(_dtype_attr(ctx, "output_datatype"), (size[0],) if size else (None,))]
 
 
-for _name in ("HannWindow", "HammingWindow", "BlackmanWindow"):
-    op(_name, inputs=["size"], outputs=["output"],
-       attrs={"output_datatype": Attr("int", dtypes.FLOAT), "periodic": Attr("int", 1)})(_window)
+op("HannWindow", inputs=["size"], outputs=["output"],
+   attrs={"output_datatype": Attr("int", dtypes.FLOAT), "periodic": Attr("int", 1)})(_window)
+op("HammingWindow", inputs=["size"], outputs=["output"],
+   attrs={"output_datatype": Attr("int", dtypes.FLOAT), "periodic": Attr("int", 1)})(_window)
+op("BlackmanWindow", inputs=["size"], outputs=["output"],
+   attrs={"output_datatype": Attr("int", dtypes.FLOAT), "periodic": Attr("int", 1)})(_window)
+
+
+# -- flowstack ops: the matrix inverse, gradient helpers, softmax losses --------------------------
+D = "flowstack"
+
+op("MatrixInverse", domain=D, inputs=["X"], outputs=["Y"], differentiable=True,
+   doc="Inverse of each square matrix in the last two axes (TensorFlow's MatrixInverse).")(same_as_input(0))
+
+op("CumProdGrad", domain=D, inputs=["dY", "X", "axis"], outputs=["dX"],
+   attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)},
+   doc="Gradient of CumProd, exact where X has zeros (no division by X).")(same_as_input(1))
+
+
+@op("SumToShape", domain=D, inputs=["X", "like"], outputs=["Y"], differentiable=True,
+    doc="Sum X down to the shape of ``like`` (undoes numpy broadcasting).")
+def _sum_to_shape(ctx):
+    return [TensorType(ctx.input(0).dtype, ctx.input(1).shape)]
+
+
+op("ZerosLike", domain=D, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("OnesLike", domain=D, inputs=["X"], outputs=["Y"])(same_as_input(0))
+op("ReluGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("SigmoidGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("TanhGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"])(same_as_input(1))
+op("SoftmaxGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"], attrs={"axis": Attr("int", -1)})(
+    same_as_input(1))
+op("LogSoftmaxGrad", domain=D, inputs=["dY", "Y"], outputs=["dX"], attrs={"axis": Attr("int", -1)})(
+    same_as_input(1))
+
+
+@op("BroadcastReduceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
+    attrs={"axes": Attr("ints"), "keepdims": Attr("int", 1), "scale": Attr("string", "sum")},
+    doc="Gradient of ReduceSum/ReduceMean: dY re-expanded to X's shape (divided by the count for mean).")
+def _broadcast_reduce_grad(ctx):
+    return [ctx.input(1)]
+
+
+@op("ReduceExtremumGrad", domain=D, inputs=["dY", "X", "Y"], outputs=["dX"],
+    attrs={"axes": Attr("ints"), "keepdims": Attr("int", 1)},
+    doc="Gradient of ReduceMax/ReduceMin: dY split evenly over the positions that attain Y.")
+def _reduce_extremum_grad(ctx):
+    return [ctx.input(1)]
+
+
+def _two_outputs(ctx):
+    logits = ctx.input(0)
+    batch = None if logits.shape is None else tuple(logits.shape[:-1])
+    return [TensorType(logits.dtype, batch), logits]
+
+
+op("SoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"], outputs=["loss", "backprop"],
+   differentiable=True, doc="Per-example -sum(labels * log_softmax(logits)) and its gradient.")(_two_outputs)
+op("SparseSoftmaxCrossEntropyWithLogits", domain=D, inputs=["logits", "labels"],
+   outputs=["loss", "backprop"], differentiable=True,
+   doc="As SoftmaxCrossEntropyWithLogits with integer class labels.")(_two_outputs)
+op("ClipByGlobalNormScale", domain=D, inputs=["clip_norm", "tensors+"], outputs=["scale", "global_norm"],
+   doc="min(1, clip_norm / global_norm) over all tensors, and global_norm.")(
+    lambda ctx: [TensorType(ctx.input(1).dtype, ()), TensorType(ctx.input(1).dtype, ())])

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from schemas.ops.rules import BOOL, const_ints, normalize_axis, same_as_input
-from schemas.registry import REQUIRED, Attr, TensorType, op
+from schemas.registry import REQUIRED, Attr, TensorType, get_schema, op
 
 INT64 = np.dtype(np.int64)
 
@@ -516,3 +516,62 @@ def _nll(ctx):
     x, target = ctx.input(0), ctx.input(1)
     return [TensorType(x.dtype, _loss_shape(ctx, target.shape))]
 
+
+# -- flowstack ops: gradient helpers, batch normalization with batch statistics -------------------
+D = "flowstack"
+
+op("ConvBackpropInput", domain=D, inputs=["dY", "W", "X"], outputs=["dX"], attrs=CONV_ATTRS,
+   doc="Gradient of Conv with respect to its input X (X supplies the shape).")(same_as_input(2))
+op("ConvBackpropFilter", domain=D, inputs=["dY", "X", "W"], outputs=["dW"], attrs=CONV_ATTRS,
+   doc="Gradient of Conv with respect to its filter W.")(same_as_input(2))
+_POOL_ATTRS = {
+    "auto_pad": Attr("string", "NOTSET"),
+    "ceil_mode": Attr("int", 0),
+    "dilations": Attr("ints"),
+    "kernel_shape": Attr("ints", REQUIRED),
+    "pads": Attr("ints"),
+    "storage_order": Attr("int", 0),
+    "strides": Attr("ints"),
+    "count_include_pad": Attr("int", 0),
+}
+op("MaxPoolGrad", domain=D, inputs=["dY", "X"], outputs=["dX"], attrs=_POOL_ATTRS)(same_as_input(1))
+op("AveragePoolGrad", domain=D, inputs=["dY", "X"], outputs=["dX"], attrs=_POOL_ATTRS)(same_as_input(1))
+
+
+@op("BatchNormTraining", domain=D, inputs=["X", "scale", "B"], outputs=["Y", "mean", "var", "inv_std"],
+    attrs={"epsilon": Attr("float", 1e-5)}, differentiable=True,
+    doc="Batch normalization over all axes but 1 (NCHW / NC) with batch statistics.")
+def _bn_train(ctx):
+    x = ctx.input(0)
+    c = None if x.shape is None or len(x.shape) < 2 else (x.shape[1],)
+    t = TensorType(x.dtype, c)
+    return [x, t, t, t]
+
+
+op("BatchNormTrainingGrad", domain=D, inputs=["dY", "X", "scale", "mean", "inv_std"],
+   outputs=["dX", "dscale", "dB"])(lambda ctx: [ctx.input(1), ctx.input(2), ctx.input(2)])
+op("LayerNormGrad", domain=D, inputs=["dY", "X", "scale"], outputs=["dX", "dscale", "dB"],
+   attrs={"axis": Attr("int", -1), "epsilon": Attr("float", 1e-5)})(lambda ctx: [ctx.input(1), ctx.input(2), ctx.input(2)])
+
+
+op("ResizeGrad", domain=D, inputs=["dY", "X", "roi?", "scales?", "sizes?"], outputs=["dX"],
+   attrs=get_schema("Resize").attrs,
+   doc="Gradient of Resize with respect to X: the transpose of its per-axis interpolation (X supplies the shape).")(
+    same_as_input(1))
+
+
+@op("GridSampleGrad", domain=D, inputs=["dY", "X", "grid"], outputs=["dX", "dgrid"],
+    attrs=get_schema("GridSample").attrs, doc="Gradients of GridSample with respect to X and the grid.")
+def _grid_sample_grad(ctx):
+    return [ctx.input(1), ctx.input(2)]
+
+
+@op("AttentionGrad", domain=D,
+    inputs=["dY", "dpresent_key?", "dpresent_value?", "dqk_matmul_output?", "Q", "K", "V", "attn_mask?",
+            "past_key?", "past_value?", "nonpad_kv_seqlen?"],
+    outputs=["dQ", "dK", "dV", "dattn_mask?", "dpast_key?", "dpast_value?"],
+    attrs=get_schema("Attention").attrs,
+    doc="Gradients of Attention with respect to Q, K, V, a float attn_mask and the past key/value cache "
+        "(None where that input is absent or a boolean mask).")
+def _attention_grad(ctx):
+    return [ctx.input(i) for i in range(4, 10)][: ctx.num_outputs]

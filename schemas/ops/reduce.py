@@ -30,11 +30,16 @@ def _reduce(ctx):
     return [TensorType(x.dtype, shape)]
 
 
-for _name in (
-    "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
-):
-    op(_name, inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceSum", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceMean", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceMax", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceMin", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceProd", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceL1", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceL2", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceLogSum", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceLogSumExp", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
+op("ReduceSumSquare", inputs=["data", "axes?"], outputs=["reduced"], attrs=_REDUCE_ATTRS, differentiable=True)(_reduce)
 
 
 def _arg_reduce(ctx):
@@ -47,9 +52,10 @@ def _arg_reduce(ctx):
     return [TensorType(INT64, shape)]
 
 
-for _name in ("ArgMax", "ArgMin"):
-    op(_name, inputs=["data"], outputs=["reduced"],
-       attrs={"axis": Attr("int", 0), "keepdims": Attr("int", 1), "select_last_index": Attr("int", 0)})(_arg_reduce)
+op("ArgMax", inputs=["data"], outputs=["reduced"],
+   attrs={"axis": Attr("int", 0), "keepdims": Attr("int", 1), "select_last_index": Attr("int", 0)})(_arg_reduce)
+op("ArgMin", inputs=["data"], outputs=["reduced"],
+   attrs={"axis": Attr("int", 0), "keepdims": Attr("int", 1), "select_last_index": Attr("int", 0)})(_arg_reduce)
 
 
 @op(

@@ -550,3 +550,25 @@ def _bit_cast(ctx):
     if x.dtype is not None and x.dtype.itemsize != dtype.itemsize:
         raise ctx.fail(f"{x.dtype} and {dtype} differ in bit width")
     return [TensorType(dtype, x.shape)]
+
+
+# -- flowstack ops: gradient helpers --------------------------------------------------------------
+D = "flowstack"
+
+
+@op("ScatterToDense", domain=D, inputs=["values", "indices", "like"], outputs=["dense"],
+    doc="Sum rows ``values`` into a zero tensor shaped like ``like`` at ``indices`` (densifies IndexedSlices).")
+def _scatter_to_dense(ctx):
+    return [TensorType(ctx.input(0).dtype, ctx.input(2).shape)]
+
+
+@op("GatherGrad", domain=D, inputs=["dY", "indices", "X"], outputs=["dX"], attrs={"axis": Attr("int", 0)},
+    doc="Dense gradient of Gather along any axis.")
+def _gather_grad(ctx):
+    return [ctx.input(2)]
+
+
+op("SliceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
+   attrs={"starts": Attr("ints", REQUIRED), "ends": Attr("ints", REQUIRED), "axes": Attr("ints"),
+          "steps": Attr("ints")},
+   doc="Gradient of Slice: dY written into zeros shaped like X at the sliced positions.")(same_as_input(1))

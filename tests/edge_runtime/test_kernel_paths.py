@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from tests.edge_runtime.kernel_calls import run_kernel as run
 from tests.edge_runtime.test_kernels_nn import conv_by_definition
 
@@ -36,8 +36,8 @@ def test_depthwise_channels_last_matches_definition(shape, kernel, strides, pads
     w = rng.standard_normal((c, 1) + kernel).astype(np.float32)
     b = rng.standard_normal(c).astype(np.float32) if with_bias else None
     want = conv_by_definition(x, w, b, strides, pads, dilations, c)
-    win = _conv.resolve_window(shape[2:], kernel, strides, dilations, pads, "NOTSET")
-    got = _conv._depthwise(x, w, np, win, b)
+    win = sliding_windows.resolve_window(shape[2:], kernel, strides, dilations, pads, "NOTSET")
+    got = sliding_windows._depthwise(x, w, np, win, b)
     assert got.shape == want.shape and got.dtype == x.dtype and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
@@ -45,7 +45,7 @@ def test_depthwise_channels_last_matches_definition(shape, kernel, strides, pads
 @pytest.mark.parametrize("limit", [0, 10**9])  # every depthwise conv to im2col, or to channels-last
 @pytest.mark.parametrize("shape, kernel, strides, pads, dilations", DEPTHWISE_CASES)
 def test_depthwise_dispatch_either_way(monkeypatch, limit, shape, kernel, strides, pads, dilations) -> None:
-    monkeypatch.setattr(_conv, "CHANNELS_LAST_MAX_PIXELS", limit)
+    monkeypatch.setattr(sliding_windows, "CHANNELS_LAST_MAX_PIXELS", limit)
     rng = np.random.default_rng(1)
     c = shape[1]
     x = rng.standard_normal(shape).astype(np.float32)
@@ -168,13 +168,13 @@ CONV_CASES = [
 @pytest.mark.parametrize("batch", [None, 3])  # the case's own batch, or three images
 @pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
 def test_flat_plane_columns_match_definition(monkeypatch, limit, batch, x_shape, w_shape, group, pads, dilations) -> None:
-    monkeypatch.setattr(_conv, "FLAT_PER_IMAGE_MAX_WEIGHTS", limit)
+    monkeypatch.setattr(sliding_windows, "FLAT_PER_IMAGE_MAX_WEIGHTS", limit)
     rng = np.random.default_rng(4)
     x = rng.standard_normal(x_shape if batch is None else (batch,) + x_shape[1:]).astype(np.float32)
     w = rng.standard_normal(w_shape).astype(np.float32)
     strides = (1,) * (x.ndim - 2)
-    win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
-    got = _conv._im2col_flat(x, w, np, win, group)
+    win = sliding_windows.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
+    got = sliding_windows._im2col_flat(x, w, np, win, group)
     assert got.flags.c_contiguous
     np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, pads, dilations, group), rtol=1e-4, atol=1e-4)
 
@@ -182,7 +182,7 @@ def test_flat_plane_columns_match_definition(monkeypatch, limit, batch, x_shape,
 @pytest.mark.parametrize("waste", [-1, 10**9])  # never the flat-plane columns, or always
 @pytest.mark.parametrize("x_shape, w_shape, group, pads, dilations", CONV_CASES)
 def test_conv_dispatch_either_way(monkeypatch, waste, x_shape, w_shape, group, pads, dilations) -> None:
-    monkeypatch.setattr(_conv, "FLAT_COLUMNS_MAX_WASTE", waste)
+    monkeypatch.setattr(sliding_windows, "FLAT_COLUMNS_MAX_WASTE", waste)
     rng = np.random.default_rng(5)
     x = rng.standard_normal(x_shape).astype(np.float32)
     x = x[..., ::-1]  # a non-contiguous input, as a Transpose or Slice may hand over
@@ -196,7 +196,7 @@ def test_conv_dispatch_either_way(monkeypatch, waste, x_shape, w_shape, group, p
 @pytest.mark.parametrize("strides", [(1, 1), (2, 1)])  # flat-plane columns, or windows
 @pytest.mark.parametrize("chunk_bytes", [1, 20000])  # one image per chunk, or a few with a ragged last chunk
 def test_conv_in_batch_chunks_matches_definition(monkeypatch, chunk_bytes, strides) -> None:
-    monkeypatch.setattr(_conv, "COLUMN_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(sliding_windows, "COLUMN_CHUNK_BYTES", chunk_bytes)
     rng = np.random.default_rng(6)
     x = rng.standard_normal((7, 3, 9, 8)).astype(np.float32)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
@@ -219,8 +219,8 @@ GROUPED_CASES = [
 @pytest.mark.parametrize("chunk_bytes", [1, 1500, 10**9])  # a group at a time, a few, whole images
 @pytest.mark.parametrize("x_shape, w_shape, group, strides, pads", GROUPED_CASES)
 def test_grouped_columns_in_chunks_match_definition(monkeypatch, chunk_bytes, x_shape, w_shape, group, strides, pads) -> None:
-    monkeypatch.setattr(_conv, "GROUP_COLUMN_CHUNK_BYTES", chunk_bytes)
-    monkeypatch.setattr(_conv, "CHANNELS_LAST_MAX_PIXELS", 0)  # strided depthwise through the columns too
+    monkeypatch.setattr(sliding_windows, "GROUP_COLUMN_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(sliding_windows, "CHANNELS_LAST_MAX_PIXELS", 0)  # strided depthwise through the columns too
     rng = np.random.default_rng(9)
     x = rng.standard_normal(x_shape).astype(np.float32)
     w = rng.standard_normal(w_shape).astype(np.float32)
@@ -234,7 +234,7 @@ def test_grouped_columns_in_chunks_match_definition(monkeypatch, chunk_bytes, x_
 
 CHANNELS_LAST_CASES = [
     # (x shape, w shape, strides, pads, dilations): group 1, any stride, rank and ceil-free window;
-    # inputs of few channels and of more than _conv.FEW_CHANNELS, padded and not
+    # inputs of few channels and of more than sliding_windows.FEW_CHANNELS, padded and not
     ((3, 16, 8, 8), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
     ((2, 5, 9, 7), (4, 5, 3, 2), (2, 1), (1, 0, 2, 1), (1, 2)),
     ((4, 3, 6, 6), (2, 3, 4, 4), (1, 1), (0, 0, 0, 0), (1, 1)),
@@ -250,15 +250,15 @@ def test_channels_last_columns_match_definition(x_shape, w_shape, strides, pads,
     rng = np.random.default_rng(7)
     x = rng.standard_normal(x_shape).astype(np.float32)[..., ::-1]  # non-contiguous, as a Slice hands over
     w = rng.standard_normal(w_shape).astype(np.float32)
-    win = _conv.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
-    got = _conv._im2col_channels_last(x, w, np, win, 1)
+    win = sliding_windows.resolve_window(x_shape[2:], w_shape[2:], strides, dilations, pads, "NOTSET")
+    got = sliding_windows._im2col_channels_last(x, w, np, win, 1)
     assert got.flags.c_contiguous
     np.testing.assert_allclose(got, conv_by_definition(x, w, None, strides, pads, dilations, 1), rtol=1e-4, atol=1e-4)
 
 
 def test_batch_of_small_planes_dispatches_channels_last(monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(_conv, "_im2col_channels_last", lambda *a: calls.append(a) or _conv._im2col_padded(*a))
+    monkeypatch.setattr(sliding_windows, "_im2col_channels_last", lambda *a: calls.append(a) or sliding_windows._im2col_padded(*a))
     rng = np.random.default_rng(8)
     w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
     for x_shape, strides, expected in [((8, 16, 8, 8), (2, 2), 1), ((1, 16, 8, 8), (2, 2), 0), ((4, 16, 8, 8), (2, 2), 0),
@@ -272,7 +272,7 @@ def test_batch_of_small_planes_dispatches_channels_last(monkeypatch) -> None:
 
 def test_wide_kernel_batch_dispatches_channels_last(monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(_conv, "_im2col_channels_last", lambda *a: calls.append(a) or _conv._im2col_padded(*a))
+    monkeypatch.setattr(sliding_windows, "_im2col_channels_last", lambda *a: calls.append(a) or sliding_windows._im2col_padded(*a))
     rng = np.random.default_rng(12)
     # (x shape, kernel, expected channels-last calls): LeNet's 6->16 5x5 at batch 8 goes channels-last;
     # a smaller batch, a 3x3 kernel or rows of kernel_width * C < 24 keep flat columns

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from schemas import ShapeError, TensorType, get_schema, infer_types
 from schemas.ops.fused import DOMAIN
 from tests.edge_runtime.kernel_calls import run_kernel as run
@@ -51,7 +51,7 @@ def test_fused_conv_max_pool_matches_the_three_ops(x_shape, w_shape, conv_attrs,
 
 def test_chunked_batch_takes_the_finished_convolution(monkeypatch) -> None:
     """A batch convolved a few images at a time comes back planar and whole, then is pooled."""
-    monkeypatch.setattr(_conv, "COLUMN_CHUNK_BYTES", 1)
+    monkeypatch.setattr(sliding_windows, "COLUMN_CHUNK_BYTES", 1)
     x_shape, w_shape, conv_attrs, pool_attrs = CASES[0]
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)

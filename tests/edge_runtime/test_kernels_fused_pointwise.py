@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from schemas import ShapeError, TensorType, get_schema, infer_types
 from schemas.ops.fused import DOMAIN
 from tests.edge_runtime.kernel_calls import run_kernel as run
@@ -53,8 +53,8 @@ def test_fused_conv_pointwise_matches_the_two_convolutions(x_shape, w_shape, att
 
 def test_the_wide_rows_are_taken_where_flat_im2col_runs(monkeypatch) -> None:
     calls = []
-    original = _conv.conv_wide_rows
-    monkeypatch.setattr(_conv, "conv_wide_rows", lambda *a: calls.append(a) or original(*a))
+    original = sliding_windows.conv_wide_rows
+    monkeypatch.setattr(sliding_windows, "conv_wide_rows", lambda *a: calls.append(a) or original(*a))
     rng = np.random.default_rng(2)
     for x_shape, w_shape, attrs, m2, wide in CASES:
         calls.clear()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _phase_conv
+from edge_runtime.kernels import stride_phases
 from schemas import ShapeError, TensorType, get_schema, infer_types
 from schemas.ops.fused import DOMAIN
 from tests.edge_runtime.kernel_calls import run_kernel as run
@@ -67,8 +67,8 @@ def test_fused_pointwise_conv_matches_the_two_convolutions(x_shape, m, kernel, a
 
 def test_the_phase_path_is_taken_exactly_where_it_fits(monkeypatch) -> None:
     calls = []
-    original = _phase_conv.depthwise_over_phases
-    monkeypatch.setattr(_phase_conv, "depthwise_over_phases", lambda *a: calls.append(a) or original(*a))
+    original = stride_phases.depthwise_over_phases
+    monkeypatch.setattr(stride_phases, "depthwise_over_phases", lambda *a: calls.append(a) or original(*a))
     for x_shape, m, kernel, attrs, phases in CASES:
         calls.clear()
         x, w1, b1, w, b, attrs = _case(x_shape, m, kernel, attrs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from schemas import ShapeError, TensorType, get_schema, infer_types
 from schemas.ops.fused import DOMAIN
 from tests.edge_runtime.kernel_calls import run_kernel as run
@@ -33,7 +33,7 @@ CONV_CASES = [
 @pytest.mark.parametrize("x_shape, w_shape, attrs", CONV_CASES)
 def test_channels_last_conv_matches_conv(monkeypatch, x_shape, w_shape, attrs, activation, params, chunk_bytes) -> None:
     if chunk_bytes is not None:
-        monkeypatch.setattr(_conv, "COLUMN_CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(sliding_windows, "COLUMN_CHUNK_BYTES", chunk_bytes)
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)
     b = rng.standard_normal(w_shape[0]).astype(np.float32)

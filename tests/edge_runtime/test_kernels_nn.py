@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from schemas import TensorType, get_schema, infer_types
 from tests.edge_runtime.kernel_calls import run_kernel as run
 
@@ -105,9 +105,9 @@ def test_depthwise_and_generic_paths_agree() -> None:
     x = rng.standard_normal((2, 16, 13, 12)).astype(np.float32)
     w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)
     for stride in (1, 2, 3):
-        win = _conv.resolve_window(x.shape[2:], (3, 3), [stride] * 2, [1, 1], [1, 1, 1, 1], "NOTSET")
-        fast = _conv._depthwise(x, w, np, win)
-        generic = _conv._im2col(_conv.pad_spatial(x, np, win.pad_begin, win.pad_end), w, np, win, 16)
+        win = sliding_windows.resolve_window(x.shape[2:], (3, 3), [stride] * 2, [1, 1], [1, 1, 1, 1], "NOTSET")
+        fast = sliding_windows._depthwise(x, w, np, win)
+        generic = sliding_windows._im2col(sliding_windows.pad_spatial(x, np, win.pad_begin, win.pad_end), w, np, win, 16)
         np.testing.assert_allclose(fast, generic, rtol=1e-5, atol=1e-5)
 
 

@@ -7,9 +7,10 @@ from functools import lru_cache
 import pytest
 
 import trainer  # noqa: F401  (registers the trainer's kernels for its own ops)
-from edge_runtime.kernels import has_kernel, registered_kernels
+from edge_runtime.kernels import has_kernel, kernel, registered_kernels
 from schemas import all_schemas, get_schema
 from schemas.registry import OpSchema, UnsupportedOpError
+from trainer.kernels.registry import has_stateful_kernel, stateful_kernel
 
 # Ops that the ONNX node suite has no case for, each with the test in our suite that covers it.
 OWN_CASES = {
@@ -38,11 +39,12 @@ def _id(schema: OpSchema) -> str:
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=_id)
-def test_op_has_kernel_and_shape_rule(schema: OpSchema) -> None:
-    assert callable(schema.infer), f"{schema.name} has no shape rule"
-    if schema.stateful:
-        return  # variables, queues, save/restore: run by the trainer's executor, not an edge kernel
-    assert has_kernel(schema.name, schema.domain), f"{_id(schema)} is declared but has no kernel"
+def test_op_has_kernel(schema: OpSchema) -> None:
+    if schema.stateful:  # variables, queues, save/restore: the trainer's stateful kernels run them
+        assert has_stateful_kernel(schema.name, schema.domain), f"{_id(schema)} is stateful but has no stateful kernel"
+        assert not has_kernel(schema.name, schema.domain), f"{_id(schema)} is stateful but has a pure kernel"
+    else:
+        assert has_kernel(schema.name, schema.domain), f"{_id(schema)} is declared but has no kernel"
 
 
 @pytest.mark.parametrize("schema", [s for s in SCHEMAS if s.domain == ""], ids=_id)
@@ -52,9 +54,18 @@ def test_onnx_op_has_conformance_case(schema: OpSchema) -> None:
     )
 
 
-def test_every_kernel_has_a_schema() -> None:
-    for domain, name in registered_kernels():
-        assert get_schema(name, domain).name == name
+@pytest.mark.parametrize("register", [kernel, stateful_kernel], ids=["kernel", "stateful_kernel"])
+def test_a_kernel_for_an_undeclared_op_is_refused(register) -> None:
+    with pytest.raises(UnsupportedOpError, match="NoSuchOp"):
+        register("NoSuchOp")(lambda *inputs, xp: inputs)
+    assert ("", "NoSuchOp") not in registered_kernels()
+
+
+@pytest.mark.parametrize("register", [kernel, stateful_kernel], ids=["kernel", "stateful_kernel"])
+def test_a_second_kernel_for_an_op_is_refused(register) -> None:
+    name, domain = ("Relu", "") if register is kernel else ("Variable", "flowstack")
+    with pytest.raises(ValueError, match=f"kernel for {name} registered twice"):
+        register(name, domain)(lambda *inputs, xp: inputs)
 
 
 def test_unknown_op_is_reported_by_name() -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import tests.trainer.test_gradients as harness
 import trainer as T
+from tests.trainer import gradient_check
+from tests.trainer.gradient_check import check_op_gradient
 
 R = np.random.default_rng(20261125)
 
@@ -228,14 +229,14 @@ SWEEP = {
 
 def _run(case):
     op, inputs, attrs, diff, *extra = case
-    harness._check(op, "", inputs, attrs, diff, **(extra[0] if extra else {}))
+    check_op_gradient(op, "", inputs, attrs, diff, **(extra[0] if extra else {}))
 
 
 @pytest.fixture(autouse=True)
 def _seeded_loss_weights(monkeypatch):
     # The harness draws the loss weights from its module's generator: seed it per test so that a
     # case's result does not depend on which tests ran before it.
-    monkeypatch.setattr(harness, "R", np.random.default_rng(0))
+    monkeypatch.setattr(gradient_check, "WEIGHTS", np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("case", BUGS)

@@ -12,6 +12,7 @@ import pytest
 import trainer as T
 from edge_runtime.kernels import has_kernel
 from schemas.registry import all_schemas
+from tests.trainer.gradient_check import check_op_gradient
 from trainer.gradients import has_gradient
 
 R = np.random.default_rng(0)
@@ -265,50 +266,8 @@ def _qual(s):
 DIFFERENTIABLE = [s for s in all_schemas() if s.differentiable and has_kernel(s.name, s.domain)]
 
 
-def _check(name, domain, inputs, attrs, diff, num_outputs=None, rtol=2e-4, atol=2e-6, all_outputs=False):
-    g = T.Graph()
-    with g.as_default():
-        phs = []
-        for i, v in enumerate(inputs):
-            if i in diff:
-                phs.append(T.placeholder(np.float64, np.shape(v), name=f"in{i}"))
-            else:
-                phs.append(None if v is None else T.constant(v))
-        node = T.make_op(name, phs, attrs, domain=domain, num_outputs=num_outputs)
-        outs = [o for o in node.outputs if o.dtype is not None and o.dtype.kind == "f"][: None if all_outputs else 1]
-        # A weight per element (where the output's shape is known), so that a gradient routed to
-        # the wrong positions (a permutation mixed up) cannot pass as it would under one weight.
-        weights = [T.constant(R.uniform(0.5, 1.5, size=() if o.shape is None or None in o.shape else o.shape))
-                   for o in outs]
-        loss = T.add_n([T.reduce_sum(o * w) for o, w in zip(outs, weights)])
-        grads = T.gradients(loss, [phs[i] for i in diff])
-    sess = T.Session(g)
-    feed = {phs[i]: np.asarray(inputs[i], np.float64) for i in diff}
-    analytic = sess.run([gr if not isinstance(gr, T.IndexedSlices) else gr.to_dense() for gr in grads], feed) \
-        if not any(isinstance(gr, T.IndexedSlices) for gr in grads) else None
-    if analytic is None:
-        with g.as_default():
-            dense = [gr.to_dense() if isinstance(gr, T.IndexedSlices) else gr for gr in grads]
-        analytic = sess.run(dense, feed)
-    for k, i in enumerate(diff):
-        x = np.array(inputs[i], np.float64)
-        num = np.zeros_like(x)
-        eps = 1e-6
-        flat = x.reshape(-1)
-        for j in range(flat.size):
-            old = flat[j]
-            flat[j] = old + eps
-            up = sess.run(loss, {**feed, phs[i]: x})
-            flat[j] = old - eps
-            down = sess.run(loss, {**feed, phs[i]: x})
-            flat[j] = old
-            num.reshape(-1)[j] = (up - down) / (2 * eps)
-        np.testing.assert_allclose(analytic[k], num, rtol=rtol, atol=atol * max(1.0, np.abs(num).max()) * 100,
-                                   err_msg=f"{name}: gradient for input {i}")
-
-
 def test_max_pool_gradient_when_windows_tile_the_input():
-    _check("MaxPool", "", *CASES["flowstack::MaxPoolTiled"])
+    check_op_gradient("MaxPool", "", *CASES["flowstack::MaxPoolTiled"])
 
 
 # Stride-1 convolutions take their own input-gradient path (dY laid out on the padded rows).
@@ -323,13 +282,13 @@ CONV_STRIDE_ONE = {
 @pytest.mark.parametrize("case", CONV_STRIDE_ONE)
 def test_conv_gradient_at_stride_one(case):
     inputs, attrs = CONV_STRIDE_ONE[case]
-    _check("Conv", "", inputs, attrs, list(range(len(inputs))))
+    check_op_gradient("Conv", "", inputs, attrs, list(range(len(inputs))))
 
 
 @pytest.mark.parametrize("case", VARIANTS)
 def test_gradient_variants(case):
     name, inputs, attrs, diff, *extra = VARIANTS[case]
-    _check(name, "", inputs, attrs, diff, **(extra[0] if extra else {}))
+    check_op_gradient(name, "", inputs, attrs, diff, **(extra[0] if extra else {}))
 
 
 @pytest.mark.parametrize("schema", DIFFERENTIABLE, ids=_qual)
@@ -339,7 +298,7 @@ def test_gradient_matches_finite_differences(schema):
         pytest.skip(SKIP[q])
     assert has_gradient(schema.name, schema.domain), f"{q} is differentiable but has no gradient rule"
     assert q in CASES, f"{q} has a gradient rule but no finite-difference case in CASES"
-    _check(schema.name, schema.domain, *CASES[q])
+    check_op_gradient(schema.name, schema.domain, *CASES[q])
 
 
 def test_skip_list_is_short_and_current():

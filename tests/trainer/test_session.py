@@ -10,6 +10,7 @@ import pytest
 
 import trainer as T
 from schemas.registry import ShapeError
+from tests.trainer.plan_compiles import count_compiles
 
 
 @pytest.fixture
@@ -49,15 +50,16 @@ def test_fetch_structures(g):
     assert sess.run(b.name) == 2.0
 
 
-def test_plan_is_cached_per_fetches_and_feeds(g):
+def test_plan_is_cached_per_fetches_and_feeds(g, monkeypatch):
+    compiles = count_compiles(monkeypatch)
     x = T.placeholder(np.float32, ())
     y = x + 1.0
     sess = T.Session(g)
-    sess.run(y, {x: 1.0})
-    sess.run(y, {x: 2.0})
-    assert len(sess._plans) == 1
-    sess.run([y], {x: 2.0})
-    assert len(sess._plans) == 2
+    assert sess.run(y, {x: 1.0}) == 2.0 and sess.run(y, {x: 2.0}) == 3.0
+    assert len(compiles) == 1  # the same fetches and feed keys: the plan is reused
+    assert sess.run([y], {x: 2.0}) == [3.0]
+    assert sess.run(y, {y: 5.0}) == 5.0
+    assert len(compiles) == 3  # another fetch structure, another feed key: a plan each
 
 
 def test_variables_update_in_place_and_fetch_is_a_copy(g):
@@ -102,7 +104,9 @@ def test_concurrent_runs_share_variables(g):
     for t in threads:
         t.join()
     assert not errors
-    assert 0 < sess.run(v) <= 800
+    # Every thread's increments land in the one variable. None is lost: adding to a one-element
+    # array holds the GIL (NumPy releases it only for large arrays), so "lock free" is still atomic.
+    assert sess.run(v) == 800
 
 
 def test_shape_error_at_build_names_op_and_shapes(g):
@@ -180,17 +184,20 @@ def test_control_dependencies_order_updates(g):
     assert sess.run(read) == 5.0
 
 
-def test_empty_run_overhead_is_small(g):
-    import time
-
+def test_repeated_runs_compile_once(g, monkeypatch):
+    # What keeps a run's overhead small (benchmarks/train_vs_peers.py reports the figure): after
+    # the first run, a step only looks its plan up.
+    compiles = count_compiles(monkeypatch)
     noop = T.no_op()
+    v = T.Variable(np.float32(0.0), name="v")
+    inc = v.assign_add(np.float32(1.0))
     sess = T.Session(g)
-    sess.run(noop)
-    t0 = time.perf_counter()
-    for _ in range(2000):
-        sess.run(noop)
-    per_call = (time.perf_counter() - t0) / 2000
-    assert per_call < 200e-6  # the benchmark reports the real figure; this only guards against regressions
+    sess.run(T.global_variables_initializer())
+    for _ in range(50):
+        assert sess.run(noop) is None
+        sess.run(inc)
+    assert sess.run(v) == 50.0
+    assert len(compiles) == 4  # the initializer, noop, inc and v, once each
 
 
 def test_parallel_ops_give_the_same_training_step():

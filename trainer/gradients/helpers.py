@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.op_table import registering_module
 from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor, constant_value
 from trainer.gradients.registry import NO_GRADIENT, register_gradient
 from trainer.ops import make_op
@@ -86,8 +87,10 @@ def linear(transpose):
 
 
 def zero_grad(*names: str, domain: str = "") -> None:
+    """Declare that no gradient flows through ``names`` (filed under the caller's family)."""
+    module = registering_module()
     for name in names:
-        register_gradient(name, domain)(NO_GRADIENT)
+        register_gradient(name, domain, module=module)(NO_GRADIENT)
 
 
 def const_ints(t: Tensor | None, what: str) -> list[int] | None:

@@ -27,7 +27,6 @@ reg("Div")(binary(lambda g, a, b, y: g / b, lambda g, a, b, y: -(g * y) / b))
 reg("Pow")(binary(lambda g, a, b, y: g * b * onnx("Pow", [a, b - 1.0]),
                   lambda g, a, b, y: g * y * onnx("Log", [a])))
 reg("Neg")(unary(lambda g, x, y: -g))
-reg("Identity")(unary(lambda g, x, y: g))
 reg("Relu")(unary(lambda g, x, y: fs("ReluGrad", [g, y])))
 reg("Sigmoid")(unary(lambda g, x, y: fs("SigmoidGrad", [g, y])))
 reg("Tanh")(unary(lambda g, x, y: fs("TanhGrad", [g, y])))
@@ -307,3 +306,67 @@ def _einsum_terms(equation: str, shapes) -> tuple[list[str], str]:
     if any(len(set(t)) != len(t) for t in terms):
         raise NotImplementedError(f"Einsum gradient does not support an index repeated within an operand: {equation!r}")
     return terms, out
+
+
+# -- products whose textbook rule divides by the input --------------------------------------------
+# Gradients of products whose textbook rule divides by the input: Det, MatrixInverse, CumProd.
+#
+# Det's gradient is det(X) * inverse(X)^T (TensorFlow's rule: singular matrices have none to give);
+# CumProd's solves a recurrence instead of dividing by X, so it stays exact where X has zeros.
+
+
+def _transposed(t):
+    rank = len(t.shape)
+    return onnx("Transpose", [t], {"perm": list(range(rank - 2)) + [rank - 1, rank - 2]})
+
+
+@reg("Det")
+def _det(node, grads):
+    x, y = node.inputs[0], node.outputs[0]
+    per_matrix = onnx("Unsqueeze", [grads[0] * y, ints_const([-2, -1])])
+    return [per_matrix * _transposed(fs("MatrixInverse", [x]))]
+
+
+@reg("MatrixInverse", "flowstack")
+def _matrix_inverse(node, grads):
+    # d(X^-1) = -X^-1 dX X^-1, so dX = -(X^-1)^T dY (X^-1)^T.
+    yt = _transposed(node.outputs[0])
+    return [-onnx("MatMul", [onnx("MatMul", [yt, grads[0]]), yt])]
+
+
+@reg("CumProd")
+def _cum_prod(node, grads):
+    x, axis = node.inputs
+    attrs = {"exclusive": node.attrs["exclusive"], "reverse": node.attrs["reverse"]}
+    return [fs("CumProdGrad", [grads[0], x, axis], attrs), None]
+
+
+@reg("Trilu")
+def _trilu(node, grads):
+    return [onnx("Trilu", [grads[0]] + node.inputs[1:], {"upper": node.attrs["upper"]})] + [None] * (len(node.inputs) - 1)
+
+
+@reg("CumSum")
+def _cumsum(node, grads):
+    attrs = {"exclusive": node.attrs["exclusive"], "reverse": 1 - node.attrs["reverse"]}
+    return [onnx("CumSum", [grads[0], node.inputs[1]], attrs), None]
+
+
+@reg("SumToShape", "flowstack")
+def _sum_to_shape(node, grads):
+    return [onnx("Expand", [grads[0], onnx("Shape", [node.inputs[0]])]), None]
+
+
+zero_grad("ZerosLike", "OnesLike", domain="flowstack")
+
+
+def _xent(node, grads):
+    g = grads[0]
+    if g is None:
+        return [None, None]
+    backprop = node.outputs[1]
+    return [onnx("Unsqueeze", [g, ints_const([-1])]) * backprop, None]
+
+
+reg("SoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
+reg("SparseSoftmaxCrossEntropyWithLogits", "flowstack")(_xent)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from trainer.gradients.helpers import fs, ints_const, onnx, via_composite
-from trainer.gradients.registry import NO_GRADIENT, register_gradient
+import numpy as np
+
+from trainer.gradients.helpers import const_ints, fs, ints_const, onnx, via_composite
+from trainer.gradients.registry import register_gradient
 from trainer.graph import GraphError
+from trainer.ops import constant
 
 reg = register_gradient
 _CONV_KEYS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -66,23 +69,6 @@ def _layer_norm(node, grads):
     if b is not None and (b.shape is None or b.shape != scale.shape or None in b.shape):
         db = fs("SumToShape", [grads[0], b])  # LayerNormGrad's dB is shaped like scale
     return [dx, dscale, db if b is not None else None][: len(node.inputs)]
-
-
-def _xent(node, grads):
-    g = grads[0]
-    if g is None:
-        return [None, None]
-    backprop = node.outputs[1]
-    return [onnx("Unsqueeze", [g, ints_const([-1])]) * backprop, None]
-
-
-reg("SoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
-reg("SparseSoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
-reg("DropoutMask", "flowstack")(lambda node, grads: [None, None])
-reg("Print", "flowstack")(lambda node, grads: [grads[0]] + [None] * (len(node.inputs) - 1))  # identity of input
-reg("Assert", "flowstack")(NO_GRADIENT)
-for _random in ("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "LogUniformCandidateSampler"):
-    reg(_random, "flowstack")(NO_GRADIENT)  # samples do not depend on their shape or classes smoothly
 
 
 @reg("GlobalMaxPool")
@@ -350,3 +336,147 @@ def _causal_conv_with_state(node, x, w, b=None, past_state=None):
 
 
 reg("CausalConvWithState")(via_composite(_causal_conv_with_state))
+
+
+# -- attention ------------------------------------------------------------------------------------
+# Gradients of the transformer ops: Attention and RotaryEmbedding.
+
+
+@reg("Attention")
+def _attention(node, grads):
+    # Every output can carry gradient: Y, the present key/value cache (past concatenated with
+    # K/V) and the qk_matmul_output; AttentionGrad takes them all in one pass.
+    ins = list(node.inputs) + [None] * (7 - len(node.inputs))
+    mask, past_key, past_value = ins[3:6]
+    dy = grads[0] if grads[0] is not None else fs("ZerosLike", [node.outputs[0]])
+    inputs = [dy, *(list(grads[1:]) + [None] * 3)[:3], *ins]
+    while inputs[-1] is None:
+        inputs.pop()
+    dq, dk, dv, dmask, dpast_key, dpast_value = fs("AttentionGrad", inputs, dict(node.attrs), n=6)
+    float_mask = mask is not None and mask.dtype is not None and mask.dtype.kind == "f"
+    result = [dq, dk, dv, dmask if float_mask else None, dpast_key if past_key is not None else None,
+              dpast_value if past_value is not None else None, None]
+    return result[: len(node.inputs)]
+
+
+def _halves(t, node, half):
+    """The two halves that RotaryEmbedding rotates against each other, as (B, S, heads, half)."""
+    if len(t.shape) == 4:  # (B, H, S, D)
+        t = onnx("Transpose", [t], {"perm": [0, 2, 1, 3]})
+    else:  # (B, S, H*D)
+        t = onnx("Reshape", [t, ints_const([0, 0, node.attrs["num_heads"], -1])])
+    if node.attrs["interleaved"]:
+        starts, step = (0, 1), 2
+    else:
+        starts, step = (0, half), 1
+    return [onnx("Slice", [t, ints_const([s]), ints_const([s + step * half]), ints_const([3]), ints_const([step])])
+            for s in starts]
+
+
+def _to_cache(d, cache, position_ids):
+    """Per-position cache gradient (B, S, half) summed into the cache rows the positions read."""
+    if position_ids is None:
+        return d
+    rows = onnx("Unsqueeze", [position_ids, ints_const([-1])])
+    return onnx("ScatterND", [fs("ZerosLike", [cache]), rows, d], {"reduction": "add"})
+
+
+@reg("RotaryEmbedding")
+def _rotary_embedding(node, grads):
+    # A rotation by the cached angle; its transpose rotates back, i.e. the same op with -sin.
+    x, cos, sin = node.inputs[:3]
+    position_ids = node.inputs[3] if len(node.inputs) > 3 else None
+    g = grads[0]
+    dx = onnx("RotaryEmbedding", [g, cos, -sin] + ([position_ids] if position_ids is not None else []),
+              dict(node.attrs))
+    # real = cos*x1 - sin*x2 and imag = sin*x1 + cos*x2, summed over heads for the caches.
+    half = None if cos.shape is None else cos.shape[-1]
+    if half is None or x.shape is None:
+        raise GraphError(f"RotaryEmbedding gradient needs the rank of {x.name} and the last dim of {cos.name}")
+    x1, x2 = _halves(x, node, half)
+    g1, g2 = _halves(g, node, half)
+    heads = ints_const([2])
+    dcos = onnx("ReduceSum", [g1 * x1 + g2 * x2, heads], {"keepdims": 0})
+    dsin = onnx("ReduceSum", [g2 * x1 - g1 * x2, heads], {"keepdims": 0})
+    return [dx, _to_cache(dcos, cos, position_ids), _to_cache(dsin, sin, position_ids), None][: len(node.inputs)]
+
+
+# -- resampling and patches -----------------------------------------------------------------------
+# Gradients of resampling and patch ops: Resize, Upsample, GridSample, AffineGrid, Col2Im.
+#
+# Each is linear in its image input, so that gradient is the op's transpose: a helper op where
+# the transpose is a scatter (ResizeGrad, GridSampleGrad), an existing op where one is the
+# transpose already (Col2Im's is an im2col, a grouped Conv with one-hot filters).
+
+
+def _optional(node, i):
+    return node.inputs[i] if len(node.inputs) > i else None
+
+
+@reg("Resize")
+def _resize(node, grads):
+    # roi only moves sample positions (tf_crop_and_resize); like scales and sizes, it gets no gradient.
+    x = node.inputs[0]
+    inputs = [grads[0], x, _optional(node, 1), _optional(node, 2), _optional(node, 3)]
+    while inputs[-1] is None:
+        inputs.pop()
+    return [fs("ResizeGrad", inputs, dict(node.attrs))] + [None] * (len(node.inputs) - 1)
+
+
+@reg("Upsample")
+def _upsample(node, grads):
+    # Upsample is Resize with the opset-9 conventions (as its kernel runs it).
+    attrs = {"mode": node.attrs["mode"], "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    return [fs("ResizeGrad", [grads[0], node.inputs[0], None, node.inputs[1]], attrs), None]
+
+
+@reg("GridSample")
+def _grid_sample(node, grads):
+    return fs("GridSampleGrad", [grads[0], *node.inputs], dict(node.attrs), n=2)
+
+
+@reg("AffineGrid")
+def _affine_grid(node, grads):
+    # grid[n, pixel] = theta[n] @ (x, y[, z], 1)[pixel], so dtheta[n] = sum over pixels of
+    # dgrid[n, pixel] (x) (x, y[, z], 1)[pixel]. AffineGrid itself, run on theta = [I | 0], lays
+    # out those pixel coordinates, with its own conventions.
+    theta, size = node.inputs
+    dims = const_ints(size, "AffineGrid size")[2:]
+    nd, pixels = len(dims), int(np.prod(dims))
+    identity = constant(np.eye(nd, nd + 1, dtype=theta.dtype)[None])
+    coords = onnx("Reshape", [onnx("AffineGrid", [identity, ints_const([1, 1, *dims])], dict(node.attrs)),
+                              ints_const([pixels, nd])])
+    base = onnx("Concat", [coords, constant(np.ones((pixels, 1), theta.dtype))], {"axis": 1})
+    per_pixel = onnx("Reshape", [grads[0], ints_const([0, pixels, nd])])
+    return [onnx("MatMul", [onnx("Transpose", [per_pixel], {"perm": [0, 2, 1]}), base]), None]
+
+
+@reg("Col2Im")
+def _col2im(node, grads):
+    # Col2Im sums patches into an image; its transpose cuts the image into patches again: a Conv
+    # with group = channels whose filters each pick one block position.
+    x = node.inputs[0]
+    block = const_ints(node.inputs[2], "Col2Im block_shape")
+    k = int(np.prod(block))
+    if x.shape is None or x.shape[1] is None:
+        raise GraphError(f"Col2Im gradient needs the channel size of {x.name} to be known")
+    c = x.shape[1] // k
+    one_hot = np.eye(k, dtype=x.dtype).reshape([k, 1, *block])
+    filters = constant(np.tile(one_hot, (c, 1) + (1,) * len(block)))
+    attrs = {"group": c, "kernel_shape": block}
+    for name in ("dilations", "pads", "strides"):
+        if node.attrs.get(name) is not None:
+            attrs[name] = node.attrs[name]
+    patches = onnx("Conv", [grads[0], filters], attrs)
+    return [onnx("Reshape", [patches, ints_const([0, c * k, -1])]), None, None]
+
+
+# DepthToSpace and SpaceToDepth in the same mode are inverse permutations: each other's transpose.
+@reg("DepthToSpace")
+def _depth_to_space(node, grads):
+    return [onnx("SpaceToDepth", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]
+
+
+@reg("SpaceToDepth")
+def _space_to_depth(node, grads):
+    return [onnx("DepthToSpace", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]

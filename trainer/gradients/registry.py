@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from schemas.op_table import OpTable, import_families, registering_module
 from schemas.registry import qualified_name
 from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor
 
@@ -17,13 +18,16 @@ __all__ = [
     "IndexedSlices",
     "NO_GRADIENT",
     "get_gradient",
+    "gradient_modules",
     "gradients",
     "has_gradient",
     "register_gradient",
 ]
 
 GradRule = Callable[[Node, list], list]
-_GRADS: dict[tuple[str, str], GradRule] = {}
+_GRADS: OpTable[GradRule] = OpTable(
+    "gradient", load=lambda: _load(),
+    missing=lambda name, domain: LookupError(f"no gradient rule for op {qualified_name(name, domain)!r}"))
 
 
 def NO_GRADIENT(node: Node, grads) -> list:
@@ -31,32 +35,38 @@ def NO_GRADIENT(node: Node, grads) -> list:
     return [None] * len(node.inputs)
 
 
-def register_gradient(name: str, domain: str = ""):
+def register_gradient(name: str, domain: str = "", *, module: str | None = None):
+    """Register ``rule`` as the gradient of op ``name``; ``module`` (default: the caller's) is its family file."""
+    module = module or registering_module()
+
     def register(rule: GradRule) -> GradRule:
-        if (domain, name) in _GRADS:
-            raise ValueError(f"gradient for {name} registered twice")
-        _GRADS[(domain, name)] = rule
+        _GRADS.add(name, domain, rule, module=module)
         return rule
 
     return register
 
 
-def _load():
-    from trainer.gradients import (attention, control, math, nn, products, recurrent, reduce, selection, shape,  # noqa: F401
-                                   sparse, spatial)
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        import_families("trainer.gradients")
+        _loaded = True
 
 
 def get_gradient(name: str, domain: str = "") -> GradRule:
-    _load()
-    try:
-        return _GRADS[(domain, name)]
-    except KeyError:
-        raise LookupError(f"no gradient rule for op {qualified_name(name, domain)!r}") from None
+    return _GRADS.get(name, domain)
 
 
 def has_gradient(name: str, domain: str = "") -> bool:
-    _load()
-    return (domain, name) in _GRADS
+    return _GRADS.has(name, domain)
+
+
+def gradient_modules() -> dict[tuple[str, str], str]:
+    """The module that registered each gradient rule: its family file (see ``schemas.op_table``)."""
+    return _GRADS.modules()
 
 
 @dataclass
@@ -136,6 +146,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
     Returns a Tensor per x (an ``IndexedSlices`` where the gradient is sparse, e.g. through
     Gather), or None where y does not depend on x.
     """
+    from trainer.gradients.dataflow import while_loop_gradient
     from trainer.ops import convert_to_tensor, ones_like
 
     ys = [convert_to_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
@@ -150,7 +161,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
     elif not isinstance(grad_ys, (list, tuple)):
         grad_ys = [grad_ys]
     stop = {convert_to_tensor(s).node for s in stop_gradients}
-    stop |= {n for n in graph._nodes if getattr(n, "stop_gradient", False)}
+    stop |= {n for n in graph if getattr(n, "stop_gradient", False)}
     x_set = set(xs_t)
     grads: dict[Tensor, list] = {}
     with graph.as_default(), graph.name_scope("gradients"):
@@ -167,7 +178,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
                     continue
                 done_loops.add(id(loop))
                 exit_grads = [_aggregate(grads.get(t, []), False) for t in loop.exit_tensors()]
-                for t, g in loop.gradient(exit_grads, wanted=lambda t: t.node in todo):
+                for t, g in while_loop_gradient(loop, exit_grads, wanted=lambda t: t.node in todo):
                     grads.setdefault(t, []).append(g)
                 continue
             out_grads = [_aggregate(grads.get(t, []), t in x_set) for t in node.outputs]

@@ -10,6 +10,7 @@ from trainer.gradients.helpers import (
     fs,
     ints_const,
     onnx,
+    unary,
     via_composite,
     zero_grad,
 )
@@ -85,13 +86,8 @@ def _expand(node, grads):
     return [fs("SumToShape", [grads[0], node.inputs[0]]), None]
 
 
-@reg("SumToShape", "flowstack")
-def _sum_to_shape(node, grads):
-    return [onnx("Expand", [grads[0], onnx("Shape", [node.inputs[0]])]), None]
-
-
 zero_grad("Shape", "Size", "ConstantOfShape")
-zero_grad("ZerosLike", "OnesLike", domain="flowstack")
+reg("Identity")(unary(lambda g, x, y: g))
 
 
 @reg("Tile")
@@ -155,17 +151,6 @@ def _pad_source(size: int, lo: int, hi: int, mode: str) -> np.ndarray:
     return first + local
 
 
-@reg("Trilu")
-def _trilu(node, grads):
-    return [onnx("Trilu", [grads[0]] + node.inputs[1:], {"upper": node.attrs["upper"]})] + [None] * (len(node.inputs) - 1)
-
-
-@reg("CumSum")
-def _cumsum(node, grads):
-    attrs = {"exclusive": node.attrs["exclusive"], "reverse": 1 - node.attrs["reverse"]}
-    return [onnx("CumSum", [grads[0], node.inputs[1]], attrs), None]
-
-
 @reg("ReverseSequence")
 def _reverse_sequence(node, grads):
     return [onnx("ReverseSequence", [grads[0], node.inputs[1]], dict(node.attrs)), None]
@@ -223,12 +208,34 @@ reg("Scatter")(_scatter_rule("ScatterElements", "GatherElements", True))
 reg("ScatterND")(_scatter_rule("ScatterND", "GatherND", False))
 
 
-# DepthToSpace and SpaceToDepth in the same mode are inverse permutations: each other's transpose.
-@reg("DepthToSpace")
-def _depth_to_space(node, grads):
-    return [onnx("SpaceToDepth", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]
+# -- selection ------------------------------------------------------------------------------------
+# Gradients of ops that keep part of a tensor (Compress, CenterCropPad): dY goes back to the
+# positions it was taken from, zeros elsewhere.
 
 
-@reg("SpaceToDepth")
-def _space_to_depth(node, grads):
-    return [onnx("DepthToSpace", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]
+def _compress(node, x, condition):
+    # The kept positions as a Gather, whose gradient scatters dY back (condition may be shorter
+    # than the axis: the rest is dropped, as NonZero never names it).
+    kept = onnx("Squeeze", [onnx("NonZero", [condition]), ints_const([0])])
+    axis = node.attrs["axis"]
+    if axis is None:
+        return onnx("Gather", [onnx("Reshape", [x, ints_const([-1])]), kept], {"axis": 0})
+    return onnx("Gather", [x, kept], {"axis": axis})
+
+
+reg("Compress")(via_composite(_compress))
+
+
+@reg("CenterCropPad")
+def _center_crop_pad(node, grads):
+    # Cropping and padding centred the same way are each other's transpose: crop/pad dY back.
+    x = node.inputs[0]
+    if x.shape is None:
+        raise GraphError(f"CenterCropPad gradient needs the rank of {x.name}")
+    rank = len(x.shape)
+    axes = [a % rank for a in (node.attrs["axes"] or range(rank))]
+    if None not in (x.shape[a] for a in axes):
+        size = ints_const([x.shape[a] for a in axes])
+    else:
+        size = onnx("Gather", [onnx("Shape", [x]), ints_const(axes)], {"axis": 0})
+    return [onnx("CenterCropPad", [grads[0], size], {"axes": axes}), None]

@@ -1,8 +1,10 @@
 """Gradient helper kernels for convolution, pooling and normalization.
 
-They reuse the edge runtime's sliding-window machinery (``_conv``): a convolution's filter
+They reuse the edge runtime's sliding-window machinery (``sliding_windows``): a convolution's filter
 gradient is one matmul against the im2col columns, its input gradient one matmul followed by a
 col2im scatter-add; pooling gradients route ``dY`` to window taps and scatter-add them back.
+The gradient helpers of imported ONNX ops (ResizeGrad, GridSampleGrad, AttentionGrad) run on the
+edge runtime too: their kernels sit with the forward kernels in ``edge_runtime/kernels/nn.py``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import math
 from itertools import product
 
-from edge_runtime.kernels import _conv
+from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels import kernel
 from edge_runtime.kernels.nn import pool_window, window_counts
 from trainer.kernels.math import sum_to_shape
@@ -20,14 +22,14 @@ D = "flowstack"
 
 def _conv_window(x, w, auto_pad, dilations, kernel_shape, pads, strides):
     kernel = tuple(kernel_shape or w.shape[2:])
-    return _conv.resolve_window(x.shape[2:], kernel, strides, dilations, pads, auto_pad)
+    return sliding_windows.resolve_window(x.shape[2:], kernel, strides, dilations, pads, auto_pad)
 
 
 def _crop(y, win, spatial):
     return y[(slice(None), slice(None)) + tuple(slice(b, b + s) for b, s in zip(win.pad_begin, spatial))]
 
 
-# Convolution gradients work through the batch a few examples at a time (_conv.batch_chunks):
+# Convolution gradients work through the batch a few examples at a time (sliding_windows.batch_chunks):
 # their column matrices (9x the activations for a 3x3 kernel) then stay in cache and are written
 # into one reused buffer instead of a fresh allocation each step, whose page faults cost as much
 # as the copy itself (ConvBackpropInput of the benchmark CNN's second conv: 33 ms in the step,
@@ -39,12 +41,12 @@ def conv_backprop_filter(dy, x, w, *, xp, auto_pad, dilations, group, kernel_sha
     m, g = dy.shape[1], group
     n_sp = len(win.kernel)
     k, p = math.prod(win.kernel), math.prod(win.out)
-    xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.pad_end)
+    xpad = sliding_windows.pad_spatial(x, xp, win.pad_begin, win.pad_end)
     order = (0, 1) + tuple(range(2 + n_sp, 2 + 2 * n_sp)) + tuple(range(2, 2 + n_sp))
-    view = _conv.windows(xpad, xp, win).transpose(order)  # (N, C, k..., out...)
+    view = sliding_windows.windows(xpad, xp, win).transpose(order)  # (N, C, k..., out...)
     d2 = dy.reshape(n, g, m // g, p)
     dw = xp.zeros((g, m // g, (c // g) * k), dtype=dy.dtype)
-    spans = _conv.batch_chunks(n, c * k * p * x.itemsize, xp)
+    spans = sliding_windows.batch_chunks(n, c * k * p * x.itemsize, xp)
     buf = xp.empty((spans[0][1],) + view.shape[1:], dtype=x.dtype)
     for s, e in spans:
         cols = buf[: e - s]
@@ -67,7 +69,7 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
         padded = tuple(s + b + e for s, b, e in zip(x.shape[2:], win.pad_begin, win.pad_end))
         padded = tuple(max(p, (o - 1) * st + (kk - 1) * d + 1) for p, o, st, kk, d in
                        zip(padded, win.out, win.strides, win.kernel, win.dilations))
-        full = _conv.col2im(dcols, xp, win, padded)
+        full = sliding_windows.col2im(dcols, xp, win, padded)
         return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
     # Stride 1: lay dY out on the rows of the padded input (zeros past each row's end), so every
     # kernel tap's columns land on one contiguous run of the flattened padded input: col2im becomes
@@ -82,7 +84,7 @@ def conv_backprop_input(dy, w, x, *, xp, auto_pad, dilations, group, kernel_shap
     dyp = dyp.reshape(n, g, m // g, length)
     total = math.prod(padded)
     out = xp.zeros((n, c, total + offsets[-1]), dtype=dy.dtype)
-    spans = _conv.batch_chunks(n, c * k * length * dy.itemsize, xp)
+    spans = sliding_windows.batch_chunks(n, c * k * length * dy.itemsize, xp)
     buf = xp.empty((spans[0][1], c, k, length), dtype=dy.dtype)
     for s, e in spans:
         cols = buf[: e - s]
@@ -104,9 +106,9 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
     # windows: find each window's first maximum, then route dY to it.
     win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
     low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
-    xpad = _conv.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
+    xpad = sliding_windows.pad_spatial(x, xp, win.pad_begin, win.padded_end, low)
     lead = (slice(None), slice(None))
-    taps = [lead + _conv.offset_slices(win, off) for off in product(*(range(k) for k in win.kernel))]
+    taps = [lead + sliding_windows.offset_slices(win, off) for off in product(*(range(k) for k in win.kernel))]
     best = xpad[taps[0]]
     for sl in taps[1:]:
         best = xp.maximum(best, xpad[sl])
@@ -138,7 +140,7 @@ def average_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape
     share = dy / window_counts(x, xp, win, include_pad=count_include_pad)  # (N, C, out...)
     k = math.prod(win.kernel)
     cols = xp.broadcast_to(share[:, :, None], share.shape[:2] + (k,) + share.shape[2:])
-    full = _conv.col2im(xp.ascontiguousarray(cols), xp, win, _padded_shape(x, win))
+    full = sliding_windows.col2im(xp.ascontiguousarray(cols), xp, win, _padded_shape(x, win))
     return xp.ascontiguousarray(_crop(full, win, x.shape[2:]))
 
 

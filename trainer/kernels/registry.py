@@ -9,33 +9,38 @@ from __future__ import annotations
 
 from typing import Callable
 
+from schemas.op_table import OpTable, registering_module
 from schemas.registry import UnsupportedOpError, get_schema
 
-__all__ = ["get_stateful_kernel", "has_stateful_kernel", "stateful_kernel"]
+__all__ = ["get_stateful_kernel", "has_stateful_kernel", "stateful_kernel", "stateful_kernel_modules"]
 
 D = "flowstack"
-_STATEFUL: dict[tuple[str, str], Callable] = {}
+_STATEFUL: OpTable[Callable] = OpTable(
+    "stateful kernel",
+    missing=lambda name, domain: UnsupportedOpError(f"stateful op {domain}::{name} has no trainer kernel"))
 
 
 def stateful_kernel(name: str, domain: str = D) -> Callable[[Callable], Callable]:
     """Register ``fn`` as the stateful kernel of op ``name``; the op must already be declared."""
 
+    module = registering_module()
+
     def register(fn: Callable) -> Callable:
         get_schema(name, domain)
-        if (domain, name) in _STATEFUL:
-            raise ValueError(f"stateful kernel for {name} registered twice")
-        _STATEFUL[(domain, name)] = fn
+        _STATEFUL.add(name, domain, fn, module=module)
         return fn
 
     return register
 
 
 def get_stateful_kernel(name: str, domain: str = D) -> Callable:
-    try:
-        return _STATEFUL[(domain, name)]
-    except KeyError:
-        raise UnsupportedOpError(f"stateful op {domain}::{name} has no trainer kernel") from None
+    return _STATEFUL.get(name, domain)
 
 
 def has_stateful_kernel(name: str, domain: str = D) -> bool:
-    return (domain, name) in _STATEFUL
+    return _STATEFUL.has(name, domain)
+
+
+def stateful_kernel_modules() -> dict[tuple[str, str], str]:
+    """The module that registered each stateful kernel: its family file (see ``schemas.op_table``)."""
+    return _STATEFUL.modules()

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from edge_runtime.kernels._conv import Window
+from edge_runtime.kernels.sliding_windows import Window
 
 # The depthwise columns of a block of channels are copied into a buffer of at most this many bytes
 # and multiplied while in cache. Measured on the phase columns (a 1 MiB L2): 96@112 stride 2
