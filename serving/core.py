@@ -8,18 +8,20 @@ all happen here, so REST, gRPC and TensorFlow Serving REST can never disagree.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable
 
 import numpy as np
 
 from serving import datatypes, handoff
 from serving.errors import InvalidRequest, ServingError, ShuttingDown, Unsupported, VersionRetired, shown
-from serving.repository import ModelRepository, ModelVersion, parse_version, validate_name
+from serving.ensemble import Step
+from serving.repository import MAX_ENSEMBLE_DEPTH, ModelRepository, ModelVersion, parse_version, validate_name
 from serving.shared_memory import RegionRef, SharedMemoryRegistry
 
 SERVER_NAME = "flowstack"
@@ -129,15 +131,19 @@ class InferenceCore:
         config = {
             "name": name,
             "platform": mv.backend.platform,
-            "backend": "flowstack",
             "version_policy": mv.config.version_policy.to_json(),
             "max_batch_size": mv.max_batch_size,
             "input": tensors(mv.inputs),
             "output": tensors(mv.outputs),
+        }
+        if mv.pipeline is not None:  # Triton's ensemble: its steps, no backend or instances of its own
+            return {**config, **mv.pipeline.config_json()}
+        config.update({
+            "backend": "flowstack",
             "instance_group": [{"count": mv.config.instances, "kind": "KIND_GPU" if self.repository.device == "gpu" else "KIND_CPU"}],
             # The exporter's "source" is a path on the machine that exported the model: only its name is served.
             "parameters": {k: {"string_value": os.path.basename(v) if k == "source" else v} for k, v in mv.backend.metadata.items()},
-        }
+        })
         if batched:
             config["dynamic_batching"] = {
                 "preferred_batch_size": list(mv.config.preferred_batch_sizes),
@@ -187,10 +193,7 @@ class InferenceCore:
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
                 try:
-                    # Awaited without a name: a local holding the future would keep it, and the
-                    # exception it may carry, in this frame, which that exception's traceback
-                    # holds: a cycle keeping the model version until the cyclic collector ran.
-                    outputs = await handoff.submit(mv.batcher, feeds, rows, _timeout_s(request.parameters))
+                    outputs = await self._execute(mv, feeds, rows, _timeout_s(request.parameters))
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
                 break
@@ -220,6 +223,50 @@ class InferenceCore:
                 # rows as validated (only a success counts them): recomputing them here from the
                 # request failed on a scalar input, and its IndexError replaced the request's error.
                 mv.stats.request(status == "success", elapsed, rows)
+
+    def _execute(self, mv: ModelVersion, feeds: dict[str, np.ndarray], rows: int, timeout_s: float | None,
+                 depth: int = 0) -> Awaitable[dict[str, np.ndarray]]:
+        """``mv``'s outputs for validated ``feeds``: through its batcher, or an ensemble's steps.
+
+        The caller awaits it without a name: a local holding the future would keep it, and the
+        exception it may carry, in that frame, which that exception's traceback holds: a cycle
+        keeping the model version until the cyclic collector ran."""
+        pipeline = mv.pipeline
+        if pipeline is None:
+            return handoff.submit(mv.batcher, feeds, rows, timeout_s)
+        if depth >= MAX_ENSEMBLE_DEPTH:
+            raise InvalidRequest(f"ensemble {mv.name!r} runs ensembles nested over {MAX_ENSEMBLE_DEPTH} deep: "
+                                 "a cycle through its steps' models")
+        return pipeline.run(feeds, functools.partial(self._run_step, mv.name, timeout_s=timeout_s, depth=depth + 1))
+
+    async def _run_step(self, ensemble: str, step: Step, feeds: dict[str, np.ndarray], *, timeout_s: float | None,
+                        depth: int) -> dict[str, np.ndarray]:
+        """One step of ensemble ``ensemble``: its model's version looked up now (so a step model
+        swapped for a new version runs the new one), the feeds checked against it, run through its
+        batcher. Counted in the step model's statistics, as Triton counts composing models; errors
+        name the ensemble and the step."""
+        start = time.perf_counter()
+        mv: ModelVersion | None = None
+        ok, rows = False, 1
+        try:
+            for attempt in range(3):
+                mv = self.repository.get(step.model_name, step.version)
+                inputs = [InferInput(name, datatypes.from_numpy(array.dtype), array.shape, array) for name, array in feeds.items()]
+                step_feeds, rows = self._validate(mv, InferRequest(step.model_name, inputs))
+                try:
+                    outputs = await self._execute(mv, step_feeds, rows, timeout_s, depth)
+                except VersionRetired:
+                    continue
+                ok = True
+                return outputs
+            raise ShuttingDown(f"model {step.model_name!r} is being unloaded")
+        except ServingError as exc:
+            raise type(exc)(f"ensemble {ensemble!r} {step.where}: {exc}") from None
+        except ValueError as exc:  # the runtime's own checks
+            raise InvalidRequest(f"ensemble {ensemble!r} {step.where}: {exc}") from None
+        finally:
+            if mv is not None:
+                mv.stats.request(ok, time.perf_counter() - start, rows)
 
     def count_refused(self, protocol: str, error: ServingError) -> None:
         """Count a request its front end refused before it reached ``infer`` (a body that does not
