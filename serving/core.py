@@ -20,6 +20,7 @@ import numpy as np
 
 from serving import datatypes, handoff
 from serving.errors import InvalidRequest, ServingError, ShuttingDown, Unsupported, VersionRetired, shown
+from serving.classification import labels_of, top_classes
 from serving.ensemble import Step
 from serving.repository import MAX_ENSEMBLE_DEPTH, ModelRepository, ModelVersion, parse_version, validate_name
 from serving.shared_memory import RegionRef, SharedMemoryRegistry
@@ -58,6 +59,7 @@ class InferRequest:
     protocol: str = "http"
     output_regions: dict[str, RegionRef] = field(default_factory=dict)  # outputs to write to shared memory
     shared_memory: bool = False  # some input or output is a shared-memory region (set by the front end)
+    class_counts: dict[str, int] = field(default_factory=dict)  # outputs answered as their top classes
 
 
 @dataclass
@@ -334,6 +336,9 @@ class InferenceCore:
         tensors = []
         for name in names:
             array = np.asarray(outputs[name])
+            count = request.class_counts.get(name) if request.class_counts else None
+            if count is not None:
+                array = top_classes(name, array, count, labels_of(mv.backend.metadata), mv.max_batch_size > 0)
             tensors.append(InferOutput(name, datatypes.from_numpy(array.dtype), array.shape, array))
         for tensor in tensors:
             ref = request.output_regions.get(tensor.name)

@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from serving import datatypes
+from serving.classification import class_count
 from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest, InferResponse
 from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError, clipped, shown
@@ -230,7 +231,7 @@ def parse_kserve_request(
     if not isinstance(parameters, dict):
         raise InvalidRequest("'parameters' must be an object")
     default_binary = parameters.get("binary_data_output") is True
-    outputs, binary_flags, output_regions = None, {}, {}
+    outputs, binary_flags, output_regions, class_counts = None, {}, {}, {}
     requested = doc.get("outputs")
     if requested is not None:
         if not isinstance(requested, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in requested):
@@ -245,10 +246,13 @@ def parse_kserve_request(
             ref = region_ref(o["name"], params) if "shared_memory_region" in params else None
             if ref is not None:
                 output_regions[o["name"]] = ref
+            count = class_count(o["name"], params)
+            if count is not None:
+                class_counts[o["name"]] = count
     request_id = doc.get("id", "")
     request = InferRequest(name, inputs, version, request_id if isinstance(request_id, str) else str(request_id),
                            outputs, parameters, protocol="http", output_regions=output_regions,
-                           shared_memory=shared or bool(output_regions))
+                           shared_memory=shared or bool(output_regions), class_counts=class_counts)
     return request, binary_flags or {"*": default_binary}
 
 

@@ -314,4 +314,8 @@ def test_tritonclient_runs_the_pipeline_unchanged(pipe_server, mlp, protocol):
     assert report["platform"] == "ensemble" and report["ready"] is True
     assert report["steps"] == ["top", "scale", "mlp"]
     assert report["success"] >= 1
-    assert report["missing_step_error"].startswith("ensemble 'ghost'") or "ghost" in report["missing_step_error"]
+    assert "'ghost' has no version ready" in report["missing_step_error"]
+    top = np.argsort(-probs, axis=1, kind="stable")[:, :2]
+    assert [[int(c.split(":")[1]) for c in row] for row in report["top2"]] == top.tolist()
+    np.testing.assert_allclose([[float(c.split(":")[0]) for c in row] for row in report["top2"]],
+                               np.take_along_axis(probs, top, 1), atol=1e-6)

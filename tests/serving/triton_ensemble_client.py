@@ -1,7 +1,7 @@
 """tritonclient (http or grpc) against a server serving the pipeline "pipe" of test_ensemble.py
 (IMAGE FP32 [-1, 4] -> PROBS FP32 [-1, 3], LABEL INT64 [-1]) and the broken "ghost", in a separate
 process (tritonclient.grpc's proto copy cannot share a process with ``schemas.proto``), printing
-one JSON report.
+one JSON report. It also asks for the top classes (class_count) of an output.
 
     python tests/serving/triton_ensemble_client.py http|grpc HOST:PORT
 """
@@ -27,6 +27,8 @@ def main(protocol: str, address: str) -> dict:
     tensor.set_data_from_numpy(x)
     result = client.infer("pipe", [tensor], outputs=[client_module.InferRequestedOutput("PROBS"),
                                                      client_module.InferRequestedOutput("LABEL")])
+    # Triton's classification extension, on the pipeline's output (no labels: "score:index").
+    classes = client.infer("pipe", [tensor], outputs=[client_module.InferRequestedOutput("PROBS", class_count=2)])
     metadata = client.get_model_metadata("pipe", **kw)
     config = client.get_model_config("pipe", **kw)
     config = config.get("config", config)
@@ -44,6 +46,7 @@ def main(protocol: str, address: str) -> dict:
         "steps": [s["model_name"] for s in config["ensemble_scheduling"]["step"]],
         "success": int(stats["inference_stats"]["success"]["count"]),
         "missing_step_error": missing,
+        "top2": [[v.decode() for v in row] for row in classes.as_numpy("PROBS").tolist()],
     }
 
 
