@@ -11,6 +11,10 @@ at once, and those wake-ups (a self-pipe write each) cost ~9% of the server's CP
 here the first completion of a burst schedules one drain, and the rest join its list. The
 worker resolves a ``LoopCompletion``, not a ``concurrent.futures.Future``, which would allocate a
 condition variable and take its lock several times per request for a wait no thread makes.
+
+The only request the loop awaits, finding its batcher idle, for a model whose calls are quick,
+skips the threads altogether and runs in the loop (``DynamicBatcher.run_alone``): what a lone
+request gains from a worker is less than the trip there and back costs.
 """
 
 from __future__ import annotations
@@ -33,11 +37,15 @@ class LoopHandoff:
         self._ready: deque[tuple[asyncio.Future, Any, bool]] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
+        self._thread_id = threading.get_ident()  # made in the loop's thread, by ``submit``
+        self._outstanding = 0  # submitted requests whose waiter is not done (loop's thread only)
 
     def submit(self, batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None) -> asyncio.Future:
         """Queue a request (raising what ``batcher.submit`` raises); await the result for its outputs."""
         completion = LoopCompletion(self._loop.create_future(), self)
         batcher.submit(feeds, rows, timeout_s, completion, wake=False)
+        self._outstanding += 1
+        completion.waiter.add_done_callback(self._done)
         if not self._to_wake:
             self._loop.call_soon(self._wake)
         self._to_wake.add(batcher)
@@ -46,11 +54,22 @@ class LoopHandoff:
     def _wake(self) -> None:
         batchers = list(self._to_wake)
         self._to_wake.clear()
+        # The only request the loop awaits, its batcher idle: run it here, in the loop's thread
+        # (see ``DynamicBatcher.run_alone``); its result comes back through ``push`` directly.
+        # With others awaited, the loop has their answers to write while a worker computes.
+        alone = self._outstanding == 1
         for batcher in batchers:
-            batcher.wake()
+            if not (alone and batcher.run_alone()):
+                batcher.wake()
+
+    def _done(self, waiter: asyncio.Future) -> None:
+        self._outstanding -= 1
 
     def push(self, waiter: asyncio.Future, value: Any, failed: bool) -> None:
         """From any thread: resolve ``waiter`` with ``value`` (an exception when ``failed``)."""
+        if threading.get_ident() == self._thread_id:  # run alone, in the loop's own thread
+            _resolve(waiter, value, failed)
+            return
         with self._lock:
             self._ready.append((waiter, value, failed))
             if self._scheduled:
@@ -64,12 +83,16 @@ class LoopHandoff:
             self._ready.clear()
             self._scheduled = False
         for waiter, value, failed in done:
-            if waiter.done():  # cancelled meanwhile
-                continue
-            if failed:
-                waiter.set_exception(value)
-            else:
-                waiter.set_result(value)
+            _resolve(waiter, value, failed)
+
+
+def _resolve(waiter: asyncio.Future, value: Any, failed: bool) -> None:
+    if waiter.done():  # cancelled meanwhile
+        return
+    if failed:
+        waiter.set_exception(value)
+    else:
+        waiter.set_result(value)
 
 
 class LoopCompletion:

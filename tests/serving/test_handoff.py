@@ -83,3 +83,51 @@ def test_submit_without_wake_waits_for_wake():
     batcher.wake()
     assert [f.result(5)["y"][0] for f in futures] == [2, 2, 2]
     batcher.close()
+
+
+class ThreadRecorder:
+    """A backend that doubles ``x`` after ``delay_s`` and records the thread each call ran in."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+        self.threads: list[int] = []
+
+    def __call__(self, requests):
+        if self.delay_s:
+            threading.Event().wait(self.delay_s)
+        self.threads.append(threading.get_ident())
+        return [{"y": r["x"] * 2} for r in requests]
+
+
+def test_a_lone_request_runs_in_the_loop_and_company_goes_to_the_worker():
+    backend = ThreadRecorder()
+    batcher = DynamicBatcher(backend, max_batch_size=8)
+
+    async def main():
+        for _ in range(3):  # the first goes to the worker, which times the model
+            assert float((await handoff.submit(batcher, {"x": np.ones(1)}, 1))["y"][0]) == 2.0
+        alone = list(backend.threads)
+        backend.threads.clear()
+        results = await asyncio.gather(*[handoff.submit(batcher, {"x": np.full(1, i)}, 1) for i in range(4)])
+        assert [float(r["y"][0]) for r in results] == [0.0, 2.0, 4.0, 6.0]
+        return threading.get_ident(), alone
+
+    loop_thread, alone = asyncio.run(main())
+    batcher.close()
+    assert alone[0] != loop_thread and alone[1:] == [loop_thread, loop_thread]
+    assert backend.threads and loop_thread not in backend.threads  # four at once: batched by the worker
+
+
+@pytest.mark.parametrize("delay_s, max_queue_delay_us", [(0.005, 0), (0.0, 1000)])
+def test_a_slow_model_or_a_batching_window_never_runs_in_the_loop(delay_s, max_queue_delay_us):
+    backend = ThreadRecorder(delay_s=delay_s)
+    batcher = DynamicBatcher(backend, max_batch_size=8, max_queue_delay_us=max_queue_delay_us)
+
+    async def main():
+        for _ in range(3):
+            await handoff.submit(batcher, {"x": np.ones(1)}, 1)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    batcher.close()
+    assert len(backend.threads) == 3 and loop_thread not in backend.threads
