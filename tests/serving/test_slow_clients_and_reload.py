@@ -113,6 +113,19 @@ def test_an_endless_header_gets_431(repo, mlp):
         check_good(server.http_url, mlp)
         r = httpx.get(f"{server.http_url}/v2", headers={"x-long": "a" * 40_000}, timeout=5)
         assert r.status_code == 200  # a long head within the limit is fine
+        # A head over the limit arriving whole, in one write or completed by a second, and one
+        # whose first part alone is within the limit: each refused, with no answer of its request's.
+        for parts in ([b"a" * 100_000], [b"a" * 60_000, b"a" * 40_000]):
+            sock = connect(server.http_address)
+            parts = [b"GET /v2 HTTP/1.1\r\nhost: x\r\nx-big: " + parts[0], *parts[1:]]
+            parts[-1] += b"\r\n\r\n"
+            for part in parts:
+                sock.sendall(part)
+                time.sleep(0.05)
+            data, _ = read_until_closed(sock, timeout=5)
+            sock.close()
+            assert data.startswith(b"HTTP/1.1 431 ") and data.count(b"HTTP/1.1") == 1, data[:200]
+        check_good(server.http_url, mlp)
 
 
 def test_a_request_arriving_whole_in_time_is_answered_after_the_timeout(tmp_path, mlp):
