@@ -1,4 +1,4 @@
-"""``ModelRepository``: the models under ``<root>/<name>/<version>/model.flow``, kept in sync by polling.
+"""``ModelRepository``: the models under ``<root>/<name>/<version>/model.flow`` (or ``model.onnx``), kept in sync by polling.
 
 A scan loads new or changed versions off to the side (load, then warm up) and only then swaps
 them in; versions no longer wanted are swapped out and their batchers drained in the background.
@@ -35,11 +35,14 @@ log = logging.getLogger("flowstack.serving")
 CONTROL_MODES = frozenset({"poll", "explicit"})
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 MODEL_FILE = "model.flow"
+# Served as Triton serves ONNX: converted to a .flow when it loads (where there is no model.flow).
+ONNX_FILE = "model.onnx"
 CONFIG_FILE = "config.json"
 # Ensembles may run ensembles; this deep, it is a cycle made by reloading one of them.
 MAX_ENSEMBLE_DEPTH = 8
 
-BackendFactory = Callable[[Path, str], Any]
+# Called (path, device); for a converted model.onnx also flow=<the .flow's bytes>.
+BackendFactory = Callable[..., Any]
 
 
 def validate_name(name: str, what: str = "model") -> str:
@@ -212,6 +215,7 @@ class ModelRepository:
         metrics: ServingMetrics | None = None,
         control_mode: str = "poll",
         startup_models: tuple[str, ...] = (),
+        onnx_converter: Callable[[bytes], bytes] | None = None,
     ):
         if control_mode not in CONTROL_MODES:
             raise ValueError(f"unknown model control mode {control_mode!r}; expected one of {sorted(CONTROL_MODES)}")
@@ -222,6 +226,9 @@ class ModelRepository:
         self.device = device
         self.poll_interval_s = poll_interval_s
         self._backend_factory = backend_factory
+        # A model.onnx's bytes -> a .flow's (the exporter's ONNX import, which serving may not
+        # import: the CLI passes it in).
+        self._onnx_converter = onnx_converter
         self.metrics = metrics or ServingMetrics()
         self._models: dict[str, _ModelEntry] = {}
         self.control_mode = control_mode
@@ -536,13 +543,13 @@ class ModelRepository:
         for sub in directory.iterdir():
             if not sub.name.isdigit() or sub.name.startswith("0") or not sub.is_dir():
                 continue
-            path = sub / MODEL_FILE
-            if not path.is_file():
+            path = next((sub / f for f in (MODEL_FILE, ONNX_FILE) if (sub / f).is_file()), None)
+            if path is None:
                 continue  # not written yet (a directory may appear before its file)
             if self._inside_root(path):
                 versions[int(sub.name)] = path
             else:
-                refused[int(sub.name)] = f"refused: {directory.name}/{sub.name}/{MODEL_FILE} resolves outside the model repository"
+                refused[int(sub.name)] = f"refused: {directory.name}/{sub.name}/{path.name} resolves outside the model repository"
         return versions, refused
 
     def _read_config(self, name: str, directory: Path, override: dict | None) -> tuple[ModelConfig, tuple] | None:
@@ -601,7 +608,7 @@ class ModelRepository:
                 if config.ensemble is not None and isinstance(exc, ConfigError):
                     reason = f"failed to load ensemble {name!r} version {version}: {exc}"
                 else:
-                    reason = f"failed to load {name}/{version}/{MODEL_FILE}: {type(exc).__name__}: {exc}"
+                    reason = f"failed to load {name}/{version}/{available[version].name}: {type(exc).__name__}: {exc}"
                 log.error("model %r version %d: %s", name, version, reason)
                 self.metrics.load_failures.inc(model=name)
                 entry.failed[version] = fingerprint
@@ -657,7 +664,13 @@ class ModelRepository:
     def _load(self, name: str, version: int, path: Path, config: ModelConfig, fingerprint: tuple) -> ModelVersion:
         if config.ensemble is not None:
             return self._load_ensemble(name, version, path, config, fingerprint)
-        backend = self._backend_factory(path, self.device)
+        if path.name == ONNX_FILE:
+            if self._onnx_converter is None:
+                raise RuntimeError(f"{ONNX_FILE} needs an ONNX converter (flowstack serve has one: the exporter's ONNX "
+                                   "import); convert it to model.flow with flowstack convert, or serve with flowstack serve")
+            backend = self._backend_factory(path, self.device, flow=self._onnx_converter(path.read_bytes()))
+        else:
+            backend = self._backend_factory(path, self.device)
         batched = getattr(backend, "batched", False)
         max_batch_size = config.max_batch_size
         if max_batch_size is None:
