@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", type=Path, help="PEM certificate: serve HTTPS and gRPC over TLS (with --tls-key)")
     p.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
     p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit in bytes; larger gets 413 (default 64 MiB)")
-    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit in bytes (default 256 MiB)")
+    p.add_argument("--grpc-max-message-bytes", type=int, default=64 * 1024 * 1024, help="gRPC message size limit in bytes (default 64 MiB)")
     p.add_argument("--drain-timeout", type=float, default=30.0,
                    help="on SIGTERM or SIGINT: seconds from the signal to exit, lame duck included; requests "
                         "under way finish within it (default 30)")

@@ -27,6 +27,10 @@ from serving.shared_memory import RegionRef, SharedMemoryRegistry
 
 SERVER_NAME = "flowstack"
 SERVER_VERSION = "0.1.0"
+# A request this large leaves its buffers' pages with malloc: the server trims them back to the
+# system a moment after answering it (``FreedMemoryReturner``), once the front end has let go.
+LARGE_REQUEST_BYTES = 16 << 20
+LARGE_REQUEST_TRIM_DELAY_S = 0.5
 EXTENSIONS = ["binary_tensor_data", "model_repository", "model_repository(unload_dependents)", "statistics",
               "system_shared_memory", "logging", "tensorflow_serving_rest"]
 
@@ -60,6 +64,7 @@ class InferRequest:
     output_regions: dict[str, RegionRef] = field(default_factory=dict)  # outputs to write to shared memory
     shared_memory: bool = False  # some input or output is a shared-memory region (set by the front end)
     class_counts: dict[str, int] = field(default_factory=dict)  # outputs answered as their top classes
+    wire_bytes: int = 0  # the request's size as received (set by the front end)
 
 
 @dataclass
@@ -218,6 +223,8 @@ class InferenceCore:
             raise
         finally:
             elapsed = time.perf_counter() - start
+            if request.wire_bytes >= LARGE_REQUEST_BYTES:
+                self.repository.memory.request(delay_s=LARGE_REQUEST_TRIM_DELAY_S)
             count, seconds = self._request_series(mv, request.protocol, status)
             count.inc()
             if mv is not None:

@@ -32,7 +32,8 @@ from serving.shared_memory import region_ref
 
 log = logging.getLogger("flowstack.serving")
 
-DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+# HTTP's body limit: a 256 MiB default let one 200 MB message take 866 MB at its peak.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 # Pings on a connection quiet this long find a peer that vanished without a FIN (grpc's default
 # is two hours, a dead client's connection held that long); one unanswered this long closes it.
@@ -123,6 +124,7 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         output_regions=output_regions,
         shared_memory=sent < len(request.inputs) or bool(output_regions),
         class_counts=class_counts,
+        wire_bytes=sum(len(r) for r in raw),
     )
 
 

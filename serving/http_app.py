@@ -613,6 +613,7 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
                 body, None if header_length is None else header_length.decode("latin-1"), request.path_params["name"],
                 version_of(request), settings.max_elements,
             )
+            infer_request.wire_bytes = len(body)
         except ServingError as exc:
             core.count_refused("http", exc)
             raise
