@@ -139,6 +139,8 @@ class DynamicBatcher:
         finally:
             with self._cond:
                 self._in_flight -= 1
+                if self._closed:
+                    self._cond.notify_all()  # ``close`` waits for it
         return True
 
     def close(self, timeout: float | None = None) -> None:
@@ -150,7 +152,9 @@ class DynamicBatcher:
             self._cond.notify_all()
         for worker in self._workers:
             worker.join(timeout)
-        if not any(worker.is_alive() for worker in self._workers):
+        with self._cond:  # a request running alone, in its caller's thread
+            done = self._cond.wait_for(lambda: self._in_flight == 0, timeout)
+        if done and not any(worker.is_alive() for worker in self._workers):
             self._infer_batch = _closed_backend
             self._on_batch = None
 
@@ -220,8 +224,9 @@ class DynamicBatcher:
                 pending.future.set_exception(result)
             else:
                 pending.future.set_result(result)
-        if self._on_batch is not None:
-            self._on_batch(sum(p.rows for p in live), [start - p.enqueued for p in live], compute_s)
+        on_batch = self._on_batch
+        if on_batch is not None:
+            on_batch(sum(p.rows for p in live), [start - p.enqueued for p in live], compute_s)
 
 
 def _attempt(infer_batch: InferBatch, requests: list[Feeds]) -> tuple[list[Feeds] | None, Exception | None]:
