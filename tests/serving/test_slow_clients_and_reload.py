@@ -331,8 +331,15 @@ def test_config_rewritten_mid_scan_and_directory_recreated_under_load(tmp_path, 
             for text in ('{"max_batch_', "", '{"max_batch_size": 8}'):  # a writer caught mid-write, twice
                 config.write_text(text)
                 time.sleep(0.2)
+            # The last write is picked up by a later scan: waited for, not assumed done within
+            # 0.2 s (on a loaded machine a scan, reloading the model, took longer: a flaky failure).
+            deadline = time.time() + 20
+            while time.time() < deadline and (server.repository._models["mlp"].error
+                                               or server.repository.get("mlp").max_batch_size != 8):
+                time.sleep(0.05)
             assert server.repository.versions("mlp") == [1]
             assert not server.repository._models["mlp"].error
+            assert server.repository.get("mlp").max_batch_size == 8
             add_version(tmp_path, "mlp", 2, mlp_v2)
             deadline = time.time() + 20
             while server.repository.versions("mlp") != [2] and time.time() < deadline:
