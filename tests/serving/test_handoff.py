@@ -136,3 +136,42 @@ def test_a_slow_model_or_a_batching_window_never_runs_in_the_loop(delay_s, max_q
     loop_thread = asyncio.run(main())
     batcher.close()
     assert len(backend.threads) == 3 and loop_thread not in backend.threads
+
+
+def test_lone_http_requests_run_in_the_loop_and_grpc_ones_on_the_worker(repo, monkeypatch):
+    """grpc.aio hands the loop one call a turn: under load each call came alone and the loop, its
+    bottleneck, ran the model too. So only HTTP's lone requests run there."""
+    import grpc
+    import httpx
+
+    from schemas.proto import grpc_service_pb2 as pb
+    from schemas.proto import grpc_service_pb2_grpc as pb_grpc
+    from serving.backends import EdgeRuntimeBackend
+    from tests.serving.conftest import running_server
+
+    monkeypatch.setattr(batcher_module, "RUN_ALONE_MAX_COMPUTE_S", 1.0)  # however slow the loaded host
+    threads: list[int] = []
+
+    class Recording(EdgeRuntimeBackend):
+        def infer_batch(self, requests):
+            threads.append(threading.get_ident())
+            return super().infer_batch(requests)
+
+    (repo / "mlp" / "config.json").write_text('{"max_batch_size": 16}')  # no batching window
+    x = np.ones((1, 4), np.float32)
+    with running_server(repo, backend_factory=Recording) as server:
+        loop_thread = server._thread.ident
+        with httpx.Client(base_url=server.http_url, timeout=10) as http:
+            for _ in range(4):
+                http.post("/v2/models/mlp/infer", json={"inputs": [
+                    {"name": "x", "datatype": "FP32", "shape": [1, 4], "data": x.ravel().tolist()}]}).raise_for_status()
+        over_http, threads[:] = list(threads), []
+        with grpc.insecure_channel(server.grpc_address) as channel:
+            stub = pb_grpc.GRPCInferenceServiceStub(channel)
+            for _ in range(4):
+                request = pb.ModelInferRequest(model_name="mlp")
+                request.inputs.add(name="x", datatype="FP32", shape=[1, 4])
+                request.raw_input_contents.append(x.tobytes())
+                stub.ModelInfer(request, timeout=10)
+    assert loop_thread in over_http[-3:]  # the first of the warm ones may still find the worker counting
+    assert len(threads) == 4 and loop_thread not in threads
