@@ -18,7 +18,7 @@ def register(subparsers) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model-repository", type=Path, required=True, help="directory of <name>/<version>/model.flow")
+    p.add_argument("--model-repository", type=Path, required=True, help="directory of <name>/<version>/model.flow (or model.onnx, converted as it loads)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--http-port", type=int, default=8000, help="HTTP port; 0 picks a free one, -1 turns HTTP off (default 8000)")
     p.add_argument("--grpc-port", type=int, default=8001, help="gRPC port; 0 picks a free one, -1 turns gRPC off (default 8001)")
@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", type=Path, help="PEM certificate: serve HTTPS and gRPC over TLS (with --tls-key)")
     p.add_argument("--tls-key", type=Path, help="PEM private key for --tls-cert")
     p.add_argument("--max-request-bytes", type=int, default=64 * 1024 * 1024, help="HTTP body limit in bytes; larger gets 413 (default 64 MiB)")
-    p.add_argument("--grpc-max-message-bytes", type=int, default=256 * 1024 * 1024, help="gRPC message size limit in bytes (default 256 MiB)")
+    p.add_argument("--grpc-max-message-bytes", type=int, default=64 * 1024 * 1024, help="gRPC message size limit in bytes (default 64 MiB)")
     p.add_argument("--drain-timeout", type=float, default=30.0,
                    help="on SIGTERM or SIGINT: seconds from the signal to exit, lame duck included; requests "
                         "under way finish within it (default 30)")
@@ -84,12 +84,28 @@ def run(args: argparse.Namespace) -> int:
         request_timeout_s=args.request_timeout or None,
         keep_alive_timeout_s=args.keep_alive_timeout,
         grpc_idle_timeout_s=args.grpc_idle_timeout or None,
+        onnx_converter=onnx_to_flow,
     )
     try:
         return serve(options)
     except RuntimeError as exc:  # e.g. --device gpu without a GPU
         print(f"flowstack serve: error: {exc}", file=sys.stderr)
         return 2
+
+
+def onnx_to_flow(data: bytes) -> bytes:
+    """A model.onnx's bytes as a .flow's, through the exporter's ONNX import (``flowstack convert``'s),
+    so that a repository version holding a model.onnx is served as Triton serves ONNX. Given bytes,
+    never a path: a model whose weights lie in external files is refused, and none is read from
+    outside the repository."""
+    import tempfile
+
+    from exporter.onnx_import import convert_onnx
+
+    with tempfile.TemporaryDirectory(prefix="flowstack-onnx-") as tmp:
+        out = Path(tmp) / "model.flow"
+        convert_onnx(data, out)
+        return out.read_bytes()
 
 
 def main(argv: list[str] | None = None) -> int:

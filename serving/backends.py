@@ -40,13 +40,15 @@ class EdgeRuntimeBackend:
     requests may be concatenated along it and outputs split back.
     """
 
-    def __init__(self, path: str | Path, device: str = "cpu"):
+    def __init__(self, path: str | Path, device: str = "cpu", flow: bytes | None = None):
+        """The model of the .flow file at ``path``, or of ``flow``, a .flow's bytes made from the
+        file at ``path`` (a converted model.onnx)."""
         self.path = Path(path)
         self.device = device
         # Read into memory rather than memory-map: a mapped file rewritten in place (``cp`` over
         # it) would silently change the served weights, or kill the process with SIGBUS if
         # truncated. One private copy per version, shared by all of its instance threads.
-        self.model = load(self.path.read_bytes(), device=device)
+        self.model = load(self.path.read_bytes() if flow is None else flow, device=device)
         self.inputs: list[TensorSpec] = list(self.model.inputs)
         self.outputs: list[TensorSpec] = list(self.model.outputs)
         self.metadata: dict[str, str] = dict(self.model.metadata)

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from serving.ensemble import ENSEMBLE_FIELDS, ENSEMBLE_PLATFORM, EnsembleConfig
+from serving.errors import ConfigError
+
 DEFAULT_MAX_BATCH_SIZE = 32
 DEFAULT_MAX_QUEUE_SIZE = 256
 MAX_CONFIG_BYTES = 1 << 20
-
-
-class ConfigError(ValueError):
-    """A config.json that cannot be used: names the file and the field."""
+MODEL_FIELDS = frozenset({"name", "max_batch_size", "max_queue_delay_us", "preferred_batch_sizes", "instances",
+                          "max_queue_size", "version_policy", "warmup", "version_labels"})
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,11 @@ class ModelConfig:
     warmup: tuple[dict, ...] = ({"batch_size": 1},)
     # TensorFlow Serving's version labels: {"stable": 1, "canary": 2}, for /v1/models/{name}/labels/{label}.
     version_labels: tuple[tuple[str, int], ...] = ()
+    # A pipeline of other models ("platform": "ensemble"), or None for a model of its own.
+    ensemble: EnsembleConfig | None = None
 
     @classmethod
-    def from_file(cls, path: Path, root: Path | None = None, where: str | None = None) -> "ModelConfig":
+    def from_file(cls, path: Path, root: Path | None = None, where: str | None = None, model: str | None = None) -> "ModelConfig":
         """The config at ``path`` (defaults where there is none). With ``root`` (resolved), the
         file must resolve inside it; it must be a regular file of at most ``MAX_CONFIG_BYTES``:
         a config.json linked to a secret outside the repository, a FIFO (which blocked the scan,
@@ -98,17 +101,26 @@ class ModelConfig:
             raw = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ConfigError(f"{where}: not valid JSON: {exc}") from None
-        return cls.from_dict(raw, where)
+        return cls.from_dict(raw, where, model)
 
     @classmethod
-    def from_dict(cls, raw: Any, where: str = "config") -> "ModelConfig":
+    def from_dict(cls, raw: Any, where: str = "config", model: str | None = None) -> "ModelConfig":
+        """The config in ``raw`` (config.json's object); ``model``, if given, is the model's name,
+        which a ``name`` field must repeat (Triton's configs carry one)."""
         if not isinstance(raw, dict):
             raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
-        known = {"max_batch_size", "max_queue_delay_us", "preferred_batch_sizes", "instances", "max_queue_size",
-                 "version_policy", "warmup", "version_labels"}
+        if model is not None and raw.get("name", model) != model:
+            raise ConfigError(f"{where}: name {raw['name']!r} is not the model's directory name {model!r}")
+        platform = raw.get("platform")
+        if platform not in (None, ENSEMBLE_PLATFORM):
+            raise ConfigError(f"{where}: unknown platform {platform!r}; a model of its own leaves it out, a pipeline "
+                              f"of models says {ENSEMBLE_PLATFORM!r}")
+        pipeline = platform == ENSEMBLE_PLATFORM
+        known = ENSEMBLE_FIELDS if pipeline else MODEL_FIELDS
         unknown = sorted(set(raw) - known)
         if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {unknown}; known fields are {sorted(known)}")
+            what = "an ensemble's" if pipeline else "known"
+            raise ConfigError(f"{where}: unknown field(s) {unknown}; {what} fields are {sorted(known)}")
 
         def integer(name: str, default: Any, minimum: int) -> Any:
             value = raw.get(name, default)
@@ -133,6 +145,7 @@ class ModelConfig:
             version_policy=_version_policy(raw.get("version_policy"), where),
             warmup=tuple(warmup),
             version_labels=_version_labels(raw.get("version_labels", {}), where),
+            ensemble=EnsembleConfig.from_dict(raw, where) if pipeline else None,
         )
         if config.max_batch_size is not None and any(p > config.max_batch_size for p in preferred):
             raise ConfigError(f"{where}: preferred_batch_sizes {preferred} exceed max_batch_size {config.max_batch_size}")

@@ -39,6 +39,10 @@ def shown(value: Any) -> str:
     return clipped(_ECHO.repr(value))
 
 
+class ConfigError(ValueError):
+    """A config.json that cannot be used: names the file and the field."""
+
+
 class ServingError(Exception):
     """Base class: a message the client can act on, plus how each protocol reports it."""
 

@@ -25,6 +25,7 @@ from grpc_reflection.v1alpha import reflection
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving import datatypes
+from serving.classification import class_count
 from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest
 from serving.errors import InvalidRequest, ServingError, clipped, shown
@@ -32,7 +33,8 @@ from serving.shared_memory import region_ref
 
 log = logging.getLogger("flowstack.serving")
 
-DEFAULT_MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+# HTTP's body limit: a 256 MiB default let one 200 MB message take 866 MB at its peak.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 # Pings on a connection quiet this long find a peer that vanished without a FIN (grpc's default
 # is two hours, a dead client's connection held that long); one unanswered this long closes it.
@@ -101,11 +103,17 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
             data = list(values) if field[1] is None else np.asarray(values, dtype=field[1])
             array = datatypes.from_json(name, datatype, shape, data)
         inputs.append(InferInput(name, datatype, shape, array))
-    output_regions = {}
+    output_regions, class_counts = {}, {}
     for o in request.outputs:
-        ref = region_ref(o.name, {k: _parameter_value(v) for k, v in o.parameters.items()}) if o.parameters else None
+        if not o.parameters:
+            continue
+        params = {k: _parameter_value(v) for k, v in o.parameters.items()}
+        ref = region_ref(o.name, params) if "shared_memory_region" in params else None
         if ref is not None:
             output_regions[o.name] = ref
+        count = class_count(o.name, params)
+        if count is not None:
+            class_counts[o.name] = count
     return InferRequest(
         model_name=request.model_name,
         inputs=inputs,
@@ -116,6 +124,8 @@ def decode_infer_request(request: pb.ModelInferRequest, max_elements: int) -> In
         protocol="grpc",
         output_regions=output_regions,
         shared_memory=sent < len(request.inputs) or bool(output_regions),
+        class_counts=class_counts,
+        wire_bytes=sum(len(r) for r in raw),
     )
 
 

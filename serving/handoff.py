@@ -9,6 +9,11 @@ rest join it, rather than one loop wake-up (a self-pipe write) per request as
 ``asyncio.wrap_future`` does; the worker resolves a ``LoopCompletion``, not a
 ``concurrent.futures.Future``, whose condition variable no thread waits on. Figures:
 benchmarks/RESULTS.md, "Figures behind the code's choices".
+
+The only request the loop awaits, finding its batcher idle, for a model whose calls are quick,
+skips the threads altogether and runs in the loop (``DynamicBatcher.run_alone``) where its caller
+allows it (the core allows it for HTTP, not gRPC): what a lone request gains from a worker is less
+than the trip there and back costs.
 """
 
 from __future__ import annotations
@@ -31,11 +36,19 @@ class LoopHandoff:
         self._ready: deque[tuple[asyncio.Future, Any, bool]] = deque()
         self._lock = threading.Lock()
         self._scheduled = False
+        self._thread_id = threading.get_ident()  # made in the loop's thread, by ``submit``
+        self._outstanding = 0  # submitted requests whose waiter is not done (loop's thread only)
+        self._last_may_run_alone = True
 
-    def submit(self, batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None) -> asyncio.Future:
-        """Queue a request (raising what ``batcher.submit`` raises); await the result for its outputs."""
+    def submit(self, batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None,
+               may_run_alone: bool = True) -> asyncio.Future:
+        """Queue a request (raising what ``batcher.submit`` raises); await the result for its
+        outputs. ``may_run_alone``: whether it may run in the loop when it comes alone."""
         completion = LoopCompletion(self._loop.create_future(), self)
         batcher.submit(feeds, rows, timeout_s, completion, wake=False)
+        self._outstanding += 1
+        self._last_may_run_alone = may_run_alone  # the one that counts when it is the only one
+        completion.waiter.add_done_callback(self._done)
         if not self._to_wake:
             self._loop.call_soon(self._wake)
         self._to_wake.add(batcher)
@@ -44,11 +57,22 @@ class LoopHandoff:
     def _wake(self) -> None:
         batchers = list(self._to_wake)
         self._to_wake.clear()
+        # The only request the loop awaits, its batcher idle: run it here, in the loop's thread
+        # (see ``DynamicBatcher.run_alone``); its result comes back through ``push`` directly.
+        # With others awaited, the loop has their answers to write while a worker computes.
+        alone = self._outstanding == 1 and self._last_may_run_alone
         for batcher in batchers:
-            batcher.wake()
+            if not (alone and batcher.run_alone()):
+                batcher.wake()
+
+    def _done(self, waiter: asyncio.Future) -> None:
+        self._outstanding -= 1
 
     def push(self, waiter: asyncio.Future, value: Any, failed: bool) -> None:
         """From any thread: resolve ``waiter`` with ``value`` (an exception when ``failed``)."""
+        if threading.get_ident() == self._thread_id:  # run alone, in the loop's own thread
+            _resolve(waiter, value, failed)
+            return
         with self._lock:
             self._ready.append((waiter, value, failed))
             if self._scheduled:
@@ -62,12 +86,16 @@ class LoopHandoff:
             self._ready.clear()
             self._scheduled = False
         for waiter, value, failed in done:
-            if waiter.done():  # cancelled meanwhile
-                continue
-            if failed:
-                waiter.set_exception(value)
-            else:
-                waiter.set_result(value)
+            _resolve(waiter, value, failed)
+
+
+def _resolve(waiter: asyncio.Future, value: Any, failed: bool) -> None:
+    if waiter.done():  # cancelled meanwhile
+        return
+    if failed:
+        waiter.set_exception(value)
+    else:
+        waiter.set_result(value)
 
 
 class LoopCompletion:
@@ -93,10 +121,11 @@ class LoopCompletion:
 _handoffs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" = weakref.WeakKeyDictionary()
 
 
-def submit(batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None = None) -> asyncio.Future:
+def submit(batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None = None,
+           may_run_alone: bool = True) -> asyncio.Future:
     """``batcher.submit`` from the running loop, as an asyncio future (see the module docstring)."""
     loop = asyncio.get_running_loop()
     handoff = _handoffs.get(loop)
     if handoff is None:
         handoff = _handoffs[loop] = LoopHandoff(loop)
-    return handoff.submit(batcher, feeds, rows, timeout_s)
+    return handoff.submit(batcher, feeds, rows, timeout_s, may_run_alone)

@@ -48,6 +48,13 @@ DEFAULT_REQUEST_TIMEOUT_S = 60.0
 MAX_HEAD_BYTES = 64 << 10
 
 
+def head_size(scope: dict) -> int:
+    """The bytes of a parsed request head (request line and headers, as sent but for spacing
+    around the colons), from its ASGI scope."""
+    line = len(scope["method"]) + len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + 13
+    return line + sum(len(name) + len(value) + 4 for name, value in scope["headers"]) + 2
+
+
 class HeadHoldingTransport:
     """Wraps a connection's transport: the first write of each response (its head) is held and
     joined to the write after it. Everything else passes through to the wrapped transport.
@@ -205,12 +212,24 @@ class HoldHeads:
         before = self.cycle  # type: ignore[attr-defined]
         in_body = before is not None and before.more_body and not before.response_complete
         super().data_received(data)  # type: ignore[misc]
-        if in_body or self.cycle is not before:  # type: ignore[attr-defined]
-            self._head_bytes = 0  # body bytes, or a head completed
+        cycle = self.cycle  # type: ignore[attr-defined]
+        if cycle is not before:  # a head completed in this read: measured whole, wherever it began
+            self._head_bytes = 0
+            if head_size(cycle.scope) > MAX_HEAD_BYTES and not self.transport.is_closing():
+                # Its task is started: what it answers goes nowhere, and it reads a disconnect.
+                cycle.disconnected = True
+                cycle.message_event.set()
+                self._refuse_head()
+            return
+        if in_body:
+            self._head_bytes = 0
             return
         self._head_bytes += len(data)
         if self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
-            self._refuse(b"431 Request Header Fields Too Large", f"request head is over {MAX_HEAD_BYTES} bytes")
+            self._refuse_head()
+
+    def _refuse_head(self) -> None:
+        self._refuse(b"431 Request Header Fields Too Large", f"request head is over {MAX_HEAD_BYTES} bytes")
 
     def _refuse(self, status: bytes, message: str) -> None:
         """Answer ``status`` with ``message`` and close (no request in this connection is answered after it)."""

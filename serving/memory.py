@@ -6,6 +6,10 @@ reuse their pages, and glibc returns only the free memory at the top of each hea
 replacing a 55 MB model every few seconds then held the freed copies as resident memory.
 ``malloc_trim(0)`` returns every free page of every arena; it walks the heaps, so it runs in a
 thread of its own, once per burst of unloads, never in the event loop or a request's thread.
+
+A large request leaves the same behind: a 200 MB gRPC request (its message, the parsed copy, the
+tensor) kept ~600 MiB resident after it was answered. The core asks for a trim a moment after
+answering one (``request(delay_s)``), once the front end has let go of its buffers.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import ctypes
 import logging
 import platform
 import threading
+import time
 from typing import Callable
 
 log = logging.getLogger("flowstack.serving")
@@ -39,6 +44,8 @@ class FreedMemoryReturner:
     def __init__(self) -> None:
         self._trim = _glibc_malloc_trim()
         self._wanted = threading.Event()
+        self._not_before = 0.0  # time.monotonic() before which the next trim waits
+        self._stop = threading.Event()
         self._stopping = False
         self.trims = 0  # completed trims, for tests and logs
         self._thread: threading.Thread | None = None  # started by the first request
@@ -48,10 +55,12 @@ class FreedMemoryReturner:
     def available(self) -> bool:
         return self._trim is not None
 
-    def request(self) -> None:
-        """Ask for a trim soon (after an unload)."""
+    def request(self, delay_s: float = 0.0) -> None:
+        """Ask for a trim soon (after an unload), or in ``delay_s`` (after a large request, whose
+        buffers are freed once it is answered)."""
         if self._trim is None or self._stopping:
             return
+        self._not_before = max(self._not_before, time.monotonic() + delay_s)
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None:
@@ -61,6 +70,7 @@ class FreedMemoryReturner:
 
     def close(self, timeout: float | None = 5.0) -> None:
         self._stopping = True
+        self._stop.set()
         self._wanted.set()
         if self._thread is not None:
             self._thread.join(timeout)
@@ -69,6 +79,8 @@ class FreedMemoryReturner:
         while True:
             self._wanted.wait()
             self._wanted.clear()
+            while not self._stopping and (wait := self._not_before - time.monotonic()) > 0:
+                self._stop.wait(wait)
             if self._stopping:
                 return
             try:

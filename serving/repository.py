@@ -1,4 +1,4 @@
-"""``ModelRepository``: the models under ``<root>/<name>/<version>/model.flow``, kept in sync by polling.
+"""``ModelRepository``: the models under ``<root>/<name>/<version>/model.flow`` (or ``model.onnx``), kept in sync by polling.
 
 A scan loads new or changed versions off to the side (load, then warm up) and only then swaps
 them in; versions no longer wanted are swapped out and their batchers drained in the background.
@@ -25,6 +25,7 @@ from serving import datatypes
 from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
 from serving.config import DEFAULT_MAX_BATCH_SIZE, ConfigError, ModelConfig
+from serving.ensemble import Ensemble, Step
 from serving.errors import InvalidRequest, ModelNotFound, ServingError, ShuttingDown, shown
 from serving.memory import FreedMemoryReturner
 from serving.metrics import ServingMetrics
@@ -34,9 +35,14 @@ log = logging.getLogger("flowstack.serving")
 CONTROL_MODES = frozenset({"poll", "explicit"})
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 MODEL_FILE = "model.flow"
+# Served as Triton serves ONNX: converted to a .flow when it loads (where there is no model.flow).
+ONNX_FILE = "model.onnx"
 CONFIG_FILE = "config.json"
+# Ensembles may run ensembles; this deep, it is a cycle made by reloading one of them.
+MAX_ENSEMBLE_DEPTH = 8
 
-BackendFactory = Callable[[Path, str], Any]
+# Called (path, device); for a converted model.onnx also flow=<the .flow's bytes>.
+BackendFactory = Callable[..., Any]
 
 
 def validate_name(name: str, what: str = "model") -> str:
@@ -173,6 +179,11 @@ class ModelVersion:
     def version_label(self) -> str:
         return str(self.version)
 
+    @property
+    def pipeline(self) -> Ensemble | None:
+        """The steps it runs, for an ensemble (which has no batcher of its own); else None."""
+        return self.backend if isinstance(self.backend, Ensemble) else None
+
 
 @dataclass
 class VersionStatus:
@@ -204,6 +215,7 @@ class ModelRepository:
         metrics: ServingMetrics | None = None,
         control_mode: str = "poll",
         startup_models: tuple[str, ...] = (),
+        onnx_converter: Callable[[bytes], bytes] | None = None,
     ):
         if control_mode not in CONTROL_MODES:
             raise ValueError(f"unknown model control mode {control_mode!r}; expected one of {sorted(CONTROL_MODES)}")
@@ -214,6 +226,9 @@ class ModelRepository:
         self.device = device
         self.poll_interval_s = poll_interval_s
         self._backend_factory = backend_factory
+        # A model.onnx's bytes -> a .flow's (the exporter's ONNX import, which serving may not
+        # import: the CLI passes it in).
+        self._onnx_converter = onnx_converter
         self.metrics = metrics or ServingMetrics()
         self._models: dict[str, _ModelEntry] = {}
         self.control_mode = control_mode
@@ -305,17 +320,33 @@ class ModelRepository:
         with self._scan_lock:
             if self._closing:
                 raise ShuttingDown("server is shutting down")
-            directory = self.root / name
-            if not directory.is_dir() or not self._inside_root(directory):
+            if not self._has_directory(name):
                 raise InvalidRequest(f"failed to load model {name!r}: no model directory {name!r} in the model repository")
-            self._wanted[name] = config
-            try:
-                self._sync_model(name, directory, config)
-            except OSError as exc:
-                self._unreadable(name, exc)
+            self._load_requested(name, config, set())
             entry = self._models[name]
         if not entry.serving:
             raise InvalidRequest(f"failed to load model {name!r}: {self._reasons(entry)}")
+
+    def _has_directory(self, name: str) -> bool:
+        directory = self.root / name
+        return bool(NAME_PATTERN.match(name)) and directory.is_dir() and self._inside_root(directory)
+
+    def _load_requested(self, name: str, override: dict | None, loading: set[str]) -> None:
+        """Load ``name``; for an ensemble, first the models its steps run that are not loaded
+        (as Triton does), those the repository has: a missing one is the ensemble's error."""
+        directory = self.root / name
+        self._wanted[name] = override
+        loading.add(name)
+        try:
+            read = self._read_config(name, directory, override)
+            if read is None:
+                return
+            for step in read[0].ensemble.steps if read[0].ensemble is not None else ():
+                if step.model_name not in self._models and step.model_name not in loading and self._has_directory(step.model_name):
+                    self._load_requested(step.model_name, None, loading)
+            self._sync_versions(name, directory, *read)
+        except OSError as exc:
+            self._unreadable(name, exc)
 
     def unload_model(self, name: str) -> None:
         """Stop serving model ``name``: lookups fail at once; requests already queued or running
@@ -383,12 +414,15 @@ class ModelRepository:
             raise ModelNotFound(f"model {name!r} has no version label {shown(label)}; its labels: {sorted(labels)}")
         return str(version)
 
-    def is_ready(self, name: str, version: str | None = None) -> bool:
+    def is_ready(self, name: str, version: str | None = None, depth: int = 0) -> bool:
+        """Whether the version would serve; an ensemble's, whether every step's model would too."""
         try:
-            self.get(name, version)
-            return True
+            mv = self.get(name, version)
         except (ModelNotFound, InvalidRequest, ShuttingDown):
             return False
+        pipeline = mv.pipeline
+        return pipeline is None or (depth < MAX_ENSEMBLE_DEPTH and all(
+            self.is_ready(step.model_name, step.version, depth + 1) for step in pipeline.steps))
 
     def versions(self, name: str) -> list[int]:
         entry = self._models.get(name)
@@ -456,6 +490,7 @@ class ModelRepository:
                 return
             found: set[str] = set()
             problems: dict[str, str] = {}
+            ensembles: list[tuple[str, Path, ModelConfig, tuple]] = []  # synced once the models they run are
             for directory in sorted(self.root.iterdir()):
                 if not directory.is_dir() or directory.name.startswith("."):
                     continue
@@ -470,10 +505,19 @@ class ModelRepository:
                     continue  # loaded on request only
                 found.add(name)
                 try:
-                    self._sync_model(name, directory, self._wanted.get(name))
+                    read = self._read_config(name, directory, self._wanted.get(name))
+                    if read is not None and read[0].ensemble is not None:
+                        ensembles.append((name, directory, *read))
+                    elif read is not None:
+                        self._sync_versions(name, directory, *read)
                 except OSError as exc:
                     # The directory changed under the scan (deleted, replaced, unreadable): report
                     # it, keep what this model serves, and go on to the other models.
+                    self._unreadable(name, exc)
+            for name, directory, config, config_stamp in ensembles:
+                try:
+                    self._sync_versions(name, directory, config, config_stamp)
+                except OSError as exc:
                     self._unreadable(name, exc)
             for name, problem in problems.items():
                 if self._problems.get(name) != problem:
@@ -499,31 +543,40 @@ class ModelRepository:
         for sub in directory.iterdir():
             if not sub.name.isdigit() or sub.name.startswith("0") or not sub.is_dir():
                 continue
-            path = sub / MODEL_FILE
-            if not path.is_file():
+            path = next((sub / f for f in (MODEL_FILE, ONNX_FILE) if (sub / f).is_file()), None)
+            if path is None:
                 continue  # not written yet (a directory may appear before its file)
             if self._inside_root(path):
                 versions[int(sub.name)] = path
             else:
-                refused[int(sub.name)] = f"refused: {directory.name}/{sub.name}/{MODEL_FILE} resolves outside the model repository"
+                refused[int(sub.name)] = f"refused: {directory.name}/{sub.name}/{path.name} resolves outside the model repository"
         return versions, refused
 
-    def _sync_model(self, name: str, directory: Path, override: dict | None = None) -> None:
+    def _read_config(self, name: str, directory: Path, override: dict | None) -> tuple[ModelConfig, tuple] | None:
+        """The model's config and what tells it changed; None (reported) where it cannot be used."""
         entry = self._models.setdefault(name, _ModelEntry())
         config_path = directory / CONFIG_FILE
         config_stamp = _stamp(config_path) if override is None else ("override", json.dumps(override, sort_keys=True))
         try:
             if override is None:
-                config = ModelConfig.from_file(config_path, self._real_root, f"{name}/{CONFIG_FILE}")
+                config = ModelConfig.from_file(config_path, self._real_root, f"{name}/{CONFIG_FILE}", name)
             else:
-                config = ModelConfig.from_dict(override, f"config override for model {name!r}")
+                config = ModelConfig.from_dict(override, f"config override for model {name!r}", name)
         except ConfigError as exc:
             if entry.error != str(exc):
                 log.error("model %r: %s (keeping the versions already served)", name, exc)
                 self.metrics.load_failures.inc(model=name)
             entry.error = str(exc)
-            return
-        available, refused = self._available_versions(directory)
+            return None
+        return config, config_stamp
+
+    def _sync_versions(self, name: str, directory: Path, config: ModelConfig, config_stamp: tuple) -> None:
+        entry = self._models[name]
+        if config.ensemble is not None:
+            available, refused = _ensemble_versions(directory), {}
+            config_stamp = (config_stamp, self._steps_stamp(config))
+        else:
+            available, refused = self._available_versions(directory)
         entry.error = ""
         if not available and not refused:
             entry.error = _no_version_reason(name, directory)
@@ -552,7 +605,10 @@ class ModelRepository:
             try:
                 loaded = self._load(name, version, available[version], config, fingerprint)
             except Exception as exc:  # any load or warmup failure is reported, never raised
-                reason = f"failed to load {name}/{version}/{MODEL_FILE}: {type(exc).__name__}: {exc}"
+                if config.ensemble is not None and isinstance(exc, ConfigError):
+                    reason = f"failed to load ensemble {name!r} version {version}: {exc}"
+                else:
+                    reason = f"failed to load {name}/{version}/{available[version].name}: {type(exc).__name__}: {exc}"
                 log.error("model %r version %d: %s", name, version, reason)
                 self.metrics.load_failures.inc(model=name)
                 entry.failed[version] = fingerprint
@@ -578,8 +634,43 @@ class ModelRepository:
             log.info("model %r version %d unloading (draining its queue)", name, mv.version)
             self._retire(mv)
 
+    def _steps_stamp(self, config: ModelConfig) -> tuple:
+        """What the versions an ensemble's steps run are: a step model loaded, reloaded or
+        unloaded makes the ensemble be checked against it again."""
+        stamps = []
+        for step in config.ensemble.steps:
+            try:
+                mv = self.get(step.model_name, step.version)
+            except ServingError:
+                stamps.append(None)
+                continue
+            stamps.append((mv.version, mv.fingerprint))
+        return tuple(stamps)
+
+    def _load_ensemble(self, name: str, version: int, path: Path, config: ModelConfig, fingerprint: tuple) -> ModelVersion:
+        where = f"{name}/{CONFIG_FILE}"
+
+        def step_version(step: Step) -> ModelVersion:
+            if step.model_name == name:
+                raise ConfigError(f"{where}: {step.where} runs the ensemble itself")
+            try:
+                return self.get(step.model_name, step.version)
+            except ServingError as exc:
+                raise ConfigError(f"{where}: {step.where}: {exc}") from None
+
+        pipeline = Ensemble.resolve(config.ensemble, config.max_batch_size, step_version, where)
+        return ModelVersion(name, version, path, config, pipeline, pipeline.max_batch_size, fingerprint)
+
     def _load(self, name: str, version: int, path: Path, config: ModelConfig, fingerprint: tuple) -> ModelVersion:
-        backend = self._backend_factory(path, self.device)
+        if config.ensemble is not None:
+            return self._load_ensemble(name, version, path, config, fingerprint)
+        if path.name == ONNX_FILE:
+            if self._onnx_converter is None:
+                raise RuntimeError(f"{ONNX_FILE} needs an ONNX converter (flowstack serve has one: the exporter's ONNX "
+                                   "import); convert it to model.flow with flowstack convert, or serve with flowstack serve")
+            backend = self._backend_factory(path, self.device, flow=self._onnx_converter(path.read_bytes()))
+        else:
+            backend = self._backend_factory(path, self.device)
         batched = getattr(backend, "batched", False)
         max_batch_size = config.max_batch_size
         if max_batch_size is None:
@@ -626,6 +717,13 @@ class ModelRepository:
     def _forget_retired_metrics(self) -> None:
         served = {(name, str(v)) for name, entry in list(self._models.items()) for v in list(entry.serving)}
         self.metrics.keep_versions(served)
+
+
+def _ensemble_versions(directory: Path) -> dict[int, Path]:
+    """An ensemble's versions: its numbered folders (empty, as Triton's), else version 1."""
+    versions = {int(sub.name): sub for sub in directory.iterdir()
+                if sub.name.isdigit() and not sub.name.startswith("0") and sub.is_dir()}
+    return versions or {1: directory}
 
 
 def _no_version_reason(name: str, directory: Path) -> str:

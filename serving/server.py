@@ -28,6 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import uvicorn
 
@@ -73,6 +74,8 @@ class ServerOptions:
     # A gRPC connection with no call in progress is closed (GOAWAY) after this.
     grpc_idle_timeout_s: float | None = DEFAULT_IDLE_TIMEOUT_S
     backend_factory: type = field(default=EdgeRuntimeBackend, repr=False)
+    # A model.onnx's bytes -> a .flow's; None: model.onnx versions are refused, naming the fix.
+    onnx_converter: Callable[[bytes], bytes] | None = field(default=None, repr=False)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -129,7 +132,7 @@ class InferenceServer:
             raise ValueError("TLS needs both --tls-cert and --tls-key")
         self.repository = ModelRepository(
             o.model_repository, device=o.device, poll_interval_s=o.poll_interval_s, backend_factory=o.backend_factory,
-            control_mode=o.model_control_mode, startup_models=o.startup_models,
+            control_mode=o.model_control_mode, startup_models=o.startup_models, onnx_converter=o.onnx_converter,
         )
         self.core = InferenceCore(self.repository)
         sock = _bind_http(o.host, o.http_port) if o.http_port is not None else None  # before any model loads

@@ -43,10 +43,9 @@ class Mlp:
         e = np.exp(z - z.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 
-    def write(self, path: Path) -> Path:
+    def onnx(self):
+        """The MLP as an ONNX ModelProto."""
         from onnx import TensorProto, helper, numpy_helper
-
-        from exporter.onnx_import import convert_onnx
 
         inits = [numpy_helper.from_array(a, n) for n, a in (("w1", self.w1), ("b1", self.b1), ("w2", self.w2), ("b2", self.b2))]
         graph = helper.make_graph(
@@ -61,9 +60,13 @@ class Mlp:
             [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["n", OUT_DIM])],
             inits,
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    def write(self, path: Path) -> Path:
+        from exporter.onnx_import import convert_onnx
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        convert_onnx(model, path)
+        convert_onnx(self.onnx(), path)
         return path
 
 

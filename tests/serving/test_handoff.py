@@ -8,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 
+from serving import batcher as batcher_module
 from serving import handoff
 from serving.batcher import DynamicBatcher
 
@@ -83,3 +84,94 @@ def test_submit_without_wake_waits_for_wake():
     batcher.wake()
     assert [f.result(5)["y"][0] for f in futures] == [2, 2, 2]
     batcher.close()
+
+
+class ThreadRecorder:
+    """A backend that doubles ``x`` after ``delay_s`` and records the thread each call ran in."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s = delay_s
+        self.threads: list[int] = []
+
+    def __call__(self, requests):
+        if self.delay_s:
+            threading.Event().wait(self.delay_s)
+        self.threads.append(threading.get_ident())
+        return [{"y": r["x"] * 2} for r in requests]
+
+
+def test_a_lone_request_runs_in_the_loop_and_company_goes_to_the_worker(monkeypatch):
+    # A call of the backend preempted on a loaded machine must not count as a slow model here.
+    monkeypatch.setattr(batcher_module, "RUN_ALONE_MAX_COMPUTE_S", 1.0)
+    backend = ThreadRecorder()
+    batcher = DynamicBatcher(backend, max_batch_size=8)
+
+    async def main():
+        for _ in range(3):  # the first goes to the worker, which times the model
+            while batcher.in_flight:  # the worker counts its last request done just after answering it
+                await asyncio.sleep(0.001)
+            assert float((await handoff.submit(batcher, {"x": np.ones(1)}, 1))["y"][0]) == 2.0
+        alone = list(backend.threads)
+        backend.threads.clear()
+        results = await asyncio.gather(*[handoff.submit(batcher, {"x": np.full(1, i)}, 1) for i in range(4)])
+        assert [float(r["y"][0]) for r in results] == [0.0, 2.0, 4.0, 6.0]
+        return threading.get_ident(), alone
+
+    loop_thread, alone = asyncio.run(main())
+    batcher.close()
+    assert alone[0] != loop_thread and alone[1:] == [loop_thread, loop_thread]
+    assert backend.threads and loop_thread not in backend.threads  # four at once: batched by the worker
+
+
+@pytest.mark.parametrize("delay_s, max_queue_delay_us", [(0.005, 0), (0.0, 1000)])
+def test_a_slow_model_or_a_batching_window_never_runs_in_the_loop(delay_s, max_queue_delay_us):
+    backend = ThreadRecorder(delay_s=delay_s)
+    batcher = DynamicBatcher(backend, max_batch_size=8, max_queue_delay_us=max_queue_delay_us)
+
+    async def main():
+        for _ in range(3):
+            await handoff.submit(batcher, {"x": np.ones(1)}, 1)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    batcher.close()
+    assert len(backend.threads) == 3 and loop_thread not in backend.threads
+
+
+def test_lone_http_requests_run_in_the_loop_and_grpc_ones_on_the_worker(repo, monkeypatch):
+    """grpc.aio hands the loop one call a turn: under load each call came alone and the loop, its
+    bottleneck, ran the model too. So only HTTP's lone requests run there."""
+    import grpc
+    import httpx
+
+    from schemas.proto import grpc_service_pb2 as pb
+    from schemas.proto import grpc_service_pb2_grpc as pb_grpc
+    from serving.backends import EdgeRuntimeBackend
+    from tests.serving.conftest import running_server
+
+    monkeypatch.setattr(batcher_module, "RUN_ALONE_MAX_COMPUTE_S", 1.0)  # however slow the loaded host
+    threads: list[int] = []
+
+    class Recording(EdgeRuntimeBackend):
+        def infer_batch(self, requests):
+            threads.append(threading.get_ident())
+            return super().infer_batch(requests)
+
+    (repo / "mlp" / "config.json").write_text('{"max_batch_size": 16}')  # no batching window
+    x = np.ones((1, 4), np.float32)
+    with running_server(repo, backend_factory=Recording) as server:
+        loop_thread = server._thread.ident
+        with httpx.Client(base_url=server.http_url, timeout=10) as http:
+            for _ in range(4):
+                http.post("/v2/models/mlp/infer", json={"inputs": [
+                    {"name": "x", "datatype": "FP32", "shape": [1, 4], "data": x.ravel().tolist()}]}).raise_for_status()
+        over_http, threads[:] = list(threads), []
+        with grpc.insecure_channel(server.grpc_address) as channel:
+            stub = pb_grpc.GRPCInferenceServiceStub(channel)
+            for _ in range(4):
+                request = pb.ModelInferRequest(model_name="mlp")
+                request.inputs.add(name="x", datatype="FP32", shape=[1, 4])
+                request.raw_input_contents.append(x.tobytes())
+                stub.ModelInfer(request, timeout=10)
+    assert loop_thread in over_http[-3:]  # the first of the warm ones may still find the worker counting
+    assert len(threads) == 4 and loop_thread not in threads

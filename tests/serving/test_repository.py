@@ -218,3 +218,34 @@ def test_a_version_with_flipped_weight_bytes_is_refused_and_the_previous_serves(
         np.testing.assert_allclose(run(repository), mlp(x), rtol=1e-5)
     finally:
         repository.close()
+
+
+def test_a_model_onnx_version_is_converted_when_it_loads(tmp_path, mlp, mlp_v2):
+    """As Triton serves ONNX directly: a version folder holding model.onnx (and no model.flow)."""
+    from flowstack_cli.serve import onnx_to_flow
+
+    root = tmp_path / "models"
+    (root / "mlp" / "1").mkdir(parents=True)
+    (root / "mlp" / "1" / "model.onnx").write_bytes(mlp.onnx().SerializeToString())
+    (root / "broken" / "1").mkdir(parents=True)
+    (root / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    repository = loaded(root, onnx_converter=onnx_to_flow)
+    try:
+        x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+        np.testing.assert_allclose(run(repository, x=x), mlp(x), rtol=1e-5, atol=1e-6)
+        (reason,) = [row["reason"] for row in repository.index() if row["name"] == "broken"]
+        assert reason.startswith("failed to load broken/1/model.onnx:")
+        # A new version holding a model.onnx is picked up by the poll.
+        (root / "mlp" / "2").mkdir()
+        (root / "mlp" / "2" / "model.onnx").write_bytes(mlp_v2.onnx().SerializeToString())
+        repository.poll()
+        np.testing.assert_allclose(run(repository, x=x), mlp_v2(x), rtol=1e-5, atol=1e-6)
+    finally:
+        repository.close()
+
+    without = loaded(root)
+    try:
+        (reason,) = [row["reason"] for row in without.index() if row["name"] == "mlp" and row["version"] == "2"]
+        assert "model.onnx needs an ONNX converter" in reason and "flowstack serve" in reason
+    finally:
+        without.close()

@@ -5,6 +5,7 @@ bounded."""
 from __future__ import annotations
 
 import gc
+import json
 import os
 import shutil
 import time
@@ -167,3 +168,30 @@ def test_fifty_reloads_keep_resident_memory_bounded(tmp_path):
     assert peak <= first + 3 * model_bytes, report
     assert last <= first + 1.5 * model_bytes, report
     print(report)
+
+
+def test_a_large_request_asks_for_a_trim_once_answered(repo):
+    """A request of LARGE_REQUEST_BYTES or more leaves its buffers' pages with malloc: a trim
+    follows, a moment after the answer (when the front end has let go of them)."""
+    from serving.core import LARGE_REQUEST_BYTES, LARGE_REQUEST_TRIM_DELAY_S
+
+    with running_server(repo, grpc_port=None, max_request_bytes=64 << 20) as server:
+        memory = server.repository.memory
+        if not memory.available:
+            pytest.skip("malloc_trim needs glibc")
+        small = np.zeros((4, 4), np.float32)
+        body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [4, 4], "data": small.ravel().tolist()}]}
+        assert httpx.post(f"{server.http_url}/v2/models/mlp/infer", json=body, timeout=10).status_code == 200
+        time.sleep(LARGE_REQUEST_TRIM_DELAY_S + 0.3)
+        trims = memory.trims
+        rows = LARGE_REQUEST_BYTES // 16 + 1
+        header = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": [rows, 4],
+                                         "parameters": {"binary_data_size": rows * 16}}]}).encode()
+        answered_at = time.monotonic()
+        reply = httpx.post(f"{server.http_url}/v2/models/mlp/infer", content=header + bytes(rows * 16), timeout=30,
+                           headers={"Inference-Header-Content-Length": str(len(header))})
+        assert reply.status_code == 400  # over max_batch_size: refused, yet received
+        deadline = time.monotonic() + 10
+        while memory.trims == trims and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert memory.trims == trims + 1 and time.monotonic() - answered_at >= LARGE_REQUEST_TRIM_DELAY_S
