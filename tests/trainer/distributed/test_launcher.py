@@ -41,7 +41,7 @@ def test_a_failing_worker_fails_the_job_with_its_status():
                                 "--mode", "fail-worker")
     assert code == 3, out
     assert "[worker:1] failing on purpose" in out
-    assert "[launcher] worker:1 failed with exit status 3; stopping the job" in out
+    assert "[launcher] worker:1 failed with exit status 3 (permanent" in out
     assert elapsed < 60  # the others were killed, not waited for
 
 
