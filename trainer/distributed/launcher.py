@@ -121,6 +121,7 @@ class LocalJob:
                 except subprocess.TimeoutExpired:
                     pass
                 t.reader.join(timeout=5)
+                t.proc.stdout.close()
 
     def all_tasks(self) -> list[_Task]:
         with self._lock:
@@ -160,6 +161,7 @@ class LocalJob:
                                  f"(--max-restarts {self.max_restarts}); stopping the job")
             return status
         task.reader.join(timeout=5)
+        task.proc.stdout.close()
         self.say("launcher", f"{task.label} exited with status {status} (retryable); restarting it "
                              f"(restart {task.restarts + 1} of {self.max_restarts})")
         self._start(task.job, task.index, command, task.restarts + 1)
