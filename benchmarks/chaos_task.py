@@ -94,6 +94,8 @@ def main() -> int:
         while not sess.should_stop():
             sess.run(train, {x: xtr, y: ytr})
             ran += 1
+            if ran == 1 and sess.restored_from:
+                print(f"first step after restore at global step {sess.step}", flush=True)
             if ran % 10 == 0:
                 print(f"global step {sess.step}", flush=True)
             if args.step_sleep:
