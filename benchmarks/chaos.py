@@ -7,7 +7,7 @@ restarts, the global step each restarted chief resumed from and the steps lost (
 before the kill minus the step resumed from; at most the steps since the last checkpoint).
 
     python benchmarks/chaos.py --schedules 10            # 10 seeded random schedules, 1 PS + 3 workers
-    python benchmarks/chaos.py --schedules 2 --seed 7
+    python benchmarks/chaos.py --schedules 3 --seed 3 --baseline 0.9639   # schedules 3-5, no baseline run
 """
 
 from __future__ import annotations
@@ -150,9 +150,13 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--baseline", type=float, default=None,
+                   help="the no-failure run's accuracy, from an earlier run (skips that run; to split a long series)")
     args = p.parse_args(argv)
-    base = run_job([], workers=args.workers, steps=args.steps)
-    print(f"no failures: status {base.code}, accuracy {base.accuracy}, {base.elapsed:.1f} s", flush=True)
+    base = ChaosResult(0, 0.0, args.baseline, 0)
+    if args.baseline is None:
+        base = run_job([], workers=args.workers, steps=args.steps)
+        print(f"no failures: status {base.code}, accuracy {base.accuracy}, {base.elapsed:.1f} s", flush=True)
     bad = 0
     for i in range(args.schedules):
         kills = random_schedule(args.seed + i, args.workers, args.steps)
