@@ -132,3 +132,30 @@ def test_metrics_are_served_for_prometheus(servers):
     assert ps.service.bytes_sent_to["/job:worker/task:0"] > 0
     stats = ps.peer("/job:worker/task:0").step_stats(timeout=5)
     assert stats["steps"] == 3 and stats["p50_ms"] == pytest.approx(20.0)
+
+
+def test_the_chief_reports_stragglers_and_writes_step_scalars(servers, tmp_path, caplog):
+    import logging
+
+    from .test_runtime import data
+
+    cluster = make_cluster(ps=1, workers=2)
+    servers(cluster, "ps")
+    chief = servers(cluster, "worker", 0)
+    other = servers(cluster, "worker", 1)
+    for seconds in (0.010, 0.012, 0.050):
+        other.metrics.observe_step(seconds)  # worker 1's steps, as its own session would record them
+    g, m = build_regression("/job:ps/task:0")
+    xs, ys = data()
+    caplog.set_level(logging.INFO, logger="trainer.monitored")
+    with T.train.MonitoredTrainingSession(master=chief.target, is_chief=True, graph=g, checkpoint_dir=str(tmp_path),
+                                          report_steps=2, save_secs=None, max_steps=4) as sess:
+        while not sess.should_stop():
+            sess.run(m["train"], {m["x"]: xs, m["y"]: ys})
+    reports = [r.getMessage() for r in caplog.records if "straggler report" in r.getMessage()]
+    assert len(reports) == 2, reports
+    assert "/job:worker/task:1 p50 12.0 p90 42.4 p99 49.2 ms" in reports[0]
+    assert "slowest /job:worker/task:1" in reports[0] or "slowest /job:worker/task:0" in reports[0]
+    assert chief.metrics.steps >= 4  # one record per MonitoredTrainingSession.run
+    events = b"".join(p.read_bytes() for p in tmp_path.glob("events.out.tfevents.*"))
+    assert b"flowstack/p50_ms" in events and b"flowstack/steps_per_sec" in events
