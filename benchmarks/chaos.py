@@ -58,8 +58,8 @@ class ChaosResult:
 class _Watcher(io.TextIOBase):
     """The launcher's output: parsed for progress, kills fired when their moment comes."""
 
-    def __init__(self, kills: list[Kill], save_steps: int):
-        self.kills, self.save_steps = list(kills), save_steps
+    def __init__(self, kills: list[Kill]):
+        self.kills = list(kills)
         self.job: LocalJob | None = None
         self.step = 0
         self.last_saved = 0
@@ -82,12 +82,12 @@ class _Watcher(io.TextIOBase):
         task, msg = m.groups()
         now = time.monotonic()
         self.result.events.append((now, task, msg))
-        if (s := re.match(r"global step (\d+)$", msg)) or (s := re.match(r"saving checkpoint at step (\d+)", msg)):
-            self.step = max(self.step, int(s.group(1)))
+        saving = None
         if s := re.match(r"saving checkpoint at step (\d+)", msg):
             saving = int(s.group(1))
-        else:
-            saving = None
+            self.step = max(self.step, saving)
+        elif s := re.match(r"global step (\d+)$", msg):
+            self.step = max(self.step, int(s.group(1)))
         if s := re.match(r"restored step (\d+); values equal the checkpoint: (\w+)", msg):
             resumed = int(s.group(1))
             self.result.resumed_from.append(resumed)
@@ -121,7 +121,7 @@ def run_job(kills: list[Kill], *, workers: int = 2, steps: int = 300, save_steps
             logdir: str | None = None, extra: tuple[str, ...] = ()) -> ChaosResult:
     """Run one job with ``kills``; its ``ChaosResult``."""
     with tempfile.TemporaryDirectory(prefix="chaos-") as tmp:
-        watcher = _Watcher(kills, save_steps)
+        watcher = _Watcher(kills)
         job = LocalJob(ps=1, workers=workers, timeout=timeout, grace=15.0, out=watcher, max_restarts=max_restarts)
         watcher.job = job
         command = [sys.executable, str(TASK), "--logdir", logdir or f"{tmp}/ckpt", "--steps", str(steps),
