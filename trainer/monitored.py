@@ -70,7 +70,6 @@ class MonitoredTrainingSession:
         self.summary_op = summary_op
         self.save_summaries_steps = save_summaries_steps
         self.report_steps = report_steps
-        self.writer = FileWriter(checkpoint_dir) if (writes and (summary_op is not None or self.server)) else None
         self.restored_from = latest_checkpoint(checkpoint_dir) if writes else None
         try:
             self._prepare(init, local_init, ready_timeout)
@@ -80,6 +79,7 @@ class MonitoredTrainingSession:
             if self.server is not None and is_peer_failure(e):
                 leave_for_restart(self.server.task, e)  # e.g. the PS restarted while this task started
             raise
+        self.writer = FileWriter(checkpoint_dir) if (writes and (summary_op is not None or self.server)) else None
 
     def _prepare(self, init, local_init, ready_timeout: float) -> None:
         """Restore or initialize (the chief) or wait for the chief to have done so (the others)."""

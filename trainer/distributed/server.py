@@ -195,7 +195,7 @@ class Server:
             return False
         for task in missing:
             try:
-                self.peer(task).health(timeout=_JOIN_POLL_S)
+                self.peer(task).check_alive(_JOIN_POLL_S)  # grpc.health.v1: any incarnation counts
                 return False
             except DistributedError:
                 continue
