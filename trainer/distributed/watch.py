@@ -1,9 +1,10 @@
 """Peers watching each other: a thread that health-checks every task this one has talked to.
 
 Each ``interval`` seconds the ``PeerWatcher`` sends the standard ``grpc.health.v1`` check (bounded by
-``timeout``) to every peer its server holds a client for and that has answered it once. A peer that does not answer SERVING is
-marked down, which fails the calls in flight to it at once (a step blocked on a hung or vanished
-task fails within ``interval + timeout`` seconds, not after the step's whole timeout); one that
+``timeout``) to every peer its server holds a client for and that has answered it once. A peer that
+misses ``misses`` checks in a row (one slow answer on a loaded host is not a failure) is marked
+down, which fails the calls in flight to it at once (a step blocked on a hung task fails within
+about ``misses * interval + timeout`` seconds, not after the step's whole timeout); one that
 answers again is marked up. A killed process is usually seen sooner still: its connections close,
 and gRPC fails the calls on them right away.
 """
@@ -21,9 +22,11 @@ __all__ = ["PeerWatcher"]
 class PeerWatcher:
     """Health-checks ``peers()`` (task -> PeerClient) every ``interval`` seconds on a daemon thread."""
 
-    def __init__(self, peers: Callable[[], dict], interval: float = 1.0, timeout: float = 1.0, name: str = "watch"):
-        self.peers, self.interval, self.timeout = peers, interval, timeout
+    def __init__(self, peers: Callable[[], dict], interval: float = 1.0, timeout: float = 1.0, name: str = "watch",
+                 misses: int = 2):
+        self.peers, self.interval, self.timeout, self.misses = peers, interval, timeout, misses
         self.down: set[str] = set()
+        self._missed: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"peer-watch-{name}")
 
@@ -37,9 +40,12 @@ class PeerWatcher:
             try:
                 client.check_alive(self.timeout)
             except DistributedError as e:
-                self.down.add(task)
-                client.mark_down(str(e))
+                self._missed[task] = self._missed.get(task, 0) + 1
+                if self._missed[task] >= self.misses:
+                    self.down.add(task)
+                    client.mark_down(str(e))
                 continue
+            self._missed.pop(task, None)
             if task in self.down:
                 self.down.discard(task)
                 client.mark_up()
