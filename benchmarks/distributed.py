@@ -19,6 +19,13 @@
     wall time per global step (target: >= 20% lower with the backup; the paper's Figure 8c).
 (f) async against sync (m = n) throughput at 1, 2 and 4 workers on a small dense model: batches
     applied per second over the whole job.
+(g) recovery after a PS is SIGKILLed (1 PS + 2 workers under the launcher, benchmarks/chaos.py):
+    seconds from the kill until a worker reports the failure (target <= 5), the launcher restarts
+    the PS, the chief has restored the last checkpoint, and the chief's first step after it
+    (target <= 10).
+(h) the steady-state cost of health checks and metrics: the null step of (a) in alternating blocks
+    with a PeerWatcher running and each step's time recorded in TaskMetrics, and with neither;
+    median ms per step of each, with the spread of the block medians.
 
     python benchmarks/distributed.py                 # about two to three minutes
     python benchmarks/distributed.py --only c,e --sparse-big-mb 1024
@@ -75,7 +82,9 @@ def run_worker(args) -> int:
     import trainer as T
 
     r = T.train.TFConfigClusterResolver()
-    server = T.train.Server(r.cluster_spec(), r.task_type, r.task_id, timeout=120.0, startup_timeout=60.0)
+    watch = None if args.case == "overhead" else 1.0  # (h) starts and stops its own watchers
+    server = T.train.Server(r.cluster_spec(), r.task_type, r.task_id, timeout=120.0, startup_timeout=60.0,
+                            watch_interval=watch)
     result = {"task": f"{r.task_type}:{r.task_id}", **CASES[args.case](server, r, args)}
     print("RESULT " + json.dumps(result), flush=True)
     server.done()
@@ -281,7 +290,39 @@ def training_case(server, r, args) -> dict:
                 step_ms=(end - start) * 1e3 / max(global_steps, 1))
 
 
-CASES = {"null": null_case, "dense": dense_case, "sparse": sparse_case, "distbelief": distbelief_case,
+def overhead_case(server, r, args) -> dict:
+    """Null steps in blocks: with a PeerWatcher (1 s interval) and a TaskMetrics record per step,
+    and without either, alternating, so both see the same load."""
+    import trainer as T
+    from trainer.distributed.watch import PeerWatcher
+
+    g = T.Graph()
+    with g.as_default(), T.device("/job:ps/task:0"):
+        w = T.Variable(np.zeros((), np.float32), name="w")
+        step = w.assign_add(np.float32(1.0))
+    sess = T.Session(g, target=server.target)
+    sess.run(w.initializer)
+    timed(lambda: sess.run(step), 50)
+    blocks: dict[str, list[float]] = {"with": [], "without": []}
+    for block in range(2 * args.overhead_blocks):
+        watched = block % 2 == 0
+        watcher = PeerWatcher(server.peers, 1.0, 1.0, "bench") if watched else None
+        if watcher is not None:
+            watcher.start()
+
+        def one_step():
+            t0 = time.perf_counter()
+            sess.run(step)
+            if watched:
+                server.metrics.observe_step(time.perf_counter() - t0)
+
+        blocks["with" if watched else "without"].append(statistics.median(timed(one_step, args.steps, warmup=5)))
+        if watcher is not None:
+            watcher.stop()
+    return {k: v for k, v in blocks.items()}
+
+
+CASES = {"overhead": overhead_case, "null": null_case, "dense": dense_case, "sparse": sparse_case, "distbelief": distbelief_case,
          "train": training_case}
 
 
@@ -419,8 +460,45 @@ def report_modes(args) -> None:
         print(f"{workers:>8} {rates[0]:>9.1f} {rates[1]:>9.1f} {rates[1] / rates[0]:>11.2f}")
 
 
+def report_recovery(args) -> None:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.chaos import Kill
+    from benchmarks.chaos import run_job as chaos_job
+
+    print("(g) recovery after SIGKILL of the PS at global step 100 (1 PS + 2 workers, launcher, checkpoint every "
+          "40 steps); seconds after the kill")
+    print(f"{'run':>4} {'failure seen':>13} {'PS restarted':>13} {'restored':>9} {'first step':>11} {'lost steps':>11} "
+          f"{'status':>7}")
+    for run in range(args.recovery_runs):
+        r = chaos_job([Kill("ps:0", 100)], workers=2)
+        killed = r.killed_at[0]
+
+        def first(task_prefix: str, text: str) -> float:
+            times = [t - killed for t, task, msg in r.events if t >= killed and task.startswith(task_prefix) and text in msg]
+            return times[0] if times else float("nan")
+
+        seen = first("worker", "a peer task failed or restarted")
+        restarted = first("launcher", "ps:0 exited")
+        restored = first("worker:0", "restored step")
+        stepped = first("worker:0", "first step after restore")
+        print(f"{run:>4} {seen:>13.2f} {restarted:>13.2f} {restored:>9.2f} {stepped:>11.2f} "
+              f"{str(r.lost_steps):>11} {r.code:>7}")
+
+
+def report_overhead(args) -> None:
+    print(f"(h) null step (1 PS, 1 worker) with health checks + metrics and without: median ms per step over "
+          f"{args.overhead_blocks} alternating blocks of {args.steps} steps each")
+    (r,) = run_job("overhead", 1, 1, ["--steps", str(args.steps), "--overhead-blocks", str(args.overhead_blocks)])
+    on, off = statistics.median(r["with"]), statistics.median(r["without"])
+    spread = max(r["without"]) - min(r["without"])
+    print(f"with {on:.3f} ms, without {off:.3f} ms, ratio {on / off:.3f}; block medians without: "
+          f"{' '.join(f'{x:.3f}' for x in r['without'])} (spread {spread:.3f} ms); with: "
+          f"{' '.join(f'{x:.3f}' for x in r['with'])}")
+
+
 REPORTS = {"a": report_null, "b": report_dense, "c": report_sparse, "d": report_distbelief, "e": report_sync,
-           "f": report_modes}
+           "f": report_modes, "g": report_recovery, "h": report_overhead}
 
 
 def main() -> int:
@@ -444,6 +522,8 @@ def main() -> int:
     p.add_argument("--aggregate", type=int, default=0, help="(worker) sync m; 0 trains asynchronously")
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--straggler", type=int, default=-1)
+    p.add_argument("--recovery-runs", type=int, default=2)
+    p.add_argument("--overhead-blocks", type=int, default=6)
     args = p.parse_args()
     if args.role == "ps":
         return run_ps(args.echo_port if args.echo else 0)

@@ -6,12 +6,14 @@ asynchronously (between-graph replication, each worker reads, computes and appli
 Every task runs this script; ``TF_CONFIG`` (set by the launcher, or by the Kubeflow training
 operator on a cluster) says which task it is. A PS serves until every worker is done, then exits
 0; worker 0 (or the chief, if the cluster has one) initializes the variables, writes checkpoints
-to --logdir and prints the test accuracy at the end.
+to --logdir and prints the test accuracy at the end. A task that dies is restarted by the launcher
+(or the Kubeflow operator) and the job resumes from the last checkpoint: nothing here handles it.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -40,7 +42,10 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=12, help="epochs of the training set, over all workers together")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--timeout", type=float, default=60.0, help="seconds any RPC or wait of a step may take")
+    p.add_argument("--save-steps", type=int, default=200,
+                   help="the chief checkpoints every this many global steps (a restarted task resumes from the last)")
     args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # the chief's straggler reports
 
     resolver = T.train.TFConfigClusterResolver()
     cluster = resolver.cluster_spec()
@@ -59,7 +64,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(100 + resolver.task_id)
     done = 0
     with T.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief, graph=g, checkpoint_dir=args.logdir,
-                                          max_steps=total, save_secs=None, save_steps=None) as sess:
+                                          max_steps=total, save_secs=None, save_steps=args.save_steps) as sess:
         while not sess.should_stop():
             b = rng.integers(0, len(xtr), args.batch)
             _, loss = sess.run([m["train"], m["loss"]], {m["x"]: xtr[b], m["y"]: ytr[b]})

@@ -24,6 +24,10 @@ def register(subparsers) -> None:
     launch.add_argument("--grace", type=float, default=15.0,
                         help="seconds a PS may keep running after every worker finished before it counts as a "
                              "failure and is killed (default 15)")
+    launch.add_argument("--max-restarts", type=int, default=None, metavar="K",
+                        help="restart a task that fails with a retryable status (killed, or 128-255) up to K times, as "
+                             "Kubeflow's restartPolicy ExitCode would; a permanent status (1-127) ends the job at once "
+                             "(default 3)")
     launch.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command every task runs")
     launch.set_defaults(handler=run)
     pod_exec = actions.add_parser("pod-exec", help="run a command with TF_CONFIG built from a Kubernetes pod's "
@@ -40,9 +44,10 @@ def _command(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainer.distributed.launcher import LocalJob
+    from trainer.distributed.launcher import DEFAULT_MAX_RESTARTS, LocalJob
 
-    job = LocalJob(args.ps, args.workers, args.chief, timeout=args.timeout, grace=args.grace)
+    max_restarts = DEFAULT_MAX_RESTARTS if args.max_restarts is None else args.max_restarts
+    job = LocalJob(args.ps, args.workers, args.chief, timeout=args.timeout, grace=args.grace, max_restarts=max_restarts)
     return job.run(_command(args))
 
 

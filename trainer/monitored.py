@@ -9,10 +9,18 @@ On a cluster (``master=server.target``) only the chief initializes, restores and
 workers wait, bounded by ``ready_timeout``, until the chief has initialized every variable. All of
 them stop when the shared global step reaches ``max_steps`` (or a ``StopAtStepHook`` says so), and
 closing tells every PS task this worker is done, so a PS's ``Server.join()`` returns once all are.
+
+Failures on a cluster need no user code either: when a step fails because another task died, hung
+or restarted (``trainer.distributed.recovery``), leaving the ``with`` block exits the process with
+``exit_codes.PEER_UNAVAILABLE`` (nothing is saved: the variables may be half gone); the launcher or
+the Kubeflow operator restarts the task and the chief restores the last checkpoint. Each step's time
+goes to the task's metrics (Prometheus ``/metrics``), and every ``report_steps`` steps the chief
+logs a straggler report and writes its step-time scalars to TensorBoard in ``checkpoint_dir``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 
 from trainer.checkpoint_index import remove_leftovers
@@ -26,6 +34,8 @@ from trainer.variables import global_variables, global_variables_initializer, lo
 
 __all__ = ["MonitoredTrainingSession"]
 
+log = logging.getLogger("trainer.monitored")
+
 
 class MonitoredTrainingSession:
     """``with MonitoredTrainingSession(checkpoint_dir=d) as sess: while not sess.should_stop(): sess.run(train_op)``."""
@@ -34,7 +44,7 @@ class MonitoredTrainingSession:
                  hooks=(), graph=None, save_steps: int | None = None, save_secs: float | None = 600.0,
                  max_steps: int | None = None, max_to_keep: int = 5, summary_op=None,
                  save_summaries_steps: int = 100, saver: Saver | None = None, ready_timeout: float = 300.0,
-                 **session_kwargs):
+                 report_steps: int = 100, **session_kwargs):
         self.graph = graph or get_default_graph()
         self.checkpoint_dir = checkpoint_dir
         self.is_chief = is_chief
@@ -59,17 +69,31 @@ class MonitoredTrainingSession:
         self.session = Session(self.graph, target=master or None, **session_kwargs)
         if writes:
             remove_leftovers(checkpoint_dir)  # temporary files of a chief killed mid-save
+        runtime = self.session.runtime
+        self.server = None if runtime is None else runtime.server
+        self.summary_op = summary_op
+        self.save_summaries_steps = save_summaries_steps
+        self.report_steps = report_steps
         self.restored_from = latest_checkpoint(checkpoint_dir) if writes else None
-        if is_chief:
+        try:
+            self._prepare(init, local_init, ready_timeout)
+        except Exception as e:
+            from trainer.distributed.recovery import is_peer_failure, leave_for_restart
+
+            if self.server is not None and is_peer_failure(e):
+                leave_for_restart(self.server.task, e)  # e.g. the PS restarted while this task started
+            raise
+        self.writer = FileWriter(checkpoint_dir) if (writes and (summary_op is not None or self.server)) else None
+
+    def _prepare(self, init, local_init, ready_timeout: float) -> None:
+        """Restore or initialize (the chief) or wait for the chief to have done so (the others)."""
+        if self.is_chief:
             self.session.run(init)
             if self.restored_from:
                 self.saver.restore(self.session, self.restored_from)
         else:
             self._wait_until_initialized(ready_timeout)
         self.session.run(local_init)  # each worker's own metrics and counters
-        self.summary_op = summary_op
-        self.save_summaries_steps = save_summaries_steps
-        self.writer = FileWriter(checkpoint_dir) if (writes and summary_op is not None) else None
         self._step = int(self.session.run(self.global_step))
         self._last_save_time = time.time()
         self._last_save_step = self._step
@@ -114,10 +138,16 @@ class MonitoredTrainingSession:
         extra = [None if r is None else r.fetches for r in requests]
         # A due summary is fetched in the same run as the step (a second run would take another
         # batch from an input pipeline); it is due when the step about to be taken is a multiple.
-        summary_due = self.writer is not None and (self._step + 1) % self.save_summaries_steps == 0
+        summary_due = (self.writer is not None and self.summary_op is not None
+                       and (self._step + 1) % self.save_summaries_steps == 0)
         if summary_due:
             extra.append(self.summary_op)
+        started = time.perf_counter()
         out, step, extra_values = _run_flat(self.session, fetches, self.global_step, extra, feeds or None)
+        if self.server is not None:
+            self.server.metrics.observe_step(time.perf_counter() - started)
+            if self.is_chief and self.report_steps and step // self.report_steps > self._step // self.report_steps:
+                self._report(step)
         self._step = step
         if summary_due:
             self.writer.add_summary(extra_values.pop(), step)
@@ -140,6 +170,15 @@ class MonitoredTrainingSession:
         update when the global step lives on a PS task (it is read while the update runs there)."""
         return int(self.session.run(self.global_step))
 
+    def _report(self, step: int) -> None:
+        from trainer.distributed.stragglers import straggler_report
+
+        line, scalars = straggler_report(self.server, step)
+        log.info(line)
+        if self.writer is not None:
+            for tag, value in scalars.items():
+                self.writer.add_scalar(tag, value, step)
+
     def save(self) -> str:
         self._step = self._read_step()  # the checkpoint's name must be the step its values hold
         path = self.saver.save(self.session, f"{self.checkpoint_dir}/model", global_step=self._step)
@@ -150,26 +189,35 @@ class MonitoredTrainingSession:
     def should_stop(self) -> bool:
         return self._stop or self.coord.should_stop()
 
-    def close(self) -> None:
+    def close(self, peer_failed: bool = False) -> None:
+        """Save a last checkpoint, end the hooks, tell the PS tasks this worker is done. After a
+        peer failure (``peer_failed``) nothing is saved or said: this task is about to restart."""
         try:
-            if self.saver is not None and self._step != self._last_save_step:
+            if self.saver is not None and self._step != self._last_save_step and not peer_failed:
                 self.save()
             for hook in self.hooks:
                 hook.end(self.session)
             if self.writer is not None:
                 self.writer.close()
         finally:
-            runtime = self.session.runtime
             self.session.close()
-            if runtime is not None:
-                runtime.server.done()
+            if self.server is not None and not peer_failed:
+                self.server.done()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
-        return False
+    def __exit__(self, exc_type, exc, tb):
+        from trainer.distributed.recovery import is_peer_failure, leave_for_restart
+
+        if self.server is None or not is_peer_failure(exc):
+            self.close()
+            return False
+        try:
+            self.close(peer_failed=True)
+        except Exception:  # noqa: BLE001 - the peer failure is what this task reports
+            pass
+        leave_for_restart(self.server.task, exc)
 
 
 def _run_flat(session: Session, fetches, global_step, extra: list, feed_dict):

@@ -12,16 +12,21 @@ A task is named ``/job:<job>/task:<index>`` everywhere in the runtime (``task_na
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from typing import Mapping
 
-__all__ = ["ClusterConfigError", "ClusterSpec", "TFConfigClusterResolver", "chief_task", "split_task_name", "task_name"]
+__all__ = ["JOB_ID_ENV", "ClusterConfigError", "ClusterSpec", "TFConfigClusterResolver", "chief_task", "job_id_of",
+           "split_task_name", "task_name"]
 
 # Jobs whose tasks run training steps (the job is done when all of them are); "ps" tasks serve.
 SERVING_JOBS = frozenset({"ps"})
 _JOB_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+# Names the job a task belongs to (the launcher sets a fresh one per job; on Kubernetes, the TFJob's
+# name and uid). Requests between tasks carry it, so a task left over from another job is refused.
+JOB_ID_ENV = "FLOWSTACK_JOB_ID"
 
 
 class ClusterConfigError(ValueError):
@@ -116,6 +121,17 @@ class ClusterSpec:
 def chief_task(cluster: ClusterSpec) -> str:
     """The chief: ``/job:chief/task:0`` when the cluster has that job, else worker 0 (TF's rule)."""
     return task_name("chief", 0) if "chief" in cluster.jobs else task_name("worker", 0)
+
+
+def job_id_of(cluster: ClusterSpec, environ: Mapping[str, str] | None = None) -> str:
+    """This job's id: ``$FLOWSTACK_JOB_ID`` when set, else one derived from the cluster's addresses
+    (every task reading the same TF_CONFIG agrees on it without being told)."""
+    env = os.environ if environ is None else environ
+    given = env.get(JOB_ID_ENV, "").strip()
+    if given:
+        return given
+    digest = hashlib.sha256(json.dumps(cluster.as_dict(), sort_keys=True, default=str).encode()).hexdigest()
+    return f"cluster-{digest[:12]}"
 
 
 def split_task_name(task: str) -> tuple[str, int]:

@@ -1,39 +1,57 @@
 """The client side of the task service: one ``PeerClient`` per other task of the cluster.
 
-Every request names its sender and, once the peer has answered a health check, the peer's
-incarnation it expects: a peer that restarted since refuses it (``StaleIncarnationError``) instead
-of running a step against partitions and variables it no longer has. Every call has a deadline;
-gRPC failures come back as ``UnavailableError`` / ``DeadlineExceededError`` naming the peer.
+Every request names its sender, the job it belongs to and the sender's own incarnation (so a
+receiver recognises a task that restarted), and, once the peer has answered a handshake, the
+peer's incarnation it expects: a peer that restarted since refuses it (``StaleIncarnationError``)
+instead of running a step against partitions and variables it no longer has. Every call has a
+deadline; gRPC failures come back as ``UnavailableError`` / ``DeadlineExceededError`` naming the
+peer. Liveness is the standard ``grpc.health.v1`` check (``check_alive``); when a ``PeerWatcher``
+finds a peer dead, ``mark_down`` cancels the calls in flight to it, so a step waiting on a hung task
+fails within the watch interval instead of its full timeout.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
+from collections import Counter
 
 import grpc
+from grpc_health.v1 import health_pb2
 
 from trainer.distributed import wire
 from trainer.distributed.errors import (DeadlineExceededError, DistributedError, UnavailableError,
-                                        error_from_wire)
+                                        UnknownTaskError, error_from_wire)
 
-__all__ = ["PeerClient", "PendingRecv", "SERVICE", "channel_options"]
+__all__ = ["MONITOR_SERVICE", "PeerClient", "PendingRecv", "SERVICE", "channel_options"]
 
 SERVICE = "flowstack.distributed.Task"
+MONITOR_SERVICE = "flowstack.distributed.Monitor"  # a task's step statistics (for the chief's straggler report)
+_HEALTH_CHECK = "/grpc.health.v1.Health/Check"
 
 
 def channel_options() -> list[tuple[str, int]]:
     return [("grpc.max_receive_message_length", wire.MAX_MESSAGE_BYTES),
-            ("grpc.max_send_message_length", wire.MAX_MESSAGE_BYTES)]
+            ("grpc.max_send_message_length", wire.MAX_MESSAGE_BYTES),
+            # A second process claiming the same task (same port) must fail to listen, not share it.
+            ("grpc.so_reuseport", 0)]
 
 
 class PeerClient:
-    """Calls to the task ``peer`` at ``address`` on behalf of task ``own_task``."""
+    """Calls to the task ``peer`` at ``address`` on behalf of task ``own_task`` (incarnation
+    ``own_incarnation``) of job ``job_id``."""
 
-    def __init__(self, own_task: str, peer: str, address: str, timeout: float):
+    def __init__(self, own_task: str, peer: str, address: str, timeout: float, *, job_id: str = "",
+                 own_incarnation: int | None = None):
         self.own_task, self.peer, self.address, self.timeout = own_task, peer, address, timeout
+        self.job_id, self.own_incarnation = job_id, own_incarnation
         self.incarnation: int | None = None
         self.bytes_received = 0  # tensor bytes pulled from the peer by Recv (a measure; headers not counted)
+        self.rpc_errors: Counter[str] = Counter()  # failed calls by gRPC status code name
+        self.down_reason: str | None = None  # set by mark_down while the peer fails its health checks
+        self.answered = False  # the peer has answered a call (only such peers are watched)
+        self._inflight: weakref.WeakSet = weakref.WeakSet()
         self._lock = threading.Lock()
         self._channel = grpc.insecure_channel(address, options=channel_options())
         path = f"/{SERVICE}/"
@@ -41,6 +59,9 @@ class PeerClient:
                                                                          "Uninitialized")}
         self._register = self._channel.stream_unary(path + "Register")
         self._recv = self._channel.unary_stream(path + "Recv")
+        self._check = self._channel.unary_unary(_HEALTH_CHECK, request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                                response_deserializer=health_pb2.HealthCheckResponse.FromString)
+        self._step_stats = self._channel.unary_unary(f"/{MONITOR_SERVICE}/StepStats")
 
     # -- calls -----------------------------------------------------------------------------------
     def health(self, timeout: float | None = None) -> dict:
@@ -51,6 +72,38 @@ class PeerClient:
                 self.incarnation = header["incarnation"]
         return header
 
+    def check_alive(self, timeout: float) -> None:
+        """One standard ``grpc.health.v1`` check of the whole server; raises unless it is SERVING."""
+        try:
+            status = self._check(health_pb2.HealthCheckRequest(service=""), timeout=timeout).status
+        except grpc.RpcError as e:
+            raise self.rpc_error(e, "health check") from None
+        if status != health_pb2.HealthCheckResponse.SERVING:
+            raise UnavailableError(f"{self.peer} at {self.address} is not serving "
+                                   f"({health_pb2.HealthCheckResponse.ServingStatus.Name(status)})")
+
+    def mark_down(self, reason: str) -> None:
+        """The peer failed its health check: fail the calls in flight to it now."""
+        with self._lock:
+            self.down_reason = reason
+            calls = list(self._inflight)
+        for call in calls:
+            call.cancel()
+
+    def mark_up(self) -> None:
+        with self._lock:
+            self.down_reason = None
+
+    def learn_restart(self, incarnation: int) -> None:
+        """The peer is a new incarnation (it called us as one): address it as that from now on."""
+        with self._lock:
+            self.incarnation = incarnation
+            self.down_reason = None
+
+    def step_stats(self, timeout: float) -> dict:
+        """The peer's step-time statistics (``TaskMetrics.step_stats``)."""
+        return self._decode_reply(self._call(self._step_stats, wire.encode_one(self._header()), timeout, "StepStats"))
+
     def wait_ready(self, timeout: float) -> None:
         """Health-check until the peer answers (tasks of a job start in any order)."""
         deadline = time.monotonic() + timeout
@@ -58,6 +111,8 @@ class PeerClient:
             try:
                 self.health(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
                 return
+            except UnknownTaskError as e:
+                raise UnknownTaskError(f"{e} (asked at {self.address})") from None
             except (UnavailableError, DeadlineExceededError) as e:
                 if time.monotonic() >= deadline:
                     raise UnavailableError(f"{self.peer} at {self.address} did not answer within {timeout:.3g} s "
@@ -72,7 +127,9 @@ class PeerClient:
     def run_step_future(self, handle: str, step_id: int):
         """A future of RunStep; ``result_of_step`` turns it into None or a raised error."""
         request = wire.encode_one(self._header(handle=handle, step_id=step_id))
-        return self._unary["RunStep"].future(request, timeout=self.timeout)  # no tensors: feeds stay local
+        future = self._unary["RunStep"].future(request, timeout=self.timeout)  # no tensors: feeds stay local
+        self._track(future)
+        return future
 
     def result_of_step(self, future) -> None:
         try:
@@ -84,7 +141,9 @@ class PeerClient:
     def start_recv(self, step_id: int, key: str, timeout: float) -> "PendingRecv":
         """Start pulling the value task ``peer`` sends under ``key`` in step ``step_id``."""
         request = wire.encode_one(self._header(step_id=step_id, key=key, wait=timeout))
-        return PendingRecv(self, key, self._recv(request, timeout=timeout + 5.0))
+        call = self._recv(request, timeout=timeout + 5.0)
+        self._track(call)
+        return PendingRecv(self, key, call)
 
     def recv(self, step_id: int, key: str, timeout: float):
         """The value (streamed in chunks) task ``peer`` sends under ``key`` in step ``step_id``."""
@@ -110,8 +169,13 @@ class PeerClient:
         self._channel.close()
 
     # -- plumbing --------------------------------------------------------------------------------
+    def _track(self, call) -> None:
+        with self._lock:
+            self._inflight.add(call)
+
     def _header(self, **fields) -> dict:
-        return {"from": self.own_task, "incarnation": self.incarnation, **fields}
+        return {"from": self.own_task, "job": self.job_id, "from_incarnation": self.own_incarnation,
+                "incarnation": self.incarnation, **fields}
 
     def _call_unary(self, method: str, fields: dict, timeout: float | None) -> dict:
         reply = self._call(self._unary[method], wire.encode_one(self._header(**fields)), timeout or self.timeout, method)
@@ -124,6 +188,7 @@ class PeerClient:
             raise self.rpc_error(e, what) from None
 
     def _decode_reply(self, reply: bytes) -> dict:
+        self.answered = True
         header, _ = wire.decode([reply])
         if "error" in header:
             raise error_from_wire(header["error"], self.peer)
@@ -132,6 +197,11 @@ class PeerClient:
     def rpc_error(self, e: grpc.RpcError, what: str) -> DistributedError:
         code = e.code() if hasattr(e, "code") else None
         detail = e.details() if hasattr(e, "details") else str(e)
+        with self._lock:
+            self.rpc_errors[getattr(code, "name", "UNKNOWN")] += 1
+            down = self.down_reason
+        if code == grpc.StatusCode.CANCELLED and down is not None:
+            return UnavailableError(f"{self.peer} at {self.address} stopped answering health checks during {what}: {down}")
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return DeadlineExceededError(f"{self.peer} at {self.address}: {what} timed out ({detail})")
         if code == grpc.StatusCode.UNAVAILABLE:
@@ -155,6 +225,7 @@ class PendingRecv:
         if "error" in header:
             raise error_from_wire(header["error"], self.peer.peer)
         value = tensors["value"]
+        self.peer.answered = True
         self.peer.count_received(value.nbytes)
         return value
 

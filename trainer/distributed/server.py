@@ -6,6 +6,11 @@
 A worker passes ``server.target`` to ``Session(target=...)`` / ``MonitoredTrainingSession(master=...)``;
 the session then runs the nodes placed on other tasks there. ``done()`` (called by
 ``MonitoredTrainingSession`` when it closes) tells every PS this worker is finished.
+
+Every server also answers the standard ``grpc.health.v1`` service (what Kubernetes' gRPC probes
+and ``grpc_health_probe`` ask), watches the peers it talks to (``PeerWatcher``), belongs to one job
+(``job_id``: requests from another job are refused) and keeps ``TaskMetrics``, served as Prometheus
+``/metrics`` on ``metrics_port`` (default ``$FLOWSTACK_METRICS_PORT``; none when unset).
 """
 
 from __future__ import annotations
@@ -14,16 +19,25 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import os
+from collections import Counter
+
 import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from trainer.distributed.cluster import SERVING_JOBS, ClusterConfigError, ClusterSpec, chief_task, task_name
-from trainer.distributed.errors import DistributedError
-from trainer.distributed.peers import PeerClient, channel_options
+from trainer.distributed import wire
+from trainer.distributed.cluster import (SERVING_JOBS, ClusterConfigError, ClusterSpec, chief_task, job_id_of,
+                                         task_name)
+from trainer.distributed.errors import DistributedError, error_to_wire
+from trainer.distributed.metrics import TaskMetrics
+from trainer.distributed.peers import MONITOR_SERVICE, SERVICE, PeerClient, channel_options
 from trainer.distributed.task_service import TaskService
+from trainer.distributed.watch import PeerWatcher
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Server", "server_for_target"]
+__all__ = ["DEFAULT_TIMEOUT_S", "METRICS_PORT_ENV", "Server", "server_for_target"]
 
 DEFAULT_TIMEOUT_S = 60.0
+METRICS_PORT_ENV = "FLOWSTACK_METRICS_PORT"
 _JOIN_POLL_S = 0.5  # how often a joined PS looks for dead workers once the chief is done
 # Servers started in this process, by target, for Session(target=...).
 _BY_TARGET: dict[str, "Server"] = {}
@@ -49,11 +63,15 @@ class Server:
     starts and each waits on a thread of the sending task until its value is sent (the digits
     CNN's worker holds 15 on the PS per step), so a PS needs about that many per worker, plus
     one per RunStep; threads are made only as needed.
+
+    ``watch_interval`` is how often peers are health-checked (None: never); ``job_id`` defaults to
+    ``cluster.job_id_of`` ($FLOWSTACK_JOB_ID, else a digest of the cluster's addresses).
     """
 
     def __init__(self, cluster, job_name: str | None = None, task_index: int = 0, *, start: bool = True,
                  timeout: float = DEFAULT_TIMEOUT_S, startup_timeout: float = DEFAULT_TIMEOUT_S,
-                 max_threads: int = 512):
+                 max_threads: int = 512, job_id: str | None = None, watch_interval: float | None = 1.0,
+                 metrics_port: int | None = None):
         self.cluster = ClusterSpec(cluster)
         if job_name is None:
             jobs = self.cluster.jobs
@@ -69,13 +87,29 @@ class Server:
                                  options=channel_options())
         self._peers: dict[str, PeerClient] = {}
         self._peers_lock = threading.Lock()
-        self.service = TaskService(self.cluster, self.task, timeout=self.timeout, receive_from=self._receiver)
-        self._grpc.add_generic_rpc_handlers((self.service.handler(),))
+        self.job_id = job_id or job_id_of(self.cluster)
+        self.peer_restarts: Counter[str] = Counter()
+        self.service = TaskService(self.cluster, self.task, timeout=self.timeout, receive_from=self._receiver,
+                                   job_id=self.job_id, on_restart=self._peer_restarted)
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._grpc)
+        self._grpc.add_generic_rpc_handlers((self.service.handler(), self._monitor_handler()))
         bind_host = host if host in ("127.0.0.1", "localhost", "[::1]") else "[::]"
-        self.port = self._grpc.add_insecure_port(f"{bind_host}:{port}")
+        try:
+            self.port = self._grpc.add_insecure_port(f"{bind_host}:{port}")
+        except RuntimeError:
+            self.port = 0
         if self.port == 0:
-            raise DistributedError(f"{self.task} cannot listen on {address} (port in use?)")
+            raise DistributedError(f"{self.task} cannot listen on {address}: the port is taken (another process "
+                                   "claiming the same task index, or another program)")
         self.target = f"grpc://{host}:{self.port}"
+        self.metrics = TaskMetrics(self)
+        if metrics_port is None and os.environ.get(METRICS_PORT_ENV, "").strip():
+            metrics_port = int(os.environ[METRICS_PORT_ENV])
+        metrics_host = "0.0.0.0" if bind_host == "[::]" else host
+        self.metrics_port = None if metrics_port is None else self.metrics.serve(metrics_port, metrics_host)
+        self.watcher = None if watch_interval is None else PeerWatcher(self.peers, watch_interval,
+                                                                       min(1.0, self.timeout), self.task)
         self._started = False
         self._stopped = threading.Event()
         if start:
@@ -89,7 +123,11 @@ class Server:
         if self._started:
             return
         self._grpc.start()
+        for service in ("", SERVICE):
+            self.health.set(service, health_pb2.HealthCheckResponse.SERVING)
         self._started = True
+        if self.watcher is not None:
+            self.watcher.start()
         with _BY_TARGET_LOCK:
             _BY_TARGET[self.target] = self
 
@@ -99,8 +137,27 @@ class Server:
             client = self._peers.get(task)
             if client is None:
                 address = self.cluster.address_of(task)
-                client = self._peers[task] = PeerClient(self.task, task, address, self.timeout)
+                client = self._peers[task] = PeerClient(self.task, task, address, self.timeout, job_id=self.job_id,
+                                                        own_incarnation=self.service.incarnation)
             return client
+
+    def peers(self) -> dict[str, PeerClient]:
+        """The clients made so far, by task (the tasks this one has talked to)."""
+        with self._peers_lock:
+            return dict(self._peers)
+
+    def _peer_restarted(self, task: str, incarnation: int) -> None:
+        self.peer_restarts[task] += 1
+        self.peer(task).learn_restart(incarnation)
+
+    def _monitor_handler(self) -> grpc.GenericRpcHandler:
+        def step_stats(request: bytes, context) -> bytes:
+            try:
+                return wire.encode_one(self.metrics.step_stats())
+            except Exception as e:  # noqa: BLE001 - goes back to the caller as a value
+                return wire.encode_one({"error": error_to_wire(e)})
+        return grpc.method_handlers_generic_handler(
+            MONITOR_SERVICE, {"StepStats": grpc.unary_unary_rpc_method_handler(step_stats)})
 
     def bytes_moved(self) -> int:
         """Tensor bytes this task has sent to and received from other tasks so far (a Recv pulls
@@ -138,7 +195,7 @@ class Server:
             return False
         for task in missing:
             try:
-                self.peer(task).health(timeout=_JOIN_POLL_S)
+                self.peer(task).check_alive(_JOIN_POLL_S)  # grpc.health.v1: any incarnation counts
                 return False
             except DistributedError:
                 continue
@@ -157,7 +214,11 @@ class Server:
 
     def stop(self, grace: float = 1.0) -> None:
         self._stopped.set()
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.health.enter_graceful_shutdown()
         self._grpc.stop(grace).wait(grace + 1.0)
+        self.metrics.close()
         with _BY_TARGET_LOCK:
             if _BY_TARGET.get(self.target) is self:
                 del _BY_TARGET[self.target]

@@ -13,8 +13,10 @@ TaskDone   unary            a worker finished; a PS's ``join`` returns once all 
 Uninitialized unary         which of the named variables this task has no value for
 ========== ================ ===============================================================
 
-Every request carries its sender's task name (refused unless it is in the cluster) and the
-receiver's incarnation the sender expects (refused if the task restarted since).
+Every request carries its sender's task name (refused unless it is in the cluster), its job id
+(refused unless it is this task's job), the sender's own incarnation (a new one means the sender
+restarted: ``on_restart`` is told) and the receiver's incarnation the sender expects (refused if
+the task restarted since).
 """
 
 from __future__ import annotations
@@ -42,9 +44,12 @@ __all__ = ["TaskService"]
 class TaskService:
     """One task's state (variables, sent values, partitions) and its request handlers."""
 
-    def __init__(self, cluster: ClusterSpec, task: str, *, timeout: float, receive_from: Callable[[str], Callable]):
-        self.cluster, self.task, self.timeout = cluster, task, timeout
+    def __init__(self, cluster: ClusterSpec, task: str, *, timeout: float, receive_from: Callable[[str], Callable],
+                 job_id: str = "", on_restart: Callable[[str, int], None] | None = None):
+        self.cluster, self.task, self.timeout, self.job_id = cluster, task, timeout, job_id
         self.incarnation = secrets.randbits(63)
+        self._on_restart = on_restart
+        self.sender_incarnations: dict[str, int] = {}
         self.state = SessionState()
         self.table = StepTable(task)
         self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix=f"flowstack-{task}")
@@ -56,6 +61,7 @@ class TaskService:
         self._done: set[str] = set()
         self.job_done = threading.Event()
         self.bytes_sent = 0  # tensor bytes other tasks pulled from this one by Recv (a measure)
+        self.bytes_sent_to: dict[str, int] = {}  # the same, by the task that pulled them
 
     # -- used in-process by the task's own sessions ------------------------------------------------
     def build_partition(self, desc: dict, arrays: dict) -> RegisteredPartition:
@@ -87,11 +93,29 @@ class TaskService:
         if not isinstance(sender, str) or not self.cluster.has_task(sender):
             raise UnknownTaskError(f"{self.task} refused a request from {sender!r}, which is not a task of its cluster "
                                    f"(tasks: {', '.join(self.cluster.tasks())})")
+        job = header.get("job")
+        if job and self.job_id and job != self.job_id:
+            raise UnknownTaskError(f"{self.task} (job {self.job_id!r}) refused a request from {sender} at "
+                                   f"{self.cluster.address_of(sender)} of another job, {job!r} (a task left over from "
+                                   "another job, or two jobs given the same addresses)")
+        self._note_sender(sender, header.get("from_incarnation"))
         expected = header.get("incarnation")
         if expected is not None and expected != self.incarnation:
             raise StaleIncarnationError(
                 f"{self.task} refused a request from {sender} meant for its incarnation {expected:x}; it is now "
                 f"incarnation {self.incarnation:x} (the task restarted: partitions and variables of the old one are gone)")
+
+    def _note_sender(self, sender: str, incarnation) -> None:
+        if not isinstance(incarnation, int):
+            return
+        with self._lock:
+            known = self.sender_incarnations.get(sender)
+            self.sender_incarnations[sender] = incarnation
+            restarted = known is not None and known != incarnation
+            if restarted:
+                self._done.discard(sender)  # a restarted worker is not done, whatever its last incarnation said
+        if restarted and self._on_restart is not None:
+            self._on_restart(sender, incarnation)
 
     def _guard_unary(self, fn):
         def handle(request: bytes, context) -> bytes:
@@ -114,7 +138,7 @@ class TaskService:
         return handle
 
     def _health(self, header, tensors) -> dict:
-        return {"task": self.task, "incarnation": self.incarnation}
+        return {"task": self.task, "incarnation": self.incarnation, "job": self.job_id}
 
     def _register(self, header, tensors) -> dict:
         partition = self.build_partition(header["partition"], tensors)
@@ -142,7 +166,9 @@ class TaskService:
             yield wire.encode_one({"error": error_to_wire(e)})
             return
         with self._lock:
-            self.bytes_sent += getattr(value, "nbytes", 0)
+            nbytes = getattr(value, "nbytes", 0)
+            self.bytes_sent += nbytes
+            self.bytes_sent_to[header["from"]] = self.bytes_sent_to.get(header["from"], 0) + nbytes
         yield from wire.encode({}, {"value": value})
 
     def _deregister(self, header, tensors) -> dict:

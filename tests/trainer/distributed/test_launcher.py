@@ -41,7 +41,7 @@ def test_a_failing_worker_fails_the_job_with_its_status():
                                 "--mode", "fail-worker")
     assert code == 3, out
     assert "[worker:1] failing on purpose" in out
-    assert "[launcher] worker:1 failed with exit status 3; stopping the job" in out
+    assert "[launcher] worker:1 failed with exit status 3 (permanent" in out
     assert elapsed < 60  # the others were killed, not waited for
 
 
@@ -76,3 +76,28 @@ def test_async_digits_on_one_ps_and_two_workers_reach_single_process_accuracy(tm
     assert len(ran) == 2 and min(ran) > 0  # both workers trained
     assert "[ps:0] all workers done; exiting" in out
     assert T.latest_checkpoint(str(tmp_path)) is not None
+
+
+RETRY_ONCE = ("import os, sys, json, pathlib; t = json.loads(os.environ['TF_CONFIG'])['task']; "
+              "print('restarts', os.environ['FLOWSTACK_RESTARTS'], 'job', os.environ['FLOWSTACK_JOB_ID'][:6], flush=True); "
+              "marker = pathlib.Path(sys.argv[1]); "
+              "sys.exit(0 if t['type'] == 'ps' or marker.exists() or marker.write_text('x') is None else 138)")
+
+
+def test_a_retryable_status_restarts_the_task_and_the_job_goes_on(tmp_path):
+    code, out, _ = launch("--ps", "1", "--workers", "1", "--max-restarts", "2", "--timeout", "60", "--",
+                          sys.executable, "-c", RETRY_ONCE, str(tmp_path / "marker"), timeout=90)
+    assert code == 0, out
+    assert "[launcher] worker:0 exited with status 138 (retryable); restarting it (restart 1 of 2)" in out
+    assert "[worker:0] restarts 1 job local-" in out
+
+
+@pytest.mark.slow
+def test_a_task_that_keeps_failing_ends_the_job_with_its_status():
+    code, out, _ = launch("--ps", "1", "--workers", "1", "--max-restarts", "1", "--timeout", "60", "--",
+                          sys.executable, "-c", "import json, os, sys; "
+                          "sys.exit(0 if json.loads(os.environ['TF_CONFIG'])['task']['type'] == 'ps' else 138)",
+                          timeout=90)
+    assert code == 138, out
+    assert "[launcher] worker:0 exited with status 138 (retryable); restarting it (restart 1 of 1)" in out
+    assert "failed with exit status 138 after 1 restart(s) (--max-restarts 1); stopping the job" in out
