@@ -40,6 +40,25 @@ def load_digits():
     return (x[360:], y[360:]), (x[:360], y[:360])
 
 
+class RestoreCheck(T.train.SessionRunHook):
+    """On the chief, right after it restored: do the PS tasks hold exactly the checkpoint's values?
+
+    Checked as the session is created, before the other workers (which wait for the variables to
+    be initialized, and a restore is what initializes them) can have taken a step on them."""
+
+    def __init__(self, logdir: str, variables, step):
+        self.logdir, self.variables, self.step = logdir, variables, step
+
+    def after_create_session(self, session, coord) -> None:
+        path = T.train.latest_checkpoint(self.logdir)
+        if path is None:
+            return
+        _, saved = load_checkpoint(path)
+        *now, step = session.run(self.variables + [self.step])
+        equal = all(np.array_equal(v, saved[n]) for v, n in zip(now, ("w", "b")))
+        print(f"restored step {step}; values equal the checkpoint: {equal}", flush=True)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     p = argparse.ArgumentParser()
@@ -82,15 +101,12 @@ def main() -> int:
         else:
             train = opt.minimize(loss, global_step=step)
         saver = AnnouncingSaver(max_to_keep=3) if is_chief else None
+        if is_chief:
+            hooks.append(RestoreCheck(args.logdir, [w, b], step))
     ran = 0
     with T.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief, graph=g, checkpoint_dir=args.logdir,
                                           max_steps=args.steps, save_steps=args.save_steps, save_secs=None,
                                           hooks=hooks, saver=saver, report_steps=100) as sess:
-        if is_chief and sess.restored_from:
-            _, saved = load_checkpoint(sess.restored_from)
-            now = sess.session.run([w, b])
-            equal = all(np.array_equal(v, saved[n]) for v, n in zip(now, ("w", "b")))
-            print(f"restored step {sess.step}; values equal the checkpoint: {equal}", flush=True)
         while not sess.should_stop():
             sess.run(train, {x: xtr, y: ytr})
             ran += 1

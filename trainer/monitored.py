@@ -30,7 +30,8 @@ from trainer.queues import Coordinator
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
-from trainer.variables import global_variables, global_variables_initializer, local_variables_initializer
+from trainer.variables import (global_variables, global_variables_initializer, local_variables_initializer,
+                               variables_initializer)
 
 __all__ = ["MonitoredTrainingSession"]
 
@@ -64,6 +65,10 @@ class MonitoredTrainingSession:
             self.saver = saver or (Saver(max_to_keep=max_to_keep, graph=self.graph) if writes else None)
             init = global_variables_initializer()
             local_init = local_variables_initializer()
+            if self.saver is not None:  # what a restore leaves uninitialized: the variables the saver skips
+                saved = {id(v) for v in self.saver.var_list}
+                self._init_unsaved = variables_initializer(
+                    [v for v in global_variables(self.graph) if id(v) not in saved], name="init_unsaved")
         if not is_chief:
             self.saver = None
         self.session = Session(self.graph, target=master or None, **session_kwargs)
@@ -88,9 +93,13 @@ class MonitoredTrainingSession:
     def _prepare(self, init, local_init, ready_timeout: float) -> None:
         """Restore or initialize (the chief) or wait for the chief to have done so (the others)."""
         if self.is_chief:
-            self.session.run(init)
+            # Restore before initializing anything: workers start stepping once every variable is
+            # initialized, so initial values must never be visible between an init and a restore.
             if self.restored_from:
                 self.saver.restore(self.session, self.restored_from)
+                self.session.run(self._init_unsaved)
+            else:
+                self.session.run(init)
         else:
             self._wait_until_initialized(ready_timeout)
         self.session.run(local_init)  # each worker's own metrics and counters
