@@ -11,7 +11,7 @@ import pytest
 import trainer as T
 from trainer.distributed.errors import StaleIncarnationError, UnavailableError, UnknownTaskError
 from trainer.distributed.peers import PeerClient
-from trainer.distributed.task_partition import TaskPlacementError
+from trainer.distributed.master import TaskPlacementError
 
 from .conftest import make_cluster, wait_exit, wait_listening
 
