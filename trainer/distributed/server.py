@@ -66,13 +66,18 @@ class Server:
         self.timeout, self.startup_timeout = float(timeout), float(startup_timeout)
         host, _, port = address.rpartition(":")
         self._grpc = grpc.server(ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix=f"grpc-{self.task}"),
-                                 options=channel_options())
+                                 options=channel_options() + [("grpc.so_reuseport", 0)])
         self._peers: dict[str, PeerClient] = {}
         self._peers_lock = threading.Lock()
         self.service = TaskService(self.cluster, self.task, timeout=self.timeout, receive_from=self._receiver)
         self._grpc.add_generic_rpc_handlers((self.service.handler(),))
         bind_host = host if host in ("127.0.0.1", "localhost", "[::1]") else "[::]"
-        self.port = self._grpc.add_insecure_port(f"{bind_host}:{port}")
+        # (gRPC's default SO_REUSEPORT let a second server share a taken port, and a peer could
+        # then reach a task of another job: a bind must fail instead)
+        try:
+            self.port = self._grpc.add_insecure_port(f"{bind_host}:{port}")
+        except RuntimeError:
+            self.port = 0
         if self.port == 0:
             raise DistributedError(f"{self.task} cannot listen on {address} (port in use?)")
         self.target = f"grpc://{host}:{self.port}"
