@@ -18,9 +18,11 @@ each reading the previous one's output:
    loops) are a table, ``LOWERING_RULES``.
 5. **partition** (``passes/partition.py``): steps split by (task, device) with one Send/Recv
    pair per (tensor, destination device) within a task and per (tensor, destination task)
-   across tasks, named by ``RendezvousKey``s (tensor name, source and destination device) that
-   are stable across recompiles. Local partitions run here; each other task's share comes back
-   as a ``RemotePartition`` for the distributed runtime to register there.
+   across tasks (a control edge across tasks sends a token), named by ``RendezvousKey``s (tensor
+   name, source and destination device) that are stable across recompiles. Local partitions run
+   here; each other task's share comes back as a ``RemotePartition`` whose ``subgraph``
+   (``passes/subgraph.py``) the distributed runtime registers on that task, which compiles it with
+   this same pipeline.
 6. **schedule** (``passes/schedule.py``, with ``Session(parallel_ops=True)``): dependency levels
    whose expensive steps run on the thread pool.
 
@@ -89,7 +91,8 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
                                  "with control flow (cond, while_loop) runs on one task")
         return _dataflow_plan(lowered, copy_fetch, [t.name for t in fetch_tensors])
     parts = partition(lowered.steps, lowered.template, lowered.slot_names, local_task=local_task,
-                      feed_slots=[f.slot for f in lowered.feeds], fetch_slots=lowered.fetch_slots)
+                      feed_slots=[f.slot for f in lowered.feeds], fetch_slots=lowered.fetch_slots,
+                      tensors={t.name: t for t in lowered.slots})
     uploads = stage_host_inputs(parts.local, lowered.template, [f.slot for f in lowered.feeds], session.device)
     plan = FlatPlan(parts.local, lowered.template, lowered.feeds, parts.fetch_slots, copy_fetch, parts.remote)
     plan.uploads = uploads

@@ -9,8 +9,9 @@ can all import it.
 - ``FlatPlan``: straight-line steps per partition over a list of value slots; ``run`` does no
   graph work at all. ``DataflowPlan``: the same steps run by the frame-tagged ready-queue
   executor (graphs with control flow).
-- ``TaskName``, ``RendezvousKey``, ``Partition``, ``RemotePartition``: what the partition pass
-  returns; a remote partition is what the distributed runtime registers on another task.
+- ``TaskName``, ``RendezvousKey``, ``Partition``, ``RemotePartition``, ``SubgraphNode``: what the
+  partition pass returns; a remote partition's ``subgraph`` (graph nodes by name, and the Send/Recv
+  nodes of its cross-task transfers) is what the distributed runtime registers on that task.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from trainer.dataflow_executor import run_dataflow
 from trainer.errors import GraphError, KernelError, node_error
 
 __all__ = ["DataflowPlan", "FeedSpec", "FlatPlan", "Partition", "RemotePartition", "RendezvousKey", "Step",
-           "SyntheticNode", "TaskName", "format_shape", "run_steps", "step_outputs"]
+           "SubgraphNode", "SyntheticNode", "TaskName", "format_shape", "run_steps", "step_outputs"]
 
 
 class Step:
@@ -83,14 +84,39 @@ class SyntheticNode:
 
 
 @dataclass
+class SubgraphNode:
+    """One node of a task's share of a plan, as that task rebuilds it in its own graph.
+
+    ``node`` is a graph node (kept with its attributes and device constraint), or None for a node
+    the partitioner adds: ``op`` is then ``"Send"`` / ``"Recv"`` (a cross-task transfer under
+    ``key``; a Recv's value has the type of ``tensor``, or is a scalar token when ``tensor`` is None)
+    or ``"Token"`` (the scalar a Send of a control edge carries). ``inputs`` and
+    ``control_inputs`` name tensors and nodes of the task's graph. ``run``: whether the task runs
+    it every step (False for a constant or a written variable it only refers to).
+    """
+
+    name: str
+    op: str
+    inputs: list
+    control_inputs: list
+    node: object = None
+    key: RendezvousKey | None = None
+    tensor: object = None
+    run: bool = True
+
+
+@dataclass
 class RemotePartition:
     """What one other task runs for a plan: its partitions and the transfers joining them to the
-    rest. ``sends``: values this task sends to other tasks; ``recvs``: values it receives."""
+    rest. ``sends``: values this task sends to other tasks; ``recvs``: values it receives.
+    ``subgraph``: what is shipped to the task, in a run order that cannot deadlock against the
+    other tasks' (see ``trainer/passes/subgraph.py``)."""
 
     task: TaskName
     partitions: list[Partition]
     sends: list[RendezvousKey] = field(default_factory=list)
     recvs: list[RendezvousKey] = field(default_factory=list)
+    subgraph: list[SubgraphNode] = field(default_factory=list)
 
     @property
     def nodes(self) -> list:

@@ -117,16 +117,18 @@ class Session:
         self._devices = {n: Device(n) for n in names}
         if any(n.startswith("CPU") for n in names):
             keep_freed_memory()  # a CNN training step faulted in ~2,500-4,000 pages without it (88.9 vs 96 ms)
-        self.cost_model = CostModel()
-        self.local_task = TaskName(*local_task)
-        self._placer = Placer(names, self.cost_model, self.local_task, soft_placement=allow_soft_placement)
-        self._state = state if state is not None else SessionState()
         self.target = target
         self.runtime = None  # the distributed runtime of a session with a target
         if target:
             from trainer.distributed.master import connect
 
             self.runtime = connect(target, names)
+            local_task = self.runtime.task  # the session runs as its server's task, on that task's variables
+            state = self.runtime.state if state is None else state
+        self.cost_model = CostModel()
+        self.local_task = TaskName(*local_task)
+        self._placer = Placer(names, self.cost_model, self.local_task, soft_placement=allow_soft_placement)
+        self._state = state if state is not None else SessionState()
         self._plans: dict = {}
         self._plan_lock = threading.Lock()
         self._compile_lock = threading.Lock()

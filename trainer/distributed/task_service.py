@@ -64,10 +64,6 @@ class TaskService:
         self.bytes_sent_to: dict[str, int] = {}  # the same, by the task that pulled them
 
     # -- used in-process by the task's own sessions ------------------------------------------------
-    def build_partition(self, desc: dict, arrays: dict) -> RegisteredPartition:
-        return RegisteredPartition(desc, arrays, state=self.state, table=self.table, receive_from=self._receive_from,
-                                   pool=self.pool, timeout=self.timeout)
-
     def mark_done(self, task: str) -> None:
         with self._lock:
             self._done.add(task)
@@ -141,7 +137,8 @@ class TaskService:
         return {"task": self.task, "incarnation": self.incarnation, "job": self.job_id}
 
     def _register(self, header, tensors) -> dict:
-        partition = self.build_partition(header["partition"], tensors)
+        partition = RegisteredPartition(header["partition"], tensors, state=self.state, table=self.table,
+                                        receive_from=self._receive_from, pool=self.pool, timeout=self.timeout)
         with self._lock:
             handle = f"{self.task}#{next(self._handles)}"
             self._partitions[handle] = partition

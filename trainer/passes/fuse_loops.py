@@ -102,6 +102,6 @@ def _fusable_loops(graph, order, session, compile_sub) -> list:
         nodes = set(ctx.nodes) | set(loop.exits)
         step = LoopStep(loop, session, nodes, compile_sub)
         step.anchor = first_exit
-        if len(step.cond.partitions) == 1 and len(step.body.partitions) == 1:
+        if all(len(sub.partitions) == 1 and not sub.remote_partitions for sub in (step.cond, step.body)):
             fused.append(step)  # loops spanning devices stay on the dataflow executor
     return fused

@@ -11,13 +11,16 @@ producer's group and a Recv step in the consumer's:
 - a Send goes right after its producer, so receivers wake as early as possible;
 - a fed value a remote task reads is sent from the main local device; a fetched value produced
   on a remote task is received there;
+- a control edge across tasks sends a scalar token after its source runs (one per source node
+  and destination task), received before the node that waits for it;
 - each transfer is named by a ``RendezvousKey`` built from the graph tensor's name and full
   device names (short names within the local task), so keys are the same on every task and on
   every recompile of the same graph.
 
 ``partition(...)`` returns the local partitions (main device first) and one
-``RemotePartition`` per other task, holding its partitions and the keys it sends and receives:
-what the distributed runtime registers on that task.
+``RemotePartition`` per other task, holding its partitions, the keys it sends and receives, and
+its ``subgraph`` (``trainer/passes/subgraph.py``): the nodes the distributed runtime registers on
+that task, which compiles them with this same pipeline.
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
 
+import numpy as np
+
 from trainer.devices import DeviceSpec, full_device_name
 from trainer.kernels.training import recv, send
+from trainer.passes.fuse_loops import LoopStep
+from trainer.passes.subgraph import task_subgraph
 from trainer.plan import Partition, RemotePartition, RendezvousKey, Step, SyntheticNode, TaskName, step_outputs
 
 __all__ = ["Partitioned", "locate", "partition"]
@@ -56,11 +63,13 @@ class Partitioned:
 
 
 def partition(steps: Sequence[Step], template: list, slot_names: dict, *, local_task: TaskName,
-              feed_slots: Sequence[int] = (), fetch_slots: Sequence[int] = ()) -> Partitioned:
+              feed_slots: Sequence[int] = (), fetch_slots: Sequence[int] = (), tensors: dict | None = None
+              ) -> Partitioned:
     """Split ``steps`` by (task, device) with Send/Recv pairs (see the module docstring).
 
     ``template`` gains a slot per Recv (and per Send's unused output); ``fetch_slots`` comes back
-    with the slots the local task reads each fetch from.
+    with the slots the local task reads each fetch from. ``tensors`` (graph tensors by name) gives
+    a remote task's Recvs their types.
     """
     local_task = TaskName(*local_task)
     where = {}  # placement -> (task, device)
@@ -73,41 +82,62 @@ def partition(steps: Sequence[Step], template: list, slot_names: dict, *, local_
         for s in steps:
             s.device = device
         return Partitioned([Partition(device, list(steps))], [], list(fetch_slots))
-    return _Partitioner(template, slot_names, local_task, groups).run(steps, feed_slots, fetch_slots)
+    return _Partitioner(template, slot_names, local_task, groups, tensors or {}).run(steps, feed_slots, fetch_slots)
 
 
 class _Partitioner:
-    def __init__(self, template, slot_names, local_task, groups):
+    def __init__(self, template, slot_names, local_task, groups, tensors):
         self.template = template
         self.slot_names = slot_names
         self.local_task = local_task
+        self.tensors = tensors
         local = [g for g in groups if g[0] == local_task]
         self.main = local[0] if local else (local_task, "CPU:0")
         self.groups = list(dict.fromkeys([self.main] + groups))
         self.steps_of: dict = {g: [] for g in self.groups}
         self.producer: dict[int, tuple] = {}  # slot -> group
+        self.producer_step: dict[int, Step] = {}  # slot -> the step after which it can be sent
         self.received: dict[tuple, int] = {}  # (slot, group) -> the slot the group reads it from
         self.task_received: dict[tuple, tuple] = {}  # (slot, task) -> (group, slot) of its cross-task Recv
-        self.pending_sends: dict[int, list] = {}  # slot -> Sends to emit right after its producer
+        self.pending_sends: dict[int, list] = {}  # id(step) -> Sends to emit right after it
         self.early_sends: list = []  # Sends of fed values (no producer step): first in the main partition
         self.sends: dict = {}  # task -> [RendezvousKey]
         self.recvs: dict = {}
         self.feeds: set = set()
+        # One global order of every task's steps (3i for step i, a Recv it needs just before, a Send
+        # just after its producer): a remote task's subgraph keeps it, see trainer/passes/subgraph.py.
+        self.rank: dict[int, float] = {}
+        self.now = -1
+        self.cross: dict[int, RendezvousKey] = {}  # id(Send or Recv step) -> key of a cross-task transfer
+        self.token_slots: dict = {}  # node -> the slot of the token its control edges send
+        self.token_nodes: dict[int, object] = {}  # token slot -> its node
+        self.token_sends: dict[int, object] = {}  # id(cross-task Send of a token) -> its node
 
     def run(self, steps, feed_slots, fetch_slots) -> Partitioned:
         groups = [locate(s.device, self.local_task) for s in steps]
-        for s, group in zip(steps, groups):
+        node_step = {}  # graph node -> (step, group), for control edges
+        for i, (s, group) in enumerate(zip(steps, groups)):
             s.device = group[1]
+            self.rank[id(s)] = 3 * i
             for o in step_outputs(s):
                 self.producer[o] = group
+                self.producer_step[o] = s
+            for n in (s.node.nodes if isinstance(s.node, LoopStep) else (s.node,)):
+                node_step[n] = (s, group)
         for slot in feed_slots:
             self.producer.setdefault(slot, self.main)
         self.feeds = set(feed_slots)
-        for s, group in zip(steps, groups):
+        for i, (s, group) in enumerate(zip(steps, groups)):
+            self.now = 3 * i - 1
             s.ins = tuple(self._read(slot, group) for slot in s.ins)
+            for c in s.node.control_inputs:
+                source = node_step.get(c)
+                if source is not None and source[1][0] != group[0]:
+                    self._read(self._token_slot(c, *source), group)
             self.steps_of[group].append(s)
         # A fetch produced on another local device is read from the shared slots after the run;
         # one produced on another task is received by the main device.
+        self.now = 3 * len(steps)
         fetches = [slot if self.producer.get(slot, self.main)[0] == self.local_task else self._read(slot, self.main)
                    for slot in fetch_slots]
         self._place_sends()
@@ -115,8 +145,22 @@ class _Partitioner:
         remote = []
         for task in dict.fromkeys(g[0] for g in self.groups if g[0] != self.local_task):
             parts = [Partition(g[1], self.steps_of[g]) for g in self.groups if g[0] == task]
-            remote.append(RemotePartition(task, parts, self.sends.get(task, []), self.recvs.get(task, [])))
+            ordered = sorted((s for p in parts for s in p.steps), key=lambda s: self.rank[id(s)])
+            subgraph = task_subgraph(ordered, self.cross, self.token_sends, self.tensors)
+            remote.append(RemotePartition(task, parts, self.sends.get(task, []), self.recvs.get(task, []), subgraph))
         return Partitioned(local, remote, fetches)
+
+    def _token_slot(self, node, step, group) -> int:
+        """The slot of the token a control edge from ``node`` (run by ``step`` on ``group``) sends."""
+        slot = self.token_slots.get(node)
+        if slot is None:
+            slot = self.token_slots[node] = _new_slot(self.template)
+            self.template[slot] = np.zeros((), np.int8)
+            self.slot_names[slot] = f"^{node.name}"
+            self.producer[slot] = group
+            self.producer_step[slot] = step
+            self.token_nodes[slot] = node
+        return slot
 
     def _read(self, slot: int, group: tuple) -> int:
         """The slot ``group`` reads ``slot`` from, adding the transfers it needs."""
@@ -149,16 +193,25 @@ class _Partitioner:
                       dict(attrs), True, src[1])
         if slot in self.feeds:
             self.early_sends.append((src, sender))
+            self.rank[id(sender)] = -1
         else:
-            self.pending_sends.setdefault(slot, []).append(sender)
+            after = self.producer_step[slot]
+            self.pending_sends.setdefault(id(after), []).append(sender)
+            self.rank[id(sender)] = self.rank[id(after)] + 1
         r = _new_slot(self.template)
         self.slot_names[r] = name  # a further hop of the received value carries the tensor's name
-        self.steps_of[dst].append(Step(SyntheticNode(f"_recv/{name}", "Recv"), recv, (), r, attrs, True, dst[1]))
+        receiver = Step(SyntheticNode(f"_recv/{name}", "Recv"), recv, (), r, attrs, True, dst[1])
+        self.steps_of[dst].append(receiver)
+        self.rank[id(receiver)] = self.now
         self.producer[r] = dst
+        self.producer_step[r] = receiver
         if cross_task:
             key = RendezvousKey(name, send_device, recv_device)
             self.sends.setdefault(src[0], []).append(key)
             self.recvs.setdefault(dst[0], []).append(key)
+            self.cross[id(sender)] = self.cross[id(receiver)] = key
+            if slot in self.token_nodes:
+                self.token_sends[id(sender)] = self.token_nodes[slot]
         return r
 
     def _key_device(self, group, cross_task: bool) -> str:
@@ -172,9 +225,7 @@ class _Partitioner:
             out = [s for g, s in self.early_sends if g == group]
             for s in lst:
                 out.append(s)
-                for o in step_outputs(s):
-                    if self.producer.get(o) == group:
-                        out.extend(self.pending_sends.pop(o, []))
+                out.extend(self.pending_sends.pop(id(s), ()))
             self.steps_of[group] = out
 
 
