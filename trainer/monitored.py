@@ -155,15 +155,16 @@ class MonitoredTrainingSession:
         out, step, extra_values = _run_flat(self.session, fetches, self.global_step, extra, feeds or None)
         if self.server is not None:
             self.server.metrics.observe_step(time.perf_counter() - started)
-            if self.is_chief and self.report_steps and step // self.report_steps > self._step // self.report_steps:
-                self._report(step)
-        self._step = step
+        previous, self._step = self._step, step
         if summary_due:
             self.writer.add_summary(extra_values.pop(), step)
         for hook, values in zip(self.hooks, extra_values):
             hook.after_run(context, SessionRunValues(values))
         if context.stop_requested or (self.max_steps is not None and step + 1 >= self.max_steps):
             self._step = self._read_step()  # at the end, the exact step: whether to stop, what to save
+        if (self.server is not None and self.is_chief and self.report_steps
+                and self._step // self.report_steps > previous // self.report_steps):
+            self._report(self._step)
         if self.saver is not None:
             due_steps = self.save_steps is not None and self._step - self._last_save_step >= self.save_steps
             due_secs = self.save_secs is not None and time.time() - self._last_save_time >= self.save_secs
