@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import trainer as T
-from trainer.distributed.errors import DistributedError, StaleIncarnationError, UnavailableError, UnknownTaskError
+from trainer.distributed.errors import StaleIncarnationError, UnavailableError, UnknownTaskError
 from trainer.distributed.peers import PeerClient
 from trainer.distributed.master import TaskPlacementError
 
@@ -317,16 +317,5 @@ def test_a_while_loop_and_its_gradient_read_a_ps_variable(worker_server):
         sess.run(w.initializer)
         value, dw = sess.run([power, grad], {x: np.float32(1.5)})
         assert float(value) == 1.5 * 8 and float(dw) == 1.5 * 3 * 4  # x w^3 and 3 x w^2
-    finally:
-        ps.stop(grace=0.1)
-
-
-def test_a_task_address_already_in_use_is_refused():
-    cluster = make_cluster()
-    ps = T.train.Server(cluster, "ps", 0, timeout=5.0)
-    try:
-        with pytest.raises(DistributedError, match=r"/job:ps/task:0 cannot listen on 127\.0\.0\.1:\d+ "
-                                                   r"\(port in use\?\)"):
-            T.train.Server(cluster, "ps", 0, timeout=5.0)
     finally:
         ps.stop(grace=0.1)
