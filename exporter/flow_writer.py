@@ -20,6 +20,7 @@ from schemas.fb import (
     Operator,
     OperatorCode,
     OpsetImport,
+    Quantization,
     SignatureDef,
     SubGraph,
     Tensor,
@@ -54,12 +55,13 @@ class _Layout:
         entry: dict = {"name": graph.name, "tensors": [], "ops": []}
         self.subgraphs.append(entry)
         slots: dict[str, int] = {}
+        quantized = _quantization_params(graph)
 
         def tensor(name: str) -> int:
             if name not in slots:
                 slots[name] = len(entry["tensors"])
                 value = graph.values.get(name) or ir.Value(name)
-                entry["tensors"].append(self._tensor_record(value))
+                entry["tensors"].append(self._tensor_record(value, quantized.get(name)))
             return slots[name]
 
         entry["inputs"] = [tensor(n) for n in list(graph.inputs) + captures]
@@ -111,8 +113,9 @@ class _Layout:
                 return AttrType.STRINGS, list(value)
         raise TypeError(f"node {node.name!r} ({node.op_type}): attribute {key!r} has unsupported value {value!r}")
 
-    def _tensor_record(self, value: ir.Value) -> dict:
-        record = {"name": value.name, "dtype": value.dtype or 0, "shape": value.shape, "buffer": 0, "strings": None}
+    def _tensor_record(self, value: ir.Value, quantization: tuple | None = None) -> dict:
+        record = {"name": value.name, "dtype": value.dtype or 0, "shape": value.shape, "buffer": 0, "strings": None,
+                  "quantization": quantization}
         if value.data is not None:
             data = np.asarray(value.data)
             record["dtype"] = dtypes.from_numpy(data.dtype)
@@ -123,6 +126,27 @@ class _Layout:
                 record["buffer"] = len(self.blobs)
                 self.blobs.append(np.ascontiguousarray(data))
         return record
+
+
+# The quantized tensor of each (de)quantization op: the input it dequantizes, the output it quantizes.
+_QUANTIZED_TENSOR = {"DequantizeLinear": lambda node: node.inputs[0], "QuantizeLinear": lambda node: node.outputs[0]}
+
+
+def _quantization_params(graph: ir.Graph) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
+    """Tensor name -> (scale, zero point, axis) for every tensor a (De)QuantizeLinear with constant
+    parameters quantizes: recorded on the tensor itself, so a reader sees the scheme per tensor."""
+    params = {}
+    for node in graph.nodes:
+        pick = _QUANTIZED_TENSOR.get(node.op_type) if not node.domain else None
+        if pick is None or len(node.inputs) < 2:
+            continue
+        scale = graph.values.get(node.inputs[1])
+        zero_point = graph.values.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+        if scale is None or scale.data is None or (zero_point is not None and zero_point.data is None):
+            continue
+        zp = zero_point.data if zero_point is not None else np.zeros(scale.data.shape, np.int64)
+        params[pick(node)] = (scale.data, zp, int(node.attrs.get("axis", 1)))
+    return params
 
 
 def _string_vector(b: flatbuffers.Builder, strings: list[str]) -> int:
@@ -144,6 +168,16 @@ _ATTRIBUTE_FIELDS = {
     AttrType.TENSOR: (None, Attribute.AddTensor),
     AttrType.GRAPH: (None, Attribute.AddGraph),
 }
+
+
+def _quantization_table(b: flatbuffers.Builder, scale: np.ndarray, zero_point: np.ndarray, axis: int) -> int:
+    scales = b.CreateNumpyVector(np.asarray(scale, dtype=np.float32).reshape(-1))
+    zero_points = b.CreateNumpyVector(np.asarray(zero_point, dtype=np.int64).reshape(-1))
+    Quantization.Start(b)
+    Quantization.AddScale(b, scales)
+    Quantization.AddZeroPoint(b, zero_points)
+    Quantization.AddAxis(b, axis)
+    return Quantization.End(b)
 
 
 def _build(layout: _Layout, data_start: int) -> bytes:
@@ -193,6 +227,7 @@ def _build(layout: _Layout, data_start: int) -> bytes:
             name = b.CreateString(t["name"])
             shape = b.CreateNumpyVector(np.asarray(t["shape"] or [], dtype=np.int64))
             strings = _string_vector(b, t["strings"]) if t["strings"] is not None else None
+            quantization = _quantization_table(b, *t["quantization"]) if t["quantization"] is not None else None
             Tensor.Start(b)
             Tensor.AddName(b, name)
             Tensor.AddDtype(b, t["dtype"])
@@ -201,6 +236,8 @@ def _build(layout: _Layout, data_start: int) -> bytes:
             Tensor.AddBuffer(b, t["buffer"])
             if strings is not None:
                 Tensor.AddStringData(b, strings)
+            if quantization is not None:
+                Tensor.AddQuantization(b, quantization)
             tensors.append(Tensor.End(b))
         ops = []
         for o in sg["ops"]:
