@@ -307,12 +307,14 @@ def convert_onnx(
     verify: bool = True,
     verbose: bool = False,
     samples: Mapping[str, np.ndarray] | None = None,
+    quantization=None,
 ):
     """Convert an ONNX model to an optimized, verified .flow file; returns the ``ExportReport``.
 
     ``samples`` (public input name -> array) feed the parity check; by default one is generated
-    from the signature."""
+    from the signature. ``quantization`` (an ``exporter.quantize.QuantizationRequest``) quantizes
+    the optimized model."""
     from exporter.pipeline import export
 
     return export(import_onnx(source), destination, optimize_graph=optimize_graph, verify=verify, samples=samples,
-                  verbose=verbose)
+                  verbose=verbose, quantization=quantization)

@@ -1,8 +1,11 @@
-"""``flowstack convert model.onnx -o model.flow [--sample NAME=FILE.npy] [--verbose] [--no-verify] [--no-optimize]``"""
+"""``flowstack convert model.onnx -o model.flow [--sample NAME=FILE.npy] [--verbose] [--no-verify] [--no-optimize]
+[--quantize float16|dynamic-int8|int8 [--calibration NAME=FILE.npy]]``"""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from flowstack_cli import quantize_flags
 
 
 def register(subparsers) -> None:
@@ -14,6 +17,7 @@ def register(subparsers) -> None:
                    help="sample inputs for the parity check, one per input (default: generated from the signature)")
     p.add_argument("--no-verify", action="store_true", help="skip running both graphs to compare outputs")
     p.add_argument("--no-optimize", action="store_true", help="write the graph as imported")
+    quantize_flags.add_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -25,11 +29,12 @@ def run(args) -> int:
         raise FileNotFoundError(f"{args.source}: no such file")
     output = args.output or args.source.with_suffix(".flow")
     report = convert_onnx(args.source, output, optimize_graph=not args.no_optimize, verify=not args.no_verify,
-                          verbose=args.verbose, samples=parse_named_arrays(args.sample, "--sample") or None)
+                          verbose=args.verbose, samples=parse_named_arrays(args.sample, "--sample") or None,
+                          quantization=quantize_flags.request(args))
     if args.verbose:
         print(report)  # the file, what each pass changed, the parity check
     else:
         print(f"wrote {report.path} ({report.size:,} bytes)")
-        if report.parity is not None:
-            print(report.parity)
+        for check in report.checks():
+            print(check)
     return 0
