@@ -47,12 +47,12 @@ class OutputAccuracy:
 
 @dataclass
 class AccuracyReport:
-    scheme: str
+    title: str  # what was measured against what
     samples: int = 0
     outputs: dict[str, OutputAccuracy] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        lines = [f"accuracy drop ({self.scheme} against float, {self.samples} batch(es)):"]
+        lines = [f"accuracy: {self.title}, {self.samples} batch(es):"]
         for out in self.outputs.values():
             line = f"  {out.name}: max abs diff {out.max_abs:.3g}, relative RMS error {out.relative_rms:.3g}"
             if out.top1_agreement is not None:
@@ -62,11 +62,11 @@ class AccuracyReport:
 
 
 def measure_accuracy(reference: ir.Model, quantized: ir.Model, samples: Iterable[Mapping[str, np.ndarray]],
-                     scheme: str) -> AccuracyReport:
+                     title: str) -> AccuracyReport:
     """Run both models on every feed dict of ``samples`` and accumulate the differences."""
     ref_runtime = edge_runtime.load(flow_writer.to_bytes(reference))
     quant_runtime = edge_runtime.load(flow_writer.to_bytes(quantized))
-    report = AccuracyReport(scheme)
+    report = AccuracyReport(title)
     for feeds in samples:
         expected, actual = ref_runtime.run(feeds), quant_runtime.run(feeds)
         for name, want in expected.items():

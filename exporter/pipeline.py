@@ -6,7 +6,7 @@ and an exported one are optimized and checked the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -26,7 +26,8 @@ class ExportReport:
     passes: PassReport | None
     parity: ParityReport | None
     quantization: QuantizationSummary | None = None
-    accuracy: AccuracyReport | None = field(default=None)
+    accuracy: AccuracyReport | None = None
+    folded_quantization: AccuracyReport | None = None  # an onnxruntime-quantized import, folded to float
 
     def __str__(self) -> str:
         lines = [f"wrote {self.path} ({self.size:,} bytes)"]
@@ -37,7 +38,8 @@ class ExportReport:
 
     def checks(self) -> list[str]:
         """What was checked and what quantization cost, one report a line (or a few)."""
-        return [str(part) for part in (self.parity, self.quantization, self.accuracy) if part is not None]
+        parts = (self.folded_quantization, self.parity, self.quantization, self.accuracy)
+        return [str(part) for part in parts if part is not None]
 
 
 def export(
@@ -69,6 +71,6 @@ def export(
         if verify:
             given = [samples] if isinstance(samples, Mapping) else list(samples or [])
             accuracy = measure_accuracy(float_model, candidate, given + batches or [sample_inputs(float_model)],
-                                        quantization.scheme)
+                                        f"{quantization.scheme} against the float model")
     size = flow_writer.write(candidate, destination)
     return ExportReport(Path(destination), size, passes, parity, summary, accuracy)
