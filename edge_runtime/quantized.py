@@ -33,9 +33,10 @@ def _check_scale(scale: np.ndarray, what: str, source: str) -> None:
     bad = ~np.isfinite(values) | (values == 0)
     if bad.any():
         index = int(np.flatnonzero(bad.reshape(-1))[0])
-        raise ModelFormatError(f"{source}: {what}: scale {values.reshape(-1)[index]!r} (element {index}) is "
-                               f"{'zero' if values.reshape(-1)[index] == 0 else 'not finite'}; a quantized "
-                               f"tensor needs finite, non-zero scales")
+        value = float(values.reshape(-1)[index])
+        raise ModelFormatError(f"{source}: {what}: scale {value} (element {index}) is "
+                               f"{'zero' if value == 0 else 'not finite'}; a quantized tensor needs finite, "
+                               f"non-zero scales")
 
 
 def check_quantization(model: ModelDef, source: str = "<bytes>") -> None:

@@ -8,7 +8,9 @@ model. At convert time, then:
 - ``DynamicQuantizeLinear`` -> ``MatMulInteger``/``ConvInteger`` -> ``Cast`` -> ``Mul(scales)``
   (``quantize_dynamic``) becomes ``MatMul``/``Conv`` on the float input with dequantized weights;
 - a ``QuantizeLinear`` -> ``DequantizeLinear`` pair with the same constant scale and zero point
-  (an activation's int8 round trip, QDQ and expanded QOperator models) is bypassed.
+  (an activation's int8 round trip, QDQ and expanded QOperator models) becomes a ``Clip`` to the
+  grid's range (which the activation fusion folds into the op before it), or nothing where the
+  value is in that range already.
 
 The result computes in float what onnxruntime approximates in int8: the weights keep their int8
 values, the activations lose their rounding. ``convert`` reports the difference.
@@ -20,14 +22,29 @@ import numpy as np
 
 from edge_runtime.kernels import get_kernel
 from exporter import ir
+from exporter.passes.constant_folding import fold_constants
 from exporter.passes.dead_code import eliminate_dead_code
-from exporter.passes.graph_edit import add_constant, bypass, constant, copy_model, producers, remove_nodes
+from exporter.passes.graph_edit import (
+    add_constant,
+    bypass,
+    constant,
+    fresh_name,
+    producers,
+    readers,
+    remove_nodes,
+    rename_uses,
+)
 from schemas import get_schema
 
 # The integer product ops of quantize_dynamic, the float op each stands for, and the axis of
 # the weight a per-channel scale runs along (None: the scale broadcasts against the weight as is).
 INTEGER_PRODUCTS = {"MatMulInteger": ("MatMul", None), "ConvInteger": ("Conv", 0)}
 FLOAT = 1  # TensorProto.FLOAT, Cast's `to`
+# Ops whose outputs hold only values of their (first) input: a grid's range survives them.
+RANGE_PRESERVING = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity"}
+# Ops whose outputs are never negative.
+NON_NEGATIVE = {"Relu", "Sigmoid", "Softmax", "Abs", "Exp"}
+QUANTIZATION_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", *INTEGER_PRODUCTS}
 
 
 def _evaluate(node: ir.Node, args: list) -> np.ndarray:
@@ -65,22 +82,94 @@ def _same_parameters(graph: ir.Graph, quantize: ir.Node, dequantize: ir.Node) ->
     return True
 
 
+def _grid_range(graph: ir.Graph, dequantize: ir.Node) -> tuple[float, float] | None:
+    """The [low, high] a per-tensor grid represents (quantizing saturates to it), else None."""
+    scale = constant(graph, dequantize.inputs[1])
+    zero_name = dequantize.inputs[2] if len(dequantize.inputs) > 2 else ""
+    zero_point = constant(graph, zero_name) if zero_name else np.zeros((), np.uint8)
+    if scale is None or zero_point is None or scale.size != 1 or zero_point.dtype.kind not in "iu":
+        return None
+    info = np.iinfo(zero_point.dtype)
+    zero, step = float(zero_point.reshape(())), float(scale.reshape(()))
+    return (info.min - zero) * step, (info.max - zero) * step
+
+
+def _non_negative(graph: ir.Graph, made: dict[str, ir.Node], name: str, depth: int = 0) -> bool:
+    """Whether ``name`` is known to hold no negative value (a Relu's output, a softmax, a value on a
+    grid starting at 0, or one of these through range-preserving ops)."""
+    node = made.get(name)
+    if node is None or node.domain or depth > 16:
+        return False
+    if node.op_type in NON_NEGATIVE:
+        return True
+    if node.op_type == "DequantizeLinear":
+        bounds = _grid_range(graph, node)
+        return bounds is not None and bounds[0] >= 0
+    if node.op_type == "Clip" and len(node.inputs) > 1 and node.inputs[1]:
+        low = constant(graph, node.inputs[1])
+        return low is not None and float(low.reshape(-1)[0]) >= 0
+    return node.op_type in RANGE_PRESERVING and _non_negative(graph, made, node.inputs[0], depth + 1)
+
+
 def bypass_round_trips(graph: ir.Graph) -> int:
-    """Bypass ``DequantizeLinear(QuantizeLinear(x, s, z), s, z)``: its readers read ``x``."""
+    """Replace ``DequantizeLinear(QuantizeLinear(x, s, z), s, z)`` by what is left of it without the
+    rounding. onnxruntime folds a Relu (or Relu6) into the grid that follows it, one whose range
+    starts at 0: where ``x`` may be negative, the pair becomes ``Clip(x, 0, high)``, which the
+    activation fusion puts back into the op before it. Elsewhere the readers read ``x``: the float
+    model's value where onnxruntime would saturate. A pair on two grids (a rescale) stays."""
     made = producers(graph)
-    bypassed = []
-    for node in graph.nodes:
-        if node.op_type != "DequantizeLinear" or node.domain:
-            continue
-        source = made.get(node.inputs[0])
+    clips: dict[int, tuple[float, float]] = {}
+    bypasses: list[ir.Node] = []
+    for node in graph.nodes:  # decided on the graph as it is, then applied
+        source = made.get(node.inputs[0]) if node.op_type == "DequantizeLinear" and not node.domain else None
         if source is None or source.op_type != "QuantizeLinear" or source.domain:
             continue
-        if not _same_parameters(graph, source, node):
+        bounds = _grid_range(graph, node)
+        if bounds is None or not _same_parameters(graph, source, node):
             continue
-        if bypass(graph, node, node.outputs[0], source.inputs[0]):
-            bypassed.append(node)
+        value = source.inputs[0]
+        if bounds[0] < 0 or value in graph.inputs or _non_negative(graph, made, value):
+            bypasses.append(node)
+        else:
+            clips[id(node)] = bounds
+    for index, node in enumerate(graph.nodes):
+        if id(node) in clips:
+            low, high = (add_constant(graph, f"{node.outputs[0]}/{end}", np.asarray(v, np.float32))
+                         for end, v in zip(("low", "high"), clips[id(node)]))
+            graph.nodes[index] = ir.Node("Clip", [made[node.inputs[0]].inputs[0], low, high], list(node.outputs),
+                                         name=node.name)
+    bypassed = [node for node in bypasses if bypass(graph, node, node.outputs[0], made[node.inputs[0]].inputs[0])]
     remove_nodes(graph, bypassed)
-    return len(bypassed)
+    return len(clips) + len(bypassed)
+
+
+def hoist_dequantization(graph: ir.Graph) -> int:
+    """``DequantizeLinear(R(q))`` -> ``R(DequantizeLinear(q))`` for a range-preserving ``R`` (a
+    MaxPool on int8, as QOperator models have) whose readers all dequantize on ``q``'s grid: the
+    same values, and ``DequantizeLinear(q)`` then meets the ``QuantizeLinear`` that made ``q``."""
+    made, uses = producers(graph), readers(graph)
+    nodes: list[ir.Node] = []
+    dropped: set[int] = set()
+    for node in graph.nodes:
+        if id(node) in dropped:
+            continue
+        quantize = made.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        outs = uses.get(node.outputs[0], []) if node.outputs else []
+        if (node.op_type in RANGE_PRESERVING and not node.domain and quantize is not None
+                and quantize.op_type == "QuantizeLinear" and outs and node.outputs[0] not in graph.outputs
+                and all(r.op_type == "DequantizeLinear" and r.inputs[0] == node.outputs[0]
+                        and _same_parameters(graph, quantize, r) for r in outs)):
+            restored = fresh_name(graph, f"{node.inputs[0]}/dequantized")
+            nodes.append(ir.Node("DequantizeLinear", [node.inputs[0], *outs[0].inputs[1:]], [restored],
+                                 dict(outs[0].attrs), name=f"{node.name}/dequantize"))
+            node.inputs[0] = restored
+            graph.values[node.outputs[0]] = ir.Value(node.outputs[0])  # float now
+            for reader in outs:
+                rename_uses(graph, reader.outputs[0], node.outputs[0])
+                dropped.add(id(reader))
+        nodes.append(node)
+    graph.nodes = nodes
+    return len(dropped)
 
 
 def _dynamic_product(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node) -> ir.Node | None:
@@ -121,24 +210,46 @@ def _dynamic_product(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node) -
     return None
 
 
+def _absorb_bias(graph: ir.Graph, conv: ir.Node) -> ir.Node | None:
+    """quantize_dynamic adds a convolution's bias after it (``Add(y, b[1, M, 1, 1])``): the Add
+    that alone reads ``conv``'s output with such a constant, which ``conv`` can take as its B."""
+    uses = [n for n in graph.nodes if conv.outputs[0] in n.inputs]
+    if len(uses) != 1 or uses[0].op_type != "Add" or uses[0].domain or conv.outputs[0] in graph.outputs:
+        return None
+    add = uses[0]
+    bias = constant(graph, add.inputs[1] if add.inputs[0] == conv.outputs[0] else add.inputs[0])
+    weight = constant(graph, conv.inputs[1])
+    if bias is None or weight is None or bias.dtype != np.float32 or bias.size != weight.shape[0]:
+        return None
+    if bias.ndim > 1 and bias.shape != (1, weight.shape[0]) + (1,) * (bias.ndim - 2):
+        return None
+    conv.inputs.append(add_constant(graph, f"{conv.inputs[1]}/bias", bias.reshape(-1)))
+    conv.outputs = list(add.outputs)
+    return add
+
+
 def rewrite_dynamic_products(graph: ir.Graph) -> int:
     made = producers(graph)
-    rewritten = 0
+    rewritten = []
     for index, node in enumerate(graph.nodes):
         replacement = _dynamic_product(graph, made, node)
         if replacement is not None:
             graph.nodes[index] = replacement
-            rewritten += 1
-    return rewritten
+            rewritten.append(replacement)
+    absorbed = [_absorb_bias(graph, node) for node in rewritten if node.op_type == "Conv"]
+    remove_nodes(graph, [add for add in absorbed if add is not None])
+    return len(rewritten)
 
 
 def dequantize_imported(model: ir.Model) -> tuple[ir.Model, int]:
     """``model`` with onnxruntime's quantization folded to float (see the module doc); the
     input is left as it was. Returns the model and how many rewrites were made."""
-    model = copy_model(model)
+    if not any(node.op_type in QUANTIZATION_OPS and not node.domain for node in model.graph.nodes):
+        return model, 0
+    model, _ = fold_constants(model)  # quantize_dynamic's reshaped biases become constants to absorb
     graph = model.graph
     changes = rewrite_dynamic_products(graph) + fold_constant_dequantization(graph)
-    changes += bypass_round_trips(graph)
+    changes += hoist_dequantization(graph) + bypass_round_trips(graph)
     if changes:
         model, _ = eliminate_dead_code(model)
     return model, changes
