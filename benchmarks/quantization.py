@@ -9,7 +9,9 @@ Per model: the optimized float model and its float16, dynamic-int8 and int8 (cal
 samples kept apart from the evaluation inputs) quantizations; for each, the .flow file size,
 top-1 agreement with the float model over ``--inputs`` inputs (BERT's output is a hidden state:
 its "top-1" is the arg-max over the hidden units of each token, a strict proxy), load time and
-resident memory with weights dequantized at load and per call (each measured in a fresh process),
+resident memory with weights dequantized at load and per call (each measured in a fresh process:
+the RSS growth over the load, then over the load and one run, whose freed buffers the runtime's
+allocator keeps),
 and latency against the float model timed in alternating blocks in one process (medians, and the
 ratio of the fastest calls, which holds up better on a loaded machine).
 
@@ -68,7 +70,7 @@ def zoo_model(name: str, inputs: int):
     spec = zoo.ZOO[name]
     proto, _ = spec.export()
     optimized, _ = optimize(import_onnx(proto))
-    batch = max(spec.batch, EVAL_BATCH // 10 if name == "bert" else spec.batch)
+    batch = max(spec.batch, EVAL_BATCH // 10)
     calibration = spec.feeds(CALIBRATION_SAMPLES, seed=100)
     evaluation = [spec.feeds(batch, seed=1000 + i) for i in range(-(-inputs // batch))]
     return optimized, calibration, evaluation, spec.batch
@@ -89,8 +91,9 @@ def probe(path: str, mode: str, feeds_path: str) -> dict:
     start = time.perf_counter()
     model = load(path, dequantize=mode)
     load_ms = (time.perf_counter() - start) * 1e3
+    loaded = _rss_mb() - before
     model.run(feeds)
-    return {"load_ms": load_ms, "rss_mb": _rss_mb() - before}
+    return {"load_ms": load_ms, "rss_mb": loaded, "run_rss_mb": _rss_mb() - before}
 
 
 def _rss_mb() -> float:
@@ -113,7 +116,7 @@ def agreement(float_model, quantized_model, evaluation) -> OutputAccuracy:
     return result
 
 
-def measure(name: str, inputs: int, seconds: float) -> None:
+def measure(name: str, inputs: int, seconds: float, schemes: list[str]) -> None:
     optimized, calibration, evaluation, batch = MODELS[name](inputs)
     batches = calibration_batches(optimized, calibration)
     count = sum(next(iter(f.values())).shape[0] for f in evaluation)
@@ -126,13 +129,13 @@ def measure(name: str, inputs: int, seconds: float) -> None:
         np.savez(feeds_path, **timing_feeds)
         paths = {"float": root / "float.flow"}
         flow_writer.write(optimized, paths["float"])
-        for scheme in SCHEMES:
+        for scheme in schemes:
             paths[scheme] = root / f"{scheme}.flow"
             flow_writer.write(quantize(optimized, scheme, batches)[0], paths[scheme])
         float_model = load(paths["float"])
         float_size = paths["float"].stat().st_size
         print(f"{'scheme':<13}{'size':>12}{'smaller':>8}{'top-1':>9}{'rel RMS':>9}  "
-              f"{'mode':<9}{'load ms':>9}{'RSS MB':>8}{'float ms':>10}{'ms':>9}{'ratio':>7}{'min ratio':>10}")
+              f"{'mode':<9}{'load ms':>9}{'RSS MB':>8}{'+run':>6}{'float ms':>10}{'ms':>9}{'ratio':>7}{'min ratio':>10}")
         for scheme, path in paths.items():
             size = path.stat().st_size
             quality = "" if scheme == "float" else _quality(agreement(float_model, load(path), evaluation))
@@ -142,7 +145,7 @@ def measure(name: str, inputs: int, seconds: float) -> None:
                 theirs, ours = time_pair(lambda: float_model.run(timing_feeds), lambda: model.run(timing_feeds),
                                          warmup=2, min_count=5, max_count=10**6, budget_s=seconds)
                 print(f"{scheme:<13}{size:>12,}{float_size / size:>7.2f}x{quality}  {mode:<9}{probed['load_ms']:>9.1f}"
-                      f"{probed['rss_mb']:>8.1f}{theirs.median_ms:>10.3f}{ours.median_ms:>9.3f}"
+                      f"{probed['rss_mb']:>8.1f}{probed['run_rss_mb']:>6.0f}{theirs.median_ms:>10.3f}{ours.median_ms:>9.3f}"
                       f"{ours.median_ms / theirs.median_ms:>6.2f}x{ours.min_ms / theirs.min_ms:>9.2f}x")
                 quality = " " * len(quality)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
@@ -205,6 +208,8 @@ def main() -> None:
     parser.add_argument("--model", choices=sorted(MODELS), default="digits")
     parser.add_argument("--inputs", type=int, default=1000, help="evaluation inputs for the top-1 agreement")
     parser.add_argument("--seconds", type=float, default=1.5, help="timing budget per pair")
+    parser.add_argument("--schemes", default=",".join(SCHEMES),
+                        help="comma-separated schemes to measure (a run per scheme keeps big models' runs short)")
     parser.add_argument("--onnxruntime-quantized", action="store_true", help="time onnxruntime-quantized models")
     parser.add_argument("--probe", nargs=3, metavar=("FILE", "MODE", "FEEDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -213,7 +218,7 @@ def main() -> None:
     elif args.onnxruntime_quantized:
         onnxruntime_quantized(args.seconds)
     else:
-        measure(args.model, args.inputs, args.seconds)
+        measure(args.model, args.inputs, args.seconds, args.schemes.split(","))
 
 
 if __name__ == "__main__":

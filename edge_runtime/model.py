@@ -12,7 +12,7 @@ from edge_runtime.allocator import keep_freed_memory
 from edge_runtime.devices import open_device
 from edge_runtime.format import ModelDef, ModelFormatError, parse, read_file
 from edge_runtime.plan import GraphPlan
-from edge_runtime.quantized import AT_LOAD, prepare
+from edge_runtime.quantized import AT_LOAD, prepare, release_pages
 from schemas import dtypes
 
 
@@ -215,4 +215,7 @@ def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu
         model_def = prepare(parse(source, verify=verify is not False), dequantize)
         return Model(model_def, backing=source, device=device)
     model_def, mapping = read_file(source, verify=bool(verify))
-    return Model(prepare(model_def, dequantize, str(source)), backing=mapping, device=device)
+    prepared = prepare(model_def, dequantize, str(source))
+    if prepared is not model_def:
+        release_pages(mapping)
+    return Model(prepared, backing=mapping, device=device)

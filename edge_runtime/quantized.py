@@ -11,6 +11,7 @@ them again, trading speed for memory.
 from __future__ import annotations
 
 import dataclasses
+import mmap
 from typing import Callable
 
 import numpy as np
@@ -89,8 +90,18 @@ def _fold(graph: SubGraphDef) -> SubGraphDef:
 
 
 def dequantize_at_load(model: ModelDef) -> ModelDef:
-    """``model`` with every weight-reading ``DequantizeLinear``/``Cast`` of constants evaluated."""
+    """``model`` with every weight-reading ``DequantizeLinear``/``Cast`` of constants evaluated
+    (``model`` itself where there is none)."""
+    if not any(_foldable(graph, op) for graph in model.subgraphs for op in graph.operators):
+        return model
     return dataclasses.replace(model, subgraphs=[_fold(graph) for graph in model.subgraphs])
+
+
+def release_pages(mapping: mmap.mmap | None) -> None:
+    """Drop the file's pages from this process's resident set once the stored weights have been
+    dequantized (the float copies are what runs read; anything still viewed is read back on use)."""
+    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+        mapping.madvise(mmap.MADV_DONTNEED)
 
 
 _PREPARE: dict[str, Callable[[ModelDef], ModelDef]] = {

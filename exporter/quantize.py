@@ -158,7 +158,9 @@ def _read_through(graph: ir.Graph, name: str, op_type: str, inputs: list[str], a
     """Replace the constant ``name`` by ``op_type(*inputs)`` producing a value of the same name."""
     value = graph.values[name]
     graph.values[name] = ir.Value(name, dtypes.FLOAT, tuple(value.data.shape))
-    graph.nodes.insert(0, ir.Node(op_type, inputs, [name], attrs, name=f"{name}/{op_type}"))
+    # Just before its first reader: run per call, each weight is float only while its op needs it.
+    first = next((i for i, node in enumerate(graph.nodes) if name in node.inputs), 0)
+    graph.nodes.insert(first, ir.Node(op_type, inputs, [name], attrs, name=f"{name}/{op_type}"))
 
 
 def _store_float16(graph: ir.Graph, name: str, weight: np.ndarray, summary: QuantizationSummary) -> None:
