@@ -41,9 +41,13 @@ from schemas import get_schema
 INTEGER_PRODUCTS = {"MatMulInteger": ("MatMul", None), "ConvInteger": ("Conv", 0)}
 FLOAT = 1  # TensorProto.FLOAT, Cast's `to`
 # Ops whose outputs hold only values of their (first) input: a grid's range survives them.
-RANGE_PRESERVING = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity"}
-# Ops whose outputs are never negative.
-NON_NEGATIVE = {"Relu", "Sigmoid", "Softmax", "Abs", "Exp"}
+RANGE_PRESERVING = {"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Gather"}
+# Ops whose outputs lie in a known interval, and ops whose outputs lie within their input's.
+UNBOUNDED = (-np.inf, np.inf)
+KNOWN_RANGES = {"Relu": (0.0, np.inf), "Abs": (0.0, np.inf), "Exp": (0.0, np.inf), "Sigmoid": (0.0, 1.0),
+                "Softmax": (0.0, 1.0), "Erf": (-1.0, 1.0), "Tanh": (-1.0, 1.0)}
+AVERAGING = {"GlobalAveragePool", "AveragePool", "ReduceMean"}
+MAX_HOISTS = 8
 QUANTIZATION_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", *INTEGER_PRODUCTS}
 
 
@@ -94,21 +98,39 @@ def _grid_range(graph: ir.Graph, dequantize: ir.Node) -> tuple[float, float] | N
     return (info.min - zero) * step, (info.max - zero) * step
 
 
-def _non_negative(graph: ir.Graph, made: dict[str, ir.Node], name: str, depth: int = 0) -> bool:
-    """Whether ``name`` is known to hold no negative value (a Relu's output, a softmax, a value on a
-    grid starting at 0, or one of these through range-preserving ops)."""
+def _shift_or_scale(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node, depth: int) -> tuple[float, float]:
+    """Bounds of ``Add``/``Mul`` of a value and a scalar constant (a GELU's ``1 + erf``, ``0.5 *``)."""
+    for side in (0, 1):
+        c = constant(graph, node.inputs[1 - side])
+        if c is not None and c.size == 1:
+            k = float(c.reshape(()))
+            low, high = _bounds(graph, made, node.inputs[side], depth + 1)
+            if node.op_type == "Add":
+                return low + k, high + k
+            return (low * k, high * k) if k >= 0 else (high * k, low * k)
+    return UNBOUNDED
+
+
+def _bounds(graph: ir.Graph, made: dict[str, ir.Node], name: str, depth: int = 0) -> tuple[float, float]:
+    """What ``name`` is known to lie within (a small interval analysis; unknown: unbounded)."""
+    value = constant(graph, name)
+    if value is not None and value.size and value.dtype.kind in "fiu":
+        return float(value.min()), float(value.max())
     node = made.get(name)
     if node is None or node.domain or depth > 16:
-        return False
-    if node.op_type in NON_NEGATIVE:
-        return True
+        return UNBOUNDED
+    if node.op_type == "Where" and len(node.inputs) == 3:
+        (a, b), (c, d) = (_bounds(graph, made, n, depth + 1) for n in node.inputs[1:])
+        return min(a, c), max(b, d)
+    if node.op_type in KNOWN_RANGES:
+        return KNOWN_RANGES[node.op_type]
     if node.op_type == "DequantizeLinear":
-        bounds = _grid_range(graph, node)
-        return bounds is not None and bounds[0] >= 0
-    if node.op_type == "Clip" and len(node.inputs) > 1 and node.inputs[1]:
-        low = constant(graph, node.inputs[1])
-        return low is not None and float(low.reshape(-1)[0]) >= 0
-    return node.op_type in RANGE_PRESERVING and _non_negative(graph, made, node.inputs[0], depth + 1)
+        return _grid_range(graph, node) or UNBOUNDED
+    if node.op_type in ("Add", "Mul") and len(node.inputs) == 2:
+        return _shift_or_scale(graph, made, node, depth)
+    if node.op_type in RANGE_PRESERVING | AVERAGING:
+        return _bounds(graph, made, node.inputs[0], depth + 1)
+    return UNBOUNDED
 
 
 def bypass_round_trips(graph: ir.Graph) -> int:
@@ -128,7 +150,7 @@ def bypass_round_trips(graph: ir.Graph) -> int:
         if bounds is None or not _same_parameters(graph, source, node):
             continue
         value = source.inputs[0]
-        if bounds[0] < 0 or value in graph.inputs or _non_negative(graph, made, value):
+        if bounds[0] < 0 or value in graph.inputs or _bounds(graph, made, value)[0] >= 0:
             bypasses.append(node)
         else:
             clips[id(node)] = bounds
@@ -143,33 +165,46 @@ def bypass_round_trips(graph: ir.Graph) -> int:
     return len(clips) + len(bypassed)
 
 
+def _hoistable(graph: ir.Graph, node: ir.Node, outs: list[ir.Node]) -> bool:
+    """``node`` is range-preserving and every reader dequantizes its output on one per-tensor grid."""
+    if node.op_type not in RANGE_PRESERVING or node.domain or not outs or node.outputs[0] in graph.outputs:
+        return False
+    if not all(r.op_type == "DequantizeLinear" and not r.domain and r.inputs[0] == node.outputs[0] for r in outs):
+        return False
+    scale = constant(graph, outs[0].inputs[1])
+    return scale is not None and scale.size == 1 and all(_same_parameters(graph, outs[0], r) for r in outs)
+
+
 def hoist_dequantization(graph: ir.Graph) -> int:
-    """``DequantizeLinear(R(q))`` -> ``R(DequantizeLinear(q))`` for a range-preserving ``R`` (a
-    MaxPool on int8, as QOperator models have) whose readers all dequantize on ``q``'s grid: the
-    same values, and ``DequantizeLinear(q)`` then meets the ``QuantizeLinear`` that made ``q``."""
-    made, uses = producers(graph), readers(graph)
-    nodes: list[ir.Node] = []
-    dropped: set[int] = set()
-    for node in graph.nodes:
-        if id(node) in dropped:
-            continue
-        quantize = made.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
-        outs = uses.get(node.outputs[0], []) if node.outputs else []
-        if (node.op_type in RANGE_PRESERVING and not node.domain and quantize is not None
-                and quantize.op_type == "QuantizeLinear" and outs and node.outputs[0] not in graph.outputs
-                and all(r.op_type == "DequantizeLinear" and r.inputs[0] == node.outputs[0]
-                        and _same_parameters(graph, quantize, r) for r in outs)):
-            restored = fresh_name(graph, f"{node.inputs[0]}/dequantized")
-            nodes.append(ir.Node("DequantizeLinear", [node.inputs[0], *outs[0].inputs[1:]], [restored],
-                                 dict(outs[0].attrs), name=f"{node.name}/dequantize"))
-            node.inputs[0] = restored
-            graph.values[node.outputs[0]] = ir.Value(node.outputs[0])  # float now
-            for reader in outs:
-                rename_uses(graph, reader.outputs[0], node.outputs[0])
-                dropped.add(id(reader))
-        nodes.append(node)
-    graph.nodes = nodes
-    return len(dropped)
+    """``DequantizeLinear(R(q))`` -> ``R(DequantizeLinear(q))`` for a range-preserving ``R`` (an
+    int8 MaxPool, Reshape or Transpose of QOperator models, the Gather of a quantized embedding
+    table) whose readers all dequantize on one per-tensor grid: the same values, and then
+    ``DequantizeLinear(q)`` meets the ``QuantizeLinear`` that made ``q`` or folds into a constant.
+    Repeated until no op is left to hoist over (a Reshape then a Transpose take two rounds)."""
+    total = 0
+    for _ in range(MAX_HOISTS):
+        uses = readers(graph)
+        nodes: list[ir.Node] = []
+        dropped: set[int] = set()
+        for node in graph.nodes:
+            if id(node) in dropped:
+                continue
+            outs = uses.get(node.outputs[0], []) if node.outputs and node.inputs else []
+            if _hoistable(graph, node, outs):
+                restored = fresh_name(graph, f"{node.inputs[0]}/dequantized")
+                nodes.append(ir.Node("DequantizeLinear", [node.inputs[0], *outs[0].inputs[1:]], [restored],
+                                     dict(outs[0].attrs), name=f"{node.name}/dequantize"))
+                node.inputs[0] = restored
+                graph.values[node.outputs[0]] = ir.Value(node.outputs[0])  # float now
+                for reader in outs:
+                    rename_uses(graph, reader.outputs[0], node.outputs[0])
+                    dropped.add(id(reader))
+            nodes.append(node)
+        graph.nodes = nodes
+        total += len(dropped)
+        if not dropped:
+            break
+    return total
 
 
 def _dynamic_product(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node) -> ir.Node | None:
@@ -248,8 +283,8 @@ def dequantize_imported(model: ir.Model) -> tuple[ir.Model, int]:
         return model, 0
     model, _ = fold_constants(model)  # quantize_dynamic's reshaped biases become constants to absorb
     graph = model.graph
-    changes = rewrite_dynamic_products(graph) + fold_constant_dequantization(graph)
-    changes += hoist_dequantization(graph) + bypass_round_trips(graph)
+    changes = rewrite_dynamic_products(graph) + hoist_dequantization(graph)
+    changes += fold_constant_dequantization(graph) + bypass_round_trips(graph)
     if changes:
         model, _ = eliminate_dead_code(model)
     return model, changes

@@ -12,7 +12,7 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantiz
 import edge_runtime
 from exporter import flow_writer, ir
 from exporter.calibration import calibration_batches
-from exporter.onnx_dequantize import bypass_round_trips
+from exporter.onnx_dequantize import bypass_round_trips, hoist_dequantization
 from exporter.onnx_export import to_onnx
 from exporter.onnx_import import convert_onnx, import_onnx
 from exporter.passes import optimize
@@ -137,3 +137,32 @@ def test_rescale_is_not_a_round_trip() -> None:
     graph = _round_trip_graph(0.2)  # dequantized on another grid: a rescale, which must stay
     assert bypass_round_trips(graph) == 0
     assert [n.op_type for n in graph.nodes] == ["Tanh", "QuantizeLinear", "DequantizeLinear", "Relu"]
+
+
+def test_dequantize_is_hoisted_over_reshape_then_transpose() -> None:
+    """QOperator attention: QuantizeLinear -> Reshape -> Transpose -> DequantizeLinear, all one grid."""
+    graph = ir.Graph(inputs=["x"], outputs=["y"])
+    graph.values["x"] = ir.Value("x", 1, (2, 4))
+    for name, value in (("s", np.float32(0.1)), ("z", np.uint8(128)), ("shape", np.array([4, 2], np.int64))):
+        graph.values[name] = ir.Value(name, data=np.asarray(value))
+    graph.nodes = [ir.Node("Tanh", ["x"], ["t"]), ir.Node("QuantizeLinear", ["t", "s", "z"], ["q"]),
+                   ir.Node("Reshape", ["q", "shape"], ["r"]), ir.Node("Transpose", ["r"], ["p"], {"perm": [1, 0]}),
+                   ir.Node("DequantizeLinear", ["p", "s", "z"], ["d"]), ir.Node("Relu", ["d"], ["y"])]
+    assert hoist_dequantization(graph) == 2
+    assert bypass_round_trips(graph) == 1  # the grid spans zero: dropped, not clipped
+    graph.nodes = [n for n in graph.nodes if n.op_type != "QuantizeLinear"]
+    assert [n.op_type for n in graph.nodes] == ["Tanh", "Reshape", "Transpose", "Relu"]
+    assert graph.nodes[1].inputs[0] == "t" and graph.nodes[-1].inputs == ["p"]
+
+
+def test_gelu_half_needs_no_clip() -> None:
+    """1 + erf(x) lies in [0, 2]: its grid starting at 0 is no folded Relu, and no Clip is kept."""
+    graph = ir.Graph(inputs=["x"], outputs=["y"])
+    graph.values["x"] = ir.Value("x", 1, (3,))
+    for name, value in (("one", np.float32(1)), ("s", np.float32(2 / 255)), ("z", np.uint8(0))):
+        graph.values[name] = ir.Value(name, data=np.asarray(value))
+    graph.nodes = [ir.Node("Erf", ["x"], ["e"]), ir.Node("Add", ["e", "one"], ["a"]),
+                   ir.Node("QuantizeLinear", ["a", "s", "z"], ["q"]), ir.Node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+                   ir.Node("Mul", ["x", "d"], ["y"])]
+    assert bypass_round_trips(graph) == 1
+    assert "Clip" not in [n.op_type for n in graph.nodes] and graph.nodes[-1].inputs == ["x", "a"]
