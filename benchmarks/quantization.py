@@ -15,7 +15,7 @@ allocator keeps),
 and latency against the float model timed in alternating blocks in one process (medians, and the
 ratio of the fastest calls, which holds up better on a loaded machine).
 
-``--onnxruntime-quantized``: the zoo's LeNet (batch 16) and ResNet-18 (batch 1) quantized by
+``--onnxruntime-quantized``: the zoo's LeNet (batch 16) and MobileNetV2 (batch 1) quantized by
 onnxruntime's own tool (quantize_dynamic; quantize_static in QDQ and QOperator formats),
 converted by ``flowstack convert`` (which folds the quantization to float), timed against the
 converted float model.
@@ -175,7 +175,7 @@ def onnxruntime_quantized(seconds: float) -> None:
           f"ops float -> quantized")
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
-        for name in ("lenet_bn", "resnet18"):
+        for name in ("lenet_bn", "mobilenet_v2"):
             spec = zoo.ZOO[name]
             proto, feeds = spec.export()
             source = root / f"{name}.onnx"
