@@ -89,3 +89,23 @@ def test_quantization_records_round_trip(quantized) -> None:
         record = records[scale_name[: -len("/scale")] + "/int8"]
         np.testing.assert_array_equal(record.scale, scale)
         assert record.zero_point.tolist() == [0] * scale.size
+
+
+def test_scale_constant_zeroed_in_the_data_section_is_refused(float_model, tmp_path) -> None:
+    """The tensor's record is intact but the scale the node reads was overwritten in the file."""
+    from edge_runtime.format import read_file
+
+    model, _ = quantize(float_model, "dynamic-int8")
+    path = tmp_path / "patched.flow"
+    flow_writer.write(model, path)
+    definition, mapping = read_file(path)
+    scale = next(t for t in definition.subgraphs[0].tensors if t.name.endswith("/scale"))
+    offset = scale.data.__array_interface__["data"][0] - np.frombuffer(mapping, np.uint8).__array_interface__["data"][0]
+    del scale, definition
+    mapping.close()
+    data = bytearray(path.read_bytes())
+    data[offset:offset + 4] = np.float32(0).tobytes()
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelFormatError, match=r"DequantizeLinear .*, scale tensor '.*/scale' of '.*/int8': scale 0\.0 "
+                                               r"\(element 0\) is zero"):
+        edge_runtime.load(path)
