@@ -12,6 +12,7 @@ from edge_runtime.allocator import keep_freed_memory
 from edge_runtime.devices import open_device
 from edge_runtime.format import ModelDef, ModelFormatError, parse, read_file
 from edge_runtime.plan import GraphPlan
+from edge_runtime.quantized import AT_LOAD, prepare, release_pages
 from schemas import dtypes
 
 
@@ -199,13 +200,22 @@ def converted(spec: TensorSpec, value: Any) -> np.ndarray:
         raise ValueError(f"input {spec.name!r}: cannot convert to {spec.dtype}: {exc}") from None
 
 
-def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu", verify: bool | None = None) -> Model:
+def load(source: str | Path | bytes | bytearray | memoryview, device: str = "cpu", verify: bool | None = None,
+         dequantize: str = AT_LOAD) -> Model:
     """Load a .flow model from a path (memory-mapped, zero-copy weights) or from bytes in memory.
 
     ``verify`` checks the weights against the checksums the file records (a ``ModelFormatError``
     naming the corrupt buffer). By default bytes are verified, being read whole already, and a
-    mapped file is not: that would read every page of it at load."""
+    mapped file is not: that would read every page of it at load.
+
+    ``dequantize`` says when a quantized model's stored weights become float32: ``"at_load"``
+    once (runs as fast as the float model), or ``"per_call"`` on every run (only the stored
+    weights stay resident); see ``edge_runtime.quantized``."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return Model(parse(source, verify=verify is not False), backing=source, device=device)
+        model_def = prepare(parse(source, verify=verify is not False), dequantize)
+        return Model(model_def, backing=source, device=device)
     model_def, mapping = read_file(source, verify=bool(verify))
-    return Model(model_def, backing=mapping, device=device)
+    prepared = prepare(model_def, dequantize, str(source))
+    if prepared is not model_def:
+        release_pages(mapping)
+    return Model(prepared, backing=mapping, device=device)

@@ -20,6 +20,7 @@ from schemas.fb import (
     Operator,
     OperatorCode,
     OpsetImport,
+    Quantization,
     SignatureDef,
     SubGraph,
     Tensor,
@@ -54,12 +55,13 @@ class _Layout:
         entry: dict = {"name": graph.name, "tensors": [], "ops": []}
         self.subgraphs.append(entry)
         slots: dict[str, int] = {}
+        quantized = _quantization_params(graph)
 
         def tensor(name: str) -> int:
             if name not in slots:
                 slots[name] = len(entry["tensors"])
                 value = graph.values.get(name) or ir.Value(name)
-                entry["tensors"].append(self._tensor_record(value))
+                entry["tensors"].append(self._tensor_record(value, quantized.get(name)))
             return slots[name]
 
         entry["inputs"] = [tensor(n) for n in list(graph.inputs) + captures]
@@ -111,8 +113,9 @@ class _Layout:
                 return AttrType.STRINGS, list(value)
         raise TypeError(f"node {node.name!r} ({node.op_type}): attribute {key!r} has unsupported value {value!r}")
 
-    def _tensor_record(self, value: ir.Value) -> dict:
-        record = {"name": value.name, "dtype": value.dtype or 0, "shape": value.shape, "buffer": 0, "strings": None}
+    def _tensor_record(self, value: ir.Value, quantization: tuple | None = None) -> dict:
+        record = {"name": value.name, "dtype": value.dtype or 0, "shape": value.shape, "buffer": 0, "strings": None,
+                  "quantization": quantization}
         if value.data is not None:
             data = np.asarray(value.data)
             record["dtype"] = dtypes.from_numpy(data.dtype)
@@ -125,12 +128,40 @@ class _Layout:
         return record
 
 
-def _string_vector(b: flatbuffers.Builder, strings: list[str]) -> int:
-    offsets = [b.CreateString(s) for s in strings]
+# The quantized tensor of each (de)quantization op: the input it dequantizes, the output it quantizes.
+_QUANTIZED_TENSOR = {"DequantizeLinear": lambda node: node.inputs[0], "QuantizeLinear": lambda node: node.outputs[0]}
+
+
+def _quantization_params(graph: ir.Graph) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
+    """Tensor name -> (scale, zero point, axis) for every tensor a (De)QuantizeLinear with constant
+    parameters quantizes: recorded on the tensor itself, so a reader sees the scheme per tensor."""
+    params = {}
+    for node in graph.nodes:
+        pick = _QUANTIZED_TENSOR.get(node.op_type) if not node.domain else None
+        if pick is None or len(node.inputs) < 2:
+            continue
+        scale = graph.values.get(node.inputs[1])
+        zero_point = graph.values.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+        if scale is None or scale.data is None or (zero_point is not None and zero_point.data is None):
+            continue
+        zp = zero_point.data if zero_point is not None else np.zeros(scale.data.shape, np.int64)
+        params[pick(node)] = (scale.data, zp, int(node.attrs.get("axis", 1)))
+    return params
+
+
+def _table_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
     b.StartVector(4, len(offsets), 4)
     for o in reversed(offsets):
         b.PrependUOffsetTRelative(o)
     return b.EndVector()
+
+
+def _int_vector(b: flatbuffers.Builder, values: list[int]) -> int:
+    return b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
+
+
+def _string_vector(b: flatbuffers.Builder, strings: list[str]) -> int:
+    return _table_vector(b, [b.CreateString(s) for s in strings])
 
 
 # How each attribute type is stored: the vector to build first (None: a scalar field) and its adder.
@@ -146,144 +177,173 @@ _ATTRIBUTE_FIELDS = {
 }
 
 
-def _build(layout: _Layout, data_start: int) -> bytes:
-    b = flatbuffers.Builder(1024)
-    b.ForceDefaults(True)  # fixed layout: the second pass must produce the same size
-    model = layout.model
-
-    def table_vector(offsets: list[int]) -> int:
-        b.StartVector(4, len(offsets), 4)
-        for o in reversed(offsets):
-            b.PrependUOffsetTRelative(o)
-        return b.EndVector()
-
-    def int_vector(values: list[int]) -> int:
-        return b.CreateNumpyVector(np.asarray(values, dtype=np.int32))
-
-    # buffers: offsets are absolute, each aligned
-    buffer_offsets = []
+# -- builders: one per table, each returning the table's offset (or a vector of them) ---------------
+def _buffers(b: flatbuffers.Builder, layout: _Layout, data_start: int) -> int:
+    """The Buffer table of every blob: absolute offsets from ``data_start``, each aligned; buffer 0 empty."""
+    tables = []
     position = data_start
-    for i, blob in enumerate(layout.blobs):
-        if i == 0:
-            buffer_offsets.append((0, 0))
-            continue
-        buffer_offsets.append((position, blob.nbytes))
-        position = _align(position + blob.nbytes)
-    buffers = []
-    for (offset, length), crc in zip(buffer_offsets, layout.checksums()):
+    for i, (blob, crc) in enumerate(zip(layout.blobs, layout.checksums())):
+        offset, length = (0, 0) if i == 0 else (position, blob.nbytes)
+        if i:
+            position = _align(position + blob.nbytes)
         Buffer.Start(b)
         Buffer.AddOffset(b, offset)
         Buffer.AddLength(b, length)
         Buffer.AddCrc32(b, crc)
-        buffers.append(Buffer.End(b))
+        tables.append(Buffer.End(b))
+    return _table_vector(b, tables)
 
-    codes = []
+
+def _operator_codes(b: flatbuffers.Builder, layout: _Layout) -> int:
+    tables = []
     for (domain, name, version) in layout.opcodes:
         d, n = b.CreateString(domain), b.CreateString(name)
         OperatorCode.Start(b)
         OperatorCode.AddDomain(b, d)
         OperatorCode.AddName(b, n)
         OperatorCode.AddVersion(b, version)
-        codes.append(OperatorCode.End(b))
+        tables.append(OperatorCode.End(b))
+    return _table_vector(b, tables)
 
-    subgraphs = []
-    for sg in layout.subgraphs:
-        tensors = []
-        for t in sg["tensors"]:
-            name = b.CreateString(t["name"])
-            shape = b.CreateNumpyVector(np.asarray(t["shape"] or [], dtype=np.int64))
-            strings = _string_vector(b, t["strings"]) if t["strings"] is not None else None
-            Tensor.Start(b)
-            Tensor.AddName(b, name)
-            Tensor.AddDtype(b, t["dtype"])
-            Tensor.AddShape(b, shape)
-            Tensor.AddRankKnown(b, t["shape"] is not None)
-            Tensor.AddBuffer(b, t["buffer"])
-            if strings is not None:
-                Tensor.AddStringData(b, strings)
-            tensors.append(Tensor.End(b))
-        ops = []
-        for o in sg["ops"]:
-            attrs = []
-            for key, kind, value in o["attrs"]:
-                k = b.CreateString(key)
-                encode, add = _ATTRIBUTE_FIELDS[kind]
-                payload = encode(b, value) if encode else value
-                Attribute.Start(b)
-                Attribute.AddName(b, k)
-                Attribute.AddType(b, kind)
-                add(b, payload)
-                attrs.append(Attribute.End(b))
-            attr_vec = table_vector(attrs)
-            ins, outs, implicit = int_vector(o["inputs"]), int_vector(o["outputs"]), int_vector(o["implicit"])
-            name = b.CreateString(o["name"])
-            Operator.Start(b)
-            Operator.AddOpcodeIndex(b, o["code"])
-            Operator.AddInputs(b, ins)
-            Operator.AddOutputs(b, outs)
-            Operator.AddAttributes(b, attr_vec)
-            Operator.AddName(b, name)
-            Operator.AddImplicitInputs(b, implicit)
-            ops.append(Operator.End(b))
-        tvec, ovec = table_vector(tensors), table_vector(ops)
-        ivec, outvec = int_vector(sg["inputs"]), int_vector(sg["outputs"])
-        name = b.CreateString(sg["name"])
-        SubGraph.Start(b)
-        SubGraph.AddName(b, name)
-        SubGraph.AddTensors(b, tvec)
-        SubGraph.AddInputs(b, ivec)
-        SubGraph.AddOutputs(b, outvec)
-        SubGraph.AddOperators(b, ovec)
-        subgraphs.append(SubGraph.End(b))
 
-    main_slots = layout.subgraphs[0]["slots"]
-    signatures = []
-    for key, sig in _signatures(model).items():
-        maps = {}
-        for side in ("inputs", "outputs"):
-            entries = []
-            for public, value_name in getattr(sig, side).items():
-                n = b.CreateString(public)
-                TensorMap.Start(b)
-                TensorMap.AddName(b, n)
-                TensorMap.AddTensor(b, main_slots[value_name])
-                entries.append(TensorMap.End(b))
-            maps[side] = table_vector(entries)
+def _quantization_table(b: flatbuffers.Builder, scale: np.ndarray, zero_point: np.ndarray, axis: int) -> int:
+    scales = b.CreateNumpyVector(np.asarray(scale, dtype=np.float32).reshape(-1))
+    zero_points = b.CreateNumpyVector(np.asarray(zero_point, dtype=np.int64).reshape(-1))
+    Quantization.Start(b)
+    Quantization.AddScale(b, scales)
+    Quantization.AddZeroPoint(b, zero_points)
+    Quantization.AddAxis(b, axis)
+    return Quantization.End(b)
+
+
+def _tensor(b: flatbuffers.Builder, t: dict) -> int:
+    name = b.CreateString(t["name"])
+    shape = b.CreateNumpyVector(np.asarray(t["shape"] or [], dtype=np.int64))
+    strings = _string_vector(b, t["strings"]) if t["strings"] is not None else None
+    quantization = _quantization_table(b, *t["quantization"]) if t.get("quantization") is not None else None
+    Tensor.Start(b)
+    Tensor.AddName(b, name)
+    Tensor.AddDtype(b, t["dtype"])
+    Tensor.AddShape(b, shape)
+    Tensor.AddRankKnown(b, t["shape"] is not None)
+    Tensor.AddBuffer(b, t["buffer"])
+    if strings is not None:
+        Tensor.AddStringData(b, strings)
+    if quantization is not None:
+        Tensor.AddQuantization(b, quantization)
+    return Tensor.End(b)
+
+
+def _attribute(b: flatbuffers.Builder, key: str, kind: int, value) -> int:
+    k = b.CreateString(key)
+    encode, add = _ATTRIBUTE_FIELDS[kind]
+    payload = encode(b, value) if encode else value
+    Attribute.Start(b)
+    Attribute.AddName(b, k)
+    Attribute.AddType(b, kind)
+    add(b, payload)
+    return Attribute.End(b)
+
+
+def _operator(b: flatbuffers.Builder, o: dict) -> int:
+    attrs = _table_vector(b, [_attribute(b, *attr) for attr in o["attrs"]])
+    ins, outs, implicit = (_int_vector(b, o[k]) for k in ("inputs", "outputs", "implicit"))
+    name = b.CreateString(o["name"])
+    Operator.Start(b)
+    Operator.AddOpcodeIndex(b, o["code"])
+    Operator.AddInputs(b, ins)
+    Operator.AddOutputs(b, outs)
+    Operator.AddAttributes(b, attrs)
+    Operator.AddName(b, name)
+    Operator.AddImplicitInputs(b, implicit)
+    return Operator.End(b)
+
+
+def _subgraph(b: flatbuffers.Builder, sg: dict) -> int:
+    tensors = _table_vector(b, [_tensor(b, t) for t in sg["tensors"]])
+    ops = _table_vector(b, [_operator(b, o) for o in sg["ops"]])
+    ins, outs = _int_vector(b, sg["inputs"]), _int_vector(b, sg["outputs"])
+    name = b.CreateString(sg["name"])
+    SubGraph.Start(b)
+    SubGraph.AddName(b, name)
+    SubGraph.AddTensors(b, tensors)
+    SubGraph.AddInputs(b, ins)
+    SubGraph.AddOutputs(b, outs)
+    SubGraph.AddOperators(b, ops)
+    return SubGraph.End(b)
+
+
+def _tensor_maps(b: flatbuffers.Builder, names: dict[str, str], slots: dict[str, int]) -> int:
+    tables = []
+    for public, value_name in names.items():
+        n = b.CreateString(public)
+        TensorMap.Start(b)
+        TensorMap.AddName(b, n)
+        TensorMap.AddTensor(b, slots[value_name])
+        tables.append(TensorMap.End(b))
+    return _table_vector(b, tables)
+
+
+def _signature_defs(b: flatbuffers.Builder, layout: _Layout) -> int:
+    """Each signature's public names mapped to tensors of the main graph (subgraph 0)."""
+    slots = layout.subgraphs[0]["slots"]
+    tables = []
+    for key, sig in _signatures(layout.model).items():
+        inputs, outputs = _tensor_maps(b, sig.inputs, slots), _tensor_maps(b, sig.outputs, slots)
         k = b.CreateString(key)
         SignatureDef.Start(b)
         SignatureDef.AddKey(b, k)
-        SignatureDef.AddInputs(b, maps["inputs"])
-        SignatureDef.AddOutputs(b, maps["outputs"])
+        SignatureDef.AddInputs(b, inputs)
+        SignatureDef.AddOutputs(b, outputs)
         SignatureDef.AddSubgraph(b, 0)
-        signatures.append(SignatureDef.End(b))
+        tables.append(SignatureDef.End(b))
+    return _table_vector(b, tables)
 
-    metadata = []
+
+def _metadata(b: flatbuffers.Builder, model: ir.Model) -> int:
+    tables = []
     for key, value in model.metadata.items():
         k, v = b.CreateString(key), b.CreateString(str(value))
         KeyValue.Start(b)
         KeyValue.AddKey(b, k)
         KeyValue.AddValue(b, v)
-        metadata.append(KeyValue.End(b))
+        tables.append(KeyValue.End(b))
+    return _table_vector(b, tables)
 
-    opsets = []
+
+def _opset_imports(b: flatbuffers.Builder, model: ir.Model) -> int:
+    tables = []
     for domain, version in model.opset_imports.items():
         d = b.CreateString(domain)
         OpsetImport.Start(b)
         OpsetImport.AddDomain(b, d)
         OpsetImport.AddVersion(b, version)
-        opsets.append(OpsetImport.End(b))
+        tables.append(OpsetImport.End(b))
+    return _table_vector(b, tables)
 
-    vecs = [table_vector(x) for x in (opsets, codes, subgraphs, buffers, signatures, metadata)]
+
+def _build(layout: _Layout, data_start: int) -> bytes:
+    """The FlatBuffer of ``layout``, its buffers placed from ``data_start``: the Model table built
+    from the builders above, children first as FlatBuffers requires."""
+    b = flatbuffers.Builder(1024)
+    b.ForceDefaults(True)  # fixed layout: the second pass must produce the same size
+    model = layout.model
+    opsets = _opset_imports(b, model)
+    codes = _operator_codes(b, layout)
+    subgraphs = _table_vector(b, [_subgraph(b, sg) for sg in layout.subgraphs])
+    buffers = _buffers(b, layout, data_start)
+    signatures = _signature_defs(b, layout)
+    metadata = _metadata(b, model)
     producer = b.CreateString(model.producer)
     Model.Start(b)
     Model.AddFormatVersion(b, FORMAT_VERSION)
     Model.AddProducer(b, producer)
-    Model.AddOpsetImports(b, vecs[0])
-    Model.AddOperatorCodes(b, vecs[1])
-    Model.AddSubgraphs(b, vecs[2])
-    Model.AddBuffers(b, vecs[3])
-    Model.AddSignatures(b, vecs[4])
-    Model.AddMetadata(b, vecs[5])
+    Model.AddOpsetImports(b, opsets)
+    Model.AddOperatorCodes(b, codes)
+    Model.AddSubgraphs(b, subgraphs)
+    Model.AddBuffers(b, buffers)
+    Model.AddSignatures(b, signatures)
+    Model.AddMetadata(b, metadata)
     Model.AddChecksum(b, BufferChecksum.BufferChecksum.CRC32)
     b.Finish(Model.End(b), file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())

@@ -114,6 +114,7 @@ def export_trained(
     verbose: bool = False,
     descriptions: Mapping[str, str] | None = None,
     labels: list[str] | None = None,
+    quantization=None,
 ):
     """Freeze, check against the trainer, optimize, check against the frozen graph, write ``destination``.
 
@@ -133,7 +134,8 @@ def export_trained(
         if samples is None:
             samples = sample_inputs(frozen)
         trainer_parity = check_trainer_parity(frozen, src, samples, inputs, outputs)
-    report = export(frozen, destination, optimize_graph=optimize_graph, verify=verify, samples=samples, verbose=verbose)
+    report = export(frozen, destination, optimize_graph=optimize_graph, verify=verify, samples=samples, verbose=verbose,
+                    quantization=quantization)
     report.trainer_parity = trainer_parity
     report.frozen = frozen
     return report

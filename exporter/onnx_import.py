@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper
 from edge_runtime.format import ModelFormatError
 from edge_runtime.kernels import has_kernel
 from exporter import flow_writer, ir
+from exporter.onnx_qlinear import expand_qlinear_ops
 from exporter.onnx_upgrade import UpgradeContext, upgrade
 from schemas import UnsupportedOpError, dtypes, get_schema, has_schema
 
@@ -271,7 +272,7 @@ def _constant_value(node: ir.Node, where: str) -> np.ndarray | None:
 
 def import_onnx(source: str | Path | bytes | onnx.ModelProto) -> ir.Model:
     """Read an ONNX model into the IR, upgrading old-opset nodes and checking every op is supported."""
-    proto = _load(source)
+    proto = expand_qlinear_ops(_load(source))
     label = str(source) if isinstance(source, (str, Path)) else (proto.graph.name or "<onnx model>")
     opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in proto.opset_import}
     _check_opsets(opsets, label)
@@ -307,12 +308,25 @@ def convert_onnx(
     verify: bool = True,
     verbose: bool = False,
     samples: Mapping[str, np.ndarray] | None = None,
+    quantization=None,
 ):
     """Convert an ONNX model to an optimized, verified .flow file; returns the ``ExportReport``.
 
     ``samples`` (public input name -> array) feed the parity check; by default one is generated
-    from the signature."""
+    from the signature. ``quantization`` (an ``exporter.quantize.QuantizationRequest``) quantizes
+    the optimized model. A model quantized by onnxruntime is folded to float first
+    (``exporter.onnx_dequantize``) and the report's ``folded_quantization`` says what that changed."""
+    from exporter.accuracy import measure_accuracy
+    from exporter.onnx_dequantize import dequantize_imported
     from exporter.pipeline import export
+    from exporter.verify import sample_inputs
 
-    return export(import_onnx(source), destination, optimize_graph=optimize_graph, verify=verify, samples=samples,
-                  verbose=verbose)
+    imported = import_onnx(source)
+    model, folded = dequantize_imported(imported)
+    report = export(model, destination, optimize_graph=optimize_graph, verify=verify, samples=samples,
+                    verbose=verbose, quantization=quantization)
+    if folded and verify:
+        report.folded_quantization = measure_accuracy(
+            imported, model, [samples] if samples is not None else [sample_inputs(imported)],
+            "float (onnxruntime's quantization folded) against the quantized model as imported")
+    return report

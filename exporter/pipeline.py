@@ -13,8 +13,10 @@ from typing import Mapping
 import numpy as np
 
 from exporter import flow_writer, ir
+from exporter.accuracy import AccuracyReport, measure_accuracy
 from exporter.passes import PassReport, optimize
-from exporter.verify import ParityReport, check_parity
+from exporter.quantize import QuantizationRequest, QuantizationSummary, quantize_request
+from exporter.verify import ParityReport, check_parity, sample_inputs
 
 
 @dataclass
@@ -23,14 +25,21 @@ class ExportReport:
     size: int
     passes: PassReport | None
     parity: ParityReport | None
+    quantization: QuantizationSummary | None = None
+    accuracy: AccuracyReport | None = None
+    folded_quantization: AccuracyReport | None = None  # an onnxruntime-quantized import, folded to float
 
     def __str__(self) -> str:
         lines = [f"wrote {self.path} ({self.size:,} bytes)"]
         if self.passes is not None:
             lines.append(str(self.passes))
-        if self.parity is not None:
-            lines.append(str(self.parity))
+        lines.extend(self.checks())
         return "\n".join(lines)
+
+    def checks(self) -> list[str]:
+        """What was checked and what quantization cost, one report a line (or a few)."""
+        parts = (self.folded_quantization, self.parity, self.quantization, self.accuracy)
+        return [str(part) for part in parts if part is not None]
 
 
 def export(
@@ -41,17 +50,27 @@ def export(
     verify: bool = True,
     samples: Mapping[str, np.ndarray] | None = None,
     verbose: bool = False,
+    quantization: QuantizationRequest | None = None,
 ) -> ExportReport:
     """Optimize ``model``, check the result runs like the original on the edge runtime, write it.
 
     A parity failure raises ``exporter.verify.ParityError`` and writes nothing; the file appears
-    only complete (temp file, then rename).
+    only complete (temp file, then rename). With ``quantization`` the optimized, checked model is
+    then quantized (``exporter.quantize``) and, with ``verify``, its accuracy drop against the
+    float model measured on the samples and calibration samples.
     """
-    passes = parity = None
+    passes = parity = summary = accuracy = None
     candidate = model
     if optimize_graph:
         candidate, passes = optimize(model, verbose=verbose)
     if verify:
         parity = check_parity(model, candidate, samples)
+    if quantization is not None:
+        float_model = candidate
+        candidate, summary, batches = quantize_request(float_model, quantization)
+        if verify:
+            given = [samples] if isinstance(samples, Mapping) else list(samples or [])
+            accuracy = measure_accuracy(float_model, candidate, given + batches or [sample_inputs(float_model)],
+                                        f"{quantization.scheme} against the float model")
     size = flow_writer.write(candidate, destination)
-    return ExportReport(Path(destination), size, passes, parity)
+    return ExportReport(Path(destination), size, passes, parity, summary, accuracy)

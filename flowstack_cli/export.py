@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from flowstack_cli import quantize_flags
 from flowstack_cli.flow_flags import add_flow_flags
 
 
@@ -26,6 +27,7 @@ def register(subparsers) -> None:
     add_flow_flags(p, checks="parity checks",
                    no_verify_help="skip the parity checks against the trainer and the frozen graph",
                    no_optimize_help="write the frozen graph as it is")
+    quantize_flags.add_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -52,13 +54,17 @@ def run(args) -> int:
         labels = [line.strip() for line in args.labels.read_text().splitlines() if line.strip()]
     report = export_trained(args.checkpoint_dir, args.output, parse_tensors(args.inputs), parse_tensors(args.outputs),
                             optimize_graph=not args.no_optimize, verify=not args.no_verify, verbose=args.verbose,
-                            labels=labels, samples=parse_named_arrays(args.sample, "--sample") or None)
+                            labels=labels, samples=parse_named_arrays(args.sample, "--sample") or None,
+                            quantization=quantize_flags.request(args))
     # With --verbose the pass manager has printed its report already.
     print(f"wrote {report.path} ({report.size:,} bytes)")
     if report.passes is not None and not args.verbose:
         print(f"ops: {report.passes.nodes_before} frozen -> {report.passes.nodes_after} optimized")
     if report.parity is not None and args.verbose:
         print(report.parity)
+    for part in (report.quantization, report.accuracy):
+        if part is not None:
+            print(part)
     if report.trainer_parity is not None:
         worst = max((d.max_rel for d in report.trainer_parity.outputs.values()), default=0.0)
         print(f"matches the trainer on {report.trainer_parity.samples} sample(s) (max rel diff {worst:.2g})")

@@ -41,6 +41,7 @@ def describe(path: Path, verify: bool = False) -> str:
     weight_bytes = sum(getattr(t.data, "nbytes", 0) for t in weights)
     ops = _op_counts(model)
     lines.append(f"weights: {len(weights)} tensors, {weight_bytes:,} bytes")
+    lines.extend(_quantization(model, weights))
     lines.append(f"ops: {sum(ops.values())} in {len(model.subgraphs)} subgraph(s)")
     for name, count in ops.most_common():
         lines.append(f"  {name:<28}{count:>6}")
@@ -59,6 +60,25 @@ def describe(path: Path, verify: bool = False) -> str:
         lines.append(f"frozen graph: {int(frozen_ops)} ops, {int(frozen_size):,} bytes -> optimized (this file): "
                      f"{n} ops, {model.size:,} bytes")
     return "\n".join(lines)
+
+
+def _quantization(model, weights) -> list[str]:
+    """The scheme (from the metadata) and what the file stores quantized, from the tensors' records."""
+    records = [t for g in model.subgraphs for t in g.tensors if t.quantization is not None]
+    half = [t for t in weights if t.dtype == dtypes.FLOAT16]
+    scheme = model.metadata.get("quantization")
+    if not (records or half or scheme):
+        return []
+    per_channel = sum(1 for t in records if t.quantization.scale.size > 1)
+    stored = sum(1 for t in records if t.data is not None)
+    kinds = sorted({dtypes.NAMES.get(t.dtype, str(t.dtype)) for t in records})
+    line = f"quantization: {scheme or 'unnamed scheme'}"
+    if records:
+        line += (f"; {len(records)} tensors with scale/zero point ({'/'.join(kinds)}): {stored} weights, "
+                 f"{len(records) - stored} activations; {per_channel} per channel")
+    if half:
+        line += f"; {len(half)} float16 weights"
+    return [line]
 
 
 def compare(path: Path, other: Path) -> str:

@@ -48,6 +48,11 @@ def quantize_linear(x, y_scale, y_zero_point, *, xp, axis, block_size, output_dt
     if precision:
         compute = dtype_from_code(precision, "QuantizeLinear")
         x, scale = x.astype(compute), scale.astype(compute)
+    if x.dtype == np.float32 and dtype.itemsize == 1:  # 8-bit grids: exact in float32, no int64 pass
+        q = xp.rint(x / scale)
+        if y_zero_point is not None:
+            q += _along_axis(y_zero_point, x, axis, block_size, xp).astype(np.float32)
+        return _saturate(q, dtype, xp)
     q = xp.rint(x / scale).astype(np.int64)
     if y_zero_point is not None:
         q = q + _along_axis(y_zero_point, x, axis, block_size, xp).astype(np.int64)
@@ -57,6 +62,12 @@ def quantize_linear(x, y_scale, y_zero_point, *, xp, axis, block_size, output_dt
 @kernel("DequantizeLinear")
 def dequantize_linear(x, x_scale, x_zero_point, *, xp, axis, block_size, output_dtype):
     check_quantized(x.dtype, "DequantizeLinear")
+    if x.dtype.itemsize <= 2 and x_scale.dtype == np.float32 and not output_dtype:
+        # 8- and 16-bit values (and their differences) are exact in float32: no int64 pass
+        values = x.astype(np.float32)
+        if x_zero_point is not None:
+            values -= _along_axis(x_zero_point, x, axis, block_size, xp).astype(np.float32)
+        return values * _along_axis(x_scale, x, axis, block_size, xp)
     values = x.astype(np.int64)
     if x_zero_point is not None:
         values = values - _along_axis(x_zero_point, x, axis, block_size, xp).astype(np.int64)

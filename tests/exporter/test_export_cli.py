@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +100,17 @@ def test_export_checks_parity_on_given_samples(checkpoint_dir: Path, tmp_path: P
         err = capsys.readouterr().err
         assert message in err, err
         assert not target.exists()
+
+
+def test_export_quantize_float16_reports_accuracy_drop(checkpoint_dir: Path, tmp_path: Path, capsys) -> None:
+    plain, half = tmp_path / "plain.flow", tmp_path / "half.flow"
+    common = [str(checkpoint_dir), "--inputs", "image=images", "--outputs", "probs=probabilities"]
+    assert main(["export", *common, "-o", str(plain)]) == 0
+    assert main(["export", *common, "-o", str(half), "--quantize", "float16"]) == 0
+    text = capsys.readouterr().out
+    assert re.search(r"quantized float16: \d+ weights, [\d,]+ -> [\d,]+ bytes \(2\.00x smaller\)", text)
+    assert "float16 against the float model" in text
+    assert 1.8 < plain.stat().st_size / half.stat().st_size <= 2.0
+    image = {"image": np.random.default_rng(0).random((4, 1, 8, 8), np.float32)}
+    np.testing.assert_allclose(edge_runtime.load(half).run(image)["probs"],
+                               edge_runtime.load(plain).run(image)["probs"], atol=2e-3)
