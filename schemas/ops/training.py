@@ -245,8 +245,9 @@ op("LayerNormGrad", domain=D, inputs=["dY", "X", "scale"], outputs=["dX", "dscal
    attrs={"axis": Attr("int", -1), "epsilon": Attr("float", 1e-5)})(lambda ctx: [ctx.input(1), ctx.input(2), ctx.input(2)])
 
 op("DropoutMask", domain=D, inputs=["X", "rate"], outputs=["mask"], stateful=True,
-   attrs={"seed": Attr("int", 0)},
-   doc="A fresh keep-mask scaled by 1/(1-rate) each step (random state is why it is stateful).")(
+   attrs={"seed": Attr("int", 0), "seed2": Attr("int", 0), "stream": Attr("string", "")},
+   doc="A fresh keep-mask scaled by 1/(1-rate) each step (random state is why it is stateful); seeded "
+       "by (seed, seed2) like the random ops when either is set, from the session's generator otherwise.")(
     same_as_input(0))
 def _random_of_shape(ctx):
     shape = const_ints(ctx, 0)
