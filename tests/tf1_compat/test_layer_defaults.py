@@ -99,3 +99,18 @@ def test_nn_dropout_masks_follow_graph_and_op_seeds():
     assert np.array_equal(graph_only[0][0], graph_only[1][0])  # the graph seed alone fixes it too
     unseeded = dropout_masks(None, None)
     assert not np.array_equal(unseeded[0][0], unseeded[1][0])
+
+
+def test_tensor_dtypes_are_tf_dtypes_that_still_equal_numpy_dtypes():
+    x = tf.placeholder(tf.float32, [None, 3])
+    labels = tf.placeholder(tf.int64, [None])
+    w = tf.Variable(tf.zeros([3, 2], dtype=tf.float64))
+    assert x.dtype == tf.float32 and x.dtype == np.float32 and x.dtype == np.dtype("float32")
+    assert x.dtype.as_numpy_dtype is np.float32 and x.dtype.name == "float32" and x.dtype.base_dtype == tf.float32
+    assert x.dtype.is_floating and not labels.dtype.is_floating and labels.dtype.is_integer
+    assert w.dtype.base_dtype == tf.float64 and tf.string.name == "string"
+    halved = tf.cast(labels, x.dtype.base_dtype) / 2  # a common TF1 idiom
+    ones = np.ones(2, dtype=x.dtype.as_numpy_dtype)
+    with tf.Session() as sess:
+        out = sess.run(halved, {labels: np.array([1, 3])})
+    assert out.dtype == np.float32 and out.tolist() == [0.5, 1.5] and ones.dtype == np.float32
