@@ -127,16 +127,14 @@ def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon:
                         trainable: bool = True, name: str | None = None):
     """TF1's ``tf.layers.batch_normalization``: normalize over all axes but ``axis`` (the channels: -1,
     the last, by default; 1 for NCHW). ``training=True`` uses the batch's statistics and adds the
-    moving-average updates to UPDATE_OPS; ``False`` (the default, as in TF1) uses the moving averages."""
+    moving-average updates to UPDATE_OPS; ``False`` (the default, as in TF1) uses the moving averages;
+    a bool tensor (an ``is_training`` placeholder) chooses per run, the updates moving only when true."""
     x = convert_to_tensor(inputs)
     g = x.graph
     rank = len(x.shape)
     ax = axis + rank if axis < 0 else axis
     if not 0 < ax < rank:
         raise ValueError(f"batch_normalization: axis {axis} is not a non-batch axis of a rank-{rank} input")
-    if isinstance(training, Tensor):
-        raise TypeError("batch_normalization: training must be a Python bool here; build one layer per mode "
-                        "with reuse of its variables, or feed a bool to a tf.cond around two layers")
     perm = [0, ax] + [d for d in range(1, rank) if d != ax]
     c = x.shape[ax]
     with g.as_default(), g.name_scope(name or "batch_normalization"):
@@ -149,22 +147,30 @@ def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon:
         mv = _variable(moving_variance_initializer or init.ones, (c,), x.dtype, "moving_variance", False, moving)
         if ax != 1:  # the ops normalize over axis 1
             x = make_op("Transpose", [x], {"perm": perm}).outputs[0]
-        if training:
-            y = _batch_norm_training(g, x, gamma, beta, mm, mv, momentum, epsilon)
+        if isinstance(training, Tensor):  # an is_training placeholder: batch statistics and updates only when true
+            decay = where(training, constant(np.asarray(1.0 - momentum, x.dtype)), constant(np.zeros((), x.dtype)))
+            y = where(training, _batch_norm_training(g, x, gamma, beta, mm, mv, decay, epsilon),
+                      _batch_norm_inference(x, gamma, beta, mm, mv, epsilon))
+        elif training:
+            y = _batch_norm_training(g, x, gamma, beta, mm, mv, 1.0 - momentum, epsilon)
         else:
-            y = make_op("BatchNormalization", [x, gamma, beta, mm, mv], {"epsilon": epsilon}, num_outputs=1).outputs[0]
+            y = _batch_norm_inference(x, gamma, beta, mm, mv, epsilon)
         if ax != 1:
             y = make_op("Transpose", [y], {"perm": np.argsort(perm).tolist()}).outputs[0]
         return y
 
 
-def _batch_norm_training(g, x, gamma, beta, mm, mv, momentum: float, epsilon: float):
+def _batch_norm_inference(x, gamma, beta, mm, mv, epsilon: float):
+    return make_op("BatchNormalization", [x, gamma, beta, mm, mv], {"epsilon": epsilon}, num_outputs=1).outputs[0]
+
+
+def _batch_norm_training(g, x, gamma, beta, mm, mv, decay, epsilon: float):
+    """Batch statistics; the moving averages step by ``decay`` (1 - momentum; a tensor when training is fed)."""
     y, mean, var, _ = make_op("BatchNormTraining", [x, gamma, beta], {"epsilon": epsilon},
                               domain=TRAINER_DOMAIN).outputs
     c = x.shape[1]
     n = None if x.shape is None else math.prod(d or 0 for d in x.shape) // max(c, 1)
     unbiased = var if not n or n < 2 else multiply(var, n / (n - 1.0))
-    decay = 1.0 - momentum
     upd_m = mm.assign_sub(multiply(subtract(mm, mean), decay))
     upd_v = mv.assign_sub(multiply(subtract(mv, unbiased), decay))
     g.add_to_collection(GraphKeys.UPDATE_OPS, upd_m.node)

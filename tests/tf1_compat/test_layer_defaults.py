@@ -114,3 +114,22 @@ def test_tensor_dtypes_are_tf_dtypes_that_still_equal_numpy_dtypes():
     with tf.Session() as sess:
         out = sess.run(halved, {labels: np.array([1, 3])})
     assert out.dtype == np.float32 and out.tolist() == [0.5, 1.5] and ones.dtype == np.float32
+
+
+def test_batch_normalization_with_an_is_training_placeholder(digits):
+    is_training = tf.placeholder(tf.bool, [])
+    x = tf.placeholder(tf.float32, [None, 64])
+    h = tf.layers.batch_normalization(x, training=is_training, momentum=0.5)
+    update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    moving_mean = tf.get_default_graph().get_tensor_by_name("batch_normalization/moving_mean:0")
+    batch = digits["x_train"][:50] * 4
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, _ = sess.run([h, update_ops], {x: batch, is_training: True})
+        np.testing.assert_allclose(out.mean(axis=0), 0, atol=1e-5)
+        after_training = sess.run(moving_mean)
+        np.testing.assert_allclose(after_training, 0.5 * batch.mean(axis=0), rtol=1e-5)
+        out, _ = sess.run([h, update_ops], {x: batch, is_training: False})
+        np.testing.assert_array_equal(sess.run(moving_mean), after_training)  # no update in inference runs
+    variance = 0.5 + 0.5 * batch.var(axis=0)  # the moving variance after one update
+    np.testing.assert_allclose(out, (batch - after_training) / np.sqrt(variance + 1e-3), rtol=1e-4, atol=1e-5)
