@@ -13,7 +13,8 @@ import numpy as np
 
 from trainer import init, nn
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
-from trainer.ops import constant, convert_to_tensor, make_op, multiply, subtract, where
+from trainer.array_ops import size
+from trainer.ops import cast, constant, convert_to_tensor, divide, make_op, maximum, multiply, subtract, where
 from trainer.variables import Variable
 
 __all__ = ["average_pooling2d", "batch_normalization", "conv2d", "dense", "dropout", "embedding", "flatten",
@@ -169,8 +170,12 @@ def _batch_norm_training(g, x, gamma, beta, mm, mv, decay, epsilon: float):
     y, mean, var, _ = make_op("BatchNormTraining", [x, gamma, beta], {"epsilon": epsilon},
                               domain=TRAINER_DOMAIN).outputs
     c = x.shape[1]
-    n = None if x.shape is None else math.prod(d or 0 for d in x.shape) // max(c, 1)
-    unbiased = var if not n or n < 2 else multiply(var, n / (n - 1.0))
+    if None in x.shape:  # values per channel known only per run: Bessel's correction from the run's size
+        n = divide(cast(size(x), x.dtype), float(c))
+        unbiased = multiply(var, divide(n, maximum(subtract(n, 1.0), 1.0)))
+    else:
+        n = math.prod(x.shape) // max(c, 1)
+        unbiased = var if n < 2 else multiply(var, n / (n - 1.0))
     upd_m = mm.assign_sub(multiply(subtract(mm, mean), decay))
     upd_v = mv.assign_sub(multiply(subtract(mv, unbiased), decay))
     g.add_to_collection(GraphKeys.UPDATE_OPS, upd_m.node)

@@ -131,5 +131,5 @@ def test_batch_normalization_with_an_is_training_placeholder(digits):
         np.testing.assert_allclose(after_training, 0.5 * batch.mean(axis=0), rtol=1e-5)
         out, _ = sess.run([h, update_ops], {x: batch, is_training: False})
         np.testing.assert_array_equal(sess.run(moving_mean), after_training)  # no update in inference runs
-    variance = 0.5 + 0.5 * batch.var(axis=0)  # the moving variance after one update
+    variance = 0.5 + 0.5 * batch.var(axis=0, ddof=1)  # the moving variance after one (unbiased) update
     np.testing.assert_allclose(out, (batch - after_training) / np.sqrt(variance + 1e-3), rtol=1e-4, atol=1e-5)
