@@ -4,9 +4,9 @@
 
 Both sides train the same MLP (64-hidden-hidden-10, Adam) on scikit-learn's digits in one graph
 and one session. Ours reads each batch from ``from_tensor_slices -> shuffle -> repeat -> batch ->
-map(normalize)`` through ``get_next``, once inline and once with ``prefetch(2)`` (a background
-thread: under the GIL on a loaded machine its hand-offs cost more than the 0.1 ms a batch takes
-to make, so both are printed); the peer feeds batches already shuffled,
+map(normalize)`` through ``get_next``, once without and once with ``prefetch(2)`` (which keeps
+such a cheap producer inline: a hand-off to a background thread under the GIL costs more than the
+~20 us a batch takes to make; trainer/data/prefetch.py); the peer feeds batches already shuffled,
 normalized and sliced in memory with ``feed_dict`` (the cheapest way to feed). Blocks of steps
 alternate between the two (benchmarks/timing.py); the figure is steps per second and the ratio
 ours/peer (issue 21's target: 0.9 or more). BLAS runs on ``--threads`` threads (default 1): on a

@@ -47,7 +47,7 @@ def build_model():
         h = T.layers.max_pooling2d(h, 2, data_format="channels_first")
         h = T.layers.flatten(h)
         h = T.layers.dense(h, 128, activation="relu", name="fc1")
-        h = T.layers.dropout(h, 0.3)
+        h = T.layers.dropout(h, 0.3, training=True)
         logits = T.layers.dense(h, 10, name="logits")
         probs = T.nn.softmax(logits, name="probabilities")
         loss = T.losses.sparse_softmax_cross_entropy(y, logits)

@@ -44,9 +44,9 @@ def build_cnn(seed: int = 0, batch_norm: bool = True):
             h = T.layers.conv2d(h, filters, 3, padding="same", activation=None if batch_norm else "relu",
                                 name=f"conv{i}", data_format="channels_first")
             if batch_norm:
-                h = T.nn.relu(T.layers.batch_normalization(h, training=True, momentum=0.9, name=f"bn{i}"))
+                h = T.nn.relu(T.layers.batch_normalization(h, axis=1, training=True, momentum=0.9, name=f"bn{i}"))
         h = T.layers.flatten(T.layers.max_pooling2d(h, 2, data_format="channels_first"))
-        h = T.layers.dropout(T.layers.dense(h, 128, activation="relu", name="fc1"), 0.3)
+        h = T.layers.dropout(T.layers.dense(h, 128, activation="relu", name="fc1"), 0.3, training=True)
         logits = T.layers.dense(h, 10, name="logits")
         probs = T.nn.softmax(logits, name="probabilities")
         loss = T.losses.sparse_softmax_cross_entropy(y, logits)

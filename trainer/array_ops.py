@@ -22,12 +22,12 @@ import numpy as np
 
 from trainer import ops
 from trainer.dtypes import as_numpy_dtype
-from trainer.graph import Tensor
+from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.ops import cast, constant, convert_to_tensor, make_op
 
 __all__ = [
     "argmax", "argmin", "assign", "assign_add", "assign_sub", "ceil", "clip_by_norm", "clip_by_value", "cos",
-    "count_nonzero", "cumsum", "div", "einsum", "expand_dims", "eye", "fill", "floor", "floordiv", "gather_nd",
+    "count_nonzero", "cumsum", "decode_raw", "div", "einsum", "expand_dims", "eye", "fill", "floor", "floordiv", "gather_nd",
     "greater_equal", "less_equal", "lin_space", "linspace", "log1p", "logical_and", "logical_not", "logical_or",
     "matmul", "mod", "norm", "not_equal", "one_hot", "ones", "ones_like", "pad", "range", "rank",
     "realdiv", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
@@ -790,3 +790,12 @@ __all__ += [
     "strided_slice", "to_bfloat16", "truncatediv", "truncatemod", "tuple", "unique_with_counts",
     "unsorted_segment_mean",
 ]
+
+
+def decode_raw(input_bytes=None, out_type=None, little_endian: bool = True, name=None, bytes=None) -> Tensor:  # noqa: A002
+    """``tf.decode_raw``: each string's bytes as a vector of ``out_type`` (a TFRecord holding ``array.tobytes()``)."""
+    if out_type is None:
+        raise ValueError("decode_raw needs out_type (e.g. tf.uint8 or tf.float32)")
+    return make_op("DecodeRaw", [input_bytes if input_bytes is not None else bytes],
+                   {"out_type": as_numpy_dtype(out_type).name, "little_endian": int(bool(little_endian))},
+                   domain=TRAINER_DOMAIN, name=name).outputs[0]

@@ -33,6 +33,8 @@ NAMESPACES: dict[str, str] = {
     "tf.summary": "trainer.summary",
     "tf.initializers": "trainer.initializers",
     "tf.data": "trainer.data",
+    "tf.io": "trainer.tf_io",
+    "tf.python_io": "trainer.python_io",
     "tf.estimator": "trainer.estimator",
     "tf.metrics": "trainer.metrics",
 }

@@ -81,6 +81,13 @@ class DType:
     def __hash__(self) -> int:
         return hash(self._np)
 
+    def __getattr__(self, attr: str):
+        """What a NumPy dtype has (``kind``, ``type``, ``itemsize``, ...): a tensor's ``dtype`` is a DType,
+        and code written for NumPy dtypes keeps working on it."""
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return getattr(self._np, attr)
+
     def __repr__(self) -> str:
         return f"tf.{self.name}"
 
@@ -118,6 +125,16 @@ def as_dtype(type_value) -> DType:
         return _BY_NUMPY[np.dtype(type_value)]
     except (TypeError, KeyError):
         raise TypeError(f"cannot convert {type_value!r} to a dtype; use one of {sorted(_BY_NAME)}") from None
+
+
+def tensor_dtype(numpy_dtype: np.dtype | None) -> "DType | np.dtype | None":
+    """What ``Tensor.dtype`` shows: the DType of a numeric or bool NumPy dtype, else the NumPy dtype.
+
+    String tensors keep NumPy's object dtype (still ``== tf.string``): graph files and attributes
+    record ``tensor.dtype.name``, which must stay a name NumPy reads ("object", not "string")."""
+    if numpy_dtype is None or numpy_dtype.kind == "O":
+        return numpy_dtype
+    return _BY_NUMPY.get(numpy_dtype, numpy_dtype)
 
 
 def as_numpy_dtype(type_value) -> np.dtype | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from schemas.registry import UnsupportedOpError
 
 __all__ = [
-    "DeadlineExceededError", "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelError", "OpError",
+    "DataLossError", "DeadlineExceededError", "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelError", "OpError",
     "OutOfRangeError", "UnimplementedError", "UnknownError", "node_error",
 ]
 
@@ -40,10 +40,14 @@ class DeadlineExceededError(RuntimeError):
     """A wait ran past its timeout (a token queue, an accumulator): a peer is dead or too slow."""
 
 
+class DataLossError(RuntimeError):
+    """Stored data is corrupt or truncated (a TFRecord whose checksum does not match)."""
+
+
 InvalidArgumentError = GraphError  # a bad feed, fetch or graph
 UnimplementedError = UnsupportedOpError
 UnknownError = KernelError  # a kernel failed (the message names the node)
-OpError = (DeadlineExceededError, OutOfRangeError, FailedPreconditionError, GraphError, UnsupportedOpError, KernelError)
+OpError = (DataLossError, DeadlineExceededError, OutOfRangeError, FailedPreconditionError, GraphError, UnsupportedOpError, KernelError)
 
 
 def node_error(node, e: Exception) -> Exception:

@@ -16,6 +16,7 @@ import numpy as np
 
 from schemas.registry import ShapeError, TensorType, get_schema, infer_types
 from trainer.devices import DeviceSpec
+from trainer.dtypes import tensor_dtype
 from trainer.errors import GraphError
 
 __all__ = [
@@ -85,8 +86,10 @@ class Tensor:
         return self.node
 
     @property
-    def dtype(self) -> np.dtype | None:
-        return self.type.dtype
+    def dtype(self):
+        """TF1's DType (``tf.float32``: ``.as_numpy_dtype``, ``.base_dtype``, ``.is_floating``); it equals
+        and stands in for the NumPy dtype (``t.dtype == np.float32``)."""
+        return tensor_dtype(self.type.dtype)
 
     @property
     def shape(self) -> tuple[int | None, ...] | None:

@@ -12,8 +12,9 @@ import math
 import numpy as np
 
 from trainer import init, nn
-from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
-from trainer.ops import convert_to_tensor, make_op, multiply, subtract
+from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
+from trainer.array_ops import size
+from trainer.ops import cast, constant, convert_to_tensor, divide, make_op, maximum, multiply, subtract, where
 from trainer.variables import Variable
 
 __all__ = ["average_pooling2d", "batch_normalization", "conv2d", "dense", "dropout", "embedding", "flatten",
@@ -27,19 +28,20 @@ def _activate(y, activation):
     return y if fn is None else fn(y)
 
 
-def dense(inputs, units: int, activation=None, use_bias: bool = True, name: str = "dense",
-          kernel_initializer=init.glorot_uniform, kernel_regularizer=None):
-    """``activation(x @ W + b)``; a 2-D input becomes one fused Gemm."""
+def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_initializer=None,
+          bias_initializer=None, kernel_regularizer=None, *, trainable: bool = True, name: str | None = None):
+    """``activation(x @ W + b)``; a 2-D input becomes one fused Gemm. Arguments in TF1's order;
+    ``kernel_initializer`` defaults to glorot_uniform, as TF1's does."""
     x = convert_to_tensor(inputs)
     g = x.graph
-    with g.as_default(), g.name_scope(name):
+    with g.as_default(), g.name_scope(name or "dense"):
         fan_in = x.shape[-1]
-        w = Variable(kernel_initializer((fan_in, units), dtype=x.dtype), name="kernel")
+        w = _variable(kernel_initializer or init.glorot_uniform, (fan_in, units), x.dtype, "kernel", trainable)
         if kernel_regularizer is not None:  # TF1: the penalty joins REGULARIZATION_LOSSES
             penalty = kernel_regularizer(w)
             if penalty is not None:
                 g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
-        b = Variable(np.zeros((units,), x.dtype), name="bias") if use_bias else None
+        b = _variable(bias_initializer or init.zeros, (units,), x.dtype, "bias", trainable) if use_bias else None
         if len(x.shape) == 2:
             y = make_op("Gemm", [x, w, b]).outputs[0]
         else:
@@ -47,6 +49,11 @@ def dense(inputs, units: int, activation=None, use_bias: bool = True, name: str 
             if b is not None:
                 y = y + b
         return _activate(y, activation)
+
+
+def _variable(initializer, shape: tuple, dtype, name: str, trainable: bool = True, collections=None) -> Variable:
+    """A layer's variable, its value from a TF1 initializer or a ``trainer.init`` function: ``f(shape, dtype=)``."""
+    return Variable(initializer(shape, dtype=dtype), name=name, trainable=trainable, collections=collections)
 
 
 _FORMATS = ("channels_first", "channels_last")
@@ -67,20 +74,30 @@ def _pair(v):
     return v if v is None or not isinstance(v, int) else (v, v)
 
 
-def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid", activation=None,
-           use_bias: bool = True, name: str = "conv2d", kernel_initializer=init.he_normal,
-           data_format: str = "channels_last"):
+def glorot_uniform_hwio(shape, dtype=np.float32):
+    """Glorot-uniform values for a TF1 filter [h, w, in, out] (fans over the window, as TF1 counts them)."""
+    kh, kw, cin, cout = shape
+    return np.ascontiguousarray(init.glorot_uniform((cout, cin, kh, kw), dtype=dtype).transpose(2, 3, 1, 0))
+
+
+def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
+           data_format: str = "channels_last", dilation_rate=(1, 1), activation=None, use_bias: bool = True,
+           kernel_initializer=None, bias_initializer=None, *, trainable: bool = True, name: str | None = None):
     """Convolution of NHWC ``inputs`` (TensorFlow 1.x's default; NCHW with
     ``data_format="channels_first"``) with ``filters`` kernels of ``kernel_size``; ``padding`` is
-    "valid" by default, as in TF1, or "same"."""
+    "valid" by default, as in TF1, or "same". Arguments in TF1's order. The ``kernel`` variable is
+    TF1's [h, w, in, out] (glorot_uniform by default, as in TF1) in either data format; the
+    convolution reads it transposed to [out, in, h, w], which the exporter folds into the weights."""
     ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
 
     def build(x):
         g = x.graph
-        with g.as_default(), g.name_scope(name):
-            w = Variable(kernel_initializer((filters, x.shape[1]) + ks, dtype=x.dtype), name="kernel")
-            b = Variable(np.zeros((filters,), x.dtype), name="bias") if use_bias else None
-            return nn.conv2d_nchw(x, w, b, strides=_pair(strides), padding=padding)
+        with g.as_default(), g.name_scope(name or "conv2d"):
+            w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (x.shape[1], filters), x.dtype, "kernel",
+                          trainable)
+            b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+            oihw = make_op("Transpose", [w], {"perm": [3, 2, 0, 1]}).outputs[0]
+            return nn.conv2d_nchw(x, oihw, b, strides=_pair(strides), padding=padding, dilations=_pair(dilation_rate))
 
     return _activate(_channels_first(inputs, data_format, build), activation)
 
@@ -105,31 +122,65 @@ def flatten(inputs, name=None):
     return make_op("Flatten", [inputs], {"axis": 1}, name=name).outputs[0]
 
 
-def batch_normalization(x, training: bool, momentum: float = 0.99, epsilon: float = 1e-3, name="batch_norm"):
-    """Normalize over all axes but 1 (channels). ``training=True`` uses batch statistics and adds
-    moving-average updates to the UPDATE_OPS collection; ``False`` uses the moving averages."""
-    x = convert_to_tensor(x)
+def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
+                        scale: bool = True, beta_initializer=None, gamma_initializer=None,
+                        moving_mean_initializer=None, moving_variance_initializer=None, *, training=False,
+                        trainable: bool = True, name: str | None = None):
+    """TF1's ``tf.layers.batch_normalization``: normalize over all axes but ``axis`` (the channels: -1,
+    the last, by default; 1 for NCHW). ``training=True`` uses the batch's statistics and adds the
+    moving-average updates to UPDATE_OPS; ``False`` (the default, as in TF1) uses the moving averages;
+    a bool tensor (an ``is_training`` placeholder) chooses per run, the updates moving only when true."""
+    x = convert_to_tensor(inputs)
     g = x.graph
-    c = x.shape[1]
-    with g.as_default(), g.name_scope(name):
-        gamma = Variable(np.ones((c,), x.dtype), name="gamma")
-        beta = Variable(np.zeros((c,), x.dtype), name="beta")
-        mm = Variable(np.zeros((c,), x.dtype), trainable=False, name="moving_mean",
-                      collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.MOVING_AVERAGE_VARIABLES])
-        mv = Variable(np.ones((c,), x.dtype), trainable=False, name="moving_variance",
-                      collections=[GraphKeys.GLOBAL_VARIABLES, GraphKeys.MOVING_AVERAGE_VARIABLES])
-        if not training:
-            return make_op("BatchNormalization", [x, gamma, beta, mm, mv], {"epsilon": epsilon}, num_outputs=1).outputs[0]
-        y, mean, var, _ = make_op("BatchNormTraining", [x, gamma, beta], {"epsilon": epsilon},
-                                  domain=TRAINER_DOMAIN).outputs
-        n = None if x.shape is None else math.prod(d or 0 for d in x.shape) // max(c, 1)
-        unbiased = var if not n or n < 2 else multiply(var, n / (n - 1.0))
-        decay = 1.0 - momentum
-        upd_m = mm.assign_sub(multiply(subtract(mm, mean), decay))
-        upd_v = mv.assign_sub(multiply(subtract(mv, unbiased), decay))
-        g.add_to_collection(GraphKeys.UPDATE_OPS, upd_m.node)
-        g.add_to_collection(GraphKeys.UPDATE_OPS, upd_v.node)
+    rank = len(x.shape)
+    ax = axis + rank if axis < 0 else axis
+    if not 0 < ax < rank:
+        raise ValueError(f"batch_normalization: axis {axis} is not a non-batch axis of a rank-{rank} input")
+    perm = [0, ax] + [d for d in range(1, rank) if d != ax]
+    c = x.shape[ax]
+    with g.as_default(), g.name_scope(name or "batch_normalization"):
+        gamma = _variable(gamma_initializer or init.ones, (c,), x.dtype, "gamma", trainable) if scale else \
+            constant(np.ones((c,), x.dtype))
+        beta = _variable(beta_initializer or init.zeros, (c,), x.dtype, "beta", trainable) if center else \
+            constant(np.zeros((c,), x.dtype))
+        moving = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.MOVING_AVERAGE_VARIABLES]
+        mm = _variable(moving_mean_initializer or init.zeros, (c,), x.dtype, "moving_mean", False, moving)
+        mv = _variable(moving_variance_initializer or init.ones, (c,), x.dtype, "moving_variance", False, moving)
+        if ax != 1:  # the ops normalize over axis 1
+            x = make_op("Transpose", [x], {"perm": perm}).outputs[0]
+        if isinstance(training, Tensor):  # an is_training placeholder: batch statistics and updates only when true
+            decay = where(training, constant(np.asarray(1.0 - momentum, x.dtype)), constant(np.zeros((), x.dtype)))
+            y = where(training, _batch_norm_training(g, x, gamma, beta, mm, mv, decay, epsilon),
+                      _batch_norm_inference(x, gamma, beta, mm, mv, epsilon))
+        elif training:
+            y = _batch_norm_training(g, x, gamma, beta, mm, mv, 1.0 - momentum, epsilon)
+        else:
+            y = _batch_norm_inference(x, gamma, beta, mm, mv, epsilon)
+        if ax != 1:
+            y = make_op("Transpose", [y], {"perm": np.argsort(perm).tolist()}).outputs[0]
         return y
+
+
+def _batch_norm_inference(x, gamma, beta, mm, mv, epsilon: float):
+    return make_op("BatchNormalization", [x, gamma, beta, mm, mv], {"epsilon": epsilon}, num_outputs=1).outputs[0]
+
+
+def _batch_norm_training(g, x, gamma, beta, mm, mv, decay, epsilon: float):
+    """Batch statistics; the moving averages step by ``decay`` (1 - momentum; a tensor when training is fed)."""
+    y, mean, var, _ = make_op("BatchNormTraining", [x, gamma, beta], {"epsilon": epsilon},
+                              domain=TRAINER_DOMAIN).outputs
+    c = x.shape[1]
+    if None in x.shape:  # values per channel known only per run: Bessel's correction from the run's size
+        n = divide(cast(size(x), x.dtype), float(c))
+        unbiased = multiply(var, divide(n, maximum(subtract(n, 1.0), 1.0)))
+    else:
+        n = math.prod(x.shape) // max(c, 1)
+        unbiased = var if n < 2 else multiply(var, n / (n - 1.0))
+    upd_m = mm.assign_sub(multiply(subtract(mm, mean), decay))
+    upd_v = mv.assign_sub(multiply(subtract(mv, unbiased), decay))
+    g.add_to_collection(GraphKeys.UPDATE_OPS, upd_m.node)
+    g.add_to_collection(GraphKeys.UPDATE_OPS, upd_v.node)
+    return y
 
 
 def layer_norm(x, epsilon: float = 1e-5, name="layer_norm"):
@@ -144,15 +195,14 @@ def layer_norm(x, epsilon: float = 1e-5, name="layer_norm"):
                        num_outputs=1).outputs[0]
 
 
-def dropout(inputs, rate: float = 0.5, training=True, name=None, noise_shape=None, seed=None):
+def dropout(inputs, rate: float = 0.5, noise_shape=None, seed=None, training=False, name=None):
     """``x`` with a fraction ``rate`` dropped while ``training`` (a bool, or a bool tensor fed per
-    run as TF1 scripts do with an ``is_training`` placeholder)."""
-    from trainer.graph import Tensor
-    from trainer.ops import where
-
+    run as TF1 scripts do with an ``is_training`` placeholder); TF1's order and default (False)."""
     if isinstance(training, Tensor):
-        return where(training, nn.dropout(inputs, rate=rate, seed=seed), inputs, name=name)
-    return nn.dropout(inputs, rate=rate, seed=seed, name=name) if training and rate > 0 else inputs
+        return where(training, nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed), inputs, name=name)
+    if training and rate > 0:
+        return nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed, name=name)
+    return inputs
 
 
 def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):

@@ -7,6 +7,7 @@ import numpy as np
 from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.embedding import embedding_lookup
 from trainer.ops import constant, convert_to_tensor, make_op, multiply, reduce_sum, subtract
+from trainer.random_ops import get_seed
 
 __all__ = [
     "avg_pool_nchw", "conv2d_nchw", "dropout", "max_pool_nchw", "embedding_lookup", "l2_loss", "log_softmax", "relu",
@@ -80,9 +81,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
                 keep_prob, Tensor) else constant(np.asarray(1 - keep_prob, x.dtype))
         else:
             r = rate if isinstance(rate, Tensor) else constant(np.asarray(rate, x.dtype))
-        seed = 0 if seed is None else seed
-    mask = make_op("DropoutMask", [x, r], {"seed": seed}, domain=TRAINER_DOMAIN).outputs[0]
-    return multiply(x, mask, name=name)
+        seed1, seed2 = get_seed(seed, x.graph)  # TF1's graph- and op-level seeds, as the random ops take them
+    node = make_op("DropoutMask", [x, r], {"seed": seed1, "seed2": seed2}, domain=TRAINER_DOMAIN)
+    node.attrs["stream"] = node.name
+    return multiply(x, node.outputs[0], name=name)
 
 
 

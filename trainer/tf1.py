@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from trainer import app, contrib, flags, gfile, initializers
+from trainer import app, contrib, flags, gfile, initializers, python_io
+from trainer import tf_io as io
 from trainer import tf_logging as logging
 from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 spells them
 from trainer.array_ops import __all__ as _ARRAY_OPS
@@ -123,7 +124,7 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "app", "flags", "gfile", "logging", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "app", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",

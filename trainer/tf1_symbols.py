@@ -56,7 +56,8 @@ unsorted_segment_mean unsorted_segment_min unsorted_segment_sum unstack variable
 variance_scaling_initializer verify_tensor_all_finite where where_v2 while_loop zeros zeros_initializer
 zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
-ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile logging
+ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
+python_io
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -131,6 +132,18 @@ audio get_summary_description histogram image initialize merge merge_all scalar 
 constant global_variables glorot_normal glorot_uniform he_normal he_uniform identity lecun_normal
 lecun_uniform local_variables ones orthogonal random_normal random_uniform tables_initializer
 truncated_normal uniform_unit_scaling variables variance_scaling zeros
+""",
+    "tf.io": """
+FixedLenFeature FixedLenSequenceFeature PaddingFIFOQueue PriorityQueue QueueBase RandomShuffleQueue SparseFeature
+TFRecordCompressionType TFRecordOptions TFRecordWriter VarLenFeature decode_and_crop_jpeg decode_base64 decode_bmp
+decode_compressed decode_csv decode_gif decode_image decode_jpeg decode_json_example decode_png decode_proto
+decode_raw deserialize_many_sparse encode_base64 encode_jpeg encode_png encode_proto extract_jpeg_shape gfile
+is_jpeg match_filenames_once matching_files parse_example parse_sequence_example parse_single_example
+parse_single_sequence_example parse_tensor read_file serialize_many_sparse serialize_sparse serialize_tensor
+tf_record_iterator write_file write_graph
+""",
+    "tf.python_io": """
+TFRecordCompressionType TFRecordOptions TFRecordWriter tf_record_iterator
 """,
     "tf.data": """
 Dataset FixedLengthRecordDataset Iterator Options TFRecordDataset TextLineDataset experimental

@@ -61,6 +61,24 @@ def string_split(x, *, xp, delimiter, maxsplit):
     return _strings(xp, padded, (*x.shape, width)), counts
 
 
+@kernel("DecodeRaw", domain="flowstack")
+def decode_raw(x, *, xp, out_type, little_endian):
+    dtype = xp.dtype(out_type)
+    wire = dtype.newbyteorder("<" if little_endian else ">")
+    rows = []
+    for i, b in enumerate(x.reshape(-1)):
+        data = b.encode() if isinstance(b, str) else bytes(b)
+        if len(data) % dtype.itemsize:
+            raise ValueError(f"DecodeRaw: element {i} has {len(data)} bytes, not a multiple of {out_type}'s "
+                             f"{dtype.itemsize}")
+        rows.append(xp.frombuffer(data, wire).astype(dtype))
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError(f"DecodeRaw: the byte strings decode to different lengths {sorted({len(r) for r in rows})}; "
+                         "every element of one tensor must have as many bytes")
+    n = len(rows[0]) if rows else 0
+    return (xp.stack(rows) if rows else xp.zeros((0, 0), dtype)).reshape(x.shape + (n,))
+
+
 @kernel("RegexFullMatch")
 def regex_full_match(x, *, xp, pattern):
     try:

@@ -47,6 +47,15 @@ def _string_split(ctx):
     return [TensorType(STRING, (*shape, None)), TensorType(INT64, shape)]
 
 
+@op("DecodeRaw", domain="flowstack", inputs=["bytes"], outputs=["output"],
+    attrs={"out_type": Attr("string", REQUIRED), "little_endian": Attr("int", 1)},
+    doc="TensorFlow's DecodeRaw: each byte string read as a vector of ``out_type`` numbers (all the same "
+        "length), so the output has one more dimension than the input.")
+def _decode_raw(ctx):
+    shape = ctx.input(0).shape
+    return [TensorType(np.dtype(ctx.attrs["out_type"]), None if shape is None else (*shape, None))]
+
+
 @op("RegexFullMatch", inputs=["X"], outputs=["Y"], attrs={"pattern": Attr("string", REQUIRED)})
 def _regex_full_match(ctx):
     return [TensorType(BOOL, ctx.input(0).shape)]

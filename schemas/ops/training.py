@@ -136,8 +136,9 @@ op("StackPop", domain=D, inputs=["index"], outputs=["value"], stateful=True,
    doc="The value pushed at position ``index`` (a gradient loop reads iterations in reverse).")(unknown_outputs)
 
 op("DropoutMask", domain=D, inputs=["X", "rate"], outputs=["mask"], stateful=True,
-   attrs={"seed": Attr("int", 0)},
-   doc="A fresh keep-mask scaled by 1/(1-rate) each step (random state is why it is stateful).")(
+   attrs={"seed": Attr("int", 0), "seed2": Attr("int", 0), "stream": Attr("string", "")},
+   doc="A fresh keep-mask scaled by 1/(1-rate) each step (random state is why it is stateful); seeded "
+       "by (seed, seed2) like the random ops when either is set, from the session's generator otherwise.")(
     same_as_input(0))
 op("AccumulateAdd", domain=D, inputs=["accumulator", "value"], outputs=["output"], stateful=True,
    doc="accumulator += value in place, returning the accumulator. Only for loop-private gradient "

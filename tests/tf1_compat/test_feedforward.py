@@ -131,7 +131,7 @@ def test_tf_layers_image_layers_default_to_nhwc_and_train(digits):
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         before = sess.run(loss, feed)
-        for _ in range(10):
+        for _ in range(30):
             sess.run(train_op, feed)
         after = sess.run(loss, feed)
     assert after < before / 2, (before, after)

@@ -117,7 +117,7 @@ def test_batch_norm_training_updates_moving_averages_and_inference_uses_them():
     g = T.Graph()
     with g.as_default():
         x = T.placeholder(np.float32, (None, 2, 3, 3))
-        y_train = T.layers.batch_normalization(x, training=True, momentum=0.5, name="bn")
+        y_train = T.layers.batch_normalization(x, axis=1, training=True, momentum=0.5, name="bn")
         updates = T.group(*g.get_collection(T.GraphKeys.UPDATE_OPS))
         init = T.global_variables_initializer()
     s = T.Session(g)
@@ -140,7 +140,7 @@ def test_dropout_is_fresh_each_step_and_scaled():
     g = T.Graph()
     with g.as_default():
         x = T.constant(np.ones((1000,), np.float32))
-        y = T.layers.dropout(x, 0.5)
+        y = T.layers.dropout(x, 0.5, training=True)
     s = T.Session(g)
     a, b = s.run(y), s.run(y)
     assert set(np.unique(a)) <= {0.0, 2.0} and not np.array_equal(a, b)

@@ -6,12 +6,14 @@
 
 from trainer.data import experimental
 from trainer.data.dataset import AUTOTUNE, Dataset, TensorSpec
+from trainer.data.files import FixedLengthRecordDataset, TFRecordDataset, TextLineDataset
 from trainer.data.iterator import Iterator, make_initializable_iterator, make_one_shot_iterator
 from trainer.data.structure import DataStructureError
 from trainer.kernels import data as _iterator_kernels  # noqa: F401  (registers the iterator ops' kernels)
 
 __all__ = [
-    "AUTOTUNE", "DataStructureError", "Dataset", "Iterator", "TensorSpec", "experimental", "get_output_classes",
+    "AUTOTUNE", "DataStructureError", "Dataset", "FixedLengthRecordDataset", "Iterator", "TFRecordDataset",
+    "TensorSpec", "TextLineDataset", "experimental", "get_output_classes",
     "get_output_shapes", "get_output_types", "make_initializable_iterator", "make_one_shot_iterator",
 ]
 

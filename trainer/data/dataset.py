@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from trainer.data.rows import SHUFFLE_DRAW_BLOCK
 from trainer.data.structure import DataStructureError, map_structure
 from trainer.graph import Tensor
 
@@ -85,16 +86,17 @@ class IterationContext:
 
 @dataclass
 class RowSource:
-    """Elements that are rows ``[a[i] for a in arrays]`` for ``i`` in ``indices``.
+    """Elements that are rows ``[a[i] for a in arrays]`` for ``i`` in the blocks of ``indices``.
 
-    Sliced sources and the order-only transformations over them (shuffle, repeat, take, skip,
-    shard) pass indices instead of elements, so ``batch`` gathers each component with one fancy
-    index rather than stacking rows one by one (issue 21's speed target: 64 rows per step cost
-    ~0.4 ms as elements, a few microseconds as indices). The elements are the same either way.
+    Sliced sources and the order-only transformations over them (shuffle, repeat, take, skip)
+    pass blocks of row indices (trainer/data/rows.py) instead of elements, so ``batch`` gathers
+    each component with one fancy index rather than stacking rows one by one (issue 21's speed
+    target: 64 rows per step cost ~0.4 ms as elements, a few microseconds as indices). The
+    elements are the same either way.
     """
 
     arrays: list
-    indices: Iterator[int]
+    indices: Iterator[np.ndarray]
 
 
 def shuffle_buffer(items: Iterator, size: int, rng: np.random.Generator) -> Iterator:
@@ -110,14 +112,13 @@ def shuffle_buffer(items: Iterator, size: int, rng: np.random.Generator) -> Iter
             buf.append(item)
             continue
         if not draws:
-            draws = rng.integers(size, size=256).tolist()
+            draws = rng.integers(size, size=SHUFFLE_DRAW_BLOCK).tolist()
         i = draws.pop()
         yield buf[i]
         buf[i] = item
-    if buf:
-        for i in rng.integers(0, np.arange(len(buf), 0, -1)).tolist():
-            buf[i], buf[-1] = buf[-1], buf[i]
-            yield buf.pop()
+    if buf:  # the input ended: the rest in a random order, one permutation (drawn in C, not per item)
+        for i in rng.permutation(len(buf)).tolist():
+            yield buf[i]
 
 
 class ElementTypes:

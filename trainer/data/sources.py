@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.data.dataset import Dataset, RowSource, TensorSpec
+from trainer.data.rows import index_blocks
 from trainer.data.structure import (DataStructureError, as_numpy_dtype, describe, flatten, flatten_shapes,
                                     is_nest, map_structure, pack_as, same_structure, shapes_like)
 from trainer.graph import Tensor
@@ -60,12 +61,13 @@ class TensorSliceDataset(Dataset):
         if len(lengths) > 1:
             raise DataStructureError(f"from_tensor_slices: the fed components differ in their first dimension: "
                                      f"{[a.shape for a in arrays]}")
-        return RowSource(arrays, iter(range(lengths.pop())))
+        return RowSource(arrays, index_blocks(lengths.pop()))
 
     def _iterate(self, ctx):
         rows = self._rows(ctx)
-        for i in rows.indices:
-            yield [np.asarray(a[i]) for a in rows.arrays]
+        for block in rows.indices:
+            for i in block.tolist():
+                yield [np.asarray(a[i]) for a in rows.arrays]
 
 
 class TensorDataset(Dataset):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +11,7 @@ import numpy as np
 
 from trainer.data.dataset import AUTOTUNE, Dataset, RowSource, TensorSpec, positive_int, shuffle_buffer, thread_count
 from trainer.data.functions import TracedFunction
+from trainer.data.rows import regroup, shuffle_blocks, skip_blocks, take_blocks
 from trainer.data.structure import (DataStructureError, describe, flatten, flatten_shapes, map_structure, pack_as,
                                     shapes_like)
 
@@ -156,9 +156,8 @@ class BatchDataset(Dataset):
             yield self._stack(rows)
 
     def _gather(self, source: RowSource):
-        while True:
-            idx = list(itertools.islice(source.indices, self.size))
-            if not idx or (self.drop_remainder and len(idx) < self.size):
+        for idx in regroup(source.indices, self.size):
+            if self.drop_remainder and len(idx) < self.size:
                 return
             yield [a[idx] for a in source.arrays]
 
@@ -241,7 +240,7 @@ class ShuffleDataset(Dataset):
         source = self.input._rows(ctx)
         if source is None:
             return None
-        return RowSource(source.arrays, shuffle_buffer(source.indices, self.size, self._rng(ctx)))
+        return RowSource(source.arrays, shuffle_blocks(source.indices, self.size, self._rng(ctx)))
 
     def _iterate(self, ctx):
         rng = self._rng(ctx)
@@ -299,7 +298,7 @@ class TakeDataset(Dataset):
         source = self.input._rows(ctx)
         if source is None:
             return None
-        return RowSource(source.arrays, itertools.islice(source.indices, self.count if self.count >= 0 else None))
+        return RowSource(source.arrays, take_blocks(source.indices, self.count))
 
     def _iterate(self, ctx):
         if self.count == 0:
@@ -326,9 +325,7 @@ class SkipDataset(Dataset):
         source = self.input._rows(ctx)
         if source is None:
             return None
-        if self.count < 0:
-            return RowSource(source.arrays, iter(()))
-        return RowSource(source.arrays, itertools.islice(source.indices, self.count, None))
+        return RowSource(source.arrays, skip_blocks(source.indices, self.count))
 
     def _iterate(self, ctx):
         for n, comps in enumerate(self.input._iterate(ctx)):

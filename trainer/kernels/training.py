@@ -18,6 +18,7 @@ from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, array_cr
                                        json_member, load_checkpoint, write_npz)
 from trainer.devices import to_host
 from trainer.errors import FailedPreconditionError
+from trainer.kernels.random import op_generator
 from trainer.kernels.registry import stateful_kernel
 from trainer.queue_buffer import QueueBuffer
 from trainer.rendezvous import rendezvous_key
@@ -199,9 +200,10 @@ def stack_pop_many(rctx, index, *, stack_names):
 
 
 @stateful_kernel("DropoutMask", domain=D)
-def dropout_mask(rctx, x, rate, *, xp, seed):
+def dropout_mask(rctx, x, rate, *, xp, seed, seed2, stream):
     keep = 1.0 - float(rate)
-    mask = rctx.state.rng.random(x.shape, dtype=np.float32) < keep
+    rng = op_generator(rctx, seed, seed2, stream) if (seed or seed2) else rctx.state.rng
+    mask = rng.random(x.shape, dtype=np.float32) < keep
     return mask.astype(x.dtype) * x.dtype.type(1.0 / keep) if keep > 0 else xp.zeros_like(x)
 
 

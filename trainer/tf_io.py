@@ -1,0 +1,17 @@
+"""``tf.io``: the TF 1.15 I/O namespace, as far as flowstack has it (TFRecord files, gfile, queues)."""
+
+from __future__ import annotations
+
+from trainer import gfile
+from trainer.array_ops import decode_raw
+from trainer.data.tfrecord import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
+from trainer.queues import RandomShuffleQueue
+
+__all__ = ["RandomShuffleQueue", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "decode_raw", "gfile",
+           "tf_record_iterator"]
+
+
+def __getattr__(name: str):
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.io", name, globals())
