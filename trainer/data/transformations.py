@@ -286,7 +286,11 @@ class RepeatDataset(Dataset):
         return self._epochs(ctx, self.input._iterate)
 
 
-class TakeDataset(Dataset):
+class CountedRowsDataset(Dataset):
+    """Keeps part of its input by a row count (Take, Skip); ``select_blocks`` cuts the row blocks."""
+
+    select_blocks: Callable
+
     def __init__(self, input: Dataset, count):
         self.input, self.count = input, int(count)
         self.element_spec = input.element_spec
@@ -298,7 +302,11 @@ class TakeDataset(Dataset):
         source = self.input._rows(ctx)
         if source is None:
             return None
-        return RowSource(source.arrays, take_blocks(source.indices, self.count))
+        return RowSource(source.arrays, self.select_blocks(source.indices, self.count))
+
+
+class TakeDataset(CountedRowsDataset):
+    select_blocks = staticmethod(take_blocks)
 
     def _iterate(self, ctx):
         if self.count == 0:
@@ -313,19 +321,8 @@ class TakeDataset(Dataset):
             source.close()
 
 
-class SkipDataset(Dataset):
-    def __init__(self, input: Dataset, count):
-        self.input, self.count = input, int(count)
-        self.element_spec = input.element_spec
-
-    def _inputs(self):
-        return [self.input]
-
-    def _rows(self, ctx):
-        source = self.input._rows(ctx)
-        if source is None:
-            return None
-        return RowSource(source.arrays, skip_blocks(source.indices, self.count))
+class SkipDataset(CountedRowsDataset):
+    select_blocks = staticmethod(skip_blocks)
 
     def _iterate(self, ctx):
         for n, comps in enumerate(self.input._iterate(ctx)):
