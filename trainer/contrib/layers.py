@@ -17,32 +17,29 @@ __all__ = [
 xavier_initializer_conv2d = xavier_initializer
 
 
-def l2_regularizer(scale: float, scope=None):
-    """``w -> scale * sum(w**2) / 2`` (TensorFlow's l2_loss scaled)."""
+def _regularizer(name: str, scale: float, penalty):
+    """A regularizer: ``penalty(w)`` for a weight tensor ``w``, None where ``scale`` is 0."""
     if scale < 0:
-        raise ValueError(f"l2_regularizer: scale must be >= 0, got {scale}")
+        raise ValueError(f"{name}: scale must be >= 0, got {scale}")
 
     def regularize(weights):
         if scale == 0:
             return None
-        w = convert_to_tensor(weights)
-        return multiply(reduce_sum(multiply(w, w)), np.asarray(0.5 * scale, w.dtype), name="l2_regularizer")
+        return penalty(convert_to_tensor(weights))
 
     return regularize
+
+
+def l2_regularizer(scale: float, scope=None):
+    """``w -> scale * sum(w**2) / 2`` (TensorFlow's l2_loss scaled)."""
+    return _regularizer("l2_regularizer", scale, lambda w: multiply(
+        reduce_sum(multiply(w, w)), np.asarray(0.5 * scale, w.dtype), name="l2_regularizer"))
 
 
 def l1_regularizer(scale: float, scope=None):
     """``w -> scale * sum(|w|)``."""
-    if scale < 0:
-        raise ValueError(f"l1_regularizer: scale must be >= 0, got {scale}")
-
-    def regularize(weights):
-        if scale == 0:
-            return None
-        w = convert_to_tensor(weights)
-        return multiply(reduce_sum(make_op("Abs", [w]).outputs[0]), np.asarray(scale, w.dtype), name="l1_regularizer")
-
-    return regularize
+    return _regularizer("l1_regularizer", scale, lambda w: multiply(
+        reduce_sum(make_op("Abs", [w]).outputs[0]), np.asarray(scale, w.dtype), name="l1_regularizer"))
 
 
 def sum_regularizer(regularizer_list, scope=None):
