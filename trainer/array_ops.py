@@ -38,7 +38,7 @@ __all__ = [
 
 
 def _ints(values, graph=None) -> Tensor:
-    if isinstance(values, Tensor) or hasattr(values, "_as_tensor"):
+    if isinstance(values, Tensor) or hasattr(values, "as_tensor"):
         t = convert_to_tensor(values)
         return t if t.dtype == np.int64 else cast(t, np.int64)
     return constant(np.asarray(values, np.int64), graph=graph)

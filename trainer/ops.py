@@ -40,8 +40,8 @@ def convert_to_tensor(value, dtype=None, graph: Graph | None = None, name: str |
         if dtype is not None and value.dtype is not None and np.dtype(dtype) != value.dtype:
             raise GraphError(f"tensor {value.name} has dtype {value.dtype}, expected {np.dtype(dtype)}")
         return value
-    if hasattr(value, "_as_tensor"):
-        return value._as_tensor()
+    if hasattr(value, "as_tensor"):
+        return value.as_tensor()
     return constant(value, dtype=dtype, graph=graph, name=name)
 
 
@@ -59,13 +59,13 @@ def make_op(
     g = graph or _graph_of(inputs)
     like = next((v.dtype for v in inputs if isinstance(v, Tensor) and v.dtype is not None), None)
     if like is None:
-        like = next((v.dtype for v in inputs if hasattr(v, "_as_tensor")), None)
+        like = next((v.dtype for v in inputs if hasattr(v, "as_tensor")), None)
     tensors = []
     for v in inputs:
         if v is None or isinstance(v, Tensor):
             tensors.append(v)
-        elif hasattr(v, "_as_tensor"):
-            tensors.append(v._as_tensor())
+        elif hasattr(v, "as_tensor"):
+            tensors.append(v.as_tensor())
         else:
             dt = like if (like is not None and like.kind == "f" and _is_float_like(v)) else None
             tensors.append(constant(v, dtype=dt, graph=g))

@@ -141,7 +141,7 @@ class Optimizer:
         self._lr = self._scalar(self.learning_rate, dtype)
 
     def _scalar(self, value, dtype):
-        if hasattr(value, "_as_tensor") or hasattr(value, "node"):
+        if hasattr(value, "as_tensor") or hasattr(value, "node"):
             t = convert_to_tensor(value)
             return t if t.dtype == dtype else cast(t, dtype)
         return constant(np.asarray(value, dtype))

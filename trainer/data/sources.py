@@ -19,8 +19,8 @@ def _source_array(value):
     """A source leaf: a graph tensor stays (captured), anything else becomes an array as ``constant`` would."""
     if isinstance(value, Tensor):
         return value
-    if hasattr(value, "_as_tensor"):
-        return value._as_tensor()
+    if hasattr(value, "as_tensor"):
+        return value.as_tensor()
     arr = np.asarray(value)
     if arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         arr = arr.astype(np.float32)  # Python floats are float32, as in TensorFlow
