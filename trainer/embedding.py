@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import reduce_sum
 from trainer.graph import Tensor
-from trainer.ops import cast, constant, convert_to_tensor, gather, make_op, maximum, minimum, reduce_sum, sqrt, where
+from trainer.ops import cast, constant, convert_to_tensor, gather, make_op, maximum, minimum, sqrt, where
 from trainer.partitioned_variables import PartitionedVariable
 
 __all__ = ["embedding_lookup"]

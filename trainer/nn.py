@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import reduce_sum
 from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.embedding import embedding_lookup
-from trainer.ops import constant, convert_to_tensor, make_op, multiply, reduce_sum, subtract
+from trainer.ops import constant, convert_to_tensor, make_op, multiply, subtract
 from trainer.random_ops import get_seed
 
 __all__ = [

@@ -16,8 +16,8 @@ from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, Node, Tensor, get_d
 __all__ = [
     "add", "add_n", "argmax", "cast", "concat", "constant", "divide", "equal", "exp", "gather",
     "greater", "group", "identity", "less", "log", "make_op", "matmul", "maximum", "minimum",
-    "multiply", "negative", "no_op", "ones_like", "placeholder", "pow", "reduce_max", "reduce_mean",
-    "reduce_min", "reduce_sum", "reshape", "shape", "sigmoid", "sqrt", "square", "squeeze",
+    "multiply", "negative", "no_op", "ones_like", "placeholder", "pow", "reshape", "shape", "sigmoid", "sqrt",
+    "square", "squeeze",
     "stop_gradient", "subtract", "tanh", "transpose", "where", "zeros_like", "abs", "convert_to_tensor",
 ]
 
@@ -185,24 +185,6 @@ def _axes(axis) -> Tensor | None:
     if axis is None:
         return None
     return constant(np.asarray(list(axis) if isinstance(axis, (list, tuple)) else [axis], np.int64))
-
-
-def _reduce(op_type: str):
-    def build(x, axis=None, keepdims: bool = False, name=None) -> Tensor:
-        x = convert_to_tensor(x)
-        with x.graph.as_default():
-            axes = _axes(axis)
-        return make_op(op_type, [x, axes], {"keepdims": int(keepdims)}, name=name).outputs[0]
-
-    build.__name__ = op_type
-    build.__doc__ = f"{op_type} over ``axis`` (all axes when None)."
-    return build
-
-
-reduce_sum = _reduce("ReduceSum")
-reduce_mean = _reduce("ReduceMean")
-reduce_max = _reduce("ReduceMax")
-reduce_min = _reduce("ReduceMin")
 
 
 def argmax(x, axis: int = -1, name=None) -> Tensor:

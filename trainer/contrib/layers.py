@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import initializers
+from trainer.array_ops import reduce_sum
 from trainer.initializers import variance_scaling_initializer, xavier_initializer
-from trainer.ops import add_n, convert_to_tensor, make_op, multiply, reduce_sum
+from trainer.ops import add_n, convert_to_tensor, make_op, multiply
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
