@@ -18,7 +18,7 @@ __all__ = [
     "greater", "group", "identity", "less", "log", "make_op", "matmul", "maximum", "minimum",
     "multiply", "negative", "no_op", "ones_like", "placeholder", "pow", "reshape", "shape", "sigmoid", "sqrt",
     "square", "squeeze",
-    "stop_gradient", "subtract", "tanh", "transpose", "where", "zeros_like", "abs", "convert_to_tensor",
+    "stop_gradient", "subtract", "tanh", "transpose", "unary_op", "where", "zeros_like", "abs", "convert_to_tensor",
 ]
 
 _DEFAULT_FLOAT = np.dtype(np.float32)
@@ -76,7 +76,9 @@ def _is_float_like(v) -> bool:
     return isinstance(v, (int, float)) or (isinstance(v, np.ndarray) and v.dtype.kind in "fiu")
 
 
-def _unary(op_type: str, domain: str = ""):
+def unary_op(op_type: str, domain: str = ""):
+    """The builder of the one-input op ``op_type``: ``f(x, name=None) -> Tensor``."""
+
     def build(x, name: str | None = None) -> Tensor:
         return make_op(op_type, [x], domain=domain, name=name).outputs[0]
 
@@ -127,14 +129,14 @@ greater = _binary("Greater")
 less = _binary("Less")
 pow = _binary("Pow")
 matmul = _binary("MatMul")
-negative = _unary("Neg")
-exp = _unary("Exp")
-log = _unary("Log")
-sqrt = _unary("Sqrt")
-tanh = _unary("Tanh")
-sigmoid = _unary("Sigmoid")
-abs = _unary("Abs")
-identity = _unary("Identity")
+negative = unary_op("Neg")
+exp = unary_op("Exp")
+log = unary_op("Log")
+sqrt = unary_op("Sqrt")
+tanh = unary_op("Tanh")
+sigmoid = unary_op("Sigmoid")
+abs = unary_op("Abs")
+identity = unary_op("Identity")
 
 
 def square(x, name=None) -> Tensor:
