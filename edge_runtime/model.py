@@ -55,8 +55,8 @@ class Model:
         self.xp = self.device_backend.xp
         if self.device_backend.is_host:
             keep_freed_memory()
-        self._plans: dict[int, GraphPlan] = {}
-        self.plan = GraphPlan(model_def, 0, self.device_backend, self._plans)
+        self.plans: dict[int, GraphPlan] = {}  # every subgraph's plan by index, the main graph's first
+        self.plan = GraphPlan(model_def, 0, self.device_backend, self.plans)
         main = model_def.subgraphs[0]
         self._input_position = {i: pos for pos, i in enumerate(main.inputs)}
         self._output_position = {i: pos for pos, i in enumerate(main.outputs)}

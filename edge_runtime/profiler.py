@@ -64,7 +64,7 @@ def profile_ops(model: Model, feeds: Mapping[str, Any], runs: int = 10, warmup: 
     copy = model.replanned()  # plans of its own: the model and its concurrent runs are untouched
     sync = _synchronizer(copy.xp)
     timings: list[NodeTiming] = []
-    for plan in copy._plans.values():
+    for plan in copy.plans.values():
         for step in plan.steps:
             timings.append(NodeTiming(step.label, step.op_type, 0, 0.0))
             step.kernel = _timed(step.kernel, timings[-1], sync)

@@ -164,16 +164,30 @@ def _string_vector(b: flatbuffers.Builder, strings: list[str]) -> int:
     return _table_vector(b, [b.CreateString(s) for s in strings])
 
 
-# How each attribute type is stored: the vector to build first (None: a scalar field) and its adder.
+def _table(b: flatbuffers.Builder, table, **fields) -> int:
+    """One table of the generated module ``table``: ``Add<Field>`` for each keyword in the order given
+    (the order fixes the bytes); returns the table's offset."""
+    table.Start(b)
+    for field, value in fields.items():
+        getattr(table, "Add" + field)(b, value)
+    return table.End(b)
+
+
+def _optional(**fields) -> dict:
+    """The optional fields that are set, for ``_table``."""
+    return {field: value for field, value in fields.items() if value is not None}
+
+
+# How each attribute type is stored: the vector to build first (None: a scalar field) and its field.
 _ATTRIBUTE_FIELDS = {
-    AttrType.INT: (None, Attribute.AddI),
-    AttrType.FLOAT: (None, Attribute.AddF),
-    AttrType.STRING: (lambda b, v: b.CreateByteVector(v.encode("utf-8")), Attribute.AddS),
-    AttrType.INTS: (lambda b, v: b.CreateNumpyVector(np.asarray(v, dtype=np.int64)), Attribute.AddInts),
-    AttrType.FLOATS: (lambda b, v: b.CreateNumpyVector(np.asarray(v, dtype=np.float32)), Attribute.AddFloats),
-    AttrType.STRINGS: (_string_vector, Attribute.AddStrings),
-    AttrType.TENSOR: (None, Attribute.AddTensor),
-    AttrType.GRAPH: (None, Attribute.AddGraph),
+    AttrType.INT: (None, "I"),
+    AttrType.FLOAT: (None, "F"),
+    AttrType.STRING: (lambda b, v: b.CreateByteVector(v.encode("utf-8")), "S"),
+    AttrType.INTS: (lambda b, v: b.CreateNumpyVector(np.asarray(v, dtype=np.int64)), "Ints"),
+    AttrType.FLOATS: (lambda b, v: b.CreateNumpyVector(np.asarray(v, dtype=np.float32)), "Floats"),
+    AttrType.STRINGS: (_string_vector, "Strings"),
+    AttrType.TENSOR: (None, "Tensor"),
+    AttrType.GRAPH: (None, "Graph"),
 }
 
 
@@ -186,11 +200,7 @@ def _buffers(b: flatbuffers.Builder, layout: _Layout, data_start: int) -> int:
         offset, length = (0, 0) if i == 0 else (position, blob.nbytes)
         if i:
             position = _align(position + blob.nbytes)
-        Buffer.Start(b)
-        Buffer.AddOffset(b, offset)
-        Buffer.AddLength(b, length)
-        Buffer.AddCrc32(b, crc)
-        tables.append(Buffer.End(b))
+        tables.append(_table(b, Buffer, Offset=offset, Length=length, Crc32=crc))
     return _table_vector(b, tables)
 
 
@@ -198,22 +208,14 @@ def _operator_codes(b: flatbuffers.Builder, layout: _Layout) -> int:
     tables = []
     for (domain, name, version) in layout.opcodes:
         d, n = b.CreateString(domain), b.CreateString(name)
-        OperatorCode.Start(b)
-        OperatorCode.AddDomain(b, d)
-        OperatorCode.AddName(b, n)
-        OperatorCode.AddVersion(b, version)
-        tables.append(OperatorCode.End(b))
+        tables.append(_table(b, OperatorCode, Domain=d, Name=n, Version=version))
     return _table_vector(b, tables)
 
 
 def _quantization_table(b: flatbuffers.Builder, scale: np.ndarray, zero_point: np.ndarray, axis: int) -> int:
     scales = b.CreateNumpyVector(np.asarray(scale, dtype=np.float32).reshape(-1))
     zero_points = b.CreateNumpyVector(np.asarray(zero_point, dtype=np.int64).reshape(-1))
-    Quantization.Start(b)
-    Quantization.AddScale(b, scales)
-    Quantization.AddZeroPoint(b, zero_points)
-    Quantization.AddAxis(b, axis)
-    return Quantization.End(b)
+    return _table(b, Quantization, Scale=scales, ZeroPoint=zero_points, Axis=axis)
 
 
 def _tensor(b: flatbuffers.Builder, t: dict) -> int:
@@ -221,42 +223,23 @@ def _tensor(b: flatbuffers.Builder, t: dict) -> int:
     shape = b.CreateNumpyVector(np.asarray(t["shape"] or [], dtype=np.int64))
     strings = _string_vector(b, t["strings"]) if t["strings"] is not None else None
     quantization = _quantization_table(b, *t["quantization"]) if t.get("quantization") is not None else None
-    Tensor.Start(b)
-    Tensor.AddName(b, name)
-    Tensor.AddDtype(b, t["dtype"])
-    Tensor.AddShape(b, shape)
-    Tensor.AddRankKnown(b, t["shape"] is not None)
-    Tensor.AddBuffer(b, t["buffer"])
-    if strings is not None:
-        Tensor.AddStringData(b, strings)
-    if quantization is not None:
-        Tensor.AddQuantization(b, quantization)
-    return Tensor.End(b)
+    return _table(b, Tensor, Name=name, Dtype=t["dtype"], Shape=shape, RankKnown=t["shape"] is not None,
+                  Buffer=t["buffer"], **_optional(StringData=strings, Quantization=quantization))
 
 
 def _attribute(b: flatbuffers.Builder, key: str, kind: int, value) -> int:
     k = b.CreateString(key)
-    encode, add = _ATTRIBUTE_FIELDS[kind]
+    encode, field = _ATTRIBUTE_FIELDS[kind]
     payload = encode(b, value) if encode else value
-    Attribute.Start(b)
-    Attribute.AddName(b, k)
-    Attribute.AddType(b, kind)
-    add(b, payload)
-    return Attribute.End(b)
+    return _table(b, Attribute, Name=k, Type=kind, **{field: payload})
 
 
 def _operator(b: flatbuffers.Builder, o: dict) -> int:
     attrs = _table_vector(b, [_attribute(b, *attr) for attr in o["attrs"]])
     ins, outs, implicit = (_int_vector(b, o[k]) for k in ("inputs", "outputs", "implicit"))
     name = b.CreateString(o["name"])
-    Operator.Start(b)
-    Operator.AddOpcodeIndex(b, o["code"])
-    Operator.AddInputs(b, ins)
-    Operator.AddOutputs(b, outs)
-    Operator.AddAttributes(b, attrs)
-    Operator.AddName(b, name)
-    Operator.AddImplicitInputs(b, implicit)
-    return Operator.End(b)
+    return _table(b, Operator, OpcodeIndex=o["code"], Inputs=ins, Outputs=outs, Attributes=attrs, Name=name,
+                  ImplicitInputs=implicit)
 
 
 def _subgraph(b: flatbuffers.Builder, sg: dict) -> int:
@@ -264,23 +247,14 @@ def _subgraph(b: flatbuffers.Builder, sg: dict) -> int:
     ops = _table_vector(b, [_operator(b, o) for o in sg["ops"]])
     ins, outs = _int_vector(b, sg["inputs"]), _int_vector(b, sg["outputs"])
     name = b.CreateString(sg["name"])
-    SubGraph.Start(b)
-    SubGraph.AddName(b, name)
-    SubGraph.AddTensors(b, tensors)
-    SubGraph.AddInputs(b, ins)
-    SubGraph.AddOutputs(b, outs)
-    SubGraph.AddOperators(b, ops)
-    return SubGraph.End(b)
+    return _table(b, SubGraph, Name=name, Tensors=tensors, Inputs=ins, Outputs=outs, Operators=ops)
 
 
 def _tensor_maps(b: flatbuffers.Builder, names: dict[str, str], slots: dict[str, int]) -> int:
     tables = []
     for public, value_name in names.items():
         n = b.CreateString(public)
-        TensorMap.Start(b)
-        TensorMap.AddName(b, n)
-        TensorMap.AddTensor(b, slots[value_name])
-        tables.append(TensorMap.End(b))
+        tables.append(_table(b, TensorMap, Name=n, Tensor=slots[value_name]))
     return _table_vector(b, tables)
 
 
@@ -291,12 +265,7 @@ def _signature_defs(b: flatbuffers.Builder, layout: _Layout) -> int:
     for key, sig in _signatures(layout.model).items():
         inputs, outputs = _tensor_maps(b, sig.inputs, slots), _tensor_maps(b, sig.outputs, slots)
         k = b.CreateString(key)
-        SignatureDef.Start(b)
-        SignatureDef.AddKey(b, k)
-        SignatureDef.AddInputs(b, inputs)
-        SignatureDef.AddOutputs(b, outputs)
-        SignatureDef.AddSubgraph(b, 0)
-        tables.append(SignatureDef.End(b))
+        tables.append(_table(b, SignatureDef, Key=k, Inputs=inputs, Outputs=outputs, Subgraph=0))
     return _table_vector(b, tables)
 
 
@@ -304,10 +273,7 @@ def _metadata(b: flatbuffers.Builder, model: ir.Model) -> int:
     tables = []
     for key, value in model.metadata.items():
         k, v = b.CreateString(key), b.CreateString(str(value))
-        KeyValue.Start(b)
-        KeyValue.AddKey(b, k)
-        KeyValue.AddValue(b, v)
-        tables.append(KeyValue.End(b))
+        tables.append(_table(b, KeyValue, Key=k, Value=v))
     return _table_vector(b, tables)
 
 
@@ -315,10 +281,7 @@ def _opset_imports(b: flatbuffers.Builder, model: ir.Model) -> int:
     tables = []
     for domain, version in model.opset_imports.items():
         d = b.CreateString(domain)
-        OpsetImport.Start(b)
-        OpsetImport.AddDomain(b, d)
-        OpsetImport.AddVersion(b, version)
-        tables.append(OpsetImport.End(b))
+        tables.append(_table(b, OpsetImport, Domain=d, Version=version))
     return _table_vector(b, tables)
 
 
@@ -335,17 +298,10 @@ def _build(layout: _Layout, data_start: int) -> bytes:
     signatures = _signature_defs(b, layout)
     metadata = _metadata(b, model)
     producer = b.CreateString(model.producer)
-    Model.Start(b)
-    Model.AddFormatVersion(b, FORMAT_VERSION)
-    Model.AddProducer(b, producer)
-    Model.AddOpsetImports(b, opsets)
-    Model.AddOperatorCodes(b, codes)
-    Model.AddSubgraphs(b, subgraphs)
-    Model.AddBuffers(b, buffers)
-    Model.AddSignatures(b, signatures)
-    Model.AddMetadata(b, metadata)
-    Model.AddChecksum(b, BufferChecksum.BufferChecksum.CRC32)
-    b.Finish(Model.End(b), file_identifier=FILE_IDENTIFIER)
+    root = _table(b, Model, FormatVersion=FORMAT_VERSION, Producer=producer, OpsetImports=opsets, OperatorCodes=codes,
+                  Subgraphs=subgraphs, Buffers=buffers, Signatures=signatures, Metadata=metadata,
+                  Checksum=BufferChecksum.BufferChecksum.CRC32)
+    b.Finish(root, file_identifier=FILE_IDENTIFIER)
     return bytes(b.Output())
 
 

@@ -55,10 +55,7 @@ class Freezer:
         self.current = ""  # the public output being built, for error messages
 
     def fresh(self, hint: str) -> str:
-        name, n = hint, 0
-        while name in self.used:
-            n += 1
-            name = f"{hint}_{n}"
+        name = ir.unused_name(hint, self.used)
         self.used.add(name)
         return name
 

@@ -129,8 +129,8 @@ def _resolve(graph, t, public: str, role: str):
 
     if isinstance(t, Tensor):
         return t
-    if hasattr(t, "_as_tensor"):
-        return t._as_tensor()
+    if hasattr(t, "as_tensor"):
+        return t.as_tensor()
     try:
         return graph.tensor(str(t))
     except GraphError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Container, Iterator
 
 import numpy as np
 
@@ -125,3 +125,16 @@ class Model:
     producer: str = "flowstack"
     metadata: dict[str, str] = field(default_factory=dict)
     signatures: dict[str, Signature] = field(default_factory=dict)
+
+
+def unused_name(hint: str, taken: Container[str]) -> str:
+    """``hint``, else ``hint_1``, ``hint_2``, ...: the first that is not in ``taken``.
+
+    >>> unused_name("w", {"w", "w_1"})
+    'w_2'
+    """
+    name, n = hint, 0
+    while name in taken:
+        n += 1
+        name = f"{hint}_{n}"
+    return name

@@ -16,6 +16,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from exporter.ir import unused_name
+
 MICROSOFT = "com.microsoft"
 
 
@@ -65,10 +67,7 @@ class _Expander:
         self.taken = {n for node in graph.node for n in (*node.input, *node.output)} | set(self.initializers)
 
     def name(self, hint: str) -> str:
-        candidate, i = hint, 0
-        while candidate in self.taken:
-            i += 1
-            candidate = f"{hint}_{i}"
+        candidate = unused_name(hint, self.taken)
         self.taken.add(candidate)
         return candidate
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hmac
+import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -224,6 +225,14 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         log.exception("unexpected error while handling a gRPC request")
         await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {clipped(str(exc))}")
 
+    async def _served(self, context: grpc.aio.ServicerContext, compute: Callable[[], Any]) -> Any:
+        """``compute()``, awaited where it gives a coroutine; a failure aborts the call with its status."""
+        try:
+            result = compute()
+            return await result if inspect.isawaitable(result) else result
+        except Exception as exc:
+            await self._abort(context, exc)
+
     async def ServerLive(self, request, context):
         return pb.ServerLiveResponse(live=self.core.live())
 
@@ -231,20 +240,14 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         return pb.ServerReadyResponse(ready=self.core.ready())
 
     async def ModelReady(self, request, context):
-        try:
-            ready = self.core.model_ready(request.name, request.version)
-        except Exception as exc:
-            await self._abort(context, exc)
+        ready = await self._served(context, lambda: self.core.model_ready(request.name, request.version))
         return pb.ModelReadyResponse(ready=ready)
 
     async def ServerMetadata(self, request, context):
         return pb.ServerMetadataResponse(**self.core.server_metadata())
 
     async def ModelMetadata(self, request, context):
-        try:
-            meta = self.core.model_metadata(request.name, request.version)
-        except Exception as exc:
-            await self._abort(context, exc)
+        meta = await self._served(context, lambda: self.core.model_metadata(request.name, request.version))
         return pb.ModelMetadataResponse(
             name=meta["name"],
             versions=meta["versions"],
@@ -254,17 +257,11 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         )
 
     async def ModelConfig(self, request, context):
-        try:
-            config = self.core.model_config(request.name, request.version)
-        except Exception as exc:
-            await self._abort(context, exc)
+        config = await self._served(context, lambda: self.core.model_config(request.name, request.version))
         return pb.ModelConfigResponse(config=json_format.ParseDict(config, pb.ModelConfig(), ignore_unknown_fields=True))
 
     async def ModelStatistics(self, request, context):
-        try:
-            stats = self.core.model_stats(request.name, request.version)
-        except Exception as exc:
-            await self._abort(context, exc)
+        stats = await self._served(context, lambda: self.core.model_stats(request.name, request.version))
         return json_format.ParseDict(stats, pb.ModelStatisticsResponse(), ignore_unknown_fields=True)
 
     async def RepositoryIndex(self, request, context):
@@ -272,61 +269,38 @@ class InferenceServicer(pb_grpc.GRPCInferenceServiceServicer):
         return pb.RepositoryIndexResponse(models=[pb.RepositoryIndexResponse.ModelIndex(**row) for row in rows])
 
     async def RepositoryModelLoad(self, request, context):
-        try:
-            parameters = {k: _repository_parameter(v) for k, v in request.parameters.items()}
-            await self.core.load_model(request.model_name, parameters)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.load_model(
+            request.model_name, {k: _repository_parameter(v) for k, v in request.parameters.items()}))
         return pb.RepositoryModelLoadResponse()
 
     async def RepositoryModelUnload(self, request, context):
-        try:
-            await self.core.unload_model(request.model_name)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.unload_model(request.model_name))
         return pb.RepositoryModelUnloadResponse()
 
     async def SystemSharedMemoryStatus(self, request, context):
-        try:
-            regions = self.core.shared_memory.status(request.name)
-        except Exception as exc:
-            await self._abort(context, exc)
+        regions = await self._served(context, lambda: self.core.shared_memory.status(request.name))
         Region = pb.SystemSharedMemoryStatusResponse.RegionStatus
         return pb.SystemSharedMemoryStatusResponse(regions={r["name"]: Region(**r) for r in regions})
 
     async def SystemSharedMemoryRegister(self, request, context):
-        try:
-            self.core.shared_memory.register(request.name, request.key, request.offset, request.byte_size)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.shared_memory.register(
+            request.name, request.key, request.offset, request.byte_size))
         return pb.SystemSharedMemoryRegisterResponse()
 
     async def SystemSharedMemoryUnregister(self, request, context):
-        try:
-            self.core.shared_memory.unregister(request.name)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.shared_memory.unregister(request.name))
         return pb.SystemSharedMemoryUnregisterResponse()
 
     async def CudaSharedMemoryStatus(self, request, context):
-        try:
-            self.core.cuda_shared_memory_status(request.name)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.cuda_shared_memory_status(request.name))
         return pb.CudaSharedMemoryStatusResponse()
 
     async def CudaSharedMemoryRegister(self, request, context):
-        try:
-            self.core.cuda_shared_memory_register(request.name)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.cuda_shared_memory_register(request.name))
         return pb.CudaSharedMemoryRegisterResponse()
 
     async def CudaSharedMemoryUnregister(self, request, context):
-        try:
-            self.core.cuda_shared_memory_unregister(request.name)
-        except Exception as exc:
-            await self._abort(context, exc)
+        await self._served(context, lambda: self.core.cuda_shared_memory_unregister(request.name))
         return pb.CudaSharedMemoryUnregisterResponse()
 
     async def TraceSetting(self, request, context):

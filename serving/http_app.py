@@ -794,8 +794,14 @@ def route_table(h: HttpHandlers) -> list[Route]:
 def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Callable:
     """The ASGI app serving ``core`` over HTTP.
 
-    >>> from serving import create_app  # doctest: +SKIP
-    >>> app = create_app(InferenceCore(repository), HttpSettings(auth_token="s3cret"))  # doctest: +SKIP
+    >>> import tempfile
+    >>> from serving.repository import ModelRepository
+    >>> models = tempfile.TemporaryDirectory()
+    >>> core = InferenceCore(ModelRepository(models.name))
+    >>> app = create_app(core, HttpSettings(auth_token="s3cret"))  # what uvicorn serves
+    >>> [route.path for route in route_table(HttpHandlers(core, HttpSettings()))][:3]
+    ['/v2/models/{name}/infer', '/v2/models/{name}/versions/{version}/infer', '/v1/models/{name}:predict']
+    >>> models.cleanup()
     """
     settings = settings or HttpSettings()
     handlers = HttpHandlers(core, settings)

@@ -45,3 +45,9 @@ def test_modules_with_examples_are_found() -> None:
     names = modules_with_examples()
     assert "trainer.session" in names and "schemas.op_table" in names
     assert not any(name.startswith("tests") for name in names)
+
+
+def test_no_example_is_marked_skip() -> None:
+    skipped = [str(path.relative_to(ROOT)) for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+               if "doctest: +SKIP" in path.read_text()]
+    assert skipped == [], f"docstring examples that never run: {skipped}"

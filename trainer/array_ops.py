@@ -23,7 +23,7 @@ import numpy as np
 from trainer import ops
 from trainer.dtypes import as_numpy_dtype
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import cast, constant, convert_to_tensor, make_op
+from trainer.ops import cast, constant, convert_to_tensor, make_op, unary_op
 
 __all__ = [
     "argmax", "argmin", "assign", "assign_add", "assign_sub", "ceil", "clip_by_norm", "clip_by_value", "cos",
@@ -38,7 +38,7 @@ __all__ = [
 
 
 def _ints(values, graph=None) -> Tensor:
-    if isinstance(values, Tensor) or hasattr(values, "_as_tensor"):
+    if isinstance(values, Tensor) or hasattr(values, "as_tensor"):
         t = convert_to_tensor(values)
         return t if t.dtype == np.int64 else cast(t, np.int64)
     return constant(np.asarray(values, np.int64), graph=graph)
@@ -302,23 +302,15 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, adjoint_a
     return ops.matmul(a, b, name=name)
 
 
-def _unary(op_type: str):
-    def build(x, name=None) -> Tensor:
-        return make_op(op_type, [x], name=name).outputs[0]
-
-    build.__doc__ = f"Elementwise {op_type}."
-    return build
-
-
-floor = _unary("Floor")
-ceil = _unary("Ceil")
-round = _unary("Round")  # noqa: A001 - TF's name (half to even, as TensorFlow)
-sign = _unary("Sign")
-sin = _unary("Sin")
-cos = _unary("Cos")
-reciprocal = _unary("Reciprocal")
-softplus = _unary("Softplus")
-logical_not = _unary("Not")
+floor = unary_op("Floor")
+ceil = unary_op("Ceil")
+round = unary_op("Round")  # noqa: A001 - TF's name (half to even, as TensorFlow)
+sign = unary_op("Sign")
+sin = unary_op("Sin")
+cos = unary_op("Cos")
+reciprocal = unary_op("Reciprocal")
+softplus = unary_op("Softplus")
+logical_not = unary_op("Not")
 
 
 def rsqrt(x, name=None) -> Tensor:
@@ -423,16 +415,16 @@ def assign_sub(ref, value, use_locking=None, name=None) -> Tensor:
 
 
 # -- more math, as scripts reach for it -----------------------------------------------------------
-tan = _unary("Tan")
-asin = _unary("Asin")
-acos = _unary("Acos")
-atan = _unary("Atan")
-sinh = _unary("Sinh")
-cosh = _unary("Cosh")
-erf = _unary("Erf")
-is_nan = _unary("IsNaN")
-is_inf = _unary("IsInf")
-matrix_determinant = _unary("Det")
+tan = unary_op("Tan")
+asin = unary_op("Asin")
+acos = unary_op("Acos")
+atan = unary_op("Atan")
+sinh = unary_op("Sinh")
+cosh = unary_op("Cosh")
+erf = unary_op("Erf")
+is_nan = unary_op("IsNaN")
+is_inf = unary_op("IsInf")
+matrix_determinant = unary_op("Det")
 
 
 def expm1(x, name=None) -> Tensor:
@@ -598,10 +590,10 @@ __all__ += [
 
 
 # -- the rest of the everyday core ops ------------------------------------------------------------
-asinh = _unary("Asinh")
-acosh = _unary("Acosh")
-atanh = _unary("Atanh")
-rint = _unary("Round")
+asinh = unary_op("Asinh")
+acosh = unary_op("Acosh")
+atanh = unary_op("Atanh")
+rint = unary_op("Round")
 arg_max = argmax  # TensorFlow 1.x's older names
 arg_min = argmin
 floor_div = floordiv

@@ -54,9 +54,9 @@ class _Meta:
 
 
 def run_dataflow(plan, feed_values, rctx):
-    meta = getattr(plan, "_meta", None)
+    meta = plan.schedule
     if meta is None:
-        meta = plan._meta = _Meta(plan)
+        meta = plan.schedule = _Meta(plan)
     steps = plan.steps
     root = plan.template[:]
     for spec, v in zip(plan.feeds, feed_values):

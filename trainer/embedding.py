@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import reduce_sum
 from trainer.graph import Tensor
-from trainer.ops import cast, constant, convert_to_tensor, gather, make_op, maximum, minimum, reduce_sum, sqrt, where
+from trainer.ops import cast, constant, convert_to_tensor, gather, make_op, maximum, minimum, sqrt, where
+from trainer.partitioned_variables import PartitionedVariable
 
 __all__ = ["embedding_lookup"]
 
@@ -26,8 +28,8 @@ STRATEGIES = ("mod", "div")
 
 def _shards(params) -> list:
     """The shard Variables (or tensors) of ``params``, in order."""
-    if hasattr(params, "_get_variable_list"):
-        return params._get_variable_list()
+    if isinstance(params, PartitionedVariable):
+        return list(params)
     if isinstance(params, (list, tuple)):
         if not params:
             raise ValueError("embedding_lookup: params is an empty list; it needs at least one shard")

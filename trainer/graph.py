@@ -211,7 +211,7 @@ class Graph:
         return st
 
     def as_default(self):
-        return _default_graph_scope(self)
+        return _pushed(_graph_stack(), self)
 
     # -- nodes ------------------------------------------------------------------------------
     @property
@@ -366,11 +366,8 @@ class Graph:
                 st.control = saved
             return
         nodes = [d.node if isinstance(d, Tensor) else _as_node(d) for d in deps]
-        st.control.append(nodes)
-        try:
+        with _pushed(st.control, nodes):
             yield
-        finally:
-            st.control.pop()
 
     @contextlib.contextmanager
     def device(self, name_or_function):
@@ -380,30 +377,21 @@ class Graph:
             entry = name_or_function
         else:
             entry = DeviceSpec.parse(name_or_function) if name_or_function else None
-        st.device.append(entry)
-        try:
+        with _pushed(st.device, entry):
             yield
-        finally:
-            st.device.pop()
 
     @contextlib.contextmanager
     def colocate_with(self, node: "Node"):
         st = self._state()
-        st.colocate.append(_as_node(node))
-        try:
+        with _pushed(st.colocate, _as_node(node)):
             yield
-        finally:
-            st.colocate.pop()
 
     @contextlib.contextmanager
     def control_flow_context(self, ctx):
         """Nodes built inside belong to the cond or while_loop context ``ctx`` (trainer/control_flow.py)."""
         st = self._state()
-        st.cf.append(ctx)
-        try:
+        with _pushed(st.cf, ctx):
             yield ctx
-        finally:
-            st.cf.pop()
 
     def current_control_flow_context(self):
         """The innermost cond or while_loop context being built, or None outside any."""
@@ -469,11 +457,11 @@ def _graph_stack() -> list:
 
 
 @contextlib.contextmanager
-def _default_graph_scope(graph: Graph):
-    stack = _graph_stack()
-    stack.append(graph)
+def _pushed(stack: list, entry):
+    """``entry`` on top of ``stack`` for the with-block: the graph's scopes and the default graph."""
+    stack.append(entry)
     try:
-        yield graph
+        yield entry
     finally:
         stack.pop()
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from trainer import nn
+from trainer.array_ops import reduce_mean
 from trainer.graph import GraphKeys
-from trainer.ops import reduce_mean, square, subtract
+from trainer.ops import square, subtract
 
 __all__ = [
     "Reduction", "absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance", "hinge_loss",

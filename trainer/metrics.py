@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import reduce_sum
 from trainer.graph import GraphKeys, Tensor, control_dependencies, get_default_graph, name_scope
-from trainer.ops import (cast, constant, convert_to_tensor, equal, greater, maximum, ones_like, reduce_sum, reshape,
-                         sqrt, subtract)
+from trainer.ops import (cast, constant, convert_to_tensor, equal, greater, maximum, ones_like, reshape, sqrt,
+                         subtract)
 from trainer.variables import Variable
 
 __all__ = [
@@ -289,7 +290,7 @@ def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_c
 def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None, metrics_collections=None,
                             updates_collections=None, name=None):
     """The mean over classes of each class's accuracy (recall), from running per-class counts."""
-    from trainer.ops import reduce_mean
+    from trainer.array_ops import reduce_mean
 
     labels = reshape(convert_to_tensor(labels), (-1,))
     predictions = reshape(convert_to_tensor(predictions), (-1,))

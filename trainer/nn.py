@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import reduce_sum
 from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.embedding import embedding_lookup
-from trainer.ops import constant, convert_to_tensor, make_op, multiply, reduce_sum, subtract
+from trainer.ops import constant, convert_to_tensor, make_op, multiply, subtract
 from trainer.random_ops import get_seed
 
 __all__ = [
@@ -77,7 +78,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         raise ValueError("dropout: noise_shape is not supported; the mask is drawn per element")
     with x.graph.as_default():
         if rate is None:
-            r = subtract(np.asarray(1, x.dtype), keep_prob) if hasattr(keep_prob, "_as_tensor") or isinstance(
+            r = subtract(np.asarray(1, x.dtype), keep_prob) if hasattr(keep_prob, "as_tensor") or isinstance(
                 keep_prob, Tensor) else constant(np.asarray(1 - keep_prob, x.dtype))
         else:
             r = rate if isinstance(rate, Tensor) else constant(np.asarray(rate, x.dtype))

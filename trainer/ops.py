@@ -16,9 +16,9 @@ from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, Node, Tensor, get_d
 __all__ = [
     "add", "add_n", "argmax", "cast", "concat", "constant", "divide", "equal", "exp", "gather",
     "greater", "group", "identity", "less", "log", "make_op", "matmul", "maximum", "minimum",
-    "multiply", "negative", "no_op", "ones_like", "placeholder", "pow", "reduce_max", "reduce_mean",
-    "reduce_min", "reduce_sum", "reshape", "shape", "sigmoid", "sqrt", "square", "squeeze",
-    "stop_gradient", "subtract", "tanh", "transpose", "where", "zeros_like", "abs", "convert_to_tensor",
+    "multiply", "negative", "no_op", "ones_like", "placeholder", "pow", "reshape", "shape", "sigmoid", "sqrt",
+    "square", "squeeze",
+    "stop_gradient", "subtract", "tanh", "transpose", "unary_op", "where", "zeros_like", "abs", "convert_to_tensor",
 ]
 
 _DEFAULT_FLOAT = np.dtype(np.float32)
@@ -40,8 +40,8 @@ def convert_to_tensor(value, dtype=None, graph: Graph | None = None, name: str |
         if dtype is not None and value.dtype is not None and np.dtype(dtype) != value.dtype:
             raise GraphError(f"tensor {value.name} has dtype {value.dtype}, expected {np.dtype(dtype)}")
         return value
-    if hasattr(value, "_as_tensor"):
-        return value._as_tensor()
+    if hasattr(value, "as_tensor"):
+        return value.as_tensor()
     return constant(value, dtype=dtype, graph=graph, name=name)
 
 
@@ -59,13 +59,13 @@ def make_op(
     g = graph or _graph_of(inputs)
     like = next((v.dtype for v in inputs if isinstance(v, Tensor) and v.dtype is not None), None)
     if like is None:
-        like = next((v.dtype for v in inputs if hasattr(v, "_as_tensor")), None)
+        like = next((v.dtype for v in inputs if hasattr(v, "as_tensor")), None)
     tensors = []
     for v in inputs:
         if v is None or isinstance(v, Tensor):
             tensors.append(v)
-        elif hasattr(v, "_as_tensor"):
-            tensors.append(v._as_tensor())
+        elif hasattr(v, "as_tensor"):
+            tensors.append(v.as_tensor())
         else:
             dt = like if (like is not None and like.kind == "f" and _is_float_like(v)) else None
             tensors.append(constant(v, dtype=dt, graph=g))
@@ -76,7 +76,9 @@ def _is_float_like(v) -> bool:
     return isinstance(v, (int, float)) or (isinstance(v, np.ndarray) and v.dtype.kind in "fiu")
 
 
-def _unary(op_type: str, domain: str = ""):
+def unary_op(op_type: str, domain: str = ""):
+    """The builder of the one-input op ``op_type``: ``f(x, name=None) -> Tensor``."""
+
     def build(x, name: str | None = None) -> Tensor:
         return make_op(op_type, [x], domain=domain, name=name).outputs[0]
 
@@ -127,14 +129,14 @@ greater = _binary("Greater")
 less = _binary("Less")
 pow = _binary("Pow")
 matmul = _binary("MatMul")
-negative = _unary("Neg")
-exp = _unary("Exp")
-log = _unary("Log")
-sqrt = _unary("Sqrt")
-tanh = _unary("Tanh")
-sigmoid = _unary("Sigmoid")
-abs = _unary("Abs")
-identity = _unary("Identity")
+negative = unary_op("Neg")
+exp = unary_op("Exp")
+log = unary_op("Log")
+sqrt = unary_op("Sqrt")
+tanh = unary_op("Tanh")
+sigmoid = unary_op("Sigmoid")
+abs = unary_op("Abs")
+identity = unary_op("Identity")
 
 
 def square(x, name=None) -> Tensor:
@@ -185,24 +187,6 @@ def _axes(axis) -> Tensor | None:
     if axis is None:
         return None
     return constant(np.asarray(list(axis) if isinstance(axis, (list, tuple)) else [axis], np.int64))
-
-
-def _reduce(op_type: str):
-    def build(x, axis=None, keepdims: bool = False, name=None) -> Tensor:
-        x = convert_to_tensor(x)
-        with x.graph.as_default():
-            axes = _axes(axis)
-        return make_op(op_type, [x, axes], {"keepdims": int(keepdims)}, name=name).outputs[0]
-
-    build.__name__ = op_type
-    build.__doc__ = f"{op_type} over ``axis`` (all axes when None)."
-    return build
-
-
-reduce_sum = _reduce("ReduceSum")
-reduce_mean = _reduce("ReduceMean")
-reduce_max = _reduce("ReduceMax")
-reduce_min = _reduce("ReduceMin")
 
 
 def argmax(x, axis: int = -1, name=None) -> Tensor:

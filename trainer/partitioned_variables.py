@@ -177,8 +177,6 @@ class PartitionedVariable:
                                               name=self.name + "/concat")
         return self._concat
 
-    _as_tensor = as_tensor
-
     def __repr__(self) -> str:
         return f"<PartitionedVariable {self.name} shape={self._shape} shards={len(self._variables)}>"
 

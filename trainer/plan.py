@@ -286,6 +286,7 @@ class DataflowPlan:
         self.partitions = [("", steps)]
         self.remote_partitions: list = []
         self.needs_rendezvous = False
+        self.schedule = None  # the dataflow executor's per-step facts, built on the first run
 
     def run(self, feed_values, rctx, pool=None):
         return run_dataflow(self, feed_values, rctx)

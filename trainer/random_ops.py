@@ -50,7 +50,7 @@ def get_seed(op_seed: int | None, graph: Graph | None = None) -> tuple[int, int]
 
 
 def _shape_tensor(shape, graph: Graph) -> Tensor:
-    if isinstance(shape, Tensor) or hasattr(shape, "_as_tensor"):
+    if isinstance(shape, Tensor) or hasattr(shape, "as_tensor"):
         t = convert_to_tensor(shape)
         return t if t.dtype == np.int64 else cast(t, np.int64)
     with graph.as_default():

@@ -53,8 +53,8 @@ class _FetchMapper:
 def _resolve(graph: Graph, f):
     if isinstance(f, (Tensor, Node)):
         return f
-    if hasattr(f, "_as_tensor"):
-        return f._as_tensor()
+    if hasattr(f, "as_tensor"):
+        return f.as_tensor()
     if hasattr(f, "node") and isinstance(f.node, Node):
         return f.node
     if isinstance(f, str):
@@ -193,7 +193,7 @@ class Session:
         else:
             plan = compile_plan(self.graph, mapper.tensors, mapper.targets, feed_tensors, self,
                                 allow_remote=self.allow_remote)
-        single = isinstance(fetches, (Tensor, Node)) or hasattr(fetches, "_as_tensor") or isinstance(fetches, str)
+        single = isinstance(fetches, (Tensor, Node)) or hasattr(fetches, "as_tensor") or isinstance(fetches, str)
         compiled = _Compiled(plan, mapper, feed_tensors, single)
         if key is not None:
             with self._plan_lock:

@@ -109,7 +109,7 @@ def moving_average_variables(scope=None) -> list:
 
 
 def is_tensor(x) -> bool:
-    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+    return isinstance(x, Tensor) or hasattr(x, "as_tensor")
 
 
 def executing_eagerly() -> bool:

@@ -14,6 +14,7 @@ from trainer.distbelief import DistBeliefTrainer
 from trainer.gradients import IndexedSlices, gradients
 from trainer.sync_replicas import SyncReplicasOptimizer
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
+from trainer.partitioned_variables import PartitionedVariable
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
@@ -98,7 +99,7 @@ def _flatten(var_list) -> list:
     """Variables, with each PartitionedVariable replaced by its shards (as TensorFlow does)."""
     out = []
     for v in var_list:
-        out.extend(v._get_variable_list() if hasattr(v, "_get_variable_list") else [v])
+        out.extend(v if isinstance(v, PartitionedVariable) else [v])
     return out
 
 
@@ -140,7 +141,7 @@ class Optimizer:
         self._lr = self._scalar(self.learning_rate, dtype)
 
     def _scalar(self, value, dtype):
-        if hasattr(value, "_as_tensor") or hasattr(value, "node"):
+        if hasattr(value, "as_tensor") or hasattr(value, "node"):
             t = convert_to_tensor(value)
             return t if t.dtype == dtype else cast(t, dtype)
         return constant(np.asarray(value, dtype))

@@ -155,7 +155,7 @@ def _initial_value(name: str, shape, dtype: np.dtype, initializer) -> Tensor:
         initializer = initializers.GlorotUniform() if dtype.kind == "f" else initializers.Zeros()
     if isinstance(initializer, type) and issubclass(initializer, initializers.Initializer):
         initializer = initializer()  # tf.zeros_initializer passed without calling it
-    if isinstance(initializer, Tensor) or hasattr(initializer, "_as_tensor"):
+    if isinstance(initializer, Tensor) or hasattr(initializer, "as_tensor"):
         return convert_to_tensor(initializer)
     if callable(initializer):
         if shape is None:

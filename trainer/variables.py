@@ -80,7 +80,9 @@ class Variable:
     def op(self):
         return self.node
 
-    def _as_tensor(self) -> Tensor:
+    def as_tensor(self) -> Tensor:
+        """The tensor an op reads this variable through: ``convert_to_tensor`` and the session
+        convert anything with an ``as_tensor`` method this way."""
         return self.tensor
 
     def value(self) -> Tensor:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import initializers
+from trainer.array_ops import reduce_sum
 from trainer.initializers import variance_scaling_initializer, xavier_initializer
-from trainer.ops import add_n, convert_to_tensor, make_op, multiply, reduce_sum
+from trainer.ops import add_n, convert_to_tensor, make_op, multiply
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
@@ -17,32 +18,29 @@ __all__ = [
 xavier_initializer_conv2d = xavier_initializer
 
 
-def l2_regularizer(scale: float, scope=None):
-    """``w -> scale * sum(w**2) / 2`` (TensorFlow's l2_loss scaled)."""
+def _regularizer(name: str, scale: float, penalty):
+    """A regularizer: ``penalty(w)`` for a weight tensor ``w``, None where ``scale`` is 0."""
     if scale < 0:
-        raise ValueError(f"l2_regularizer: scale must be >= 0, got {scale}")
+        raise ValueError(f"{name}: scale must be >= 0, got {scale}")
 
     def regularize(weights):
         if scale == 0:
             return None
-        w = convert_to_tensor(weights)
-        return multiply(reduce_sum(multiply(w, w)), np.asarray(0.5 * scale, w.dtype), name="l2_regularizer")
+        return penalty(convert_to_tensor(weights))
 
     return regularize
+
+
+def l2_regularizer(scale: float, scope=None):
+    """``w -> scale * sum(w**2) / 2`` (TensorFlow's l2_loss scaled)."""
+    return _regularizer("l2_regularizer", scale, lambda w: multiply(
+        reduce_sum(multiply(w, w)), np.asarray(0.5 * scale, w.dtype), name="l2_regularizer"))
 
 
 def l1_regularizer(scale: float, scope=None):
     """``w -> scale * sum(|w|)``."""
-    if scale < 0:
-        raise ValueError(f"l1_regularizer: scale must be >= 0, got {scale}")
-
-    def regularize(weights):
-        if scale == 0:
-            return None
-        w = convert_to_tensor(weights)
-        return multiply(reduce_sum(make_op("Abs", [w]).outputs[0]), np.asarray(scale, w.dtype), name="l1_regularizer")
-
-    return regularize
+    return _regularizer("l1_regularizer", scale, lambda w: multiply(
+        reduce_sum(make_op("Abs", [w]).outputs[0]), np.asarray(scale, w.dtype), name="l1_regularizer"))
 
 
 def sum_regularizer(regularizer_list, scope=None):

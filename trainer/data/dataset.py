@@ -139,18 +139,21 @@ class ElementTypes:
 
 
 class Dataset(ElementTypes):
-    """Base of every dataset: ``element_spec`` plus ``_iterate(ctx)``; the TF1 methods build new datasets."""
+    """Base of every dataset: ``element_spec`` plus ``elements(ctx)``; the TF1 methods build new datasets."""
 
     element_spec = None  # a structure of TensorSpec
 
-    def _iterate(self, ctx: IterationContext) -> Iterator[list]:
+    def elements(self, ctx: IterationContext) -> Iterator[list]:
+        """One pass over the elements, each a flat list of components, as the pipeline's stages
+        call it on their inputs."""
         raise NotImplementedError(type(self).__name__)
 
-    def _rows(self, ctx: IterationContext) -> "RowSource | None":
+    def row_source(self, ctx: IterationContext) -> "RowSource | None":
         """The elements as rows of arrays, if they are (see RowSource); None where they are not."""
         return None
 
-    def _inputs(self) -> list["Dataset"]:
+    def input_datasets(self) -> list["Dataset"]:
+        """The datasets this one reads from."""
         return []
 
     def _own_captured(self) -> list[Tensor]:
@@ -166,7 +169,7 @@ class Dataset(ElementTypes):
         return out
 
     def _all_captured(self) -> list[Tensor]:
-        return self._own_captured() + [t for d in self._inputs() for t in d._all_captured()]
+        return self._own_captured() + [t for d in self.input_datasets() for t in d._all_captured()]
 
     def __iter__(self):
         raise TypeError("a Dataset is iterated in a session: it = dataset.make_one_shot_iterator(); "
@@ -266,7 +269,7 @@ class Dataset(ElementTypes):
 
     def start(self, captured: dict) -> Iterator[list]:
         """A fresh pass: each element's flat components, given the captured tensors' values."""
-        return self._iterate(IterationContext(captured))
+        return self.elements(IterationContext(captured))
 
     def make_initializable_iterator(self, shared_name: str | None = None):
         from trainer.data.iterator import make_initializable_iterator

@@ -40,7 +40,7 @@ class _FileDataset(Dataset):
     def _own_captured(self):
         return [self.filenames] if isinstance(self.filenames, Tensor) else []
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         paths = _paths(ctx.value(self.filenames)) if isinstance(self.filenames, Tensor) else self.filenames
         for path in paths:
             if not os.path.isfile(path):

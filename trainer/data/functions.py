@@ -78,7 +78,7 @@ def _as_tensors(result, what: str, name: str):
             raise DataStructureError(f"{what} function {name!r} returned a Dataset at {path}; use flat_map or "
                                      "interleave for functions that return datasets")
         problem = None
-        if not isinstance(leaf, Tensor) and not hasattr(leaf, "_as_tensor"):
+        if not isinstance(leaf, Tensor) and not hasattr(leaf, "as_tensor"):
             kind = np.asarray(leaf).dtype.kind if not isinstance(leaf, (str, bytes)) else "U"
             problem = "it is not a tensor, a number or a string" if kind == "O" else None
         if problem is None:

@@ -59,11 +59,11 @@ class PrefetchDataset(Dataset):
         self.size = 2 if buffer_size in (None, AUTOTUNE) else positive_int(buffer_size, "buffer_size")
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _iterate(self, ctx):
-        return _PrefetchPass(self.input._iterate(ctx), self.size).elements()
+    def elements(self, ctx):
+        return _PrefetchPass(self.input.elements(ctx), self.size).elements()
 
 
 class _PrefetchPass:

@@ -19,8 +19,8 @@ def _source_array(value):
     """A source leaf: a graph tensor stays (captured), anything else becomes an array as ``constant`` would."""
     if isinstance(value, Tensor):
         return value
-    if hasattr(value, "_as_tensor"):
-        return value._as_tensor()
+    if hasattr(value, "as_tensor"):
+        return value.as_tensor()
     arr = np.asarray(value)
     if arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         arr = arr.astype(np.float32)  # Python floats are float32, as in TensorFlow
@@ -55,7 +55,7 @@ class TensorSliceDataset(Dataset):
     def _own_captured(self):
         return [t for t in flatten(self.structure) if isinstance(t, Tensor)]
 
-    def _rows(self, ctx):
+    def row_source(self, ctx):
         arrays = [ctx.value(t) if isinstance(t, Tensor) else t for t in flatten(self.structure)]
         lengths = {len(a) for a in arrays}
         if len(lengths) > 1:
@@ -63,8 +63,8 @@ class TensorSliceDataset(Dataset):
                                      f"{[a.shape for a in arrays]}")
         return RowSource(arrays, index_blocks(lengths.pop()))
 
-    def _iterate(self, ctx):
-        rows = self._rows(ctx)
+    def elements(self, ctx):
+        rows = self.row_source(ctx)
         for block in rows.indices:
             for i in block.tolist():
                 yield [np.asarray(a[i]) for a in rows.arrays]
@@ -78,7 +78,7 @@ class TensorDataset(Dataset):
     def _own_captured(self):
         return [t for t in flatten(self.structure) if isinstance(t, Tensor)]
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         yield [ctx.value(t) if isinstance(t, Tensor) else t for t in flatten(self.structure)]
 
 
@@ -89,7 +89,7 @@ class RangeDataset(Dataset):
         self.bounds = range(*(int(a) for a in args))
         self.element_spec = TensorSpec(np.dtype(np.int64), ())
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         for i in self.bounds:
             yield [np.asarray(i, np.int64)]
 
@@ -112,7 +112,7 @@ class GeneratorDataset(Dataset):
         specs = [TensorSpec(d, s) for d, s in zip(flatten(types), flatten_shapes(types, shapes))]
         self.element_spec = pack_as(types, specs)
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         specs = flatten(self.element_spec)
         for n, element in enumerate(self.generator(*self.args)):
             if isinstance(element, list):
@@ -150,12 +150,12 @@ class ZipDataset(Dataset):
         self.datasets = datasets
         self.element_spec = _map_datasets(lambda d: d.element_spec, datasets)
 
-    def _inputs(self):
+    def input_datasets(self):
         return flatten(self.datasets)
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         # Components of the zipped element: each dataset's flat components, in flatten(datasets) order.
-        iters = [d._iterate(ctx) for d in flatten(self.datasets)]
+        iters = [d.elements(ctx) for d in flatten(self.datasets)]
         try:
             while True:
                 out = []
@@ -187,9 +187,9 @@ class ConcatenateDataset(Dataset):
         self.first, self.second = first, second
         self.element_spec = pack_as(a, [x.most_specific_common(y) for x, y in zip(flatten(a), flatten(b))])
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.first, self.second]
 
-    def _iterate(self, ctx):
-        yield from self.first._iterate(ctx)
-        yield from self.second._iterate(ctx)
+    def elements(self, ctx):
+        yield from self.first.elements(ctx)
+        yield from self.second.elements(ctx)

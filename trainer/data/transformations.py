@@ -27,19 +27,19 @@ class MapDataset(Dataset):
         self.threads = 1 if num_parallel_calls is None else thread_count(num_parallel_calls)
         self.element_spec = map_structure(lambda t: TensorSpec(t.dtype, t.shape), self.fn.output_structure)
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         run = self.fn.run
         if self.threads == 1:
-            for comps in self.input._iterate(ctx):
+            for comps in self.input.elements(ctx):
                 yield run(comps)
             return
         # Results in input order; up to `threads` elements in flight on the pool.
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="flowstack-data-map")
         pending: deque = deque()
-        source = self.input._iterate(ctx)
+        source = self.input.elements(ctx)
         try:
             for comps in source:
                 pending.append(pool.submit(run, comps))
@@ -62,11 +62,11 @@ class FilterDataset(Dataset):
                                      f"{describe(out) if isinstance(out, (tuple, dict)) else out}")
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _iterate(self, ctx):
-        for comps in self.input._iterate(ctx):
+    def elements(self, ctx):
+        for comps in self.input.elements(ctx):
             if bool(self.fn.run(comps)[0]):
                 yield comps
 
@@ -82,15 +82,15 @@ class InterleaveDataset(Dataset):
         self.block = positive_int(block_length, "block_length")
         self.element_spec = self.fn.dataset.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
     def _open(self, ctx, comps):
         captured = dict(zip(self.fn.outputs, self.fn.run(comps)))
-        return self.fn.dataset._iterate(ctx.with_captured(captured))
+        return self.fn.dataset.elements(ctx.with_captured(captured))
 
-    def _iterate(self, ctx):
-        source = self.input._iterate(ctx)
+    def elements(self, ctx):
+        source = self.input.elements(ctx)
         open_: deque = deque()
         try:
             for comps in source:
@@ -126,7 +126,7 @@ class BatchDataset(Dataset):
         self.element_spec = map_structure(
             lambda s: TensorSpec(s.dtype, None if s.shape is None else (lead,) + tuple(s.shape)), input.element_spec)
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
     def _stack(self, rows: list[list]) -> list:
@@ -141,13 +141,13 @@ class BatchDataset(Dataset):
                                          "use padded_batch for elements of varying shape") from None
         return out
 
-    def _iterate(self, ctx):
-        source = self.input._rows(ctx)
+    def elements(self, ctx):
+        source = self.input.row_source(ctx)
         if source is not None and type(self) is BatchDataset:
             yield from self._gather(source)
             return
         rows: list = []
-        for comps in self.input._iterate(ctx):
+        for comps in self.input.elements(ctx):
             rows.append(comps)
             if len(rows) == self.size:
                 yield self._stack(rows)
@@ -208,11 +208,11 @@ class UnbatchDataset(Dataset):
         self.element_spec = map_structure(lambda s: TensorSpec(s.dtype, None if s.shape is None else s.shape[1:]),
                                           input.element_spec)
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _iterate(self, ctx):
-        for comps in self.input._iterate(ctx):
+    def elements(self, ctx):
+        for comps in self.input.elements(ctx):
             for i in range(len(comps[0])):
                 yield [c[i] for c in comps]
 
@@ -228,7 +228,7 @@ class ShuffleDataset(Dataset):
         self.reshuffle = bool(reshuffle_each_iteration)
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
     def _rng(self, ctx) -> np.random.Generator:
@@ -236,15 +236,15 @@ class ShuffleDataset(Dataset):
         seed = self.seed if self.seed is not None else pipeline_seed
         return np.random.default_rng([seed, n if self.reshuffle else 0])
 
-    def _rows(self, ctx):
-        source = self.input._rows(ctx)
+    def row_source(self, ctx):
+        source = self.input.row_source(ctx)
         if source is None:
             return None
         return RowSource(source.arrays, shuffle_blocks(source.indices, self.size, self._rng(ctx)))
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         rng = self._rng(ctx)
-        source = self.input._iterate(ctx)
+        source = self.input.elements(ctx)
         try:
             yield from shuffle_buffer(source, self.size, rng)
         finally:
@@ -257,7 +257,7 @@ class RepeatDataset(Dataset):
         self.count = None if count is None or int(count) < 0 else int(count)
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
     def _epochs(self, ctx, one_pass: Callable) -> Iterator:
@@ -271,39 +271,47 @@ class RepeatDataset(Dataset):
                 return
             epoch += 1
 
-    def _rows(self, ctx):
-        first = self.input._rows(ctx)
+    def row_source(self, ctx):
+        first = self.input.row_source(ctx)
         if first is None:
             return None
         passes = [first]
 
         def one_pass(ctx):  # the first pass is the one already opened; its arrays serve every pass
-            return passes.pop().indices if passes else self.input._rows(ctx).indices
+            return passes.pop().indices if passes else self.input.row_source(ctx).indices
 
         return RowSource(first.arrays, self._epochs(ctx, one_pass))
 
-    def _iterate(self, ctx):
-        return self._epochs(ctx, self.input._iterate)
+    def elements(self, ctx):
+        return self._epochs(ctx, self.input.elements)
 
 
-class TakeDataset(Dataset):
+class CountedRowsDataset(Dataset):
+    """Keeps part of its input by a row count (Take, Skip); ``select_blocks`` cuts the row blocks."""
+
+    select_blocks: Callable
+
     def __init__(self, input: Dataset, count):
         self.input, self.count = input, int(count)
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _rows(self, ctx):
-        source = self.input._rows(ctx)
+    def row_source(self, ctx):
+        source = self.input.row_source(ctx)
         if source is None:
             return None
-        return RowSource(source.arrays, take_blocks(source.indices, self.count))
+        return RowSource(source.arrays, self.select_blocks(source.indices, self.count))
 
-    def _iterate(self, ctx):
+
+class TakeDataset(CountedRowsDataset):
+    select_blocks = staticmethod(take_blocks)
+
+    def elements(self, ctx):
         if self.count == 0:
             return
-        source = self.input._iterate(ctx)
+        source = self.input.elements(ctx)
         try:
             for n, comps in enumerate(source, 1):
                 yield comps
@@ -313,22 +321,11 @@ class TakeDataset(Dataset):
             source.close()
 
 
-class SkipDataset(Dataset):
-    def __init__(self, input: Dataset, count):
-        self.input, self.count = input, int(count)
-        self.element_spec = input.element_spec
+class SkipDataset(CountedRowsDataset):
+    select_blocks = staticmethod(skip_blocks)
 
-    def _inputs(self):
-        return [self.input]
-
-    def _rows(self, ctx):
-        source = self.input._rows(ctx)
-        if source is None:
-            return None
-        return RowSource(source.arrays, skip_blocks(source.indices, self.count))
-
-    def _iterate(self, ctx):
-        for n, comps in enumerate(self.input._iterate(ctx)):
+    def elements(self, ctx):
+        for n, comps in enumerate(self.input.elements(ctx)):
             if self.count >= 0 and n >= self.count:
                 yield comps
 
@@ -340,11 +337,11 @@ class ShardDataset(Dataset):
             raise ValueError(f"shard index {index} is not in [0, {num_shards})")
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _iterate(self, ctx):
-        for n, comps in enumerate(self.input._iterate(ctx)):
+    def elements(self, ctx):
+        for n, comps in enumerate(self.input.elements(ctx)):
             if n % self.shards == self.index:
                 yield comps
 
@@ -358,16 +355,16 @@ class CacheDataset(Dataset):
         self.input = input
         self.element_spec = input.element_spec
 
-    def _inputs(self):
+    def input_datasets(self):
         return [self.input]
 
-    def _iterate(self, ctx):
+    def elements(self, ctx):
         cached = ctx.caches.get(id(self))
         if cached is not None:
             yield from cached
             return
         rows = []
-        for comps in self.input._iterate(ctx):
+        for comps in self.input.elements(ctx):
             rows.append(comps)
             yield comps
         ctx.caches[id(self)] = rows  # only a complete pass is replayed

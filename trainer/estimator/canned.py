@@ -15,11 +15,12 @@ from typing import Callable
 import numpy as np
 
 from trainer import layers, losses, metrics, nn, train
+from trainer.array_ops import reduce_mean
 from trainer.estimator.estimator import Estimator
 from trainer.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
 from trainer.estimator.spec import EstimatorSpec, ModeKeys
 from trainer.feature_column import input_layer
-from trainer.ops import argmax, cast, convert_to_tensor, reduce_mean, reshape, square
+from trainer.ops import argmax, cast, convert_to_tensor, reshape, square
 from trainer.train import get_or_create_global_step
 
 __all__ = ["DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor"]

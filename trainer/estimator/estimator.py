@@ -80,6 +80,11 @@ class Estimator:
         self._params = dict(params or {})
 
     @property
+    def model_fn(self) -> Callable:
+        """The ``model_fn`` given: what wrappers such as ``add_metrics`` build on."""
+        return self._model_fn
+
+    @property
     def model_dir(self) -> str:
         return self._model_dir
 
@@ -385,7 +390,7 @@ def add_metrics(estimator: Estimator, metric_fn: Callable) -> Estimator:
     ``metric_fn`` takes any of ``features``, ``labels``, ``predictions`` and ``config`` and returns
     a dict of name -> (value, update_op); its names replace the model_fn's where both have one.
     """
-    model_fn = estimator._model_fn
+    model_fn = estimator.model_fn
 
     def with_metrics(features, labels, mode, params, config):
         spec = _call_with_accepted(model_fn, "model_fn", features=features, labels=labels, mode=mode,

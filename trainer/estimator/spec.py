@@ -33,11 +33,11 @@ _REQUIRED = {
 
 
 def _is_tensor(x) -> bool:
-    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+    return isinstance(x, Tensor) or hasattr(x, "as_tensor")
 
 
 def _tensor(x) -> Tensor:
-    return x if isinstance(x, Tensor) else x._as_tensor()
+    return x if isinstance(x, Tensor) else x.as_tensor()
 
 
 _FIELDS = ("mode", "predictions", "loss", "train_op", "eval_metric_ops", "export_outputs", "training_chief_hooks",
