@@ -510,7 +510,7 @@ def main() -> int:
     p.add_argument("--echo-port", type=int, default=0)
     p.add_argument("--echo", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--null-steps", type=int, default=500)
-    p.add_argument("--dense-steps", type=int, default=5)
+    p.add_argument("--dense-steps", type=int, default=30)
     p.add_argument("--dense-mb", type=int, default=100)
     p.add_argument("--sparse-steps", type=int, default=200)
     p.add_argument("--sparse-small-mb", type=int, default=100)
