@@ -40,6 +40,8 @@ def _match(reader: ChainReader, softmax: ir.Node) -> tuple[list[ir.Node], ir.Nod
     if after is None:
         return None
     tail, v, out_node = after
+    if _rank(reader, v) not in (None, 4):
+        return None  # Attention reads 3-D Q and V as (batch, sequence, heads * size)
     logits = softmax.inputs[0]
     if not reader.only_read_by(logits, softmax):
         return None
@@ -115,6 +117,8 @@ def _scaled_product(reader: ChainReader, scores: str) -> tuple[list[ir.Node], st
     scale = _combined_scale(q, q_factor, k_factor, post)
     if scale is False or (scale == 1.0 and not (q_nodes or k_nodes or chain)):
         return None  # no scale anywhere: a product of Q and K, not attention's
+    if _rank(reader, q) not in (None, 4):
+        return None
     k = _untransposed(reader, kt, k_nodes[-1] if k_nodes else matmul)  # last: it may edit the Transpose
     if k is None:
         return None
@@ -168,7 +172,15 @@ def _untransposed(reader: ChainReader, kt: str, user: ir.Node) -> tuple[str, lis
     if perm == [0, 1, 2, 3]:
         return transpose.inputs[0], [transpose]
     transpose.attrs["perm"] = perm  # the match is final here: the rewrite keeps this Transpose as K
+    record = reader.graph.values.get(kt)
+    if record is not None:
+        record.shape = None  # its declared shape was Kᵀ's
     return kt, []
+
+
+def _rank(reader: ChainReader, name: str) -> int | None:
+    record = reader.graph.values.get(name)
+    return None if record is None or record.shape is None else len(record.shape)
 
 
 def _combined_scale(q: str, q_factor, k_factor, post: float) -> float | None | bool:

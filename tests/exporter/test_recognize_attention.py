@@ -101,3 +101,13 @@ def test_attention_kernel_fast_path_matches_the_general_one_on_strided_heads_and
     general = attention(q, k, v, mask, None, None, None, n_outputs=4, **attrs)[0]
     assert not np.isnan(fast).any() and not fast[0, :, 1].any()
     np.testing.assert_allclose(fast, general, rtol=1e-5, atol=1e-6)
+
+
+def test_three_d_heads_stay() -> None:
+    # Attention would read 3-D Q and V as (batch, sequence, heads * size): (B*H, S, D) heads stay
+    before = attention()
+    for name in ("q", "v"):
+        before.graph.values[name].shape = (B * H, S, D)
+    after, count = recognize_attention(before)
+    assert count == 0 and ops(after) == ops(before)
+    assert after.graph.nodes[0].attrs["perm"] == [0, 2, 3, 1]
