@@ -109,11 +109,8 @@ def _scaled_product(reader: ChainReader, scores: str) -> tuple[list[ir.Node], st
     matmul = reader.producer(scores, "MatMul")
     if matmul is None:
         return None
-    q_side = _factor(reader, matmul.inputs[0], matmul)
-    k_side = _factor(reader, matmul.inputs[1], matmul)
-    if q_side is None or k_side is None:
-        return None
-    (q, q_factor, q_nodes), (kt, k_factor, k_nodes) = q_side, k_side
+    q, q_factor, q_nodes = _factor(reader, matmul.inputs[0], matmul)
+    kt, k_factor, k_nodes = _factor(reader, matmul.inputs[1], matmul)
     scale = _combined_scale(q, q_factor, k_factor, post)
     if scale is False or (scale == 1.0 and not (q_nodes or k_nodes or chain)):
         return None  # no scale anywhere: a product of Q and K, not attention's
@@ -153,8 +150,10 @@ def _sqrt_default_scale_of(reader: ChainReader, name: str) -> str | None:
     shape = reader.producer(sliced.inputs[0], "Shape") if sliced else None
     if shape is None or len(sliced.inputs) < 3 or len(sliced.inputs) > 4:
         return None
-    starts = constant(reader.graph, sliced.inputs[1])
-    if starts is None or starts.size != 1 or int(starts.reshape(-1)[0]) != -1:
+    starts, ends = constant(reader.graph, sliced.inputs[1]), constant(reader.graph, sliced.inputs[2])
+    if starts is None or ends is None or starts.size != 1 or ends.size != 1:
+        return None
+    if int(starts.reshape(-1)[0]) != -1 or int(ends.reshape(-1)[0]) < 4:  # [-1:] of a rank-4 shape
         return None
     return shape.inputs[0]
 

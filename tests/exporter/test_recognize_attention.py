@@ -111,3 +111,31 @@ def test_three_d_heads_stay() -> None:
     after, count = recognize_attention(before)
     assert count == 0 and ops(after) == ops(before)
     assert after.graph.nodes[0].attrs["perm"] == [0, 2, 3, 1]
+
+
+def default_scale_attention(start: int = -1) -> ir.Model:
+    """F.scaled_dot_product_attention's export: sqrt(1 / sqrt(head size)) from Shape(Q) on Q and Kᵀ."""
+    constants = {"start": np.array([start], np.int64), "end": np.array([2**62], np.int64), "one": np.float32(1)}
+    nodes = [ir.Node("Shape", ["q"], ["shape"]), ir.Node("Slice", ["shape", "start", "end"], ["last"]),
+             ir.Node("Cast", ["last"], ["size"], {"to": 1}), ir.Node("Sqrt", ["size"], ["root"]),
+             ir.Node("Div", ["one", "root"], ["inv"]), ir.Node("Sqrt", ["inv"], ["s"]),
+             ir.Node("Transpose", ["k"], ["kt"], {"perm": [0, 1, 3, 2]}),
+             ir.Node("Mul", ["q", "s"], ["q_s"]), ir.Node("Mul", ["kt", "s"], ["kt_s"]),
+             ir.Node("MatMul", ["q_s", "kt_s"], ["scores"]), ir.Node("Softmax", ["scores"], ["p"], {"axis": -1}),
+             ir.Node("MatMul", ["p", "v"], ["y"])]
+    shapes = {"q": SHAPES["q"], "k": SHAPES["q"], "v": SHAPES["v"]}
+    return model(graph(nodes, ["q", "k", "v"], ["y"], constants, shapes))
+
+
+def test_default_scale_computed_from_the_head_size_becomes_the_default() -> None:
+    before = default_scale_attention()
+    after, count = recognize_attention(before)
+    attention_node = next(n for n in after.graph.nodes if n.op_type == "Attention")
+    assert count == 1 and "scale" not in attention_node.attrs and attention_node.inputs == ["q", "k", "v"]
+    f = feeds()
+    assert_same_outputs(before, after, q=f["q"], k=randn(*SHAPES["q"]), v=f["v"])
+
+
+def test_a_scale_computed_from_another_dimension_stays() -> None:
+    after, count = recognize_attention(default_scale_attention(start=-2))
+    assert count == 0 and "Attention" not in ops(after)
