@@ -656,11 +656,63 @@ def _attention_bias(xp, dtype, q_len, kv_len, batch, *, mask, is_causal, offset,
     return bias
 
 
-@kernel("Attention")
+def _is_plain(q, k, attn_mask, past_key, nonpad_kv_seqlen, *, is_causal, left, right, softcap, precision,
+              n_outputs) -> bool:
+    """Whether the node is the scaled dot-product attention exporters write op by op (4-D NumPy
+    heads, an optional float mask, Y alone), which ``_plain_attention`` computes."""
+    if n_outputs != 1 or q.ndim != 4 or k.shape[1] != q.shape[1] or past_key is not None:
+        return False
+    if nonpad_kv_seqlen is not None or is_causal or left >= 0 or right >= 0 or softcap > 0:
+        return False
+    if precision and _ONNX_FLOAT_DTYPES.get(precision) != q.dtype.name:
+        return False
+    if not isinstance(q, np.ndarray) or q.dtype not in (np.float32, np.float64):
+        return False
+    return attn_mask is None or attn_mask.dtype == q.dtype
+
+
+def _plain_attention(q, k, v, mask, scale):
+    """softmax(Q Kᵀ * scale + mask) V with the scale on Q (the smaller operand at head sizes below the
+    sequence length) and the mask added in place: the op-by-op chain's passes without its copies
+    (one BERT-sized layer alone: 1.24 -> 0.66 ms; inside the full model about even)."""
+    factor = q.dtype.type(1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    # Q, K and V often arrive as transposed views of (B, S, H, D), and a product of such strides falls
+    # off BLAS (BERT-sized Q Kᵀ 775 -> 135 us): scale Q into C order, copy K and V once.
+    q = np.multiply(q, factor, order="C")
+    k, v = np.ascontiguousarray(k), np.ascontiguousarray(v)
+    scores = np.matmul(q, k.transpose(0, 1, 3, 2))
+    if mask is not None:
+        if np.broadcast_shapes(scores.shape, mask.shape) == scores.shape:
+            scores += mask
+        else:
+            scores = scores + mask
+    return np.matmul(_softmax_last_axis(scores), v)
+
+
+def _softmax_last_axis(scores):
+    """Softmax over the last axis in place, each row shifted by its maximum (on masked BERT-sized
+    scores 0.40 ms where a shift by the largest score, as the Softmax kernel does, took 0.78); a row
+    masked to -inf everywhere gives zeros, as Attention specifies."""
+    row_max = scores.max(axis=-1, keepdims=True)
+    dead = np.isneginf(row_max)
+    row_max[dead] = 0
+    scores -= row_max
+    np.exp(scores, out=scores)
+    total = scores.sum(axis=-1, keepdims=True)
+    total[dead] = 1
+    scores /= total
+    return scores
+
+
+@kernel("Attention", output_count=True)
 def attention(
     q, k, v, attn_mask, past_key, past_value, nonpad_kv_seqlen, *, xp, is_causal, kv_num_heads,
     left_window_size, q_num_heads, qk_matmul_output_mode, right_window_size, scale, softcap, softmax_precision,
+    n_outputs=4,
 ):
+    if _is_plain(q, k, attn_mask, past_key, nonpad_kv_seqlen, is_causal=is_causal, left=left_window_size,
+                 right=right_window_size, softcap=softcap, precision=softmax_precision, n_outputs=n_outputs):
+        return _plain_attention(q, k, v, attn_mask, scale)
     three_d = q.ndim == 3
     if three_d:
         q, k, v = _heads(q, q_num_heads), _heads(k, kv_num_heads), _heads(v, kv_num_heads)

@@ -29,6 +29,7 @@ import edge_runtime
 # Names of the files bundle.py puts beside this module inside the zip.
 BUNDLED_MODEL = "digits.flow"
 BUNDLED_SAMPLES = "digits_test.npz"
+IMAGE_PIXELS = 64
 
 
 class DigitClassifier:
@@ -39,11 +40,16 @@ class DigitClassifier:
         self.interpreter.allocate_tensors()
         (self._input,) = self.interpreter.get_input_details()
         (self._output,) = self.interpreter.get_output_details()
-        self.pixels = int(np.prod(self._input["shape"][1:]))
+        # one image as the model takes it: (1, 64) for the MLP, (1, 1, 8, 8) for the demo's CNN
+        self.image_shape = (1, *(int(d) for d in self._input["shape"][1:]))
+        if int(np.prod(self.image_shape)) != IMAGE_PIXELS:
+            shape = [int(d) for d in self._input.get("shape_signature", self._input["shape"])]
+            raise ValueError(f"model input {self._input['name']!r} takes images of shape {shape}, "
+                             f"not the 8x8 digits ({IMAGE_PIXELS} values)")
 
     def classify(self, pixels) -> tuple[int, list[float]]:
         """(digit, class probabilities) for one 8x8 image given as 64 values in [0, 1], row by row."""
-        image = np.asarray(pixels, dtype=np.float32).reshape(1, self.pixels)
+        image = np.asarray(pixels, dtype=np.float32).reshape(self.image_shape)
         self.interpreter.set_tensor(self._input["index"], image)
         self.interpreter.invoke()
         probs = self.interpreter.get_tensor(self._output["index"])[0]

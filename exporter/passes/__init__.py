@@ -29,6 +29,7 @@ from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
 from exporter.passes.matmul_add_to_gemm import matmul_add_to_gemm
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
+from exporter.passes.recognize_attention import recognize_attention
 from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.recognize_layer_norm import recognize_layer_norms
 from exporter.passes.recognize_swish import recognize_swish
@@ -37,7 +38,7 @@ from exporter.passes.transpose_cancel import cancel_transposes
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, then the recognisers of what exporters write op
-# by op (GELU, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
+# by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
 # Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
@@ -52,6 +53,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
     ("recognize_gelu", recognize_gelu),
+    ("recognize_attention", recognize_attention),
     ("recognize_swish", recognize_swish),
     ("recognize_layer_norms", recognize_layer_norms),
     ("matmul_add_to_gemm", matmul_add_to_gemm),
@@ -139,6 +141,7 @@ __all__ = [
     "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
+    "recognize_attention",
     "recognize_gelu",
     "recognize_layer_norms",
     "recognize_swish",

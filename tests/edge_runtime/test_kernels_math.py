@@ -167,6 +167,17 @@ def test_erf_matches_the_standard_library() -> None:
     assert np.isnan(run("Erf", np.array([np.nan], F32)))[0]
 
 
+def test_float32_erf_stays_float32_within_the_onnx_tolerance() -> None:
+    # float32 in, computed in float32: within the ONNX Erf test's tolerance (rtol 1e-3, atol 1e-7)
+    # by a wide margin, small arguments keeping their relative accuracy
+    x = np.concatenate([np.linspace(-6, 6, 4801), np.geomspace(1e-30, 6, 2000), [0.0, 0.5, -0.5, 30.0, np.inf]])
+    x = np.concatenate([x, -x]).astype(F32)
+    got = run("Erf", x)
+    assert got.dtype == F32
+    expected = np.array([math.erf(v) for v in x.astype(np.float64)])
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=4e-7)
+
+
 # --- integer semantics -----------------------------------------------------------------------
 
 

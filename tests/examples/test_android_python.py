@@ -86,3 +86,42 @@ def test_bundle_refuses_a_corrupt_model_with_a_clear_error(built: Path, tmp_path
     result = run_bundle(built, "--model", str(corrupt))
     assert result.returncode != 0
     assert "ModelFormatError" in result.stderr, result.stderr
+
+
+def _image_model(tmp_path: Path, image_shape: list[int]) -> Path:
+    """A .flow whose input takes images of ``image_shape`` (batch first): Flatten, MatMul, Softmax."""
+    from exporter import flow_writer, ir
+    from schemas import dtypes
+
+    pixels = int(np.prod(image_shape[1:]))
+    weights = np.random.default_rng(0).standard_normal((pixels, 10)).astype(np.float32)
+    nodes = [ir.Node("Flatten", ["image"], ["flat"], {"axis": 1}), ir.Node("MatMul", ["flat", "w"], ["logits"]),
+             ir.Node("Softmax", ["logits"], ["probs"], {"axis": -1})]
+    graph = ir.Graph("digits", nodes, ["image"], ["probs"])
+    graph.values["image"] = ir.Value("image", dtypes.FLOAT, tuple(image_shape))
+    graph.values["w"] = ir.Value("w", data=weights)
+    path = tmp_path / "model.flow"
+    path.write_bytes(flow_writer.to_bytes(ir.Model(graph, opset_imports={"": 21})))
+    return path
+
+
+def test_a_model_taking_8x8_planes_classifies_flat_pixels(tmp_path: Path) -> None:
+    """The demo's CNN takes (batch, 1, 8, 8): the app hands it each 64-pixel image in that shape."""
+    import digits_app
+
+    from edge_runtime import load
+
+    path = _image_model(tmp_path, [-1, 1, 8, 8])
+    image = np.random.default_rng(1).random(64).astype(np.float32)
+    digit, probs = digits_app.DigitClassifier(path.read_bytes()).classify(image.tolist())
+    want = load(path).run({"image": image.reshape(1, 1, 8, 8)})["probs"][0]
+    assert digit == int(np.argmax(want))
+    np.testing.assert_allclose(probs, want, rtol=1e-6)
+
+
+def test_a_model_not_taking_8x8_digits_is_refused_by_name(tmp_path: Path) -> None:
+    import digits_app
+
+    path = _image_model(tmp_path, [-1, 28, 28])
+    with pytest.raises(ValueError, match=r"'image' takes images of shape \[-1, 28, 28\]"):
+        digits_app.DigitClassifier(path.read_bytes())
