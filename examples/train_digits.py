@@ -34,6 +34,13 @@ def load_data(seed: int = 0):
     return (x[n_test:], y[n_test:]), (x[:n_test], y[:n_test])
 
 
+def he_normal_filters(shape, dtype=np.float32):
+    """He-normal values for [h, w, in, out] conv filters. TF1's conv2d starts from glorot_uniform;
+    this small ReLU network converges faster from He's, which asynchronous training needs most."""
+    kh, kw, cin, cout = shape
+    return np.ascontiguousarray(T.init.he_normal((cout, cin, kh, kw), dtype=dtype).transpose(2, 3, 1, 0))
+
+
 def build_model():
     """(graph, handles): a conv-conv-pool-dense network with batch norm and dropout."""
     g = T.Graph()
@@ -42,8 +49,10 @@ def build_model():
         x = T.placeholder(np.float32, (None, 1, 8, 8), name="images")
         y = T.placeholder(np.int64, (None,), name="labels")
 
-        h = T.layers.conv2d(x, 32, 3, padding="same", activation="relu", name="conv1", data_format="channels_first")
-        h = T.layers.conv2d(h, 64, 3, padding="same", activation="relu", name="conv2", data_format="channels_first")
+        h = T.layers.conv2d(x, 32, 3, padding="same", activation="relu", name="conv1", data_format="channels_first",
+                            kernel_initializer=he_normal_filters)
+        h = T.layers.conv2d(h, 64, 3, padding="same", activation="relu", name="conv2", data_format="channels_first",
+                            kernel_initializer=he_normal_filters)
         h = T.layers.max_pooling2d(h, 2, data_format="channels_first")
         h = T.layers.flatten(h)
         h = T.layers.dense(h, 128, activation="relu", name="fc1")
