@@ -5,6 +5,12 @@
 per job), ``FLOWSTACK_METRICS_PORT`` (its Prometheus ``/metrics``) and ``FLOWSTACK_RESTARTS``,
 prefixes each line a task prints with its name (``[ps:0] ...``), and returns the job's exit status.
 
+The tasks share this host's cores, and each one's BLAS and OpenMP would otherwise start a thread per
+core: three tasks on two cores then run six busy threads, and a GEMM waits on its own threads being
+descheduled. Unless the environment already sets one of them, each task gets ``OMP_NUM_THREADS``,
+``OPENBLAS_NUM_THREADS`` and ``MKL_NUM_THREADS`` of ``cores // tasks`` (at least 1), as ``torchrun``
+sets ``OMP_NUM_THREADS``.
+
 Failed tasks are restarted as the operator's ``restartPolicy: ExitCode`` would: a task that exits
 with a retryable status (``exit_codes.is_retryable``: killed by a signal, or 128-255 such as
 ``PEER_UNAVAILABLE``) is started again, with the same TF_CONFIG, up to ``max_restarts`` times; the
@@ -35,6 +41,7 @@ from trainer.distributed.server import METRICS_PORT_ENV
 __all__ = ["DEFAULT_MAX_RESTARTS", "LocalJob"]
 
 DEFAULT_MAX_RESTARTS = 3
+THREAD_COUNT_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass
@@ -91,6 +98,14 @@ class LocalJob:
             s.close()
         return ports
 
+    def threads_per_task(self) -> int:
+        """This host's cores shared out over the job's tasks, at least one each."""
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            cores = os.cpu_count() or 1
+        return max(1, cores // sum(self.counts.values()))
+
     def tf_config(self, job: str, index: int) -> str:
         return json.dumps({"cluster": self.cluster, "task": {"type": job, "index": index}, "environment": "cloud"})
 
@@ -137,6 +152,8 @@ class LocalJob:
     def _start(self, job: str, index: int, command: Sequence[str], restarts: int = 0) -> _Task:
         label = f"{job}:{index}"
         env = dict(os.environ, **self.env, TF_CONFIG=self.tf_config(job, index), PYTHONUNBUFFERED="1")
+        if not any(name in env for name in THREAD_COUNT_VARIABLES):
+            env.update(dict.fromkeys(THREAD_COUNT_VARIABLES, str(self.threads_per_task())))
         env.update({JOB_ID_ENV: self.job_id, METRICS_PORT_ENV: str(self.metrics_ports[label]),
                     RESTARTS_ENV: str(restarts)})
         proc = subprocess.Popen(list(command), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

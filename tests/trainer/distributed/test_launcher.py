@@ -101,3 +101,27 @@ def test_a_task_that_keeps_failing_ends_the_job_with_its_status():
     assert code == 138, out
     assert "[launcher] worker:0 exited with status 138 (retryable); restarting it (restart 1 of 1)" in out
     assert "failed with exit status 138 after 1 restart(s) (--max-restarts 1); stopping the job" in out
+
+
+PRINT_THREADS = ("import json, os; t = json.loads(os.environ['TF_CONFIG'])['task']; "
+                 "print('threads', t['type'], [os.environ.get(v) for v in "
+                 "('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS')], flush=True)")
+
+
+def test_tasks_share_the_cores_out_between_their_blas_threads(monkeypatch):
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    code, out, _ = launch("--ps", "1", "--workers", "2", "--timeout", "60", "--", sys.executable, "-c", PRINT_THREADS)
+    assert code == 0, out
+    each = str(max(1, len(os.sched_getaffinity(0)) // 3))
+    for job in ("ps", "worker"):
+        assert f"threads {job} {[each] * 3}" in out, out
+
+
+def test_a_thread_count_the_user_set_is_left_alone(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    code, out, _ = launch("--ps", "1", "--workers", "1", "--timeout", "60", "--", sys.executable, "-c", PRINT_THREADS)
+    assert code == 0, out
+    assert "threads worker ['5', None, None]" in out, out
