@@ -14,6 +14,7 @@ its state stops changing and its ``Y`` rows are zero.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Callable
 
 from edge_runtime.kernels.registry import kernel
@@ -123,7 +124,6 @@ class _Layer:
         self.hidden = hidden_size if hidden_size is not None else r.shape[-1]
         self.w = w
         self.r = r
-        self.rt = xp.ascontiguousarray(xp.swapaxes(r, 1, 2))  # (D, hidden, gates * hidden)
         self.mask = self.index = self.empty = None
         if sequence_lens is not None:
             lens = sequence_lens.astype(xp.int64)
@@ -134,6 +134,12 @@ class _Layer:
                 self.index = xp.where(valid, lens[None, :] - 1 - t, t)
                 if not bool(lens.all()):
                     self.empty = (lens == 0)[None, :, None]  # (1, B, 1)
+
+    @cached_property
+    def rt(self):
+        """R transposed, (D, hidden, gates * hidden), made only where a step multiplies ``h @ R^T``:
+        a transposing copy of R is no small part of a layer's run."""
+        return self.xp.ascontiguousarray(self.xp.swapaxes(self.r, 1, 2))
 
     def initial_state(self, value):
         xp = self.xp
@@ -295,35 +301,39 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     """The common LSTM (default activations, no peepholes, clip or input_forget), tuned per step.
 
     sigmoid(z) = tanh(z / 2) / 2 + 1/2, so with the i, o, f rows of W, R and the bias halved up
-    front, one tanh over all four gates does the work of three sigmoids and a tanh. The steps run
-    transposed, on (gates * hidden, batch) arrays, and each step is one matmul of [R W bias]
-    against the column block [h; x_t; 1]: every step's x_t and 1 are laid out once, and the step
-    writes its h into the next step's block, so the input projection and the bias ride along in
-    the recurrent matmul instead of costing a batched matmul of their own and an add per step (the
-    benchmark's LSTM layer 3.61 -> 3.34 ms). Every elementwise op writes into a buffer allocated once.
+    front, one tanh over all four gates does the work of three sigmoids and a tanh. The input
+    projection ``W x_t + bias`` of every step is one GEMM over the whole sequence; each step then
+    runs transposed, as ``R h^T`` on a (hidden, batch) state: with a batch of a few rows that is
+    the orientation OpenBLAS multiplies fastest. Every elementwise op writes into a buffer
+    allocated once.
     """
     xp, n, steps, batch, dirs = layer.xp, layer.hidden, layer.steps, layer.batch, layer.directions
     inputs = layer.x.shape[2]
     half = xp.ones((4 * n, 1), dtype=y.dtype)
     half[: 3 * n] = 0.5
+    recurrent = layer.r * half  # (D, 4n, n)
+    # [x_t 1] of every step as rows, multiplied by [W bias] of each direction in one GEMM whose
+    # output, (D, 4n, steps * batch), holds step t's (4n, batch) block in columns t * batch onwards
+    rows = xp.empty((steps * batch, inputs + 1), dtype=y.dtype)
+    rows[:, :inputs] = layer.x.reshape(steps * batch, inputs)
+    rows[:, inputs] = 1
     b = xp.zeros((dirs, 4 * n), dtype=y.dtype) if bias is None else bias
-    weights = xp.concatenate([layer.r, layer.w, b[:, :, None]], axis=2) * half  # (D, 4n, n + input + 1)
-    # blocks[d, t] = [h_{t-1}; x_t; 1] of direction d's step t (a reverse direction's x_t reversed);
-    # step t writes its h into blocks[d, t + 1], so blocks[:, 1:, :n] ends up as Y
-    blocks = xp.empty((dirs, steps + 1, n + inputs + 1, batch), dtype=y.dtype)
-    x_t = xp.swapaxes(layer.x, 1, 2)  # (steps, input, batch), a view
-    for d, rev in enumerate(layer.reversed):
-        blocks[d, :steps, n : n + inputs] = x_t[::-1] if rev else x_t
-    blocks[:, :, n + inputs] = 1
-    blocks[:, 0, :n] = xp.swapaxes(h, 1, 2)
+    projected = xp.empty((dirs, 4 * n, steps * batch), dtype=y.dtype)
+    for d in range(dirs):
+        xp.matmul(xp.concatenate([layer.w[d], b[d, :, None]], axis=1) * half, rows.T, out=projected[d])
+    # states[d, t] = h^T before step t of direction d; states[:, 1:] ends up as Y
+    states = xp.empty((dirs, steps + 1, n, batch), dtype=y.dtype)
+    states[:, 0] = xp.swapaxes(h, 1, 2)
     c_t = xp.swapaxes(c, 1, 2).copy()  # updated in place below: never the caller's array
     z = xp.empty((dirs, 4 * n, batch), dtype=y.dtype)
     tmp = xp.empty_like(c_t)
     i, o, f, g = (z[:, k * n : (k + 1) * n] for k in range(4))
     iof = z[:, : 3 * n]
     for t in range(steps):
-        for d in range(dirs):
-            xp.matmul(weights[d], blocks[d, t], out=z[d])
+        for d, rev in enumerate(layer.reversed):
+            xp.matmul(recurrent[d], states[d, t], out=z[d])
+            column = (steps - 1 - t if rev else t) * batch
+            z[d] += projected[d, :, column : column + batch]
         xp.tanh(z, out=z)
         iof *= 0.5
         iof += 0.5
@@ -331,7 +341,7 @@ def _lstm_plain_steps(layer, bias, h, c, y):
         xp.multiply(i, g, out=tmp)
         c_t += tmp
         xp.tanh(c_t, out=tmp)
-        xp.multiply(o, tmp, out=blocks[:, t + 1, :n])
-    y[...] = blocks[:, 1:, :n].transpose(1, 0, 3, 2)
-    return (xp.ascontiguousarray(xp.swapaxes(blocks[:, steps, :n], 1, 2)),
+        xp.multiply(o, tmp, out=states[:, t + 1])
+    y[...] = states[:, 1:].transpose(1, 0, 3, 2)
+    return (xp.ascontiguousarray(xp.swapaxes(states[:, steps], 1, 2)),
             xp.ascontiguousarray(xp.swapaxes(c_t, 1, 2)))
