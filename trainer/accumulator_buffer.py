@@ -15,15 +15,26 @@ import numpy as np
 
 from trainer.errors import DeadlineExceededError
 
-__all__ = ["GradientAccumulator", "wait_all"]
+__all__ = ["REDUCTIONS", "GradientAccumulator", "wait_all"]
+
+
+REDUCTIONS = ("MEAN", "SUM")
 
 
 class GradientAccumulator:
     """Sums gradients for one variable: a dense array, or (sparse) a sum per touched row, so a large
-    embedding table's accumulator holds only the rows its gradients touched."""
+    embedding table's accumulator holds only the rows its gradients touched.
 
-    def __init__(self, name: str, dtype, shape, sparse: bool, max_accumulated: int = -1):
+    ``reduction`` MEAN (TensorFlow's default) divides a dense sum by the number of gradients, and
+    each sparse row by the number of gradients that touched it, as TensorFlow's sparse accumulator
+    does: a row one replica of m looked up gets that replica's gradient, not a m-th of it.
+    """
+
+    def __init__(self, name: str, dtype, shape, sparse: bool, max_accumulated: int = -1, reduction: str = "MEAN"):
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"accumulator {name!r}: reduction_type must be one of {REDUCTIONS}, got {reduction!r}")
         self.name = name
+        self.reduction = reduction
         self.max_accumulated = max_accumulated
         self.dtype = np.dtype(dtype)
         self.shape = tuple(shape)
@@ -33,6 +44,7 @@ class GradientAccumulator:
         self.dropped = 0  # stale gradients seen, for tests and logs
         self.total = None
         self.rows: dict[int, np.ndarray] = {}
+        self.row_counts: dict[int, int] = {}  # sparse: how many gradients touched each row
         self.cv = threading.Condition()
 
     def _check(self, value, what: str):
@@ -61,13 +73,15 @@ class GradientAccumulator:
                 for i, row in zip(idx.tolist(), rows):
                     have = self.rows.get(i)
                     self.rows[i] = row.copy() if have is None else have + row
+                for i in set(idx.tolist()):  # a row repeated within one gradient is one gradient's
+                    self.row_counts[i] = self.row_counts.get(i, 0) + 1
             self.count += 1
             self.cv.notify_all()
             return True
 
     def take(self, num_required: int, timeout: float | None):
-        """The mean of ``num_required`` gradients (the sum / count); resets and moves the step on.
-        Sparse: (sorted touched indices, their mean rows)."""
+        """The mean (or sum) of ``num_required`` gradients; resets and moves the step on.
+        Sparse: (sorted touched indices, their rows, each the mean of the gradients touching it)."""
         if num_required < 1:
             raise ValueError(f"accumulator {self.name!r}: num_required must be >= 1, got {num_required}")
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -79,14 +93,18 @@ class GradientAccumulator:
                         f"accumulator {self.name!r}: {self.count} of {num_required} gradients for step "
                         f"{self.step} within {timeout:g}s")
                 self.cv.wait(0.1 if left is None else min(0.1, left))
-            count, total, rows = self.dtype.type(self.count), self.total, self.rows
-            self.total, self.count, self.rows = None, 0, {}
+            count, total, rows, row_counts = self.count, self.total, self.rows, self.row_counts
+            self.total, self.count, self.rows, self.row_counts = None, 0, {}, {}
             self.step += 1
+        mean = self.reduction == "MEAN"
         if not self.sparse:
-            return total / count
+            return total / self.dtype.type(count) if mean else total
         idx = np.asarray(sorted(rows), np.int64)
         values = np.stack([rows[i] for i in idx.tolist()]) if idx.size else np.zeros((0,) + self.shape[1:], self.dtype)
-        return idx, values / count
+        if mean and idx.size:
+            counts = np.asarray([row_counts[i] for i in idx.tolist()], self.dtype)
+            values = values / counts.reshape((-1,) + (1,) * (values.ndim - 1))
+        return idx, values
 
     def set_step(self, step: int) -> None:
         with self.cv:

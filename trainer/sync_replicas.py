@@ -25,6 +25,7 @@ import threading
 
 import numpy as np
 
+from trainer.accumulator_buffer import REDUCTIONS
 from trainer.errors import DeadlineExceededError
 from trainer.gradients import IndexedSlices
 from trainer.graph import TRAINER_DOMAIN, Node, Tensor, get_default_graph
@@ -57,11 +58,15 @@ class ConditionalAccumulator:
     op_type = "ConditionalAccumulator"
 
     def __init__(self, dtype, shape, shared_name: str | None = None, name: str = "conditional_accumulator",
-                 max_accumulated: int = -1):
+                 reduction_type: str = "MEAN", max_accumulated: int = -1):
+        if reduction_type not in REDUCTIONS:
+            raise ValueError(f"{type(self).__name__} {name!r}: reduction_type must be one of {REDUCTIONS}, "
+                             f"got {reduction_type!r}")
         g = get_default_graph()
         self.dtype, self.shape = np.dtype(dtype), tuple(int(d) for d in shape)
         self._attrs = {"dtype": self.dtype.name, "shape": list(self.shape)}
-        self.node = g.create_op(self.op_type, [], {**self._attrs, "max_accumulated": max_accumulated}, domain=D, name=name)
+        self.node = g.create_op(self.op_type, [], {**self._attrs, "max_accumulated": max_accumulated,
+                                                   "reduction_type": reduction_type}, domain=D, name=name)
         self.node.attrs["shared_name"] = shared_name or self.node.name
         self._attrs["shared_name"] = self.node.attrs["shared_name"]
         self.handle = self.node.outputs[0]
@@ -107,7 +112,8 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
 
     def take_indexed_slices_grad(self, num_required: int, like: Tensor, timeout: float | None = None,
                                  name=None) -> IndexedSlices:
-        """The mean rows as IndexedSlices over a tensor shaped like ``like`` (the variable)."""
+        """The mean rows (each over the gradients that touched it) as IndexedSlices over a tensor
+        shaped like ``like`` (the variable)."""
         indices, values, _ = self._op("SparseAccumulatorTakeGradient", [constant(np.asarray(num_required, np.int64))],
                                       {**self._attrs, "timeout_ms": _ms(timeout)}, n=3, name=name).outputs
         return IndexedSlices(values, indices, like)

@@ -3,9 +3,10 @@
 A ConditionalAccumulator is session state tagged with a global step: AccumulatorApplyGradient
 adds a gradient computed at ``local_step`` unless that step is older than the accumulator's (a
 stale gradient is dropped); AccumulatorTakeGradient waits until ``num_required`` gradients are
-in (at most ``timeout_ms``), returns their mean, resets, and moves the accumulator's step on by
+in (at most ``timeout_ms``), returns their mean (or sum: ``reduction_type``), resets, and moves the accumulator's step on by
 one; AccumulatorWaitAll waits for several at once without taking; AccumulatorSetGlobalStep moves it to the training's global step. The Sparse variants hold
-IndexedSlices (indices, values, dense shape): their mean is that of the densified gradients.
+IndexedSlices (indices, values, dense shape): their mean divides each row by the number of
+gradients that touched it, as TensorFlow's SparseConditionalAccumulator does.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ _INT64 = np.dtype(np.int64)
 _ACC_ATTRS = {"dtype": Attr("string", REQUIRED), "shape": Attr("ints", REQUIRED), "shared_name": Attr("string", "")}
 # max_accumulated > 0 keeps only the first that many gradients of a step (later ones are dropped,
 # as backup workers' are); -1 keeps all (TensorFlow's accumulator).
-_CREATE_ATTRS = {**_ACC_ATTRS, "max_accumulated": Attr("int", -1)}
+_CREATE_ATTRS = {**_ACC_ATTRS, "max_accumulated": Attr("int", -1), "reduction_type": Attr("string", "MEAN")}
 
 
 def _shape(attrs):

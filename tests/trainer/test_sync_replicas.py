@@ -56,7 +56,9 @@ def test_accumulator_means_the_first_m_and_drops_stale_and_surplus():
         assert time.monotonic() - t0 < TIMEOUT + 1.0
 
 
-def test_sparse_accumulator_means_densified_rows():
+def test_sparse_accumulator_means_each_row_over_the_gradients_that_touched_it():
+    """TensorFlow's SparseConditionalAccumulator averages element-wise: row 1 comes from one
+    gradient (its two entries summed), row 3 from two."""
     g, ops = _accumulator_graph(sparse=True)
     idx, rows = ops["feeds"]
     with trainer.Session(g) as sess:
@@ -65,7 +67,33 @@ def test_sparse_accumulator_means_densified_rows():
         sess.run(ops["apply"], {idx: [3], rows: np.full((1, 2), 4.0, np.float32), ops["step"]: 0})
         indices, values = sess.run(ops["take"])
     assert indices.tolist() == [1, 3]
-    np.testing.assert_array_equal(values, [[1.0, 1.0], [2.5, 2.5]])  # (1 + 1) / 2 and (1 + 4) / 2
+    np.testing.assert_array_equal(values, [[2.0, 2.0], [2.5, 2.5]])  # (1 + 1) / 1 and (1 + 4) / 2
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_reduction_type_sum_adds_without_dividing(sparse):
+    g = trainer.Graph()
+    with g.as_default():
+        kind = trainer.SparseConditionalAccumulator if sparse else trainer.ConditionalAccumulator
+        acc = kind(np.float32, (2, 2), reduction_type="SUM")
+        if sparse:
+            like = trainer.Variable(np.zeros((2, 2), np.float32), name="like")
+            grad = trainer.IndexedSlices(trainer.constant(np.ones((1, 2), np.float32)),
+                                         trainer.constant(np.asarray([1], np.int64)), like.tensor)
+            taken = acc.take_indexed_slices_grad(2, like.tensor, timeout=TIMEOUT).values
+        else:
+            grad = trainer.constant(np.ones((2, 2), np.float32))
+            taken = acc.take_grad(2, timeout=TIMEOUT)
+        apply = acc.apply_grad(grad, 0)
+    with trainer.Session(g) as sess:
+        sess.run(apply)
+        sess.run(apply)
+        np.testing.assert_array_equal(sess.run(taken), np.full((1 if sparse else 2, 2), 2.0, np.float32))
+
+
+def test_an_unknown_reduction_type_is_refused():
+    with trainer.Graph().as_default(), pytest.raises(ValueError, match="reduction_type must be one of"):
+        trainer.ConditionalAccumulator(np.float32, (2,), reduction_type="MAX")
 
 
 def _sync_model(m, n, *, sparse=False, timeout=TIMEOUT):

@@ -10,11 +10,11 @@ from edge_runtime.kernels import kernel
 from trainer.kernels.registry import stateful_kernel
 
 
-def _handle(rctx, name, dtype, shape, sparse, max_accumulated):
+def _handle(rctx, name, dtype, shape, sparse, max_accumulated, reduction_type):
     res = rctx.state.resources
     with rctx.state.lock:
         if name not in res:
-            res[name] = GradientAccumulator(name, dtype, shape, sparse, max_accumulated)
+            res[name] = GradientAccumulator(name, dtype, shape, sparse, max_accumulated, reduction_type)
     out = np.empty((), dtype=object)
     out[()] = name
     return out
@@ -29,13 +29,13 @@ def _timeout(timeout_ms: int):
 
 
 @stateful_kernel("ConditionalAccumulator")
-def conditional_accumulator(rctx, *, xp, dtype, shape, shared_name, max_accumulated):
-    return _handle(rctx, shared_name, dtype, shape, False, max_accumulated)
+def conditional_accumulator(rctx, *, xp, dtype, shape, shared_name, max_accumulated, reduction_type):
+    return _handle(rctx, shared_name, dtype, shape, False, max_accumulated, reduction_type)
 
 
 @stateful_kernel("SparseConditionalAccumulator")
-def sparse_conditional_accumulator(rctx, *, xp, dtype, shape, shared_name, max_accumulated):
-    return _handle(rctx, shared_name, dtype, shape, True, max_accumulated)
+def sparse_conditional_accumulator(rctx, *, xp, dtype, shape, shared_name, max_accumulated, reduction_type):
+    return _handle(rctx, shared_name, dtype, shape, True, max_accumulated, reduction_type)
 
 
 @stateful_kernel("AccumulatorApplyGradient")
