@@ -38,6 +38,8 @@ __all__ = [
 
 
 def _ints(values, graph=None) -> Tensor:
+    if ops.holds_tensors(values):
+        return ops.pack(values, np.int64)
     if isinstance(values, Tensor) or hasattr(values, "as_tensor"):
         t = convert_to_tensor(values)
         return t if t.dtype == np.int64 else cast(t, np.int64)
@@ -177,6 +179,15 @@ def pad(tensor, paddings, mode: str = "CONSTANT", name=None, constant_values=0) 
 def slice(input_, begin, size, name=None) -> Tensor:  # noqa: A001 - TF's name
     """``input_[begin[i]:begin[i]+size[i]]`` per axis; size -1 runs to the end."""
     x = convert_to_tensor(input_)
+    if any(isinstance(v, Tensor) or ops.holds_tensors(v) for v in (begin, size)):
+        # known at run time only (TF1's tf.slice(x, [0, 0], [batch, -1])): ends computed in the graph
+        b, n = _ints(begin, x.graph), _ints(size, x.graph)
+        if b.shape is None or b.shape[0] is None:
+            raise ValueError(f"slice: the length of begin must be known, got shape {b.shape}")
+        to_end = constant(np.asarray(np.iinfo(np.int64).max, np.int64), graph=x.graph)
+        ends = ops.where(ops.equal(n, constant(np.asarray(-1, np.int64), graph=x.graph)), to_end, ops.add(b, n))
+        axes = _ints(list(builtins.range(b.shape[0])), x.graph)
+        return make_op("Slice", [x, b, ends, axes], name=name).outputs[0]
     begin = [int(b) for b in begin]
     ends = [np.iinfo(np.int64).max if int(s) == -1 else b + int(s) for b, s in zip(begin, size)]
     axes = list(builtins.range(len(begin)))

@@ -15,8 +15,8 @@ from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, Node, Tensor, get_d
 
 __all__ = [
     "add", "add_n", "argmax", "cast", "concat", "constant", "divide", "equal", "exp", "gather",
-    "greater", "group", "identity", "less", "log", "make_op", "matmul", "maximum", "minimum",
-    "multiply", "negative", "no_op", "ones_like", "placeholder", "pow", "reshape", "shape", "sigmoid", "sqrt",
+    "greater", "group", "holds_tensors", "identity", "less", "log", "make_op", "matmul", "maximum", "minimum",
+    "multiply", "negative", "no_op", "ones_like", "pack", "placeholder", "pow", "reshape", "shape", "sigmoid", "sqrt",
     "square", "squeeze",
     "stop_gradient", "subtract", "tanh", "transpose", "unary_op", "where", "zeros_like", "abs", "convert_to_tensor",
 ]
@@ -33,9 +33,48 @@ def _graph_of(values) -> Graph:
     return get_default_graph()
 
 
-def convert_to_tensor(value, dtype=None, graph: Graph | None = None, name: str | None = None) -> Tensor:
-    """A Tensor as is; a Variable as its value; anything array-like as a Constant node."""
+def _is_tensor_like(value) -> bool:
+    return isinstance(value, Tensor) or hasattr(value, "as_tensor")
+
+
+def holds_tensors(value) -> bool:
+    """Whether a (nested) list or tuple has a Tensor or Variable among its entries."""
+    return isinstance(value, (list, tuple)) and any(_is_tensor_like(v) or holds_tensors(v) for v in value)
+
+
+def pack(values, dtype=None, name: str | None = None) -> Tensor:
+    """A (nested) list mixing tensors and numbers as one tensor, as TensorFlow packs
+    ``tf.reshape(x, [tf.shape(x)[0], -1])``'s shape: scalars stacked along a new first axis.
+    Numbers and tensors of another dtype are cast to ``dtype`` (the first tensor's, if None)."""
+    flat = list(values)
+    if dtype is None:
+        first = next((v for v in _flatten(flat) if _is_tensor_like(v)), None)
+        dtype = convert_to_tensor(first).dtype if first is not None else None
     dtype = as_numpy_dtype(dtype)
+    parts = []
+    for v in flat:
+        t = pack(v, dtype) if holds_tensors(v) else convert_to_tensor(v) if _is_tensor_like(v) else constant(
+            np.asarray(v, dtype))
+        if dtype is not None and t.dtype != dtype:
+            t = cast(t, dtype)
+        parts.append(make_op("Unsqueeze", [t, constant(np.asarray([0], np.int64))]).outputs[0])
+    return make_op("Concat", parts, {"axis": 0}, name=name or "packed").outputs[0]
+
+
+def _flatten(values):
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _flatten(v)
+        else:
+            yield v
+
+
+def convert_to_tensor(value, dtype=None, graph: Graph | None = None, name: str | None = None) -> Tensor:
+    """A Tensor as is; a Variable as its value; a list holding tensors packed (``pack``); anything
+    array-like as a Constant node."""
+    dtype = as_numpy_dtype(dtype)
+    if holds_tensors(value):
+        return pack(value, dtype, name=name)
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype is not None and np.dtype(dtype) != value.dtype:
             raise GraphError(f"tensor {value.name} has dtype {value.dtype}, expected {np.dtype(dtype)}")
@@ -195,7 +234,9 @@ def argmax(x, axis: int = -1, name=None) -> Tensor:
 
 def reshape(x, shape, name=None) -> Tensor:
     x = convert_to_tensor(x)
-    if not isinstance(shape, Tensor):
+    if holds_tensors(shape):
+        shape = pack(shape, np.int64)
+    elif not isinstance(shape, Tensor):
         with x.graph.as_default():
             shape = constant(np.asarray([-1 if d is None else d for d in shape], np.int64))
     return make_op("Reshape", [x, shape], name=name).outputs[0]

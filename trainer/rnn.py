@@ -85,19 +85,21 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         raise ValueError(f"dynamic_rnn: inputs must be rank 3, got shape {x.shape}")
     xt = x if time_major else transpose(x, [1, 0, 2])
     steps, batch, depth = xt.shape
-    if batch is None:
-        raise ValueError("dynamic_rnn: the batch dimension must be known (give the placeholder a batch size)")
     with variable_scope(scope or "rnn"):
+        # a batch or a length known only at run time (placeholders of [None, None, depth]) is read
+        # from the input's shape in the graph, as TensorFlow does
+        dynamic = make_op("Shape", [xt]).outputs[0] if steps is None or batch is None else None
+        if batch is None:
+            batch = gather(dynamic, constant(np.asarray(1, np.int64)))
         state0 = _initial_state(cell, batch, dtype, initial_state, "dynamic_rnn")
         cell.build(depth, xt.dtype)  # variables before the loop: their initializers must run outside it
-        n_time = constant(np.asarray(steps, np.int64)) if steps is not None else make_op("Shape", [xt]).outputs[0][0]
+        n_time = constant(np.asarray(steps, np.int64)) if steps is not None else gather(
+            dynamic, constant(np.asarray(0, np.int64)))
         units = cell.output_size
-        if steps is None:
-            raise ValueError("dynamic_rnn: the time dimension must be known to size the outputs")
         if sequence_length is None and type(cell) in FUSED_CELLS:
             outputs, state = _fused_lstm(cell, xt, state0)
             return (outputs if time_major else transpose(outputs, [1, 0, 2])), state
-        out0 = zeros([steps, batch, units], xt.dtype)
+        out0 = zeros([steps if steps is not None else n_time, batch, units], xt.dtype)
         lengths = None if sequence_length is None else cast(convert_to_tensor(sequence_length), np.int64)
         flat0 = flatten_state(state0)
 

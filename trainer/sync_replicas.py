@@ -116,7 +116,7 @@ class SparseConditionalAccumulator(ConditionalAccumulator):
         shaped like ``like`` (the variable)."""
         indices, values, _ = self._op("SparseAccumulatorTakeGradient", [constant(np.asarray(num_required, np.int64))],
                                       {**self._attrs, "timeout_ms": _ms(timeout)}, n=3, name=name).outputs
-        return IndexedSlices(values, indices, like)
+        return IndexedSlices(values, indices, dense_like=like)
 
 
 class SyncReplicasOptimizer:

@@ -57,7 +57,8 @@ def clip_by_global_norm(tensors, clip_norm):
         if t is None:
             out.append(None)
         elif isinstance(t, IndexedSlices):
-            out.append(IndexedSlices(multiply(t.values, scale), t.indices, t.dense_like))
+            shape = None if t.dense_like is not None else t.dense_shape
+            out.append(IndexedSlices(multiply(t.values, scale), t.indices, shape, dense_like=t.dense_like))
         else:
             out.append(multiply(t, scale))
     return out, norm

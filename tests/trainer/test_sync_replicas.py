@@ -25,7 +25,7 @@ def _accumulator_graph(sparse=False):
             like = trainer.Variable(np.zeros((4, 2), np.float32), name="like")
             idx = trainer.placeholder(np.int64, (None,), name="idx")
             rows = trainer.placeholder(np.float32, (None, 2), name="rows")
-            apply = acc.apply_grad(trainer.IndexedSlices(rows, idx, like.tensor), step)
+            apply = acc.apply_grad(trainer.IndexedSlices(rows, idx, dense_like=like.tensor), step)
             taken = acc.take_indexed_slices_grad(2, like.tensor, timeout=TIMEOUT)
             out = {"apply": apply, "take": [taken.indices, taken.values], "feeds": (idx, rows)}
         else:
@@ -79,7 +79,7 @@ def test_reduction_type_sum_adds_without_dividing(sparse):
         if sparse:
             like = trainer.Variable(np.zeros((2, 2), np.float32), name="like")
             grad = trainer.IndexedSlices(trainer.constant(np.ones((1, 2), np.float32)),
-                                         trainer.constant(np.asarray([1], np.int64)), like.tensor)
+                                         trainer.constant(np.asarray([1], np.int64)), dense_like=like.tensor)
             taken = acc.take_indexed_slices_grad(2, like.tensor, timeout=TIMEOUT).values
         else:
             grad = trainer.constant(np.ones((2, 2), np.float32))

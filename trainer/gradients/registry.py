@@ -7,8 +7,9 @@ Rules are registered by op name, one line for most ops thanks to the helpers bel
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Sequence
+
+import numpy as np
 
 from schemas.op_table import OpTable, import_families, registering_module
 from schemas.registry import qualified_name
@@ -69,13 +70,34 @@ def gradient_modules() -> dict[tuple[str, str], str]:
     return _GRADS.modules()
 
 
-@dataclass
 class IndexedSlices:
-    """A sparse gradient: rows ``values`` at ``indices`` of a tensor shaped like ``dense_like``."""
+    """TensorFlow's ``IndexedSlices(values, indices, dense_shape=None)``: rows ``values`` at
+    ``indices`` of a dense tensor of shape ``dense_shape``, the gradient of a gather or an embedding
+    lookup. The ones flowstack's gradients build also hold ``dense_like``, the tensor the rows belong
+    to (the variable): densifying them needs no shape op. Converting one to a tensor densifies it
+    (duplicate indices add up), as TensorFlow's ``convert_to_tensor`` does.
+    """
 
-    values: Tensor
-    indices: Tensor
-    dense_like: Tensor
+    def __init__(self, values: Tensor, indices: Tensor, dense_shape=None, *, dense_like: Tensor | None = None):
+        self.values = values
+        self.indices = indices
+        self.dense_like = dense_like
+        self._dense_shape = dense_shape
+
+    @property
+    def dense_shape(self) -> Tensor | None:
+        """The dense tensor's shape as a 1-D int64 tensor (None where neither it nor ``dense_like`` is known)."""
+        if self._dense_shape is None and self.dense_like is not None:
+            from trainer.ops import make_op
+
+            with self.dense_like.graph.as_default():
+                self._dense_shape = make_op("Shape", [self.dense_like]).outputs[0]
+        if self._dense_shape is not None and not isinstance(self._dense_shape, Tensor):
+            from trainer.ops import convert_to_tensor
+
+            with self.graph.as_default():
+                self._dense_shape = convert_to_tensor(np.asarray(self._dense_shape, np.int64))
+        return self._dense_shape
 
     @property
     def graph(self):
@@ -85,10 +107,29 @@ class IndexedSlices:
     def dtype(self):
         return self.values.dtype
 
+    @property
+    def name(self) -> str:
+        return self.values.name
+
+    @property
+    def op(self):
+        return self.values.op
+
+    def __repr__(self) -> str:
+        return f"IndexedSlices(indices={self.indices!r}, values={self.values!r}, dense_shape={self._dense_shape!r})"
+
     def to_dense(self) -> Tensor:
         from trainer.ops import make_op
 
-        return make_op("ScatterToDense", [self.values, self.indices, self.dense_like], domain=TRAINER_DOMAIN).outputs[0]
+        like = self.dense_like
+        if like is None:
+            if self.dense_shape is None:
+                raise ValueError(f"IndexedSlices {self.values.name}: cannot densify without dense_shape")
+            with self.graph.as_default():
+                like = make_op("ConstantOfShape", [self.dense_shape], {"value": np.zeros(1, self.dtype)}).outputs[0]
+        return make_op("ScatterToDense", [self.values, self.indices, like], domain=TRAINER_DOMAIN).outputs[0]
+
+    as_tensor = to_dense
 
 
 def _dense(g):

@@ -77,7 +77,7 @@ def _gather(node, grads):
     axis = node.attrs["axis"]
     if axis == 0:
         # Embedding lookups: only the gathered rows get gradient, as indexed slices.
-        return [IndexedSlices(grads[0], indices, params), None]
+        return [IndexedSlices(grads[0], indices, dense_like=params), None]
     return [fs("GatherGrad", [grads[0], indices, params], {"axis": axis}), None]
 
 

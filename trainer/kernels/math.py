@@ -100,7 +100,10 @@ def sparse_softmax_xent(logits, labels, *, xp):
     idx = labels.reshape(-1).astype(xp.int64)
     rows = xp.arange(flat.shape[0])
     loss = -flat[rows, idx].reshape(labels.shape)
-    grad = xp.exp(logp)
+    # C order, so that the reshape below is a view: logits that arrive as a transposed view (a dense
+    # layer over dynamic_rnn's outputs) give a logp in their memory order, whose reshape is a copy
+    # and would take the -1 away from the gradient
+    grad = xp.ascontiguousarray(xp.exp(logp))
     grad.reshape(-1, logp.shape[-1])[rows, idx] -= 1
     return loss, grad
 

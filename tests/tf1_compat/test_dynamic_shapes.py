@@ -1,0 +1,57 @@
+"""Shapes known only at run time, written the TF1 way: Python lists mixing ints and scalar tensors
+(``tf.reshape(x, [tf.shape(x)[0], -1])``) are packed into one tensor, as TensorFlow packs them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainer as tf
+
+
+@pytest.fixture
+def batch_input():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 4, 3], name="x")
+        yield g, x, tf.shape(x)[0]
+
+
+BUILDERS = {
+    "reshape": (lambda x, b: tf.reshape(x, [b, -1]), lambda a: a.reshape(len(a), -1)),
+    "reshape product": (lambda x, b: tf.reshape(x, [-1, tf.shape(x)[1] * 3]), lambda a: a.reshape(-1, 12)),
+    "zeros": (lambda x, b: tf.zeros([b, 5]), lambda a: np.zeros((len(a), 5), np.float32)),
+    "ones": (lambda x, b: tf.ones([2, b], tf.int32), lambda a: np.ones((2, len(a)), np.int32)),
+    "fill": (lambda x, b: tf.fill([b, 2], 7.0), lambda a: np.full((len(a), 2), 7.0, np.float32)),
+    "tile": (lambda x, b: tf.tile(x[:, :1], [1, b, 1]), lambda a: np.tile(a[:, :1], (1, len(a), 1))),
+    "slice": (lambda x, b: tf.slice(x, [0, 1, 0], [b - 1, 2, -1]), lambda a: a[: len(a) - 1, 1:3]),
+    "broadcast_to": (lambda x, b: tf.broadcast_to(tf.constant(1.5), [b, 3]),
+                     lambda a: np.full((len(a), 3), 1.5, np.float32)),
+    "convert_to_tensor": (lambda x, b: tf.convert_to_tensor([b, 3, tf.shape(x)[2]]),
+                          lambda a: np.asarray([len(a), 3, 3])),
+    "stack of floats": (lambda x, b: tf.convert_to_tensor([tf.reduce_sum(x), 2.0]),
+                        lambda a: np.asarray([a.sum(), 2.0], np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("batch", [1, 5])
+def test_a_list_holding_tensors_is_packed(batch_input, name, batch):
+    g, x, b = batch_input
+    build, expected = BUILDERS[name]
+    with g.as_default():
+        out = build(x, b)
+    value = np.arange(batch * 12, dtype=np.float32).reshape(batch, 4, 3)
+    with tf.Session(graph=g) as sess:
+        got = sess.run(out, {x: value})
+    want = expected(value)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_nested_lists_pack_row_by_row(batch_input):
+    g, x, b = batch_input
+    with g.as_default():
+        paddings = tf.convert_to_tensor([[0, b], [1, 2]])
+    with tf.Session(graph=g) as sess:
+        assert sess.run(paddings, {x: np.zeros((3, 4, 3), np.float32)}).tolist() == [[0, 3], [1, 2]]
