@@ -521,9 +521,25 @@ def diag_part(input, name=None) -> Tensor:  # noqa: A002
 
 
 def boolean_mask(tensor, mask, name="boolean_mask", axis=None) -> Tensor:
-    """The entries (rows) of ``tensor`` where the 1-D ``mask`` is True."""
+    """The entries of ``tensor`` where ``mask`` is True. A K-D mask covers K axes of ``tensor`` from
+    ``axis`` on; those axes become one, of the True entries (per-token losses masked by
+    ``tf.sequence_mask`` give a 1-D result)."""
     x = convert_to_tensor(tensor)
-    return make_op("Compress", [x, mask], {"axis": int(axis or 0)}, name=name).outputs[0]
+    m = convert_to_tensor(mask)
+    start = int(axis or 0)
+    if m.shape is None:
+        raise ValueError("boolean_mask: the mask's rank must be known")
+    k = len(m.shape)
+    if k > 1:
+        if x.shape is None:
+            raise ValueError("boolean_mask: the tensor's rank must be known for a mask of two or more dimensions")
+        start %= len(x.shape)
+        dims = make_op("Shape", [x]).outputs[0]
+        kept = [d if d is not None else ops.gather(dims, constant(np.asarray(i, np.int64), graph=x.graph))
+                for i, d in enumerate(x.shape)]
+        x = ops.reshape(x, kept[:start] + [-1] + kept[start + k:])
+        m = ops.reshape(m, [-1])
+    return make_op("Compress", [x, m], {"axis": start}, name=name).outputs[0]
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments: int, name=None) -> Tensor:
