@@ -45,7 +45,9 @@ class _Context:
 
     def add_node(self, node) -> None:
         self.nodes.append(node)
-        if not node.inputs and not node.control_inputs and self.pivot is not None:
+        # (a control input from outside, control_dependencies around the cond, does not make the
+        # node wait for its branch: it still needs the pivot, as in TensorFlow)
+        if not node.inputs and self.pivot is not None and not any(_inside(c, self) for c in node.control_inputs):
             node.control_inputs.append(self.pivot.node)
 
     def enter_inputs(self, inputs):

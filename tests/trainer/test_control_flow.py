@@ -35,6 +35,21 @@ def test_cond_takes_one_branch_and_skips_the_other():
     assert s.run(counter) == 1.0
 
 
+def test_a_cond_under_control_dependencies_still_takes_one_branch():
+    # Constants in the branches wait for the update outside and for their branch's pivot.
+    g = T.Graph()
+    with g.as_default():
+        delta = T.placeholder(np.float32, (), name="delta")
+        v = T.Variable(np.float32(0.0), name="v")
+        with T.control_dependencies([v.assign_add(delta)]):
+            y = T.cond(delta > 0, lambda: T.constant(1.0), lambda: T.constant(-1.0))
+        init = T.global_variables_initializer()
+    s = T.Session(g)
+    s.run(init)
+    assert [float(s.run(y, {delta: d})) for d in (2.0, -0.5)] == [1.0, -1.0]
+    assert float(s.run(v)) == 1.5
+
+
 @pytest.fixture(params=[True, False], ids=["fused_loops", "dataflow_frames"])
 def fuse(request):
     return request.param
