@@ -40,12 +40,11 @@ class _Meta:
         self.kind = [(_KINDS.get(s.node.op_type, NORMAL) if s.node.domain == "flowstack" else NORMAL) for s in steps]
         self.frame = [s.attrs.get("frame_name") if k == ENTER else None for s, k in zip(steps, self.kind)]
         self.const_enter = [k == ENTER and bool(s.attrs.get("is_constant")) for s, k in zip(steps, self.kind)]
-        index = {s.node: i for i, s in enumerate(steps)}
         self.ctrl_consumers: dict[int, list[int]] = {}
         self.n_deps = []
         for i, s in enumerate(steps):
             owned = sum(1 for slot in s.ins if slot in plan.slot_owner)
-            ctrl = [index[c] for c in s.node.control_inputs if c in index]
+            ctrl = plan.controls[i]
             for c in ctrl:
                 self.ctrl_consumers.setdefault(c, []).append(i)
             self.n_deps.append(owned + len(ctrl))
