@@ -7,7 +7,8 @@ to one output and a *dead* marker to the other; a step with a dead input is skip
 outputs are dead, so an untaken branch costs nothing. Merge fires on its first live input (or
 dead if all are dead). Enter moves a value into iteration 0 of a child frame (a constant Enter
 into every iteration), NextIteration into the next iteration, Exit back to the parent frame;
-dead values never leave or continue a loop.
+dead values never leave or continue a loop. A Send to another task runs even when its value is
+dead and sends the marker (the receiving task's Recv returns it), so a cond may span tasks.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 from trainer.errors import GraphError, KernelError, node_error
 
-NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT = range(6)
-_KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
+NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, SEND = range(7)
+_KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT, "Send": SEND}
 
 
 class _Dead:
@@ -160,6 +161,10 @@ def run_dataflow(plan, feed_values, rctx):
                 nxt = tag[:-1] + ((frame, it + 1),)
                 start_iteration(tag[:-1], frame, nxt)
                 finish(si, nxt, [args[0]])
+            continue
+        if kind == SEND:
+            step.fn(rctx, DEAD if is_dead else args[0], **step.attrs)
+            finish(si, tag, [None] * n_out)
             continue
         if is_dead:
             finish(si, tag, [DEAD] * n_out)

@@ -84,7 +84,7 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
     if session.fuse_loops and not sub_plan:
         compile_sub = partial(compile_plan, sub_plan=True, allow_remote=allow_remote)
         order = fuse_loops(graph, order, placement, session, fed, compile_sub)
-    dynamic = any(n.op_type in CONTROL_FLOW_OPS and n.domain == D for n in order)
+    dynamic = any(_needs_dataflow(n) for n in order)
     if sub_plan and dynamic:
         raise GraphError("internal: a fused loop body still contains control flow")
 
@@ -115,6 +115,11 @@ def _check_local(order, placement) -> None:
         if device.startswith("/"):
             raise PlacementError(f"node {n.name!r} ({n.op_type}) is placed on {device}, another task, but no "
                                  "cluster is configured; use Session(target=server.target)")
+
+
+def _needs_dataflow(n) -> bool:
+    """Control flow, or a Recv of a value from another task's cond branch (it may be dead)."""
+    return n.domain == D and (n.op_type in CONTROL_FLOW_OPS or (n.op_type == "Recv" and n.attrs.get("may_be_dead")))
 
 
 def _place_one(placer, node) -> str:

@@ -95,6 +95,7 @@ class SubgraphNode:
     or ``"Token"`` (the scalar a Send of a control edge carries). ``inputs`` and
     ``control_inputs`` name tensors and nodes of the task's graph. ``run``: whether the task runs
     it every step (False for a constant or a written variable it only refers to).
+    ``may_be_dead``: a Recv whose value may be dead (the task then runs the dataflow executor).
     """
 
     name: str
@@ -105,6 +106,7 @@ class SubgraphNode:
     key: RendezvousKey | None = None
     tensor: object = None
     run: bool = True
+    may_be_dead: bool = False  # a Recv of a value from a cond branch
 
 
 @dataclass

@@ -1,11 +1,11 @@
-"""Frames: every cond and while_loop runs on one task; values cross tasks only at its boundary.
+"""Frames: every while_loop runs on one task; values cross tasks only at its boundary.
 
-A value inside a loop frame has one instance per iteration and one inside a cond branch may be
-dead; a Send/Recv pair moves one live value per step. So, as TensorFlow's partitioner would
-without its frame-aware rendezvous, a plan spanning tasks keeps each *region* (a top-level cond
-or while_loop with everything nested in it, its Exits included) on the task of the region's
-pivot (the node every iteration or branch waits on, built under the same device scope as the
-loop or cond itself):
+A value inside a loop frame has one instance per iteration, and a Send/Recv pair moves one value
+per step (a dead one too: the dataflow executor's Send sends the marker, so a cond's branches may
+span tasks). So, as TensorFlow's partitioner would without its frame-aware rendezvous, a plan
+spanning tasks keeps each *region* (a top-level cond or while_loop with everything nested in it,
+its Exits included) on the task of the region's pivot (the node every iteration or branch waits
+on, built under the same device scope as the loop or cond itself):
 
 - a stateless node of the region placed on another task (a device constraint, or colocation
   with a variable: ``embedding_lookup``'s Gather, the Enter a body reads a variable through) is
@@ -13,15 +13,15 @@ loop or cond itself):
   through the region's Enters (or cond Switches), so the value crosses tasks once per step,
   before the loop starts. A variable's gradient leaves the gradient loop through its Exit and
   crosses tasks after the loop;
-- a stateful node of the region on another task (but the loop's own stacks and accumulators,
-  ``STEP_LOCAL_OPS``) (an update of a variable that lives there)
-  would exchange values with the loop every iteration: a ``PlacementError`` names it, the loop
-  and both tasks;
+- a stateful node inside a loop frame on another task (an update of a variable that lives
+  there; not the loop's own stacks and accumulators, ``STEP_LOCAL_OPS``) would exchange values
+  with the loop every iteration: a ``PlacementError`` names it, the loop and both tasks. One in
+  a top-level cond's branch (a conditional update of a PS variable) stays with its variable:
+  its inputs cross once per step, dead when the branch is not taken;
 - a forward loop and the gradient loop that pops its per-iteration values must share a task
   (their stacks are step-local);
-- what is left crossing tasks must be a live value of the top level (not in a loop, not in a
-  cond branch, not a Switch's), read outside every loop frame (an Enter of a top-level loop, or a
-  branch of a top-level cond waiting on it, reads there); anything else is a ``PlacementError``
+- what is left crossing tasks must be made outside every loop frame and read outside every loop
+  frame (an Enter into a top-level loop reads there); anything else is a ``PlacementError``
   naming the edge.
 
 Graphs imported from a description have no context records; their control flow is taken as is.
@@ -46,7 +46,7 @@ STEP_LOCAL_OPS = frozenset({(D, "StackPush"), (D, "StackPop"), (D, "AccumulateAd
 
 def confine_regions(order: list, placement: dict, place_anchor: Callable, local_task: TaskName, fed: set) -> None:
     """Re-place ``order``'s region nodes onto their region's device (in ``placement``) and check
-    that the plan's cross-task edges carry only top-level values (see the module docstring).
+    that no value crosses tasks inside a loop frame (see the module docstring).
     ``place_anchor(node)`` places a region's pivot that is not in ``order`` (inside a fused loop)."""
     task_of = _TaskOf(local_task)
     if all(_root(n) is None for n in order):
@@ -63,13 +63,15 @@ def confine_regions(order: list, placement: dict, place_anchor: Callable, local_
         if task_of(placement[n]) == task_of(device):
             continue
         if n.stateful and (n.domain, n.op_type) not in STEP_LOCAL_OPS:
+            loop = _innermost_loop(_context(n))
+            if loop is None:
+                continue  # a conditional update in a top-level cond: it stays with its variable
             raise PlacementError(
-                f"node {n.name!r} ({n.op_type}) inside {_describe(root)} is placed on {task_of(placement[n])}, "
-                f"but the {_kind(root)} runs on {task_of(device)}: it would exchange values with the "
-                f"{_kind(root)} in every {'iteration' if isinstance(root, WhileContext) else 'branch it takes'}, "
-                "and values cross tasks only at a loop's or cond's boundary (flowstack has no frame-aware "
-                f"rendezvous). Colocate them: place what {n.name!r} updates on {task_of(device)}, or update it "
-                f"after the {_kind(root)} from its outputs")
+                f"node {n.name!r} ({n.op_type}) inside while_loop {loop.frame_name!r} is placed on "
+                f"{task_of(placement[n])}, but the loop runs on {task_of(device)}: it would exchange values with "
+                "the loop in every iteration, and values cross tasks only at a loop's boundary (flowstack has "
+                f"no frame-aware rendezvous). Colocate them: place what {n.name!r} updates on {task_of(device)}, "
+                "or update it after the loop from the loop's outputs")
         placement[n] = device
     _check_stacks(order, placement, task_of)
     _check_edges(order, placement, task_of, fed)
@@ -102,32 +104,30 @@ def _outermost(ctx):
     return ctx
 
 
-def _kind(ctx) -> str:
-    return "loop" if isinstance(ctx, WhileContext) else "cond"
-
-
 def _describe(ctx) -> str:
     if isinstance(ctx, WhileContext):
         return f"while_loop {ctx.frame_name!r}"
     return f"the cond on {ctx.pred.name!r}"
 
 
-def _top_level_value(n) -> bool:
-    """Whether ``n``'s outputs are one live value per step (not per iteration, never dead)."""
-    return _outermost(getattr(n, "cf_context", None)) is None and not (n.op_type == "Switch" and n.domain == D)
+def _innermost_loop(ctx):
+    while ctx is not None and not isinstance(ctx, WhileContext):
+        ctx = ctx.outer
+    return ctx
 
 
-def _reads_at_top(n) -> bool:
-    """Whether ``n`` reads its inputs once per step: outside every loop frame (a branch of a
-    top-level cond reads there too), or an Enter into a loop that is."""
+def _made_once_per_step(n) -> bool:
+    """Whether ``n``'s outputs are one value per step (maybe dead), not one per iteration."""
+    return _innermost_loop(getattr(n, "cf_context", None)) is None
+
+
+def _reads_once_per_step(n) -> bool:
+    """Whether ``n`` reads its inputs once per step: outside every loop frame, or an Enter into a
+    loop that is."""
     ctx = _context(n)
     if n.op_type == "Enter" and n.domain == D and ctx is not None:
         ctx = ctx.outer
-    while ctx is not None:
-        if isinstance(ctx, WhileContext):
-            return False
-        ctx = ctx.outer
-    return True
+    return _innermost_loop(ctx) is None
 
 
 def _check_edges(order, placement, task_of, fed) -> None:
@@ -137,14 +137,13 @@ def _check_edges(order, placement, task_of, fed) -> None:
         for p in sources:
             if p not in present or task_of(placement[p]) == task_of(placement[n]):
                 continue
-            if _top_level_value(p) and _reads_at_top(n):
+            if _made_once_per_step(p) and _reads_once_per_step(n):
                 continue
-            where = _root(p) or _root(n) or getattr(n.cf_context, "outer", None)
-            region = _describe(where) if where is not None else "a cond"
+            loop = _innermost_loop(getattr(p, "cf_context", None)) or _innermost_loop(_context(n))
             raise PlacementError(
                 f"node {n.name!r} ({n.op_type}) on {task_of(placement[n])} reads {p.name!r} ({p.op_type}) on "
-                f"{task_of(placement[p])} inside {region}: values cross tasks only at a loop's or cond's "
-                "boundary; place both on one task")
+                f"{task_of(placement[p])} inside while_loop {loop.frame_name!r}: values cross tasks only at a "
+                "loop's boundary; place both on one task")
 
 
 def _check_stacks(order, placement, task_of) -> None:

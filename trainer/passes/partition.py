@@ -39,6 +39,7 @@ from typing import Sequence
 
 import numpy as np
 
+from trainer.control_flow import may_be_dead
 from trainer.devices import DeviceSpec, full_device_name
 from trainer.kernels.training import recv, send
 from trainer.passes.fuse_loops import LoopStep
@@ -126,6 +127,7 @@ class _Partitioner:
         self.token_nodes: dict[int, object] = {}  # token slot -> its node
         self.token_sends: dict[int, object] = {}  # id(cross-task Send of a token) -> its node
         self.waits: dict[int, list[Step]] = {}  # id(step) -> steps it waits for besides its inputs
+        self.dead_keys: set = set()  # cross-task transfers of values that may be dead (from a cond branch)
 
     def run(self, steps, feed_slots, fetch_slots) -> Partitioned:
         groups = [self._group(s.device) for s in steps]
@@ -164,7 +166,7 @@ class _Partitioner:
         for task in dict.fromkeys(g[0] for g in self.groups if g[0] != self.local_task):
             parts = [Partition(g[1], self.steps_of[g]) for g in self.groups if g[0] == task]
             ordered = sorted((s for p in parts for s in p.steps), key=lambda s: self.rank[id(s)])
-            subgraph = task_subgraph(ordered, self.cross, self.token_sends, self.tensors)
+            subgraph = task_subgraph(ordered, self.cross, self.token_sends, self.tensors, self.dead_keys)
             remote.append(RemotePartition(task, parts, self.sends.get(task, []), self.recvs.get(task, []), subgraph))
         return Partitioned(local, remote, fetches, self.waits)
 
@@ -233,7 +235,9 @@ class _Partitioner:
             self.rank[id(sender)] = self.rank[id(after)] + 1
         r = _new_slot(self.template)
         self.slot_names[r] = name  # a further hop of the received value carries the tensor's name
-        receiver = Step(SyntheticNode(f"_recv/{name}", "Recv"), recv, (), r, attrs, True, dst[1])
+        dead = cross_task and slot in self.producer_step and may_be_dead(self.producer_step[slot].node)
+        receiver = Step(SyntheticNode(f"_recv/{name}", "Recv"), recv, (), r, dict(attrs, may_be_dead=int(dead)), True,
+                        dst[1])
         self.steps_of[dst].append(receiver)
         self.rank[id(receiver)] = self.now
         self.producer[r] = dst
@@ -243,6 +247,8 @@ class _Partitioner:
             self.sends.setdefault(src[0], []).append(key)
             self.recvs.setdefault(dst[0], []).append(key)
             self.cross[id(sender)] = self.cross[id(receiver)] = key
+            if dead:
+                self.dead_keys.add(key)
             if slot in self.token_nodes:
                 self.token_sends[id(sender)] = self.token_nodes[slot]
         return r

@@ -210,3 +210,50 @@ def test_a_control_edge_from_the_ps_into_a_graph_with_control_flow_waits_for_its
     assert [float(tasks.run(compiled, [d])[0]) for d in (2.0, -0.5)] == [1.0, -1.0]
     assert float(tasks.ps_state.variables["v"]) == 1.5  # each step's update ran before the cond
     tasks.pool.shutdown()
+
+
+def _conditional_updates():
+    """A top-level cond updating PS variables in one branch: gradients applied only when finite,
+    and an assign_add only for positive inputs."""
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (2,), name="x")
+        with T.device(PS):
+            w = T.Variable(np.ones(2, np.float32), name="w")
+            total = T.Variable(np.float32(0.0), name="total")
+        loss = T.reduce_sum(T.square(w * x - 1.0))
+        opt = T.train.GradientDescentOptimizer(0.1)
+        grads = opt.compute_gradients(loss, [w])
+
+        def apply():
+            with T.control_dependencies([opt.apply_gradients(grads)]):
+                return T.constant(1.0)
+        applied = T.cond(T.reduce_all(T.is_finite(grads[0][0])), apply, lambda: T.constant(0.0))
+        summed = T.cond(T.reduce_sum(x) > 0, lambda: total.assign_add(T.reduce_sum(x)), lambda: T.identity(total))
+        init = T.global_variables_initializer()
+    return g, x, [loss, applied, summed], init
+
+
+XS = [[1, 2], [np.nan, 1], [-1, -2], [3, 0]]
+
+
+def test_a_cond_updating_ps_variables_in_one_branch_sends_dead_values_for_the_other():
+    g, x, fetches, init = _conditional_updates()
+    tasks = TwoTasks(g)
+    tasks.run(tasks.compile([], [init], []))
+    compiled = tasks.compile(fetches, [], [x])
+    shipped = compiled[1].subgraph
+    # The updates stay with their variables; what the branches exchange with them may be dead.
+    assert {"AssignAdd", "ApplyGradientDescent"} <= {sn.op for sn in shipped}
+    assert any(sn.op == "Recv" and sn.may_be_dead for sn in shipped)
+    got = [[float(v) for v in tasks.run(compiled, [np.asarray(xv, np.float32)])] for xv in XS]
+    tasks.pool.shutdown()
+
+    g1, x1, fetches1, init1 = _conditional_updates()
+    sess = T.Session(g1, config=T.ConfigProto(allow_soft_placement=True))
+    sess.run(init1)
+    want = [[float(v) for v in sess.run(fetches1, {x1: np.asarray(xv, np.float32)})] for xv in XS]
+    np.testing.assert_array_equal(got, want)
+    assert [row[1] for row in got] == [1.0, 0.0, 1.0, 1.0]  # the NaN gradient was not applied
+    assert [row[2] for row in got] == [3.0, 3.0, 3.0, 6.0]
+    np.testing.assert_array_equal(tasks.ps_state.variables["w"], sess.run(g1.get_tensor_by_name("w:0")))
