@@ -7,6 +7,9 @@ worker):
 - ``"cond"``: a ``while_loop`` whose body reads the PS variables inside a ``tf.cond`` (the first
   row has no state to read), so the loop keeps control flow after loop fusion;
 - ``"dynamic_rnn"``: ``tf.nn.dynamic_rnn`` over a ``BasicRNNCell``.
+
+``skip_nonfinite`` applies the gradients in a ``tf.cond`` only when they are all finite (a
+common guard against a bad batch), so the PS's updates sit in a cond branch.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ MODELS = {"cond": _cond_rnn, "dynamic_rnn": _dynamic_rnn}
 
 
 def build(device_fn, model: str = "cond", sync: tuple[int, int] | None = None, learning_rate: float = 0.01,
-          sync_timeout: float = 10.0):
+          sync_timeout: float = 10.0, skip_nonfinite: bool = False):
     """(graph, tensors by name). ``sync=(m, n)`` wraps the optimizer in SyncReplicasOptimizer."""
     g = T.Graph()
     with g.as_default(), T.device(device_fn):
@@ -74,7 +77,16 @@ def build(device_fn, model: str = "cond", sync: tuple[int, int] | None = None, l
         if sync is not None:
             opt = T.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=sync[0], total_num_replicas=sync[1],
                                                 timeout_secs=sync_timeout)
-        train = opt.minimize(loss, global_step=step)
+        if skip_nonfinite:
+            grads = opt.compute_gradients(loss)
+            finite = T.reduce_all(T.stack([T.reduce_all(T.is_finite(gr)) for gr, _ in grads]))
+
+            def apply():
+                with T.control_dependencies([opt.apply_gradients(grads, global_step=step)]):
+                    return T.constant(True)
+            train = T.cond(finite, apply, lambda: T.constant(False))
+        else:
+            train = opt.minimize(loss, global_step=step)
         init = T.global_variables_initializer()
     return g, {"x": x, "y": y, "loss": loss, "accuracy": accuracy, "train": train, "init": init, "step": step,
                "opt": opt}

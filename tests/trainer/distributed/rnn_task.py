@@ -24,6 +24,7 @@ def main() -> int:
     p.add_argument("--model", choices=sorted(R.MODELS), default="cond")
     p.add_argument("--last-step", type=int, default=150)
     p.add_argument("--sync", action="store_true", help="SyncReplicasOptimizer aggregating every worker")
+    p.add_argument("--skip-nonfinite", action="store_true", help="apply only finite gradients (in a tf.cond)")
     p.add_argument("--timeout", type=float, default=10.0)
     args = p.parse_args()
     r = T.train.TFConfigClusterResolver()
@@ -31,7 +32,8 @@ def main() -> int:
     workers = cluster.num_tasks("worker")
     server = T.train.Server(cluster, r.task_type, r.task_id, timeout=args.timeout, startup_timeout=30.0)
     device_fn = T.train.replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{r.task_id}")
-    g, m = R.build(device_fn, args.model, sync=(workers, workers) if args.sync else None, sync_timeout=args.timeout)
+    g, m = R.build(device_fn, args.model, sync=(workers, workers) if args.sync else None, sync_timeout=args.timeout,
+                   skip_nonfinite=args.skip_nonfinite)
     is_chief = r.task_id == 0
     with g.as_default():
         hooks = [T.train.StopAtStepHook(last_step=args.last_step)]

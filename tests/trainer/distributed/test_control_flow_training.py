@@ -3,7 +3,9 @@
 The most common TF 1.x distributed pattern with control flow: ``replica_device_setter`` puts the
 variables on the PS and the RNN's loop (a ``while_loop`` with a ``tf.cond`` in its body, or
 ``dynamic_rnn``) on each worker, whose body and gradient loop read the PS's variables. It used
-to fail with a PlacementError for any loop left with control flow after loop fusion.
+to fail with a PlacementError for any loop left with control flow after loop fusion. One case
+applies the gradients in a ``tf.cond`` (only when finite): the PS's updates then sit in a cond
+branch, and values of the branch cross tasks (dead ones when it is not taken).
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ def _test_metrics(out: str, when: str) -> tuple[float, float]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model,sync", [("cond", False), ("cond", True), ("dynamic_rnn", False)],
-                         ids=["cond-async", "cond-sync", "dynamic_rnn-async"])
-def test_an_rnn_reading_ps_variables_in_its_loop_trains_on_two_workers(processes, model, sync):
+@pytest.mark.parametrize("model,mode", [("cond", "async"), ("cond", "sync"), ("dynamic_rnn", "skip-nonfinite")],
+                         ids=["cond-async", "cond-sync", "dynamic_rnn-async-skip-nonfinite"])
+def test_an_rnn_reading_ps_variables_in_its_loop_trains_on_two_workers(processes, model, mode):
     cluster = make_cluster(ps=1, workers=2)
     ps = processes.start_ps(cluster, 0, max_seconds=150)
-    args = [RNN_TASK, "--model", model, "--last-step", "150"] + (["--sync"] if sync else [])
+    args = [RNN_TASK, "--model", model, "--last-step", "150"] + {"async": [], "sync": ["--sync"],
+                                                                 "skip-nonfinite": ["--skip-nonfinite"]}[mode]
     workers = [processes.start(args, cluster, "worker", i) for i in range(2)]
     outs = []
     for w in workers:
