@@ -13,9 +13,13 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
 import pytest
 
+import trainer as T
+
 from .conftest import make_cluster, wait_exit
+from .test_partitions_control_flow import XS, _conditional_updates
 
 RNN_TASK = os.path.join(os.path.dirname(__file__), "rnn_task.py")
 
@@ -48,3 +52,27 @@ def test_an_rnn_reading_ps_variables_in_its_loop_trains_on_two_workers(processes
     assert all(n > 0 for n in ran), ran  # both workers trained
     code, out = wait_exit(ps, timeout=20)
     assert code == 0, out
+
+
+@pytest.mark.slow
+def test_values_of_an_untaken_branch_cross_grpc_as_dead(processes):
+    cluster = make_cluster(ps=1, workers=1)
+    ps = processes.start_ps(cluster, 0)
+    server = T.train.Server(cluster, "worker", 0, timeout=10.0, startup_timeout=20.0)
+    try:
+        g, x, fetches, init = _conditional_updates()
+        sess = T.Session(g, target=server.target)
+        sess.run(init)
+        got = [[float(v) for v in sess.run(fetches, {x: np.asarray(xv, np.float32)})] for xv in XS]
+        assert server.service.state.variables == {}  # the updates ran on the PS
+
+        g1, x1, fetches1, init1 = _conditional_updates()
+        local = T.Session(g1, config=T.ConfigProto(allow_soft_placement=True))
+        local.run(init1)
+        want = [[float(v) for v in local.run(fetches1, {x1: np.asarray(xv, np.float32)})] for xv in XS]
+        np.testing.assert_array_equal(got, want)  # the NaN step applied nothing; x < 0 added nothing
+        server.done()
+        code, out = wait_exit(ps, timeout=15)
+        assert code == 0, out
+    finally:
+        server.stop(grace=0.1)
