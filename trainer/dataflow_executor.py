@@ -163,6 +163,9 @@ def run_dataflow(plan, feed_values, rctx):
                 finish(si, nxt, [args[0]])
             continue
         if kind == SEND:
+            if tag:  # (passes/frames.py refuses such plans where the graph records its loops)
+                raise GraphError(f"{step.node.name!r} sends a value to another task from inside while_loop frame "
+                                 f"{tag[-1][0]!r}: values cross tasks only at a loop's boundary")
             step.fn(rctx, DEAD if is_dead else args[0], **step.attrs)
             finish(si, tag, [None] * n_out)
             continue

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 import trainer as T
+from trainer.distributed.partitions import run_partition
+from trainer.errors import GraphError
 from trainer.passes.fuse_loops import CONTROL_FLOW_OPS
 from trainer.placement import PlacementError
+from trainer.saver import graph_from_dict, graph_to_dict
 
 from .test_partitions import TwoTasks
 
@@ -257,3 +260,24 @@ def test_a_cond_updating_ps_variables_in_one_branch_sends_dead_values_for_the_ot
     assert [row[1] for row in got] == [1.0, 0.0, 1.0, 1.0]  # the NaN gradient was not applied
     assert [row[2] for row in got] == [3.0, 3.0, 3.0, 6.0]
     np.testing.assert_array_equal(tasks.ps_state.variables["w"], sess.run(g1.get_tensor_by_name("w:0")))
+
+
+def test_an_imported_graph_sending_from_inside_a_loop_frame_fails_at_once():
+    # An imported graph has no loop records for passes/frames.py to check: the executor refuses
+    # the first Send it would make inside a frame instead of sending one value per iteration.
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (2, 2), name="x")
+
+        def body(i, h):
+            with T.device(PS):
+                h = T.tanh(h)  # stateless and pinned: confined to the worker in the built graph
+            return i + 1, h
+        h = _loop(lambda i, h: body(i, h + x[:1]))
+    imported = graph_from_dict(*graph_to_dict(g))
+    tasks = TwoTasks(imported)
+    plan, _, _, _ = tasks.compile([imported.get_tensor_by_name(h.name)], [], [imported.get_tensor_by_name("x:0")])
+    with pytest.raises(GraphError, match="from inside while_loop frame 'while'"):
+        run_partition(plan, tasks.worker, tasks.tables["/job:worker/task:0"], 1, {}, 1.0,
+                      [np.ones((2, 2), np.float32)], tasks.pool)
+    tasks.pool.shutdown()
