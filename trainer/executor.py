@@ -150,7 +150,7 @@ def _dataflow_plan(steps, lowered, fetch_slots, copy_fetch, fetch_tensors, waits
     index = {s.node: i for i, s in enumerate(steps)}
     step_index = {id(s): i for i, s in enumerate(steps)}
     waits = waits or {}
-    controls = [[index[c] for c in s.node.control_inputs if c in index] + [step_index[id(w)] for w in waits.get(id(s), ())]
-                for s in steps]
+    controls = [[index[c] for c in s.node.control_inputs if c in index]
+                + [step_index[id(w)] for w in waits.get(id(s), ())] for s in steps]
     return DataflowPlan(steps, consumers, controls, lowered.template, lowered.feeds, fetch_slots, copy_fetch,
                         slot_owner, [t.name for t in fetch_tensors])

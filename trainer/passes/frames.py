@@ -48,9 +48,12 @@ def confine_regions(order: list, placement: dict, place_anchor: Callable, local_
     """Re-place ``order``'s region nodes onto their region's device (in ``placement``) and check
     that no value crosses tasks inside a loop frame (see the module docstring).
     ``place_anchor(node)`` places a region's pivot that is not in ``order`` (inside a fused loop)."""
-    task_of = _TaskOf(local_task)
     if all(_root(n) is None for n in order):
         return
+
+    def task_of(device: str) -> TaskName:
+        return locate(device, local_task)[0]
+
     anchors: dict = {}
     for n in order:
         root = _root(n)
@@ -75,14 +78,6 @@ def confine_regions(order: list, placement: dict, place_anchor: Callable, local_
         placement[n] = device
     _check_stacks(order, placement, task_of)
     _check_edges(order, placement, task_of, fed)
-
-
-class _TaskOf:
-    def __init__(self, local_task: TaskName):
-        self.local_task = local_task
-
-    def __call__(self, device: str) -> TaskName:
-        return locate(device, self.local_task)[0]
 
 
 def _context(n):

@@ -22,8 +22,9 @@ are ready rather than in list order (``dataflow=True``): its local steps stay on
 executor handles its devices), and ``waits`` gives the order a list would have given: each
 cross-task Send and Recv waits for the task's previous cross-task Send (as on remote tasks, see
 ``passes/subgraph.py``), a token's Send for the node it stands for, and a node for the token
-Recv of its control edge from another task. (Values crossing tasks are top-level values there:
-``passes/frames.py``.)
+Recv of its control edge from another task. No value crosses tasks inside a loop frame
+(``passes/frames.py``); one from a cond branch may be dead, and its Recv says so
+(``may_be_dead``: the receiving task then runs the dataflow executor too).
 
 ``partition(...)`` returns the local partitions (main device first) and one
 ``RemotePartition`` per other task, holding its partitions, the keys it sends and receives, and
