@@ -11,8 +11,9 @@ on, built under the same device scope as the loop or cond itself):
   with a variable: ``embedding_lookup``'s Gather, the Enter a body reads a variable through) is
   placed on the region's device instead; what it reads from outside the region then enters
   through the region's Enters (or cond Switches), so the value crosses tasks once per step,
-  before the loop starts. A variable's gradient leaves the gradient loop through its Exit and
-  crosses tasks after the loop;
+  before the loop starts (for a Gather colocated with a table shard, the whole shard where
+  TensorFlow would send rows each iteration: logged). A variable's gradient leaves the gradient
+  loop through its Exit and crosses tasks after the loop;
 - a stateful node inside a loop frame on another task (an update of a variable that lives
   there; not the loop's own stacks and accumulators, ``STEP_LOCAL_OPS``) would exchange values
   with the loop every iteration: a ``PlacementError`` names it, the loop and both tasks. One in
@@ -29,6 +30,7 @@ Graphs imported from a description have no context records; their control flow i
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 from trainer.control_flow import WhileContext
@@ -37,6 +39,8 @@ from trainer.placement import PlacementError
 from trainer.plan import TaskName
 
 __all__ = ["confine_regions"]
+
+log = logging.getLogger("trainer.placement")
 
 D = "flowstack"
 # Stateful ops whose state lives in the step, not on a task: the loop's stacks and a gradient
@@ -75,6 +79,12 @@ def confine_regions(order: list, placement: dict, place_anchor: Callable, local_
                 "the loop in every iteration, and values cross tasks only at a loop's boundary (flowstack has "
                 f"no frame-aware rendezvous). Colocate them: place what {n.name!r} updates on {task_of(device)}, "
                 "or update it after the loop from the loop's outputs")
+        if n.op_type == "Enter" and n.colocate_with is not None:
+            t = n.inputs[0]
+            log.info("while_loop %r on %s reads %s (%s, shape %s) whole from %s, once per step before the loop, "
+                     "for %s colocated with it (TensorFlow would send what the body reads each iteration)",
+                     n.cf_context.frame_name, task_of(device), t.name, t.dtype, t.shape, task_of(placement[n]),
+                     n.name)
         placement[n] = device
     _check_stacks(order, placement, task_of)
     _check_edges(order, placement, task_of, fed)
