@@ -166,6 +166,42 @@ def test_a_loop_placed_on_the_ps_runs_there():
     np.testing.assert_allclose(losses, single_process_losses("nested"), rtol=1e-5)
 
 
+def _nested_loops():
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (2, 2), name="x")
+        with T.device(PS):
+            w = T.Variable(np.full((2, 2), 0.5, np.float32), name="w")
+            total = T.Variable(np.float32(0.0), name="total")
+
+        def outer(i, h):
+            inner = T.while_loop(lambda j, a: j < 2, lambda j, a: (j + 1, T.tanh(T.matmul(a, w))),
+                                 [T.constant(0), h])[1]
+            return i + 1, inner + x
+        h = T.while_loop(lambda i, h: i < 3, outer, [T.constant(0), x])[1]
+        with T.control_dependencies([total.assign_add(T.reduce_sum(h))]):  # an update after the loops
+            out = T.identity(h)
+        init = T.global_variables_initializer()
+    return g, x, out, init
+
+
+def test_nested_loops_read_a_ps_variable_entered_once_into_the_outer_loop():
+    g, x, out, init = _nested_loops()
+    tasks = TwoTasks(g)
+    tasks.run(tasks.compile([], [init], []))
+    compiled = tasks.compile([out], [], [x])
+    xv = np.arange(4, dtype=np.float32).reshape(2, 2) / 4
+    (got,) = tasks.run(compiled, [xv])
+    tasks.pool.shutdown()
+    assert [k.tensor_name for k in compiled[1].sends] == ["w:0", "^total/AssignAdd"]  # w once, and a token
+
+    g1, x1, out1, init1 = _nested_loops()
+    sess = T.Session(g1, config=T.ConfigProto(allow_soft_placement=True))
+    sess.run(init1)
+    np.testing.assert_allclose(got, sess.run(out1, {x1: xv}), rtol=1e-6)
+    np.testing.assert_allclose(tasks.ps_state.variables["total"], got.sum(), rtol=1e-6)
+
+
 def test_assigning_a_ps_variable_inside_the_loop_names_node_loop_and_tasks():
     g = T.Graph()
     with g.as_default():
