@@ -16,6 +16,7 @@ from trainer.distributed.partitions import run_partition
 from trainer.errors import GraphError
 from trainer.passes.fuse_loops import CONTROL_FLOW_OPS
 from trainer.placement import PlacementError
+from trainer.plan import DataflowPlan
 from trainer.saver import graph_from_dict, graph_to_dict
 
 from .test_partitions import TwoTasks
@@ -135,7 +136,8 @@ def test_each_variable_crosses_once_per_step_into_the_loop_and_its_gradient_once
 
 
 def test_unfused_loops_span_tasks_too():
-    _, _, losses = train_on_two_tasks("plain", fuse_loops=False)
+    _, compiled, losses = train_on_two_tasks("plain", fuse_loops=False)
+    assert isinstance(compiled[0], DataflowPlan) and compiled[0].remote_partitions
     np.testing.assert_allclose(losses, single_process_losses("plain"), rtol=1e-5)
 
 
