@@ -20,7 +20,7 @@ import numpy as np
 from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
 
-__all__ = ["CondContext", "WhileContext", "WhileLoop", "cond", "while_loop"]
+__all__ = ["CondContext", "WhileContext", "WhileLoop", "cond", "may_be_dead", "while_loop"]
 
 D = TRAINER_DOMAIN
 
@@ -45,7 +45,9 @@ class _Context:
 
     def add_node(self, node) -> None:
         self.nodes.append(node)
-        if not node.inputs and not node.control_inputs and self.pivot is not None:
+        # (a control input from outside, control_dependencies around the cond, does not make the
+        # node wait for its branch: it still needs the pivot, as in TensorFlow)
+        if not node.inputs and self.pivot is not None and not any(_inside(c, self) for c in node.control_inputs):
             node.control_inputs.append(self.pivot.node)
 
     def enter_inputs(self, inputs):
@@ -103,6 +105,19 @@ class WhileContext(_Context):
     def captured(self) -> dict:
         """Outside tensor -> its constant Enter inside this frame."""
         return dict(self._entered)
+
+
+def may_be_dead(node) -> bool:
+    """Whether ``node``'s outputs may be dead in a step: a Switch's, or those of a node inside a
+    cond branch (a pass's synthetic step or a fused loop is neither)."""
+    if node.op_type == "Switch" and node.domain == D:
+        return True
+    ctx = getattr(node, "cf_context", None)
+    while ctx is not None:
+        if isinstance(ctx, CondContext):
+            return True
+        ctx = ctx.outer
+    return False
 
 
 def in_frame(ctx: WhileContext, t: Tensor) -> Tensor:

@@ -7,7 +7,8 @@ to one output and a *dead* marker to the other; a step with a dead input is skip
 outputs are dead, so an untaken branch costs nothing. Merge fires on its first live input (or
 dead if all are dead). Enter moves a value into iteration 0 of a child frame (a constant Enter
 into every iteration), NextIteration into the next iteration, Exit back to the parent frame;
-dead values never leave or continue a loop.
+dead values never leave or continue a loop. A Send to another task runs even when its value is
+dead and sends the marker (the receiving task's Recv returns it), so a cond may span tasks.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import numpy as np
 
 from trainer.errors import GraphError, KernelError, node_error
 
-NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT = range(6)
-_KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
+NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, SEND = range(7)
+_KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT, "Send": SEND}
 
 
 class _Dead:
@@ -40,12 +41,11 @@ class _Meta:
         self.kind = [(_KINDS.get(s.node.op_type, NORMAL) if s.node.domain == "flowstack" else NORMAL) for s in steps]
         self.frame = [s.attrs.get("frame_name") if k == ENTER else None for s, k in zip(steps, self.kind)]
         self.const_enter = [k == ENTER and bool(s.attrs.get("is_constant")) for s, k in zip(steps, self.kind)]
-        index = {s.node: i for i, s in enumerate(steps)}
         self.ctrl_consumers: dict[int, list[int]] = {}
         self.n_deps = []
         for i, s in enumerate(steps):
             owned = sum(1 for slot in s.ins if slot in plan.slot_owner)
-            ctrl = [index[c] for c in s.node.control_inputs if c in index]
+            ctrl = plan.controls[i]
             for c in ctrl:
                 self.ctrl_consumers.setdefault(c, []).append(i)
             self.n_deps.append(owned + len(ctrl))
@@ -161,6 +161,13 @@ def run_dataflow(plan, feed_values, rctx):
                 nxt = tag[:-1] + ((frame, it + 1),)
                 start_iteration(tag[:-1], frame, nxt)
                 finish(si, nxt, [args[0]])
+            continue
+        if kind == SEND:
+            if tag:  # (passes/frames.py refuses such plans where the graph records its loops)
+                raise GraphError(f"{step.node.name!r} sends a value to another task from inside while_loop frame "
+                                 f"{tag[-1][0]!r}: values cross tasks only at a loop's boundary")
+            step.fn(rctx, DEAD if is_dead else args[0], **step.attrs)
+            finish(si, tag, [None] * n_out)
             continue
         if is_dead:
             finish(si, tag, [DEAD] * n_out)

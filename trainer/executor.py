@@ -11,6 +11,8 @@ each reading the previous one's output:
    (``"/job:ps/replica:0/task:0/device:CPU:0"``). The session's *local task* decides which is
    which (``trainer/devices.py``); a plain session is ``/job:localhost/task:0`` and refuses a
    plan that needs another task (``no cluster configured``), as TF 1.x's local session did.
+   Across tasks, **confine regions** (``passes/frames.py``) keeps each cond and while_loop on
+   one task, so values cross tasks only at their boundaries.
 3. **fuse loops** (``passes/fuse_loops.py``): a while_loop without nested control flow becomes
    one ``LoopStep`` whose cond and body are flat sub-plans compiled by this same pipeline.
 4. **lower** (``passes/lower.py``): nodes become ``Step``s over value slots with kernels and
@@ -26,8 +28,9 @@ each reading the previous one's output:
 6. **schedule** (``passes/schedule.py``, with ``Session(parallel_ops=True)``): dependency levels
    whose expensive steps run on the thread pool.
 
-Graphs with control flow left after loop fusion skip partitioning: their steps run on the
-frame-tagged dataflow executor (``DataflowPlan``, ``trainer/dataflow_executor.py``). Plan types
+Graphs with control flow left after loop fusion run on the frame-tagged dataflow executor
+(``DataflowPlan``, ``trainer/dataflow_executor.py``); across tasks they are partitioned by task
+only, the pass adding the waits that list order gives a flat plan. Plan types
 live in the leaf module ``trainer/plan.py``. A ``FlatPlan`` is a list of steps
 ``(fn, input_slots, output_slot(s), attrs, wants_ctx)`` per partition over a list of value
 slots; running it does no graph work at all.
@@ -42,6 +45,7 @@ from schemas.registry import get_schema
 from trainer.devices import stage_host_inputs
 from trainer.errors import GraphError, KernelError
 from trainer.graph import Node, Tensor
+from trainer.passes.frames import confine_regions
 from trainer.passes.fuse_loops import CONTROL_FLOW_OPS, LoopStep, fuse_loops
 from trainer.passes.lower import lower
 from trainer.passes.partition import partition
@@ -75,24 +79,27 @@ def compile_plan(graph, fetch_tensors: Sequence[Tensor], target_nodes: Sequence[
     placement = session.placer.place(order)
     if not allow_remote:
         _check_local(order, placement)
+    else:
+        confine_regions(order, placement, partial(_place_one, session.placer), local_task, fed)
     if session.fuse_loops and not sub_plan:
         compile_sub = partial(compile_plan, sub_plan=True, allow_remote=allow_remote)
         order = fuse_loops(graph, order, placement, session, fed, compile_sub)
-    dynamic = any(n.op_type in CONTROL_FLOW_OPS and n.domain == D for n in order)
+    dynamic = any(_needs_dataflow(n) for n in order)
     if sub_plan and dynamic:
         raise GraphError("internal: a fused loop body still contains control flow")
 
     lowered = lower(order, placement, feed_tensors, fetch_tensors, session, sub_plan=sub_plan)
     copy_fetch = [] if sub_plan else [i for i, t in enumerate(fetch_tensors) if _aliases_state(t) and t not in fed]
-    if dynamic:
-        if any(d.startswith("/") for d in placement.values()):
-            node = next(n for n in order if placement[n].startswith("/"))
-            raise PlacementError(f"node {node.name!r} ({node.op_type}) is placed on {placement[node]}: a graph "
-                                 "with control flow (cond, while_loop) runs on one task")
-        return _dataflow_plan(lowered, copy_fetch, [t.name for t in fetch_tensors])
+    remote = any(d.startswith("/") for d in placement.values())
+    if dynamic and not remote:
+        return _dataflow_plan(lowered.steps, lowered, lowered.fetch_slots, copy_fetch, fetch_tensors)
     parts = partition(lowered.steps, lowered.template, lowered.slot_names, local_task=local_task,
                       feed_slots=[f.slot for f in lowered.feeds], fetch_slots=lowered.fetch_slots,
-                      tensors={t.name: t for t in lowered.slots})
+                      tensors={t.name: t for t in lowered.slots}, dataflow=dynamic)
+    if dynamic:
+        plan = _dataflow_plan(parts.local[0].steps, lowered, parts.fetch_slots, copy_fetch, fetch_tensors, parts.waits)
+        plan.remote_partitions = parts.remote
+        return plan
     uploads = stage_host_inputs(parts.local, lowered.template, [f.slot for f in lowered.feeds], session.device)
     plan = FlatPlan(parts.local, lowered.template, lowered.feeds, parts.fetch_slots, copy_fetch, parts.remote)
     plan.uploads = uploads
@@ -110,6 +117,15 @@ def _check_local(order, placement) -> None:
                                  "cluster is configured; use Session(target=server.target)")
 
 
+def _needs_dataflow(n) -> bool:
+    """Control flow, or a Recv of a value from another task's cond branch (it may be dead)."""
+    return n.domain == D and (n.op_type in CONTROL_FLOW_OPS or (n.op_type == "Recv" and n.attrs.get("may_be_dead")))
+
+
+def _place_one(placer, node) -> str:
+    return placer.place([node])[node]
+
+
 def _aliases_state(t: Tensor) -> bool:
     # Fetched values that are variable buffers are copied so later steps cannot change them.
     node = t.node
@@ -118,22 +134,23 @@ def _aliases_state(t: Tensor) -> bool:
     return get_schema(node.op_type, node.domain).stateful
 
 
-def _dataflow_plan(lowered, copy_fetch, fetch_names) -> DataflowPlan:
-    steps = lowered.steps
+def _dataflow_plan(steps, lowered, fetch_slots, copy_fetch, fetch_tensors, waits=None) -> DataflowPlan:
+    """``steps`` for the dataflow executor: who consumes each slot, and the steps each one waits
+    for without reading them (its node's control inputs, and ``waits`` the partition pass added)."""
     consumers: dict[int, list] = {}
     slot_owner: dict[int, int] = {}
     for si, s in enumerate(steps):
         outs = (s.outs,) if isinstance(s.outs, int) else s.outs
         for o in outs:
             slot_owner[o] = si
-    initial = []
     for si, s in enumerate(steps):
-        n_deps = 0
         for pos, slot in enumerate(s.ins):
             if slot in slot_owner:
                 consumers.setdefault(slot, []).append((si, pos))
-                n_deps += 1
-        if n_deps == 0 and not s.node.control_inputs:
-            initial.append(si)
-    return DataflowPlan(steps, consumers, initial, lowered.template, lowered.feeds, lowered.fetch_slots, copy_fetch,
-                        slot_owner, fetch_names)
+    index = {s.node: i for i, s in enumerate(steps)}
+    step_index = {id(s): i for i, s in enumerate(steps)}
+    waits = waits or {}
+    controls = [[index[c] for c in s.node.control_inputs if c in index]
+                + [step_index[id(w)] for w in waits.get(id(s), ())] for s in steps]
+    return DataflowPlan(steps, consumers, controls, lowered.template, lowered.feeds, fetch_slots, copy_fetch,
+                        slot_owner, [t.name for t in fetch_tensors])

@@ -79,6 +79,8 @@ class Partition(NamedTuple):
 class SyntheticNode:
     """Stands in for a graph node in error messages for steps a pass adds (Send, Recv)."""
 
+    domain = "flowstack"
+
     def __init__(self, name: str, op_type: str):
         self.name, self.op_type, self.control_inputs, self.inputs = name, op_type, [], []
 
@@ -93,6 +95,7 @@ class SubgraphNode:
     or ``"Token"`` (the scalar a Send of a control edge carries). ``inputs`` and
     ``control_inputs`` name tensors and nodes of the task's graph. ``run``: whether the task runs
     it every step (False for a constant or a written variable it only refers to).
+    ``may_be_dead``: a Recv whose value may be dead (the task then runs the dataflow executor).
     """
 
     name: str
@@ -103,6 +106,7 @@ class SubgraphNode:
     key: RendezvousKey | None = None
     tensor: object = None
     run: bool = True
+    may_be_dead: bool = False  # a Recv of a value from a cond branch
 
 
 @dataclass
@@ -273,10 +277,10 @@ def _failed_step(steps, vals):
 class DataflowPlan:
     """Steps run by a ready queue over (frame, iteration)-tagged values, with dead-branch propagation."""
 
-    def __init__(self, steps, consumers, initial, template, feeds, fetch_slots, copy_fetch, slot_owner, fetch_names):
+    def __init__(self, steps, consumers, controls, template, feeds, fetch_slots, copy_fetch, slot_owner, fetch_names):
         self.steps = steps
         self.consumers = consumers  # slot -> [(step index, input position)]
-        self.initial = initial  # steps with no inputs at all (run once in the root frame)
+        self.controls = controls  # step index -> the steps it waits for without reading them
         self.template = template
         self.feeds = feeds
         self.fetch_slots = fetch_slots

@@ -32,9 +32,10 @@ class Variable:
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
                  collections=None):
         graph = get_default_graph()
-        # as TensorFlow's init_scope: the control dependencies around the creation (a slot variable
-        # made under tf.control_dependencies(update_ops)) are not the initializer's
-        with graph.control_dependencies(None):
+        # A variable's initial value and initializer run once, outside any cond or while_loop
+        # and any control_dependencies being built (as the slots an optimizer makes inside a
+        # tf.cond), as in TensorFlow.
+        with graph.control_flow_context(None), graph.control_dependencies(None):
             if callable(initial_value):
                 initial_value = initial_value()
             if isinstance(initial_value, Tensor):

@@ -125,7 +125,8 @@ op("Send", domain=D, inputs=["tensor"], outputs=["done*"], stateful=True,
           "recv_device": Attr("string", "")})(lambda ctx: [])
 op("Recv", domain=D, inputs=[], outputs=["tensor"], stateful=True,
    attrs={"tensor_name": Attr("string", REQUIRED), "send_device": Attr("string", ""),
-          "recv_device": Attr("string", "")})(unknown_outputs)
+          "recv_device": Attr("string", ""), "may_be_dead": Attr("int", 0)},
+   doc="may_be_dead: the value comes from a cond branch (the plan runs on the dataflow executor).")(unknown_outputs)
 
 # -- per-step stacks that carry loop values from a forward loop to its gradient loop -----------
 op("StackPush", domain=D, inputs=["value"], outputs=["output"], stateful=True,

@@ -35,6 +35,55 @@ def test_cond_takes_one_branch_and_skips_the_other():
     assert s.run(counter) == 1.0
 
 
+def test_a_cond_under_control_dependencies_still_takes_one_branch():
+    # Constants in the branches wait for the update outside and for their branch's pivot.
+    g = T.Graph()
+    with g.as_default():
+        delta = T.placeholder(np.float32, (), name="delta")
+        v = T.Variable(np.float32(0.0), name="v")
+        with T.control_dependencies([v.assign_add(delta)]):
+            y = T.cond(delta > 0, lambda: T.constant(1.0), lambda: T.constant(-1.0))
+        init = T.global_variables_initializer()
+    s = T.Session(g)
+    s.run(init)
+    assert [float(s.run(y, {delta: d})) for d in (2.0, -0.5)] == [1.0, -1.0]
+    assert float(s.run(v)) == 1.5
+
+
+def _adam_model(guarded: bool):
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (2,), name="x")
+        w = T.Variable(np.ones(2, np.float32), name="w")
+        loss = T.reduce_sum(T.square(w * x - 1.0))
+        opt = T.train.AdamOptimizer(0.1)
+        if guarded:  # apply only finite gradients: the slots and Adam's beta powers are made in a branch
+            grads = opt.compute_gradients(loss)
+
+            def apply():
+                with T.control_dependencies([opt.apply_gradients(grads)]):
+                    return T.constant(True)
+            train = T.cond(T.reduce_all(T.is_finite(grads[0][0])), apply, lambda: T.constant(False))
+        else:
+            train = opt.minimize(loss)
+        init = T.global_variables_initializer()
+    s = T.Session(g)
+    s.run(init)  # (needs no feed: initializers are built outside the cond)
+    return s, x, w, train
+
+
+def test_an_optimizer_applied_inside_a_cond_matches_minimize_on_the_steps_it_takes():
+    s, x, w, train = _adam_model(guarded=True)
+    ref, ref_x, ref_w, ref_train = _adam_model(guarded=False)
+    for xv in ([1, 2], [np.nan, 1], [3, -1]):
+        xv = np.asarray(xv, np.float32)
+        applied = bool(s.run(train, {x: xv}))
+        assert applied == bool(np.isfinite(xv).all())
+        if applied:
+            ref.run(ref_train, {ref_x: xv})
+        np.testing.assert_allclose(s.run(w), ref.run(ref_w), rtol=1e-6)
+
+
 @pytest.fixture(params=[True, False], ids=["fused_loops", "dataflow_frames"])
 def fuse(request):
     return request.param

@@ -63,7 +63,8 @@ def _record(sn: SubgraphNode, arrays: dict) -> dict:
     if sn.op == "Send":
         return _added(sn, "Send", D, attrs, [(None, None)])
     t = sn.tensor
-    return _added(sn, "Recv", D, attrs, [(_TOKEN, ()) if t is None else (t.dtype, t.shape)])
+    return _added(sn, "Recv", D, dict(attrs, may_be_dead=int(sn.may_be_dead)),
+                  [(_TOKEN, ()) if t is None else (t.dtype, t.shape)])
 
 
 def _added(sn: SubgraphNode, op: str, domain: str, attrs: dict, outputs) -> dict:

@@ -20,6 +20,7 @@ from collections import Counter
 import grpc
 from grpc_health.v1 import health_pb2
 
+from trainer.dataflow_executor import DEAD
 from trainer.distributed import wire
 from trainer.distributed.errors import (DeadlineExceededError, DistributedError, UnavailableError,
                                         UnknownTaskError, error_from_wire)
@@ -224,8 +225,10 @@ class PendingRecv:
             raise self.peer.rpc_error(e, f"Recv of {self.key!r}") from None
         if "error" in header:
             raise error_from_wire(header["error"], self.peer.peer)
-        value = tensors["value"]
         self.peer.answered = True
+        if header.get("dead"):
+            return DEAD  # a value of an untaken cond branch
+        value = tensors["value"]
         self.peer.count_received(value.nbytes)
         return value
 

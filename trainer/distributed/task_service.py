@@ -29,6 +29,7 @@ from typing import Callable
 
 import grpc
 
+from trainer.dataflow_executor import DEAD
 from trainer.distributed import wire
 from trainer.distributed.cluster import SERVING_JOBS, ClusterSpec, split_task_name
 from trainer.distributed.errors import (StaleIncarnationError, UnknownHandleError, UnknownTaskError,
@@ -161,6 +162,9 @@ class TaskService:
             value = self.table.take(int(header["step_id"]), str(header["key"]), wait, alive=context.is_active)
         except Exception as e:  # noqa: BLE001
             yield wire.encode_one({"error": error_to_wire(e)})
+            return
+        if value is DEAD:  # a value of an untaken cond branch
+            yield wire.encode_one({"dead": True})
             return
         with self._lock:
             nbytes = getattr(value, "nbytes", 0)

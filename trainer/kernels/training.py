@@ -16,6 +16,7 @@ import numpy as np
 
 from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, array_crc32, atomic_write, check_value,
                                        json_member, load_checkpoint, write_npz)
+from trainer.dataflow_executor import DEAD
 from trainer.devices import to_host
 from trainer.errors import FailedPreconditionError
 from trainer.kernels.random import op_generator
@@ -309,12 +310,16 @@ def restore(rctx, filename, *, xp, tensor_name, dtype, shape):
 
 
 # -- Send / Recv: a value crossing partitions (trainer/passes/partition.py adds the pairs) ---------
+# (A value of an untaken cond branch crosses as the dataflow executor's DEAD marker: the receiver
+# must not wait for a value that never comes.)
 @stateful_kernel("Send")
 def send(rctx, tensor, *, xp, tensor_name, send_device, recv_device):
     rctx.rendezvous.send(rendezvous_key(tensor_name, send_device, recv_device), tensor)
 
 
 @stateful_kernel("Recv")
-def recv(rctx, *, xp, tensor_name, send_device, recv_device):
+def recv(rctx, *, xp, tensor_name, send_device, recv_device, may_be_dead=0):
     value = rctx.rendezvous.recv(rendezvous_key(tensor_name, send_device, recv_device))
+    if value is DEAD:
+        return DEAD
     return rctx.session.device(recv_device).from_host(to_host(value))

@@ -10,7 +10,8 @@ what the node becomes and returns True, or returns False to fall back to the gen
 - ``Identity`` (inside a fused loop body): its output shares its input's slot;
 - ``StackPush`` / ``StackPop`` (inside a fused loop body): one step pushes every stack, one step
   per index pops them (a loop body pushes a dozen values per iteration);
-- ``Assign``: its ref input is not read (the kernel gets None) and it learns its variable's name;
+- ``Assign``: its ref input is not read (the kernel gets None) and it learns its variable's name
+  (through the Switch or Enter a cond branch or loop body reaches it by);
 - ``WhileLoop`` (a fused ``LoopStep``): the loop's ``run`` is the kernel.
 
 A step placed on another task (a full device name, see ``trainer/devices.py``) is lowered with a
@@ -171,8 +172,20 @@ def _stack_pop(lw: Lowering, n: Node, dev) -> bool:
 
 
 def _assign(lw: Lowering, n: Node, dev) -> bool:
-    lw.kernel_step(n, dev, {"_var": n.inputs[0].node.attrs["shared_name"]})
+    lw.kernel_step(n, dev, {"_var": _variable_of(n.inputs[0]).attrs["shared_name"]})
     return True
+
+
+# Ops that pass a variable's buffer through unchanged: an Assign in a cond branch or a loop body
+# reaches its variable through a Switch or an Enter.
+_PASS_THROUGH = frozenset({(D, "Switch"), (D, "Enter"), ("", "Identity")})
+
+
+def _variable_of(t: Tensor) -> Node:
+    node = t.node
+    while (node.domain, node.op_type) in _PASS_THROUGH and node.inputs:
+        node = node.inputs[0].node
+    return node
 
 
 def _loop_step(lw: Lowering, lp, dev) -> bool:

@@ -17,6 +17,15 @@ producer's group and a Recv step in the consumer's:
   device names (short names within the local task), so keys are the same on every task and on
   every recompile of the same graph.
 
+A plan with control flow runs on the dataflow executor, which starts a step when its inputs
+are ready rather than in list order (``dataflow=True``): its local steps stay one group (the
+executor handles its devices), and ``waits`` gives the order a list would have given: each
+cross-task Send and Recv waits for the task's previous cross-task Send (as on remote tasks, see
+``passes/subgraph.py``), a token's Send for the node it stands for, and a node for the token
+Recv of its control edge from another task. No value crosses tasks inside a loop frame
+(``passes/frames.py``); one from a cond branch may be dead, and its Recv says so
+(``may_be_dead``: the receiving task then runs the dataflow executor too).
+
 ``partition(...)`` returns the local partitions (main device first) and one
 ``RemotePartition`` per other task, holding its partitions, the keys it sends and receives, and
 its ``subgraph`` (``trainer/passes/subgraph.py``): the nodes the distributed runtime registers on
@@ -31,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+from trainer.control_flow import may_be_dead
 from trainer.devices import DeviceSpec, full_device_name
 from trainer.kernels.training import recv, send
 from trainer.passes.fuse_loops import LoopStep
@@ -60,16 +70,17 @@ class Partitioned:
     local: list[Partition]
     remote: list[RemotePartition] = field(default_factory=list)
     fetch_slots: list[int] = field(default_factory=list)
+    waits: dict[int, list[Step]] = field(default_factory=dict)  # id(step) -> steps it waits for (dataflow)
 
 
 def partition(steps: Sequence[Step], template: list, slot_names: dict, *, local_task: TaskName,
-              feed_slots: Sequence[int] = (), fetch_slots: Sequence[int] = (), tensors: dict | None = None
-              ) -> Partitioned:
+              feed_slots: Sequence[int] = (), fetch_slots: Sequence[int] = (), tensors: dict | None = None,
+              dataflow: bool = False) -> Partitioned:
     """Split ``steps`` by (task, device) with Send/Recv pairs (see the module docstring).
 
     ``template`` gains a slot per Recv (and per Send's unused output); ``fetch_slots`` comes back
     with the slots the local task reads each fetch from. ``tensors`` (graph tensors by name) gives
-    a remote task's Recvs their types.
+    a remote task's Recvs their types. ``dataflow``: the steps run on the dataflow executor.
     """
     local_task = TaskName(*local_task)
     where = {}  # placement -> (task, device)
@@ -82,17 +93,21 @@ def partition(steps: Sequence[Step], template: list, slot_names: dict, *, local_
         for s in steps:
             s.device = device
         return Partitioned([Partition(device, list(steps))], [], list(fetch_slots))
-    return _Partitioner(template, slot_names, local_task, groups, tensors or {}).run(steps, feed_slots, fetch_slots)
+    return _Partitioner(template, slot_names, local_task, groups, tensors or {}, dataflow).run(
+        steps, feed_slots, fetch_slots)
 
 
 class _Partitioner:
-    def __init__(self, template, slot_names, local_task, groups, tensors):
+    def __init__(self, template, slot_names, local_task, groups, tensors, dataflow):
         self.template = template
         self.slot_names = slot_names
         self.local_task = local_task
         self.tensors = tensors
+        self.dataflow = dataflow
         local = [g for g in groups if g[0] == local_task]
         self.main = local[0] if local else (local_task, "CPU:0")
+        if dataflow:
+            groups = [g for g in groups if g[0] != local_task]
         self.groups = list(dict.fromkeys([self.main] + groups))
         self.steps_of: dict = {g: [] for g in self.groups}
         self.producer: dict[int, tuple] = {}  # slot -> group
@@ -112,12 +127,15 @@ class _Partitioner:
         self.token_slots: dict = {}  # node -> the slot of the token its control edges send
         self.token_nodes: dict[int, object] = {}  # token slot -> its node
         self.token_sends: dict[int, object] = {}  # id(cross-task Send of a token) -> its node
+        self.waits: dict[int, list[Step]] = {}  # id(step) -> steps it waits for besides its inputs
+        self.dead_keys: set = set()  # cross-task transfers of values that may be dead (from a cond branch)
 
     def run(self, steps, feed_slots, fetch_slots) -> Partitioned:
-        groups = [locate(s.device, self.local_task) for s in steps]
+        groups = [self._group(s.device) for s in steps]
         node_step = {}  # graph node -> (step, group), for control edges
         for i, (s, group) in enumerate(zip(steps, groups)):
-            s.device = group[1]
+            if group != self.main or not self.dataflow:
+                s.device = group[1]
             self.rank[id(s)] = 3 * i
             for o in step_outputs(s):
                 self.producer[o] = group
@@ -133,7 +151,8 @@ class _Partitioner:
             for c in s.node.control_inputs:
                 source = node_step.get(c)
                 if source is not None and source[1][0] != group[0]:
-                    self._read(self._token_slot(c, *source), group)
+                    token = self._read(self._token_slot(c, *source), group)
+                    self.waits.setdefault(id(s), []).append(self.producer_step[token])
             self.steps_of[group].append(s)
         # A fetch produced on another local device is read from the shared slots after the run;
         # one produced on another task is received by the main device.
@@ -141,14 +160,29 @@ class _Partitioner:
         fetches = [slot if self.producer.get(slot, self.main)[0] == self.local_task else self._read(slot, self.main)
                    for slot in fetch_slots]
         self._place_sends()
+        if self.dataflow:
+            self._chain_transfers(self.steps_of[self.main])
         local = [Partition(g[1], self.steps_of[g]) for g in self.groups if g[0] == self.local_task]
         remote = []
         for task in dict.fromkeys(g[0] for g in self.groups if g[0] != self.local_task):
             parts = [Partition(g[1], self.steps_of[g]) for g in self.groups if g[0] == task]
             ordered = sorted((s for p in parts for s in p.steps), key=lambda s: self.rank[id(s)])
-            subgraph = task_subgraph(ordered, self.cross, self.token_sends, self.tensors)
+            subgraph = task_subgraph(ordered, self.cross, self.token_sends, self.tensors, self.dead_keys)
             remote.append(RemotePartition(task, parts, self.sends.get(task, []), self.recvs.get(task, []), subgraph))
-        return Partitioned(local, remote, fetches)
+        return Partitioned(local, remote, fetches, self.waits)
+
+    def _group(self, device: str) -> tuple:
+        group = locate(device, self.local_task)
+        return self.main if self.dataflow and group[0] == self.local_task else group
+
+    def _chain_transfers(self, steps) -> None:
+        """Each cross-task Send and Recv of ``steps`` waits for the previous cross-task Send."""
+        last_send = None
+        for s in sorted((s for s in steps if id(s) in self.cross), key=lambda s: self.rank[id(s)]):
+            if last_send is not None:
+                self.waits.setdefault(id(s), []).append(last_send)
+            if s.node.op_type == "Send":
+                last_send = s
 
     def _token_slot(self, node, step, group) -> int:
         """The slot of the token a control edge from ``node`` (run by ``step`` on ``group``) sends."""
@@ -197,10 +231,14 @@ class _Partitioner:
         else:
             after = self.producer_step[slot]
             self.pending_sends.setdefault(id(after), []).append(sender)
+            if slot in self.token_nodes:
+                self.waits[id(sender)] = [after]  # a token is a constant: it waits for its node
             self.rank[id(sender)] = self.rank[id(after)] + 1
         r = _new_slot(self.template)
         self.slot_names[r] = name  # a further hop of the received value carries the tensor's name
-        receiver = Step(SyntheticNode(f"_recv/{name}", "Recv"), recv, (), r, attrs, True, dst[1])
+        dead = cross_task and slot in self.producer_step and may_be_dead(self.producer_step[slot].node)
+        receiver = Step(SyntheticNode(f"_recv/{name}", "Recv"), recv, (), r, dict(attrs, may_be_dead=int(dead)), True,
+                        dst[1])
         self.steps_of[dst].append(receiver)
         self.rank[id(receiver)] = self.now
         self.producer[r] = dst
@@ -210,6 +248,8 @@ class _Partitioner:
             self.sends.setdefault(src[0], []).append(key)
             self.recvs.setdefault(dst[0], []).append(key)
             self.cross[id(sender)] = self.cross[id(receiver)] = key
+            if dead:
+                self.dead_keys.add(key)
             if slot in self.token_nodes:
                 self.token_sends[id(sender)] = self.token_nodes[slot]
         return r

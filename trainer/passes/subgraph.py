@@ -33,11 +33,12 @@ def node_name(name: str) -> str:
 
 
 def task_subgraph(steps: Sequence[Step], cross: dict[int, RendezvousKey], token_sends: dict[int, object],
-                  tensors: dict) -> list[SubgraphNode]:
+                  tensors: dict, dead_keys: set = frozenset()) -> list[SubgraphNode]:
     """The nodes of one task's ``steps`` (in the global order). ``cross`` keys the cross-task
     Send and Recv steps by ``id``; ``token_sends`` names the node whose control edge a Send's
-    token stands for; ``tensors`` gives received values their types."""
-    builder = _Builder(tensors)
+    token stands for; ``tensors`` gives received values their types; ``dead_keys`` are the
+    transfers whose values may be dead (from a cond branch)."""
+    builder = _Builder(tensors, dead_keys)
     for s in steps:
         if id(s) not in cross and not isinstance(s.node, SyntheticNode):
             builder.runs.update(_graph_nodes(s.node))
@@ -59,8 +60,9 @@ def _graph_nodes(item) -> list:
 
 
 class _Builder:
-    def __init__(self, tensors: dict):
+    def __init__(self, tensors: dict, dead_keys):
         self.tensors = tensors
+        self.dead_keys = dead_keys
         self.out: list[SubgraphNode] = []
         self.emitted: dict[str, SubgraphNode] = {}
         self.runs: set = set()  # graph nodes the task runs
@@ -74,7 +76,8 @@ class _Builder:
     def recv(self, key: RendezvousKey) -> None:
         name = f"_recv/{node_name(key.tensor_name)}"
         tensor = None if key.tensor_name.startswith("^") else self.tensors[key.tensor_name]
-        self.add(SubgraphNode(name, "Recv", [], self._after_sends(), key=key, tensor=tensor))
+        self.add(SubgraphNode(name, "Recv", [], self._after_sends(), key=key, tensor=tensor,
+                              may_be_dead=key in self.dead_keys))
         self.received[key.tensor_name] = name
 
     def send(self, key: RendezvousKey, token_of) -> None:
