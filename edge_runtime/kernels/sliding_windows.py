@@ -420,19 +420,21 @@ def depthwise_channels_last(xl, w, xp, win, finish: Callable | None = None):
         weights = taps
         rule = f"n{out_axes}{tap_axes}q,{tap_axes}q->n{out_axes}q"
         rows = y
-    if xp.__name__ != "numpy" or n_sp < 2:
-        xp.einsum(rule, view, weights, out=rows)
+    if xp.__name__ != "numpy":  # one einsum for the batch (CuPy's takes no ``out``)
+        rows[...] = xp.einsum(rule, view, weights)
         if finish is not None:
             finish(y.reshape(-1, c))
         return y
-    per_row = math.prod(win.out[1:]) * c * y.itemsize
-    step = max(1, DEPTHWISE_CHUNK_BYTES // per_row)
-    for i in range(n):
-        for start in range(0, win.out[0], step):
-            block = rows[i:i + 1, start:start + step]
-            xp.einsum(rule, view[i:i + 1, start:start + step], weights, out=block)
-            if finish is not None:
-                finish(block.reshape(-1, c))
+    if n_sp < 2 or y.nbytes <= DEPTHWISE_CHUNK_BYTES:
+        blocks = [(slice(None), slice(None))]
+    else:  # (image, output rows) blocks
+        step = max(1, DEPTHWISE_CHUNK_BYTES // (math.prod(win.out[1:]) * c * y.itemsize))
+        blocks = [(slice(i, i + 1), slice(start, start + step)) for i in range(n) for start in range(0, win.out[0], step)]
+    for images, out_rows in blocks:
+        block = rows[images, out_rows]
+        xp.einsum(rule, view[images, out_rows], weights, out=block)
+        if finish is not None:
+            finish(block.reshape(-1, c))
     return y
 
 
