@@ -429,7 +429,8 @@ def depthwise_channels_last(xl, w, xp, win, finish: Callable | None = None):
         blocks = [(slice(None), slice(None))]
     else:  # (image, output rows) blocks
         step = max(1, DEPTHWISE_CHUNK_BYTES // (math.prod(win.out[1:]) * c * y.itemsize))
-        blocks = [(slice(i, i + 1), slice(start, start + step)) for i in range(n) for start in range(0, win.out[0], step)]
+        blocks = [(slice(i, i + 1), slice(start, start + step))
+                  for i in range(n) for start in range(0, win.out[0], step)]
     for images, out_rows in blocks:
         block = rows[images, out_rows]
         xp.einsum(rule, view[images, out_rows], weights, out=block)

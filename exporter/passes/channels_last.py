@@ -7,11 +7,12 @@ each convolution on its own would pay two transposes a node; this pass converts 
 instead: every qualifying convolution (small-plane group-1 ones, and depthwise and 1x1 ones on
 planes up to DEPTHWISE_MAX_PIXELS), and the max pools, activations, Add/Mul/Sub/Max/Min of two
 region values (broadcasts between them included), global pools and reductions keeping their axes
-that read only region values, joined into connected regions. A Transpose enters a region and one leaves it where a planar op or a graph output reads it,
-except where the reader is Flatten(axis=1) feeding Gemms with constant weights: those weights' rows
-are permuted to the (spatial..., C) order instead, so the region leaves with no copy at all. A region
-is converted only when it holds more convolutions than it needs Transposes (MobileNetV2's pointwise
-pairs between planar depthwise convolutions, one Transpose per convolution, measured 3% slower).
+that read only region values, joined into connected regions. A Transpose enters a region and one
+leaves it where a planar op or a graph output reads it, except where the reader is Flatten(axis=1)
+feeding Gemms with constant weights: those weights' rows are permuted to the (spatial..., C) order
+instead, so the region leaves with no copy at all. A region is converted only when it holds more
+convolutions than it needs Transposes (MobileNetV2's pointwise pairs between planar depthwise
+convolutions, one Transpose per convolution, measured 3% slower), one of them over a plane.
 
 Converted values get new names (``<name>/nhwc``), so the parity check never compares a channels-last
 tensor with the planar one of the same name; values leaving the region keep their names and layout.
@@ -37,8 +38,9 @@ MAX_PIXELS = sliding_windows.CHANNELS_LAST_COLUMNS_MAX_PIXELS
 MIN_CHANNELS = sliding_windows.CHANNELS_LAST_COLUMNS_MIN_CHANNELS
 # Depthwise and 1x1 convolutions qualify on input planes of at most this many pixels: there the
 # channels-last depthwise kernel (one einsum over the taps) beats the planar im2col and the fused
-# planar pairs (MobileNetV2's 14x14 and 7x7 stages: 576@14x14 3x3 242 -> 124 us, 1152@7x7 5x5 464 -> 169);
-# on larger planes the planar pairs (``FusedConvPointwise``, ``FusedPointwiseConv``) were as fast.
+# planar pairs (576@14x14 3x3 242 -> 124 us, 1152@7x7 5x5 464 -> 169). With 56x56 planes too,
+# MobileNetV2 ran 10.23 against 9.99 ms (one BLAS thread, alternated): the planar pairs
+# (``FusedConvPointwise``, ``FusedPointwiseConv``) are as fast there, and the regions' edges cost.
 DEPTHWISE_MAX_PIXELS = 28 * 28
 
 _CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}

@@ -143,8 +143,8 @@ def inverted_residuals(side: int, pool: str):
     h = "x"
     for stride in (1, 2):
         e = net.conv(net.conv(h, 16, 48, k=1), 48, 48, group=48, strides=[stride, stride], pads=[1, 1, 1, 1])
-        if pool == "GlobalAveragePool":
-            s = net.op("GlobalAveragePool", [e])
+        if pool.startswith("Global"):
+            s = net.op(pool, [e])
         else:
             s = net.op("ReduceMean", [e], axes=[2, 3], keepdims=1)
         s = net.op("Sigmoid", [net.conv(net.conv(s, 48, 8, k=1), 8, 48, k=1)])
@@ -152,13 +152,14 @@ def inverted_residuals(side: int, pool: str):
     return net.model(h)
 
 
-@pytest.mark.parametrize("pool", ["GlobalAveragePool", "ReduceMean"])
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool", "ReduceMean"])
 def test_depthwise_blocks_run_channels_last_with_their_squeeze_excite(pool) -> None:
     model = inverted_residuals(14, pool)
     optimized, _ = optimize(model)
     counts = op_counts(optimized.graph)
     assert counts["ChannelsLastConv"] == 10 and counts["Transpose"] == 2  # into the region, out of it
-    assert counts["ReduceMean"] == 2 and counts["Mul"] == 2 and "GlobalAveragePool" not in counts
+    reduction = "ReduceMax" if pool == "GlobalMaxPool" else "ReduceMean"
+    assert counts[reduction] == 2 and counts["Mul"] == 2 and not {"GlobalAveragePool", "GlobalMaxPool"} & set(counts)
     depthwise = [n for n in optimized.graph.nodes if n.op_type == "ChannelsLastConv" and n.attrs.get("group", 1) > 1]
     assert len(depthwise) == 2
     for batch in (1, 3):
