@@ -16,8 +16,10 @@ def _window(xl, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode=0):
 @kernel("ChannelsLastConv", DOMAIN)
 def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, dilations, group, kernel_shape, pads,
                        strides):
-    if group != 1:
-        raise ValueError(f"group={group}: channels-last convolution is implemented for group 1 only")
+    depthwise = group == x.shape[-1] == w.shape[0] and w.shape[-1] == 1
+    if group != 1 and not depthwise:
+        raise ValueError(f"group={group}: channels-last convolution is implemented for group 1 and depthwise "
+                         f"(one filter per channel) only, got {x.shape[-1]} channels and weights {tuple(w.shape)}")
     win = _window(x, kernel_shape or w.shape[1:-1], strides, dilations, pads, auto_pad)
 
     def finish(rows):  # on each chunk of output rows while it is in cache
@@ -26,7 +28,10 @@ def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, 
         if activation:
             apply_activation(rows, xp, activation, activation_params)
 
-    return sliding_windows.conv_channels_last(sliding_windows.pad_channels_last(x, xp, win.pad_begin, win.padded_end), w, xp, win, finish)
+    padded = sliding_windows.pad_channels_last(x, xp, win.pad_begin, win.padded_end)
+    if depthwise and group > 1:
+        return sliding_windows.depthwise_channels_last(padded, w, xp, win, finish)
+    return sliding_windows.conv_channels_last(padded, w, xp, win, finish)
 
 
 @kernel("ChannelsLastMaxPool", DOMAIN)

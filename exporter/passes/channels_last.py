@@ -1,15 +1,18 @@
 """Run chains of small-plane convolutions channels-last (``flowstack::ChannelsLastConv`` / ``ChannelsLastMaxPool``).
 
 On NumPy a convolution over small planes is fastest channels-last: its columns are gathered in runs
-of kernel_width * C contiguous values and the whole batch is one matmul (see
-``edge_runtime.kernels.sliding_windows``). Converting each convolution on its own would pay two transposes a
-node; this pass converts whole regions instead: every qualifying convolution, and the max pools,
-activations and same-shape Add/Mul/Sub/Max/Min that read only region values, joined into connected
-regions. A Transpose enters a region and one leaves it where a planar op or a graph output reads it,
-except where the reader is Flatten(axis=1) feeding Gemms with constant weights: those weights' rows
-are permuted to the (spatial..., C) order instead, so the region leaves with no copy at all. A region
-is converted only when it holds more convolutions than it needs Transposes (MobileNetV2's pointwise
-pairs between planar depthwise convolutions, one Transpose per convolution, measured 3% slower).
+of kernel_width * C contiguous values and the whole batch is one matmul, and a depthwise
+convolution is one einsum over its taps (see ``edge_runtime.kernels.sliding_windows``). Converting
+each convolution on its own would pay two transposes a node; this pass converts whole regions
+instead: every qualifying convolution (small-plane group-1 ones, and depthwise and 1x1 ones on
+planes up to DEPTHWISE_MAX_PIXELS), and the max pools, activations, Add/Mul/Sub/Max/Min of two
+region values (broadcasts between them included), global pools and reductions keeping their axes
+that read only region values, joined into connected regions. A Transpose enters a region and one
+leaves it where a planar op or a graph output reads it, except where the reader is Flatten(axis=1)
+feeding Gemms with constant weights: those weights' rows are permuted to the (spatial..., C) order
+instead, so the region leaves with no copy at all. A region is converted only when it holds more
+convolutions than it needs Transposes (MobileNetV2's pointwise pairs between planar depthwise
+convolutions, one Transpose per convolution, measured 3% slower), one of them over a plane.
 
 Converted values get new names (``<name>/nhwc``), so the parity check never compares a channels-last
 tensor with the planar one of the same name; values leaving the region keep their names and layout.
@@ -33,10 +36,20 @@ from schemas.ops.layout import to_channels_last as channels_last_shape
 # with exactly 1 input channel, where channels-last is the same memory order.
 MAX_PIXELS = sliding_windows.CHANNELS_LAST_COLUMNS_MAX_PIXELS
 MIN_CHANNELS = sliding_windows.CHANNELS_LAST_COLUMNS_MIN_CHANNELS
+# Depthwise and 1x1 convolutions qualify on input planes of at most this many pixels: there the
+# channels-last depthwise kernel (one einsum over the taps) beats the planar im2col and the fused
+# planar pairs (576@14x14 3x3 242 -> 124 us, 1152@7x7 5x5 464 -> 169). With 56x56 planes too,
+# MobileNetV2 ran 10.23 against 9.99 ms (one BLAS thread, alternated): the planar pairs
+# (``FusedConvPointwise``, ``FusedPointwiseConv``) are as fast there, and the regions' edges cost.
+DEPTHWISE_MAX_PIXELS = 28 * 28
 
 _CONVS = {("", "Conv"), (DOMAIN, "FusedConv")}
 _UNARY = {*ACTIVATIONS, "HardSwish", "Elu", "Selu", "Softplus"}
 _BINARY = {"Add", "Sub", "Mul", "Max", "Min"}
+# Reductions that keep their axes (squeeze-excite's mean over the plane) stay in a region, their
+# axes renumbered; a global pool becomes the reduction over the spatial axes.
+_REDUCTIONS = {"ReduceMean", "ReduceMax", "ReduceSum"}
+_GLOBAL_POOLS = {"GlobalAveragePool": "ReduceMean", "GlobalMaxPool": "ReduceMax"}
 _TO_PLANAR = "to_planar"
 _TO_CHANNELS_LAST = "to_channels_last"
 
@@ -60,13 +73,18 @@ def _known_but_batch(shape) -> bool:
 
 
 def _is_conv(graph: ir.Graph, node: ir.Node) -> bool:
-    if (node.domain, node.op_type) not in _CONVS or (node.attrs.get("group") or 1) != 1:
+    if (node.domain, node.op_type) not in _CONVS:
         return False
     w = constant(graph, node.inputs[1])
     bias = node.inputs[2] if len(node.inputs) > 2 else ""
     x, y = _shape(graph, node.inputs[0]), _shape(graph, node.outputs[0])
     if w is None or (bias and constant(graph, bias) is None) or not (_known_but_batch(x) and _known_but_batch(y)):
         return False
+    group = node.attrs.get("group") or 1
+    if group != 1:
+        return group == x[1] == w.shape[0] and w.shape[1] == 1 and math.prod(x[2:]) <= DEPTHWISE_MAX_PIXELS
+    if all(k == 1 for k in w.shape[2:]):  # a 1x1 convolution is one matmul in either layout
+        return math.prod(x[2:]) <= DEPTHWISE_MAX_PIXELS
     return math.prod(y[2:]) <= MAX_PIXELS and (x[1] >= MIN_CHANNELS or x[1] == 1)
 
 
@@ -79,8 +97,16 @@ def _follows_region(graph: ir.Graph, node: ir.Node, inside: Container[str]) -> b
     if node.op_type in _UNARY:
         return all(constant(graph, n) is not None and constant(graph, n).size == 1 for n in node.inputs[1:] if n)
     if node.op_type in _BINARY and len(node.inputs) == 2:  # Max and Min are variadic: two only
+        # both transposed alike, so any broadcast between them (a squeeze-excite's (N, C, 1, 1)
+        # scale) is the same broadcast channels-last
         a, b = (_shape(graph, n) for n in node.inputs)
-        return node.inputs[1] in inside and a == b and _known_but_batch(a)
+        return node.inputs[1] in inside and _known_but_batch(a) and _known_but_batch(b) and len(a) == len(b)
+    if node.op_type in _GLOBAL_POOLS:
+        return _known_but_batch(_shape(graph, node.inputs[0]))
+    if node.op_type in _REDUCTIONS:
+        axes = constant(graph, node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+        return (node.attrs.get("keepdims", 1) == 1 and axes is not None and axes.size > 0
+                and _known_but_batch(_shape(graph, node.inputs[0])))
     return False
 
 
@@ -140,13 +166,22 @@ def _transposes_needed(graph: ir.Graph, region: list[ir.Node], reads) -> int:
     members = {id(node) for node in region}
     entries = {node.inputs[0] for node in region if node.inputs[0] not in made}
     exits = {name for name in made if name in graph.outputs or any(id(r) not in members for r in reads.get(name, []))}
-    return len(entries) + sum(1 for name in exits if _flatten_into_gemms(graph, name, reads) is None)
+    # a pooled (N, C, 1...) value leaves as a copy of C values an image: no cost worth counting
+    costly = [name for name in exits if math.prod(graph.values[name].shape[2:]) > 1]
+    return len(entries) + sum(1 for name in costly if _flatten_into_gemms(graph, name, reads) is None)
+
+
+def _profitable(graph: ir.Graph, region: list[ir.Node], reads) -> bool:
+    """More convolutions than Transposes, and one of them over a plane (a squeeze-excite's 1x1
+    convolutions of pooled values alone gain nothing)."""
+    convs = [n for n in region if (n.domain, n.op_type) in _CONVS]
+    return (len(convs) > _transposes_needed(graph, region, reads)
+            and any(math.prod(graph.values[n.outputs[0]].shape[2:]) > 1 for n in convs))
 
 
 def _convert_graph(graph: ir.Graph) -> int:
     reads = readers(graph)
-    regions = [r for r in _regions(graph)
-               if sum((n.domain, n.op_type) in _CONVS for n in r) > _transposes_needed(graph, r, reads)]
+    regions = [r for r in _regions(graph) if _profitable(graph, r, reads)]
     if not regions:
         return 0
     converting = {id(node) for region in regions for node in region}
@@ -201,6 +236,14 @@ def _converted(graph: ir.Graph, node: ir.Node, names: dict[str, str]) -> ir.Node
     if node.op_type == "MaxPool":
         attrs = {k: v for k, v in node.attrs.items() if k != "storage_order"}
         return ir.Node("ChannelsLastMaxPool", inputs[:1], outputs, attrs, node.name, DOMAIN)
+    rank = len(graph.values[node.inputs[0]].shape)
+    if node.op_type in _GLOBAL_POOLS:
+        axes = add_constant(graph, f"{node.outputs[0]}/axes", np.arange(1, rank - 1, dtype=np.int64))
+        return ir.Node(_GLOBAL_POOLS[node.op_type], [inputs[0], axes], outputs, {"keepdims": 1}, node.name)
+    if node.op_type in _REDUCTIONS:
+        planar = constant(graph, node.inputs[1]).reshape(-1) % rank
+        moved = np.array([0 if a == 0 else rank - 1 if a == 1 else a - 1 for a in planar.tolist()], dtype=np.int64)
+        inputs[1] = add_constant(graph, f"{node.inputs[1]}/nhwc", moved)
     return ir.Node(node.op_type, inputs, outputs, dict(node.attrs), node.name, node.domain)
 
 

@@ -2,9 +2,10 @@
 
 The exporter's ``to_channels_last`` pass rewrites chains of small-plane convolutions into them,
 with Transposes only where the chain meets planar ops. Weights are stored (M, kernel..., C)
-("OHWI", as TensorFlow Lite stores them; group 1 only, the kernel refuses others), so a
-convolution's columns, gathered from the input in runs of kernel_width * C contiguous values, meet
-its weights with no per-call reshuffle.
+("OHWI", as TensorFlow Lite stores them), so a convolution's columns, gathered from the input in
+runs of kernel_width * C contiguous values, meet its weights with no per-call reshuffle. Group 1
+and depthwise convolutions (group = channels, one filter each: weights (C, kernel..., 1)) only; the
+kernel refuses other groups.
 ``activation`` ("" for none) and ``activation_params`` are those of ``FusedConv``.
 """
 
@@ -51,7 +52,8 @@ op(
     inputs=["X", "W", "B?"],
     outputs=["Y"],
     attrs={**nn.CONV_ATTRS, "activation": Attr("string", ""), "activation_params": Attr("floats", [])},
-    doc="Conv (group 1) on (N, spatial..., C) with (M, kernel..., C) weights, then an optional activation.",
+    doc="Conv (group 1, or depthwise) on (N, spatial..., C) with (M, kernel..., C/group) weights, then an "
+        "optional activation.",
 )(_planar_rule("Conv", weights=True))
 
 op(

@@ -47,10 +47,62 @@ def test_channels_last_conv_matches_conv(monkeypatch, x_shape, w_shape, attrs, a
     np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
 
 
-def test_channels_last_conv_refuses_groups() -> None:
+def test_channels_last_conv_refuses_groups_other_than_depthwise() -> None:
     x = np.zeros((1, 4, 4, 4), np.float32)
-    with pytest.raises(ValueError, match="group 1 only"):
+    with pytest.raises(ValueError, match="group 1 and depthwise .* 4 channels and weights \\(4, 3, 3, 2\\)"):
         run("ChannelsLastConv", x, np.zeros((4, 3, 3, 2), np.float32), None, domain=DOMAIN, group=2)
+    with pytest.raises(ValueError, match="group 1 and depthwise"):  # a channel multiplier: 8 filters on 4 channels
+        run("ChannelsLastConv", x, np.zeros((8, 3, 3, 1), np.float32), None, domain=DOMAIN, group=4)
+
+
+DEPTHWISE_CASES = [
+    # (x shape, kernel, attrs)
+    ((2, 5, 7, 7), (3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 6, 13, 30), (3, 3), {"pads": [1, 1, 1, 1]}),  # rows of 30 outputs: the tiled weights
+    ((3, 4, 12, 31), (5, 3), {"strides": [2, 1], "pads": [2, 0, 1, 1], "dilations": [1, 2]}),  # tiled, dilated
+    ((1, 6, 13, 11), (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 3, 14, 15), (3, 3), {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
+    ((1, 4, 12, 10), (5, 3), {"strides": [3, 2], "pads": [2, 0, 1, 1], "dilations": [1, 2]}),
+    ((1, 3, 9, 9), (3, 3), {"auto_pad": "SAME_UPPER", "dilations": [2, 2]}),
+    ((1, 2, 5, 5), (5, 5), {}),  # one output pixel
+    ((3, 4, 17), (3,), {"strides": [2], "pads": [1, 1]}),
+    ((2, 3, 5, 6, 7), (3, 2, 3), {"strides": [1, 2, 1], "pads": [1, 0, 1, 1, 1, 0], "dilations": [1, 1, 2]}),
+]
+
+
+@pytest.mark.parametrize("chunk_bytes", [None, 1])  # whole images, or one output row a block
+@pytest.mark.parametrize("with_bias, activation, params", [(False, "", []), (True, "Clip", [-0.5, 0.5]),
+                                                            (True, "Swish", [1.0])])
+@pytest.mark.parametrize("x_shape, kernel, attrs", DEPTHWISE_CASES)
+def test_channels_last_depthwise_conv_matches_conv(monkeypatch, x_shape, kernel, attrs, with_bias, activation, params,
+                                                   chunk_bytes) -> None:
+    if chunk_bytes is not None:
+        monkeypatch.setattr(sliding_windows, "DEPTHWISE_CHUNK_BYTES", chunk_bytes)
+    rng = np.random.default_rng(2)
+    c = x_shape[1]
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((c, 1) + kernel).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32) if with_bias else None
+    attrs = {**attrs, "group": c}
+    if activation:
+        want = run("FusedConv", x, w, b, domain=DOMAIN, activation=activation, activation_params=params, **attrs)
+    else:
+        want = run("Conv", x, w, b, **attrs)
+    got = run("ChannelsLastConv", channels_last(x), channels_last(w), b, domain=DOMAIN, activation=activation,
+              activation_params=params, **attrs)
+    assert got.flags.c_contiguous and got.shape == channels_last(want).shape
+    np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("min_width", [1, 10 ** 6])  # every stride-1 row tiled, or none
+def test_channels_last_depthwise_either_way_matches_conv(monkeypatch, min_width) -> None:
+    monkeypatch.setattr(sliding_windows, "DEPTHWISE_TILED_MIN_WIDTH", min_width)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 7, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((7, 1, 3, 3)).astype(np.float32)
+    want = run("Conv", x, w, None, group=7, pads=[1, 2, 0, 1])
+    got = run("ChannelsLastConv", channels_last(x), channels_last(w), None, domain=DOMAIN, group=7, pads=[1, 2, 0, 1])
+    np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("x_shape, attrs", [

@@ -95,7 +95,9 @@ def test_region_output_read_by_a_planar_op_and_the_graph_keeps_its_layout() -> N
     model = net.model(residual, net.op("GlobalAveragePool", [residual]))
     optimized, _ = optimize(model)
     counts = op_counts(optimized.graph)
-    assert counts["ChannelsLastConv"] == 3 and counts["Add"] == 1 and counts["Transpose"] == 2
+    # in, out for the residual, out for the pool (which runs in the region, as a ReduceMean)
+    assert counts["ChannelsLastConv"] == 3 and counts["Add"] == 1 and counts["Transpose"] == 3
+    assert counts["ReduceMean"] == 1 and "GlobalAveragePool" not in counts
     assert optimized.graph.outputs == model.graph.outputs
     same_outputs(model, optimized)
 
@@ -125,13 +127,58 @@ def test_unprofitable_convolutions_stay_planar(case) -> None:
     elif case == "lone conv":  # one convolution between planar ops would pay two transposes
         net = Net(16, 8)
         h = net.op("GlobalAveragePool", [net.conv("x", 16, 16, pads=[1, 1, 1, 1])])
-    else:  # two, as MobileNetV2's pointwise convolutions between depthwise ones: no gain either
+    else:  # two 1x1 convolutions between grouped (not depthwise) ones: no gain either
         net = Net(16, 8)
-        h = net.conv(net.conv(net.conv("x", 16, 16, group=16, pads=[1, 1, 1, 1]), 16, 32, k=1), 32, 16, k=1)
-        h = net.op("GlobalAveragePool", [h])
+        h = net.conv(net.conv(net.conv("x", 16, 16, group=4, pads=[1, 1, 1, 1]), 16, 32, k=1), 32, 16, k=1)
+        h = net.conv(h, 16, 16, group=4, pads=[1, 1, 1, 1])
     model = net.model(h)
     optimized, report = optimize(model)
     assert report.changes["to_channels_last"] == 0 and "ChannelsLastConv" not in op_counts(optimized.graph)
+
+
+def inverted_residuals(side: int, pool: str):
+    """Two MobileNetV2/EfficientNet blocks: 1x1 expand, depthwise 3x3 (stride 1, then 2), a
+    squeeze-excite scale (``pool``, two 1x1 convolutions, Sigmoid, a broadcast Mul), 1x1 project."""
+    net = Net(16, side)
+    h = "x"
+    for stride in (1, 2):
+        e = net.conv(net.conv(h, 16, 48, k=1), 48, 48, group=48, strides=[stride, stride], pads=[1, 1, 1, 1])
+        if pool.startswith("Global"):
+            s = net.op(pool, [e])
+        else:
+            s = net.op("ReduceMean", [e], axes=[2, 3], keepdims=1)
+        s = net.op("Sigmoid", [net.conv(net.conv(s, 48, 8, k=1), 8, 48, k=1)])
+        h = net.conv(net.op("Mul", [e, s]), 48, 16, k=1)
+    return net.model(h)
+
+
+@pytest.mark.parametrize("pool", ["GlobalAveragePool", "GlobalMaxPool", "ReduceMean"])
+def test_depthwise_blocks_run_channels_last_with_their_squeeze_excite(pool) -> None:
+    model = inverted_residuals(14, pool)
+    optimized, _ = optimize(model)
+    counts = op_counts(optimized.graph)
+    assert counts["ChannelsLastConv"] == 10 and counts["Transpose"] == 2  # into the region, out of it
+    reduction = "ReduceMax" if pool == "GlobalMaxPool" else "ReduceMean"
+    assert counts[reduction] == 2 and counts["Mul"] == 2 and not {"GlobalAveragePool", "GlobalMaxPool"} & set(counts)
+    depthwise = [n for n in optimized.graph.nodes if n.op_type == "ChannelsLastConv" and n.attrs.get("group", 1) > 1]
+    assert len(depthwise) == 2
+    for batch in (1, 3):
+        same_outputs(model, optimized, batch)
+    proto = to_onnx(optimized)  # standard ONNX again, as onnxruntime runs it
+    x = RNG.standard_normal((2, 16, 14, 14)).astype(np.float32)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(None, {"x": x})[0]
+    np.testing.assert_allclose(next(iter(load(flow_writer.to_bytes(optimized)).run({"x": x}).values())), want,
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_depthwise_blocks_on_large_planes_stay_planar() -> None:
+    # 900 pixels an input plane; the second block's project convolution (15x15) alone stays too,
+    # and so do the squeeze-excite's 1x1 convolutions of pooled values (no plane to gain on)
+    model = inverted_residuals(30, "GlobalAveragePool")
+    optimized, report = optimize(model)
+    assert report.changes["to_channels_last"] == 0 and "ChannelsLastConv" not in op_counts(optimized.graph)
+    same_outputs(model, optimized)
 
 
 def test_converted_model_writes_standard_onnx_that_onnxruntime_runs() -> None:
