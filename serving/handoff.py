@@ -13,7 +13,10 @@ benchmarks/RESULTS.md, "Figures behind the code's choices".
 The only request the loop awaits, finding its batcher idle, for a model whose calls are quick,
 skips the threads altogether and runs in the loop (``DynamicBatcher.run_alone``) where its caller
 allows it (the core allows it for HTTP, not gRPC): what a lone request gains from a worker is less
-than the trip there and back costs.
+than the trip there and back costs. It runs at the next loop iteration, once every request that
+arrived with it has been submitted too; or at once, in ``submit``, when its caller knows that none
+arrived with it (``alone``), which spares the two loop iterations of that wait and of its result's
+way back.
 """
 
 from __future__ import annotations
@@ -41,11 +44,15 @@ class LoopHandoff:
         self._last_may_run_alone = True
 
     def submit(self, batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None,
-               may_run_alone: bool = True) -> asyncio.Future:
+               may_run_alone: bool = True, alone: bool = False) -> asyncio.Future:
         """Queue a request (raising what ``batcher.submit`` raises); await the result for its
-        outputs. ``may_run_alone``: whether it may run in the loop when it comes alone."""
+        outputs. ``may_run_alone``: whether it may run in the loop when it comes alone. ``alone``:
+        the caller holds no other request, received or under way, so that if the loop awaits none
+        either, it runs here and now (the future comes back done)."""
         completion = LoopCompletion(self._loop.create_future(), self)
         batcher.submit(feeds, rows, timeout_s, completion, wake=False)
+        if alone and may_run_alone and not self._outstanding and batcher.run_alone():
+            return completion.waiter  # resolved through ``push``, in this thread
         self._outstanding += 1
         self._last_may_run_alone = may_run_alone  # the one that counts when it is the only one
         completion.waiter.add_done_callback(self._done)
@@ -122,10 +129,10 @@ _handoffs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" =
 
 
 def submit(batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None = None,
-           may_run_alone: bool = True) -> asyncio.Future:
+           may_run_alone: bool = True, alone: bool = False) -> asyncio.Future:
     """``batcher.submit`` from the running loop, as an asyncio future (see the module docstring)."""
     loop = asyncio.get_running_loop()
     handoff = _handoffs.get(loop)
     if handoff is None:
         handoff = _handoffs[loop] = LoopHandoff(loop)
-    return handoff.submit(batcher, feeds, rows, timeout_s, may_run_alone)
+    return handoff.submit(batcher, feeds, rows, timeout_s, may_run_alone, alone)
