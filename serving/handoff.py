@@ -48,11 +48,19 @@ class LoopHandoff:
         """Queue a request (raising what ``batcher.submit`` raises); await the result for its
         outputs. ``may_run_alone``: whether it may run in the loop when it comes alone. ``alone``:
         the caller holds no other request, received or under way, so that if the loop awaits none
-        either, it runs here and now (the future comes back done)."""
+        either, it runs here and now (``DynamicBatcher.run_now``; the future comes back done)."""
+        if alone and may_run_alone and not self._outstanding:
+            ran = batcher.run_now(feeds, rows)
+            if ran is not None:
+                waiter = self._loop.create_future()
+                outputs, error = ran
+                if error is None:
+                    waiter.set_result(outputs)
+                else:
+                    waiter.set_exception(error)
+                return waiter
         completion = LoopCompletion(self._loop.create_future(), self)
         batcher.submit(feeds, rows, timeout_s, completion, wake=False)
-        if alone and may_run_alone and not self._outstanding and batcher.run_alone():
-            return completion.waiter  # resolved through ``push``, in this thread
         self._outstanding += 1
         self._last_may_run_alone = may_run_alone  # the one that counts when it is the only one
         completion.waiter.add_done_callback(self._done)
