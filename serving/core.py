@@ -69,6 +69,9 @@ class InferRequest:
     shared_memory: bool = False  # some input or output is a shared-memory region (set by the front end)
     class_counts: dict[str, int] = field(default_factory=dict)  # outputs answered as their top classes
     wire_bytes: int = 0  # the request's size as received (set by the front end)
+    # The front end holds no other request (received and not yet answered), so that one which
+    # may run alone need not wait a loop iteration for company (``handoff.submit``'s ``alone``).
+    alone: bool = False
 
 
 @dataclass
@@ -205,7 +208,8 @@ class InferenceCore:
                 feeds, rows = self._validate(mv, request)
                 try:
                     outputs = await self._execute(mv, feeds, rows, _timeout_s(request.parameters),
-                                                  may_run_alone=request.protocol in RUN_ALONE_PROTOCOLS)
+                                                  may_run_alone=request.protocol in RUN_ALONE_PROTOCOLS,
+                                                  alone=request.alone)
                 except VersionRetired:
                     continue  # swapped out between lookup and submit: the new version takes it
                 break
@@ -239,7 +243,7 @@ class InferenceCore:
                 mv.stats.request(status == "success", elapsed, rows)
 
     def _execute(self, mv: ModelVersion, feeds: dict[str, np.ndarray], rows: int, timeout_s: float | None,
-                 depth: int = 0, may_run_alone: bool = True) -> Awaitable[dict[str, np.ndarray]]:
+                 depth: int = 0, may_run_alone: bool = True, alone: bool = False) -> Awaitable[dict[str, np.ndarray]]:
         """``mv``'s outputs for validated ``feeds``: through its batcher, or an ensemble's steps.
 
         The caller awaits it without a name: a local holding the future would keep it, and the
@@ -247,7 +251,7 @@ class InferenceCore:
         keeping the model version until the cyclic collector ran."""
         pipeline = mv.pipeline
         if pipeline is None:
-            return handoff.submit(mv.batcher, feeds, rows, timeout_s, may_run_alone)
+            return handoff.submit(mv.batcher, feeds, rows, timeout_s, may_run_alone, alone)
         if depth >= MAX_ENSEMBLE_DEPTH:
             raise InvalidRequest(f"ensemble {mv.name!r} runs ensembles nested over {MAX_ENSEMBLE_DEPTH} deep: "
                                  "a cycle through its steps' models")

@@ -13,7 +13,10 @@ benchmarks/RESULTS.md, "Figures behind the code's choices".
 The only request the loop awaits, finding its batcher idle, for a model whose calls are quick,
 skips the threads altogether and runs in the loop (``DynamicBatcher.run_alone``) where its caller
 allows it (the core allows it for HTTP, not gRPC): what a lone request gains from a worker is less
-than the trip there and back costs.
+than the trip there and back costs. It runs at the next loop iteration, once every request that
+arrived with it has been submitted too; or at once, in ``submit``, when its caller knows that none
+arrived with it (``alone``), which spares the two loop iterations of that wait and of its result's
+way back.
 """
 
 from __future__ import annotations
@@ -41,9 +44,21 @@ class LoopHandoff:
         self._last_may_run_alone = True
 
     def submit(self, batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None,
-               may_run_alone: bool = True) -> asyncio.Future:
+               may_run_alone: bool = True, alone: bool = False) -> asyncio.Future:
         """Queue a request (raising what ``batcher.submit`` raises); await the result for its
-        outputs. ``may_run_alone``: whether it may run in the loop when it comes alone."""
+        outputs. ``may_run_alone``: whether it may run in the loop when it comes alone. ``alone``:
+        the caller holds no other request, received or under way, so that if the loop awaits none
+        either, it runs here and now (``DynamicBatcher.run_now``; the future comes back done)."""
+        if alone and may_run_alone and not self._outstanding:
+            ran = batcher.run_now(feeds, rows)
+            if ran is not None:
+                waiter = self._loop.create_future()
+                outputs, error = ran
+                if error is None:
+                    waiter.set_result(outputs)
+                else:
+                    waiter.set_exception(error)
+                return waiter
         completion = LoopCompletion(self._loop.create_future(), self)
         batcher.submit(feeds, rows, timeout_s, completion, wake=False)
         self._outstanding += 1
@@ -122,10 +137,10 @@ _handoffs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" =
 
 
 def submit(batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None = None,
-           may_run_alone: bool = True) -> asyncio.Future:
+           may_run_alone: bool = True, alone: bool = False) -> asyncio.Future:
     """``batcher.submit`` from the running loop, as an asyncio future (see the module docstring)."""
     loop = asyncio.get_running_loop()
     handoff = _handoffs.get(loop)
     if handoff is None:
         handoff = _handoffs[loop] = LoopHandoff(loop)
-    return handoff.submit(batcher, feeds, rows, timeout_s, may_run_alone)
+    return handoff.submit(batcher, feeds, rows, timeout_s, may_run_alone, alone)

@@ -15,7 +15,7 @@ import json
 import logging
 import zlib
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sized
 
 import numpy as np
 import orjson
@@ -495,9 +495,17 @@ class HttpHandlers:
     """One method per endpoint, each translating between HTTP and ``core`` (``route_table`` maps
     paths to them)."""
 
-    def __init__(self, core: InferenceCore, settings: HttpSettings):
+    def __init__(self, core: InferenceCore, settings: HttpSettings, requests_in_progress: Sized | None = None):
         self.core = core
         self.settings = settings
+        # The requests the HTTP server has received and not yet answered, this one included
+        # (uvicorn's task set), where known: one alone need not wait for company (``InferRequest.alone``).
+        self.requests_in_progress = requests_in_progress
+
+    def alone(self) -> bool:
+        """Whether the request being handled is the only one the HTTP server holds."""
+        in_progress = self.requests_in_progress
+        return in_progress is not None and len(in_progress) == 1
 
     def version_of(self, request: Request) -> str:
         label = request.path_params.get("label")
@@ -616,6 +624,7 @@ class HttpHandlers:
                 self.version_of(request), self.settings.max_elements,
             )
             infer_request.wire_bytes = len(body)
+            infer_request.alone = self.alone()
         except ServingError as exc:
             self.core.count_refused("http", exc)
             raise
@@ -661,6 +670,7 @@ class HttpHandlers:
             mv = self.core.repository.get(name, version)
             doc = load_json_object(await _read_body(request, self.settings.max_request_bytes, _headers(request)))
             infer_request, row = parse_tf_predict(doc, mv.inputs, name, version, self.settings.max_elements)
+            infer_request.alone = self.alone()
         except ServingError as exc:
             self.core.count_refused("tfserving", exc)
             raise
@@ -791,8 +801,9 @@ def route_table(h: HttpHandlers) -> list[Route]:
     ]
 
 
-def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Callable:
-    """The ASGI app serving ``core`` over HTTP.
+def create_app(core: InferenceCore, settings: HttpSettings | None = None, requests_in_progress: Sized | None = None) -> Callable:
+    """The ASGI app serving ``core`` over HTTP; ``requests_in_progress``, where given, holds one
+    item per request its server has received and not yet answered (uvicorn's ``ServerState.tasks``).
 
     >>> import tempfile
     >>> from serving.repository import ModelRepository
@@ -804,7 +815,7 @@ def create_app(core: InferenceCore, settings: HttpSettings | None = None) -> Cal
     >>> models.cleanup()
     """
     settings = settings or HttpSettings()
-    handlers = HttpHandlers(core, settings)
+    handlers = HttpHandlers(core, settings, requests_in_progress)
     routes = route_table(handlers)
     app = InferFirst(Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found}), routes[:2], handlers.infer)
     if settings.auth_token:

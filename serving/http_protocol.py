@@ -147,6 +147,9 @@ class HoldHeads:
     _client_done = False
     _write_timer: asyncio.TimerHandle | None = None
     _head_bytes = 0  # bytes received into a head not yet complete
+    # Bytes received since the read that completed the last head, that read included: a bound on
+    # the size of the next head, which is measured only where the bound passes the limit.
+    _bytes_since_head = 0
 
     @classmethod
     def with_request_timeout(cls, seconds: float | None) -> type:
@@ -213,14 +216,17 @@ class HoldHeads:
         in_body = before is not None and before.more_body and not before.response_complete
         super().data_received(data)  # type: ignore[misc]
         cycle = self.cycle  # type: ignore[attr-defined]
+        bound = self._bytes_since_head + len(data)
         if cycle is not before:  # a head completed in this read: measured whole, wherever it began
             self._head_bytes = 0
-            if head_size(cycle.scope) > MAX_HEAD_BYTES and not self.transport.is_closing():
+            self._bytes_since_head = len(data)  # the next head may begin in this read
+            if bound > MAX_HEAD_BYTES and head_size(cycle.scope) > MAX_HEAD_BYTES and not self.transport.is_closing():
                 # Its task is started: what it answers goes nowhere, and it reads a disconnect.
                 cycle.disconnected = True
                 cycle.message_event.set()
                 self._refuse_head()
             return
+        self._bytes_since_head = bound
         if in_body:
             self._head_bytes = 0
             return

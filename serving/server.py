@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 import uvicorn
+from uvicorn.server import ServerState
 
 from serving.backends import EdgeRuntimeBackend, check_device
 from serving.core import InferenceCore
@@ -83,6 +84,10 @@ class _Uvicorn(uvicorn.Server):
     the ``drain_deadline`` (loop time) set before ``should_exit``."""
 
     drain_deadline: float = 0.0
+
+    def __init__(self, config: uvicorn.Config, state: ServerState):
+        super().__init__(config)
+        self.server_state = state  # made before the app, which reads its tasks
 
     @contextlib.contextmanager
     def capture_signals(self):
@@ -139,7 +144,9 @@ class InferenceServer:
         self.repository.start()
         if sock is not None:
             self.http_port = sock.getsockname()[1]
-            app = create_app(self.core, HttpSettings(max_request_bytes=o.max_request_bytes, auth_token=o.auth_token))
+            state = ServerState()
+            app = create_app(self.core, HttpSettings(max_request_bytes=o.max_request_bytes, auth_token=o.auth_token),
+                             requests_in_progress=state.tasks)
             config = uvicorn.Config(
                 app,
                 http=CoalescingHTTPProtocol.with_request_timeout(o.request_timeout_s),
@@ -160,7 +167,7 @@ class InferenceServer:
                 ssl_certfile=str(o.tls_cert) if o.tls_cert else None,
                 ssl_keyfile=str(o.tls_key) if o.tls_key else None,
             )
-            self._http = _Uvicorn(config)
+            self._http = _Uvicorn(config, state)
             self._http_task = asyncio.create_task(self._http.serve(sockets=[sock]))
             while not self._http.started:
                 if self._http_task.done():

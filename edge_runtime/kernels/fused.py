@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from edge_runtime.kernels import sliding_windows, stride_phases
-from edge_runtime.kernels.math import relu_into
+from edge_runtime.kernels.math import gemm, relu_into
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
 from schemas.ops.fused import DOMAIN, monotone_activation
@@ -81,7 +81,7 @@ def fused_conv(x, w, b, *, xp, activation, activation_params, **conv_attrs):
 
 @kernel("FusedGemm", DOMAIN)
 def fused_gemm(a, b, c, *, xp, activation, activation_params, **gemm_attrs):
-    return apply_activation(get_kernel("Gemm")(a, b, c, xp=xp, **gemm_attrs), xp, activation, activation_params)
+    return apply_activation(gemm(a, b, c, xp=xp, **gemm_attrs), xp, activation, activation_params)
 
 
 @kernel("FusedConvMaxPool", DOMAIN)

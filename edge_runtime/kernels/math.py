@@ -304,13 +304,16 @@ def _softmax_shifted_by_top(x, axis):
     (1, 4, 128, 128) scores 117 -> 73 us."""
     if x.dtype not in (np.float32, np.float64):
         return None
-    top = x.max()
-    if not np.isfinite(top):
+    # The reductions as ufunc calls and the scalar tested by ``math``: what ``x.max()``,
+    # ``e.sum()``, ``np.isfinite`` and ``total.min()`` compute, without their dispatch (a (1, 10)
+    # softmax 5.0 -> 4.5 us, the serving benchmark's output layer).
+    top = np.maximum.reduce(x, axis=None)
+    if not math.isfinite(top):
         return None
     e = np.subtract(x, top)
     np.exp(e, out=e)
-    total = e.sum(axis=axis, keepdims=True)
-    if not total.min() >= SOFTMAX_MIN_SHIFTED_SUM:
+    total = np.add.reduce(e, axis=axis, keepdims=True)
+    if not np.minimum.reduce(total, axis=None) >= SOFTMAX_MIN_SHIFTED_SUM:
         return None
     np.reciprocal(total, out=total)
     e *= total

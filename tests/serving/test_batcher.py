@@ -144,3 +144,27 @@ def test_preferred_batch_size_dispatches_without_waiting():
     [f.result(5) for f in futures]
     batcher.close()
     assert time.perf_counter() - start < 1.0
+
+
+def test_run_now_runs_only_an_idle_quick_batcher_and_reports_the_call(monkeypatch):
+    from serving import batcher as batcher_module
+
+    monkeypatch.setattr(batcher_module, "RUN_ALONE_MAX_COMPUTE_S", 1.0)  # however slow the loaded host
+    backend = Recorder()
+    calls = []
+    batcher = DynamicBatcher(backend, max_batch_size=8, on_batch=lambda rows, waits, s: calls.append((rows, waits)))
+    assert batcher.run_now({"x": np.ones(2)}, rows=2) is None  # the model not timed yet: to the worker
+    batcher.submit({"x": np.ones(1)}, rows=1).result(5)
+    while batcher.in_flight:
+        time.sleep(0.001)
+    outputs, error = batcher.run_now({"x": np.full(2, 3.0)}, rows=2)
+    assert error is None and outputs["y"].tolist() == [6.0, 6.0] and calls[-1] == (2, [0.0])
+    outputs, error = batcher.run_now({"x": -np.ones(1)}, rows=1)
+    assert outputs is None and isinstance(error, ValueError)
+    backend.gate.clear()
+    held = batcher.submit({"x": np.ones(1)}, rows=1)  # the worker holds it
+    assert batcher.run_now({"x": np.ones(1)}, rows=1) is None
+    backend.gate.set()
+    held.result(5)
+    batcher.close()
+    assert batcher.run_now({"x": np.ones(1)}, rows=1) is None  # closed: submit says why

@@ -123,6 +123,33 @@ def test_a_lone_request_runs_in_the_loop_and_company_goes_to_the_worker(monkeypa
     assert backend.threads and loop_thread not in backend.threads  # four at once: batched by the worker
 
 
+def test_a_request_alone_runs_at_once_unless_the_loop_awaits_another(monkeypatch):
+    monkeypatch.setattr(batcher_module, "RUN_ALONE_MAX_COMPUTE_S", 1.0)  # however slow the loaded host
+    backend = Doubler()
+    batcher = DynamicBatcher(backend, max_batch_size=8)
+
+    async def main():
+        await handoff.submit(batcher, {"x": np.ones(1)}, 1, alone=True)  # to the worker, which times the model
+        while batcher.in_flight:
+            await asyncio.sleep(0.001)
+        now = handoff.submit(batcher, {"x": np.full(1, 3.0)}, 1, alone=True)
+        assert now.done() and float(now.result()["y"][0]) == 6.0  # run in submit: no loop iteration waited
+        failed = handoff.submit(batcher, {"x": -np.ones(1)}, 1, alone=True)
+        assert failed.done()
+        with pytest.raises(ValueError, match="negative"):
+            await failed
+        backend.batches.clear()
+        # Another awaited (submitted without ``alone``): both wait for the wake-up, and batch.
+        first = handoff.submit(batcher, {"x": np.ones(1)}, 1)
+        second = handoff.submit(batcher, {"x": np.full(1, 2.0)}, 1, alone=True)
+        assert not second.done()
+        return [float(r["y"][0]) for r in await asyncio.gather(first, second)]
+
+    assert asyncio.run(main()) == [2.0, 4.0]
+    batcher.close()
+    assert backend.batches == [2]
+
+
 @pytest.mark.parametrize("delay_s, max_queue_delay_us", [(0.005, 0), (0.0, 1000)])
 def test_a_slow_model_or_a_batching_window_never_runs_in_the_loop(delay_s, max_queue_delay_us):
     backend = ThreadRecorder(delay_s=delay_s)
@@ -175,3 +202,32 @@ def test_lone_http_requests_run_in_the_loop_and_grpc_ones_on_the_worker(repo, mo
                 stub.ModelInfer(request, timeout=10)
     assert loop_thread in over_http[-3:]  # the first of the warm ones may still find the worker counting
     assert len(threads) == 4 and loop_thread not in threads
+
+
+def test_a_lone_http_request_runs_at_once_with_no_loop_iteration_waited(repo, monkeypatch):
+    """The HTTP front end knows when a request is the only one its server holds (uvicorn's task
+    set): such a request runs in ``submit``, not after a loop iteration spent waiting for company."""
+    import httpx
+
+    from tests.serving.conftest import running_server
+
+    monkeypatch.setattr(batcher_module, "RUN_ALONE_MAX_COMPUTE_S", 1.0)  # however slow the loaded host
+    wakes: list[int] = []
+    wake = handoff.LoopHandoff._wake
+
+    def counted(self):
+        wakes.append(self._outstanding)
+        wake(self)
+
+    monkeypatch.setattr(handoff.LoopHandoff, "_wake", counted)
+    (repo / "mlp" / "config.json").write_text('{"max_batch_size": 16}')  # no batching window
+    body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 4], "data": [1.0, 2.0, 3.0, 4.0]}]}
+    with running_server(repo) as server:
+        with httpx.Client(base_url=server.http_url, timeout=10) as http:
+            http.post("/v2/models/mlp/infer", json=body).raise_for_status()  # the worker times the model
+            while server.repository.get("mlp").batcher.in_flight:
+                threading.Event().wait(0.001)
+            wakes.clear()
+            for _ in range(3):
+                http.post("/v2/models/mlp/infer", json=body).raise_for_status()
+    assert wakes == []
