@@ -82,13 +82,13 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
         values = shard_values(meta, values)  # a partitioned variable is saved whole, by its logical name
     except CheckpointError as exc:
         raise FreezeError(f"{exc}; the shard is corrupt: re-save it, or point {state_path} at an older checkpoint") from None
-    missing = [v.name for v in trainer.global_variables(graph) if v.name not in values]
+    missing = [v.op.name for v in trainer.global_variables(graph) if v.op.name not in values]
     if missing:
         raise FreezeError(f"checkpoint {path!r} lacks variable(s) {missing} that the graph has; "
                           "it was written by another graph")
     session = trainer.Session(graph, devices=["CPU:0"])
     variables = trainer.global_variables(graph)
-    session.run([v.initializer for v in variables], {v.initial_value: values[v.name] for v in variables})
+    session.run([v.initializer for v in variables], {v.initial_value: values[v.op.name] for v in variables})
     match = re.search(r"-(\d+)\.ckpt$", path)
     step = _global_step(graph, values)
     return FreezeSource(graph, values, session, path, step if step is not None else (int(match.group(1)) if match else None))
@@ -112,8 +112,8 @@ def _global_step(graph, values) -> int | None:
     from trainer.graph import GraphKeys
 
     steps = graph.get_collection(GraphKeys.GLOBAL_STEP)
-    if steps and steps[0].name in values:
-        return int(values[steps[0].name])
+    if steps and steps[0].op.name in values:
+        return int(values[steps[0].op.name])
     return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import re
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -294,6 +295,10 @@ class Graph:
         if ctx is not None:
             inputs = ctx.enter_inputs(inputs)
         node_name = self.unique_name(name or op_type)
+        if ":" in node_name:
+            raise GraphError(f"{op_type}: node name {node_name!r} has a ':', which separates a tensor's output "
+                             "index ('w:0' is output 0 of node 'w'); name the node without it (a variable's "
+                             "node name is variable.op.name)")
         resolved = schema.resolve_attrs(attrs or {}, where=f"node {node_name!r}: ")
         n_out = num_outputs if num_outputs is not None else max(len(schema.outputs), 1)
         if schema.max_outputs is None and num_outputs is None:
@@ -404,9 +409,13 @@ class Graph:
             self._collections.setdefault(key, []).append(value)
 
     def get_collection(self, key: str, scope: str | None = None) -> list:
+        """The items in collection ``key``; with ``scope``, as TensorFlow does, those whose ``name``
+        the regular expression matches from its start ("dense" keeps "dense/kernel:0" and also
+        "dense_1/kernel:0"; "dense/" keeps only the first). Items without a name are left out."""
         items = list(self._collections.get(key, []))
         if scope:
-            items = [v for v in items if getattr(v, "name", "").startswith(scope)]
+            pattern = re.compile(scope)
+            items = [v for v in items if isinstance(getattr(v, "name", None), str) and pattern.match(v.name)]
         return items
 
     def get_collection_ref(self, key: str) -> list:

@@ -27,7 +27,7 @@ class ExponentialMovingAverage:
         self._averages: dict = {}
 
     def average_name(self, var) -> str:
-        return f"{var.name}/{self.name}"
+        return f"{var.op.name}/{self.name}"
 
     def average(self, var):
         """The shadow of ``var`` (None if ``apply`` has not seen it)."""

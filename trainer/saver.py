@@ -199,7 +199,7 @@ def graph_to_dict(graph: Graph) -> tuple[dict, dict]:
                 GraphKeys.MOVING_AVERAGE_VARIABLES):
         items = graph.get_collection(key)
         if items:
-            collections[key] = [v.name for v in items]
+            collections[key] = [v.op.name for v in items]  # op names, as graph files always held
     for key in (GraphKeys.UPDATE_OPS,):
         items = graph.get_collection(key)
         if items:

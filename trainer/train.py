@@ -150,10 +150,10 @@ class Optimizer:
         key = (var, name)
         if key not in self._slots:
             g = var.graph
-            with g.as_default(), g.name_scope(var.name + "/"), g.colocate_with(var.node):
+            with g.as_default(), g.name_scope(var.op.name + "/"), g.colocate_with(var.node):
                 slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=f"{self.name}/{name}")
             if var.save_slice_info is not None:  # a shard's slot is the same shard of the logical slot
-                slot.save_slice_info = var.save_slice_info.slot(slot.name[len(var.name):])
+                slot.save_slice_info = var.save_slice_info.slot(slot.op.name[len(var.op.name):])
             self._slots[key] = slot
         return self._slots[key]
 
@@ -171,7 +171,7 @@ class Optimizer:
         g = var.graph
         with g.colocate_with(var.node):
             return g.create_op(op_type, [convert_to_tensor(i) for i in inputs], attrs or {},
-                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.op.name}").outputs[0]
 
     @staticmethod
     def _dense(grad):
@@ -185,7 +185,7 @@ class Optimizer:
         with g.colocate_with(var.node):
             values, indices = deduplicate_indexed_slices(grad, var)
             return g.create_op(op_type, [convert_to_tensor(i) for i in inputs(values, indices)], attrs or {},
-                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.op.name}").outputs[0]
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -196,7 +196,7 @@ class GradientDescentOptimizer(Optimizer):
             g = var.graph
             with g.colocate_with(var.node):
                 return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
-                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.op.name}").outputs[0]
         return self._fused("ApplyGradientDescent", [var, self._lr, grad])
 
 

@@ -14,8 +14,8 @@ goes to ``GraphKeys.REGULARIZATION_LOSSES``.
 ...         w = tf.get_variable("w", [2, 2])
 ...     with tf.variable_scope("layer", reuse=True):
 ...         same = tf.get_variable("w")
->>> same is w, w.name
-(True, 'layer/w')
+>>> same is w, w.name, w.op.name
+(True, 'layer/w:0', 'layer/w')
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ class Variable:
     """``Variable(initial_value, trainable=True, name=None)``: state that outlives a step.
 
     The variable node outputs the live buffer; ``assign*`` and optimizer updates change it in place.
+    ``name`` is TensorFlow's: the name of that output tensor (``"layer/w:0"``); ``op.name`` is the
+    node's (``"layer/w"``), the name checkpoints, slots and updates are keyed by.
     ``initializer`` is the Assign that sets the initial value. ``save_slice_info`` is set on the
     shards of a partitioned variable (trainer/partitioned_variables.py): the Saver saves them as
     one logical tensor.
@@ -59,7 +61,8 @@ class Variable:
 
     @property
     def name(self) -> str:
-        return self.node.name
+        """The variable's tensor name, ``"<op name>:0"``, as TensorFlow 1.x spells it."""
+        return self.tensor.name
 
     @property
     def graph(self):
@@ -95,7 +98,7 @@ class Variable:
     def _update(self, op_type: str, value, name):
         g = self.graph
         value = ops.convert_to_tensor(value, dtype=self.dtype, graph=g)
-        with g.colocate_with(self.node), g.name_scope(self.name + "/"):
+        with g.colocate_with(self.node), g.name_scope(self.node.name + "/"):
             return g.create_op(op_type, [self.tensor, value], {}, domain=TRAINER_DOMAIN,
                                name=name or op_type).outputs[0]
 
@@ -124,7 +127,7 @@ class Variable:
         return eval_tensor(self.tensor, None, session)
 
     def __repr__(self) -> str:
-        return f"<Variable {self.name} shape={self.shape} dtype={self.dtype}>"
+        return f"<tf.Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}_ref>"
 
     __hash__ = object.__hash__
 

@@ -96,7 +96,7 @@ def test_import_graph_from_checkpoint_directory(tmp_path):
 
     g2 = T.import_graph(str(tmp_path))
     assert [n.name for n in g2.nodes] == [n.name for n in g.nodes]
-    assert [v.name for v in T.trainable_variables(g2)] == ["fc/kernel", "fc/bias"]
+    assert [v.name for v in T.trainable_variables(g2)] == ["fc/kernel:0", "fc/bias:0"]
     s2 = T.Session(g2)
     with g2.as_default():
         saver2 = T.Saver()

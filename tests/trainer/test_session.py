@@ -168,7 +168,7 @@ def test_name_scopes_and_collections(g):
         c = T.constant(1.0, name="c")
     with T.name_scope("layer"):
         c2 = T.constant(1.0, name="c")
-    assert v.name == "layer/w" and c.node.name == "layer/c" and c2.node.name == "layer_1/c"
+    assert v.name == "layer/w:0" and v.op.name == "layer/w" and c.node.name == "layer/c" and c2.node.name == "layer_1/c"
     assert T.trainable_variables() == [v]
     frozen = T.Variable(np.zeros(2, np.float32), trainable=False)
     assert frozen in T.global_variables() and frozen not in T.trainable_variables()
