@@ -1,6 +1,6 @@
 """Checkpoints by logical name: the shards of a partitioned variable are saved as one tensor.
 
-A checkpoint holds each logical variable once, whole (``emb``, ``emb/Adam/m``), so it restores
+A checkpoint holds each logical variable once, whole (``emb``, ``emb/Adam``), so it restores
 into any number of shards, or into a plain Variable of that name, and a plain variable's
 checkpoint restores into shards (TensorFlow could not re-shard: tensorflow#3478). The checkpoint
 also records how the writing graph sliced it (meta ``"slices"``: shard name -> logical name and

@@ -104,13 +104,19 @@ def _flatten(var_list) -> list:
 
 
 class Optimizer:
-    """Base class: subclasses say which slots a variable needs and which fused op applies an update."""
+    """Base class: subclasses say which slots a variable needs and which fused op applies an update.
+
+    ``name`` (the class's by default, e.g. "Adam") scopes the update ops and names the slots;
+    ``use_locking`` is accepted for TensorFlow 1.x's signatures (updates here are never torn).
+    """
 
     name = "Optimizer"
 
-    def __init__(self, learning_rate):
+    def __init__(self, learning_rate, use_locking: bool = False, name: str | None = None):
         self.learning_rate = learning_rate
         self._slots: dict = {}
+        if name is not None:
+            self.name = name
 
     def compute_gradients(self, loss, var_list=None):
         var_list = _flatten(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
@@ -147,11 +153,15 @@ class Optimizer:
         return constant(np.asarray(value, dtype))
 
     def _slot(self, var, name, init=0.0):
+        """``var``'s slot ``name``, made on first use and named as TensorFlow names slots: the
+        optimizer's name under the variable's, made unique, so the slots come out ``w/Adam``,
+        ``w/Adam_1``, ... in the order ``_apply`` asks for them (Adam: m, then v; see
+        trainer/slot_names.py, which maps these names to the ones older checkpoints hold)."""
         key = (var, name)
         if key not in self._slots:
             g = var.graph
             with g.as_default(), g.name_scope(var.op.name + "/"), g.colocate_with(var.node):
-                slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=f"{self.name}/{name}")
+                slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=self.name)
             if var.save_slice_info is not None:  # a shard's slot is the same shard of the logical slot
                 slot.save_slice_info = var.save_slice_info.slot(slot.op.name[len(var.op.name):])
             self._slots[key] = slot
@@ -191,6 +201,9 @@ class Optimizer:
 class GradientDescentOptimizer(Optimizer):
     name = "GradientDescent"
 
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(learning_rate, use_locking, name)
+
     def _apply(self, grad, var):
         if isinstance(grad, IndexedSlices):  # touch only the gathered rows (ScatterSub sums repeats)
             g = var.graph
@@ -203,8 +216,8 @@ class GradientDescentOptimizer(Optimizer):
 class MomentumOptimizer(Optimizer):
     name = "Momentum"
 
-    def __init__(self, learning_rate, momentum, use_nesterov=False):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+        super().__init__(learning_rate, use_locking, name)
         self.momentum = momentum
         self.use_nesterov = use_nesterov
 
@@ -224,8 +237,8 @@ class MomentumOptimizer(Optimizer):
 class AdamOptimizer(Optimizer):
     name = "Adam"
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, use_locking=False, name="Adam"):
+        super().__init__(learning_rate, use_locking, name)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self._powers = None
 
@@ -269,8 +282,8 @@ class LazyAdamOptimizer(AdamOptimizer):
 class AdagradOptimizer(Optimizer):
     name = "Adagrad"
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+        super().__init__(learning_rate, use_locking, name)
         self.initial = initial_accumulator_value
 
     def _apply(self, grad, var):
@@ -284,8 +297,11 @@ class AdagradOptimizer(Optimizer):
 class RMSPropOptimizer(Optimizer):
     name = "RMSProp"
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
+                 name="RMSProp"):
+        if centered:
+            raise ValueError("RMSPropOptimizer: centered=True is not supported; leave it False")
+        super().__init__(learning_rate, use_locking, name)
         self.decay, self.momentum, self.epsilon = decay, momentum, epsilon
 
     def _prepare(self, graph, dtype):
