@@ -222,3 +222,22 @@ def test_parallel_ops_give_the_same_training_step():
             s.run(train, feed)
         results.append(s.run(loss, feed))
     assert results[0] == results[1]
+
+
+def test_with_session_makes_it_the_default_for_eval_and_run_as_tf1_scripts_expect(g):
+    v = T.Variable(np.zeros(2, np.float32), name="v")
+    bump = v.assign_add(np.ones(2, np.float32))
+    with T.Session(g) as sess:
+        assert T.get_default_session() is sess
+        v.initializer.run()
+        bump.op.run()
+        np.testing.assert_array_equal(v.eval(), [1.0, 1.0])
+        inner = T.Session(g)
+        with inner.as_default():
+            assert T.get_default_session() is inner
+            v.initializer.run()  # runs in inner: its own variables
+            np.testing.assert_array_equal(v.eval(), [0.0, 0.0])
+        assert T.get_default_session() is sess and v.eval()[0] == 1.0
+    assert T.get_default_session() is None
+    with pytest.raises(ValueError, match="no default session"):
+        v.eval()
