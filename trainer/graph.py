@@ -97,7 +97,16 @@ class Tensor:
         return self.type.shape
 
     def __repr__(self) -> str:
-        return f"<Tensor {self.name} {self.node.op_type} dtype={self.dtype} shape={self.shape}>"
+        return f"<tf.Tensor {self.name!r} shape={self.get_shape()} dtype={self._dtype_name()}>"
+
+    def __str__(self) -> str:
+        """As TensorFlow 1.x prints a tensor: ``Tensor("input:0", shape=(?, 784), dtype=float32)``."""
+        shape = self.get_shape()
+        return (f'Tensor("{self.name}"' + (f", shape={shape}" if shape.ndims is not None else "")
+                + f", dtype={self._dtype_name()}" + (f", device={self.node.device}" if self.node.device else "") + ")")
+
+    def _dtype_name(self) -> str:
+        return "unknown" if self.type.dtype is None else self.dtype.name
 
     # Operator overloads build nodes in the tensor's graph (trainer.ops, imported when first used).
     __add__, __radd__ = _operator("add"), _operator("add", reflected=True)

@@ -127,7 +127,7 @@ class Variable:
         return eval_tensor(self.tensor, None, session)
 
     def __repr__(self) -> str:
-        return f"<tf.Variable {self.name!r} shape={self.shape} dtype={self.dtype.name}_ref>"
+        return f"<tf.Variable {self.name!r} shape={self.get_shape()} dtype={self.dtype.name}_ref>"
 
     __hash__ = object.__hash__
 
