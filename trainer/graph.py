@@ -53,13 +53,14 @@ class GraphKeys:
     TRAIN_OP = "train_op"
 
 
-def _operator(op: str, *, reflected: bool = False):
-    """A binary operator method of Tensor that builds ``trainer.ops.<op>`` (operands swapped if ``reflected``)."""
+def _operator(op: str, node_name: str, *, reflected: bool = False):
+    """A binary operator method of Tensor that builds ``trainer.ops.<op>`` (operands swapped if
+    ``reflected``) as a node named ``node_name``: TensorFlow's name for it (``x + b`` is "add")."""
 
     def method(self, other):
         from trainer import ops
         build = getattr(ops, op)
-        return build(other, self) if reflected else build(self, other)
+        return build(other, self, name=node_name) if reflected else build(self, other, name=node_name)
 
     return method
 
@@ -108,15 +109,16 @@ class Tensor:
     def _dtype_name(self) -> str:
         return "unknown" if self.type.dtype is None else self.dtype.name
 
-    # Operator overloads build nodes in the tensor's graph (trainer.ops, imported when first used).
-    __add__, __radd__ = _operator("add"), _operator("add", reflected=True)
-    __sub__, __rsub__ = _operator("subtract"), _operator("subtract", reflected=True)
-    __mul__, __rmul__ = _operator("multiply"), _operator("multiply", reflected=True)
-    __truediv__, __rtruediv__ = _operator("divide"), _operator("divide", reflected=True)
-    __matmul__ = _operator("matmul")
-    __pow__ = _operator("pow")
-    __lt__ = _operator("less")
-    __gt__ = _operator("greater")
+    # Operator overloads build nodes in the tensor's graph (trainer.ops, imported when first used),
+    # named as TensorFlow 1.x names them.
+    __add__, __radd__ = _operator("add", "add"), _operator("add", "add", reflected=True)
+    __sub__, __rsub__ = _operator("subtract", "sub"), _operator("subtract", "sub", reflected=True)
+    __mul__, __rmul__ = _operator("multiply", "mul"), _operator("multiply", "mul", reflected=True)
+    __truediv__, __rtruediv__ = _operator("divide", "truediv"), _operator("divide", "truediv", reflected=True)
+    __matmul__ = _operator("matmul", "matmul")
+    __pow__ = _operator("pow", "pow")
+    __lt__ = _operator("less", "Less")
+    __gt__ = _operator("greater", "Greater")
 
     def __neg__(self):
         from trainer import ops
