@@ -170,6 +170,18 @@ class Optimizer:
     def get_slot(self, var, name):
         return self._slots.get((var, name))
 
+    def get_slot_names(self) -> list[str]:
+        """The names of the slots this optimizer made (Adam: ``["m", "v"]``)."""
+        return sorted({name for _, name in self._slots})
+
+    def variables(self) -> list[Variable]:
+        """The optimizer's state, sorted by name as TensorFlow sorts it: its slots and the variables
+        that are no variable's slot (Adam's ``beta1_power``, ``beta2_power``)."""
+        return sorted([*self._non_slot_variables(), *self._slots.values()], key=lambda v: v.name)
+
+    def _non_slot_variables(self) -> list[Variable]:
+        return []
+
     def _apply(self, grad, var):
         raise NotImplementedError
 
@@ -249,6 +261,9 @@ class AdamOptimizer(Optimizer):
             with graph.name_scope("/"):
                 self._powers = (Variable(np.asarray(self.beta1, dtype), trainable=False, name="beta1_power"),
                                 Variable(np.asarray(self.beta2, dtype), trainable=False, name="beta2_power"))
+
+    def _non_slot_variables(self) -> list[Variable]:
+        return list(self._powers or ())
 
     def _apply(self, grad, var):
         p1, p2 = self._powers
