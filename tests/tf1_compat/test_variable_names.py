@@ -91,6 +91,7 @@ def test_printing_trainable_variables_names_and_shapes(capsys):
         "<tf.Variable 'conv2d/kernel:0' shape=(3, 3, 1, 4) dtype=float32_ref>",
     ]
     assert logits.get_shape().as_list() == [None, 10]
+    assert (conv.name, hidden.name) == ("conv2d/Relu:0", "dense/Relu:0")  # activations inside the layer
     assert str(tf.constant(1.0, name="one")) == 'Tensor("one:0", shape=(), dtype=float32)'
     assert repr(hidden.op.graph.get_tensor_by_name("input:0")) == "<tf.Tensor 'input:0' shape=(?, 8, 8, 1) dtype=float32>"
 
@@ -207,3 +208,46 @@ def test_graph_lookups_by_tensor_and_op_name():
         np.testing.assert_array_equal(sess.run(graph.get_tensor_by_name("layer1/add:0"), feed), [[6.0, 6.0]])
         summary = tensorboard_proto("summary_pb2").Summary.FromString(sess.run(merged)[()])
     assert [value.tag for value in summary.value] == ["layer1/W_0", "layer1/b_0", "layer2/W_0"]
+
+
+def test_layers_share_weights_when_their_scope_reuses_them_as_gans_do():
+    real = tf.placeholder(tf.float32, [None, 4], name="real")
+    z = tf.placeholder(tf.float32, [None, 2], name="z")
+
+    def generator(z):
+        with tf.variable_scope("generator"):
+            h = tf.layers.dense(z, 8, activation=tf.nn.relu)
+            return tf.layers.dense(h, 4)
+
+    def discriminator(x, reuse=False):
+        with tf.variable_scope("discriminator", reuse=reuse):
+            h = tf.layers.dense(x, 8, activation=tf.nn.leaky_relu)
+            return tf.layers.dense(h, 1)
+
+    fake = generator(z)
+    d_real = discriminator(real)
+    d_fake = discriminator(fake, reuse=True)
+    t_vars = tf.trainable_variables()
+    d_vars = [var for var in t_vars if "discriminator" in var.name]
+    g_vars = [var for var in t_vars if var.name.startswith("generator/")]
+    assert [v.name for v in d_vars] == ["discriminator/dense/kernel:0", "discriminator/dense/bias:0",
+                                        "discriminator/dense_1/kernel:0", "discriminator/dense_1/bias:0"]
+    assert [v.name for v in g_vars] == ["generator/dense/kernel:0", "generator/dense/bias:0",
+                                        "generator/dense_1/kernel:0", "generator/dense_1/bias:0"]
+    assert len(t_vars) == 8 and d_fake.name == "discriminator_1/dense_1/Gemm:0"
+
+    fc = tf.layers.dense(real, 3, name="fc")
+    fc_again = tf.layers.dense(real, 3, name="fc", reuse=True)
+    with pytest.raises(ValueError, match="Variable fc/kernel already exists"):
+        tf.layers.dense(real, 3, name="fc")
+    with tf.name_scope("tower_0"):  # name scopes name the ops, not get_variable's variables
+        tower = tf.layers.dense(real, 2, name="shared")
+    assert tf.trainable_variables()[-2].name == "shared/kernel:0" and tower.name.startswith("tower_0/shared/")
+
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        a, b = sess.run([d_real, d_fake], {real: x, fake: x})  # feeding the generator's output
+        c, d = sess.run([fc, fc_again], {real: x})
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(c, d)
