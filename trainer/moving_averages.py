@@ -55,7 +55,8 @@ class ExponentialMovingAverage:
                 if var.dtype.kind != "f":
                     raise TypeError(f"ExponentialMovingAverage: {var.name} is {var.dtype.name}, not a float")
                 if var not in self._averages:
-                    start = identity(var.initializer.outputs[0])  # the value the variable's initializer set
+                    with graph.control_dependencies(None):  # apply() is often built after the train op
+                        start = identity(var.initializer.outputs[0])  # the value the initializer set
                     with graph.name_scope("/"):
                         self._averages[var] = Variable(
                             start, trainable=False, name=self.average_name(var),

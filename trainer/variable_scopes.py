@@ -216,19 +216,9 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
     trainable = True if trainable is None else trainable
     partitioner = partitioner if partitioner is not None else scope.partitioner
     initializer = initializer if initializer is not None else scope.initializer
-    if partitioner is not None:
-        var = _partitioned(full, shape, dt, initializer, partitioner, trainable, collections)
-    else:
-        with graph.name_scope(f"{scope.name}/" if scope.name else "/"):
-            with graph.name_scope(f"{full}/Initializer/"):  # exact scope: leaves the name <full> free
-                init = _initial_value(full, shape, dt, initializer)
-            if init.dtype != dt:
-                from trainer.ops import cast
-
-                init = cast(init, dt)
-            if collections is None:
-                collections = [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else [])
-            var = Variable(init, trainable=trainable, name=name, collections=collections)
+    # The initializer's ops, as the variable's, never wait on the control dependencies around.
+    with graph.control_dependencies(None):
+        var = _new_variable(graph, scope, full, name, shape, dt, initializer, partitioner, trainable, collections)
     store.variables[full] = var
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:
@@ -237,6 +227,22 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return var
+
+
+def _new_variable(graph, scope, full, name, shape, dt, initializer, partitioner, trainable, collections):
+    """The variable ``full`` made as ``get_variable`` asks: one Variable, or a partitioned one."""
+    if partitioner is not None:
+        return _partitioned(full, shape, dt, initializer, partitioner, trainable, collections)
+    with graph.name_scope(f"{scope.name}/" if scope.name else "/"):
+        with graph.name_scope(f"{full}/Initializer/"):  # exact scope: leaves the name <full> free
+            init = _initial_value(full, shape, dt, initializer)
+        if init.dtype != dt:
+            from trainer.ops import cast
+
+            init = cast(init, dt)
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else [])
+        return Variable(init, trainable=trainable, name=name, collections=collections)
 
 
 def _partitioned(full, shape, dtype, initializer, partitioner, trainable, collections):

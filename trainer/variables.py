@@ -34,6 +34,12 @@ class Variable:
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
                  collections=None):
         graph = get_default_graph()
+        # As TF's init_scope: the variable and its initializer never wait on the control
+        # dependencies around its creation (an EMA built after the train op, a slot made in one).
+        with graph.control_dependencies(None):
+            self._build(graph, initial_value, trainable, name, dtype, collections)
+
+    def _build(self, graph, initial_value, trainable, name, dtype, collections) -> None:
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, Tensor):

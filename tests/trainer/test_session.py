@@ -241,3 +241,17 @@ def test_with_session_makes_it_the_default_for_eval_and_run_as_tf1_scripts_expec
     assert T.get_default_session() is None
     with pytest.raises(ValueError, match="no default session"):
         v.eval()
+
+
+def test_variables_made_under_control_dependencies_initialize_without_them(g):
+    x = T.placeholder(np.float32, (2,), name="x")
+    step = T.identity(x * 2.0)
+    with T.control_dependencies([step]):  # TF's init_scope: creation ignores these
+        v = T.Variable(np.ones(2, np.float32), name="v")
+        with T.variable_scope("s"):
+            u = T.get_variable("u", [2], initializer=T.random_normal_initializer())
+        read = v + 1.0
+    sess = T.Session(g)
+    sess.run(T.global_variables_initializer())  # needs no feed of x
+    assert not v.initializer.control_inputs and sess.run(u).shape == (2,)
+    assert read.op.control_inputs == [step.op]  # ordinary ops still wait
