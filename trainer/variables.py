@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
+from trainer.graph import TRAINER_DOMAIN, Graph, GraphKeys, Tensor, get_default_graph
 from trainer import ops
 
 __all__ = [
@@ -159,20 +159,31 @@ for _m in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", 
     setattr(Variable, _m, _delegate(_m))
 
 
-def global_variables(graph=None) -> list[Variable]:
-    return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES)
+def _collected(key: str, scope, graph) -> list[Variable]:
+    """Collection ``key``, filtered by ``scope`` as TF1's ``tf.global_variables(scope)`` filters it;
+    the trainer's own callers pass the graph in scope's place."""
+    if isinstance(scope, Graph):
+        scope, graph = None, scope
+    return (graph or get_default_graph()).get_collection(key, scope)
 
 
-def trainable_variables(graph=None) -> list[Variable]:
-    return (graph or get_default_graph()).get_collection(GraphKeys.TRAINABLE_VARIABLES)
+def global_variables(scope: str | None = None, graph=None) -> list[Variable]:
+    """The graph's global variables; with ``scope``, those whose name it matches from the start."""
+    return _collected(GraphKeys.GLOBAL_VARIABLES, scope, graph)
+
+
+def trainable_variables(scope: str | None = None, graph=None) -> list[Variable]:
+    """The graph's trainable variables; with ``scope`` (``tf.trainable_variables("generator")``),
+    those whose name it matches from the start."""
+    return _collected(GraphKeys.TRAINABLE_VARIABLES, scope, graph)
 
 
 def variables_initializer(var_list, name: str = "init"):
     return ops.group(*[v.initializer for v in var_list], name=name)
 
 
-def local_variables(graph=None) -> list[Variable]:
-    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
+def local_variables(scope: str | None = None, graph=None) -> list[Variable]:
+    return _collected(GraphKeys.LOCAL_VARIABLES, scope, graph)
 
 
 def local_variables_initializer():
