@@ -251,3 +251,39 @@ def test_layers_share_weights_when_their_scope_reuses_them_as_gans_do():
         c, d = sess.run([fc, fc_again], {real: x})
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(c, d)
+
+
+def test_an_evaluation_graph_restores_moving_averages_by_their_shadow_names(tmp_path):
+    # cifar10_train.py / cifar10_eval.py: train with averages, evaluate with the averaged weights.
+    def model():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        with tf.variable_scope("linear"):
+            w = tf.get_variable("w", [2, 1], initializer=tf.zeros_initializer())
+        return x, w, tf.matmul(x, w)
+
+    x, w, y = model()
+    global_step = tf.train.get_or_create_global_step()
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(y), global_step=global_step)
+    ema = tf.train.ExponentialMovingAverage(0.9, global_step)
+    with tf.control_dependencies([train]):
+        train_op = tf.group(ema.apply(tf.trainable_variables()))
+    assert ema.average_name(w) == "linear/w/ExponentialMovingAverage"
+    assert ema.average(w).name == "linear/w/ExponentialMovingAverage:0"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3):
+            sess.run(train_op, {x: np.ones((1, 2), np.float32)})
+        averaged, raw = sess.run([ema.average(w), w])
+        tf.train.Saver().save(sess, os.path.join(str(tmp_path), "model.ckpt"), global_step=global_step)
+    assert not np.allclose(averaged, raw)
+
+    tf.reset_default_graph()
+    x, w, y = model()
+    tf.train.get_or_create_global_step()
+    variables_to_restore = tf.train.ExponentialMovingAverage(0.9).variables_to_restore()
+    assert sorted(variables_to_restore) == ["global_step", "linear/w/ExponentialMovingAverage"]
+    with tf.Session() as sess:
+        tf.train.Saver(variables_to_restore).restore(sess, tf.train.latest_checkpoint(str(tmp_path)))
+        np.testing.assert_array_equal(sess.run(w), averaged)
+    assert [v.name for v in tf.trainable_variables("linear")] == ["linear/w:0"]
+    assert tf.global_variables(scope="global") == [tf.train.get_global_step()]
