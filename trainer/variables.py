@@ -34,32 +34,30 @@ class Variable:
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
                  collections=None):
         graph = get_default_graph()
-        # As TF's init_scope: the variable and its initializer never wait on the control
-        # dependencies around its creation (an EMA built after the train op, a slot made in one).
-        with graph.control_dependencies(None):
-            self._build(graph, initial_value, trainable, name, dtype, collections)
-
-    def _build(self, graph, initial_value, trainable, name, dtype, collections) -> None:
-        if callable(initial_value):
-            initial_value = initial_value()
-        if isinstance(initial_value, Tensor):
-            init = initial_value
-        else:
-            init = ops.constant(np.asarray(initial_value, dtype=dtype) if dtype is not None
-                                else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
-        if init.shape is None or any(d is None for d in init.shape):
-            raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape}")
-        node = graph.create_op(
-            "Variable", [], {"dtype": init.dtype.name, "shape": list(init.shape)},
-            domain=TRAINER_DOMAIN, name=name or "Variable", in_context=False,
-        )
-        node.attrs["shared_name"] = node.name
-        self.node = node
-        self.tensor = node.outputs[0]
-        self.trainable = trainable
-        with graph.colocate_with(node), graph.name_scope(node.name + "/"):
-            self.initializer = graph.create_op("Assign", [self.tensor, init], {}, domain=TRAINER_DOMAIN,
-                                               name="Assign")
+        # A variable's initial value and initializer run once, outside any cond or while_loop
+        # and any control_dependencies being built (as the slots an optimizer makes inside a
+        # tf.cond), as in TensorFlow.
+        with graph.control_flow_context(None), graph.control_dependencies(None):
+            if callable(initial_value):
+                initial_value = initial_value()
+            if isinstance(initial_value, Tensor):
+                init = initial_value
+            else:
+                init = ops.constant(np.asarray(initial_value, dtype=dtype) if dtype is not None
+                                    else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
+            if init.shape is None or any(d is None for d in init.shape):
+                raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape}")
+            node = graph.create_op(
+                "Variable", [], {"dtype": init.dtype.name, "shape": list(init.shape)},
+                domain=TRAINER_DOMAIN, name=name or "Variable", in_context=False,
+            )
+            node.attrs["shared_name"] = node.name
+            self.node = node
+            self.tensor = node.outputs[0]
+            self.trainable = trainable
+            with graph.colocate_with(node), graph.name_scope(node.name + "/"):
+                self.initializer = graph.create_op("Assign", [self.tensor, init], {}, domain=TRAINER_DOMAIN,
+                                                   name="Assign")
         self.initial_value = init
         node.variable = self
         for key in collections or [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else []):
