@@ -79,7 +79,7 @@ def build_model(device_fn=None):
         with T.name_scope("wide"):
             wide_user, wide_item = table("user_weights", USERS, 1, 0.0), table("item_weights", ITEMS, 1, 0.0)
             wide = T.reshape(lookup(wide_user, users) + lookup(wide_item, items), [-1])
-        with T.name_scope("deep"):
+        with T.variable_scope("deep"):  # its layers' variables are deep/hidden/..., as in TF1
             deep_user, deep_item = table("user_embedding", USERS, 8, 0.1), table("item_embedding", ITEMS, 8, 0.1)
             h = T.concat([lookup(deep_user, users), lookup(deep_item, items), dense], axis=1)
             h = T.layers.dense(h, 32, activation="relu", name="hidden")

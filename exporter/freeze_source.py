@@ -53,6 +53,7 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
     import trainer
     from trainer.saved_slices import shard_values
     from trainer.saver import GRAPH_FILE, STATE_FILE, CheckpointError, load_checkpoint
+    from trainer.slot_names import stored_name
 
     if not os.path.isdir(directory):
         raise FreezeError(f"{directory}: no such checkpoint directory")
@@ -82,13 +83,14 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
         values = shard_values(meta, values)  # a partitioned variable is saved whole, by its logical name
     except CheckpointError as exc:
         raise FreezeError(f"{exc}; the shard is corrupt: re-save it, or point {state_path} at an older checkpoint") from None
-    missing = [v.name for v in trainer.global_variables(graph) if v.name not in values]
+    variables = trainer.global_variables(graph)
+    stored = {v: stored_name(v.op.name, values) for v in variables}  # a slot may hold its pre-TF name
+    missing = [v.op.name for v in variables if stored[v] not in values]
     if missing:
         raise FreezeError(f"checkpoint {path!r} lacks variable(s) {missing} that the graph has; "
                           "it was written by another graph")
     session = trainer.Session(graph, devices=["CPU:0"])
-    variables = trainer.global_variables(graph)
-    session.run([v.initializer for v in variables], {v.initial_value: values[v.name] for v in variables})
+    session.run([v.initializer for v in variables], {v.initial_value: values[stored[v]] for v in variables})
     match = re.search(r"-(\d+)\.ckpt$", path)
     step = _global_step(graph, values)
     return FreezeSource(graph, values, session, path, step if step is not None else (int(match.group(1)) if match else None))
@@ -112,8 +114,8 @@ def _global_step(graph, values) -> int | None:
     from trainer.graph import GraphKeys
 
     steps = graph.get_collection(GraphKeys.GLOBAL_STEP)
-    if steps and steps[0].name in values:
-        return int(values[steps[0].name])
+    if steps and steps[0].op.name in values:
+        return int(values[steps[0].op.name])
     return None
 
 

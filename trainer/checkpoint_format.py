@@ -87,8 +87,12 @@ def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
 
     Version-1 files written since the ``"crc32"`` meta entry was appended carry each variable's
     checksum; older ones are checked by the archive's own CRC of each member and by the meta's
-    dtypes and shapes. Damage raises CheckpointError saying what is wrong.
+    dtypes and shapes. Damage raises CheckpointError saying what is wrong. ``path`` may be the
+    prefix TensorFlow 1.x scripts pass (``saver.restore(sess, "model.ckpt")`` after
+    ``saver.save(sess, "model.ckpt")``, which wrote ``model.ckpt.ckpt``).
     """
+    if not os.path.exists(path) and os.path.isfile(path + ".ckpt"):
+        path += ".ckpt"
     if not os.path.exists(path):
         raise CheckpointError(f"checkpoint {path!r} does not exist")
     if os.path.getsize(path) == 0:

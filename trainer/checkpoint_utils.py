@@ -47,6 +47,10 @@ def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
 
 
 def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
+    """The value saved under ``name``; a variable's tensor name works too (``"w:0"`` reads ``"w"``, as
+    in TensorFlow, whose checkpoints key variables by op name)."""
+    if name.endswith(":0"):
+        name = name[:-2]
     _, values = load_checkpoint(_file(ckpt_dir_or_file))
     if name not in values:
         raise CheckpointError(f"variable {name!r} is not in checkpoint {ckpt_dir_or_file!r}; it has "
@@ -66,7 +70,10 @@ class CheckpointReader:
 
     def get_tensor(self, name: str) -> np.ndarray:
         if name not in self._values:
-            raise CheckpointError(f"variable {name!r} is not in checkpoint {self.path!r}")
+            op_name = name.rpartition(":")[0]
+            hint = (f"; checkpoints key variables by op name: ask for {op_name!r} (variable.op.name)"
+                    if op_name in self._values else "")
+            raise CheckpointError(f"variable {name!r} is not in checkpoint {self.path!r}{hint}")
         return self._values[name]
 
     def get_variable_to_shape_map(self) -> dict[str, list[int]]:

@@ -39,13 +39,13 @@ class DistBeliefTrainer:
                 raise ValueError(f"DistBeliefTrainer: the loss does not depend on {missing}")
             # DistBelief's gradients are dense: a sparse one is densified before it is put.
             self.gradients = [gr.to_dense() if isinstance(gr, IndexedSlices) else gr for gr in grads]
-            self.grad_inputs = [placeholder(v.dtype, v.shape, name=f"put_{v.name.replace('/', '_')}") for v in self.var_list]
+            self.grad_inputs = [placeholder(v.dtype, v.shape, name=f"put_{v.op.name.replace('/', '_')}") for v in self.var_list]
             updates = []
             for v, gin in zip(self.var_list, self.grad_inputs):
                 with g.colocate_with(v.node):
                     lr = constant(np.asarray(learning_rate, v.dtype))
                     updates.append(g.create_op("ApplyGradientDescent", [v.tensor, lr, gin], {}, domain=TRAINER_DOMAIN,
-                                               name=f"apply_{v.name.replace('/', '_')}").outputs[0])
+                                               name=f"apply_{v.op.name.replace('/', '_')}").outputs[0])
             if global_step is not None:
                 with g.control_dependencies(updates):
                     updates = [global_step.assign_add(np.asarray(1, global_step.dtype))]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import re
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -52,13 +53,14 @@ class GraphKeys:
     TRAIN_OP = "train_op"
 
 
-def _operator(op: str, *, reflected: bool = False):
-    """A binary operator method of Tensor that builds ``trainer.ops.<op>`` (operands swapped if ``reflected``)."""
+def _operator(op: str, node_name: str, *, reflected: bool = False):
+    """A binary operator method of Tensor that builds ``trainer.ops.<op>`` (operands swapped if
+    ``reflected``) as a node named ``node_name``: TensorFlow's name for it (``x + b`` is "add")."""
 
     def method(self, other):
         from trainer import ops
         build = getattr(ops, op)
-        return build(other, self) if reflected else build(self, other)
+        return build(other, self, name=node_name) if reflected else build(self, other, name=node_name)
 
     return method
 
@@ -96,17 +98,27 @@ class Tensor:
         return self.type.shape
 
     def __repr__(self) -> str:
-        return f"<Tensor {self.name} {self.node.op_type} dtype={self.dtype} shape={self.shape}>"
+        return f"<tf.Tensor {self.name!r} shape={self.get_shape()} dtype={self._dtype_name()}>"
 
-    # Operator overloads build nodes in the tensor's graph (trainer.ops, imported when first used).
-    __add__, __radd__ = _operator("add"), _operator("add", reflected=True)
-    __sub__, __rsub__ = _operator("subtract"), _operator("subtract", reflected=True)
-    __mul__, __rmul__ = _operator("multiply"), _operator("multiply", reflected=True)
-    __truediv__, __rtruediv__ = _operator("divide"), _operator("divide", reflected=True)
-    __matmul__ = _operator("matmul")
-    __pow__ = _operator("pow")
-    __lt__ = _operator("less")
-    __gt__ = _operator("greater")
+    def __str__(self) -> str:
+        """As TensorFlow 1.x prints a tensor: ``Tensor("input:0", shape=(?, 784), dtype=float32)``."""
+        shape = self.get_shape()
+        return (f'Tensor("{self.name}"' + (f", shape={shape}" if shape.ndims is not None else "")
+                + f", dtype={self._dtype_name()}" + (f", device={self.node.device}" if self.node.device else "") + ")")
+
+    def _dtype_name(self) -> str:
+        return "unknown" if self.type.dtype is None else self.dtype.name
+
+    # Operator overloads build nodes in the tensor's graph (trainer.ops, imported when first used),
+    # named as TensorFlow 1.x names them.
+    __add__, __radd__ = _operator("add", "add"), _operator("add", "add", reflected=True)
+    __sub__, __rsub__ = _operator("subtract", "sub"), _operator("subtract", "sub", reflected=True)
+    __mul__, __rmul__ = _operator("multiply", "mul"), _operator("multiply", "mul", reflected=True)
+    __truediv__, __rtruediv__ = _operator("divide", "truediv"), _operator("divide", "truediv", reflected=True)
+    __matmul__ = _operator("matmul", "matmul")
+    __pow__ = _operator("pow", "pow")
+    __lt__ = _operator("less", "Less")
+    __gt__ = _operator("greater", "Greater")
 
     def __neg__(self):
         from trainer import ops
@@ -294,6 +306,10 @@ class Graph:
         if ctx is not None:
             inputs = ctx.enter_inputs(inputs)
         node_name = self.unique_name(name or op_type)
+        if ":" in node_name:
+            raise GraphError(f"{op_type}: node name {node_name!r} has a ':', which separates a tensor's output "
+                             "index ('w:0' is output 0 of node 'w'); name the node without it (a variable's "
+                             "node name is variable.op.name)")
         resolved = schema.resolve_attrs(attrs or {}, where=f"node {node_name!r}: ")
         n_out = num_outputs if num_outputs is not None else max(len(schema.outputs), 1)
         if schema.max_outputs is None and num_outputs is None:
@@ -404,9 +420,13 @@ class Graph:
             self._collections.setdefault(key, []).append(value)
 
     def get_collection(self, key: str, scope: str | None = None) -> list:
+        """The items in collection ``key``; with ``scope``, as TensorFlow does, those whose ``name``
+        the regular expression matches from its start ("dense" keeps "dense/kernel:0" and also
+        "dense_1/kernel:0"; "dense/" keeps only the first). Items without a name are left out."""
         items = list(self._collections.get(key, []))
         if scope:
-            items = [v for v in items if getattr(v, "name", "").startswith(scope)]
+            pattern = re.compile(scope)
+            items = [v for v in items if isinstance(getattr(v, "name", None), str) and pattern.match(v.name)]
         return items
 
     def get_collection_ref(self, key: str) -> list:

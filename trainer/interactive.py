@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import threading
-
+from trainer.default_session import default_session_stack
 from trainer.session import Session
 
 __all__ = ["InteractiveSession", "get_default_session"]
 
-_default = threading.local()
 _installed: list = []  # InteractiveSessions, process-wide (TensorFlow's is the thread's, set from any)
 
 
 def get_default_session() -> Session | None:
-    """The innermost ``with sess.as_default():`` session of this thread, else the open InteractiveSession."""
-    stack = getattr(_default, "stack", None)
+    """The innermost ``with sess:`` / ``with sess.as_default():`` session of this thread, else the
+    open InteractiveSession."""
+    stack = default_session_stack()
     if stack:
         return stack[-1]
     return _installed[-1] if _installed else None

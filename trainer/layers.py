@@ -3,10 +3,17 @@
 Image layers take NHWC (``data_format="channels_last"``) by default, as TensorFlow 1.x's ``tf.layers``
 do, so TF1 scripts run unchanged; ``data_format="channels_first"`` (NCHW) builds the convolution or
 pool directly, without the pair of transposes an NHWC layer wraps around it.
+
+``dense``, ``conv2d`` and ``batch_normalization`` scope and share their variables as TF1's do: each
+call opens the variable scope ``name`` (else ``dense``, ``dense_1``, ... made unique) and takes
+its variables from ``get_variable``, so a call with ``reuse=True``, or inside a reusing
+``variable_scope``, shares the first call's kernel and bias (a GAN's discriminator applied to real
+and generated images), and the variables' names ignore name scopes as ``get_variable``'s do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -15,6 +22,7 @@ from trainer import init, nn
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
 from trainer.array_ops import size
 from trainer.ops import cast, constant, convert_to_tensor, divide, make_op, maximum, multiply, subtract, where
+from trainer.variable_scopes import get_variable, variable_scope
 from trainer.variables import Variable
 
 __all__ = ["average_pooling2d", "batch_normalization", "conv2d", "dense", "dropout", "embedding", "flatten",
@@ -28,19 +36,26 @@ def _activate(y, activation):
     return y if fn is None else fn(y)
 
 
+@contextlib.contextmanager
+def _layer_scope(graph, name: str | None, base: str, reuse):
+    """The variable scope of one tf.layers call, as TF1's layers open it: ``name``, else ``base``
+    made unique (with ``reuse=True``, ``base`` itself: the layer to share)."""
+    with graph.as_default(), variable_scope(name if name is not None or not reuse else base,
+                                            default_name=base, reuse=reuse or None):
+        yield
+
+
 def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_initializer=None,
-          bias_initializer=None, kernel_regularizer=None, *, trainable: bool = True, name: str | None = None):
+          bias_initializer=None, kernel_regularizer=None, *, trainable: bool = True, name: str | None = None,
+          reuse=None):
     """``activation(x @ W + b)``; a 2-D input becomes one fused Gemm. Arguments in TF1's order;
-    ``kernel_initializer`` defaults to glorot_uniform, as TF1's does."""
+    ``kernel_initializer`` defaults to glorot_uniform, as TF1's does. ``kernel_regularizer``'s
+    penalty joins REGULARIZATION_LOSSES, as in TF1."""
     x = convert_to_tensor(inputs)
-    g = x.graph
-    with g.as_default(), g.name_scope(name or "dense"):
+    with _layer_scope(x.graph, name, "dense", reuse):
         fan_in = x.shape[-1]
-        w = _variable(kernel_initializer or init.glorot_uniform, (fan_in, units), x.dtype, "kernel", trainable)
-        if kernel_regularizer is not None:  # TF1: the penalty joins REGULARIZATION_LOSSES
-            penalty = kernel_regularizer(w)
-            if penalty is not None:
-                g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
+        w = _variable(kernel_initializer or init.glorot_uniform, (fan_in, units), x.dtype, "kernel", trainable,
+                      regularizer=kernel_regularizer)
         b = _variable(bias_initializer or init.zeros, (units,), x.dtype, "bias", trainable) if use_bias else None
         if len(x.shape) == 2:
             y = make_op("Gemm", [x, w, b]).outputs[0]
@@ -51,9 +66,12 @@ def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_ini
         return _activate(y, activation)
 
 
-def _variable(initializer, shape: tuple, dtype, name: str, trainable: bool = True, collections=None) -> Variable:
-    """A layer's variable, its value from a TF1 initializer or a ``trainer.init`` function: ``f(shape, dtype=)``."""
-    return Variable(initializer(shape, dtype=dtype), name=name, trainable=trainable, collections=collections)
+def _variable(initializer, shape: tuple, dtype, name: str, trainable: bool = True, collections=None,
+              regularizer=None) -> Variable:
+    """A layer's variable from ``get_variable`` in the layer's scope (the existing one when the scope
+    reuses), its value from a TF1 initializer or a ``trainer.init`` function: ``f(shape, dtype=)``."""
+    return get_variable(name, shape, dtype=dtype, initializer=initializer, trainable=trainable,
+                        collections=collections, regularizer=regularizer)
 
 
 _FORMATS = ("channels_first", "channels_last")
@@ -82,7 +100,8 @@ def glorot_uniform_hwio(shape, dtype=np.float32):
 
 def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
            data_format: str = "channels_last", dilation_rate=(1, 1), activation=None, use_bias: bool = True,
-           kernel_initializer=None, bias_initializer=None, *, trainable: bool = True, name: str | None = None):
+           kernel_initializer=None, bias_initializer=None, *, trainable: bool = True, name: str | None = None,
+           reuse=None):
     """Convolution of NHWC ``inputs`` (TensorFlow 1.x's default; NCHW with
     ``data_format="channels_first"``) with ``filters`` kernels of ``kernel_size``; ``padding`` is
     "valid" by default, as in TF1, or "same". Arguments in TF1's order. The ``kernel`` variable is
@@ -91,15 +110,15 @@ def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "va
     ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
 
     def build(x):
-        g = x.graph
-        with g.as_default(), g.name_scope(name or "conv2d"):
-            w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (x.shape[1], filters), x.dtype, "kernel",
-                          trainable)
-            b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
-            oihw = make_op("Transpose", [w], {"perm": [3, 2, 0, 1]}).outputs[0]
-            return nn.conv2d_nchw(x, oihw, b, strides=_pair(strides), padding=padding, dilations=_pair(dilation_rate))
+        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (x.shape[1], filters), x.dtype, "kernel",
+                      trainable)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        oihw = make_op("Transpose", [w], {"perm": [3, 2, 0, 1]}).outputs[0]
+        return nn.conv2d_nchw(x, oihw, b, strides=_pair(strides), padding=padding, dilations=_pair(dilation_rate))
 
-    return _activate(_channels_first(inputs, data_format, build), activation)
+    x = convert_to_tensor(inputs)
+    with _layer_scope(x.graph, name, "conv2d", reuse):
+        return _activate(_channels_first(x, data_format, build), activation)
 
 
 def max_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_last",
@@ -125,7 +144,7 @@ def flatten(inputs, name=None):
 def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
                         scale: bool = True, beta_initializer=None, gamma_initializer=None,
                         moving_mean_initializer=None, moving_variance_initializer=None, *, training=False,
-                        trainable: bool = True, name: str | None = None):
+                        trainable: bool = True, name: str | None = None, reuse=None):
     """TF1's ``tf.layers.batch_normalization``: normalize over all axes but ``axis`` (the channels: -1,
     the last, by default; 1 for NCHW). ``training=True`` uses the batch's statistics and adds the
     moving-average updates to UPDATE_OPS; ``False`` (the default, as in TF1) uses the moving averages;
@@ -138,7 +157,7 @@ def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon:
         raise ValueError(f"batch_normalization: axis {axis} is not a non-batch axis of a rank-{rank} input")
     perm = [0, ax] + [d for d in range(1, rank) if d != ax]
     c = x.shape[ax]
-    with g.as_default(), g.name_scope(name or "batch_normalization"):
+    with _layer_scope(g, name, "batch_normalization", reuse):
         gamma = _variable(gamma_initializer or init.ones, (c,), x.dtype, "gamma", trainable) if scale else \
             constant(np.ones((c,), x.dtype))
         beta = _variable(beta_initializer or init.zeros, (c,), x.dtype, "beta", trainable) if center else \

@@ -3,8 +3,8 @@
 ``apply(var_list)`` makes one non-trainable shadow per variable, starting at the variable's
 initial value, and returns the op that moves every shadow: ``shadow -= (1 - decay) * (shadow - var)``,
 with ``decay = min(decay, (1 + n) / (10 + n))`` when ``num_updates`` (usually the global step) is given.
-Evaluation code reads ``average(var)`` (``variables_to_restore``, which needs a Saver taking a
-{name: variable} dict, is not provided).
+Evaluation code reads ``average(var)``, or restores the averages into the variables themselves
+with ``Saver(ema.variables_to_restore())``, as TF1's evaluation scripts do.
 """
 
 from __future__ import annotations
@@ -27,11 +27,26 @@ class ExponentialMovingAverage:
         self._averages: dict = {}
 
     def average_name(self, var) -> str:
-        return f"{var.name}/{self.name}"
+        return f"{var.op.name}/{self.name}"
 
     def average(self, var):
         """The shadow of ``var`` (None if ``apply`` has not seen it)."""
         return self._averages.get(var)
+
+    def variables_to_restore(self, moving_avg_variables=None) -> dict:
+        """``{checkpoint name: variable}`` restoring each averaged variable (default: the trainable
+        ones and those ``apply`` averaged) from its shadow's name and every other global variable
+        from its own op name, as TensorFlow's: ``Saver(ema.variables_to_restore())`` in an
+        evaluation graph loads the averages into the model's variables."""
+        from trainer.variables import global_variables, trainable_variables
+
+        chosen = list(moving_avg_variables) if moving_avg_variables is not None else (
+            trainable_variables() + [v for v in self._averages if not v.trainable])
+        names = {self.average_name(v): v for v in chosen}
+        for v in global_variables():
+            if v not in chosen and v.op.name not in names:
+                names[v.op.name] = v
+        return names
 
     def _decay(self, dtype):
         decay = constant(np.asarray(self.decay, dtype))
@@ -55,7 +70,8 @@ class ExponentialMovingAverage:
                 if var.dtype.kind != "f":
                     raise TypeError(f"ExponentialMovingAverage: {var.name} is {var.dtype.name}, not a float")
                 if var not in self._averages:
-                    start = identity(var.initializer.outputs[0])  # the value the variable's initializer set
+                    with graph.control_dependencies(None):  # apply() is often built after the train op
+                        start = identity(var.initializer.outputs[0])  # the value the initializer set
                     with graph.name_scope("/"):
                         self._averages[var] = Variable(
                             start, trainable=False, name=self.average_name(var),

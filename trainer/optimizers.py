@@ -30,8 +30,8 @@ class AdadeltaOptimizer(Optimizer):
     name = "Adadelta"
 
     def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False, name="Adadelta"):
-        super().__init__(learning_rate)
-        self.rho, self.epsilon, self.name = rho, epsilon, name
+        super().__init__(learning_rate, use_locking, name)
+        self.rho, self.epsilon = rho, epsilon
 
     def _apply(self, grad, var):
         g = self._dense(grad)
@@ -54,11 +54,11 @@ class FtrlOptimizer(Optimizer):
 
     def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
                  l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False, name="Ftrl"):
-        super().__init__(learning_rate)
+        super().__init__(learning_rate, use_locking, name)
         if learning_rate_power > 0:
             raise ValueError(f"FtrlOptimizer: learning_rate_power must be <= 0, got {learning_rate_power}")
         self.power, self.initial = learning_rate_power, initial_accumulator_value
-        self.l1, self.l2, self.name = l1_regularization_strength, l2_regularization_strength, name
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
 
     def _apply(self, grad, var):
         g = self._dense(grad)
@@ -87,8 +87,8 @@ class ProximalGradientDescentOptimizer(Optimizer):
 
     def __init__(self, learning_rate, l1_regularization_strength=0.0, l2_regularization_strength=0.0,
                  use_locking=False, name="ProximalGradientDescent"):
-        super().__init__(learning_rate)
-        self.l1, self.l2, self.name = l1_regularization_strength, l2_regularization_strength, name
+        super().__init__(learning_rate, use_locking, name)
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
 
     def _apply(self, grad, var):
         g = self._dense(grad)

@@ -51,7 +51,7 @@ class SaveSliceInfo:
                 "var_offset": list(self.var_offset), "var_shape": list(self.var_shape)}
 
     def slot(self, slot_suffix: str) -> "SaveSliceInfo":
-        """The same slice of the slot ``<full_name><slot_suffix>`` (e.g. "/Adam/m")."""
+        """The same slice of the slot ``<full_name><slot_suffix>`` (e.g. "/Adam_1")."""
         return SaveSliceInfo(self.full_name + slot_suffix, self.full_shape, self.var_offset, self.var_shape)
 
 

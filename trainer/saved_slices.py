@@ -1,6 +1,6 @@
 """Checkpoints by logical name: the shards of a partitioned variable are saved as one tensor.
 
-A checkpoint holds each logical variable once, whole (``emb``, ``emb/Adam/m``), so it restores
+A checkpoint holds each logical variable once, whole (``emb``, ``emb/Adam``), so it restores
 into any number of shards, or into a plain Variable of that name, and a plain variable's
 checkpoint restores into shards (TensorFlow could not re-shard: tensorflow#3478). The checkpoint
 also records how the writing graph sliced it (meta ``"slices"``: shard name -> logical name and
@@ -48,7 +48,7 @@ def group_by_logical_name(var_list) -> list[LogicalTensor]:
     entries: dict[str, LogicalTensor] = {}
     for v in var_list:
         info = v.save_slice_info
-        name = info.full_name if info is not None else v.name
+        name = info.full_name if info is not None else v.op.name
         shape = tuple(info.full_shape) if info is not None else tuple(v.shape)
         entry = entries.get(name)
         if entry is None:
@@ -56,12 +56,12 @@ def group_by_logical_name(var_list) -> list[LogicalTensor]:
                                                   axis=_axis_of(info) if info is not None else 0)
         elif entry.shape != shape or (info is None) != (entry.variables[0].save_slice_info is None):
             raise ValueError(f"Saver: two variables save as {name!r} with different shapes or slicing "
-                             f"({entry.variables[0].name} and {v.name})")
+                             f"({entry.variables[0].op.name} and {v.op.name})")
         entry.variables.append(v)
     for entry in entries.values():
         if not entry.sliced:
             if len(entry.variables) > 1:
-                raise ValueError(f"Saver: variables {[v.name for v in entry.variables]} share the name {entry.name!r}")
+                raise ValueError(f"Saver: variables {[v.op.name for v in entry.variables]} share the name {entry.name!r}")
             continue
         entry.variables.sort(key=lambda v: v.save_slice_info.var_offset[entry.axis])
         end = 0
@@ -115,7 +115,7 @@ def slices_meta(entries: list[LogicalTensor]) -> dict:
     for e in entries:
         if e.sliced:
             for v in e.variables:
-                out[v.name] = {**v.save_slice_info.to_dict(), "full_name": e.name}
+                out[v.op.name] = {**v.save_slice_info.to_dict(), "full_name": e.name}
     return out
 
 

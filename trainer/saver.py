@@ -38,6 +38,7 @@ from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_defa
 from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
 from trainer.saved_slices import LogicalTensor, entries_from, slices_meta
+from trainer.slot_names import stored_name
 
 __all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state",
            "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint", "load_checkpoint",
@@ -115,10 +116,11 @@ class Saver:
         meta, values = load_checkpoint(save_path)
         problems = []
         for e in self.entries:
-            if e.name not in values:
+            key = stored_name(e.name, values)
+            if key not in values:
                 problems.append(f"variable {e.name!r} is missing")
                 continue
-            a = values[e.name]
+            a = values[key]
             if a.dtype != e.dtype or tuple(a.shape) != tuple(e.shape):
                 problems.append(f"variable {e.name!r}: graph has {e.dtype.name}{tuple(e.shape)}, "
                                 f"checkpoint has {a.dtype.name}{tuple(a.shape)}")
@@ -199,7 +201,7 @@ def graph_to_dict(graph: Graph) -> tuple[dict, dict]:
                 GraphKeys.MOVING_AVERAGE_VARIABLES):
         items = graph.get_collection(key)
         if items:
-            collections[key] = [v.name for v in items]
+            collections[key] = [v.op.name for v in items]  # op names, as graph files always held
     for key in (GraphKeys.UPDATE_OPS,):
         items = graph.get_collection(key)
         if items:

@@ -7,6 +7,7 @@ the cached steps and returns the fetched values in the structure they were asked
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from edge_runtime.allocator import keep_freed_memory
+from trainer.default_session import pushed_session
 from trainer.devices import LOCAL_TASK, Device, DeviceSpec, available_devices, canonical_device
 from trainer.executor import compile_plan
 from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
@@ -233,9 +235,15 @@ class Session:
         if self.runtime is not None:
             self.runtime.close()  # the other tasks drop this session's partitions
 
+    def as_default(self):
+        """``with sess.as_default():`` makes this the session ``tensor.eval()`` and ``op.run()`` use."""
+        return pushed_session(self)
+
     def __enter__(self):
-        self._default = self.graph.as_default()
-        self._default.__enter__()
+        """``with Session() as sess:`` makes it the default session and its graph the default graph."""
+        self._default = contextlib.ExitStack()
+        self._default.enter_context(self.graph.as_default())
+        self._default.enter_context(self.as_default())
         return self
 
     def __exit__(self, *exc):

@@ -7,6 +7,7 @@ without them needs neither installed.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -22,7 +23,18 @@ __all__ = ["FileWriter", "FileWriterCache", "ProgressBar", "Summary", "audio", "
            "merge_all", "scalar", "text"]
 
 
+_INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")
+
+
+def _clean_tag(name: str) -> str:
+    """``name`` as TensorFlow makes it a legal tag: each character other than letters, digits, ``_``,
+    ``-``, ``/`` and ``.`` becomes ``_``, leading slashes go. So ``histogram(v.name, v)`` (the
+    TF1 idiom) records ``"dense/kernel:0"`` as ``"dense/kernel_0"``."""
+    return _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
+
+
 def _summary(op_type: str, tag: str, value, collections):
+    tag = _clean_tag(tag)
     t = make_op(op_type, [convert_to_tensor(value)], {"tag": tag}, domain=TRAINER_DOMAIN,
                 name="summary_" + tag.replace("/", "_")).outputs[0]
     for c in collections:
@@ -47,6 +59,7 @@ def tensor_summary(name: str, tensor, summary_description=None, collections=(Gra
 
 def image(name: str, tensor, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):
     """Up to ``max_outputs`` images of a [batch, height, width, channels] tensor, under ``name/image/i``."""
+    name = _clean_tag(name)
     t = make_op("ImageSummary", [convert_to_tensor(tensor)], {"tag": name, "max_images": max_outputs},
                 domain=TRAINER_DOMAIN, name="summary_" + name.replace("/", "_")).outputs[0]
     return _collect(t, collections)
@@ -54,6 +67,7 @@ def image(name: str, tensor, max_outputs: int = 3, collections=(GraphKeys.SUMMAR
 
 def audio(name: str, tensor, sample_rate, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):
     """Up to ``max_outputs`` clips of a [batch, frames(, channels)] tensor in [-1, 1], as WAV."""
+    name = _clean_tag(name)
     x = convert_to_tensor(tensor)
     rate = convert_to_tensor(np.asarray(sample_rate, np.float32), graph=x.graph)
     t = make_op("AudioSummary", [x, rate], {"tag": name, "max_outputs": max_outputs}, domain=TRAINER_DOMAIN,
@@ -63,6 +77,7 @@ def audio(name: str, tensor, sample_rate, max_outputs: int = 3, collections=(Gra
 
 def text(name: str, tensor, collections=(GraphKeys.SUMMARIES,)):
     """A string tensor for TensorBoard's Text tab."""
+    name = _clean_tag(name)
     value = tensor if hasattr(tensor, "graph") else np.asarray(tensor, dtype=object)
     t = make_op("TextSummary", [convert_to_tensor(value)], {"tag": name}, domain=TRAINER_DOMAIN,
                 name="summary_" + name.replace("/", "_")).outputs[0]

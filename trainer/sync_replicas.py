@@ -173,8 +173,8 @@ class SyncReplicasOptimizer:
             for grad, var in pairs:
                 kind = SparseConditionalAccumulator if isinstance(grad, IndexedSlices) else ConditionalAccumulator
                 with graph.colocate_with(var.node):
-                    acc = kind(var.dtype, var.shape, shared_name=f"{var.name}/grad_accum", max_accumulated=m,
-                               name=f"{var.name.replace('/', '_')}_grad_accum")
+                    acc = kind(var.dtype, var.shape, shared_name=f"{var.op.name}/grad_accum", max_accumulated=m,
+                               name=f"{var.op.name.replace('/', '_')}_grad_accum")
                 applies.append(acc.apply_grad(grad, local_step))
                 self.accumulators.append((acc, var))
             with graph.colocate_with(global_step.node):

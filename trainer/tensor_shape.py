@@ -40,6 +40,9 @@ class Dimension:
     def __repr__(self) -> str:
         return f"Dimension({self.value})"
 
+    def __str__(self) -> str:
+        return "?" if self.value is None else str(self.value)
+
 
 class TensorShape(tuple):
     """A (possibly partial) shape: ``TensorShape([None, 3]).as_list() == [None, 3]``."""
@@ -76,6 +79,13 @@ class TensorShape(tuple):
 
     def __repr__(self) -> str:
         return "TensorShape(None)" if self._unknown_rank else f"TensorShape({list(self)})"
+
+    def __str__(self) -> str:
+        """As TensorFlow 1.x prints a shape: ``(?, 784)``, ``(3,)``, ``()``, ``<unknown>``."""
+        if self._unknown_rank:
+            return "<unknown>"
+        dims = ["?" if d is None else str(d) for d in self]
+        return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
 def dimension_value(dimension):

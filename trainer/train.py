@@ -105,13 +105,19 @@ def _flatten(var_list) -> list:
 
 
 class Optimizer:
-    """Base class: subclasses say which slots a variable needs and which fused op applies an update."""
+    """Base class: subclasses say which slots a variable needs and which fused op applies an update.
+
+    ``name`` (the class's by default, e.g. "Adam") scopes the update ops and names the slots;
+    ``use_locking`` is accepted for TensorFlow 1.x's signatures (updates here are never torn).
+    """
 
     name = "Optimizer"
 
-    def __init__(self, learning_rate):
+    def __init__(self, learning_rate, use_locking: bool = False, name: str | None = None):
         self.learning_rate = learning_rate
         self._slots: dict = {}
+        if name is not None:
+            self.name = name
 
     def compute_gradients(self, loss, var_list=None):
         var_list = _flatten(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
@@ -148,18 +154,34 @@ class Optimizer:
         return constant(np.asarray(value, dtype))
 
     def _slot(self, var, name, init=0.0):
+        """``var``'s slot ``name``, made on first use and named as TensorFlow names slots: the
+        optimizer's name under the variable's, made unique, so the slots come out ``w/Adam``,
+        ``w/Adam_1``, ... in the order ``_apply`` asks for them (Adam: m, then v; see
+        trainer/slot_names.py, which maps these names to the ones older checkpoints hold)."""
         key = (var, name)
         if key not in self._slots:
             g = var.graph
-            with g.as_default(), g.name_scope(var.name + "/"), g.colocate_with(var.node):
-                slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=f"{self.name}/{name}")
+            with g.as_default(), g.name_scope(var.op.name + "/"), g.colocate_with(var.node):
+                slot = Variable(np.full(var.shape, init, var.dtype), trainable=False, name=self.name)
             if var.save_slice_info is not None:  # a shard's slot is the same shard of the logical slot
-                slot.save_slice_info = var.save_slice_info.slot(slot.name[len(var.name):])
+                slot.save_slice_info = var.save_slice_info.slot(slot.op.name[len(var.op.name):])
             self._slots[key] = slot
         return self._slots[key]
 
     def get_slot(self, var, name):
         return self._slots.get((var, name))
+
+    def get_slot_names(self) -> list[str]:
+        """The names of the slots this optimizer made (Adam: ``["m", "v"]``)."""
+        return sorted({name for _, name in self._slots})
+
+    def variables(self) -> list[Variable]:
+        """The optimizer's state, sorted by name as TensorFlow sorts it: its slots and the variables
+        that are no variable's slot (Adam's ``beta1_power``, ``beta2_power``)."""
+        return sorted([*self._non_slot_variables(), *self._slots.values()], key=lambda v: v.name)
+
+    def _non_slot_variables(self) -> list[Variable]:
+        return []
 
     def _apply(self, grad, var):
         raise NotImplementedError
@@ -172,7 +194,7 @@ class Optimizer:
         g = var.graph
         with g.colocate_with(var.node):
             return g.create_op(op_type, [convert_to_tensor(i) for i in inputs], attrs or {},
-                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.op.name}").outputs[0]
 
     @staticmethod
     def _dense(grad):
@@ -186,26 +208,29 @@ class Optimizer:
         with g.colocate_with(var.node):
             values, indices = deduplicate_indexed_slices(grad, var)
             return g.create_op(op_type, [convert_to_tensor(i) for i in inputs(values, indices)], attrs or {},
-                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.op.name}").outputs[0]
 
 
 class GradientDescentOptimizer(Optimizer):
     name = "GradientDescent"
+
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(learning_rate, use_locking, name)
 
     def _apply(self, grad, var):
         if isinstance(grad, IndexedSlices):  # touch only the gathered rows (ScatterSub sums repeats)
             g = var.graph
             with g.colocate_with(var.node):
                 return make_op("ScatterSub", [var, grad.indices, multiply(grad.values, self._lr)],
-                               domain=TRAINER_DOMAIN, name=f"update_{var.name}").outputs[0]
+                               domain=TRAINER_DOMAIN, name=f"update_{var.op.name}").outputs[0]
         return self._fused("ApplyGradientDescent", [var, self._lr, grad])
 
 
 class MomentumOptimizer(Optimizer):
     name = "Momentum"
 
-    def __init__(self, learning_rate, momentum, use_nesterov=False):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+        super().__init__(learning_rate, use_locking, name)
         self.momentum = momentum
         self.use_nesterov = use_nesterov
 
@@ -225,8 +250,8 @@ class MomentumOptimizer(Optimizer):
 class AdamOptimizer(Optimizer):
     name = "Adam"
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, use_locking=False, name="Adam"):
+        super().__init__(learning_rate, use_locking, name)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self._powers = None
 
@@ -237,6 +262,9 @@ class AdamOptimizer(Optimizer):
             with graph.name_scope("/"):
                 self._powers = (Variable(np.asarray(self.beta1, dtype), trainable=False, name="beta1_power"),
                                 Variable(np.asarray(self.beta2, dtype), trainable=False, name="beta2_power"))
+
+    def _non_slot_variables(self) -> list[Variable]:
+        return list(self._powers or ())
 
     def _apply(self, grad, var):
         p1, p2 = self._powers
@@ -270,8 +298,8 @@ class LazyAdamOptimizer(AdamOptimizer):
 class AdagradOptimizer(Optimizer):
     name = "Adagrad"
 
-    def __init__(self, learning_rate, initial_accumulator_value=0.1):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+        super().__init__(learning_rate, use_locking, name)
         self.initial = initial_accumulator_value
 
     def _apply(self, grad, var):
@@ -285,8 +313,11 @@ class AdagradOptimizer(Optimizer):
 class RMSPropOptimizer(Optimizer):
     name = "RMSProp"
 
-    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10):
-        super().__init__(learning_rate)
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
+                 name="RMSProp"):
+        if centered:
+            raise ValueError("RMSPropOptimizer: centered=True is not supported; leave it False")
+        super().__init__(learning_rate, use_locking, name)
         self.decay, self.momentum, self.epsilon = decay, momentum, epsilon
 
     def _prepare(self, graph, dtype):

@@ -14,8 +14,8 @@ goes to ``GraphKeys.REGULARIZATION_LOSSES``.
 ...         w = tf.get_variable("w", [2, 2])
 ...     with tf.variable_scope("layer", reuse=True):
 ...         same = tf.get_variable("w")
->>> same is w, w.name
-(True, 'layer/w')
+>>> same is w, w.name, w.op.name
+(True, 'layer/w:0', 'layer/w')
 """
 
 from __future__ import annotations
@@ -76,9 +76,29 @@ class VariableScope:
 
 @dataclass
 class _Store:
+    """A graph's ``get_variable`` variables by full name, and how many times each variable scope
+    (by full name) is open, which ``default_name`` makes unique against, as TensorFlow does."""
+
     variables: dict[str, Variable] = field(default_factory=dict)
     scope_counts: dict[str, int] = field(default_factory=dict)
     local: threading.local = field(default_factory=threading.local)
+
+    def unique_leaf(self, outer: str, default_name: str) -> str:
+        """``default_name``, or ``default_name_<i>`` with the first i no scope of that name was opened."""
+        prefix = f"{outer}/{default_name}" if outer else default_name
+        if not self.scope_counts.get(prefix):
+            return default_name
+        i = 1
+        while self.scope_counts.get(f"{prefix}_{i}"):
+            i += 1
+        return f"{default_name}_{i}"
+
+    def close_subscopes(self, name: str) -> None:
+        """Leaving the named scope ``name`` forgets the scopes opened inside it, so entering it again
+        (with reuse) names them as the first time: unnamed layers get dense, dense_1 again."""
+        for key in list(self.scope_counts):
+            if key.startswith(name + "/"):
+                self.scope_counts[key] = 0
 
     def stack(self) -> list[VariableScope]:
         if not hasattr(self.local, "stack"):
@@ -121,14 +141,10 @@ def variable_scope(name_or_scope=None, default_name: str | None = None, values=N
         full = leaf = name_or_scope.name
         base = name_or_scope
     else:
-        leaf = name_or_scope
-        if leaf is None:
-            prefix = f"{outer.name}/{default_name}" if outer.name else default_name
-            n = store.scope_counts.get(prefix, 0)
-            store.scope_counts[prefix] = n + 1
-            leaf = default_name if n == 0 else f"{default_name}_{n}"
+        leaf = name_or_scope if name_or_scope is not None else store.unique_leaf(outer.name, default_name)
         full = f"{outer.name}/{leaf}" if outer.name else leaf
         base = outer
+    store.scope_counts[full] = store.scope_counts.get(full, 0) + 1
     inherited = outer.reuse if reuse is None else reuse
     if isinstance(name_or_scope, VariableScope) and reuse is None:
         inherited = name_or_scope.reuse or outer.reuse
@@ -144,10 +160,15 @@ def variable_scope(name_or_scope=None, default_name: str | None = None, values=N
             else:
                 scope.name_scope = names.enter_context(graph.name_scope(leaf))
         stack.append(scope)
+        opened = dict(store.scope_counts)
         try:
             yield scope
         finally:
             stack.pop()
+            if isinstance(name_or_scope, VariableScope):  # re-entering a scope object: as TensorFlow
+                store.scope_counts = opened
+            else:
+                store.close_subscopes(full)
 
 
 def _initial_value(name: str, shape, dtype: np.dtype, initializer) -> Tensor:
@@ -195,19 +216,9 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
     trainable = True if trainable is None else trainable
     partitioner = partitioner if partitioner is not None else scope.partitioner
     initializer = initializer if initializer is not None else scope.initializer
-    if partitioner is not None:
-        var = _partitioned(full, shape, dt, initializer, partitioner, trainable, collections)
-    else:
-        with graph.name_scope(f"{scope.name}/" if scope.name else "/"):
-            with graph.name_scope(f"{full}/Initializer/"):  # exact scope: leaves the name <full> free
-                init = _initial_value(full, shape, dt, initializer)
-            if init.dtype != dt:
-                from trainer.ops import cast
-
-                init = cast(init, dt)
-            if collections is None:
-                collections = [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else [])
-            var = Variable(init, trainable=trainable, name=name, collections=collections)
+    # The initializer's ops, as the variable's, never wait on the control dependencies around.
+    with graph.control_dependencies(None):
+        var = _new_variable(graph, scope, full, name, shape, dt, initializer, partitioner, trainable, collections)
     store.variables[full] = var
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:
@@ -216,6 +227,22 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
         if loss is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
     return var
+
+
+def _new_variable(graph, scope, full, name, shape, dt, initializer, partitioner, trainable, collections):
+    """The variable ``full`` made as ``get_variable`` asks: one Variable, or a partitioned one."""
+    if partitioner is not None:
+        return _partitioned(full, shape, dt, initializer, partitioner, trainable, collections)
+    with graph.name_scope(f"{scope.name}/" if scope.name else "/"):
+        with graph.name_scope(f"{full}/Initializer/"):  # exact scope: leaves the name <full> free
+            init = _initial_value(full, shape, dt, initializer)
+        if init.dtype != dt:
+            from trainer.ops import cast
+
+            init = cast(init, dt)
+        if collections is None:
+            collections = [GraphKeys.GLOBAL_VARIABLES] + ([GraphKeys.TRAINABLE_VARIABLES] if trainable else [])
+        return Variable(init, trainable=trainable, name=name, collections=collections)
 
 
 def _partitioned(full, shape, dtype, initializer, partitioner, trainable, collections):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
+from trainer.graph import TRAINER_DOMAIN, Graph, GraphKeys, Tensor, get_default_graph
 from trainer import ops
 
 __all__ = [
@@ -22,6 +22,8 @@ class Variable:
     """``Variable(initial_value, trainable=True, name=None)``: state that outlives a step.
 
     The variable node outputs the live buffer; ``assign*`` and optimizer updates change it in place.
+    ``name`` is TensorFlow's: the name of that output tensor (``"layer/w:0"``); ``op.name`` is the
+    node's (``"layer/w"``), the name checkpoints, slots and updates are keyed by.
     ``initializer`` is the Assign that sets the initial value. ``save_slice_info`` is set on the
     shards of a partitioned variable (trainer/partitioned_variables.py): the Saver saves them as
     one logical tensor.
@@ -63,7 +65,8 @@ class Variable:
 
     @property
     def name(self) -> str:
-        return self.node.name
+        """The variable's tensor name, ``"<op name>:0"``, as TensorFlow 1.x spells it."""
+        return self.tensor.name
 
     @property
     def graph(self):
@@ -99,7 +102,7 @@ class Variable:
     def _update(self, op_type: str, value, name):
         g = self.graph
         value = ops.convert_to_tensor(value, dtype=self.dtype, graph=g)
-        with g.colocate_with(self.node), g.name_scope(self.name + "/"):
+        with g.colocate_with(self.node), g.name_scope(self.node.name + "/"):
             return g.create_op(op_type, [self.tensor, value], {}, domain=TRAINER_DOMAIN,
                                name=name or op_type).outputs[0]
 
@@ -128,7 +131,7 @@ class Variable:
         return eval_tensor(self.tensor, None, session)
 
     def __repr__(self) -> str:
-        return f"<Variable {self.name} shape={self.shape} dtype={self.dtype}>"
+        return f"<tf.Variable {self.name!r} shape={self.get_shape()} dtype={self.dtype.name}_ref>"
 
     __hash__ = object.__hash__
 
@@ -154,20 +157,31 @@ for _m in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", 
     setattr(Variable, _m, _delegate(_m))
 
 
-def global_variables(graph=None) -> list[Variable]:
-    return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES)
+def _collected(key: str, scope, graph) -> list[Variable]:
+    """Collection ``key``, filtered by ``scope`` as TF1's ``tf.global_variables(scope)`` filters it;
+    the trainer's own callers pass the graph in scope's place."""
+    if isinstance(scope, Graph):
+        scope, graph = None, scope
+    return (graph or get_default_graph()).get_collection(key, scope)
 
 
-def trainable_variables(graph=None) -> list[Variable]:
-    return (graph or get_default_graph()).get_collection(GraphKeys.TRAINABLE_VARIABLES)
+def global_variables(scope: str | None = None, graph=None) -> list[Variable]:
+    """The graph's global variables; with ``scope``, those whose name it matches from the start."""
+    return _collected(GraphKeys.GLOBAL_VARIABLES, scope, graph)
+
+
+def trainable_variables(scope: str | None = None, graph=None) -> list[Variable]:
+    """The graph's trainable variables; with ``scope`` (``tf.trainable_variables("generator")``),
+    those whose name it matches from the start."""
+    return _collected(GraphKeys.TRAINABLE_VARIABLES, scope, graph)
 
 
 def variables_initializer(var_list, name: str = "init"):
     return ops.group(*[v.initializer for v in var_list], name=name)
 
 
-def local_variables(graph=None) -> list[Variable]:
-    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES)
+def local_variables(scope: str | None = None, graph=None) -> list[Variable]:
+    return _collected(GraphKeys.LOCAL_VARIABLES, scope, graph)
 
 
 def local_variables_initializer():

@@ -274,3 +274,24 @@ def test_repository_layout(trained, tmp_path: Path) -> None:
     assert (tmp_path / "digits" / "1" / "model.flow").exists()
     assert (tmp_path / "digits" / "1" / "labels.txt").read_text() == "zero\none\n"
     assert json.loads((tmp_path / "digits" / "config.json").read_text()) == {"max_batch_size": 8}
+
+
+def test_a_checkpoint_holding_slots_under_their_old_names_still_freezes(tmp_path):
+    # Slots were saved as w/Adam/m, w/Adam/v before they took TF's names (w/Adam, w/Adam_1).
+    g = T.Graph()
+    with g.as_default():
+        x = T.placeholder(np.float32, (None, 2), name="x")
+        w = T.Variable(np.asarray([[1.0], [2.0]], np.float32), name="w")
+        y = T.identity(T.matmul(x, w), name="y")
+        opt = T.train.AdamOptimizer(0.1)
+        train = opt.minimize(T.reduce_sum(y))
+        old_names = {opt.get_slot(w, "m"): "w/Adam/m", opt.get_slot(w, "v"): "w/Adam/v"}
+        saver = T.train.Saver({old_names.get(v, v.op.name): v for v in T.global_variables()})
+        init = T.global_variables_initializer()
+    session = T.Session(g)
+    session.run(init)
+    session.run(train, {x: np.ones((1, 2), np.float32)})
+    saver.save(session, str(tmp_path / "ckpt" / "model"), global_step=1)
+    frozen = freeze(tmp_path / "ckpt", {"x": "x"}, {"y": "y"})
+    feeds = {"x": np.asarray([[1.0, -1.0]], np.float32)}
+    np.testing.assert_allclose(edge_run(frozen, feeds)["y"], session.run(y, {x: feeds["x"]}), rtol=1e-6)

@@ -207,7 +207,7 @@ def test_exponential_moving_average_tracks_variables_from_their_initial_value():
     sess.run(w.assign(w0 + 1.0))
     sess.run(update)  # decay min(0.9, (1 + 0) / (10 + 0)) = 0.1: the shadow moves 90% of the way
     np.testing.assert_allclose(sess.run(shadow) - w0, 0.9, rtol=1e-5)
-    assert shadow.name == "Variable/ExponentialMovingAverage" and not shadow.trainable
+    assert shadow.name == "Variable/ExponentialMovingAverage:0" and not shadow.trainable
     assert tf.get_collection(tf.GraphKeys.MOVING_AVERAGE_VARIABLES) == [shadow]
 
 

@@ -83,7 +83,7 @@ def test_autoencoder_reconstruction_error_falls_below_a_third(digits):
                 sess.run(opt, {X: digits["x_train"][i:i + 100]})
         after = sess.run(loss, {X: digits["x_test"]})
     assert after < before / 3, (before, after)
-    assert sorted(v.name for v in tf.trainable_variables()) == ["decoder/b", "decoder/w", "encoder/b", "encoder/w"]
+    assert sorted(v.name for v in tf.trainable_variables()) == ["decoder/b:0", "decoder/w:0", "encoder/b:0", "encoder/w:0"]
 
 
 def test_tf_layers_cnn_with_channels_last_reaches_95_percent(digits):

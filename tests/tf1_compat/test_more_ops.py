@@ -99,7 +99,7 @@ def test_contrib_rnn_wrappers_and_stacked_bidirectional_layers():
         [tf.contrib.rnn.LSTMBlockCell(3)], [tf.contrib.rnn.LSTMBlockCell(3)], x, dtype=tf.float32,
         sequence_length=[5, 3])
     names = [v.name for v in tf.trainable_variables()]
-    assert "rnn/output_projection_wrapper/kernel" in names and len(names) == 12
+    assert "rnn/output_projection_wrapper/kernel:0" in names and len(names) == 12
     grads = tf.gradients(tf.reduce_sum(out) + tf.reduce_sum(stacked), tf.trainable_variables())
     sess = tf.Session()
     sess.run(tf.global_variables_initializer())

@@ -31,8 +31,8 @@ def test_lstm_classifier_with_contrib_rnn_and_static_rnn_reaches_90_percent(digi
         acc = sess.run(accuracy, {X: digits["x_test"].reshape(-1, 8, 8), Y: digits["y_test_1h"]})
     assert acc >= 0.9, acc
     assert isinstance(states, tf.nn.rnn_cell.LSTMStateTuple)
-    assert sorted(v.name for v in tf.trainable_variables())[:2] == ["Variable", "Variable_1"]
-    assert {v.name for v in tf.trainable_variables()} >= {"rnn/basic_lstm_cell/kernel", "rnn/basic_lstm_cell/bias"}
+    assert sorted(v.name for v in tf.trainable_variables())[:2] == ["Variable:0", "Variable_1:0"]
+    assert {v.name for v in tf.trainable_variables()} >= {"rnn/basic_lstm_cell/kernel:0", "rnn/basic_lstm_cell/bias:0"}
 
 
 def test_dynamic_rnn_over_variable_length_sequences_reaches_85_percent(digits):

@@ -96,7 +96,7 @@ def test_import_graph_from_checkpoint_directory(tmp_path):
 
     g2 = T.import_graph(str(tmp_path))
     assert [n.name for n in g2.nodes] == [n.name for n in g.nodes]
-    assert [v.name for v in T.trainable_variables(g2)] == ["fc/kernel", "fc/bias"]
+    assert [v.name for v in T.trainable_variables(g2)] == ["fc/kernel:0", "fc/bias:0"]
     s2 = T.Session(g2)
     with g2.as_default():
         saver2 = T.Saver()
@@ -200,3 +200,22 @@ def test_import_graph_with_loop_gradients_trains_on(tmp_path):
     saver2.restore(s2, path)
     s2.run(train.name, {"x:0": feed})
     np.testing.assert_allclose(s2.run(loss.name, {"x:0": feed}), want, rtol=1e-6)
+
+
+def test_restore_takes_the_prefix_tf1_scripts_saved_to(tmp_path):
+    g = T.Graph()
+    with g.as_default():
+        v = T.Variable(np.arange(3, dtype=np.float32), name="v")
+        saver = T.train.Saver()
+        sess = T.Session(g)
+        sess.run(v.initializer)
+        prefix = str(tmp_path / "model.ckpt")
+        saver.save(sess, prefix)  # TF1: writes the checkpoint "model.ckpt"
+        saver.save(sess, prefix, global_step=3)  # and "model.ckpt-3"
+        for path in (prefix, prefix + "-3"):
+            sess.run(v.assign(np.zeros(3, np.float32)))
+            saver.restore(sess, path)
+            np.testing.assert_array_equal(sess.run(v), [0.0, 1.0, 2.0])
+        assert T.train.checkpoint_exists(prefix + "-3")
+        with pytest.raises(CheckpointError, match="does not exist"):
+            saver.restore(sess, prefix + "-4")

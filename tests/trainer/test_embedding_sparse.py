@@ -80,7 +80,7 @@ def test_gathers_run_on_each_shard_and_gradients_are_indexed_slices():
         grads = trainer.gradients(loss, list(pv))
         train = trainer.train.AdagradOptimizer(0.1).minimize(loss)
     gathers = [n for n in g.nodes if n.op_type == "Gather" and n.inputs[0].node.op_type == "Variable"]
-    assert sorted(n.inputs[0].node.name for n in gathers) == [v.name for v in pv]
+    assert sorted(n.inputs[0].node.name for n in gathers) == [v.op.name for v in pv]
     for n in gathers:  # each shard's rows are gathered where the shard lives
         assert n.device == n.inputs[0].node.device and DeviceSpec.parse(n.device).job == "ps"
     stitch = next(n for n in g.nodes if n.op_type == "DynamicStitch")

@@ -91,7 +91,7 @@ def test_local_variables_restart_metrics_and_stay_out_of_checkpoints(tmp_path):
     labels = tf.placeholder(np.int64, (None,))
     acc, update = tf.metrics.accuracy(labels, labels * 0)
     kept = tf.Variable(np.float32(1.0), name="kept")
-    assert [v.name for v in tf.local_variables()] == ["accuracy/total", "accuracy/count"]
+    assert [v.name for v in tf.local_variables()] == ["accuracy/total:0", "accuracy/count:0"]
     saver = tf.Saver()
     with tf.Session() as sess:
         sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])

@@ -36,7 +36,7 @@ def test_shards_are_named_like_tensorflow_and_hold_their_slice():
         dense = trainer.reduce_sum(pv.as_tensor() * 2.0)
         grads = trainer.gradients(dense, list(pv))
     assert pv.name == "model/emb" and len(pv) == 3 and pv.get_shape() == (10, 3)
-    assert [v.name for v in pv] == ["model/emb/part_0", "model/emb/part_1", "model/emb/part_2"]
+    assert [v.name for v in pv] == ["model/emb/part_0:0", "model/emb/part_1:0", "model/emb/part_2:0"]
     assert [v.shape for v in pv] == [(4, 3), (3, 3), (3, 3)] and pv.offsets() == [0, 4, 7]
     assert pv[1].save_slice_info.full_name == "model/emb" and pv[1].save_slice_info.var_offset == (4, 0)
     with trainer.Session(g) as sess:
@@ -75,7 +75,7 @@ def test_optimizers_take_a_partitioned_variable_in_var_list_and_tf_helper_builds
         loss = trainer.reduce_sum(pv.as_tensor()) + trainer.reduce_sum(other)
         train = trainer.train.GradientDescentOptimizer(0.5).minimize(loss, var_list=[pv])
         shards = trainer.partitioned_variables.create_partitioned_variables((6, 3), [1, 3], np.zeros((6, 3)), name="t")
-    assert [v.name for v in shards] == ["t/part_0", "t/part_1", "t/part_2"] and shards[2].shape == (6, 1)
+    assert [v.name for v in shards] == ["t/part_0:0", "t/part_1:0", "t/part_2:0"] and shards[2].shape == (6, 1)
     with trainer.Session(g) as sess:
         sess.run(trainer.global_variables_initializer())
         sess.run(train)

@@ -168,7 +168,7 @@ def test_name_scopes_and_collections(g):
         c = T.constant(1.0, name="c")
     with T.name_scope("layer"):
         c2 = T.constant(1.0, name="c")
-    assert v.name == "layer/w" and c.node.name == "layer/c" and c2.node.name == "layer_1/c"
+    assert v.name == "layer/w:0" and v.op.name == "layer/w" and c.node.name == "layer/c" and c2.node.name == "layer_1/c"
     assert T.trainable_variables() == [v]
     frozen = T.Variable(np.zeros(2, np.float32), trainable=False)
     assert frozen in T.global_variables() and frozen not in T.trainable_variables()
@@ -222,3 +222,36 @@ def test_parallel_ops_give_the_same_training_step():
             s.run(train, feed)
         results.append(s.run(loss, feed))
     assert results[0] == results[1]
+
+
+def test_with_session_makes_it_the_default_for_eval_and_run_as_tf1_scripts_expect(g):
+    v = T.Variable(np.zeros(2, np.float32), name="v")
+    bump = v.assign_add(np.ones(2, np.float32))
+    with T.Session(g) as sess:
+        assert T.get_default_session() is sess
+        v.initializer.run()
+        bump.op.run()
+        np.testing.assert_array_equal(v.eval(), [1.0, 1.0])
+        inner = T.Session(g)
+        with inner.as_default():
+            assert T.get_default_session() is inner
+            v.initializer.run()  # runs in inner: its own variables
+            np.testing.assert_array_equal(v.eval(), [0.0, 0.0])
+        assert T.get_default_session() is sess and v.eval()[0] == 1.0
+    assert T.get_default_session() is None
+    with pytest.raises(ValueError, match="no default session"):
+        v.eval()
+
+
+def test_variables_made_under_control_dependencies_initialize_without_them(g):
+    x = T.placeholder(np.float32, (2,), name="x")
+    step = T.identity(x * 2.0)
+    with T.control_dependencies([step]):  # TF's init_scope: creation ignores these
+        v = T.Variable(np.ones(2, np.float32), name="v")
+        with T.variable_scope("s"):
+            u = T.get_variable("u", [2], initializer=T.random_normal_initializer())
+        read = v + 1.0
+    sess = T.Session(g)
+    sess.run(T.global_variables_initializer())  # needs no feed of x
+    assert not v.initializer.control_inputs and sess.run(u).shape == (2,)
+    assert read.op.control_inputs == [step.op]  # ordinary ops still wait

@@ -164,7 +164,7 @@ def test_embedding_trains_only_the_looked_up_rows():
     changed = np.nonzero(np.any(before != after, axis=1))[0]
     assert list(changed) == [1, 3]
     np.testing.assert_allclose(before[3] - after[3], 0.2, rtol=1e-5)
-    assert g.get_collection(T.GraphKeys.TRAINABLE_VARIABLES)[0].name == "embedding/embeddings"
+    assert g.get_collection(T.GraphKeys.TRAINABLE_VARIABLES)[0].name == "embedding/embeddings:0"
     assert any(n.op_type == "ScatterSub" for n in g.nodes)
 
 

@@ -106,8 +106,11 @@ class Estimator:
         return sorted(load_checkpoint(path)[1])
 
     def get_variable_value(self, name: str) -> np.ndarray:
+        """The checkpointed value of ``name`` (an op name, or a variable's ``"w:0"`` as TensorFlow takes too)."""
         from trainer.saver import load_checkpoint
 
+        if name.endswith(":0"):
+            name = name[:-2]
         values = load_checkpoint(self._require_checkpoint(None))[1]
         if name not in values:
             raise ValueError(f"variable {name!r} is not in the checkpoint; it has {sorted(values)}")

@@ -23,6 +23,7 @@ from trainer.kernels.random import op_generator
 from trainer.kernels.registry import stateful_kernel
 from trainer.queue_buffer import QueueBuffer
 from trainer.rendezvous import rendezvous_key
+from trainer.slot_names import stored_name
 
 __all__ = ["stack_pop_many", "stack_push_many"]
 
@@ -302,9 +303,10 @@ def restore(rctx, filename, *, xp, tensor_name, dtype, shape):
     if path not in cache:
         cache[path] = load_checkpoint(path)[1]
     values = cache[path]
-    if tensor_name not in values:
+    key = stored_name(tensor_name, values)  # a slot may be under its name from before TF's slot names
+    if key not in values:
         raise CheckpointError(f"variable {tensor_name!r} is not in checkpoint {path!r}")
-    value = values[tensor_name]
+    value = values[key]
     check_value(tensor_name, value, dtype, shape, path)
     return xp.asarray(value)
 
