@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from trainer.checkpoint_format import checkpoint_file
 from trainer.checkpoint_index import remove_leftovers
 
 __all__ = [
@@ -245,7 +246,7 @@ class CheckpointSaverHook(SessionRunHook):
     def after_create_session(self, session, coord):
         remove_leftovers(os.path.dirname(self._prefix) or ".")  # temporary files of a save killed mid-write
         step = int(session.run(self._step))
-        if not os.path.isfile(f"{self._prefix}-{step}.ckpt"):  # the state at creation, unless just restored
+        if not os.path.isfile(checkpoint_file(f"{self._prefix}-{step}")):  # the state at creation, unless restored
             self._save(session, step)
         self._last_step, self._last_time = step, time.monotonic()
 

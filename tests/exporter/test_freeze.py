@@ -250,7 +250,7 @@ def test_damaged_checkpoint_is_refused_naming_the_file(trained, tmp_path: Path, 
     copy.mkdir()
     for f in os.listdir(directory):
         (copy / f).write_bytes((Path(directory) / f).read_bytes())
-    shard = copy / Path(path).name
+    shard = copy / (Path(path).name + ".ckpt")  # the file of the prefix Saver.save returned
     (copy / "checkpoint").write_text(json.dumps({"model_checkpoint_path": str(shard), "all_model_checkpoint_paths": [str(shard)]}))
     if damage == "missing":
         shard.unlink()

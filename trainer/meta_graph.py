@@ -1,0 +1,186 @@
+"""TensorFlow 1.x meta graphs: a graph, its collections and its saver in one file, without pickle.
+
+``Saver.save`` writes one beside each checkpoint (``<prefix>.meta``, TF's default
+``write_meta_graph=True``), so the canonical "restore in another script" works unchanged::
+
+    saver = tf.train.import_meta_graph("model.ckpt-3.meta")
+    saver.restore(sess, tf.train.latest_checkpoint("./"))
+    y = tf.get_default_graph().get_tensor_by_name("y:0")
+    train_op = tf.get_collection("train_op")[0]
+
+The file is the graph file of ``trainer/saver.py`` (an ``.npz`` whose ``__graph__`` member is UTF-8
+JSON) with two more keys in that JSON:
+
+- ``"meta_collections"``: ``{key: [item, ...]}`` for every collection whose items can be named:
+  ``{"variable": op name}``, ``{"tensor": "op:0"}``, ``{"op": op name}`` or ``{"value": str | int |
+  float | bool}``. Items of other kinds (queue runners, Python objects) are left out, with a logged
+  warning, as TensorFlow does.
+- ``"saver"``: ``{"variables": {name in the checkpoint: variable op name}}`` for the saver that
+  wrote the file, so ``import_meta_graph`` returns a Saver restoring the same checkpoint names.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import numpy as np
+
+from trainer import tf_logging
+from trainer.checkpoint_format import atomic_write, json_member, write_npz
+from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
+from trainer.saver import Saver, graph_from_dict, graph_to_dict, variable_from_node
+from trainer.variables import Variable, global_variables
+
+__all__ = ["MetaGraphError", "export_meta_graph", "import_meta_graph", "meta_graph_bytes", "meta_graph_dict"]
+
+
+class MetaGraphError(GraphError):
+    """A meta graph file that is missing, damaged, or does not fit the graph it is imported into."""
+
+
+# -- collection items ------------------------------------------------------------------------------
+_ENCODERS = (  # (kinds, item -> (kind, JSON value)); a collection item takes the first that fits
+    (Variable, lambda item: ("variable", item.node.name)),
+    (Tensor, lambda item: ("tensor", item.name)),
+    (Node, lambda item: ("op", item.name)),
+    ((str, bool, int, float), lambda item: ("value", item)),
+)
+
+
+def _encode_item(item) -> dict | None:
+    for kinds, encode in _ENCODERS:
+        if isinstance(item, kinds):
+            kind, value = encode(item)
+            return {kind: value}
+    return None
+
+
+def _variable(graph: Graph, name: str) -> Variable:
+    node = graph.node(name)
+    existing = getattr(node, "variable", None)
+    return existing if existing is not None else variable_from_node(node, trainable=False)
+
+
+_DECODERS = {
+    "variable": _variable,
+    "tensor": lambda graph, name: graph.tensor(name),
+    "op": lambda graph, name: graph.node(name),
+    "value": lambda graph, value: value,
+}
+
+
+def _collections(graph: Graph, keys) -> dict:
+    out = {}
+    for key in keys:
+        items = []
+        for item in graph.get_collection(key):
+            encoded = _encode_item(item)
+            if encoded is None:
+                tf_logging.warning("meta graph: collection %r holds a %s, which cannot be written; left out",
+                                   key, type(item).__name__)
+            else:
+                items.append(encoded)
+        if items:
+            out[key] = items
+    return out
+
+
+def _saver_record(saver: Saver | None) -> dict | None:
+    if saver is None or any(e.sliced for e in saver.entries):
+        return None  # a partitioned variable's saver is rebuilt from the graph's variables
+    return {"variables": {e.name: e.variables[0].node.name for e in saver.entries}}
+
+
+def meta_graph_dict(graph: Graph, saver: Saver | None = None, collection_list=None) -> tuple[dict, dict]:
+    """(description, arrays) of ``graph``'s meta graph: graph, collections (``collection_list``, or
+    all of them), and ``saver``'s variables."""
+    desc, arrays = graph_to_dict(graph)
+    keys = graph.get_all_collection_keys() if collection_list is None else list(collection_list)
+    desc["meta_collections"] = _collections(graph, keys)
+    desc["saver"] = _saver_record(saver)
+    return desc, arrays
+
+
+def _npz_bytes(desc: dict, arrays: dict) -> bytes:
+    buf = io.BytesIO()
+    write_npz(buf, {"__graph__": json_member(desc), **arrays})
+    return buf.getvalue()
+
+
+def meta_graph_bytes(graph: Graph, saver: Saver | None = None, collection_list=None) -> bytes:
+    """The meta graph file's bytes (an ``.npz``)."""
+    return _npz_bytes(*meta_graph_dict(graph, saver, collection_list))
+
+
+def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def=None, saver_def=None,
+                      collection_list=None, as_text: bool = False, graph: Graph | None = None,
+                      export_scope=None, clear_devices: bool = False, clear_extraneous_savers: bool = False,
+                      strip_default_attrs: bool = False, save_debug_info: bool = False,
+                      saver: Saver | None = None) -> dict:
+    """``tf.train.export_meta_graph``: write the default (or given) graph's meta graph to ``filename``
+    (when given) and return its description (what TF returns as a MetaGraphDef)."""
+    if export_scope is not None or as_text:
+        raise ValueError("export_meta_graph: export_scope= and as_text=True are not supported; "
+                         "export the whole graph in the binary format")
+    graph = graph if graph is not None else get_default_graph()
+    desc, arrays = meta_graph_dict(graph, saver, collection_list)
+    if clear_devices:
+        for nd in desc["nodes"]:
+            nd["device"] = ""
+    if filename is not None:
+        data = _npz_bytes(desc, arrays)
+        atomic_write(os.fspath(filename), lambda f: f.write(data))
+    return desc
+
+
+def _read(path: str) -> tuple[dict, dict]:
+    if not os.path.isfile(path):
+        raise MetaGraphError(f"meta graph {path!r} does not exist (Saver.save writes <prefix>.meta beside "
+                             f"each checkpoint; was it saved with write_meta_graph=False?)")
+    try:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as data:
+            desc = json.loads(bytes(data["__graph__"]).decode("utf-8"))
+            arrays = {k: data[k] for k in data.files if k != "__graph__"}
+    except Exception as e:  # noqa: BLE001 - truncated, damaged or foreign: say which file
+        raise MetaGraphError(f"meta graph {path!r} is unreadable (damaged, or not written by flowstack): "
+                             f"{type(e).__name__}: {e}") from None
+    return desc, arrays
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope=None,
+                      graph: Graph | None = None) -> Saver | None:
+    """``tf.train.import_meta_graph``: rebuild a meta graph (a ``.meta`` file, or the dict
+    ``export_meta_graph`` returned) into the default graph, with its collections; returns a Saver
+    that restores its variables (None when it has none)."""
+    if import_scope is not None:
+        raise ValueError("import_meta_graph: import_scope= is not supported; import into an empty graph")
+    if isinstance(meta_graph_or_file, dict):
+        desc, arrays, source = meta_graph_or_file, {}, "meta graph"
+    else:
+        path = os.fspath(meta_graph_or_file)
+        (desc, arrays), source = _read(path), f"meta graph {path!r}"
+    graph = graph if graph is not None else get_default_graph()
+    known = len(graph.nodes)
+    try:
+        graph_from_dict(desc, arrays, graph, source=source)
+        for key, items in desc.get("meta_collections", {}).items():
+            present = graph.get_collection_ref(key)
+            for item in items:
+                ((kind, value),) = item.items()
+                decoded = _DECODERS[kind](graph, value)
+                if not any(decoded is p for p in present):
+                    present.append(decoded)
+        record = desc.get("saver")
+        var_list = None if not record else {k: _variable(graph, v) for k, v in record["variables"].items()}
+    except MetaGraphError:
+        raise
+    except (GraphError, KeyError, TypeError, ValueError, AttributeError) as e:
+        raise MetaGraphError(f"{source} is damaged or does not fit this graph: {type(e).__name__}: {e}") from None
+    if clear_devices:
+        for node in graph.nodes[known:]:
+            node.device = ""
+    if var_list is None and not global_variables(graph):
+        return None
+    return Saver(var_list=var_list, graph=graph)
