@@ -14,12 +14,15 @@ import numpy as np
 from trainer.checkpoint_format import checkpoint_file
 from trainer.checkpoint_format import checkpoint_prefix as prefix_of  # tf.train's parameters are called checkpoint_prefix
 from trainer.checkpoint_index import checkpoint_history, write_index
+from trainer.graph import get_default_graph
+from trainer.ops import constant
 from trainer.saver import CheckpointError, checkpoint_state, latest_checkpoint, load_checkpoint
+from trainer.variables import Variable, global_variables
 
 __all__ = [
     "CheckpointReader", "CheckpointState", "checkpoint_exists", "checkpoints_iterator", "get_checkpoint_mtimes",
-    "get_checkpoint_state", "list_variables", "load_checkpoint_reader", "load_variable", "remove_checkpoint",
-    "update_checkpoint_state", "wait_for_new_checkpoint",
+    "get_checkpoint_state", "init_from_checkpoint", "list_variables", "load_checkpoint_reader", "load_variable",
+    "remove_checkpoint", "update_checkpoint_state", "wait_for_new_checkpoint",
 ]
 
 
@@ -163,3 +166,57 @@ class CheckpointReader:
 def load_checkpoint_reader(ckpt_dir_or_file: str) -> CheckpointReader:
     """``tf.train.load_checkpoint``: a reader of the newest checkpoint in a directory, or of a file."""
     return CheckpointReader(_file(ckpt_dir_or_file))
+
+
+# -- init_from_checkpoint -------------------------------------------------------------------------
+def _scope(name: str) -> str:
+    return "" if name == "/" else name
+
+
+def _assignments(ckpt_name: str, current, variables: dict, values: dict, source: str) -> list[tuple[Variable, str]]:
+    """(variable, checkpoint tensor name) pairs for one ``assignment_map`` entry, as TF 1.x reads it."""
+    if not ckpt_name.endswith("/"):
+        var = current if isinstance(current, Variable) else variables.get(current)
+        if var is None:
+            raise ValueError(f"init_from_checkpoint: variable {current!r} (for {ckpt_name!r}) is not in the graph")
+        if ckpt_name not in values:
+            raise ValueError(f"init_from_checkpoint: tensor {ckpt_name!r} is not in checkpoint {source!r}; it has "
+                             f"{sorted(values)[:10]}")
+        return [(var, ckpt_name)]
+    if not isinstance(current, str) or not current.endswith("/"):
+        raise ValueError(f"init_from_checkpoint: the scope {ckpt_name!r} maps to a scope ('scope/': 'other_scope/' "
+                         f"or '/'), got {current!r}")
+    pairs = []
+    for name, var in variables.items():
+        if name.startswith(_scope(current)):
+            tensor = _scope(ckpt_name) + name[len(_scope(current)):]
+            if tensor not in values:
+                raise ValueError(f"init_from_checkpoint: tensor {tensor!r} (for variable {name!r}) is not in "
+                                 f"checkpoint {source!r}")
+            pairs.append((var, tensor))
+    return pairs
+
+
+def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: dict) -> None:
+    """``tf.train.init_from_checkpoint``: the variables ``assignment_map`` names initialize from the
+    checkpoint (a prefix, or a folder's newest) instead of their initializers.
+
+    ``assignment_map`` is as in TF 1.x: ``{"ckpt_scope/": "scope/"}`` (``"/"`` for the root) maps
+    every variable under ``scope/`` to the tensor of the same rest of the name under ``ckpt_scope/``;
+    ``{"tensor name": variable or its name}`` maps one. The values are read now and become the
+    initializers' values (TF reads them when the initializer runs; the result is the same).
+    """
+    source = _file(ckpt_dir_or_file)
+    _, values = load_checkpoint(source)
+    graph = get_default_graph()
+    variables = {v.node.name: v for v in global_variables(graph)}
+    for ckpt_name, current in assignment_map.items():
+        for var, tensor in _assignments(ckpt_name, current, variables, values, source):
+            value = values[tensor]
+            if value.dtype != var.dtype or tuple(value.shape) != tuple(var.shape):
+                raise ValueError(f"init_from_checkpoint: variable {var.node.name!r} is {var.dtype.name}{tuple(var.shape)}, "
+                                 f"tensor {tensor!r} of {source!r} is {value.dtype.name}{tuple(value.shape)}")
+            with graph.as_default():
+                init = constant(value, name=f"{var.node.name}/init_from_checkpoint")
+            var.initializer.inputs[1] = init
+            var.initial_value = init

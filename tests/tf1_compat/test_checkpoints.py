@@ -116,7 +116,7 @@ def test_import_meta_graph_restores_and_continues_training_in_one_process(tmp_pa
         sess.run(train_op, {x: X})
         assert sess.run(loss, {x: X}) < want_loss
         assert sess.run(tf.train.get_global_step()) == 4
-        assert [v.name for v in tf.trainable_variables()] == ["w", "b"]
+        assert [v.op.name for v in tf.trainable_variables()] == ["w", "b"]
         assert saver.save(sess, "./model.ckpt", global_step=tf.train.get_global_step()) == "./model.ckpt-4"
     assert tf.train.latest_checkpoint("./") == "./model.ckpt-4"
 
@@ -201,7 +201,7 @@ def test_export_meta_graph_then_import_into_an_empty_graph(tmp_path):
     g = tf.get_default_graph()
     assert tf.get_collection("hyper") == [0.05, "sgd"]
     assert tf.get_collection("train_op")[0] is g.get_operation_by_name(train_op.name)
-    assert [v.name for v in tf.global_variables()] == ["w", "b", "global_step"]
+    assert [v.op.name for v in tf.global_variables()] == ["w", "b", "global_step"]
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         np.testing.assert_allclose(sess.run(g.get_tensor_by_name("y:0"), {g.get_tensor_by_name("x:0"): X}),
@@ -259,6 +259,95 @@ def test_monitored_training_session_checkpoints_are_prefixes_with_meta_graphs(tm
     with tf.Session() as sess:
         saver.restore(sess, latest)
         assert sess.run(tf.train.get_global_step()) == 4
+
+
+# -- Scaffold, MonitoredSession, SingularMonitoredSession ----------------------------------------
+def test_singular_monitored_session_restores_and_a_saver_hook_saves(tmp_path):
+    x, w, y, loss, step, train_op = _linear_model()
+    scaffold = tf.train.Scaffold()
+    hooks = [tf.train.StopAtStepHook(last_step=3),
+             tf.train.CheckpointSaverHook(str(tmp_path), save_steps=1, scaffold=scaffold)]
+    with tf.train.SingularMonitoredSession(hooks=hooks, scaffold=scaffold, checkpoint_dir=str(tmp_path)) as sess:
+        while not sess.should_stop():
+            sess.run(train_op, {x: X})
+        trained = sess.run(w)
+        assert isinstance(sess.raw_session(), tf.Session)
+    assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "model-3")
+
+    tf.reset_default_graph()
+    x, w, y, loss, step, train_op = _linear_model()
+    creator = tf.train.ChiefSessionCreator(checkpoint_dir=str(tmp_path))
+    with tf.train.MonitoredSession(session_creator=creator) as sess:
+        np.testing.assert_array_equal(sess.run(w), trained)  # restored, not initialized
+        assert sess.run(step) == 3
+        assert creator.restored_from == str(tmp_path / "model-3")
+
+
+def test_scaffold_init_fn_runs_when_there_is_no_checkpoint(tmp_path):
+    x, w, y, loss, step, train_op = _linear_model()
+    calls = []
+
+    def init_fn(scaffold, session):
+        calls.append(scaffold)
+        session.run(w.assign([[3.0], [4.0]]))
+
+    scaffold = tf.train.Scaffold(init_fn=init_fn)
+    with tf.train.MonitoredSession(tf.train.ChiefSessionCreator(scaffold, checkpoint_dir=str(tmp_path))) as sess:
+        np.testing.assert_array_equal(sess.run(w), [[3.0], [4.0]])
+    assert calls == [scaffold] and isinstance(scaffold.saver, tf.train.Saver)
+
+
+def test_a_monitored_session_ends_normally_when_the_input_runs_out():
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(3, dtype=np.float32))
+    value = dataset.make_one_shot_iterator().get_next()
+    seen = []
+    with tf.train.MonitoredSession() as sess:
+        while not sess.should_stop():
+            seen.append(float(sess.run(value)))
+    assert seen == [0.0, 1.0, 2.0]
+
+
+# -- init_from_checkpoint -------------------------------------------------------------------------
+def _pretrained(folder: Path) -> dict:
+    with tf.variable_scope("encoder"):
+        tf.get_variable("kernel", initializer=np.arange(6, dtype=np.float32).reshape(2, 3))
+        tf.get_variable("bias", initializer=np.ones(3, np.float32))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver().save(sess, str(folder / "pretrained.ckpt"))
+    tf.reset_default_graph()
+    return {"kernel": np.arange(6, dtype=np.float32).reshape(2, 3), "bias": np.ones(3, np.float32)}
+
+
+def test_init_from_checkpoint_maps_scopes_and_single_variables(tmp_path):
+    want = _pretrained(tmp_path)
+    with tf.variable_scope("model/enc"):
+        kernel = tf.get_variable("kernel", [2, 3])
+        bias = tf.get_variable("bias", [3])
+    other = tf.get_variable("other_bias", [3])
+    tf.train.init_from_checkpoint(str(tmp_path / "pretrained.ckpt"), {"encoder/": "model/enc/"})
+    tf.train.init_from_checkpoint(str(tmp_path), {"encoder/bias": other})  # a folder: its newest checkpoint
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(kernel), want["kernel"])
+        np.testing.assert_array_equal(sess.run(bias), want["bias"])
+        np.testing.assert_array_equal(sess.run(other), want["bias"])
+
+
+def test_init_from_checkpoint_names_what_does_not_fit(tmp_path):
+    _pretrained(tmp_path)
+    prefix = str(tmp_path / "pretrained.ckpt")
+    with tf.variable_scope("enc"):
+        tf.get_variable("kernel", [3, 3])
+        tf.get_variable("extra", [1])
+    with pytest.raises(ValueError, match=r"'encoder/extra' \(for variable 'enc/extra'\) is not in checkpoint"):
+        tf.train.init_from_checkpoint(prefix, {"encoder/": "enc/"})
+    with pytest.raises(ValueError, match=r"'enc/kernel' is float32\(3, 3\), tensor 'encoder/kernel'.*\(2, 3\)"):
+        tf.train.init_from_checkpoint(prefix, {"encoder/kernel": "enc/kernel"})
+    with pytest.raises(ValueError, match="tensor 'encoder/nope' is not in checkpoint"):
+        tf.train.init_from_checkpoint(prefix, {"encoder/nope": "enc/kernel"})
+    with pytest.raises(CheckpointError, match="'.*pretrained.ckpt-1' does not exist"):
+        tf.train.init_from_checkpoint(prefix + "-1", {"/": "/"})
 
 
 # -- tf.train's checkpoint-state helpers ----------------------------------------------------------
