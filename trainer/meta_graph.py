@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,11 +34,20 @@ from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
 from trainer.saver import Saver, graph_from_dict, graph_to_dict, variable_from_node
 from trainer.variables import Variable, global_variables
 
-__all__ = ["MetaGraphError", "export_meta_graph", "import_meta_graph", "meta_graph_bytes", "meta_graph_dict"]
+__all__ = ["MetaGraphDef", "MetaGraphError", "export_meta_graph", "import_meta_graph", "meta_graph_bytes", "meta_graph_dict"]
 
 
 class MetaGraphError(GraphError):
     """A meta graph file that is missing, damaged, or does not fit the graph it is imported into."""
+
+
+@dataclass
+class MetaGraphDef:
+    """What ``export_meta_graph`` returns and ``import_meta_graph`` takes: the file's JSON
+    description and the arrays its attributes refer to."""
+
+    description: dict
+    arrays: dict = field(default_factory=dict)
 
 
 # -- collection items ------------------------------------------------------------------------------
@@ -118,12 +128,16 @@ def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def
                       collection_list=None, as_text: bool = False, graph: Graph | None = None,
                       export_scope=None, clear_devices: bool = False, clear_extraneous_savers: bool = False,
                       strip_default_attrs: bool = False, save_debug_info: bool = False,
-                      saver: Saver | None = None) -> dict:
+                      saver: Saver | None = None) -> MetaGraphDef:
     """``tf.train.export_meta_graph``: write the default (or given) graph's meta graph to ``filename``
-    (when given) and return its description (what TF returns as a MetaGraphDef)."""
-    if export_scope is not None or as_text:
-        raise ValueError("export_meta_graph: export_scope= and as_text=True are not supported; "
-                         "export the whole graph in the binary format")
+    (when given) and return it. ``saver`` names the Saver whose variables ``import_meta_graph``
+    restores (default: every global variable)."""
+    given = {"meta_info_def": meta_info_def, "graph_def": graph_def, "saver_def": saver_def,
+             "export_scope": export_scope}
+    unsupported = [k for k, v in given.items() if v is not None] + (["as_text"] if as_text else [])
+    if unsupported:
+        raise ValueError(f"export_meta_graph: {', '.join(unsupported)} not supported; export the default (or "
+                         f"graph=) graph whole, in the binary format")
     graph = graph if graph is not None else get_default_graph()
     desc, arrays = meta_graph_dict(graph, saver, collection_list)
     if clear_devices:
@@ -132,7 +146,7 @@ def export_meta_graph(filename: str | None = None, meta_info_def=None, graph_def
     if filename is not None:
         data = _npz_bytes(desc, arrays)
         atomic_write(os.fspath(filename), lambda f: f.write(data))
-    return desc
+    return MetaGraphDef(desc, arrays)
 
 
 def _read(path: str) -> tuple[dict, dict]:
@@ -151,13 +165,13 @@ def _read(path: str) -> tuple[dict, dict]:
 
 def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope=None,
                       graph: Graph | None = None) -> Saver | None:
-    """``tf.train.import_meta_graph``: rebuild a meta graph (a ``.meta`` file, or the dict
+    """``tf.train.import_meta_graph``: rebuild a meta graph (a ``.meta`` file, or the MetaGraphDef
     ``export_meta_graph`` returned) into the default graph, with its collections; returns a Saver
     that restores its variables (None when it has none)."""
     if import_scope is not None:
         raise ValueError("import_meta_graph: import_scope= is not supported; import into an empty graph")
-    if isinstance(meta_graph_or_file, dict):
-        desc, arrays, source = meta_graph_or_file, {}, "meta graph"
+    if isinstance(meta_graph_or_file, MetaGraphDef):
+        desc, arrays, source = meta_graph_or_file.description, meta_graph_or_file.arrays, "meta graph"
     else:
         path = os.fspath(meta_graph_or_file)
         (desc, arrays), source = _read(path), f"meta graph {path!r}"

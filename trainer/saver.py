@@ -92,7 +92,7 @@ class Saver:
         ``save_path``): the variables go to the prefix's file (``<prefix>.ckpt``, written atomically),
         the meta graph to ``<prefix>.meta`` (``write_meta_graph``), and the folder's ``checkpoint``
         index lists it (``write_state``). ``write_graph`` keeps the folder's ``graph.npz`` current
-        for the exporter."""
+        for the exporter. ``strip_default_attrs`` and ``save_debug_info`` are TF's and change nothing."""
         if latest_filename not in (None, STATE_FILE):
             raise ValueError(f"Saver.save: latest_filename={latest_filename!r} is not supported; the index is "
                              f"always {STATE_FILE!r}")

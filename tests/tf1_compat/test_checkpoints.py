@@ -193,9 +193,12 @@ def test_export_meta_graph_then_import_into_an_empty_graph(tmp_path):
     x, w, y, loss, step, train_op = _linear_model()
     tf.add_to_collection("hyper", 0.05)
     tf.add_to_collection("hyper", "sgd")
-    desc = tf.train.export_meta_graph(str(tmp_path / "graph.meta"))
-    assert desc["meta_collections"]["train_op"] == [{"op": train_op.name}]
+    meta_graph_def = tf.train.export_meta_graph(str(tmp_path / "graph.meta"))
+    assert meta_graph_def.description["meta_collections"]["train_op"] == [{"op": train_op.name}]
 
+    tf.reset_default_graph()  # the returned MetaGraphDef imports like the file
+    assert tf.train.import_meta_graph(meta_graph_def) is not None
+    assert tf.get_collection("hyper") == [0.05, "sgd"]
     tf.reset_default_graph()
     assert tf.train.import_meta_graph(str(tmp_path / "graph.meta")) is not None
     g = tf.get_default_graph()
