@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import numpy as np
 
@@ -54,17 +55,33 @@ class Saver:
     """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``.
 
     ``var_list`` is as in TensorFlow 1.x: None (every global variable), a list of variables
-    (partitioned ones too), or a dict ``{name in the checkpoint: variable}``.
+    (partitioned ones too), or a dict ``{name in the checkpoint: variable}``. The other arguments
+    are TF 1.x's: ``keep_checkpoint_every_n_hours`` keeps, out of those rotation would delete, one
+    checkpoint per that many hours (unlisted, never deleted); ``pad_step_number`` names steps
+    ``-00000003``; ``sharded``, ``name``, ``restore_sequentially``, ``defer_build``,
+    ``write_version``, ``save_relative_paths`` and ``filename`` change nothing here (a checkpoint is
+    always one file, indexed by relative names).
     """
 
-    def __init__(self, var_list=None, max_to_keep: int | None = 5, graph: Graph | None = None):
+    def __init__(self, var_list=None, reshape: bool = False, sharded: bool = False, max_to_keep: int | None = 5,
+                 keep_checkpoint_every_n_hours: float = 10000.0, name=None, restore_sequentially: bool = False,
+                 saver_def=None, builder=None, defer_build: bool = False, allow_empty: bool = False,
+                 write_version=None, pad_step_number: bool = False, save_relative_paths: bool = False,
+                 filename=None, graph: Graph | None = None):
+        unsupported = {"reshape": reshape, "saver_def": saver_def is not None, "builder": builder is not None}
+        if any(unsupported.values()):
+            raise ValueError(f"Saver: {', '.join(k for k, v in unsupported.items() if v)} not supported")
         self.graph = graph or get_default_graph()
         # One entry per logical variable: a partitioned variable's shards save as one tensor.
         self.entries = entries_from(var_list if var_list is not None else global_variables(self.graph))
         if not self.entries:
-            raise ValueError("Saver: no variables to save")
+            raise ValueError("Saver: no variables to save" + (" (allow_empty=True is not supported)" if allow_empty else ""))
         self.var_list = [v for e in self.entries for v in e.variables]
         self.max_to_keep = max_to_keep
+        self.pad_step_number = pad_step_number
+        self._keep_every_secs = keep_checkpoint_every_n_hours * 3600.0
+        self._next_keep_time = time.time() + self._keep_every_secs
+        self._last_checkpoints: list[str] = []
         self._lock = threading.Lock()
         self._graph_written = None
         g = self.graph
@@ -98,7 +115,9 @@ class Saver:
                              f"always {STATE_FILE!r}")
         if global_step is not None and not isinstance(global_step, (int, np.integer)):
             global_step = int(sess.run(global_step))
-        prefix = f"{os.fspath(save_path)}-{global_step}" if global_step is not None else os.fspath(save_path)
+        prefix = os.fspath(save_path)
+        if global_step is not None:
+            prefix += f"-{int(global_step):08d}" if self.pad_step_number else f"-{int(global_step)}"
         path = checkpoint_file(prefix, writing=True)
         with self._lock:
             sess.run(self.save_op, {self.filename: np.asarray(path, dtype=object)})
@@ -109,9 +128,15 @@ class Saver:
                 self._graph_written = (graph_path, self.graph.version)
             if write_meta_graph:
                 self._write_meta_graph(f"{prefix}.{meta_graph_suffix}")
-            if write_state:
-                self._index(directory, os.path.basename(path))
+            kept = self._index(directory, os.path.basename(path)) if write_state else [os.path.basename(path)]
+            here = {os.path.join(os.path.dirname(prefix), checkpoint_prefix(n)) for n in kept}
+            self._last_checkpoints = [p for p in self._last_checkpoints if p in here and p != prefix] + [prefix]
         return prefix
+
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """The prefixes of the checkpoints this Saver wrote that rotation has kept, oldest first."""
+        return list(self._last_checkpoints)
 
     def _write_meta_graph(self, path: str) -> None:
         from trainer.meta_graph import meta_graph_bytes  # it builds on this module
@@ -119,18 +144,24 @@ class Saver:
         data = meta_graph_bytes(self.graph, self)
         atomic_write(path, lambda f: f.write(data))
 
-    def _index(self, directory: str, name: str) -> None:
+    def _index(self, directory: str, name: str) -> list[str]:
         """List the new checkpoint ``name`` in the index, then rotate: the checkpoint file is already
         complete on disk, the index is replaced atomically, and only then are the oldest deleted, so a
         kill at any moment leaves an index (or files) naming a complete checkpoint at least as new
-        as the last one listed. Only files inside ``directory`` are ever deleted."""
+        as the last one listed. Only files inside ``directory`` are ever deleted. Returns the names
+        the index now lists."""
         names = [n for n in checkpoint_history(directory, expected=name) if n != name] + [name]
         keep = len(names) if not self.max_to_keep or self.max_to_keep <= 0 else self.max_to_keep
         write_index(directory, names[-keep:])
         for old in names[:-keep]:
-            for old_path in (os.path.join(directory, old), checkpoint_prefix(os.path.join(directory, old)) + META_SUFFIX):
-                if os.path.isfile(old_path):
-                    os.unlink(old_path)
+            old_path = os.path.join(directory, old)
+            if os.path.isfile(old_path) and os.path.getmtime(old_path) >= self._next_keep_time:
+                self._next_keep_time += self._keep_every_secs  # as TF: one kept per period of training
+                continue  # keep_checkpoint_every_n_hours: out of the index, but never deleted
+            for file in (old_path, checkpoint_prefix(old_path) + META_SUFFIX):
+                if os.path.isfile(file):
+                    os.unlink(file)
+        return names[-keep:]
 
     def restore(self, sess, save_path: str) -> None:
         """Load every variable from the checkpoint ``save_path`` (a prefix as ``save`` returns, or its

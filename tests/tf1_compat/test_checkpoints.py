@@ -79,6 +79,38 @@ def test_global_step_names_end_in_the_step_as_scripts_parse_them(tmp_path, monke
     assert tf.train.get_checkpoint_mtimes(paths) == [os.path.getmtime(p + ".ckpt") for p in paths[1:]]
 
 
+def test_saver_takes_tf_arguments_and_lists_its_last_checkpoints(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    x, w, y, loss, step, train_op = _linear_model()
+    saver = tf.train.Saver(tf.global_variables(), max_to_keep=2, sharded=True, pad_step_number=True,
+                           save_relative_paths=True, write_version=2, name="saver")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        paths = [saver.save(sess, "./model.ckpt", global_step=i) for i in (1, 2, 3)]
+    assert paths == ["./model.ckpt-00000001", "./model.ckpt-00000002", "./model.ckpt-00000003"]
+    assert saver.last_checkpoints == paths[1:]
+    assert sorted(p.name for p in tmp_path.glob("*.meta")) == ["model.ckpt-00000002.meta", "model.ckpt-00000003.meta"]
+    with pytest.raises(ValueError, match="reshape not supported"):
+        tf.train.Saver(reshape=True)
+
+
+def test_keep_checkpoint_every_n_hours_keeps_rotated_checkpoints_out_of_the_index(tmp_path):
+    import time
+
+    x, w, y, loss, step, train_op = _linear_model()
+    saver = tf.train.Saver(max_to_keep=1, keep_checkpoint_every_n_hours=1)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        paths = [saver.save(sess, str(tmp_path / "model"), global_step=1)]
+        later = time.time() + 1.5 * 3600  # as if model-1 were written 1.5 hours into training
+        os.utime(paths[0] + ".ckpt", (later, later))
+        paths += [saver.save(sess, str(tmp_path / "model"), global_step=i) for i in (2, 3)]
+    assert [tf.train.checkpoint_exists(p) for p in paths] == [True, False, True]  # model-1 kept, model-2 rotated
+    assert os.path.exists(paths[0] + ".meta") and not os.path.exists(paths[1] + ".meta")
+    assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == [paths[2]]
+    assert tf.train.latest_checkpoint(str(tmp_path)) == paths[2]
+
+
 def test_readers_take_the_prefix_or_the_folder(tmp_path):
     x, w, y, loss, step, train_op = _linear_model()
     with tf.Session() as sess:
