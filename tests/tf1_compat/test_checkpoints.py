@@ -243,6 +243,17 @@ def test_export_meta_graph_then_import_into_an_empty_graph(tmp_path):
                                    X @ np.array([[0.5], [-0.25]], np.float32) + 0.1, rtol=1e-6)
 
 
+def test_collection_items_that_cannot_be_written_are_left_out_with_a_warning(tmp_path, caplog):
+    x, w, y, loss, step, train_op = _linear_model()
+    tf.add_to_collection("mixed", y)
+    tf.add_to_collection("mixed", object())
+    tf.train.export_meta_graph(str(tmp_path / "graph.meta"))
+    assert "collection 'mixed' holds a object, which cannot be written; left out" in caplog.text
+    tf.reset_default_graph()
+    tf.train.import_meta_graph(str(tmp_path / "graph.meta"))
+    assert tf.get_collection("mixed") == [tf.get_default_graph().get_tensor_by_name("y:0")]
+
+
 def test_a_saver_over_named_variables_keeps_its_names_through_the_meta_graph(tmp_path):
     x, w, y, loss, step, train_op = _linear_model()
     saver = tf.train.Saver({"weights": w})
