@@ -12,11 +12,14 @@ The file is the graph file of ``trainer/saver.py`` (an ``.npz`` whose ``__graph_
 JSON) with two more keys in that JSON:
 
 - ``"meta_collections"``: ``{key: [item, ...]}`` for every collection whose items can be named:
-  ``{"variable": op name}``, ``{"tensor": "op:0"}``, ``{"op": op name}`` or ``{"value": str | int |
-  float | bool}``. Items of other kinds (queue runners, Python objects) are left out, with a logged
+  ``{"variable": op name}``, ``{"tensor": "op:0"}``, ``{"op": op name}``, ``{"partitioned":
+  {name, shape, dtype, axis, variables: [shard op names]}}`` or ``{"value": str | int | float | bool}``. Items of other kinds (queue runners, Python objects) are left out, with a logged
   warning, as TensorFlow does.
-- ``"saver"``: ``{"variables": {name in the checkpoint: variable op name}}`` for the saver that
-  wrote the file, so ``import_meta_graph`` returns a Saver restoring the same checkpoint names.
+- ``"saver"``: ``{"variables": {name in the checkpoint: [variable op names]}}`` (several: the
+  shards of a partitioned variable) for the saver that wrote the file, so ``import_meta_graph``
+  returns a Saver restoring the same checkpoint names.
+- ``"slice_infos"``: ``{shard op name: SaveSliceInfo.to_dict()}``, where each shard of a
+  partitioned variable sits in it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 from trainer import tf_logging
 from trainer.checkpoint_format import atomic_write, json_member, write_npz
 from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
+from trainer.partitioned_variables import PartitionedVariable, SaveSliceInfo
 from trainer.saver import Saver, graph_from_dict, graph_to_dict, variable_from_node
 from trainer.variables import Variable, global_variables
 
@@ -55,6 +59,9 @@ _ENCODERS = (  # (kinds, item -> (kind, JSON value)); a collection item takes th
     (Variable, lambda item: ("variable", item.node.name)),
     (Tensor, lambda item: ("tensor", item.name)),
     (Node, lambda item: ("op", item.name)),
+    (PartitionedVariable, lambda item: ("partitioned", {
+        "name": item.name, "shape": list(item.shape), "dtype": np.dtype(item.dtype).name, "axis": item.axis,
+        "variables": [v.node.name for v in item]})),
     ((str, bool, int, float), lambda item: ("value", item)),
 )
 
@@ -77,6 +84,8 @@ _DECODERS = {
     "variable": _variable,
     "tensor": lambda graph, name: graph.tensor(name),
     "op": lambda graph, name: graph.node(name),
+    "partitioned": lambda graph, d: PartitionedVariable(d["name"], d["shape"], d["dtype"],
+                                                        [_variable(graph, n) for n in d["variables"]], d["axis"]),
     "value": lambda graph, value: value,
 }
 
@@ -98,9 +107,20 @@ def _collections(graph: Graph, keys) -> dict:
 
 
 def _saver_record(saver: Saver | None) -> dict | None:
-    if saver is None or any(e.sliced for e in saver.entries):
-        return None  # a partitioned variable's saver is rebuilt from the graph's variables
-    return {"variables": {e.name: e.variables[0].node.name for e in saver.entries}}
+    if saver is None:
+        return None
+    return {"variables": {e.name: [v.node.name for v in e.variables] for e in saver.entries}}
+
+
+def _slice_infos(graph: Graph) -> dict:
+    """Where each shard of a partitioned variable sits, by shard op name (a saver needs it)."""
+    return {v.node.name: v.save_slice_info.to_dict() for v in global_variables(graph) if v.save_slice_info is not None}
+
+
+def _set_slice_infos(graph: Graph, infos: dict) -> None:
+    for name, info in infos.items():
+        _variable(graph, name).save_slice_info = SaveSliceInfo(
+            info["full_name"], tuple(info["full_shape"]), tuple(info["var_offset"]), tuple(info["var_shape"]))
 
 
 def meta_graph_dict(graph: Graph, saver: Saver | None = None, collection_list=None) -> tuple[dict, dict]:
@@ -109,6 +129,7 @@ def meta_graph_dict(graph: Graph, saver: Saver | None = None, collection_list=No
     desc, arrays = graph_to_dict(graph)
     keys = graph.get_all_collection_keys() if collection_list is None else list(collection_list)
     desc["meta_collections"] = _collections(graph, keys)
+    desc["slice_infos"] = _slice_infos(graph)
     desc["saver"] = _saver_record(saver)
     return desc, arrays
 
@@ -186,8 +207,10 @@ def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_sc
                 decoded = _DECODERS[kind](graph, value)
                 if not any(decoded is p for p in present):
                     present.append(decoded)
+        _set_slice_infos(graph, desc.get("slice_infos", {}))
         record = desc.get("saver")
-        var_list = None if not record else {k: _variable(graph, v) for k, v in record["variables"].items()}
+        var_list = None if not record else {k: [_variable(graph, n) for n in names]
+                                             for k, names in record["variables"].items()}
     except MetaGraphError:
         raise
     except (GraphError, KeyError, TypeError, ValueError, AttributeError) as e:

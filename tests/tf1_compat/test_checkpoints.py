@@ -243,6 +243,24 @@ def test_export_meta_graph_then_import_into_an_empty_graph(tmp_path):
                                    X @ np.array([[0.5], [-0.25]], np.float32) + 0.1, rtol=1e-6)
 
 
+def test_a_partitioned_variable_restores_through_the_meta_graph(tmp_path, caplog):
+    with tf.variable_scope("emb", partitioner=tf.fixed_size_partitioner(2)):
+        table = tf.get_variable("table", [5, 3])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = sess.run(tf.convert_to_tensor(table))
+        prefix = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+    assert [n for n, _ in tf.train.list_variables(prefix)] == [table.name]  # saved whole, by its logical name
+    tf.reset_default_graph()
+    saver = tf.train.import_meta_graph(prefix + ".meta")
+    (restored,) = tf.get_collection("partitioned_variables")
+    assert (restored.name, restored.shape, len(restored)) == (table.name, (5, 3), 2)
+    with tf.Session() as sess:
+        saver.restore(sess, prefix)
+        np.testing.assert_array_equal(sess.run(tf.convert_to_tensor(restored)), want)
+    assert "cannot be written" not in caplog.text
+
+
 def test_collection_items_that_cannot_be_written_are_left_out_with_a_warning(tmp_path, caplog):
     x, w, y, loss, step, train_op = _linear_model()
     tf.add_to_collection("mixed", y)
