@@ -90,6 +90,15 @@ _DECODERS = {
 }
 
 
+_WARNED: set = set()  # (collection, item type) already reported: Saver.save writes a meta graph each save
+
+
+def _warn_once(key: str, kind: str) -> None:
+    if (key, kind) not in _WARNED:
+        _WARNED.add((key, kind))
+        tf_logging.warning("meta graph: collection %r holds a %s, which cannot be written; left out", key, kind)
+
+
 def _collections(graph: Graph, keys) -> dict:
     out = {}
     for key in keys:
@@ -97,8 +106,7 @@ def _collections(graph: Graph, keys) -> dict:
         for item in graph.get_collection(key):
             encoded = _encode_item(item)
             if encoded is None:
-                tf_logging.warning("meta graph: collection %r holds a %s, which cannot be written; left out",
-                                   key, type(item).__name__)
+                _warn_once(key, type(item).__name__)
             else:
                 items.append(encoded)
         if items:
