@@ -38,25 +38,42 @@ class FreezeSource:
 
 
 def open_source(source) -> FreezeSource:
-    """``source`` (a ``trainer.Session``, a checkpoint directory, or an opened source) opened."""
+    """``source`` (a ``trainer.Session``, a checkpoint directory, a checkpoint prefix such as
+    ``run/model.ckpt-5``, or an opened source) opened."""
     import trainer
+    from trainer.checkpoint_utils import checkpoint_exists
 
     if isinstance(source, FreezeSource):
         return source
     if isinstance(source, trainer.Session):
         step = _global_step(source.graph, source.variable_values())
         return FreezeSource(source.graph, source.variable_values(), source, "session", step)
-    return _open_checkpoint_dir(os.fspath(source))
+    source = os.fspath(source)
+    if not os.path.isdir(source) and checkpoint_exists(source):
+        return _open_checkpoint_prefix(source)
+    return _open_checkpoint_dir(source)
+
+
+def _open_checkpoint_prefix(prefix: str) -> FreezeSource:
+    """A checkpoint named by its prefix (TF's way): the graph is the ``<prefix>.meta`` beside it, or
+    the folder's graph file."""
+    from trainer.checkpoint_format import checkpoint_file
+    from trainer.saver import GRAPH_FILE
+
+    meta = prefix + ".meta"
+    graph_path = meta if os.path.isfile(meta) else os.path.join(os.path.dirname(prefix) or ".", GRAPH_FILE)
+    if not os.path.exists(graph_path):
+        raise FreezeError(f"checkpoint {prefix!r} has no graph: neither {meta!r} nor {graph_path!r} exists. "
+                          "Save with Saver.save(...) (it writes both by default) or freeze the live session")
+    return _open_checkpoint(checkpoint_file(prefix), graph_path, "re-save it")
 
 
 def _open_checkpoint_dir(directory: str) -> FreezeSource:
-    import trainer
-    from trainer.saved_slices import shard_values
-    from trainer.saver import GRAPH_FILE, STATE_FILE, CheckpointError, load_checkpoint
-    from trainer.slot_names import stored_name
+    from trainer.checkpoint_format import checkpoint_file
+    from trainer.saver import GRAPH_FILE, STATE_FILE
 
     if not os.path.isdir(directory):
-        raise FreezeError(f"{directory}: no such checkpoint directory")
+        raise FreezeError(f"{directory}: no such checkpoint directory or checkpoint prefix")
     graph_path = os.path.join(directory, GRAPH_FILE)
     if not os.path.exists(graph_path):
         raise FreezeError(f"{graph_path}: missing; the checkpoint directory has no graph. "
@@ -68,11 +85,22 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
     except (OSError, ValueError, KeyError) as exc:
         raise FreezeError(f"{state_path}: missing or unreadable ({exc}); it names the newest checkpoint. "
                           "Save a checkpoint into the directory first") from None
-    path = os.path.join(directory, os.path.basename(newest))  # the index names files in its own folder
+    # the index names files (or TF-style prefixes) in its own folder
+    path = checkpoint_file(os.path.join(directory, os.path.basename(newest)))
     if not os.path.exists(path):
         raise FreezeError(f"checkpoint shard {newest!r} named by {state_path} is missing; restore the file, "
                           "or point the checkpoint file at a checkpoint that exists")
-    _check_archive(path, state_path)
+    return _open_checkpoint(path, graph_path, f"re-save it, or point {state_path} at an older checkpoint")
+
+
+def _open_checkpoint(path: str, graph_path: str, remedy: str) -> FreezeSource:
+    """The checkpoint file ``path`` with the graph in ``graph_path`` (a graph or meta graph file)."""
+    import trainer
+    from trainer.saved_slices import shard_values
+    from trainer.saver import CheckpointError, load_checkpoint
+    from trainer.slot_names import stored_name
+
+    _check_archive(path, remedy)
     try:
         graph = trainer.import_graph(graph_path)
     except Exception as exc:
@@ -82,7 +110,7 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
         meta, values = load_checkpoint(path)
         values = shard_values(meta, values)  # a partitioned variable is saved whole, by its logical name
     except CheckpointError as exc:
-        raise FreezeError(f"{exc}; the shard is corrupt: re-save it, or point {state_path} at an older checkpoint") from None
+        raise FreezeError(f"{exc}; the shard is corrupt: {remedy}") from None
     variables = trainer.global_variables(graph)
     stored = {v: stored_name(v.op.name, values) for v in variables}  # a slot may hold its pre-TF name
     missing = [v.op.name for v in variables if stored[v] not in values]
@@ -96,7 +124,7 @@ def _open_checkpoint_dir(directory: str) -> FreezeSource:
     return FreezeSource(graph, values, session, path, step if step is not None else (int(match.group(1)) if match else None))
 
 
-def _check_archive(path: str, state_path: str) -> None:
+def _check_archive(path: str, remedy: str) -> None:
     """A checkpoint shard is a zip archive; test it whole before NumPy reads it."""
     import zipfile
 
@@ -106,8 +134,7 @@ def _check_archive(path: str, state_path: str) -> None:
     except (OSError, zipfile.BadZipFile) as exc:
         bad = str(exc)
     if bad is not None:
-        raise FreezeError(f"checkpoint shard {path!r} is corrupt ({bad}): re-save it, or point {state_path} "
-                          "at an older checkpoint")
+        raise FreezeError(f"checkpoint shard {path!r} is corrupt ({bad}): {remedy}")
 
 
 def _global_step(graph, values) -> int | None:

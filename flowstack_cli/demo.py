@@ -40,6 +40,7 @@ def run(args) -> int:
     from exporter import check_trainer_parity, freeze, write_repository
     from exporter.freeze import trainer_outputs
     from flowstack_cli import digits
+    from trainer.checkpoint_format import checkpoint_file
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="flowstack-demo-"))
     checkpoint_dir, repository = workdir / "checkpoints", workdir
@@ -75,7 +76,7 @@ def run(args) -> int:
     _step(3, f"test accuracy on {len(yte)} held-out digits: trainer {trainer_acc:.2%}, edge runtime {edge_acc:.2%} "
              f"(same prediction for {agree}/{len(yte)}, max abs difference {max_diff:.1e})")
 
-    shard = Path(checkpoint)
+    shard = Path(checkpoint_file(checkpoint))  # train_cnn returns the checkpoint's prefix, as Saver.save does
     frozen_size = int(frozen.metadata["frozen_size"])
     latency = _latency(model, xte[:1])
     _step(4, f"sizes: checkpoint {_size(shard)} + graph {_size(checkpoint_dir / 'graph.npz')}; frozen graph "

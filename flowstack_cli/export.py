@@ -16,7 +16,8 @@ from flowstack_cli.flow_flags import add_flow_flags
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="freeze a trained checkpoint into an optimized, verified .flow file")
-    p.add_argument("checkpoint_dir", type=Path, help="directory with graph.npz and checkpoints (what Saver writes)")
+    p.add_argument("checkpoint_dir", type=Path,
+                   help="a checkpoint directory (what Saver writes) or a checkpoint prefix such as run/model-5")
     p.add_argument("--inputs", required=True, action="append",
                    help="input tensor(s), comma-separated or repeated: images, or image=images:0")
     p.add_argument("--outputs", required=True, action="append",

@@ -16,10 +16,14 @@ import zlib
 
 import numpy as np
 
-__all__ = ["FORMAT_VERSION", "CheckpointError", "array_crc32", "atomic_write", "check_value", "checkpoint_damage",
-           "is_temp_file", "json_member", "load_checkpoint", "write_npz"]
+__all__ = ["CHECKPOINT_SUFFIX", "FORMAT_VERSION", "CheckpointError", "array_crc32", "atomic_write", "check_value",
+           "checkpoint_damage", "checkpoint_file", "checkpoint_prefix", "is_temp_file", "json_member", "load_checkpoint",
+           "write_npz"]
 
 FORMAT_VERSION = 1
+# A checkpoint is named by its prefix, as in TensorFlow 1.x (``dir/model.ckpt-3``); its one file is
+# the prefix plus this suffix. Every reader and writer maps between the two through the functions below.
+CHECKPOINT_SUFFIX = ".ckpt"
 TEMP_PREFIX = ".tmp-"
 # atomic_write's temporary files: ".tmp-<final name>-<mkstemp's 8 random characters>".
 _TEMP_NAME = re.compile("^" + re.escape(TEMP_PREFIX) + r"(?P<final>.+)-[a-z0-9_]{8}$")
@@ -34,6 +38,22 @@ def is_temp_file(name: str, final_names) -> bool:
     accepts: a leftover of a writer killed before its rename."""
     match = _TEMP_NAME.match(name)
     return match is not None and bool(final_names(match.group("final")))
+
+
+def checkpoint_file(path: str, *, writing: bool = False) -> str:
+    """The file of the checkpoint ``path`` names: a prefix (``dir/model.ckpt-3``, what Saver.save and
+    latest_checkpoint return) or, as flowstack returned before prefixes, the file itself (read only:
+    ``writing`` always gives the prefix's own file)."""
+    path = os.fspath(path)
+    candidate = path + CHECKPOINT_SUFFIX
+    if writing or not path.endswith(CHECKPOINT_SUFFIX) or os.path.isfile(candidate):
+        return candidate
+    return path
+
+
+def checkpoint_prefix(file: str) -> str:
+    """The prefix naming the checkpoint stored in ``file`` (the inverse of ``checkpoint_file``)."""
+    return file[:-len(CHECKPOINT_SUFFIX)] if file.endswith(CHECKPOINT_SUFFIX) else file
 
 
 def atomic_write(path: str, write) -> None:
@@ -83,18 +103,19 @@ def array_crc32(value: np.ndarray) -> int:
 
 
 def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """(meta, {variable name: array}) of a checkpoint file, every byte read and checked.
+    """(meta, {variable name: array}) of the checkpoint ``path`` (a prefix, or its file), every byte
+    read and checked.
 
     Version-1 files written since the ``"crc32"`` meta entry was appended carry each variable's
     checksum; older ones are checked by the archive's own CRC of each member and by the meta's
     dtypes and shapes. Damage raises CheckpointError saying what is wrong. ``path`` may be the
-    prefix TensorFlow 1.x scripts pass (``saver.restore(sess, "model.ckpt")`` after
-    ``saver.save(sess, "model.ckpt")``, which wrote ``model.ckpt.ckpt``).
+    prefix TensorFlow 1.x scripts pass (see ``checkpoint_file``).
     """
-    if not os.path.exists(path) and os.path.isfile(path + ".ckpt"):
-        path += ".ckpt"
+    name, path = path, checkpoint_file(path)
     if not os.path.exists(path):
-        raise CheckpointError(f"checkpoint {path!r} does not exist")
+        where = "" if path == name else f" (no file {path!r})"
+        raise CheckpointError(f"checkpoint {name!r} does not exist{where}; pass the prefix that Saver.save "
+                              f"or tf.train.latest_checkpoint returned")
     if os.path.getsize(path) == 0:
         raise CheckpointError(f"checkpoint {path!r} is unreadable: the file is empty")
     if not zipfile.is_zipfile(path):  # np.load would read a bare .npy as an array, not an archive

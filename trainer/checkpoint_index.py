@@ -2,7 +2,9 @@
 
 The index is JSON ``{"model_checkpoint_path": name, "all_model_checkpoint_paths": [names]}``, oldest
 first, each entry a file name relative to the index's folder (so a copied or moved folder stays
-whole). Reading it, a run only ever looks inside that folder:
+whole); an entry without the ``.ckpt`` suffix is read as a TF-style prefix of that file. What this
+module returns to users (``latest_checkpoint``, ``checkpoint_state``) are TensorFlow's checkpoint
+prefixes (``dir/model-3``, the file less its suffix). Reading it, a run only ever looks inside that folder:
 
 - an entry that points elsewhere (an absolute path written by an older Saver, then the folder was
   copied) is taken as the file of the same name in this folder, with a warning;
@@ -22,14 +24,15 @@ import os
 import re
 import warnings
 
-from trainer.checkpoint_format import atomic_write, checkpoint_damage, is_temp_file
+from trainer.checkpoint_format import (CHECKPOINT_SUFFIX, atomic_write, checkpoint_damage, checkpoint_file,
+                                       checkpoint_prefix, is_temp_file)
 
-__all__ = ["CHECKPOINT_SUFFIX", "GRAPH_FILE", "STATE_FILE", "CheckpointWarning", "checkpoint_files",
+__all__ = ["CHECKPOINT_SUFFIX", "GRAPH_FILE", "META_SUFFIX", "STATE_FILE", "CheckpointWarning", "checkpoint_files",
            "checkpoint_history", "checkpoint_state", "latest_checkpoint", "remove_leftovers", "step_of", "write_index"]
 
 STATE_FILE = "checkpoint"
 GRAPH_FILE = "graph.npz"
-CHECKPOINT_SUFFIX = ".ckpt"
+META_SUFFIX = ".meta"  # Saver.save's meta graph beside each checkpoint: <prefix>.meta
 _STEP = re.compile(r"-(\d+)\.ckpt$")
 
 
@@ -58,7 +61,7 @@ def _is_checkpoint_name(name: str) -> bool:
 
 
 def _is_own_final_name(name: str) -> bool:
-    return name in (STATE_FILE, GRAPH_FILE) or _is_checkpoint_name(name)
+    return name in (STATE_FILE, GRAPH_FILE) or _is_checkpoint_name(name) or name.endswith(META_SUFFIX)
 
 
 def checkpoint_files(directory: str) -> list[str]:
@@ -89,8 +92,9 @@ def remove_leftovers(directory: str) -> list[str]:
 
 
 def _entry_name(directory: str, entry: str) -> str:
-    """The file name an index entry means, inside ``directory``; warns when it pointed elsewhere."""
-    name = os.path.basename(entry)
+    """The file name an index entry (a file or a prefix) means, inside ``directory``; warns when it
+    pointed elsewhere."""
+    name = os.path.basename(checkpoint_file(os.path.join(directory, os.path.basename(entry))))
     target = os.path.dirname(os.path.join(directory, entry))  # an absolute entry replaces directory
     if os.path.realpath(target) != os.path.realpath(directory):
         _warn(f"checkpoint index in {directory!r} names {entry!r}, outside that folder; using "
@@ -151,13 +155,14 @@ def checkpoint_history(directory: str, *, expected: str | None = None) -> list[s
 
 
 def latest_checkpoint(directory: str) -> str | None:
-    """The path of the newest intact checkpoint in ``directory``, or None when there is none.
+    """The prefix of the newest intact checkpoint in ``directory``, or None when there is none.
 
     Each candidate, newest first, is read whole and checked; one that is missing, truncated or
     corrupt is skipped with a warning naming it and why. When every listed one is damaged, the
     folder's unlisted checkpoint files (one a kill kept rotation from deleting) are tried last.
     """
-    return _newest_intact(directory, checkpoint_history(directory))
+    newest = _newest_intact(directory, checkpoint_history(directory))
+    return None if newest is None else checkpoint_prefix(newest)
 
 
 def _newest_intact(directory: str, names: list[str]) -> str | None:
@@ -178,10 +183,11 @@ def _newest_intact(directory: str, names: list[str]) -> str | None:
 
 def checkpoint_state(directory: str) -> dict | None:
     """``{model_checkpoint_path, all_model_checkpoint_paths}``: the newest intact checkpoint and
-    every listed one that exists, as paths in ``directory`` (None when there is no usable one)."""
+    every listed one that exists, as prefixes in ``directory`` (None when there is no usable one)."""
     names = checkpoint_history(directory)
     latest = _newest_intact(directory, names)
     if latest is None:
         return None
     listed = [os.path.join(directory, n) for n in names]
-    return {"model_checkpoint_path": latest, "all_model_checkpoint_paths": [p for p in listed if os.path.isfile(p)]}
+    return {"model_checkpoint_path": checkpoint_prefix(latest),
+            "all_model_checkpoint_paths": [checkpoint_prefix(p) for p in listed if os.path.isfile(p)]}

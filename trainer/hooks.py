@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from trainer.checkpoint_format import checkpoint_file
 from trainer.checkpoint_index import remove_leftovers
 
 __all__ = [
@@ -221,21 +222,21 @@ class CheckpointSaverHook(SessionRunHook):
                  saver=None, checkpoint_basename: str = "model.ckpt", scaffold=None, listeners=None):
         if (save_secs is None) == (save_steps is None):
             raise ValueError("CheckpointSaverHook: give exactly one of save_secs and save_steps")
-        if scaffold is not None:
-            raise ValueError("CheckpointSaverHook: scaffold= is not supported; pass saver= instead")
+        if scaffold is not None and saver is not None:
+            raise ValueError("CheckpointSaverHook: give saver= or scaffold=, not both")
         for name, value in (("save_secs", save_secs), ("save_steps", save_steps)):
             if value is not None and value <= 0:
                 raise ValueError(f"CheckpointSaverHook: {name} must be positive, got {value}")
         base = checkpoint_basename[:-len(".ckpt")] if checkpoint_basename.endswith(".ckpt") else checkpoint_basename
         self._prefix = os.path.join(checkpoint_dir, base)
         self._secs, self._steps = save_secs, save_steps
-        self._saver, self._listeners = saver, list(listeners or ())
+        self._saver, self._scaffold, self._listeners = saver, scaffold, list(listeners or ())
         self._last_step: int | None = None
         self._last_time = 0.0
 
     def begin(self):
         self._step = _global_step()
-        if self._saver is None:
+        if self._saver is None and self._scaffold is None:  # a scaffold's saver exists once it is finalized
             from trainer.saver import Saver  # trainer.saver needs the graph modules; hooks are imported early
 
             self._saver = Saver()
@@ -243,9 +244,11 @@ class CheckpointSaverHook(SessionRunHook):
             listener.begin()
 
     def after_create_session(self, session, coord):
+        if self._saver is None:
+            self._saver = self._scaffold.saver
         remove_leftovers(os.path.dirname(self._prefix) or ".")  # temporary files of a save killed mid-write
         step = int(session.run(self._step))
-        if not os.path.isfile(f"{self._prefix}-{step}.ckpt"):  # the state at creation, unless just restored
+        if not os.path.isfile(checkpoint_file(f"{self._prefix}-{step}")):  # the state at creation, unless restored
             self._save(session, step)
         self._last_step, self._last_time = step, time.monotonic()
 

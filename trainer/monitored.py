@@ -45,7 +45,10 @@ class MonitoredTrainingSession:
                  hooks=(), graph=None, save_steps: int | None = None, save_secs: float | None = 600.0,
                  max_steps: int | None = None, max_to_keep: int = 5, summary_op=None,
                  save_summaries_steps: int = 100, saver: Saver | None = None, ready_timeout: float = 300.0,
-                 report_steps: int = 100, **session_kwargs):
+                 report_steps: int = 100, save_checkpoint_steps: int | None = None,
+                 save_checkpoint_secs: float | None = None, **session_kwargs):
+        if save_checkpoint_steps is not None or save_checkpoint_secs is not None:  # TF 1.x's names for them
+            save_steps, save_secs = save_checkpoint_steps, save_checkpoint_secs
         self.graph = graph or get_default_graph()
         self.checkpoint_dir = checkpoint_dir
         self.is_chief = is_chief

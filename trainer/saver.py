@@ -2,7 +2,11 @@
 
 Files in a checkpoint directory:
 
-- ``<prefix>-<step>.ckpt``: a NumPy ``.npz`` archive (a zip of ``.npy`` members, read with
+A checkpoint is named by its prefix, as in TensorFlow 1.x: ``Saver.save`` returns ``<path>-<step>``
+and ``latest_checkpoint`` the newest such prefix; ``checkpoint_format.checkpoint_file`` maps a
+prefix to its file (an old flowstack path naming the file itself still works).
+
+- ``<prefix>.ckpt``: a NumPy ``.npz`` archive (a zip of ``.npy`` members, read with
   ``np.load(allow_pickle=False)``): one member per variable, keyed by variable name, plus
   ``__meta__``, UTF-8 JSON as a uint8 array: ``{"format": "flowstack-checkpoint", "version": 1,
   "variables": {name: {"dtype": "float32", "shape": [..]}}, "crc32": {name: int}}`` (``crc32``,
@@ -12,6 +16,7 @@ Files in a checkpoint directory:
 - ``checkpoint``: JSON ``{"model_checkpoint_path": ..., "all_model_checkpoint_paths": [...]}``,
   file names relative to the folder, naming the newest complete checkpoint (also replaced
   atomically; see ``trainer/checkpoint_index.py`` for how it is read without losing work).
+- ``<prefix>.meta``: the meta graph (graph, collections, saver; ``trainer/meta_graph.py``).
 - ``graph.npz``: the graph (see ``export_graph``): member ``__graph__`` is UTF-8 JSON with
   ``{"format": "flowstack-graph", "version": 1, "nodes": [...], "collections": {...}}``; each node
   is ``{"name", "op", "domain", "inputs": ["node:index" | null], "control_inputs": [names],
@@ -26,14 +31,15 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import numpy as np
 
 from schemas.registry import TensorType
-from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, json_member, load_checkpoint,
-                                       write_npz)
-from trainer.checkpoint_index import (GRAPH_FILE, STATE_FILE, CheckpointWarning, checkpoint_history, checkpoint_state,
-                                      latest_checkpoint, write_index)
+from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, checkpoint_file, checkpoint_prefix,
+                                       json_member, load_checkpoint, write_npz)
+from trainer.checkpoint_index import (GRAPH_FILE, META_SUFFIX, STATE_FILE, CheckpointWarning, checkpoint_history,
+                                      checkpoint_state, latest_checkpoint, write_index)
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
 from trainer.ops import concat, constant, group, make_op, placeholder
 from trainer.variables import Variable, global_variables
@@ -42,7 +48,7 @@ from trainer.slot_names import stored_name
 
 __all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state",
            "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint", "load_checkpoint",
-           "node_to_dict"]
+           "node_to_dict", "variable_from_node"]
 
 
 # -- Saver ----------------------------------------------------------------------------------------
@@ -50,17 +56,33 @@ class Saver:
     """Saves and restores variables with Save/Restore ops; keeps the newest ``max_to_keep``.
 
     ``var_list`` is as in TensorFlow 1.x: None (every global variable), a list of variables
-    (partitioned ones too), or a dict ``{name in the checkpoint: variable}``.
+    (partitioned ones too), or a dict ``{name in the checkpoint: variable}``. The other arguments
+    are TF 1.x's: ``keep_checkpoint_every_n_hours`` keeps, out of those rotation would delete, one
+    checkpoint per that many hours (unlisted, never deleted); ``pad_step_number`` names steps
+    ``-00000003``; ``sharded``, ``name``, ``restore_sequentially``, ``defer_build``,
+    ``write_version``, ``save_relative_paths`` and ``filename`` change nothing here (a checkpoint is
+    always one file, indexed by relative names).
     """
 
-    def __init__(self, var_list=None, max_to_keep: int | None = 5, graph: Graph | None = None):
+    def __init__(self, var_list=None, reshape: bool = False, sharded: bool = False, max_to_keep: int | None = 5,
+                 keep_checkpoint_every_n_hours: float = 10000.0, name=None, restore_sequentially: bool = False,
+                 saver_def=None, builder=None, defer_build: bool = False, allow_empty: bool = False,
+                 write_version=None, pad_step_number: bool = False, save_relative_paths: bool = False,
+                 filename=None, graph: Graph | None = None):
+        unsupported = {"reshape": reshape, "saver_def": saver_def is not None, "builder": builder is not None}
+        if any(unsupported.values()):
+            raise ValueError(f"Saver: {', '.join(k for k, v in unsupported.items() if v)} not supported")
         self.graph = graph or get_default_graph()
         # One entry per logical variable: a partitioned variable's shards save as one tensor.
         self.entries = entries_from(var_list if var_list is not None else global_variables(self.graph))
         if not self.entries:
-            raise ValueError("Saver: no variables to save")
+            raise ValueError("Saver: no variables to save" + (" (allow_empty=True is not supported)" if allow_empty else ""))
         self.var_list = [v for e in self.entries for v in e.variables]
         self.max_to_keep = max_to_keep
+        self.pad_step_number = pad_step_number
+        self._keep_every_secs = keep_checkpoint_every_n_hours * 3600.0
+        self._next_keep_time = time.time() + self._keep_every_secs
+        self._last_checkpoints: list[str] = []
         self._lock = threading.Lock()
         self._graph_written = None
         g = self.graph
@@ -81,12 +103,23 @@ class Saver:
 
             self.restore_op = group(*assigns, name="restore_all")
 
-    def save(self, sess, save_path: str, global_step=None, write_graph: bool = True) -> str:
-        """Write ``save_path-<step>.ckpt`` atomically, update the ``checkpoint`` file; returns the path."""
+    def save(self, sess, save_path: str, global_step=None, latest_filename=None, meta_graph_suffix: str = "meta",
+             write_meta_graph: bool = True, write_state: bool = True, strip_default_attrs: bool = False,
+             save_debug_info: bool = False, write_graph: bool = True) -> str:
+        """Save as TensorFlow 1.x does and return the checkpoint's prefix, ``save_path-<step>`` (or
+        ``save_path``): the variables go to the prefix's file (``<prefix>.ckpt``, written atomically),
+        the meta graph to ``<prefix>.meta`` (``write_meta_graph``), and the folder's ``checkpoint``
+        index lists it (``write_state``). ``write_graph`` keeps the folder's ``graph.npz`` current
+        for the exporter. ``strip_default_attrs`` and ``save_debug_info`` are TF's and change nothing."""
+        if latest_filename not in (None, STATE_FILE):
+            raise ValueError(f"Saver.save: latest_filename={latest_filename!r} is not supported; the index is "
+                             f"always {STATE_FILE!r}")
         if global_step is not None and not isinstance(global_step, (int, np.integer)):
             global_step = int(sess.run(global_step))
-        prefix = f"{save_path}-{global_step}" if global_step is not None else save_path
-        path = prefix + ".ckpt"
+        prefix = os.fspath(save_path)
+        if global_step is not None:
+            prefix += f"-{int(global_step):08d}" if self.pad_step_number else f"-{int(global_step)}"
+        path = checkpoint_file(prefix, writing=True)
         with self._lock:
             sess.run(self.save_op, {self.filename: np.asarray(path, dtype=object)})
             directory = os.path.dirname(os.path.abspath(path))
@@ -94,25 +127,49 @@ class Saver:
             if write_graph and (self._graph_written != (graph_path, self.graph.version)):
                 export_graph(self.graph, graph_path)  # once per saver, and again if the graph grew
                 self._graph_written = (graph_path, self.graph.version)
-            self._index(directory, os.path.basename(path))
-        return path
+            if write_meta_graph:
+                self._write_meta_graph(f"{prefix}.{meta_graph_suffix}")
+            kept = self._index(directory, os.path.basename(path)) if write_state else [os.path.basename(path)]
+            here = {os.path.join(os.path.dirname(prefix), checkpoint_prefix(n)) for n in kept}
+            self._last_checkpoints = [p for p in self._last_checkpoints if p in here and p != prefix] + [prefix]
+        return prefix
 
-    def _index(self, directory: str, name: str) -> None:
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """The prefixes of the checkpoints this Saver wrote that rotation has kept, oldest first."""
+        return list(self._last_checkpoints)
+
+    def _write_meta_graph(self, path: str) -> None:
+        from trainer.meta_graph import meta_graph_bytes  # it builds on this module
+
+        data = meta_graph_bytes(self.graph, self)
+        atomic_write(path, lambda f: f.write(data))
+
+    def _index(self, directory: str, name: str) -> list[str]:
         """List the new checkpoint ``name`` in the index, then rotate: the checkpoint file is already
         complete on disk, the index is replaced atomically, and only then are the oldest deleted, so a
         kill at any moment leaves an index (or files) naming a complete checkpoint at least as new
-        as the last one listed. Only files inside ``directory`` are ever deleted."""
+        as the last one listed. Only files inside ``directory`` are ever deleted. Returns the names
+        the index now lists."""
         names = [n for n in checkpoint_history(directory, expected=name) if n != name] + [name]
         keep = len(names) if not self.max_to_keep or self.max_to_keep <= 0 else self.max_to_keep
         write_index(directory, names[-keep:])
         for old in names[:-keep]:
             old_path = os.path.join(directory, old)
-            if os.path.isfile(old_path):
-                os.unlink(old_path)
+            if os.path.isfile(old_path) and os.path.getmtime(old_path) >= self._next_keep_time:
+                self._next_keep_time += self._keep_every_secs  # as TF: one kept per period of training
+                continue  # keep_checkpoint_every_n_hours: out of the index, but never deleted
+            for file in (old_path, checkpoint_prefix(old_path) + META_SUFFIX):
+                if os.path.isfile(file):
+                    os.unlink(file)
+        return names[-keep:]
 
     def restore(self, sess, save_path: str) -> None:
-        """Load every variable from ``save_path``; a missing or mismatching variable raises
-        CheckpointError naming it, before any variable is changed."""
+        """Load every variable from the checkpoint ``save_path`` (a prefix as ``save`` returns, or its
+        file); a missing or mismatching variable raises CheckpointError naming it, before any
+        variable is changed."""
+        if save_path is None:
+            raise ValueError("Saver.restore: save_path is None (tf.train.latest_checkpoint found no checkpoint?)")
         meta, values = load_checkpoint(save_path)
         problems = []
         for e in self.entries:
@@ -129,7 +186,7 @@ class Saver:
                 f"checkpoint {save_path!r} does not match the graph: " + "; ".join(problems)
                 + ". If the model changed, train into a new checkpoint directory; to restore only the "
                 "variables both have, pass them as Saver(var_list=[...])")
-        sess.run(self.restore_op, {self.filename: np.asarray(save_path, dtype=object)})
+        sess.run(self.restore_op, {self.filename: np.asarray(checkpoint_file(save_path), dtype=object)})
 
 
 def _whole(entry: LogicalTensor):
@@ -231,15 +288,25 @@ def import_graph(path: str, graph: Graph | None = None) -> Graph:
     return graph_from_dict(desc, arrays, graph, source=repr(path))
 
 
+def variable_from_node(node, *, trainable: bool) -> Variable:
+    """The Variable of an imported variable node (its initializer is the ``<name>/Assign`` node)."""
+    v = Variable.__new__(Variable)
+    v.node = node
+    v.tensor = node.outputs[0]
+    v.trainable = trainable
+    v.initializer = node.graph.node(node.name + "/Assign")
+    v.initial_value = v.initializer.inputs[1]
+    node.variable = v
+    return v
+
+
 def graph_from_dict(desc: dict, arrays: dict, graph: Graph | None = None, *, source: str = "graph") -> Graph:
     """Rebuild a graph from ``graph_to_dict``'s (description, arrays); ``source`` names it in errors."""
     from schemas.registry import TensorType
 
-    from trainer.variables import Variable
-
     if not isinstance(desc, dict) or desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
         raise GraphError(f"{source} is not a flowstack graph this reader understands")
-    g = graph or Graph()
+    g = graph if graph is not None else Graph()  # an empty Graph is falsy (len 0)
     names = {nd["name"] for nd in desc["nodes"]}
     back_edges = []  # a loop's Merge names its NextIteration, which comes later
     late_controls = []  # and a loop gradient's nodes may wait on a StackPush made later too
@@ -268,13 +335,7 @@ def graph_from_dict(desc: dict, arrays: dict, graph: Graph | None = None, *, sou
     cols = desc.get("collections", {})
     trainable = set(cols.get(GraphKeys.TRAINABLE_VARIABLES, []))
     for name in cols.get(GraphKeys.GLOBAL_VARIABLES, []):
-        v = Variable.__new__(Variable)
-        v.node = g.node(name)
-        v.tensor = v.node.outputs[0]
-        v.trainable = name in trainable
-        v.initializer = g.node(name + "/Assign")
-        v.initial_value = v.initializer.inputs[1]
-        v.node.variable = v
+        v = variable_from_node(g.node(name), trainable=name in trainable)
         g.add_to_collection(GraphKeys.GLOBAL_VARIABLES, v)
         if v.trainable:
             g.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, v)

@@ -396,7 +396,11 @@ LAZY_ATTRIBUTES = {
     **{name: ("trainer.optimizers", name) for name in (
         "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
     **{name: ("trainer.checkpoint_utils", name) for name in (
-        "checkpoint_exists", "get_checkpoint_state", "list_variables", "load_variable")},
+        "checkpoint_exists", "checkpoints_iterator", "get_checkpoint_mtimes", "get_checkpoint_state",
+        "init_from_checkpoint", "list_variables", "load_variable", "remove_checkpoint", "update_checkpoint_state")},
+    **{name: ("trainer.monitored_session", name) for name in (
+        "ChiefSessionCreator", "MonitoredSession", "Scaffold", "SessionCreator", "SingularMonitoredSession")},
+    **{name: ("trainer.meta_graph", name) for name in ("export_meta_graph", "import_meta_graph")},
     "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),
 }
 

@@ -67,6 +67,16 @@ def test_checkpoint_dir_freezes_like_the_session(trained) -> None:
     assert json.loads(meta["outputs"]) == {"probs": "FP32 [?, 10]"} and "created" in meta
 
 
+def test_a_checkpoint_prefix_freezes_like_the_session(trained) -> None:
+    """TF's way of naming one checkpoint: the prefix Saver.save returned (its graph: <prefix>.meta)."""
+    session, directory, path, images = trained
+    assert path == f"{directory}/model-20" and Path(path + ".meta").is_file()
+    a = edge_run(freeze(session, **IO), {"image": images})["probs"]
+    np.testing.assert_array_equal(edge_run(freeze(path, **IO), {"image": images})["probs"], a)
+    with pytest.raises(FreezeError, match="model-21: no such checkpoint directory or checkpoint prefix"):
+        freeze(f"{directory}/model-21", **IO)
+
+
 def test_export_trained_writes_a_verified_file(trained, tmp_path: Path) -> None:
     _, directory, _, images = trained
     out = tmp_path / "m.flow"
@@ -250,7 +260,7 @@ def test_damaged_checkpoint_is_refused_naming_the_file(trained, tmp_path: Path, 
     copy.mkdir()
     for f in os.listdir(directory):
         (copy / f).write_bytes((Path(directory) / f).read_bytes())
-    shard = copy / Path(path).name
+    shard = copy / (Path(path).name + ".ckpt")  # the file of the prefix Saver.save returned
     (copy / "checkpoint").write_text(json.dumps({"model_checkpoint_path": str(shard), "all_model_checkpoint_paths": [str(shard)]}))
     if damage == "missing":
         shard.unlink()

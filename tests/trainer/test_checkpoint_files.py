@@ -53,7 +53,7 @@ def test_checkpoint_round_trip_is_exact_for_every_dtype(tmp_path):
 @pytest.mark.parametrize("cut", ["empty", "header", "half", "tail"])
 def test_truncated_checkpoint_is_a_checkpoint_error_naming_the_file(tmp_path, cut):
     s, _, saver = _model()
-    data = Path(saver.save(s, str(tmp_path / "m"))).read_bytes()
+    data = Path(saver.save(s, str(tmp_path / "m")) + ".ckpt").read_bytes()
     n = {"empty": 0, "header": 10, "half": len(data) // 2, "tail": len(data) - 5}[cut]
     bad = tmp_path / "bad.ckpt"
     bad.write_bytes(data[:n])
@@ -66,7 +66,7 @@ def test_corrupt_checkpoint_is_a_checkpoint_error(tmp_path, content):
     s, _, saver = _model()
     bad = tmp_path / "bad.ckpt"
     if content == "flipped":
-        data = bytearray(Path(saver.save(s, str(tmp_path / "m"))).read_bytes())
+        data = bytearray(Path(saver.save(s, str(tmp_path / "m")) + ".ckpt").read_bytes())
         data[len(data) // 3: len(data) // 3 + 16] = b"\xff" * 16
         bad.write_bytes(bytes(data))
     elif content == "npy":
@@ -146,16 +146,18 @@ def test_latest_checkpoint_resolves_relative_entries_against_the_directory(tmp_p
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # a fresh process started somewhere else
-    assert T.latest_checkpoint(str(tmp_path / "ck")) == str(tmp_path / "ck" / "m-7.ckpt")
-    (tmp_path / "ck" / "checkpoint").write_text('{"model_checkpoint_path": "m-7.ckpt"}')  # TF-style, relative
-    assert T.latest_checkpoint(str(tmp_path / "ck")) == str(tmp_path / "ck" / "m-7.ckpt")
+    assert T.latest_checkpoint(str(tmp_path / "ck")) == str(tmp_path / "ck" / "m-7")
+    (tmp_path / "ck" / "checkpoint").write_text('{"model_checkpoint_path": "m-7"}')  # TF-style: a relative prefix
+    assert T.latest_checkpoint(str(tmp_path / "ck")) == str(tmp_path / "ck" / "m-7")
+    (tmp_path / "ck" / "checkpoint").write_text('{"model_checkpoint_path": "m-7.ckpt"}')  # older flowstack: the file
+    assert T.latest_checkpoint(str(tmp_path / "ck")) == str(tmp_path / "ck" / "m-7")
 
 
 def test_max_to_keep_rotation_and_stale_entries(tmp_path):
     s, _, saver = _model(max_to_keep=2)
     paths = [saver.save(s, str(tmp_path / "m"), global_step=i) for i in range(4)]
     assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == ["m-2.ckpt", "m-3.ckpt"]
-    os.unlink(paths[-1])  # the newest vanished: fall back to the newest that exists, and say so
+    os.unlink(paths[-1] + ".ckpt")  # the newest vanished: fall back to the newest that exists, and say so
     with pytest.warns(T.saver.CheckpointWarning, match="'m-3.ckpt': .*does not exist"):
         assert T.latest_checkpoint(str(tmp_path)) == paths[-2]
 

@@ -42,9 +42,10 @@ def test_save_restore_roundtrip_and_max_to_keep(tmp_path):
     for _ in range(3):
         s.run(inc)
         paths.append(saver.save(s, str(tmp_path / "model"), global_step=int(s.run(g.tensor("global_step:0")))))
-    assert not os.path.exists(paths[0]) and all(os.path.exists(p) for p in paths[1:])
+    # save returns TF's prefix; the file is <prefix>.ckpt
+    assert not os.path.exists(paths[0] + ".ckpt") and all(os.path.exists(p + ".ckpt") for p in paths[1:])
     state = json.loads((tmp_path / "checkpoint").read_text())
-    names = [os.path.basename(p) for p in paths]  # relative to the folder, so a copy stays whole
+    names = [os.path.basename(p) + ".ckpt" for p in paths]  # relative to the folder, so a copy stays whole
     assert state["model_checkpoint_path"] == names[-1] and state["all_model_checkpoint_paths"] == names[1:]
     assert T.latest_checkpoint(str(tmp_path)) == paths[-1]
     want = s.variable_values()
@@ -64,7 +65,7 @@ def test_checkpoint_is_npz_without_pickle(tmp_path):
     s = T.Session(g)
     s.run(init)
     path = saver.save(s, str(tmp_path / "m"), global_step=0)
-    with np.load(path, allow_pickle=False) as data:
+    with np.load(path + ".ckpt", allow_pickle=False) as data:
         meta = json.loads(bytes(data["__meta__"]))
         assert meta["format"] == "flowstack-checkpoint"
         assert data["fc/kernel"].shape == (2, 3)
@@ -120,7 +121,7 @@ def test_monitored_session_resumes(tmp_path):
             sess.run(train)
     g, v, train = build()
     sess = T.MonitoredTrainingSession(str(tmp_path), graph=g, save_steps=3, save_secs=None, max_steps=10)
-    assert sess.restored_from.endswith("-7.ckpt") and sess.step == 7
+    assert sess.restored_from.endswith("model-7") and sess.step == 7
     while not sess.should_stop():
         sess.run(train)
     assert sess.step == 10 and np.array_equal(sess.session.run(v), [10, 10])
@@ -161,7 +162,7 @@ def test_sigkill_during_save_resumes_from_last_complete_checkpoint(tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
     latest = T.latest_checkpoint(ckdir)
-    assert latest.endswith("model-2.ckpt")
+    assert latest.endswith("model-2")
     assert any(name.startswith(".tmp-") for name in os.listdir(ckdir))  # the torn write stayed a temp file
 
     g = T.Graph()

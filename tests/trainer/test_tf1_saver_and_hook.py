@@ -121,7 +121,7 @@ def test_checkpoint_saver_hook_saves_every_n_steps_at_creation_and_at_the_end(tm
     assert _train_with(g, train, hooks) == 10
     assert not list(tmp_path.glob(".tmp-*"))
     assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == sorted(f"my-{s}.ckpt" for s in (0, 3, 6, 9, 10))
-    assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "my-10.ckpt")
+    assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "my-10")
 
     g, v, train = _counting_model()  # a MonitoredTrainingSession on the folder resumes from the hook's checkpoint
     with tf.train.MonitoredTrainingSession(str(tmp_path), graph=g, save_secs=None) as sess:
