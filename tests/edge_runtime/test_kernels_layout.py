@@ -28,6 +28,18 @@ CONV_CASES = [
 ]
 
 
+def check_against_planar_conv(x, w, b, attrs, activation, params) -> None:
+    """ChannelsLastConv on channels-last x and w gives Conv's (or FusedConv's) answer, transposed."""
+    if activation:
+        want = run("FusedConv", x, w, b, domain=DOMAIN, activation=activation, activation_params=params, **attrs)
+    else:
+        want = run("Conv", x, w, b, **attrs)
+    got = run("ChannelsLastConv", channels_last(x), channels_last(w), b, domain=DOMAIN, activation=activation,
+              activation_params=params, **attrs)
+    assert got.flags.c_contiguous and got.shape == channels_last(want).shape
+    np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("chunk_bytes", [None, 1])  # whole batch, or one image a chunk (bias and activation per chunk)
 @pytest.mark.parametrize("activation, params", [("", []), ("Relu", []), ("Clip", [-0.5, 0.5])])
 @pytest.mark.parametrize("x_shape, w_shape, attrs", CONV_CASES)
@@ -37,14 +49,7 @@ def test_channels_last_conv_matches_conv(monkeypatch, x_shape, w_shape, attrs, a
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)
     b = rng.standard_normal(w_shape[0]).astype(np.float32)
-    if activation:
-        want = run("FusedConv", x, w, b, domain=DOMAIN, activation=activation, activation_params=params, **attrs)
-    else:
-        want = run("Conv", x, w, b, **attrs)
-    got = run("ChannelsLastConv", channels_last(x), channels_last(w), b, domain=DOMAIN, activation=activation,
-              activation_params=params, **attrs)
-    assert got.flags.c_contiguous
-    np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
+    check_against_planar_conv(x, w, b, attrs, activation, params)
 
 
 def test_channels_last_conv_refuses_groups_other_than_depthwise() -> None:
@@ -84,14 +89,7 @@ def test_channels_last_depthwise_conv_matches_conv(monkeypatch, x_shape, kernel,
     w = rng.standard_normal((c, 1) + kernel).astype(np.float32)
     b = rng.standard_normal(c).astype(np.float32) if with_bias else None
     attrs = {**attrs, "group": c}
-    if activation:
-        want = run("FusedConv", x, w, b, domain=DOMAIN, activation=activation, activation_params=params, **attrs)
-    else:
-        want = run("Conv", x, w, b, **attrs)
-    got = run("ChannelsLastConv", channels_last(x), channels_last(w), b, domain=DOMAIN, activation=activation,
-              activation_params=params, **attrs)
-    assert got.flags.c_contiguous and got.shape == channels_last(want).shape
-    np.testing.assert_allclose(got, channels_last(want), rtol=1e-4, atol=1e-4)
+    check_against_planar_conv(x, w, b, attrs, activation, params)
 
 
 @pytest.mark.parametrize("min_width", [1, 10 ** 6])  # every stride-1 row tiled, or none
