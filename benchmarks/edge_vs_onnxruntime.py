@@ -5,6 +5,11 @@
     python -m benchmarks.edge_vs_onnxruntime --models resnet18,lstm
     python -m benchmarks.edge_vs_onnxruntime --no-optimize --blas-threads 1
     python -m benchmarks.edge_vs_onnxruntime --zoo only --models bert,vit   # PyTorch exports only
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.edge_vs_onnxruntime --zoo only
+
+Where the environment pins OpenBLAS's kernels (``OPENBLAS_CORETYPE``, read once at start-up), the
+run says so: onnxruntime picks its kernels from the CPU, so the comparison wants the variable
+unset in the command (as the last line above), never in tests or CI.
 
 With ``--zoo with`` (or ``only``) the PyTorch-exported zoo of ``benchmarks.zoo`` (torch needed:
 a benchmark peer, never a package dependency) runs beside (or instead of) the hand-built models,
@@ -43,7 +48,7 @@ from onnx.reference import ReferenceEvaluator
 from benchmarks.models import BENCHMARKS
 from benchmarks.timing import Timing, time_one, time_pair
 from edge_runtime import load
-from edge_runtime.threads import describe_blas
+from edge_runtime.threads import describe_blas, forced_blas_kernels
 from exporter import flow_writer
 from exporter.onnx_import import import_onnx, onnx_to_flow_bytes
 from exporter.passes import optimize
@@ -244,9 +249,11 @@ def machine() -> str:
             )
     except OSError:
         cpu = platform.machine()
+    forced = forced_blas_kernels()
     return (
         f"{cpu}, {cores} cores; Python {platform.python_version()}, numpy {np.__version__} "
         f"(BLAS: {describe_blas()}), onnx {onnx.__version__}, onnxruntime {onnxruntime.__version__}"
+        + (f"\nnote: {forced}" if forced else "")
     )
 
 

@@ -11,6 +11,7 @@ effect, and a ``RuntimeWarning`` says so when the interpreter is made.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import warnings
 from functools import lru_cache
@@ -53,6 +54,16 @@ def describe_blas() -> str:
         described.append(f"{lib.internal_api} ({count} thread{'' if count == 1 else 's'}, "
                          f"{lib.info().get('architecture') or '?'} kernels)")
     return ", ".join(described) or "none found"
+
+
+def forced_blas_kernels() -> str | None:
+    """A warning when the environment pins OpenBLAS's kernels (``OPENBLAS_CORETYPE``), which it reads
+    once at start-up, whatever the CPU: a benchmark against a peer should say so, or unset it."""
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if not forced:
+        return None
+    return (f"OPENBLAS_CORETYPE={forced} pins OpenBLAS's kernels whatever this CPU offers; to compare against "
+            "a peer, unset it in the command (env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ...)")
 
 
 class BlasThreads:

@@ -71,10 +71,12 @@ def summary(label: str, ms: np.ndarray) -> str:
 
 def run(args) -> int:
     from edge_runtime import load
-    from edge_runtime.threads import describe_blas
+    from edge_runtime.threads import describe_blas, forced_blas_kernels
 
     model = load(args.model)
     print(f"BLAS: {describe_blas()}")
+    if forced_blas_kernels():
+        print(f"note: {forced_blas_kernels()}")
     feeds = sample_inputs(model, args.batch)
     model.run(feeds)  # the first run touches every array for the first time: its faults do not count
     before = minor_faults()

@@ -96,3 +96,11 @@ def test_blas_description_without_threadpoolctl(monkeypatch) -> None:
         assert threads_module.describe_blas() == "unknown (threadpoolctl not installed)"
     finally:
         threads_module._blas_controllers.cache_clear()
+
+
+def test_pinned_openblas_kernels_are_named_for_benchmark_reports(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    note = threads_module.forced_blas_kernels()
+    assert note is not None and "OPENBLAS_CORETYPE=Haswell" in note and "env -u OPENBLAS_CORETYPE" in note
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert threads_module.forced_blas_kernels() is None
