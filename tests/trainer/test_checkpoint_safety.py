@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 import trainer as T
+from tests.trainer.counting_model import counting_model
 from trainer.checkpoint_format import checkpoint_damage
 from trainer.checkpoint_index import step_of
 from trainer.saver import CheckpointWarning
@@ -41,13 +42,7 @@ WIDTH = 50_000  # 200 KB of float32: a flipped byte in the middle of the file la
 
 def _build(width: int = WIDTH):
     """A model whose variable counts the steps trained: its value is the progress."""
-    g = T.Graph()
-    with g.as_default():
-        v = T.Variable(np.zeros(width, np.float32), name="progress")
-        step = T.train.get_or_create_global_step()
-        with T.control_dependencies([v.assign_add(np.ones(width, np.float32))]):
-            train = step.assign_add(np.int64(1))
-    return g, v, train
+    return counting_model(width, "progress")
 
 
 def _train(folder: Path, *, last_step: int, save_steps: int = 2, max_to_keep: int = 5, use_hook: bool = False):
@@ -240,12 +235,12 @@ def test_a_fresh_folder_starts_at_step_zero_without_a_warning(world):
 # of step KILL_STEP (or, with kill_at "none", runs until the test kills it at a random moment).
 _CHILD = textwrap.dedent("""
     import io, os, signal, sys
-    import numpy as np
     sys.path.insert(0, {root!r})
     import trainer as T
     import trainer.checkpoint_index as index
     import trainer.kernels.training as kernels
     import trainer.saver as saver
+    from tests.trainer.counting_model import counting_model
 
     ckdir, kill_at = sys.argv[1], sys.argv[2]
     kill_step, width, max_to_keep = (int(a) for a in sys.argv[3:6])
@@ -280,12 +275,7 @@ _CHILD = textwrap.dedent("""
         "none": lambda: None,
     }}
 
-    g = T.Graph()
-    with g.as_default():
-        v = T.Variable(np.zeros(width, np.float32), name="progress")
-        step = T.train.get_or_create_global_step()
-        with T.control_dependencies([v.assign_add(np.ones(width, np.float32))]):
-            train = step.assign_add(np.int64(1))
+    g, v, train = counting_model(width, "progress")
     sess = T.MonitoredTrainingSession(ckdir, graph=g, save_steps=1, save_secs=None, max_to_keep=max_to_keep)
     print("start", sess.step, flush=True)
     while sess.step < 100_000:

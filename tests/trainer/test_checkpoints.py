@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import trainer as T
+from tests.trainer.counting_model import counting_model
 from trainer.saver import CheckpointError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,20 +107,11 @@ def test_import_graph_from_checkpoint_directory(tmp_path):
 
 
 def test_monitored_session_resumes(tmp_path):
-    def build():
-        g = T.Graph()
-        with g.as_default():
-            v = T.Variable(np.zeros(2, np.float32), name="v")
-            step = T.train.get_or_create_global_step()
-            with T.control_dependencies([v.assign_add(np.ones(2, np.float32))]):
-                train = step.assign_add(np.int64(1))
-        return g, v, train
-
-    g, v, train = build()
+    g, v, train = counting_model(2)
     with T.MonitoredTrainingSession(str(tmp_path), graph=g, save_steps=3, save_secs=None) as sess:
         for _ in range(7):
             sess.run(train)
-    g, v, train = build()
+    g, v, train = counting_model(2)
     sess = T.MonitoredTrainingSession(str(tmp_path), graph=g, save_steps=3, save_secs=None, max_steps=10)
     assert sess.restored_from.endswith("model-7") and sess.step == 7
     while not sess.should_stop():

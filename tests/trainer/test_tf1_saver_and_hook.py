@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import trainer as tf
+from tests.trainer.counting_model import counting_model
 from trainer.partitioned_variables import fixed_size_partitioner, partitioned_variable
 from trainer.saver import load_checkpoint
 
@@ -94,16 +95,6 @@ def test_saver_var_list_errors_name_the_entry():
             tf.train.Saver({})
 
 
-def _counting_model():
-    g = tf.Graph()
-    with g.as_default():
-        v = tf.Variable(np.zeros(3, np.float32), name="v")
-        step = tf.train.get_or_create_global_step()
-        with tf.control_dependencies([v.assign_add(np.ones(3, np.float32))]):
-            train = step.assign_add(np.int64(1))
-    return g, v, train
-
-
 def _train_with(g, train, hooks):
     with tf.train.MonitoredTrainingSession(graph=g, hooks=hooks) as sess:
         while not sess.should_stop():
@@ -114,7 +105,7 @@ def _train_with(g, train, hooks):
 def test_checkpoint_saver_hook_saves_every_n_steps_at_creation_and_at_the_end(tmp_path):
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / ".tmp-my-3.ckpt-abcd1234").write_bytes(b"torn")  # a save killed mid-write, earlier
-    g, v, train = _counting_model()
+    g, v, train = counting_model(3)
     with g.as_default():
         hooks = [tf.train.StopAtStepHook(last_step=10),
                  tf.train.CheckpointSaverHook(str(tmp_path), save_steps=3, checkpoint_basename="my.ckpt")]
@@ -123,13 +114,13 @@ def test_checkpoint_saver_hook_saves_every_n_steps_at_creation_and_at_the_end(tm
     assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == sorted(f"my-{s}.ckpt" for s in (0, 3, 6, 9, 10))
     assert tf.train.latest_checkpoint(str(tmp_path)) == str(tmp_path / "my-10")
 
-    g, v, train = _counting_model()  # a MonitoredTrainingSession on the folder resumes from the hook's checkpoint
+    g, v, train = counting_model(3)  # a MonitoredTrainingSession on the folder resumes from the hook's checkpoint
     with tf.train.MonitoredTrainingSession(str(tmp_path), graph=g, save_secs=None) as sess:
         assert sess.step == 10 and list(sess.session.run(v)) == [10, 10, 10]
 
 
 def test_checkpoint_saver_hook_by_seconds_and_its_saver(tmp_path):
-    g, v, train = _counting_model()
+    g, v, train = counting_model(3)
     with g.as_default():
         saver = tf.train.Saver([v], max_to_keep=1)
         hooks = [tf.train.StopAtStepHook(last_step=4),
@@ -155,7 +146,7 @@ def test_a_checkpoint_saver_listener_sees_each_save_and_can_stop_training(tmp_pa
             self.calls.append(("end", global_step_value))
 
     listener = StopAtSix()
-    g, v, train = _counting_model()
+    g, v, train = counting_model(3)
     with g.as_default():
         hook = tf.train.CheckpointSaverHook(str(tmp_path), save_steps=2, listeners=[listener])
     assert _train_with(g, train, [hook]) == 6
