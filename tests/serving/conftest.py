@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -218,3 +220,12 @@ def grpc_infer_codes(stub, request, count: int, timeout: float) -> list:
         except grpc.RpcError as exc:
             results.append((exc.code(), exc.details()))
     return results
+
+
+def client_report(script: str, *args: str, timeout: float = 120) -> dict:
+    """Run one of the real-client scripts beside this file (``triton_*_client.py``) in its own
+    process and return the JSON report it prints; a failing script fails the test with its stderr."""
+    run = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / script), *args],
+                         capture_output=True, text=True, timeout=timeout)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout)

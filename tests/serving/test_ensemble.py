@@ -5,8 +5,6 @@ step batching in its own model's batcher; bad pipelines reported naming the step
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -19,9 +17,8 @@ from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
 from serving.config import ModelConfig
 from serving.errors import ConfigError
-from tests.serving.conftest import add_version, running_server, write_pair_model
+from tests.serving.conftest import add_version, client_report, running_server, write_pair_model
 
-HERE = Path(__file__).resolve().parent
 X = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5) / 4
 
 # Listed out of order: the steps run in the order their tensors need, not the list's.
@@ -304,10 +301,7 @@ def test_explicit_load_brings_the_steps_and_an_unloaded_step_is_named(tmp_path, 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_tritonclient_runs_the_pipeline_unchanged(pipe_server, mlp, protocol):
     address = pipe_server.http_address if protocol == "http" else pipe_server.grpc_address
-    run = subprocess.run([sys.executable, str(HERE / "triton_ensemble_client.py"), protocol, address],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout)
+    report = client_report("triton_ensemble_client.py", protocol, address)
     probs, label = expected(mlp, X)
     assert report["label"] == label.tolist()
     np.testing.assert_allclose(report["probs"], probs, rtol=1e-5, atol=1e-6)

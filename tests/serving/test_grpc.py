@@ -3,10 +3,6 @@ subprocess, see triton_grpc_client.py), the health service, limits and auth."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import grpc
 import numpy as np
@@ -16,9 +12,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from schemas.proto import grpc_service_pb2 as pb
 from schemas.proto import grpc_service_pb2_grpc as pb_grpc
-from tests.serving.conftest import running_server
-
-HERE = Path(__file__).resolve().parent
+from tests.serving.conftest import client_report, running_server
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +140,7 @@ def test_reflection_lists_the_services_served(grpc_server):
 
 
 def test_tritonclient_grpc(grpc_server, mlp):
-    run = subprocess.run(
-        [sys.executable, str(HERE / "triton_grpc_client.py"), grpc_server.grpc_address],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+    report = client_report("triton_grpc_client.py", grpc_server.grpc_address, timeout=60)
     assert report["live"] and report["ready"] and report["model_ready"] and report["server_name"] == "flowstack"
     assert report["inputs"] == [{"name": "x", "datatype": "FP32", "shape": ["-1", "4"]}]
     np.testing.assert_allclose(np.array(report["probs"]), mlp(np.array(report["x"], np.float32)), rtol=1e-5)

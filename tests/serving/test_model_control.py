@@ -4,21 +4,16 @@ tritonclient.http and tritonclient.grpc unchanged, and TensorFlow Serving versio
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 
 from serving.backends import EdgeRuntimeBackend
-from tests.serving.conftest import add_version, running_server, write_pair_model
+from tests.serving.conftest import add_version, client_report, running_server, write_pair_model
 
-HERE = Path(__file__).resolve().parent
 X = np.arange(8, dtype=np.float32).reshape(2, 4) / 8
 GOOD = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 4], "data": X.ravel().tolist()}]}
 
@@ -32,13 +27,6 @@ def explicit_server(tmp_path_factory, mlp):
         yield server
 
 
-def client_report(protocol: str, address: str) -> dict:
-    run = subprocess.run([sys.executable, str(HERE / "triton_extensions_client.py"), protocol, address],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout)
-
-
 def rows(index: list) -> dict:
     return {(row["name"], row.get("version", "")): (row.get("state", ""), row.get("reason", "")) for row in index}
 
@@ -47,7 +35,7 @@ def rows(index: list) -> dict:
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_tritonclient_drives_every_extension(explicit_server, mlp, protocol):
     address = explicit_server.http_address if protocol == "http" else explicit_server.grpc_address
-    report = client_report(protocol, address)
+    report = client_report("triton_extensions_client.py", protocol, address)
     before = rows(report["index_before"])
     assert before[("mlp", "1")][0] == "READY" and before[("pair", "")] == ("UNAVAILABLE", "not loaded")
     assert not report["pair_ready_before"] and report["pair_ready_after_load"]
@@ -175,10 +163,7 @@ def test_cli_model_control_flags(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_tritonclient_aio_clients(explicit_server, mlp, protocol):
     address = explicit_server.http_address if protocol == "http" else explicit_server.grpc_address
-    run = subprocess.run([sys.executable, str(HERE / "triton_aio_client.py"), protocol, address],
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
-    report = json.loads(run.stdout)
+    report = client_report("triton_aio_client.py", protocol, address)
     assert report["live"] and report["ready"] and report["pair_ready"] and not report["pair_ready_after_unload"]
     assert {row["name"] for row in report["index"]} == {"mlp", "pair"}
     expected = mlp(np.array(report["x"], np.float32))
