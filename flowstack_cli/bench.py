@@ -75,8 +75,9 @@ def run(args) -> int:
 
     model = load(args.model)
     print(f"BLAS: {describe_blas()}")
-    if forced_blas_kernels():
-        print(f"note: {forced_blas_kernels()}")
+    forced = forced_blas_kernels()
+    if forced:
+        print(f"note: {forced}")
     feeds = sample_inputs(model, args.batch)
     model.run(feeds)  # the first run touches every array for the first time: its faults do not count
     before = minor_faults()
