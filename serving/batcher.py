@@ -125,10 +125,9 @@ class DynamicBatcher:
         leaving it to the workers.
 
         At concurrency 1 the trip to a worker thread and back (a wake-up, the GIL passed twice,
-        the event loop woken from its poll) cost more than the model call itself: 80 us over HTTP
-        and 230 over gRPC against ~76 us for the benchmark's MLP. A request that has company
-        gains from the workers (batches, and the loop decoding the next requests meanwhile), so
-        only a lone one is taken."""
+        the event loop woken from its poll) costs more than a quick model call itself
+        (benchmarks/RESULTS.md, session 13). A request that has company gains from the workers
+        (batches, and the loop decoding the next requests meanwhile), so only a lone one is taken."""
         with self._cond:
             if len(self._queue) != 1 or self._in_flight != 1 or not self._runs_alone():
                 return False
@@ -143,8 +142,8 @@ class DynamicBatcher:
         """Run a request in the calling thread, never queued, where ``run_alone`` would run it
         had it been queued: the batcher holds no other and the model is quick. Returns (outputs,
         None) or (None, the error), or None, having done nothing, where it must be ``submit``-ted.
-        (What queueing and relaying the result through a future spare: 2 of the ~11 us the core
-        spends on a request beside the model call.)"""
+        It spares the queue entry and the future that relays the result (benchmarks/RESULTS.md,
+        session 14)."""
         with self._cond:
             if self._queue or self._in_flight or not self._runs_alone():
                 return None

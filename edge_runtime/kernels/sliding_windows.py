@@ -393,10 +393,8 @@ def depthwise_channels_last(xl, w, xp, win, finish: Callable | None = None):
 
     One ``einsum`` over a strided view of every tap's window: NumPy accumulates tap by tap into the
     output with runs of C values (or of out_width * C at stride 1, DEPTHWISE_TILED_MIN_WIDTH), a
-    single pass a tap where a multiply and an add take two, and no columns are copied. Measured
-    against the planar im2col (channels, plane, taps; us): 960@7x7 3x3 173 -> 57, 1152@7x7 5x5
-    464 -> 169, 576@14x14 3x3 242 -> 124, 144@56x56 3x3 613 -> 507, 672@14x14 5x5 stride 2
-    300 -> 108."""
+    single pass a tap where a multiply and an add take two, and no columns are copied (against the
+    planar im2col: benchmarks/RESULTS.md, session 14)."""
     n, c = xl.shape[0], xl.shape[-1]
     n_sp = len(win.kernel)
     taps = xp.ascontiguousarray(w.reshape(c, -1).T).reshape(win.kernel + (c,))  # (kernel..., C)
