@@ -36,7 +36,27 @@ def channel_options() -> list[tuple[str, int]]:
     return [("grpc.max_receive_message_length", wire.MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", wire.MAX_MESSAGE_BYTES),
             # A second process claiming the same task (same port) must fail to listen, not share it.
-            ("grpc.so_reuseport", 0)]
+            ("grpc.so_reuseport", 0),
+            # A peer that was down is retried within a second of coming back, not after gRPC's
+            # default backoff of up to two minutes (calls fail fast while a channel backs off).
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000)]
+
+
+class _Stubs:
+    """One channel to a peer and the callables of its methods."""
+
+    def __init__(self, address: str):
+        self.channel = grpc.insecure_channel(address, options=channel_options())
+        path = f"/{SERVICE}/"
+        self.unary = {m: self.channel.unary_unary(path + m)
+                      for m in ("Health", "RunStep", "Deregister", "Abort", "TaskDone", "Uninitialized")}
+        self.register = self.channel.stream_unary(path + "Register")
+        self.recv = self.channel.unary_stream(path + "Recv")
+        self.check = self.channel.unary_unary(_HEALTH_CHECK, request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                              response_deserializer=health_pb2.HealthCheckResponse.FromString)
+        self.step_stats = self.channel.unary_unary(f"/{MONITOR_SERVICE}/StepStats")
 
 
 class PeerClient:
@@ -54,15 +74,7 @@ class PeerClient:
         self.answered = False  # the peer has answered a call (only such peers are watched)
         self._inflight: weakref.WeakSet = weakref.WeakSet()
         self._lock = threading.Lock()
-        self._channel = grpc.insecure_channel(address, options=channel_options())
-        path = f"/{SERVICE}/"
-        self._unary = {m: self._channel.unary_unary(path + m) for m in ("Health", "RunStep", "Deregister", "Abort", "TaskDone",
-                                                                         "Uninitialized")}
-        self._register = self._channel.stream_unary(path + "Register")
-        self._recv = self._channel.unary_stream(path + "Recv")
-        self._check = self._channel.unary_unary(_HEALTH_CHECK, request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
-                                                response_deserializer=health_pb2.HealthCheckResponse.FromString)
-        self._step_stats = self._channel.unary_unary(f"/{MONITOR_SERVICE}/StepStats")
+        self._stubs = _Stubs(address)
 
     # -- calls -----------------------------------------------------------------------------------
     def health(self, timeout: float | None = None) -> dict:
@@ -76,7 +88,7 @@ class PeerClient:
     def check_alive(self, timeout: float) -> None:
         """One standard ``grpc.health.v1`` check of the whole server; raises unless it is SERVING."""
         try:
-            status = self._check(health_pb2.HealthCheckRequest(service=""), timeout=timeout).status
+            status = self._stubs.check(health_pb2.HealthCheckRequest(service=""), timeout=timeout).status
         except grpc.RpcError as e:
             raise self.rpc_error(e, "health check") from None
         if status != health_pb2.HealthCheckResponse.SERVING:
@@ -96,14 +108,19 @@ class PeerClient:
             self.down_reason = None
 
     def learn_restart(self, incarnation: int) -> None:
-        """The peer is a new incarnation (it called us as one): address it as that from now on."""
+        """The peer is a new incarnation (it called us as one): address it as that from now on.
+
+        The channel is made afresh: the old one may still be backing off from the connections the
+        dead incarnation refused, and would fail this step's calls to a peer that is up."""
         with self._lock:
             self.incarnation = incarnation
             self.down_reason = None
+            old, self._stubs = self._stubs, _Stubs(self.address)
+        old.channel.close()  # its calls went to the dead incarnation
 
     def step_stats(self, timeout: float) -> dict:
         """The peer's step-time statistics (``TaskMetrics.step_stats``)."""
-        return self._decode_reply(self._call(self._step_stats, wire.encode_one(self._header()), timeout, "StepStats"))
+        return self._decode_reply(self._call(self._stubs.step_stats, wire.encode_one(self._header()), timeout, "StepStats"))
 
     def wait_ready(self, timeout: float) -> None:
         """Health-check until the peer answers (tasks of a job start in any order)."""
@@ -121,14 +138,14 @@ class PeerClient:
                 time.sleep(0.05)
 
     def register(self, desc: dict, arrays: dict) -> str:
-        header = self._decode_reply(self._call(self._register, iter(wire.encode(self._header(partition=desc), arrays)),
+        header = self._decode_reply(self._call(self._stubs.register, iter(wire.encode(self._header(partition=desc), arrays)),
                                                self.timeout))
         return header["handle"]
 
     def run_step_future(self, handle: str, step_id: int):
         """A future of RunStep; ``result_of_step`` turns it into None or a raised error."""
         request = wire.encode_one(self._header(handle=handle, step_id=step_id))
-        future = self._unary["RunStep"].future(request, timeout=self.timeout)  # no tensors: feeds stay local
+        future = self._stubs.unary["RunStep"].future(request, timeout=self.timeout)  # no tensors: feeds stay local
         self._track(future)
         return future
 
@@ -142,7 +159,7 @@ class PeerClient:
     def start_recv(self, step_id: int, key: str, timeout: float) -> "PendingRecv":
         """Start pulling the value task ``peer`` sends under ``key`` in step ``step_id``."""
         request = wire.encode_one(self._header(step_id=step_id, key=key, wait=timeout))
-        call = self._recv(request, timeout=timeout + 5.0)
+        call = self._stubs.recv(request, timeout=timeout + 5.0)
         self._track(call)
         return PendingRecv(self, key, call)
 
@@ -167,7 +184,7 @@ class PeerClient:
             self.bytes_received += nbytes
 
     def close(self) -> None:
-        self._channel.close()
+        self._stubs.channel.close()
 
     # -- plumbing --------------------------------------------------------------------------------
     def _track(self, call) -> None:
@@ -179,7 +196,7 @@ class PeerClient:
                 "incarnation": self.incarnation, **fields}
 
     def _call_unary(self, method: str, fields: dict, timeout: float | None) -> dict:
-        reply = self._call(self._unary[method], wire.encode_one(self._header(**fields)), timeout or self.timeout, method)
+        reply = self._call(self._stubs.unary[method], wire.encode_one(self._header(**fields)), timeout or self.timeout, method)
         return self._decode_reply(reply)
 
     def _call(self, stub, request, timeout: float, what: str = "call"):

@@ -114,6 +114,24 @@ def test_a_restarted_sender_is_recognised_by_its_new_incarnation(servers):
     ps.peer("/job:worker/task:0").health()  # addressed to the new incarnation: accepted
 
 
+def test_a_restarted_peer_is_reached_at_once_though_calls_to_it_failed_while_it_was_down(servers):
+    cluster = make_cluster()
+    ps = servers(cluster, "ps")
+    first = Server(cluster, "worker", 0, timeout=5.0)
+    first.peer("/job:ps/task:0").wait_ready(5.0)
+    to_worker = ps.peer("/job:worker/task:0")
+    to_worker.wait_ready(5.0)
+    first.stop(grace=0.1)
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:  # refused connections put the channel into backoff
+        with pytest.raises(UnavailableError):
+            to_worker.health(timeout=0.2)
+        time.sleep(0.1)
+    second = servers(cluster, "worker", 0)
+    second.peer("/job:ps/task:0").health()  # the new incarnation calls the PS first
+    assert to_worker.health(timeout=2.0)["incarnation"] == second.service.incarnation
+
+
 def test_metrics_are_served_for_prometheus(servers):
     cluster = make_cluster()
     ps = servers(cluster, "ps")
