@@ -446,6 +446,11 @@ class Graph:
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def __bool__(self) -> bool:
+        """Always true: ``Session(graph=Graph())`` and every ``graph or get_default_graph()`` must
+        take an empty graph as given, not fall back to the default one."""
+        return True
+
 
 def _as_node(x) -> Node:
     if isinstance(x, Node):

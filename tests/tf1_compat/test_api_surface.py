@@ -280,3 +280,14 @@ def test_interactive_session_runs_ops_and_evaluates_tensors_without_a_session_ar
         sess.close()
     with pytest.raises(ValueError, match="no default session"):
         tf.constant(1.0).eval()
+
+
+def test_a_session_on_a_new_empty_graph_runs_that_graph():
+    tf.placeholder(tf.float32, [None, 3], name="x")  # the default graph has an "x"
+    g = tf.Graph()
+    with tf.Session(graph=g) as sess:
+        assert sess.graph is g
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [None, 3], name="x")
+            y = x * 2.0
+        np.testing.assert_array_equal(sess.run(y, {x: np.ones((1, 3), np.float32)}), [[2.0, 2.0, 2.0]])
