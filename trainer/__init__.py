@@ -83,7 +83,7 @@ from trainer.queues import Coordinator, FIFOQueue, QueueRunner, RandomShuffleQue
 from trainer.saver import Saver, export_graph, import_graph, latest_checkpoint
 from trainer import summary
 from trainer.monitored import MonitoredTrainingSession
-from trainer import data, errors, estimator, feature_column  # noqa: E402  (tf.data, tf.errors, tf.estimator)
+from trainer import data, errors, estimator, feature_column, saved_model  # noqa: E402  (tf.data, tf.errors, ...)
 from trainer.errors import DeadlineExceededError
 from trainer.partitioned_variables import (PartitionedVariable, fixed_size_partitioner, min_max_variable_partitioner,
                                            variable_axis_size_partitioner)
@@ -95,7 +95,7 @@ __all__ = [
     "Coordinator", "FIFOQueue", "FailedPreconditionError", "MonitoredTrainingSession", "Graph", "GraphError", "GraphKeys", "IndexedSlices", "Node",
     "OutOfRangeError", "QueueRunner", "RandomShuffleQueue", "Saver", "Session", "Tensor", "Variable",
     "abs", "add", "add_n", "argmax", "cast", "concat", "cond", "constant", "control_dependencies", "data", "device",
-    "divide", "equal", "errors", "estimator", "exp", "feature_column", "export_graph", "gather", "get_default_graph", "global_variables",
+    "divide", "equal", "errors", "estimator", "saved_model", "exp", "feature_column", "export_graph", "gather", "get_default_graph", "global_variables",
     "global_variables_initializer", "gradients", "greater", "group", "identity", "import_graph", "init", "inputs",
     "latest_checkpoint", "layers", "local_variables", "local_variables_initializer", "less", "log", "losses", "make_op", "matmul", "maximum", "metrics",
     "minimum", "multiply", "name_scope", "negative", "nn", "no_op", "ones_like", "placeholder", "pow",

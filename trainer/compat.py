@@ -37,6 +37,7 @@ NAMESPACES: dict[str, str] = {
     "tf.python_io": "trainer.python_io",
     "tf.estimator": "trainer.estimator",
     "tf.metrics": "trainer.metrics",
+    "tf.saved_model": "trainer.saved_model",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

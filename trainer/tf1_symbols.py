@@ -42,7 +42,7 @@ random_normal random_normal_initializer random_poisson random_shuffle random_uni
 range rank read_file real realdiv reciprocal reduce_all reduce_any reduce_join reduce_logsumexp reduce_max
 reduce_mean reduce_min reduce_prod reduce_sum register_tensor_conversion_function report_uninitialized_variables
 required_space_to_batch_paddings reset_default_graph reshape resource reverse reverse_sequence reverse_v2 rint
-round rsqrt saturate_cast scalar_mul scan scatter_add scatter_div scatter_max scatter_min scatter_mul
+round rsqrt saturate_cast saved_model scalar_mul scan scatter_add scatter_div scatter_max scatter_min scatter_mul
 scatter_nd scatter_nd_add scatter_nd_sub scatter_nd_update scatter_sub scatter_update searchsorted
 segment_max segment_mean segment_min segment_prod segment_sum self_adjoint_eig sequence_mask
 serialize_tensor set_random_seed shape shape_n sigmoid sign sin sinh size slice sort space_to_batch
@@ -159,6 +159,16 @@ MultiLabelHead NanLossDuringTrainingError NanTensorHook PoissonRegressionHead Pr
 RunConfig SecondOrStepTimer SessionRunArgs SessionRunContext SessionRunHook SessionRunValues StepCounterHook
 StopAtStepHook SummarySaverHook TrainSpec VocabInfo WarmStartSettings add_metrics classifier_parse_example_spec
 experimental export inputs regressor_parse_example_spec train_and_evaluate
+""",
+    "tf.saved_model": """
+ASSETS_DIRECTORY ASSETS_KEY Asset Builder CLASSIFY_INPUTS CLASSIFY_METHOD_NAME CLASSIFY_OUTPUT_CLASSES
+CLASSIFY_OUTPUT_SCORES DEBUG_DIRECTORY DEBUG_INFO_FILENAME_PB DEFAULT_SERVING_SIGNATURE_DEF_KEY GPU
+LEGACY_INIT_OP_KEY MAIN_OP_KEY PREDICT_INPUTS PREDICT_METHOD_NAME PREDICT_OUTPUTS REGRESS_INPUTS REGRESS_METHOD_NAME
+REGRESS_OUTPUTS SAVED_MODEL_FILENAME_PB SAVED_MODEL_FILENAME_PBTXT SAVED_MODEL_SCHEMA_VERSION SERVING TPU TRAINING
+VARIABLES_DIRECTORY VARIABLES_FILENAME build_signature_def build_tensor_info builder classification_signature_def
+constants contains_saved_model experimental get_tensor_from_tensor_info is_valid_signature load load_v2 loader
+main_op main_op_with_restore maybe_saved_model_directory predict_signature_def regression_signature_def save
+signature_constants signature_def_utils simple_save tag_constants utils
 """,
     "tf.metrics": """
 accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives
