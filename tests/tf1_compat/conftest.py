@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -29,3 +31,14 @@ def fresh_graph():
     tf.reset_default_graph()
     yield
     tf.reset_default_graph()
+
+
+@pytest.fixture
+def tf_log(caplog):
+    """What ``tf.logging`` (the "tensorflow" logger) says, whatever other tests did to its level,
+    handlers or propagation."""
+    logger = logging.getLogger("tensorflow")
+    logger.addHandler(caplog.handler)
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        yield caplog
+    logger.removeHandler(caplog.handler)

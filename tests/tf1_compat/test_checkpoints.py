@@ -10,7 +10,6 @@ is one file, ``<prefix>.ckpt``, plus ``<prefix>.meta``.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -25,17 +24,6 @@ from trainer.saver import CheckpointError
 
 ROOT = Path(__file__).resolve().parents[2]
 X = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-
-
-@pytest.fixture
-def tf_log(caplog):
-    """What ``tf.logging`` (the "tensorflow" logger) says, whatever other tests did to its level,
-    handlers or propagation."""
-    logger = logging.getLogger("tensorflow")
-    logger.addHandler(caplog.handler)
-    with caplog.at_level(logging.WARNING, logger="tensorflow"):
-        yield caplog
-    logger.removeHandler(caplog.handler)
 
 
 def _linear_model():
