@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.registry import TensorType
+from trainer import nest
 from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
 
@@ -135,23 +137,17 @@ def in_frame(ctx: WhileContext, t: Tensor) -> Tensor:
     return identity(ctx.enter_inputs([t])[0])
 
 
-def flatten_values(x):
-    if isinstance(x, (list, tuple)):
-        return list(x), type(x)
-    return [x], None
+def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | None = None, fn1=None, fn2=None):
+    """``true_fn()`` if ``pred`` else ``false_fn()``; only the taken branch runs (TensorFlow 1.x's
+    ``tf.cond``; ``fn1``/``fn2`` are its old names for the two functions).
 
-
-def _pack(values, kind):
-    if kind is None:
-        return values[0]
-    return kind(values) if kind is tuple else list(values)
-
-
-def cond(pred, true_fn, false_fn, name: str = "cond"):
-    """``true_fn()`` if ``pred`` else ``false_fn()``; only the taken branch runs.
-
-    Both functions must return the same structure of tensors (or values convertible to them).
+    Both functions must return the same nest of tensors (or values convertible to them). Unless
+    ``strict``, a result that is a one-element list or tuple comes back as its element.
     """
+    true_fn, false_fn = true_fn if true_fn is not None else fn1, false_fn if false_fn is not None else fn2
+    if not (callable(true_fn) and callable(false_fn)):
+        raise TypeError("cond: true_fn and false_fn must be callables of no arguments")
+    name = name or "cond"
     g = get_default_graph()
     pred = convert_to_tensor(pred)
     with g.name_scope(name):
@@ -165,14 +161,16 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
             with g.control_flow_context(ctx):
                 ctx.pivot = g.create_op("Identity", [sw], {}, name=f"pivot_{branch}", in_context=False).outputs[0]
                 ctx.pivot.node.cf_context = ctx
-                vals, kind = flatten_values(fn())
+                structure = fn()
                 # Every branch output must live in the branch (a dead value when it is not taken).
-                vals = [g.create_op("Identity", [convert_to_tensor(v)], {}, name=f"out_{branch}").outputs[0] for v in vals]
-            results.append((vals, kind))
-        (f_vals, kind), (t_vals, t_kind) = results
+                vals = [g.create_op("Identity", [convert_to_tensor(v)], {}, name=f"out_{branch}").outputs[0]
+                        for v in nest.flatten(structure)]
+            results.append((vals, structure))
+        (f_vals, f_structure), (t_vals, structure) = results
         false_ctx, true_ctx = contexts
-        if len(f_vals) != len(t_vals):
-            raise GraphError(f"cond {name!r}: true_fn returns {len(t_vals)} values, false_fn {len(f_vals)}")
+        if not nest.same_structure(f_structure, structure) or len(f_vals) != len(t_vals):
+            raise GraphError(f"cond {name!r}: true_fn returns {nest.describe(structure)}, false_fn "
+                             f"{nest.describe(f_structure)}; both must return the same structure")
         outs = []
         for f, t in zip(f_vals, t_vals):
             if f.dtype != t.dtype:
@@ -189,7 +187,10 @@ def cond(pred, true_fn, false_fn, name: str = "cond"):
             "false_inputs": {t.name: r.name for t, r in false_ctx._entered.items()},
             "true_inputs": {t.name: r.name for t, r in true_ctx._entered.items()},
         })
-        return _pack(outs, kind)
+    result = nest.pack_as(structure, outs, keep_lists=True)
+    if not strict and isinstance(result, (list, tuple)) and len(result) == 1:
+        return result[0]
+    return result
 
 
 class WhileLoop:
@@ -239,16 +240,97 @@ def next_stack_tag() -> int:
     return _loop_counter[0]
 
 
-def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name: str = "while",
-               differentiable: bool = True):
-    """Repeat ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; returns the final values.
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations: int = 10, back_prop: bool = True,
+               swap_memory: bool = False, name: str | None = None, maximum_iterations=None,
+               return_same_structure: bool = False, *, differentiable: bool = True):
+    """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the final values,
+    as TensorFlow 1.x's ``tf.while_loop``.
 
-    The body must keep each loop variable's dtype and shape, and must not create variables.
-    ``differentiable=False`` skips recording per-iteration history (gradient loops use it: they
-    are not differentiated again).
+    ``loop_vars`` is a tensor or a nest of them (tuples, lists, namedtuples, dicts); ``body``
+    returns the same nest. Each loop variable keeps its dtype, and its shape unless its entry in
+    ``shape_invariants`` (the same nest, of shapes) allows more; the body must not create
+    variables. ``maximum_iterations`` bounds the trip count. The result is the nest, or its one
+    tensor when it holds one and ``return_same_structure`` is false. ``back_prop=False`` (and
+    ``differentiable=False``, which gradient loops use) records no per-iteration history, so
+    nothing can be differentiated through the loop; ``swap_memory`` is a memory hint with no
+    effect here.
     """
+    name = name or "while"
+    if maximum_iterations is not None:
+        return _bounded_while(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop, name,
+                              maximum_iterations, return_same_structure, differentiable)
+    if isinstance(loop_vars, (list, tuple)) and not loop_vars:
+        raise ValueError(f"while_loop {name!r}: no loop variables")
+    flat = nest.flatten(loop_vars)
+    invariants = _flat_invariants(shape_invariants, loop_vars, name)
+
+    def flat_cond(*values):
+        return cond(*_arguments(loop_vars, values))
+
+    def flat_body(*values):
+        out = _as_arguments(body(*_arguments(loop_vars, values)))
+        if not nest.same_structure(list(_as_arguments(loop_vars)), list(out)):
+            raise GraphError(f"while_loop {name!r}: the body returns {nest.describe(out)} for loop variables "
+                             f"{nest.describe(loop_vars)}; it must return the same structure")
+        return nest.flatten(out)
+
+    results = _while_loop_flat(flat_cond, flat_body, flat, invariants, parallel_iterations, name,
+                               differentiable and back_prop)
+    if len(results) == 1 and not return_same_structure:
+        return results[0]
+    return nest.pack_as(loop_vars, results, keep_lists=True)
+
+
+def _as_arguments(structure) -> list:
+    """What ``cond`` and ``body`` are called with: the items of a tuple or list, else the one value."""
+    return list(structure) if isinstance(structure, (list, tuple)) else [structure]
+
+
+def _arguments(loop_vars, values) -> list:
+    return _as_arguments(nest.pack_as(loop_vars, values, keep_lists=True))
+
+
+def _flat_invariants(shape_invariants, loop_vars, name: str) -> list:
+    if shape_invariants is None:
+        return [None] * len(nest.flatten(loop_vars))
+    try:  # a shape is a list of dims: flatten the nest of shapes down to the shapes, not their dims
+        shapes = nest.flatten_up_to(loop_vars, shape_invariants)
+    except nest.StructureError:
+        raise ValueError(f"while_loop {name!r}: shape_invariants {shape_invariants!r} do not have the structure of "
+                         f"the loop variables {nest.describe(loop_vars)}") from None
+    return [None if s is None or getattr(s, "ndims", 0) is None else tuple(None if d is None else int(d) for d in s)
+            for s in shapes]
+
+
+def _bounded_while(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop, name, maximum_iterations,
+                   return_same_structure, differentiable):
+    """``while_loop`` with ``maximum_iterations``: a counter joins the loop variables and the condition."""
+    from trainer.array_ops import logical_and
+    from trainer.ops import add, cast, less
+
+    with get_default_graph().name_scope(name + "_bound"):
+        bound = convert_to_tensor(maximum_iterations)
+        counter = constant(np.zeros((), bound.dtype), name="iterations")
+
+    def bounded_cond(i, inner):
+        return logical_and(less(i, bound), cond(*_as_arguments(inner)))
+
+    def bounded_body(i, inner):
+        out = _as_arguments(body(*_as_arguments(inner)))
+        return add(i, cast(1, bound.dtype)), out if isinstance(loop_vars, (list, tuple)) else out[0]
+
+    invariants = None if shape_invariants is None else ((), shape_invariants)
+    _, inner = while_loop(bounded_cond, bounded_body, (counter, loop_vars), invariants, parallel_iterations, back_prop,
+                          name=name, return_same_structure=True, differentiable=differentiable)
+    if len(nest.flatten(inner)) == 1 and not return_same_structure:
+        return nest.flatten(inner)[0]
+    return inner
+
+
+def _while_loop_flat(cond_fn, body_fn, vals: list, invariants: list, parallel_iterations: int, name: str,
+                     differentiable: bool):
+    """The loop over a flat list of tensors (see ``while_loop``); returns the flat results."""
     g = get_default_graph()
-    vals, kind = flatten_values(loop_vars)
     vals = [convert_to_tensor(v) for v in vals]
     outer = g.current_control_flow_context()
     with g.name_scope(name) as scope:
@@ -265,6 +347,9 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
                 e.cf_context = ctx
                 ctx.nodes.append(e)
             merges = [g.create_op("Merge", [e.outputs[0], e.outputs[0]], {}, domain=D, name="merge") for e in enters]
+            for i, (m, invariant) in enumerate(zip(merges, invariants)):
+                if invariant is not None:
+                    _relax_to_invariant(name, i, m.outputs[0], invariant)
             merged = [m.outputs[0] for m in merges]
             ctx.pivot = merged[0]
             pred = convert_to_tensor(cond_fn(*merged[:-1]))
@@ -280,7 +365,7 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
                                   name="history") for i, b in enumerate(body_in[:-1])] if differentiable else []
             pushed = [p.outputs[0] for p in pushes] if differentiable else body_in[:-1]
             body_start = len(ctx.nodes)
-            outs, _ = flatten_values(body_fn(*pushed))
+            outs = list(body_fn(*pushed))
             body_nodes = [nd for nd in ctx.nodes[body_start:] if nd.op_type != "Enter"]
             outs = [in_frame(ctx, convert_to_tensor(o)) for o in outs]
             if len(outs) != n - 1:
@@ -317,14 +402,24 @@ def while_loop(cond_fn, body_fn, loop_vars, parallel_iterations: int = 10, name:
         for e in exits:
             e.while_loop = record
         g.loops.append(record)
-        results = [e.outputs[0] for e in exits[:-1]]
-    return _pack(results, kind)
+        return [e.outputs[0] for e in exits[:-1]]
+
+
+def _compatible(a, b) -> bool:
+    return a is None or b is None or (len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b)))
+
+
+def _relax_to_invariant(name, i, merged: Tensor, invariant: tuple) -> None:
+    """The loop variable's shape inside the loop is its invariant, which the entering value must fit."""
+    if not _compatible(merged.shape, invariant):
+        raise ValueError(f"while_loop {name!r}: loop variable {i} enters the loop with shape {merged.shape}, "
+                         f"which does not fit its shape invariant {invariant}")
+    merged.type = TensorType(merged.type.dtype, invariant)
 
 
 def _check_invariant(name, i, entered: Tensor, returned: Tensor) -> None:
     a, b = entered.shape, returned.shape
-    if a is None or b is None:
-        return
-    if len(a) != len(b) or any(x is not None and y is not None and x != y for x, y in zip(a, b)):
-        raise GraphError(f"while_loop {name!r}: loop variable {i} has shape {a} before the loop "
-                         f"but {b} after an iteration")
+    if not _compatible(a, b):
+        raise GraphError(f"while_loop {name!r}: loop variable {i} enters the loop with shape {a} but has shape "
+                         f"{b} after one iteration; to let its shape vary, give while_loop a less specific "
+                         f"shape in shape_invariants")

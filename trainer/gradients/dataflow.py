@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from schemas.registry import get_schema
-from trainer.control_flow import WhileContext, WhileLoop, flatten_values, in_frame, next_stack_tag, while_loop
+from trainer.control_flow import WhileContext, WhileLoop, in_frame, next_stack_tag, while_loop
 from trainer.gradients.helpers import fs
 from trainer.gradients.registry import gradients, register_gradient
 from trainer.graph import GraphError, Tensor
@@ -48,7 +48,8 @@ def while_loop_gradient(loop: WhileLoop, exit_grads, wanted=lambda t: True) -> l
     values and the captured tensors ``wanted`` says the caller needs (a loop over a fed
     sequence need not accumulate the sequence's gradient)."""
     if not loop.pushes and loop.counter_index:
-        raise GraphError(f"while_loop {loop.frame_name!r} was built with differentiable=False")
+        raise GraphError(f"while_loop {loop.frame_name!r} was built with back_prop=False: nothing can be "
+                         f"differentiated through it (stop_gradient its results, or build it with back_prop=True)")
     outer = loop.ctx.outer
     while outer is not None:
         if isinstance(outer, WhileContext):
@@ -80,7 +81,7 @@ def while_loop_gradient(loop: WhileLoop, exit_grads, wanted=lambda t: True) -> l
             x.type = loop.body_inputs[i].type
         ctx = g.current_control_flow_context()
         remat_start = len(ctx.nodes)
-        ys, _ = flatten_values(loop.body_fn(*xs))
+        ys = list(loop.body_fn(*xs))
         ys = [convert_to_tensor(y) for y in ys]
         remat = [nd for nd in ctx.nodes[remat_start:] if nd.op_type != "Enter"]  # twins of body_nodes
         ys = [in_frame(ctx, y) for y in ys]
@@ -101,7 +102,7 @@ def while_loop_gradient(loop: WhileLoop, exit_grads, wanted=lambda t: True) -> l
         return [add(k, np.asarray(1, np.int64))] + [reused.get(t, t) for t in new_g + new_acc]
 
     outs = while_loop(bcond, bbody, [k0] + init_g + init_acc, name=f"{loop.frame_name}_grad",
-                      differentiable=False)
+                      return_same_structure=True, differentiable=False)
     outs = list(outs)
     # Pairs, not a dict: one outer tensor may be several initial values and a captured tensor
     # at once (``while_loop(.., lambda a: a * x, [x])``), and each path's gradient counts.
