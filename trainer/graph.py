@@ -97,6 +97,20 @@ class Tensor:
     def shape(self) -> tuple[int | None, ...] | None:
         return self.type.shape
 
+    def set_shape(self, shape) -> None:
+        """TF1's ``set_shape``: add what ``shape`` (a TensorShape, list or None) says to what is known
+        of this tensor's shape; a shape that contradicts it raises ValueError."""
+        rank = getattr(shape, "ndims", 0) if shape is not None else None
+        given = None if shape is None or rank is None else tuple(None if d is None else int(d) for d in shape)
+        known = self.type.shape
+        if given is None or known is None:
+            merged = known if given is None else given
+        elif len(given) != len(known) or any(a is not None and b is not None and a != b for a, b in zip(known, given)):
+            raise ValueError(f"Shapes {known} and {given} are not compatible (tensor {self.name})")
+        else:
+            merged = tuple(a if a is not None else b for a, b in zip(known, given))
+        self.type = TensorType(self.type.dtype, merged)
+
     def __repr__(self) -> str:
         return f"<tf.Tensor {self.name!r} shape={self.get_shape()} dtype={self._dtype_name()}>"
 

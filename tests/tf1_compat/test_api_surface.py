@@ -291,3 +291,16 @@ def test_a_session_on_a_new_empty_graph_runs_that_graph():
             x = tf.placeholder(tf.float32, [None, 3], name="x")
             y = x * 2.0
         np.testing.assert_array_equal(sess.run(y, {x: np.ones((1, 3), np.float32)}), [[2.0, 2.0, 2.0]])
+
+
+def test_set_shape_refines_a_shape_and_refuses_a_contradiction():
+    x = tf.placeholder(tf.float32, [None, None])
+    x.set_shape([None, 3])
+    x.set_shape(tf.TensorShape([4, None]))
+    assert x.shape == (4, 3) and x.get_shape().as_list() == [4, 3]
+    with pytest.raises(ValueError, match=r"Shapes \(4, 3\) and \(4, 5\) are not compatible"):
+        x.set_shape([4, 5])
+    y = tf.placeholder(tf.float32)
+    y.set_shape(tf.TensorShape(None))
+    assert y.shape is None
+
