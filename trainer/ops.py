@@ -126,8 +126,30 @@ def unary_op(op_type: str, domain: str = ""):
     return build
 
 
+def _integer_operands(a, b):
+    """Integer operands of an elementwise op meet at one dtype: a Python int takes the other
+    operand's, and the narrower of two integer tensors is cast to the wider. (Python ints make
+    int64 constants here, where TensorFlow makes int32, so ``tf.constant(0) < n`` must work for an
+    int32 ``n``.)"""
+    def is_int_tensor(x) -> bool:
+        return isinstance(x, Tensor) and x.dtype is not None and np.dtype(x.dtype).kind == "i"
+
+    def is_py_int(x) -> bool:
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+    if is_int_tensor(a) and is_py_int(b):
+        return a, np.asarray(b, np.dtype(a.dtype))
+    if is_py_int(a) and is_int_tensor(b):
+        return np.asarray(a, np.dtype(b.dtype)), b
+    if is_int_tensor(a) and is_int_tensor(b) and a.dtype != b.dtype:
+        wider = max(np.dtype(a.dtype), np.dtype(b.dtype), key=lambda d: d.itemsize)
+        return (a if a.dtype == wider else cast(a, wider)), (b if b.dtype == wider else cast(b, wider))
+    return a, b
+
+
 def _binary(op_type: str):
     def build(a, b, name: str | None = None) -> Tensor:
+        a, b = _integer_operands(a, b)
         return make_op(op_type, [a, b], name=name).outputs[0]
 
     build.__name__ = op_type.lower()

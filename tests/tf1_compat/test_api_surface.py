@@ -304,3 +304,9 @@ def test_set_shape_refines_a_shape_and_refuses_a_contradiction():
     y.set_shape(tf.TensorShape(None))
     assert y.shape is None
 
+
+def test_integer_operands_of_different_widths_meet():
+    n = tf.placeholder(tf.int32, [])
+    i = tf.constant(0)  # a Python int: int64 here, int32 in TensorFlow
+    with tf.Session() as sess:
+        assert sess.run([i < n, n - 1, 2 * n, i + tf.shape(tf.zeros([3]))[0]], {n: 5}) == [True, 4, 10, 3]
