@@ -21,6 +21,7 @@ from schemas.registry import TensorType
 from trainer import nest
 from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
+from trainer.tensor_array import TensorArray
 
 __all__ = ["CondContext", "WhileContext", "WhileLoop", "cond", "may_be_dead", "while_loop"]
 
@@ -261,21 +262,36 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                               maximum_iterations, return_same_structure, differentiable)
     if isinstance(loop_vars, (list, tuple)) and not loop_vars:
         raise ValueError(f"while_loop {name!r}: no loop variables")
-    flat = nest.flatten(loop_vars)
+    leaves = nest.flatten(loop_vars)
+    # A TensorArray travels through the loop as its flow, and comes back as the array the body returned.
+    arrays = {i: leaf for i, leaf in enumerate(leaves) if isinstance(leaf, TensorArray)}
     invariants = _flat_invariants(shape_invariants, loop_vars, name)
+    for i, ta in arrays.items():
+        invariants[i] = None if ta.shape_may_change() else _KEEP
+    returned = dict(arrays)
+
+    def rebuilt(values) -> list:
+        return [returned[i].with_flow(v) if i in arrays else v for i, v in enumerate(values)]
 
     def flat_cond(*values):
-        return cond(*_arguments(loop_vars, values))
+        return cond(*_arguments(loop_vars, rebuilt(values)))
 
     def flat_body(*values):
-        out = _as_arguments(body(*_arguments(loop_vars, values)))
+        out = _as_arguments(body(*_arguments(loop_vars, rebuilt(values))))
         if not nest.same_structure(list(_as_arguments(loop_vars)), list(out)):
             raise GraphError(f"while_loop {name!r}: the body returns {nest.describe(out)} for loop variables "
                              f"{nest.describe(loop_vars)}; it must return the same structure")
-        return nest.flatten(out)
+        flat_out = nest.flatten(out)
+        for i in arrays:
+            if not isinstance(flat_out[i], TensorArray):
+                raise GraphError(f"while_loop {name!r}: loop variable {i} is a TensorArray, but the body returns "
+                                 f"{type(flat_out[i]).__name__} there (return the array write() returned)")
+            returned[i] = flat_out[i]
+        return [v.flow if i in arrays else v for i, v in enumerate(flat_out)]
 
-    results = _while_loop_flat(flat_cond, flat_body, flat, invariants, parallel_iterations, name,
-                               differentiable and back_prop)
+    flows = [leaf.flow if i in arrays else leaf for i, leaf in enumerate(leaves)]
+    results = rebuilt(_while_loop_flat(flat_cond, flat_body, flows, invariants, parallel_iterations, name,
+                                       differentiable and back_prop))
     if len(results) == 1 and not return_same_structure:
         return results[0]
     return nest.pack_as(loop_vars, results, keep_lists=True)
@@ -290,9 +306,13 @@ def _arguments(loop_vars, values) -> list:
     return _as_arguments(nest.pack_as(loop_vars, values, keep_lists=True))
 
 
+_KEEP = object()  # no shape invariant given: the loop variable keeps the shape it enters with
+
+
 def _flat_invariants(shape_invariants, loop_vars, name: str) -> list:
+    """Per flat loop variable: ``_KEEP``, a shape tuple, or None (any shape)."""
     if shape_invariants is None:
-        return [None] * len(nest.flatten(loop_vars))
+        return [_KEEP] * len(nest.flatten(loop_vars))
     try:  # a shape is a list of dims: flatten the nest of shapes down to the shapes, not their dims
         shapes = nest.flatten_up_to(loop_vars, shape_invariants)
     except nest.StructureError:
@@ -348,7 +368,7 @@ def _while_loop_flat(cond_fn, body_fn, vals: list, invariants: list, parallel_it
                 ctx.nodes.append(e)
             merges = [g.create_op("Merge", [e.outputs[0], e.outputs[0]], {}, domain=D, name="merge") for e in enters]
             for i, (m, invariant) in enumerate(zip(merges, invariants)):
-                if invariant is not None:
+                if invariant is not _KEEP:
                     _relax_to_invariant(name, i, m.outputs[0], invariant)
             merged = [m.outputs[0] for m in merges]
             ctx.pivot = merged[0]
@@ -409,7 +429,7 @@ def _compatible(a, b) -> bool:
     return a is None or b is None or (len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b)))
 
 
-def _relax_to_invariant(name, i, merged: Tensor, invariant: tuple) -> None:
+def _relax_to_invariant(name, i, merged: Tensor, invariant: tuple | None) -> None:
     """The loop variable's shape inside the loop is its invariant, which the entering value must fit."""
     if not _compatible(merged.shape, invariant):
         raise ValueError(f"while_loop {name!r}: loop variable {i} enters the loop with shape {merged.shape}, "

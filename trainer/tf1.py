@@ -43,6 +43,7 @@ from trainer.variable_scopes import (
 )
 from trainer.session_config import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
 from trainer.summary_proto import Summary
+from trainer.tensor_array import TensorArray
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import local_variables, local_variables_initializer
 
@@ -124,7 +125,7 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "app", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "TensorArray", "app", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",

@@ -27,6 +27,7 @@ FAMILIES = (
     "signal",
     "sparse",
     "summary",
+    "tensor_array",
     "text",
     "training",
 )
