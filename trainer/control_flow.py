@@ -19,7 +19,7 @@ import numpy as np
 
 from schemas.registry import TensorType
 from trainer import nest
-from trainer.graph import TRAINER_DOMAIN, GraphError, Tensor, get_default_graph
+from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
 from trainer.tensor_array import TensorArray
 
@@ -164,8 +164,7 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | No
                 ctx.pivot.node.cf_context = ctx
                 structure = fn()
                 # Every branch output must live in the branch (a dead value when it is not taken).
-                vals = [g.create_op("Identity", [convert_to_tensor(v)], {}, name=f"out_{branch}").outputs[0]
-                        for v in nest.flatten(structure)]
+                vals = [_branch_output(g, ctx, v, branch) for v in nest.flatten(structure)]
             results.append((vals, structure))
         (f_vals, f_structure), (t_vals, structure) = results
         false_ctx, true_ctx = contexts
@@ -188,10 +187,20 @@ def cond(pred, true_fn=None, false_fn=None, strict: bool = False, name: str | No
             "false_inputs": {t.name: r.name for t, r in false_ctx._entered.items()},
             "true_inputs": {t.name: r.name for t, r in true_ctx._entered.items()},
         })
+    # A branch's op comes back as the Merge node, which runs the taken branch's op (TF returns an op).
+    outs = [o.node if isinstance(v, Node) else o for o, v in zip(outs, nest.flatten(structure))]
     result = nest.pack_as(structure, outs, keep_lists=True)
     if not strict and isinstance(result, (list, tuple)) and len(result) == 1:
         return result[0]
     return result
+
+
+def _branch_output(g, ctx, value, branch: int) -> Tensor:
+    """A branch result as a tensor living in the branch; an op (``tf.group``, an assign's node)
+    becomes the branch's pivot, run after it."""
+    if isinstance(value, Node):
+        return g.create_op("Identity", [ctx.pivot], {}, name=f"out_{branch}", control_inputs=[value]).outputs[0]
+    return g.create_op("Identity", [convert_to_tensor(value)], {}, name=f"out_{branch}").outputs[0]
 
 
 class WhileLoop:

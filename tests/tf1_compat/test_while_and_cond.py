@@ -87,3 +87,14 @@ def test_cond_returns_nests_and_unpacks_singletons_unless_strict():
     assert run([nested[0], nested[1]["a"], single, strict[0], old], {p: False}) == [3, 4.0, 2, 2, 6]
     with pytest.raises(tf.GraphError, match=r"true_fn returns \(x, x\), false_fn x"):
         tf.cond(p, lambda: (tf.constant(1), tf.constant(1)), lambda: tf.constant(2))
+
+
+def test_cond_of_ops_runs_the_taken_branchs_op():
+    v = tf.Variable(0.0)
+    p = tf.placeholder(tf.bool, [])
+    update = tf.cond(p, lambda: tf.group(tf.assign(v, 5.0)), lambda: tf.no_op())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(update, {p: False}) is None and sess.run(v) == 0.0
+        sess.run(update, {p: True})
+        assert sess.run(v) == 5.0
