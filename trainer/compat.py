@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 from pathlib import Path
 
 from trainer.tf1_symbols import TF1_SYMBOLS
 
-__all__ = ["NAMESPACES", "compatibility_table", "markdown", "missing_symbol", "supported"]
+__all__ = ["NAMESPACES", "as_bytes", "as_str", "as_text", "compatibility_table", "markdown", "missing_symbol",
+           "path_to_str", "supported"]
 
 # TF1 namespace -> the flowstack module that plays it ("trainer.data" etc. may not exist yet).
 NAMESPACES: dict[str, str] = {
@@ -38,6 +40,10 @@ NAMESPACES: dict[str, str] = {
     "tf.estimator": "trainer.estimator",
     "tf.metrics": "trainer.metrics",
     "tf.saved_model": "trainer.saved_model",
+    "tf.math": "trainer.tf_math",
+    "tf.random": "trainer.tf_random",
+    "tf.linalg": "trainer.tf_linalg",
+    "tf.compat": "trainer.compat",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"
@@ -125,6 +131,38 @@ def resolve_lazy(name: str, table: dict[str, tuple[str, str | None]]):
     module_name, attr = table[name]
     module = importlib.import_module(module_name)
     return module if attr is None else getattr(module, attr)
+
+
+# -- tf.compat's own names: this module also plays that namespace ---------------------------------
+def as_bytes(bytes_or_text, encoding: str = "utf-8") -> bytes:
+    """``tf.compat.as_bytes``: text encoded, bytes as they are."""
+    if isinstance(bytes_or_text, (bytes, bytearray)):
+        return bytes(bytes_or_text)
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text.encode(encoding)
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+
+
+def as_text(bytes_or_text, encoding: str = "utf-8") -> str:
+    """``tf.compat.as_text`` (and ``as_str``): bytes decoded, text as it is."""
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text
+    if isinstance(bytes_or_text, (bytes, bytearray)):
+        return bytes(bytes_or_text).decode(encoding)
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+
+
+as_str = as_text
+
+
+def path_to_str(path) -> str:
+    return os.fspath(path) if hasattr(path, "__fspath__") else path
+
+
+def __getattr__(name: str):
+    if name == "v1":  # tf.compat.v1: TensorFlow 1.x's API, which is what ``trainer`` is
+        return importlib.import_module("trainer")
+    raise missing_symbol("tf.compat", name, globals())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,6 +58,7 @@ zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
 ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
 python_io
+compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -169,6 +170,36 @@ VARIABLES_DIRECTORY VARIABLES_FILENAME build_signature_def build_tensor_info bui
 constants contains_saved_model experimental get_tensor_from_tensor_info is_valid_signature load load_v2 loader
 main_op main_op_with_restore maybe_saved_model_directory predict_signature_def regression_signature_def save
 signature_constants signature_def_utils simple_save tag_constants utils
+""",
+    "tf.math": """
+abs accumulate_n acos acosh add add_n angle argmax argmin asin asinh atan atan2 atanh bessel_i0 bessel_i0e
+bessel_i1 bessel_i1e betainc bincount ceil confusion_matrix conj cos cosh count_nonzero cumprod cumsum
+cumulative_logsumexp digamma divide divide_no_nan equal erf erfc exp expm1 floor floordiv floormod greater
+greater_equal igamma igammac imag in_top_k invert_permutation is_finite is_inf is_nan is_non_decreasing
+is_strictly_increasing l2_normalize lbeta less less_equal lgamma log log1p log_sigmoid log_softmax logical_and
+logical_not logical_or logical_xor maximum minimum mod multiply multiply_no_nan negative nextafter not_equal
+polygamma polyval pow real reciprocal reciprocal_no_nan reduce_all reduce_any reduce_euclidean_norm
+reduce_logsumexp reduce_max reduce_mean reduce_min reduce_prod reduce_std reduce_sum reduce_variance rint round
+rsqrt scalar_mul segment_max segment_mean segment_min segment_prod segment_sum sigmoid sign sin sinh softmax
+softplus softsign sqrt square squared_difference subtract tan tanh top_k truediv unsorted_segment_max
+unsorted_segment_mean unsorted_segment_min unsorted_segment_prod unsorted_segment_sqrt_n unsorted_segment_sum
+xdivy xlogy zero_fraction zeta
+""",
+    "tf.random": """
+all_candidate_sampler categorical experimental fixed_unigram_candidate_sampler gamma get_seed
+learned_unigram_candidate_sampler log_uniform_candidate_sampler multinomial normal poisson set_random_seed
+shuffle stateless_categorical stateless_multinomial stateless_normal stateless_truncated_normal
+stateless_uniform truncated_normal uniform uniform_candidate_sampler
+""",
+    "tf.linalg": """
+LinearOperator adjoint band_part cholesky cholesky_solve cross det diag diag_part eigh eigvalsh einsum
+expm eye global_norm inv l2_normalize logdet logm lstsq lu matmul matrix_transpose matvec norm normalize qr
+set_diag slogdet solve sqrtm svd tensor_diag tensor_diag_part tensordot trace transpose triangular_solve
+tridiagonal_matmul tridiagonal_solve
+""",
+    "tf.compat": """
+as_bytes as_str as_str_any as_text bytes_or_text_types complex_types dimension_at_index dimension_value
+forward_compatibility_horizon forward_compatible integral_types path_to_str real_types v1 v2
 """,
     "tf.metrics": """
 accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives

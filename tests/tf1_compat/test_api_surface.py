@@ -310,3 +310,23 @@ def test_integer_operands_of_different_widths_meet():
     i = tf.constant(0)  # a Python int: int64 here, int32 in TensorFlow
     with tf.Session() as sess:
         assert sess.run([i < n, n - 1, 2 * n, i + tf.shape(tf.zeros([3]))[0]], {n: 5}) == [True, 4, 10, 3]
+
+
+def test_the_math_random_linalg_and_compat_v1_namespaces():
+    v1 = tf.compat.v1  # "import tensorflow.compat.v1 as tf" scripts
+    v1.disable_eager_execution()
+    v1.disable_v2_behavior()
+    x = v1.placeholder(tf.float32, [None, 2])
+    noise = tf.random.normal([2, 2], seed=1) * 0.0 + tf.random.uniform([2, 2], seed=2) * 0.0
+    m = tf.linalg.matmul(x, tf.linalg.inv(tf.constant([[2.0, 0.0], [0.0, 4.0]])) + noise)
+    total = tf.math.reduce_sum(m, axis=1)
+    safe = tf.math.divide_no_nan(total, tf.constant([0.0, 2.0]))
+    with v1.Session() as sess:
+        got_total, got_safe = sess.run([total, safe], {x: [[2.0, 4.0], [4.0, 8.0]]})
+    np.testing.assert_allclose(got_total, [2.0, 4.0])
+    np.testing.assert_allclose(got_safe, [0.0, 2.0])
+    assert tf.compat.as_bytes("a") == b"a" and tf.compat.as_text(b"a") == "a"
+    with pytest.raises(AttributeError, match="tf.math.bessel_i0 is a TensorFlow 1.x symbol that flowstack does not support"):
+        tf.math.bessel_i0
+    with pytest.raises(AttributeError, match="tf.random.uniformly does not exist"):
+        tf.random.uniformly
