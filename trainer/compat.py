@@ -44,6 +44,7 @@ NAMESPACES: dict[str, str] = {
     "tf.random": "trainer.tf_random",
     "tf.linalg": "trainer.tf_linalg",
     "tf.compat": "trainer.compat",
+    "tf.image": "trainer.tf_image",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

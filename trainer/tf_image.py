@@ -1,0 +1,243 @@
+"""``tf.image``: TF 1.15's image functions on NHWC images, a batch ``[N, H, W, C]`` or one image
+``[H, W, C]``, built from flowstack's ops (resizing is ONNX Resize over the H and W axes, with
+TensorFlow 1.x's sampling conventions)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer import ops
+from trainer.array_ops import clip_by_value, pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
+from trainer.random_ops import random_uniform
+
+__all__ = [
+    "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
+    "crop_to_bounding_box", "flip_left_right", "flip_up_down", "grayscale_to_rgb", "pad_to_bounding_box",
+    "per_image_standardization", "random_brightness", "random_contrast", "random_flip_left_right",
+    "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear", "resize_image_with_crop_or_pad",
+    "resize_images", "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rot90", "transpose",
+    "transpose_image",
+]
+
+
+def __getattr__(name: str):
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.image", name, globals())
+
+
+class ResizeMethod:
+    BILINEAR = 0
+    NEAREST_NEIGHBOR = 1
+    BICUBIC = 2
+    AREA = 3
+
+
+# method -> ONNX Resize mode; TF 1.x's nearest rounds source coordinates down.
+_MODES = {ResizeMethod.BILINEAR: "linear", ResizeMethod.NEAREST_NEIGHBOR: "nearest", ResizeMethod.BICUBIC: "cubic"}
+
+
+def _image(images):
+    x = ops.convert_to_tensor(images)
+    if x.shape is not None and len(x.shape) not in (3, 4):
+        raise ValueError(f"tf.image: expected an image [H, W, C] or a batch [N, H, W, C], got shape {x.shape}")
+    return x
+
+
+def _static_hw(x, what: str) -> tuple[int, int]:
+    if x.shape is None or x.shape[-3] is None or x.shape[-2] is None:
+        raise ValueError(f"tf.image.{what}: needs a static height and width, got shape {x.shape}")
+    return int(x.shape[-3]), int(x.shape[-2])
+
+
+def _resize(images, size, method: int, align_corners: bool, half_pixel_centers: bool, name):
+    x = _image(images)
+    if method not in _MODES:
+        raise NotImplementedError(f"tf.image resize method {method}: flowstack has BILINEAR, NEAREST_NEIGHBOR and "
+                                  f"BICUBIC (no AREA)")
+    if align_corners and half_pixel_centers:
+        raise ValueError("resize: align_corners and half_pixel_centers cannot both be True")
+    rank = len(x.shape) if x.shape is not None else 4
+    transform = "align_corners" if align_corners else ("half_pixel" if half_pixel_centers else "asymmetric")
+    if method == ResizeMethod.NEAREST_NEIGHBOR and half_pixel_centers:
+        transform = "tf_half_pixel_for_nn"
+    sizes = ops.cast(ops.convert_to_tensor(size), np.int64)
+    attrs = {"mode": _MODES[method], "coordinate_transformation_mode": transform,
+             "nearest_mode": "round_prefer_ceil" if align_corners else "floor",
+             "cubic_coeff_a": -0.5, "axes": [rank - 3, rank - 2]}
+    float_in = ops.cast(x, np.float32) if np.dtype(x.dtype).kind != "f" else x
+    return ops.make_op("Resize", [float_in, None, None, sizes], attrs, name=name or "resize").outputs[0]
+
+
+def resize_images(images, size, method: int = ResizeMethod.BILINEAR, align_corners: bool = False,
+                  preserve_aspect_ratio: bool = False, name=None):
+    """Resize to ``size`` = [new_height, new_width]; integer images come back as float32, as in TF."""
+    if preserve_aspect_ratio:
+        raise NotImplementedError("resize_images: preserve_aspect_ratio=True is not supported; compute the size "
+                                  "that keeps the ratio and pass it")
+    return _resize(images, size, method, align_corners, False, name)
+
+
+resize = resize_images
+
+
+def resize_bilinear(images, size, align_corners: bool = False, half_pixel_centers: bool = False, name=None):
+    return _resize(images, size, ResizeMethod.BILINEAR, align_corners, half_pixel_centers, name)
+
+
+def resize_nearest_neighbor(images, size, align_corners: bool = False, half_pixel_centers: bool = False, name=None):
+    return _resize(images, size, ResizeMethod.NEAREST_NEIGHBOR, align_corners, half_pixel_centers, name)
+
+
+def resize_bicubic(images, size, align_corners: bool = False, half_pixel_centers: bool = False, name=None):
+    return _resize(images, size, ResizeMethod.BICUBIC, align_corners, half_pixel_centers, name)
+
+
+def flip_left_right(image):
+    return reverse(_image(image), [-2])
+
+
+def flip_up_down(image):
+    return reverse(_image(image), [-3])
+
+
+def transpose_image(image):
+    x = _image(image)
+    perm = [0, 2, 1, 3] if x.shape is not None and len(x.shape) == 4 else [1, 0, 2]
+    return ops.transpose(x, perm)
+
+
+def rot90(image, k: int = 1, name=None):
+    """Rotate counter-clockwise by ``k`` quarter turns (``k`` a Python int)."""
+    x = _image(image)
+    for _ in range(int(k) % 4):
+        x = flip_up_down(transpose_image(x))
+    return ops.identity(x, name=name) if name else x
+
+
+def _random_flip(image, seed, flip):
+    x = _image(image)
+    batched = x.shape is not None and len(x.shape) == 4
+    coin_shape = ops.concat([ops.gather(ops.shape(x), [0]), np.ones(3, np.int64)], 0) if batched else [1, 1, 1]
+    coin = random_uniform(coin_shape, 0.0, 1.0, seed=seed)
+    return where(ops.less(coin, 0.5), flip(x), x)
+
+
+def random_flip_left_right(image, seed=None):
+    """Each image flipped left-right with probability 1/2."""
+    return _random_flip(image, seed, flip_left_right)
+
+
+def random_flip_up_down(image, seed=None):
+    return _random_flip(image, seed, flip_up_down)
+
+
+def per_image_standardization(image):
+    """(x - mean) / max(stddev, 1 / sqrt(number of elements)), per image."""
+    x = ops.cast(_image(image), np.float32)
+    axes = [-3, -2, -1]
+    mean = reduce_mean(x, axis=axes, keepdims=True)
+    centered = x - mean
+    variance = reduce_mean(centered * centered, axis=axes, keepdims=True)
+    count = reduce_sum(ops.ones_like(x), axis=axes, keepdims=True)
+    return centered / ops.maximum(ops.sqrt(variance), rsqrt(count))
+
+
+def crop_to_bounding_box(image, offset_height: int, offset_width: int, target_height: int, target_width: int):
+    x = _image(image)
+    batched = x.shape is not None and len(x.shape) == 4
+    begin = ([0] if batched else []) + [int(offset_height), int(offset_width), 0]
+    size = ([-1] if batched else []) + [int(target_height), int(target_width), -1]
+    return slice(x, begin, size)
+
+
+def pad_to_bounding_box(image, offset_height: int, offset_width: int, target_height: int, target_width: int):
+    x = _image(image)
+    height, width = _static_hw(x, "pad_to_bounding_box")
+    below, right = target_height - offset_height - height, target_width - offset_width - width
+    if min(offset_height, offset_width, below, right) < 0:
+        raise ValueError(f"pad_to_bounding_box: a {height}x{width} image does not fit at ({offset_height}, "
+                         f"{offset_width}) in {target_height}x{target_width}")
+    paddings = [[int(offset_height), below], [int(offset_width), right], [0, 0]]
+    return pad(x, ([[0, 0]] if len(x.shape) == 4 else []) + paddings)
+
+
+def resize_image_with_crop_or_pad(image, target_height: int, target_width: int):
+    """Center-crop or zero-pad (each axis on its own) to the target size."""
+    x = _image(image)
+    height, width = _static_hw(x, "resize_image_with_crop_or_pad")
+    crop_h, crop_w = max(height - target_height, 0), max(width - target_width, 0)
+    x = crop_to_bounding_box(x, crop_h // 2, crop_w // 2, min(height, target_height), min(width, target_width))
+    pad_h, pad_w = max(target_height - height, 0), max(target_width - width, 0)
+    return pad_to_bounding_box(x, pad_h // 2, pad_w // 2, target_height, target_width)
+
+
+resize_with_crop_or_pad = resize_image_with_crop_or_pad
+transpose = transpose_image
+
+
+def central_crop(image, central_fraction: float):
+    if not 0.0 < central_fraction <= 1.0:
+        raise ValueError(f"central_crop: central_fraction must be in (0, 1], got {central_fraction}")
+    x = _image(image)
+    height, width = _static_hw(x, "central_crop")
+    top, left = int((height - height * central_fraction) / 2), int((width - width * central_fraction) / 2)
+    return crop_to_bounding_box(x, top, left, height - 2 * top, width - 2 * left)
+
+
+def convert_image_dtype(image, dtype, saturate: bool = False, name=None):
+    """Between integer images (0..max of the type) and float images (0..1), scaling as TF does."""
+    x = ops.convert_to_tensor(image)
+    src, dst = np.dtype(x.dtype), np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+    if src == dst:
+        return ops.identity(x, name=name)
+    if src.kind == "f" and dst.kind == "f":
+        return ops.cast(x, dst, name=name)
+    if src.kind in "iu" and dst.kind == "f":
+        return ops.cast(x, dst) * float(1.0 / np.iinfo(src).max)
+    if src.kind == "f" and dst.kind in "iu":
+        scaled = x * float(np.iinfo(dst).max + 0.5)
+        if saturate:
+            scaled = clip_by_value(scaled, 0.0, float(np.iinfo(dst).max))
+        return ops.cast(scaled, dst, name=name)
+    # integer to integer: shift to keep the scale
+    shift = 8 * (np.dtype(dst).itemsize - np.dtype(src).itemsize)
+    scale = float(2.0 ** shift)
+    return ops.cast(ops.cast(x, np.float64) * scale, dst, name=name)
+
+
+def rgb_to_grayscale(images, name=None):
+    x = _image(images)
+    weights = ops.constant(np.array([0.2989, 0.5870, 0.1140], np.dtype(x.dtype) if np.dtype(x.dtype).kind == "f"
+                                    else np.float32))
+    gray = reduce_sum(ops.cast(x, weights.dtype) * weights, axis=-1, keepdims=True)
+    return ops.cast(gray, x.dtype, name=name) if np.dtype(x.dtype).kind != "f" else gray
+
+
+def grayscale_to_rgb(images, name=None):
+    x = _image(images)
+    multiples = [1] * ((len(x.shape) if x.shape is not None else 4) - 1) + [3]
+    return tile(x, multiples, name=name)
+
+
+def adjust_brightness(image, delta):
+    return ops.cast(_image(image), np.float32) + delta
+
+
+def adjust_contrast(images, contrast_factor):
+    """(x - mean) * contrast_factor + mean, the mean per image and channel."""
+    x = ops.cast(_image(images), np.float32)
+    mean = reduce_mean(x, axis=[-3, -2], keepdims=True)
+    return (x - mean) * contrast_factor + mean
+
+
+def random_brightness(image, max_delta: float, seed=None):
+    if max_delta < 0:
+        raise ValueError("random_brightness: max_delta must be non-negative")
+    return adjust_brightness(image, random_uniform([], -max_delta, max_delta, seed=seed))
+
+
+def random_contrast(image, lower: float, upper: float, seed=None):
+    if not 0 <= lower < upper:
+        raise ValueError("random_contrast: need 0 <= lower < upper")
+    return adjust_contrast(image, random_uniform([], lower, upper, seed=seed))
