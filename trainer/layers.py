@@ -25,8 +25,8 @@ from trainer.ops import cast, constant, convert_to_tensor, divide, make_op, maxi
 from trainer.variable_scopes import get_variable, variable_scope
 from trainer.variables import Variable
 
-__all__ = ["average_pooling2d", "batch_normalization", "conv2d", "dense", "dropout", "embedding", "flatten",
-           "layer_norm", "max_pooling2d"]
+__all__ = ["average_pooling1d", "average_pooling2d", "batch_normalization", "conv1d", "conv2d", "conv2d_transpose",
+           "dense", "dropout", "embedding", "flatten", "layer_norm", "max_pooling1d", "max_pooling2d", "separable_conv2d"]
 
 _ACTIVATIONS = {None: None, "relu": nn.relu, "tanh": nn.tanh, "sigmoid": nn.sigmoid, "softmax": nn.softmax}
 
@@ -119,6 +119,105 @@ def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "va
     x = convert_to_tensor(inputs)
     with _layer_scope(x.graph, name, "conv2d", reuse):
         return _activate(_channels_first(x, data_format, build), activation)
+
+
+def conv2d_transpose(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
+                     data_format: str = "channels_last", activation=None, use_bias: bool = True, kernel_initializer=None,
+                     bias_initializer=None, *, trainable: bool = True, name: str | None = None, reuse=None):
+    """The transposed convolution (a conv2d's gradient with respect to its input): each spatial size
+    becomes ``in * stride`` ("same") or ``(in - 1) * stride + kernel`` ("valid"). The ``kernel``
+    variable is TF1's [h, w, filters, in]."""
+    ks, st = (_pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)), _pair(strides)
+    auto_pad = _auto_pad(padding)
+
+    def build(x):
+        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (filters, x.shape[1]), x.dtype, "kernel",
+                      trainable)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        iohw = make_op("Transpose", [w], {"perm": [3, 2, 0, 1]}).outputs[0]
+        attrs = {"strides": list(st), "kernel_shape": list(ks), "auto_pad": auto_pad}
+        return make_op("ConvTranspose", [x, iohw, b], attrs).outputs[0]
+
+    x = convert_to_tensor(inputs)
+    with _layer_scope(x.graph, name, "conv2d_transpose", reuse):
+        return _activate(_channels_first(x, data_format, build), activation)
+
+
+def separable_conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
+                     data_format: str = "channels_last", dilation_rate=(1, 1), depth_multiplier: int = 1,
+                     activation=None, use_bias: bool = True, depthwise_initializer=None, pointwise_initializer=None,
+                     bias_initializer=None, *, trainable: bool = True, name: str | None = None, reuse=None):
+    """A depthwise convolution (``depth_multiplier`` filters per input channel) then a 1x1 one
+    mixing channels; variables ``depthwise_kernel`` [h, w, in, multiplier] and
+    ``pointwise_kernel`` [1, 1, in * multiplier, filters], as TF1's."""
+    ks = _pair(kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+
+    def build(x):
+        cin = x.shape[1]
+        depthwise = _variable(depthwise_initializer or glorot_uniform_hwio, ks + (cin, depth_multiplier), x.dtype,
+                              "depthwise_kernel", trainable)
+        pointwise = _variable(pointwise_initializer or glorot_uniform_hwio, (1, 1, cin * depth_multiplier, filters),
+                              x.dtype, "pointwise_kernel", trainable)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        grouped = make_op("Reshape", [make_op("Transpose", [depthwise], {"perm": [2, 3, 0, 1]}).outputs[0],
+                                      constant(np.asarray([cin * depth_multiplier, 1, *ks], np.int64))]).outputs[0]
+        y = make_op("Conv", [x, grouped], {"strides": list(_pair(strides)), "dilations": list(_pair(dilation_rate)),
+                                           "kernel_shape": list(ks), "group": cin,
+                                           "auto_pad": _auto_pad(padding)}).outputs[0]
+        mixing = make_op("Transpose", [pointwise], {"perm": [3, 2, 0, 1]}).outputs[0]
+        return make_op("Conv", [y, mixing, b], {"kernel_shape": [1, 1]}).outputs[0]
+
+    x = convert_to_tensor(inputs)
+    with _layer_scope(x.graph, name, "separable_conv2d", reuse):
+        return _activate(_channels_first(x, data_format, build), activation)
+
+
+_AUTO_PADS = {"same": "SAME_UPPER", "valid": "VALID"}
+
+
+def _auto_pad(padding: str) -> str:
+    if padding.lower() not in _AUTO_PADS:
+        raise ValueError(f"padding must be 'same' or 'valid', got {padding!r}")
+    return _AUTO_PADS[padding.lower()]
+
+
+def _as_2d(inputs, data_format: str, build):
+    """A 1-D layer as its 2-D twin on a height-1 image: [N, W, C] (channels_last) or [N, C, W]."""
+    from trainer.array_ops import expand_dims, squeeze
+
+    axis = 1 if data_format == "channels_last" else 2
+    return squeeze(build(expand_dims(convert_to_tensor(inputs), axis)), [axis])
+
+
+def conv1d(inputs, filters: int, kernel_size, strides=1, padding: str = "valid", data_format: str = "channels_last",
+           dilation_rate=1, activation=None, use_bias: bool = True, kernel_initializer=None, bias_initializer=None, *,
+           trainable: bool = True, name: str | None = None, reuse=None):
+    """Convolution over the width of [N, W, C] inputs; the ``kernel`` variable is TF1's [k, in, filters]."""
+    k = kernel_size if isinstance(kernel_size, int) else int(kernel_size[0])
+    x = convert_to_tensor(inputs)
+    cin = x.shape[-1] if data_format == "channels_last" else x.shape[1]
+    with _layer_scope(x.graph, name, "conv1d", reuse):
+        w = _variable(kernel_initializer or init.glorot_uniform, (k, cin, filters), x.dtype, "kernel", trainable)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        oihw = make_op("Unsqueeze", [make_op("Transpose", [w], {"perm": [2, 1, 0]}).outputs[0],
+                                     constant(np.asarray([2], np.int64))]).outputs[0]
+        stride = strides if isinstance(strides, int) else int(strides[0])
+        dilation = dilation_rate if isinstance(dilation_rate, int) else int(dilation_rate[0])
+        y = _as_2d(x, data_format, lambda x4: _channels_first(
+            x4, data_format, lambda nchw: nn.conv2d_nchw(nchw, oihw, b, strides=(1, stride), padding=padding,
+                                                         dilations=(1, dilation))))
+        return _activate(y, activation)
+
+
+def max_pooling1d(inputs, pool_size, strides, padding: str = "valid", data_format: str = "channels_last", name=None):
+    p, s = (pool_size if isinstance(pool_size, int) else pool_size[0]), (strides if isinstance(strides, int) else strides[0])
+    return _as_2d(inputs, data_format, lambda x: max_pooling2d(x, (1, p), (1, s), padding, data_format, name=name))
+
+
+def average_pooling1d(inputs, pool_size, strides, padding: str = "valid", data_format: str = "channels_last",
+                      name=None):
+    p, s = (pool_size if isinstance(pool_size, int) else pool_size[0]), (strides if isinstance(strides, int) else strides[0])
+    return _as_2d(inputs, data_format, lambda x: average_pooling2d(x, (1, p), (1, s), padding, data_format, name=name))
 
 
 def max_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", data_format: str = "channels_last",
