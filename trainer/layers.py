@@ -493,9 +493,17 @@ def dynamic_rnn(cell, inputs, initial_state):
     return results[1], _unflat(initial_state, list(results[2:]))
 
 
+# TF1's layer objects (trainer/layer_classes.py builds them on the functions here).
+LAZY_ATTRIBUTES = {name: ("trainer.layer_classes", name) for name in (
+    "AveragePooling1D", "AveragePooling2D", "BatchNormalization", "Conv1D", "Conv2D", "Conv2DTranspose", "Dense",
+    "Dropout", "Flatten", "Layer", "MaxPooling1D", "MaxPooling2D", "SeparableConv2D")}
+
+
 def __getattr__(name: str):
     if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
         raise AttributeError(name)
-    from trainer.compat import missing_symbol
+    from trainer.compat import missing_symbol, resolve_lazy
 
+    if name in LAZY_ATTRIBUTES:
+        return resolve_lazy(name, LAZY_ATTRIBUTES)
     raise missing_symbol("tf.layers", name, globals())

@@ -75,3 +75,23 @@ def test_conv1d_and_the_1d_pools():
     with pytest.raises(ValueError, match="padding must be 'same' or 'valid'"):
         tf.layers.conv2d_transpose(tf.zeros([1, 2, 2, 1]), 1, 2, padding="full")
 
+
+def test_layer_objects_build_once_and_reuse_their_variables():
+    projection = tf.layers.Dense(3, activation=tf.nn.relu, name="projection")
+    a, b = tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32, [None, 4])
+    with tf.variable_scope("decoder"):
+        ya = projection(a)
+    yb = projection(b)  # elsewhere: the same kernel and bias
+    conv = tf.layers.Conv2D(2, 3, padding="same")
+    pool, flat = tf.layers.MaxPooling2D(2, 2), tf.layers.Flatten()
+    images = tf.placeholder(tf.float32, [None, 4, 4, 1])
+    out = flat(pool(conv(images)))
+    assert [v.name for v in projection.variables] == ["decoder/projection/kernel:0", "decoder/projection/bias:0"]
+    assert projection.kernel is projection.variables[0] and len(tf.trainable_variables()) == 4
+    assert conv.name == "conv2d" and out.shape == (None, 8)
+    xs = RNG.standard_normal((2, 4)).astype(np.float32)
+    got_a, got_b, w, bias = values([ya, yb, projection.kernel, projection.bias], {a: xs, b: xs})
+    np.testing.assert_array_equal(got_a, got_b)
+    np.testing.assert_allclose(got_a, np.maximum(xs @ w + bias, 0), rtol=1e-6)
+    with pytest.raises(AttributeError, match="no variable 'kernel'"):
+        tf.layers.Dense(2).kernel
