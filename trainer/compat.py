@@ -45,6 +45,7 @@ NAMESPACES: dict[str, str] = {
     "tf.linalg": "trainer.tf_linalg",
     "tf.compat": "trainer.compat",
     "tf.image": "trainer.tf_image",
+    "tf.lite": "trainer.tf_lite",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

@@ -58,7 +58,7 @@ zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
 ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
 python_io
-compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random
+compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -213,6 +213,10 @@ random_flip_up_down random_hue random_jpeg_quality random_saturation resize resi
 resize_bilinear resize_image_with_crop_or_pad resize_image_with_pad resize_images resize_nearest_neighbor
 resize_with_crop_or_pad rgb_to_grayscale rgb_to_hsv rgb_to_yiq rgb_to_yuv rot90 sample_distorted_bounding_box
 sobel_edges ssim ssim_multiscale total_variation transpose transpose_image yiq_to_rgb yuv_to_rgb
+""",
+    "tf.lite": """
+Interpreter OpHint OpsSet Optimize RepresentativeDataset TFLiteConverter TargetSpec TocoConverter constants
+experimental toco_convert
 """,
     "tf.metrics": """
 accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives
