@@ -46,6 +46,7 @@ NAMESPACES: dict[str, str] = {
     "tf.compat": "trainer.compat",
     "tf.image": "trainer.tf_image",
     "tf.lite": "trainer.tf_lite",
+    "tf.graph_util": "trainer.graph_util",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

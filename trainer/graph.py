@@ -451,6 +451,12 @@ class Graph:
     def get_all_collection_keys(self) -> list[str]:
         return sorted(self._collections)
 
+    def as_graph_def(self, from_version=None, add_shapes: bool = False):
+        """TF1's serialized graph (trainer/graph_def.py's GraphDef); shapes are always in it."""
+        from trainer.graph_def import as_graph_def  # it builds on the saver, which builds on this module
+
+        return as_graph_def(self)
+
     def finalize(self) -> None:
         self._finalized = True
 

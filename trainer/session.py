@@ -229,6 +229,11 @@ class Session:
         """Copies of every initialized variable's value, by variable name."""
         return {k: _to_host(v).copy() for k, v in self._state.variables.items()}
 
+    @property
+    def graph_def(self):
+        """The session's graph serialized (TF1's ``sess.graph_def``)."""
+        return self.graph.as_graph_def()
+
     def close(self) -> None:
         self._closed = True
         self._pool.shutdown(wait=False)

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from trainer import app, contrib, flags, gfile, initializers, python_io
+from trainer import app, contrib, flags, gfile, graph_util, initializers, python_io
 from trainer import tf_image as image
 from trainer import tf_linalg as linalg
 from trainer import tf_lite as lite
@@ -23,6 +23,7 @@ from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
 from trainer.functional_ops import foldl, foldr, map_fn, scan
 from trainer.graph import GraphKeys, Tensor, get_default_graph
+from trainer.graph_def import GraphDef, NodeDef, import_graph_def
 from trainer.initializers import (
     constant_initializer,
     glorot_normal_initializer,
@@ -143,7 +144,7 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "TensorArray", "app", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "image", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "TensorArray", "app", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",

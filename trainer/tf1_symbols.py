@@ -58,7 +58,7 @@ zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
 ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
 python_io
-compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite
+compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite GraphDef NodeDef graph_util
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -217,6 +217,10 @@ sobel_edges ssim ssim_multiscale total_variation transpose transpose_image yiq_t
     "tf.lite": """
 Interpreter OpHint OpsSet Optimize RepresentativeDataset TFLiteConverter TargetSpec TocoConverter constants
 experimental toco_convert
+""",
+    "tf.graph_util": """
+convert_variables_to_constants extract_sub_graph import_graph_def must_run_on_cpu remove_training_nodes
+tensor_shape_from_node_def_name
 """,
     "tf.metrics": """
 accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives

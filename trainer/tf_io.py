@@ -5,10 +5,11 @@ from __future__ import annotations
 from trainer import gfile
 from trainer.array_ops import decode_raw
 from trainer.data.tfrecord import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
+from trainer.graph_def import write_graph
 from trainer.queues import RandomShuffleQueue
 
 __all__ = ["RandomShuffleQueue", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "decode_raw", "gfile",
-           "tf_record_iterator"]
+           "tf_record_iterator", "write_graph"]
 
 
 def __getattr__(name: str):

@@ -98,6 +98,29 @@ class TFLiteConverter:
                   for side, infos in (("inputs", sig.inputs), ("outputs", sig.outputs))}
         return cls(sess, chosen["inputs"], chosen["outputs"])
 
+    @classmethod
+    def from_frozen_graph(cls, graph_def_file, input_arrays, output_arrays, input_shapes=None) -> "TFLiteConverter":
+        """A frozen GraphDef file (``convert_variables_to_constants``, then ``write_graph`` or
+        ``SerializeToString``) from the ops ``input_arrays`` to ``output_arrays``; ``input_shapes``
+        (``{name: shape}``) fixes the inputs' shapes."""
+        from trainer.graph import Graph
+        from trainer.graph_def import GraphDef, import_graph_def
+        from trainer.session import Session
+
+        graph_def = GraphDef()
+        with open(os.fspath(graph_def_file), "rb") as f:
+            graph_def.ParseFromString(f.read())
+        graph = Graph()
+        with graph.as_default():
+            import_graph_def(graph_def, name="")
+        missing = [n for n in list(input_arrays) + list(output_arrays) if not graph.has_node(n)]
+        if missing:
+            raise ValueError(f"{graph_def_file}: no node {missing[0]!r} in the graph")
+        inputs = {n: graph.tensor(f"{n}:0") for n in input_arrays}
+        for n, shape in (input_shapes or {}).items():
+            inputs[n].set_shape(shape)
+        return cls(Session(graph), inputs, {n: graph.tensor(f"{n}:0") for n in output_arrays})
+
     def convert(self) -> bytes:
         """The frozen, optimized, checked (and, as asked, quantized) model's ``.flow`` bytes."""
         module, name = _EXPORTER
