@@ -19,6 +19,7 @@ FAMILIES = (
     "layout",
     "math",
     "nn",
+    "py_func",
     "quantize",
     "random",
     "recurrent",
