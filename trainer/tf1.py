@@ -37,6 +37,7 @@ from trainer.initializers import (
 )
 from trainer.interactive import InteractiveSession, get_default_session
 from trainer.ops import convert_to_tensor
+from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
 from trainer.py_func import numpy_function, py_func
 from trainer.train import clip_by_global_norm
 from trainer.random_ops import get_seed, multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
@@ -145,7 +146,7 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "TensorArray", "app", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "TensorArray", "app", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",

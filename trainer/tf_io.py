@@ -6,9 +6,11 @@ from trainer import gfile
 from trainer.array_ops import decode_raw
 from trainer.data.tfrecord import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 from trainer.graph_def import write_graph
+from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
 from trainer.queues import RandomShuffleQueue
 
-__all__ = ["RandomShuffleQueue", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "decode_raw", "gfile",
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RandomShuffleQueue", "VarLenFeature", "parse_example",
+           "parse_single_example", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "decode_raw", "gfile",
            "tf_record_iterator", "write_graph"]
 
 

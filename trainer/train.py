@@ -392,6 +392,9 @@ LAZY_ATTRIBUTES = {
     "start_queue_runners": ("trainer.queues", "start_queue_runners"),
     "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
     "write_graph": ("trainer.graph_def", "write_graph"),
+    **{name: ("trainer.example_proto", name) for name in (
+        "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList", "Int64List",
+        "SequenceExample")},
     **{name: ("trainer.input_producers", name) for name in (
         "batch", "input_producer", "range_input_producer", "shuffle_batch", "slice_input_producer")},
     **{name: ("trainer.optimizers", name) for name in (

@@ -41,3 +41,23 @@ op("IteratorGetNext", domain=D, inputs=["handle"], outputs=["components+"], stat
    attrs={"output_types": Attr("strings", REQUIRED), "output_shapes": Attr("strings", ())},
    doc="The iterator's next element (OutOfRangeError at the end); shapes as JSON, -1 unknown.")(
     _component_types)
+
+
+def _parsed_types(ctx) -> list[TensorType]:
+    """One output per feature: its dtype; its shape after the serialized input's (batch) shape, a
+    sequence feature's with a dimension of unknown length first."""
+    batch = ctx.input(0).shape
+    types = []
+    for dtype, shape, sequence in zip(ctx.attrs["dtypes"], json.loads(ctx.attrs["shapes"]), ctx.attrs["sequence"]):
+        inner = ((None,) if sequence else ()) + tuple(shape)
+        types.append(TensorType(np.dtype(dtype), None if batch is None else tuple(batch) + inner))
+    return types
+
+
+op("ParseExample", domain=D, inputs=["serialized", "defaults*"], outputs=["values*"],
+   attrs={"keys": Attr("strings", REQUIRED), "dtypes": Attr("strings", REQUIRED), "shapes": Attr("string", REQUIRED),
+          "sequence": Attr("ints", REQUIRED), "num_outputs": Attr("int", REQUIRED)},
+   output_count_attr="num_outputs",
+   doc="Serialized tf.train.Example records (a scalar or any batch shape) to one dense tensor per feature "
+       "(keys, dtypes, shapes: JSON list of shapes, sequence: 1 for FixedLenSequenceFeature). defaults: one "
+       "per feature, an empty array where the feature is required.")(_parsed_types)

@@ -1,4 +1,6 @@
-"""Stateful kernels of the input-pipeline ops (family ``data``: ``schemas/ops/data.py``).
+"""Kernels of the input-pipeline ops (family ``data``: ``schemas/ops/data.py``): the stateful
+iterator kernels and ParseExample's (in the trainer: it decodes protobuf, which the edge runtime
+does not carry).
 
 Each receives the run's ``RunContext`` first. An iterator is an ``IteratorState`` resource in
 ``rctx.state.resources`` under its handle's shared name; its dataset comes from the graph's
@@ -7,13 +9,20 @@ dataset table (trainer/data/iterator.py), with the values of the tensors it capt
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
+from edge_runtime.kernels import kernel
 from trainer.data.dataset import Dataset
 from trainer.data.iterator import IteratorState, lookup_dataset
+from trainer.kernels.debugging import InvalidArgumentError
 from trainer.kernels.registry import stateful_kernel
+from trainer.parsing import FEATURE_LISTS
 
 __all__: list[str] = []
+
+D = "flowstack"
 
 
 def _handle(rctx, name: str) -> np.ndarray:
@@ -61,3 +70,56 @@ def make_iterator(rctx, handle, *captured, xp, dataset):
 def iterator_get_next(rctx, handle, *, xp, output_types, output_shapes):
     comps = _state(rctx, handle).next()
     return tuple(c if isinstance(c, np.ndarray) else np.asarray(c) for c in comps)
+
+
+@kernel("ParseExample", domain=D)
+def parse_example(serialized, *defaults, xp, keys, dtypes, shapes, sequence, num_outputs):
+    """Decode each record once, then gather every feature across the batch (TensorFlow's error words)."""
+    from google.protobuf.message import DecodeError
+
+    from trainer.example_proto import Example
+
+    records = np.asarray(serialized, dtype=object)
+    parsed = []
+    for i, record in enumerate(records.reshape(-1)):
+        try:
+            parsed.append(Example.FromString(record.encode() if isinstance(record, str) else bytes(record)).features.feature)
+        except (DecodeError, TypeError) as e:
+            raise InvalidArgumentError(f"Could not parse example input, value {i}: not a serialized tf.train.Example "
+                                       f"({type(e).__name__})") from None
+    outputs = []
+    for key, dtype, shape, is_sequence, default in zip(keys, dtypes, json.loads(shapes), sequence, defaults):
+        values = [_feature_values(features, key, dtype, tuple(shape), bool(is_sequence), default) for features in parsed]
+        if is_sequence:
+            longest = max((len(v) for v in values), default=0)
+            fill = default.reshape(()) if default.size else np.zeros((), dtype)
+            values = [np.concatenate([v, np.full((longest - len(v),) + tuple(shape), fill, dtype)]) for v in values]
+        stacked = np.stack(values) if values else np.zeros((0,) + tuple(shape), dtype)
+        outputs.append(stacked.reshape(records.shape + stacked.shape[1:]))
+    return tuple(outputs)
+
+
+def _feature_values(features, key: str, dtype: str, shape: tuple, is_sequence: bool, default) -> np.ndarray:
+    kind = FEATURE_LISTS[dtype]
+    if key in features:
+        present = features[key].WhichOneof("kind")
+        if present is not None and present != kind:
+            raise InvalidArgumentError(f"Key: {key}. Data types don't match. Expected type: {dtype}, actual: {present}")
+        values = np.asarray(list(getattr(features[key], kind).value) if present else [],
+                            dtype=object if dtype == "object" else dtype)
+    elif is_sequence:
+        values = np.zeros((0,), dtype)
+    elif default.size:
+        return default
+    else:
+        raise InvalidArgumentError(f"Feature: {key} (data type: {dtype}) is required but could not be found.")
+    per = int(np.prod(shape))
+    if is_sequence:
+        if per and values.size % per:
+            raise InvalidArgumentError(f"Key: {key}. Number of values ({values.size}) is not a multiple of the "
+                                       f"element size {per} (shape {list(shape)})")
+        return values.reshape((-1,) + shape)
+    if values.size != per:
+        raise InvalidArgumentError(f"Key: {key}. Can't parse serialized Example: expected {per} values (shape "
+                                   f"{list(shape)}), got {values.size}")
+    return values.reshape(shape)
