@@ -176,6 +176,10 @@ class Coordinator:
             self.exception = exception
         self._stop.set()
 
+    def wait_for_stop(self, timeout: float | None = None) -> bool:
+        """Wait until a stop is requested (at most ``timeout`` seconds); whether one was."""
+        return self._stop.wait(timeout)
+
     def register_thread(self, t) -> None:
         self._threads.append(t)
 

@@ -392,6 +392,7 @@ LAZY_ATTRIBUTES = {
     "start_queue_runners": ("trainer.queues", "start_queue_runners"),
     "ExponentialMovingAverage": ("trainer.moving_averages", "ExponentialMovingAverage"),
     "write_graph": ("trainer.graph_def", "write_graph"),
+    "Supervisor": ("trainer.supervisor", "Supervisor"),
     **{name: ("trainer.example_proto", name) for name in (
         "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList", "Int64List",
         "SequenceExample")},

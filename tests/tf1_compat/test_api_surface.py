@@ -117,7 +117,7 @@ def test_unsupported_symbol_names_itself_and_the_nearest_alternative():
         tf.random_norml  # noqa: B018
     with pytest.raises(AttributeError, match="tf.contrib.rnn.NASCell is a TensorFlow 1.x symbol"):
         tf.contrib.rnn.NASCell  # noqa: B018
-    assert hasattr(tf.train, "SyncReplicasOptimizer") and not hasattr(tf.train, "Supervisor")
+    assert hasattr(tf.train, "SyncReplicasOptimizer") and not hasattr(tf.train, "SessionManager")
 
 
 def test_compatibility_doc_is_generated_from_the_code():
