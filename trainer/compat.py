@@ -47,6 +47,7 @@ NAMESPACES: dict[str, str] = {
     "tf.image": "trainer.tf_image",
     "tf.lite": "trainer.tf_lite",
     "tf.graph_util": "trainer.graph_util",
+    "tf.sparse": "trainer.tf_sparse",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

@@ -549,6 +549,7 @@ LAZY_ATTRIBUTES = {
     "bidirectional_dynamic_rnn": ("trainer.rnn", "bidirectional_dynamic_rnn"),
     "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
     "log_uniform_candidate_sampler": ("trainer.random_ops", "log_uniform_candidate_sampler"),
+    "embedding_lookup_sparse": ("trainer.sparse_tensor", "embedding_lookup_sparse"),
 }
 
 

@@ -43,6 +43,9 @@ class _FetchMapper:
         if isinstance(f, dict):
             parts = {k: self._parse(graph, v) for k, v in f.items()}
             return lambda vals: {k: p(vals) for k, p in parts.items()}
+        if hasattr(f, "composite_parts"):  # a SparseTensor: fetched as its parts, answered as one value
+            parts = [self._parse(graph, t) for t in f.composite_parts()]
+            return lambda vals: f.composite_value([p(vals) for p in parts])
         t = _resolve(graph, f)
         if isinstance(t, Node):
             self.targets.append(t)
@@ -62,6 +65,17 @@ def _resolve(graph: Graph, f):
     if isinstance(f, str):
         return graph.tensor(f) if ":" in f else graph.node(f)
     raise TypeError(f"cannot fetch {type(f).__name__} {f!r}: expected a Tensor, a node, or a name")
+
+
+def _expand_composite_feeds(feed_dict: dict) -> dict:
+    """A fed SparseTensor as a feed of each of its parts."""
+    expanded = {}
+    for key, value in feed_dict.items():
+        if hasattr(key, "composite_parts"):
+            expanded.update(zip(key.composite_parts(), key.composite_feed(value)))
+        else:
+            expanded[key] = value
+    return expanded
 
 
 def _fetch_key(fetches):
@@ -156,6 +170,8 @@ class Session:
         """
         if self._closed:
             raise RuntimeError("attempted to use a closed Session")
+        if feed_dict and any(hasattr(k, "composite_parts") for k in feed_dict):
+            feed_dict = _expand_composite_feeds(feed_dict)
         feed_keys = tuple(feed_dict) if feed_dict else ()
         try:
             key = (_fetch_key(fetches), feed_keys)

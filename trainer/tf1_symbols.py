@@ -58,7 +58,7 @@ zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
 ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
 python_io
-compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite GraphDef NodeDef graph_util
+compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite GraphDef NodeDef graph_util SparseTensorValue sparse
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -221,6 +221,12 @@ experimental toco_convert
     "tf.graph_util": """
 convert_variables_to_constants extract_sub_graph import_graph_def must_run_on_cpu remove_training_nodes
 tensor_shape_from_node_def_name
+""",
+    "tf.sparse": """
+SparseConditionalAccumulator SparseTensor add concat cross cross_hashed expand_dims eye fill_empty_rows
+from_dense mask matmul maximum merge minimum placeholder reduce_max reduce_max_sparse reduce_sum
+reduce_sum_sparse reorder reset_shape reshape retain segment_mean segment_sqrt_n segment_sum slice softmax
+sparse_dense_matmul split to_dense to_indicator transpose
 """,
     "tf.metrics": """
 accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives
