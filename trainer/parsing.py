@@ -4,8 +4,8 @@ pipeline reads them.
 
 ``FixedLenFeature`` gives a tensor of its shape per record (its ``default_value`` where a record
 lacks the key, else an error naming the key); ``FixedLenSequenceFeature(allow_missing=True)`` a
-tensor of any number of such values, padded with its default across a batch. ``VarLenFeature``
-gives a SparseTensor in TensorFlow, which flowstack does not have: it is refused with that advice.
+tensor of any number of such values, padded with its default across a batch; ``VarLenFeature`` a
+SparseTensor of each record's values.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schemas.ops.data import FIXED, SEQUENCE, SPARSE
 from trainer.dtypes import as_dtype
 from trainer.ops import constant, convert_to_tensor, make_op
+from trainer.sparse_tensor import SparseTensor
 
 __all__ = ["FEATURE_LISTS", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
            "parse_single_example"]
@@ -45,6 +47,9 @@ class VarLenFeature:
     dtype: object = None
 
 
+_KIND = {FixedLenFeature: FIXED, FixedLenSequenceFeature: SEQUENCE, VarLenFeature: SPARSE}
+
+
 def _numpy_dtype(spec, key: str) -> np.dtype:
     dtype = np.dtype(as_dtype(spec.dtype).as_numpy_dtype)
     if dtype.name not in FEATURE_LISTS:
@@ -66,33 +71,33 @@ def _default(spec, dtype: np.dtype, shape: tuple, key: str) -> np.ndarray:
 
 
 def parse_example(serialized, features: dict, name=None, example_names=None) -> dict:
-    """A batch of serialized Examples to ``{key: tensor [batch, *shape]}``."""
+    """A batch of serialized Examples to ``{key: tensor [batch, *shape]}`` (a SparseTensor of
+    [batch, longest] for a VarLenFeature)."""
     if not features:
         raise ValueError("parse_example: features is empty")
     keys = sorted(features)
-    dtypes, shapes, sequence, defaults = [], [], [], []
+    dtypes, shapes, kinds, defaults = [], [], [], []
     for key in keys:
         spec = features[key]
-        if isinstance(spec, VarLenFeature):
-            raise NotImplementedError(f"feature {key!r}: VarLenFeature gives a SparseTensor, which flowstack does not "
-                                      f"have; use FixedLenSequenceFeature(shape, dtype, allow_missing=True) for a "
-                                      f"dense, padded tensor")
         if isinstance(spec, FixedLenSequenceFeature) and not spec.allow_missing:
             raise ValueError(f"feature {key!r}: FixedLenSequenceFeature in an Example needs allow_missing=True")
-        if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
-            raise TypeError(f"feature {key!r}: expected FixedLenFeature or FixedLenSequenceFeature, got "
+        if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature)):
+            raise TypeError(f"feature {key!r}: expected FixedLenFeature, FixedLenSequenceFeature or VarLenFeature, got "
                             f"{type(spec).__name__}")
         dtype = _numpy_dtype(spec, key)
-        shape = tuple(int(d) for d in (spec.shape if isinstance(spec.shape, (list, tuple)) else [spec.shape]))
+        raw_shape = getattr(spec, "shape", ())
+        shape = tuple(int(d) for d in (raw_shape if isinstance(raw_shape, (list, tuple)) else [raw_shape]))
         dtypes.append(dtype.name)
         shapes.append(list(shape))
-        sequence.append(int(isinstance(spec, FixedLenSequenceFeature)))
-        defaults.append(constant(_default(spec, dtype, shape, key)))
-    attrs = {"keys": keys, "dtypes": dtypes, "shapes": json.dumps(shapes), "sequence": sequence,
-             "num_outputs": len(keys)}
-    node = make_op("ParseExample", [convert_to_tensor(serialized), *defaults], attrs, domain="flowstack",
-                   name=name or "ParseExample", num_outputs=len(keys))
-    return dict(zip(keys, node.outputs))
+        kinds.append(_KIND[type(spec)])
+        defaults.append(constant(np.zeros((0,), dtype) if isinstance(spec, VarLenFeature)
+                                 else _default(spec, dtype, shape, key)))
+    count = sum(3 if kind == SPARSE else 1 for kind in kinds)
+    attrs = {"keys": keys, "dtypes": dtypes, "shapes": json.dumps(shapes), "kinds": kinds, "num_outputs": count}
+    outputs = iter(make_op("ParseExample", [convert_to_tensor(serialized), *defaults], attrs, domain="flowstack",
+                           name=name or "ParseExample", num_outputs=count).outputs)
+    return {key: SparseTensor(next(outputs), next(outputs), next(outputs)) if kind == SPARSE else next(outputs)
+            for key, kind in zip(keys, kinds)}
 
 
 def parse_single_example(serialized, features: dict, name=None, example_names=None) -> dict:

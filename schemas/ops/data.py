@@ -43,21 +43,31 @@ op("IteratorGetNext", domain=D, inputs=["handle"], outputs=["components+"], stat
     _component_types)
 
 
+# ParseExample's feature kinds: a dense tensor of a fixed shape, a padded sequence of them, or a
+# sparse tensor (three outputs: indices, values, dense_shape).
+FIXED, SEQUENCE, SPARSE = 0, 1, 2
+
+
 def _parsed_types(ctx) -> list[TensorType]:
-    """One output per feature: its dtype; its shape after the serialized input's (batch) shape, a
-    sequence feature's with a dimension of unknown length first."""
+    """The outputs of each feature in turn: its dtype; a dense one's shape after the serialized input's
+    (batch) shape, a sequence feature's with a dimension of unknown length first."""
     batch = ctx.input(0).shape
+    int64 = np.dtype(np.int64)
     types = []
-    for dtype, shape, sequence in zip(ctx.attrs["dtypes"], json.loads(ctx.attrs["shapes"]), ctx.attrs["sequence"]):
-        inner = ((None,) if sequence else ()) + tuple(shape)
+    for dtype, shape, kind in zip(ctx.attrs["dtypes"], json.loads(ctx.attrs["shapes"]), ctx.attrs["kinds"]):
+        if kind == SPARSE:
+            rank = None if batch is None else len(batch) + 1
+            types += [TensorType(int64, (None, rank)), TensorType(np.dtype(dtype), (None,)), TensorType(int64, (rank,))]
+            continue
+        inner = ((None,) if kind == SEQUENCE else ()) + tuple(shape)
         types.append(TensorType(np.dtype(dtype), None if batch is None else tuple(batch) + inner))
     return types
 
 
 op("ParseExample", domain=D, inputs=["serialized", "defaults*"], outputs=["values*"],
    attrs={"keys": Attr("strings", REQUIRED), "dtypes": Attr("strings", REQUIRED), "shapes": Attr("string", REQUIRED),
-          "sequence": Attr("ints", REQUIRED), "num_outputs": Attr("int", REQUIRED)},
+          "kinds": Attr("ints", REQUIRED), "num_outputs": Attr("int", REQUIRED)},
    output_count_attr="num_outputs",
-   doc="Serialized tf.train.Example records (a scalar or any batch shape) to one dense tensor per feature "
-       "(keys, dtypes, shapes: JSON list of shapes, sequence: 1 for FixedLenSequenceFeature). defaults: one "
-       "per feature, an empty array where the feature is required.")(_parsed_types)
+   doc="Serialized tf.train.Example records (a scalar or any batch shape) to tensors per feature (keys, dtypes, "
+       "shapes: a JSON list of shapes, kinds: FIXED, SEQUENCE or SPARSE, the last giving indices, values and "
+       "dense_shape). defaults: one per feature, an empty array where there is none.")(_parsed_types)

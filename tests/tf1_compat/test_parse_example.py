@@ -63,9 +63,19 @@ def test_bad_records_are_named(spec, record, message):
         sess.run(parsed)
 
 
-def test_unsupported_specs_are_refused_with_advice():
+def test_var_len_features_come_back_sparse(tmp_path):
+    records = tf.constant(np.array([example(i) for i in (2, 0, 3)], dtype=object))
+    parsed = tf.parse_example(records, {"tokens": tf.VarLenFeature(tf.int64), "label": tf.FixedLenFeature([], tf.int64)})
+    one = tf.parse_single_example(tf.constant(np.array(example(3), dtype=object)), {"tokens": tf.VarLenFeature(tf.int64)})
+    with tf.Session() as sess:
+        tokens, single, dense = sess.run([parsed["tokens"], one["tokens"],
+                                          tf.sparse_tensor_to_dense(parsed["tokens"], default_value=-1)])
+    assert tokens.indices.tolist() == [[0, 0], [0, 1], [2, 0], [2, 1], [2, 2]] and tokens.values.tolist() == [0, 1, 0, 1, 2]
+    assert tokens.dense_shape.tolist() == [3, 3] and single.indices.tolist() == [[0], [1], [2]]
+    assert dense.tolist() == [[0, 1, -1], [-1, -1, -1], [0, 1, 2]]
+
+
+def test_a_sequence_feature_without_allow_missing_is_refused():
     record = tf.constant(np.array(example(1), dtype=object))
-    with pytest.raises(NotImplementedError, match="VarLenFeature gives a SparseTensor.*FixedLenSequenceFeature"):
-        tf.parse_single_example(record, {"tokens": tf.VarLenFeature(tf.int64)})
     with pytest.raises(ValueError, match="needs allow_missing=True"):
         tf.parse_single_example(record, {"tokens": tf.FixedLenSequenceFeature([], tf.int64)})
