@@ -164,6 +164,8 @@ def constant(value, dtype=None, shape=None, name: str | None = None, graph: Grap
     arr = np.asarray(value, dtype=dtype)
     if dtype is None and arr.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         arr = arr.astype(np.float32)
+    if arr.dtype.kind in "US":  # text is tf.string: an object array of str (or bytes), as string kernels take
+        arr = arr.astype(object)
     if shape is not None:
         shape = tuple(int(d) for d in shape)
         arr = np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)

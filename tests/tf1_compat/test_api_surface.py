@@ -330,3 +330,10 @@ def test_the_math_random_linalg_and_compat_v1_namespaces():
         tf.math.bessel_i0
     with pytest.raises(AttributeError, match="tf.random.uniformly does not exist"):
         tf.random.uniformly
+
+
+def test_text_constants_are_tf_strings():
+    c = tf.constant(["a b", "c"])
+    assert c.dtype == tf.string
+    with tf.Session() as sess:
+        assert sess.run(c).dtype == object
