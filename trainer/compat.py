@@ -48,6 +48,9 @@ NAMESPACES: dict[str, str] = {
     "tf.lite": "trainer.tf_lite",
     "tf.graph_util": "trainer.graph_util",
     "tf.sparse": "trainer.tf_sparse",
+    "tf.strings": "trainer.tf_strings",
+    "tf.lookup": "trainer.tf_lookup",
+    "tf.contrib.lookup": "trainer.contrib.lookup",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

@@ -58,7 +58,7 @@ zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
 ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
 python_io
-compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite GraphDef NodeDef graph_util SparseTensorValue sparse
+compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite GraphDef NodeDef graph_util SparseTensorValue sparse strings lookup
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -227,6 +227,19 @@ SparseConditionalAccumulator SparseTensor add concat cross cross_hashed expand_d
 from_dense mask matmul maximum merge minimum placeholder reduce_max reduce_max_sparse reduce_sum
 reduce_sum_sparse reorder reset_shape reshape retain segment_mean segment_sqrt_n segment_sum slice softmax
 sparse_dense_matmul split to_dense to_indicator transpose
+""",
+    "tf.strings": """
+as_string bytes_split format join length lower reduce_join regex_full_match regex_replace split strip substr
+to_hash_bucket to_hash_bucket_fast to_hash_bucket_strong to_number unicode_decode unicode_decode_with_offsets
+unicode_encode unicode_script unicode_split unicode_split_with_offsets unicode_transcode upper
+""",
+    "tf.lookup": """
+KeyValueTensorInitializer StaticHashTable StaticVocabularyTable TextFileIndex TextFileInitializer experimental
+""",
+    "tf.contrib.lookup": """
+HashTable IdTableWithHashBuckets KeyValueTensorInitializer MutableDenseHashTable MutableHashTable
+TextFileIdTableInitializer TextFileIndex TextFileInitializer TextFileStringTableInitializer index_table_from_file
+index_table_from_tensor index_to_string index_to_string_table_from_file index_to_string_table_from_tensor
 """,
     "tf.metrics": """
 accuracy auc average_precision_at_k false_negatives false_negatives_at_thresholds false_positives

@@ -7,7 +7,10 @@ n-grams, weighting) are array operations.
 
 from __future__ import annotations
 
+import hashlib
 import re
+
+import numpy as np
 
 from edge_runtime.kernels.registry import kernel
 from schemas.registry import UnsupportedOpError
@@ -160,3 +163,93 @@ def tfidf_vectorizer(
         y = counts * scale
     y = y.astype(xp.float32)
     return y.reshape(size) if x.ndim == 1 else y
+
+
+# -- TensorFlow 1.x's string and lookup ops -----------------------------------------------------------
+@kernel("StringSplitSparse", domain="flowstack")
+def string_split_sparse(source, *, xp, delimiter, skip_empty, maxsplit, whitespace):
+    if source.ndim != 1:
+        raise UnsupportedOpError(f"string_split: the source must be 1-D, got shape {source.shape}")
+    rows = [_split_one(s, delimiter, bool(skip_empty), maxsplit, bool(whitespace)) for s in source.tolist()]
+    lengths = [len(r) for r in rows]
+    indices = np.array([(i, j) for i, n in enumerate(lengths) for j in range(n)], np.int64).reshape(-1, 2)
+    values = np.empty(len(indices), dtype=object)
+    values[:] = [token for r in rows for token in r]
+    return indices, values, np.array([len(rows), max(lengths, default=0)], np.int64)
+
+
+def _split_one(text, delimiter: str, skip_empty: bool, maxsplit: int, whitespace: bool) -> list:
+    binary = isinstance(text, bytes)
+    s = text.decode("utf-8", "surrogateescape") if binary else str(text)
+    if whitespace:
+        tokens = s.split(None, maxsplit) if maxsplit >= 0 else s.split()
+    elif not delimiter:
+        tokens = list(s)
+    else:
+        pattern = "[" + re.escape(delimiter) + "]"
+        tokens = re.split(pattern, s, maxsplit=maxsplit if maxsplit > 0 else 0) if maxsplit != 0 else [s]
+    if skip_empty:
+        tokens = [t for t in tokens if t]
+    return [t.encode("utf-8", "surrogateescape") for t in tokens] if binary else tokens
+
+
+_NUMBER_PARSERS = {"float32": float, "float64": float, "int32": int, "int64": int}
+
+
+@kernel("StringToNumber", domain="flowstack")
+def string_to_number(string_tensor, *, xp, out_type):
+    parse = _NUMBER_PARSERS.get(out_type)
+    if parse is None:
+        raise UnsupportedOpError(f"string_to_number: out_type must be one of {sorted(_NUMBER_PARSERS)}, got {out_type}")
+    flat = string_tensor.reshape(-1).tolist()
+    out = np.empty(len(flat), dtype=out_type)
+    for i, s in enumerate(flat):
+        text = s.decode("utf-8", "replace") if isinstance(s, bytes) else str(s)
+        try:
+            out[i] = parse(text.strip())
+        except (ValueError, OverflowError):
+            raise ValueError(f"StringToNumberOp could not correctly convert string: {text}") from None
+    return out.reshape(string_tensor.shape)
+
+
+class _TableCache:
+    """Each table's key -> value dict, built once per table array (tables are graph constants)."""
+
+    def __init__(self):
+        self._tables: dict[int, tuple] = {}
+
+    def mapping(self, keys: np.ndarray, values: np.ndarray) -> dict:
+        found = self._tables.get(id(keys))
+        if found is not None and found[0] is keys and found[1] is values:
+            return found[2]
+        table = dict(zip(keys.reshape(-1).tolist(), values.reshape(-1).tolist()))
+        self._tables[id(keys)] = (keys, values, table)
+        if len(self._tables) > 256:  # tables of values computed per run: keep the cache bounded
+            self._tables.pop(next(iter(self._tables)))
+        return table
+
+
+_TABLES = _TableCache()
+
+
+def _bucket(key, buckets: int) -> int:
+    data = key if isinstance(key, bytes) else str(key).encode("utf-8")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") % buckets
+
+
+@kernel("LookupTableFind", domain="flowstack")
+def lookup_table_find(keys, table_keys, table_values, default_value, *, xp, num_oov_buckets):
+    table = _TABLES.mapping(table_keys, table_values)
+    default = default_value.reshape(()).item() if default_value.size else None
+    size = len(table_keys.reshape(-1))
+    out = []
+    for k in keys.reshape(-1).tolist():
+        value = table.get(k)
+        if value is None and isinstance(k, (bytes, str)):  # str and bytes keys meet (UTF-8)
+            value = table.get(k.decode("utf-8", "surrogateescape") if isinstance(k, bytes) else k.encode("utf-8"))
+        if value is None:
+            value = size + _bucket(k, num_oov_buckets) if num_oov_buckets > 0 else default
+        out.append(value)
+    result = np.empty(len(out), dtype=table_values.dtype)
+    result[:] = out
+    return result.reshape(keys.shape)

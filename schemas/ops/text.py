@@ -85,3 +85,29 @@ def _tfidf_vectorizer(ctx):
     if len(x.shape) not in (1, 2):
         raise ctx.fail(f"X must be [C] or [N, C], got shape {x.shape}")
     return [TensorType(FLOAT, (*x.shape[:-1], size))]
+
+
+# -- TensorFlow 1.x's string and lookup ops (domain flowstack) ---------------------------------------
+@op("StringSplitSparse", domain="flowstack", inputs=["source"], outputs=["indices", "values", "dense_shape"],
+    attrs={"delimiter": Attr("string", " "), "skip_empty": Attr("int", 1), "maxsplit": Attr("int", -1),
+           "whitespace": Attr("int", 0)},
+    doc="TensorFlow's string_split of a 1-D source as a SparseTensor: each character of delimiter separates "
+        "(an empty delimiter: every character is a token; whitespace=1: runs of whitespace, as str.split()); "
+        "skip_empty drops empty tokens; maxsplit (>= 0) bounds the splits per string.")
+def _string_split_sparse(ctx):
+    return [TensorType(INT64, (None, 2)), TensorType(STRING, (None,)), TensorType(INT64, (2,))]
+
+
+@op("StringToNumber", domain="flowstack", inputs=["string_tensor"], outputs=["output"],
+    attrs={"out_type": Attr("string", "float32")},
+    doc="Each string parsed as a number of out_type; one that does not parse fails the run, naming it.")
+def _string_to_number(ctx):
+    return [TensorType(np.dtype(ctx.attrs["out_type"]), ctx.input(0).shape)]
+
+
+@op("LookupTableFind", domain="flowstack", inputs=["keys", "table_keys", "table_values", "default_value"],
+    outputs=["values"], attrs={"num_oov_buckets": Attr("int", 0)},
+    doc="Each key's value in the table (table_keys[i] -> table_values[i]); an absent key gets default_value, "
+        "or with num_oov_buckets > 0 the id len(table) + a stable hash of the key modulo the buckets.")
+def _lookup_table_find(ctx):
+    return [TensorType(ctx.input(2).dtype, ctx.input(0).shape)]

@@ -1,8 +1,8 @@
-"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn`` and ``contrib.layers``."""
+"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn``, ``contrib.layers`` and ``contrib.lookup``."""
 
-from trainer.contrib import layers, rnn
+from trainer.contrib import layers, lookup, rnn
 
-__all__ = ["layers", "rnn"]
+__all__ = ["layers", "lookup", "rnn"]
 
 
 def __getattr__(name: str):

@@ -1,0 +1,15 @@
+"""``tf.strings``: TF 1.15's string namespace (trainer/string_ops.py)."""
+
+from __future__ import annotations
+
+from trainer.string_ops import split, string_join, to_number
+
+join = string_join
+
+__all__ = ["join", "split", "to_number"]
+
+
+def __getattr__(name: str):
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.strings", name, globals())
