@@ -297,15 +297,35 @@ def lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, *, xp, activation_a
     return layer.outputs(y, h, c)
 
 
+# A step's recurrent product R h^T with a state of at most this many columns (batch entries) runs a
+# block of R's rows at a time, each block at most RECURRENT_BLOCK_MACS multiply-adds: OpenBLAS's
+# AVX-512 build multiplies such skinny products 1.9-2.7x faster in blocks of that size than whole
+# (hidden 256 at batch 8: 46.5 -> 24.3 us a step on one thread, and no hand-off to a second thread
+# that a loaded machine may not schedule); its AVX2 build runs them 1-8% slower. Wider states
+# multiply whole, where blocks ran 3-90% slower (benchmarks/RESULTS.md, session 15, edge-small).
+RECURRENT_BLOCK_MAX_BATCH = 16
+RECURRENT_BLOCK_MACS = 1 << 19
+
+
+def recurrent_row_blocks(rows: int, hidden: int, batch: int) -> tuple[slice, ...]:
+    """The row blocks of a (rows, hidden) recurrent weight a step multiplies a (hidden, batch)
+    state by, one matmul each (see RECURRENT_BLOCK_MACS)."""
+    if batch > RECURRENT_BLOCK_MAX_BATCH:
+        return (slice(0, rows),)
+    step = max(1, RECURRENT_BLOCK_MACS // max(hidden * batch, 1))
+    return tuple(slice(s, min(rows, s + step)) for s in range(0, max(rows, 1), step))
+
+
 def _lstm_plain_steps(layer, bias, h, c, y):
     """The common LSTM (default activations, no peepholes, clip or input_forget), tuned per step.
 
     sigmoid(z) = tanh(z / 2) / 2 + 1/2, so with the i, o, f rows of W, R and the bias halved up
     front, one tanh over all four gates does the work of three sigmoids and a tanh. The input
     projection ``W x_t + bias`` of every step is one GEMM over the whole sequence; each step then
-    runs transposed, as ``R h^T`` on a (hidden, batch) state: with a batch of a few rows that is
-    the orientation OpenBLAS multiplies fastest. Every elementwise op writes into a buffer
-    allocated once.
+    runs transposed, as ``R h^T`` on a (hidden, batch) state (in row blocks of R,
+    ``recurrent_row_blocks``): with a batch of a few rows that is the orientation OpenBLAS
+    multiplies fastest on AVX2 as on AVX-512. Every elementwise op writes into a buffer allocated
+    once.
     """
     xp, n, steps, batch, dirs = layer.xp, layer.hidden, layer.steps, layer.batch, layer.directions
     inputs = layer.x.shape[2]
@@ -329,9 +349,13 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     tmp = xp.empty_like(c_t)
     i, o, f, g = (z[:, k * n : (k + 1) * n] for k in range(4))
     iof = z[:, : 3 * n]
+    blocks = recurrent_row_blocks(4 * n, n, batch) if xp.__name__ == "numpy" else (slice(None),)
+    products = [[(recurrent[d, block], z[d, block]) for block in blocks] for d in range(dirs)]
     for t in range(steps):
         for d, rev in enumerate(layer.reversed):
-            xp.matmul(recurrent[d], states[d, t], out=z[d])
+            state = states[d, t]
+            for weights, gates in products[d]:
+                xp.matmul(weights, state, out=gates)
             column = (steps - 1 - t if rev else t) * batch
             z[d] += projected[d, :, column : column + batch]
         xp.tanh(z, out=z)
