@@ -337,10 +337,15 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     rows = xp.empty((steps * batch, inputs + 1), dtype=y.dtype)
     rows[:, :inputs] = layer.x.reshape(steps * batch, inputs)
     rows[:, inputs] = 1
-    b = xp.zeros((dirs, 4 * n), dtype=y.dtype) if bias is None else bias
     projected = xp.empty((dirs, 4 * n, steps * batch), dtype=y.dtype)
+    weights = xp.empty((4 * n, inputs + 1), dtype=y.dtype)  # [W bias], halved as above, in one pass
     for d in range(dirs):
-        xp.matmul(xp.concatenate([layer.w[d], b[d, :, None]], axis=1) * half, rows.T, out=projected[d])
+        xp.multiply(layer.w[d], half, out=weights[:, :inputs])
+        if bias is None:
+            weights[:, inputs] = 0
+        else:
+            xp.multiply(bias[d], half[:, 0], out=weights[:, inputs])
+        xp.matmul(weights, rows.T, out=projected[d])
     # states[d, t] = h^T before step t of direction d; states[:, 1:] ends up as Y
     states = xp.empty((dirs, steps + 1, n, batch), dtype=y.dtype)
     states[:, 0] = xp.swapaxes(h, 1, 2)
