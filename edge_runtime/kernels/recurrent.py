@@ -2,8 +2,9 @@
 
 All three share one driver. The input projection ``X @ W^T`` (plus the biases that can be folded
 into it) is one matmul over every timestep and direction; the loop over time is the only Python
-loop, and each step is one small matmul ``H @ R^T`` per direction, the gates' elementwise work
-done for all directions at once.
+loop, and each step is one small matmul ``H @ R^T`` per direction (in blocks of R's rows where the
+batch is small, ``recurrent_row_blocks``), the gates' elementwise work done for all directions at
+once.
 
 Internally everything is time-major with a leading direction axis: projections are
 ``(directions, time, batch, gates * hidden)`` and states ``(directions, batch, hidden)``. A
@@ -14,7 +15,6 @@ its state stops changing and its ``Y`` rows are zero.
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Callable
 
 from edge_runtime.kernels.registry import kernel
@@ -107,6 +107,27 @@ def _masked(xp, mask, new, old):
 
 # --- the shared driver ----------------------------------------------------------------------
 
+# A step's recurrent product with a state of at most this many batch entries runs a block of R's
+# rows (of the gates) at a time, each block at most RECURRENT_BLOCK_MACS multiply-adds: OpenBLAS's
+# AVX-512 build multiplies such skinny products 1.9-4x faster in blocks of that size than whole
+# (hidden 256 at batch 8, one thread: R h^T 46.5 -> 24.3 us, h R^T 90.1 -> 21.0 us; and no
+# hand-off to a second thread that a loaded machine may not schedule); its AVX2 build runs them
+# 1-10% slower. Wider states multiply whole, where blocks ran 3-90% slower (benchmarks/RESULTS.md,
+# session 15, edge-small).
+RECURRENT_BLOCK_MAX_BATCH = 16
+RECURRENT_BLOCK_MACS = 1 << 19
+
+
+def recurrent_row_blocks(rows: int, hidden: int, batch: int) -> tuple[slice, ...]:
+    """The blocks of a (rows, hidden) recurrent weight's rows that a step multiplies a state of
+    ``batch`` entries by, one matmul each (see RECURRENT_BLOCK_MACS)."""
+    if batch > RECURRENT_BLOCK_MAX_BATCH:
+        return (slice(0, rows),)
+    step = max(1, RECURRENT_BLOCK_MACS // max(hidden * batch, 1))
+    return tuple(slice(s, min(rows, s + step)) for s in range(0, max(rows, 1), step))
+
+
+
 class _Layer:
     """Inputs of one recurrent node, normalised to time-major, direction-first arrays."""
 
@@ -135,12 +156,6 @@ class _Layer:
                 if not bool(lens.all()):
                     self.empty = (lens == 0)[None, :, None]  # (1, B, 1)
 
-    @cached_property
-    def rt(self):
-        """R transposed, (D, hidden, gates * hidden), made only where a step multiplies ``h @ R^T``:
-        a transposing copy of R is no small part of a layer's run."""
-        return self.xp.ascontiguousarray(self.xp.swapaxes(self.r, 1, 2))
-
     def initial_state(self, value):
         xp = self.xp
         if value is None:
@@ -162,16 +177,26 @@ class _Layer:
             xw = xp.stack([self._flip(xw[d]) if rev else xw[d] for d, rev in enumerate(self.reversed)])
         return xw
 
-    def recur(self, h, rt=None):
-        """``h @ R^T`` per direction, as 2-D matmuls: numpy's stacked matmul is about half as fast."""
+    def recurrent_product(self, rows: slice = slice(None)) -> Callable:
+        """``h -> h @ R[:, rows]^T`` per direction, (D, batch, hidden) -> (D, batch, width), as 2-D
+        matmuls (NumPy's stacked matmul is about half as fast). R's rows are transposed once, here,
+        into contiguous blocks of columns (``recurrent_row_blocks``), each multiplied on its own."""
         xp = self.xp
-        rt = self.rt if rt is None else rt
-        if self.directions == 1:
-            return xp.matmul(h[0], rt[0])[None]
-        out = xp.empty(h.shape[:2] + rt.shape[2:], dtype=h.dtype)
-        for d in range(self.directions):
-            xp.matmul(h[d], rt[d], out=out[d])
-        return out
+        r = self.r[:, rows]
+        width, hidden = r.shape[1], r.shape[2]
+        blocks = recurrent_row_blocks(width, hidden, self.batch) if xp.__name__ == "numpy" else (slice(0, width),)
+        weights = [xp.ascontiguousarray(xp.swapaxes(r[:, block], 1, 2)) for block in blocks]  # (D, hidden, k)
+
+        def multiply(h):
+            if len(blocks) == 1 and self.directions == 1:
+                return xp.matmul(h[0], weights[0][0])[None]
+            out = xp.empty(h.shape[:2] + (width,), dtype=h.dtype)
+            for d in range(self.directions):
+                for block, w in zip(blocks, weights):
+                    xp.matmul(h[d], w[d], out=out[d, :, block])
+            return out
+
+        return multiply
 
     def _flip(self, a):
         """Reverse time (axis 0 of ``a``), each batch entry within its own length."""
@@ -207,10 +232,11 @@ def rnn(x, w, r, b, sequence_lens, initial_h, *, xp, activation_alpha, activatio
     bias = None if b is None else b[:, : layer.hidden] + b[:, layer.hidden :]
     xw = layer.project(bias)
     clipped = _clipper(clip, xp)
+    recur = layer.recurrent_product()
     h = layer.initial_state(initial_h)
     y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
     for t in range(layer.steps):
-        h_new = f(clipped(xw[:, t] + layer.recur(h)))
+        h_new = f(clipped(xw[:, t] + recur(h)))
         h, y[t] = _masked(xp, layer.step_mask(t), h_new, h)
     return layer.outputs(y, h)
 
@@ -234,20 +260,22 @@ def gru(x, w, r, b, sequence_lens, initial_h, *, xp, activation_alpha, activatio
             bias = wb + rb
     xw = layer.project(bias)
     clipped = _clipper(clip, xp)
-    rt_zr = xp.ascontiguousarray(layer.rt[..., : 2 * n])
-    rt_h = xp.ascontiguousarray(layer.rt[..., 2 * n :])
+    if linear_before_reset:
+        recur = layer.recurrent_product()
+    else:
+        recur_zr, recur_h = layer.recurrent_product(slice(0, 2 * n)), layer.recurrent_product(slice(2 * n, 3 * n))
     h = layer.initial_state(initial_h)
     y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
     for t in range(layer.steps):
         xt = xw[:, t]
         if linear_before_reset:
-            hr = layer.recur(h)
+            hr = recur(h)
             zr = f(clipped(xt[..., : 2 * n] + hr[..., : 2 * n]))
             hh = hr[..., 2 * n :] if rb_h is None else hr[..., 2 * n :] + rb_h
             candidate = g(clipped(xt[..., 2 * n :] + zr[..., n:] * hh))
         else:
-            zr = f(clipped(xt[..., : 2 * n] + layer.recur(h, rt_zr)))
-            candidate = g(clipped(xt[..., 2 * n :] + layer.recur(zr[..., n:] * h, rt_h)))
+            zr = f(clipped(xt[..., : 2 * n] + recur_zr(h)))
+            candidate = g(clipped(xt[..., 2 * n :] + recur_h(zr[..., n:] * h)))
         h_new = candidate + zr[..., :n] * (h - candidate)  # (1 - z) * candidate + z * h
         h, y[t] = _masked(xp, layer.step_mask(t), h_new, h)
     return layer.outputs(y, h)
@@ -278,8 +306,9 @@ def lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, *, xp, activation_a
     clipped = _clipper(clip, xp)
     if p is not None:
         p_i, p_o, p_f = (p[:, None, k * n : (k + 1) * n] for k in range(3))
+    recur = layer.recurrent_product()
     for t in range(layer.steps):
-        z = xw[:, t] + layer.recur(h)
+        z = xw[:, t] + recur(h)
         if p is None:
             iof = f(clipped(z[..., : 3 * n]))  # i, o and f share f: one call
             i, o = iof[..., :n], iof[..., n : 2 * n]
@@ -295,25 +324,6 @@ def lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, *, xp, activation_a
         h, y[t] = _masked(xp, mask, h_new, h)
         c = c_new if mask is None else xp.where(mask, c_new, c)
     return layer.outputs(y, h, c)
-
-
-# A step's recurrent product R h^T with a state of at most this many columns (batch entries) runs a
-# block of R's rows at a time, each block at most RECURRENT_BLOCK_MACS multiply-adds: OpenBLAS's
-# AVX-512 build multiplies such skinny products 1.9-2.7x faster in blocks of that size than whole
-# (hidden 256 at batch 8: 46.5 -> 24.3 us a step on one thread, and no hand-off to a second thread
-# that a loaded machine may not schedule); its AVX2 build runs them 1-8% slower. Wider states
-# multiply whole, where blocks ran 3-90% slower (benchmarks/RESULTS.md, session 15, edge-small).
-RECURRENT_BLOCK_MAX_BATCH = 16
-RECURRENT_BLOCK_MACS = 1 << 19
-
-
-def recurrent_row_blocks(rows: int, hidden: int, batch: int) -> tuple[slice, ...]:
-    """The row blocks of a (rows, hidden) recurrent weight a step multiplies a (hidden, batch)
-    state by, one matmul each (see RECURRENT_BLOCK_MACS)."""
-    if batch > RECURRENT_BLOCK_MAX_BATCH:
-        return (slice(0, rows),)
-    step = max(1, RECURRENT_BLOCK_MACS // max(hidden * batch, 1))
-    return tuple(slice(s, min(rows, s + step)) for s in range(0, max(rows, 1), step))
 
 
 def _lstm_plain_steps(layer, bias, h, c, y):

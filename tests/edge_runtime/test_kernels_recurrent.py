@@ -185,3 +185,17 @@ def test_lstm_recurrent_product_in_row_blocks(monkeypatch, direction, batch):
     assert len(recurrent.recurrent_row_blocks(40, 10, batch)) == 14
     feeds = make_inputs("LSTM", seq=7, batch=batch, inp=5, hidden=10, direction=direction, seed=9)
     check("LSTM", feeds, direction=direction)
+
+
+@pytest.mark.parametrize("op, attrs", [("RNN", {}), ("GRU", {"linear_before_reset": 1}),
+                                       ("GRU", {"linear_before_reset": 0}), ("LSTM", {"clip": 9.0})])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_recurrent_product_in_blocks_of_gate_rows(monkeypatch, op, attrs, direction):
+    # RNN, GRU and the general LSTM multiply h @ R^T in blocks of R's rows (4 rows each here:
+    # ragged against GRU's 2 * 7 and 7 gate rows and LSTM's 28), with sequence_lens masking steps
+    from edge_runtime.kernels import recurrent
+
+    monkeypatch.setattr(recurrent, "RECURRENT_BLOCK_MACS", 4 * 7 * 3)
+    assert len(recurrent.recurrent_row_blocks(21, 7, 3)) == 6
+    feeds = make_inputs(op, seq=6, batch=3, inp=5, hidden=7, direction=direction, lens=[6, 2, 4], seed=11)
+    check(op, feeds, direction=direction, **attrs)
