@@ -127,7 +127,6 @@ def recurrent_row_blocks(rows: int, hidden: int, batch: int) -> tuple[slice, ...
     return tuple(slice(s, min(rows, s + step)) for s in range(0, max(rows, 1), step))
 
 
-
 class _Layer:
     """Inputs of one recurrent node, normalised to time-major, direction-first arrays."""
 
@@ -348,14 +347,14 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     rows[:, :inputs] = layer.x.reshape(steps * batch, inputs)
     rows[:, inputs] = 1
     projected = xp.empty((dirs, 4 * n, steps * batch), dtype=y.dtype)
-    weights = xp.empty((4 * n, inputs + 1), dtype=y.dtype)  # [W bias], halved as above, in one pass
+    w_bias = xp.empty((4 * n, inputs + 1), dtype=y.dtype)  # [W bias], halved as above, in one pass
     for d in range(dirs):
-        xp.multiply(layer.w[d], half, out=weights[:, :inputs])
+        xp.multiply(layer.w[d], half, out=w_bias[:, :inputs])
         if bias is None:
-            weights[:, inputs] = 0
+            w_bias[:, inputs] = 0
         else:
-            xp.multiply(bias[d], half[:, 0], out=weights[:, inputs])
-        xp.matmul(weights, rows.T, out=projected[d])
+            xp.multiply(bias[d], half[:, 0], out=w_bias[:, inputs])
+        xp.matmul(w_bias, rows.T, out=projected[d])
     # states[d, t] = h^T before step t of direction d; states[:, 1:] ends up as Y
     states = xp.empty((dirs, steps + 1, n, batch), dtype=y.dtype)
     states[:, 0] = xp.swapaxes(h, 1, 2)
@@ -369,8 +368,8 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     for t in range(steps):
         for d, rev in enumerate(layer.reversed):
             state = states[d, t]
-            for weights, gates in products[d]:
-                xp.matmul(weights, state, out=gates)
+            for r_rows, gates in products[d]:
+                xp.matmul(r_rows, state, out=gates)
             column = (steps - 1 - t if rev else t) * batch
             z[d] += projected[d, :, column : column + batch]
         xp.tanh(z, out=z)
