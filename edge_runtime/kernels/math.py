@@ -485,19 +485,22 @@ def _stacked_rows_matmul(a, b, xp):
     return y.transpose(*inverse, lead)
 
 
-# A Gemm of few rows against a large (N, K) weight (transB=1, PyTorch's Linear layout, and the
-# layout the exporter gives every constant Gemm weight) runs as (B @ A^T)^T: OpenBLAS is 1.4-3x
-# slower on A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us, 8 rows 806 -> 392 us, 32 rows
-# 1286 -> 797 us on one thread; 0.34-0.74x on two threads). Below 256 on a side the swap does not
-# pay. Up to 64 rows it pays for every weight measured; beyond, only for large ones (Zen 4, two
-# threads, swapped / not at 80-128 rows: 1024x1024 0.88-0.97, 1024x4096 0.83-0.88, but 256x256
-# 1.00-1.17 and 1024x256 1.01-1.12; on one thread 0.79-0.96 for all but 256x256), so weights of
-# GEMM_SWAP_LARGE_WEIGHT elements and more swap up to GEMM_SWAP_LARGE_MAX_ROWS. (On Zen 5 the
-# orientations ran even from about 96 rows.)
+# A Gemm of few rows against an (N, K) weight (transB=1, PyTorch's Linear layout, and the layout
+# the exporter gives every constant Gemm weight) runs as (B @ A^T)^T: OpenBLAS is 1.4-3x slower on
+# A @ B^T there (1024x1024 weights: 2 rows 720 -> 220 us, 8 rows 806 -> 392 us, 32 rows 1286 ->
+# 797 us on one thread; 0.34-0.74x on two threads). Up to 64 rows it pays for every weight
+# measured; beyond, only for large ones (Zen 4, two threads, swapped / not at 80-128 rows:
+# 1024x1024 0.88-0.97, 1024x4096 0.83-0.88, but 256x256 1.00-1.17 and 1024x256 1.01-1.12; on one
+# thread 0.79-0.96 for all but 256x256), so weights of GEMM_SWAP_LARGE_WEIGHT elements and more
+# swap up to GEMM_SWAP_LARGE_MAX_ROWS. (On Zen 5 the orientations ran even from about 96 rows.)
+# Small weights swap down to GEMM_SWAP_MIN_SIDE on a side: Zen 5, one thread, swapped / not at
+# 16-32 rows, LeNet's 400->120 0.49-0.61 and 120->84 0.64-0.73, 784->128 0.49-0.63 with AVX-512
+# kernels, 0.79-0.94 with AVX2 ones; at 2-8 rows 1.00-1.07 with AVX-512 and 0.78-0.88 with AVX2.
+# Under 80 on a side (64x32, 84->10) it did not pay.
 GEMM_SWAP_MAX_ROWS = 64
 GEMM_SWAP_LARGE_MAX_ROWS = 128
 GEMM_SWAP_LARGE_WEIGHT = 1 << 20
-GEMM_SWAP_MIN_SIDE = 256
+GEMM_SWAP_MIN_SIDE = 80
 
 
 def _swap_pays(rows: int, b) -> bool:

@@ -2,8 +2,9 @@
 
 All three share one driver. The input projection ``X @ W^T`` (plus the biases that can be folded
 into it) is one matmul over every timestep and direction; the loop over time is the only Python
-loop, and each step is one small matmul ``H @ R^T`` per direction, the gates' elementwise work
-done for all directions at once.
+loop, and each step is one small matmul ``H @ R^T`` per direction (in blocks of R's rows where the
+batch is small, ``recurrent_row_blocks``), the gates' elementwise work done for all directions at
+once.
 
 Internally everything is time-major with a leading direction axis: projections are
 ``(directions, time, batch, gates * hidden)`` and states ``(directions, batch, hidden)``. A
@@ -14,7 +15,6 @@ its state stops changing and its ``Y`` rows are zero.
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Callable
 
 from edge_runtime.kernels.registry import kernel
@@ -107,6 +107,26 @@ def _masked(xp, mask, new, old):
 
 # --- the shared driver ----------------------------------------------------------------------
 
+# A step's recurrent product with a state of at most this many batch entries runs a block of R's
+# rows (of the gates) at a time, each block at most RECURRENT_BLOCK_MACS multiply-adds: OpenBLAS's
+# AVX-512 build multiplies such skinny products 1.9-4x faster in blocks of that size than whole
+# (hidden 256 at batch 8, one thread: R h^T 46.5 -> 24.3 us, h R^T 90.1 -> 21.0 us; and no
+# hand-off to a second thread that a loaded machine may not schedule); its AVX2 build runs them
+# 1-10% slower. Wider states multiply whole, where blocks ran 3-90% slower (benchmarks/RESULTS.md,
+# session 15, edge-small).
+RECURRENT_BLOCK_MAX_BATCH = 16
+RECURRENT_BLOCK_MACS = 1 << 19
+
+
+def recurrent_row_blocks(rows: int, hidden: int, batch: int) -> tuple[slice, ...]:
+    """The blocks of a (rows, hidden) recurrent weight's rows that a step multiplies a state of
+    ``batch`` entries by, one matmul each (see RECURRENT_BLOCK_MACS)."""
+    if batch > RECURRENT_BLOCK_MAX_BATCH:
+        return (slice(0, rows),)
+    step = max(1, RECURRENT_BLOCK_MACS // max(hidden * batch, 1))
+    return tuple(slice(s, min(rows, s + step)) for s in range(0, max(rows, 1), step))
+
+
 class _Layer:
     """Inputs of one recurrent node, normalised to time-major, direction-first arrays."""
 
@@ -135,12 +155,6 @@ class _Layer:
                 if not bool(lens.all()):
                     self.empty = (lens == 0)[None, :, None]  # (1, B, 1)
 
-    @cached_property
-    def rt(self):
-        """R transposed, (D, hidden, gates * hidden), made only where a step multiplies ``h @ R^T``:
-        a transposing copy of R is no small part of a layer's run."""
-        return self.xp.ascontiguousarray(self.xp.swapaxes(self.r, 1, 2))
-
     def initial_state(self, value):
         xp = self.xp
         if value is None:
@@ -162,16 +176,26 @@ class _Layer:
             xw = xp.stack([self._flip(xw[d]) if rev else xw[d] for d, rev in enumerate(self.reversed)])
         return xw
 
-    def recur(self, h, rt=None):
-        """``h @ R^T`` per direction, as 2-D matmuls: numpy's stacked matmul is about half as fast."""
+    def recurrent_product(self, rows: slice = slice(None)) -> Callable:
+        """``h -> h @ R[:, rows]^T`` per direction, (D, batch, hidden) -> (D, batch, width), as 2-D
+        matmuls (NumPy's stacked matmul is about half as fast). R's rows are transposed once, here,
+        into contiguous blocks of columns (``recurrent_row_blocks``), each multiplied on its own."""
         xp = self.xp
-        rt = self.rt if rt is None else rt
-        if self.directions == 1:
-            return xp.matmul(h[0], rt[0])[None]
-        out = xp.empty(h.shape[:2] + rt.shape[2:], dtype=h.dtype)
-        for d in range(self.directions):
-            xp.matmul(h[d], rt[d], out=out[d])
-        return out
+        r = self.r[:, rows]
+        width, hidden = r.shape[1], r.shape[2]
+        blocks = recurrent_row_blocks(width, hidden, self.batch) if xp.__name__ == "numpy" else (slice(0, width),)
+        weights = [xp.ascontiguousarray(xp.swapaxes(r[:, block], 1, 2)) for block in blocks]  # (D, hidden, k)
+
+        def multiply(h):
+            if len(blocks) == 1 and self.directions == 1:
+                return xp.matmul(h[0], weights[0][0])[None]
+            out = xp.empty(h.shape[:2] + (width,), dtype=h.dtype)
+            for d in range(self.directions):
+                for block, w in zip(blocks, weights):
+                    xp.matmul(h[d], w[d], out=out[d, :, block])
+            return out
+
+        return multiply
 
     def _flip(self, a):
         """Reverse time (axis 0 of ``a``), each batch entry within its own length."""
@@ -207,10 +231,11 @@ def rnn(x, w, r, b, sequence_lens, initial_h, *, xp, activation_alpha, activatio
     bias = None if b is None else b[:, : layer.hidden] + b[:, layer.hidden :]
     xw = layer.project(bias)
     clipped = _clipper(clip, xp)
+    recur = layer.recurrent_product()
     h = layer.initial_state(initial_h)
     y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
     for t in range(layer.steps):
-        h_new = f(clipped(xw[:, t] + layer.recur(h)))
+        h_new = f(clipped(xw[:, t] + recur(h)))
         h, y[t] = _masked(xp, layer.step_mask(t), h_new, h)
     return layer.outputs(y, h)
 
@@ -234,20 +259,22 @@ def gru(x, w, r, b, sequence_lens, initial_h, *, xp, activation_alpha, activatio
             bias = wb + rb
     xw = layer.project(bias)
     clipped = _clipper(clip, xp)
-    rt_zr = xp.ascontiguousarray(layer.rt[..., : 2 * n])
-    rt_h = xp.ascontiguousarray(layer.rt[..., 2 * n :])
+    if linear_before_reset:
+        recur = layer.recurrent_product()
+    else:
+        recur_zr, recur_h = layer.recurrent_product(slice(0, 2 * n)), layer.recurrent_product(slice(2 * n, 3 * n))
     h = layer.initial_state(initial_h)
     y = xp.empty((layer.steps,) + h.shape, dtype=x.dtype)
     for t in range(layer.steps):
         xt = xw[:, t]
         if linear_before_reset:
-            hr = layer.recur(h)
+            hr = recur(h)
             zr = f(clipped(xt[..., : 2 * n] + hr[..., : 2 * n]))
             hh = hr[..., 2 * n :] if rb_h is None else hr[..., 2 * n :] + rb_h
             candidate = g(clipped(xt[..., 2 * n :] + zr[..., n:] * hh))
         else:
-            zr = f(clipped(xt[..., : 2 * n] + layer.recur(h, rt_zr)))
-            candidate = g(clipped(xt[..., 2 * n :] + layer.recur(zr[..., n:] * h, rt_h)))
+            zr = f(clipped(xt[..., : 2 * n] + recur_zr(h)))
+            candidate = g(clipped(xt[..., 2 * n :] + recur_h(zr[..., n:] * h)))
         h_new = candidate + zr[..., :n] * (h - candidate)  # (1 - z) * candidate + z * h
         h, y[t] = _masked(xp, layer.step_mask(t), h_new, h)
     return layer.outputs(y, h)
@@ -278,8 +305,9 @@ def lstm(x, w, r, b, sequence_lens, initial_h, initial_c, p, *, xp, activation_a
     clipped = _clipper(clip, xp)
     if p is not None:
         p_i, p_o, p_f = (p[:, None, k * n : (k + 1) * n] for k in range(3))
+    recur = layer.recurrent_product()
     for t in range(layer.steps):
-        z = xw[:, t] + layer.recur(h)
+        z = xw[:, t] + recur(h)
         if p is None:
             iof = f(clipped(z[..., : 3 * n]))  # i, o and f share f: one call
             i, o = iof[..., :n], iof[..., n : 2 * n]
@@ -303,9 +331,10 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     sigmoid(z) = tanh(z / 2) / 2 + 1/2, so with the i, o, f rows of W, R and the bias halved up
     front, one tanh over all four gates does the work of three sigmoids and a tanh. The input
     projection ``W x_t + bias`` of every step is one GEMM over the whole sequence; each step then
-    runs transposed, as ``R h^T`` on a (hidden, batch) state: with a batch of a few rows that is
-    the orientation OpenBLAS multiplies fastest. Every elementwise op writes into a buffer
-    allocated once.
+    runs transposed, as ``R h^T`` on a (hidden, batch) state (in row blocks of R,
+    ``recurrent_row_blocks``): with a batch of a few rows that is the orientation OpenBLAS
+    multiplies fastest on AVX2 as on AVX-512. Every elementwise op writes into a buffer allocated
+    once.
     """
     xp, n, steps, batch, dirs = layer.xp, layer.hidden, layer.steps, layer.batch, layer.directions
     inputs = layer.x.shape[2]
@@ -317,10 +346,15 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     rows = xp.empty((steps * batch, inputs + 1), dtype=y.dtype)
     rows[:, :inputs] = layer.x.reshape(steps * batch, inputs)
     rows[:, inputs] = 1
-    b = xp.zeros((dirs, 4 * n), dtype=y.dtype) if bias is None else bias
     projected = xp.empty((dirs, 4 * n, steps * batch), dtype=y.dtype)
+    w_bias = xp.empty((4 * n, inputs + 1), dtype=y.dtype)  # [W bias], halved as above, in one pass
     for d in range(dirs):
-        xp.matmul(xp.concatenate([layer.w[d], b[d, :, None]], axis=1) * half, rows.T, out=projected[d])
+        xp.multiply(layer.w[d], half, out=w_bias[:, :inputs])
+        if bias is None:
+            w_bias[:, inputs] = 0
+        else:
+            xp.multiply(bias[d], half[:, 0], out=w_bias[:, inputs])
+        xp.matmul(w_bias, rows.T, out=projected[d])
     # states[d, t] = h^T before step t of direction d; states[:, 1:] ends up as Y
     states = xp.empty((dirs, steps + 1, n, batch), dtype=y.dtype)
     states[:, 0] = xp.swapaxes(h, 1, 2)
@@ -329,9 +363,13 @@ def _lstm_plain_steps(layer, bias, h, c, y):
     tmp = xp.empty_like(c_t)
     i, o, f, g = (z[:, k * n : (k + 1) * n] for k in range(4))
     iof = z[:, : 3 * n]
+    blocks = recurrent_row_blocks(4 * n, n, batch) if xp.__name__ == "numpy" else (slice(None),)
+    products = [[(recurrent[d, block], z[d, block]) for block in blocks] for d in range(dirs)]
     for t in range(steps):
         for d, rev in enumerate(layer.reversed):
-            xp.matmul(recurrent[d], states[d, t], out=z[d])
+            state = states[d, t]
+            for r_rows, gates in products[d]:
+                xp.matmul(r_rows, state, out=gates)
             column = (steps - 1 - t if rev else t) * batch
             z[d] += projected[d, :, column : column + batch]
         xp.tanh(z, out=z)

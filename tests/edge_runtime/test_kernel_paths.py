@@ -324,5 +324,6 @@ def test_gemm_swaps_its_product_for_few_rows_and_for_large_weights_a_few_more() 
     small, large = np.zeros((512, 512), np.float32), np.zeros((1024, 1024), np.float32)
     assert [_swap_pays(r, small) for r in (1, 2, 64, 65)] == [False, True, True, False]
     assert [_swap_pays(r, large) for r in (1, 2, 128, 129)] == [False, True, True, False]
-    assert not _swap_pays(8, np.zeros((1024, 200), np.float32))  # a side under 256
+    assert _swap_pays(16, np.zeros((120, 400), np.float32))  # LeNet's first Linear at batch 16
+    assert not _swap_pays(8, np.zeros((1024, 64), np.float32))  # a side under 80
     assert not _swap_pays(8, np.zeros((1024, 1024), np.float32).T)  # not row-major

@@ -160,3 +160,42 @@ def test_schema_rejects_inconsistent_weights():
 
 def test_recurrent_ops_are_not_differentiable():
     assert not any(get_schema(op).differentiable for op in GATES)
+
+
+def test_recurrent_row_blocks_cover_the_weight_in_order():
+    from edge_runtime.kernels.recurrent import RECURRENT_BLOCK_MACS, RECURRENT_BLOCK_MAX_BATCH, recurrent_row_blocks
+
+    for rows, hidden, batch in [(1024, 256, 8), (1024, 256, 1), (40, 10, 3), (0, 5, 2), (12, 3, 0)]:
+        blocks = recurrent_row_blocks(rows, hidden, batch)
+        covered = [r for block in blocks for r in range(rows)[block]]
+        assert covered == list(range(rows))
+        assert all((block.stop - block.start) * hidden * batch <= max(RECURRENT_BLOCK_MACS, hidden * batch)
+                   for block in blocks)
+    assert len(recurrent_row_blocks(1024, 256, 8)) == 4  # hidden 256, batch 8: blocks of 256 rows
+    assert recurrent_row_blocks(4096, 1024, RECURRENT_BLOCK_MAX_BATCH + 1) == (slice(0, 4096),)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("batch", [1, 4])
+def test_lstm_recurrent_product_in_row_blocks(monkeypatch, direction, batch):
+    # blocks of a few rows each (uneven: 4 * 10 gate rows in blocks of 3) give the product whole
+    from edge_runtime.kernels import recurrent
+
+    monkeypatch.setattr(recurrent, "RECURRENT_BLOCK_MACS", 3 * 10 * batch)
+    assert len(recurrent.recurrent_row_blocks(40, 10, batch)) == 14
+    feeds = make_inputs("LSTM", seq=7, batch=batch, inp=5, hidden=10, direction=direction, seed=9)
+    check("LSTM", feeds, direction=direction)
+
+
+@pytest.mark.parametrize("op, attrs", [("RNN", {}), ("GRU", {"linear_before_reset": 1}),
+                                       ("GRU", {"linear_before_reset": 0}), ("LSTM", {"clip": 9.0})])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_recurrent_product_in_blocks_of_gate_rows(monkeypatch, op, attrs, direction):
+    # RNN, GRU and the general LSTM multiply h @ R^T in blocks of R's rows (4 rows each here:
+    # ragged against GRU's 2 * 7 and 7 gate rows and LSTM's 28), with sequence_lens masking steps
+    from edge_runtime.kernels import recurrent
+
+    monkeypatch.setattr(recurrent, "RECURRENT_BLOCK_MACS", 4 * 7 * 3)
+    assert len(recurrent.recurrent_row_blocks(21, 7, 3)) == 6
+    feeds = make_inputs(op, seq=6, batch=3, inp=5, hidden=7, direction=direction, lens=[6, 2, 4], seed=11)
+    check(op, feeds, direction=direction, **attrs)
