@@ -28,6 +28,7 @@ prefix to its file (an old flowstack path naming the file itself still works).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -215,7 +216,7 @@ def _split(entry: LogicalTensor, whole):
 def _encode_attr(value, key: str, arrays: dict):
     if isinstance(value, np.ndarray):
         if value.dtype == object:
-            raise GraphError(f"attribute {key}: object arrays cannot be stored")
+            return _encode_strings(value, key)
         arrays[key] = value
         return {"__array__": key}
     if isinstance(value, (np.integer,)):
@@ -227,9 +228,25 @@ def _encode_attr(value, key: str, arrays: dict):
     return value
 
 
+def _encode_strings(value: np.ndarray, key: str) -> dict:
+    """A string tensor (an object array of str, or of bytes) as JSON: text as it is, bytes in base64."""
+    flat = value.reshape(-1).tolist()
+    if all(isinstance(v, str) for v in flat):
+        return {"__strings__": flat, "shape": list(value.shape)}
+    if all(isinstance(v, bytes) for v in flat):
+        return {"__bytes__": [base64.b64encode(v).decode("ascii") for v in flat], "shape": list(value.shape)}
+    raise GraphError(f"attribute {key}: only arrays of numbers, of str or of bytes can be stored")
+
+
 def _decode_attr(value, arrays):
-    if isinstance(value, dict) and "__array__" in value:
-        return arrays[value["__array__"]]
+    if isinstance(value, dict):
+        if "__array__" in value:
+            return arrays[value["__array__"]]
+        for marker, decode in (("__strings__", str), ("__bytes__", base64.b64decode)):
+            if marker in value:
+                out = np.empty(len(value[marker]), dtype=object)
+                out[:] = [decode(v) for v in value[marker]]
+                return out.reshape(value["shape"])
     return value
 
 
@@ -302,8 +319,6 @@ def variable_from_node(node, *, trainable: bool) -> Variable:
 
 def graph_from_dict(desc: dict, arrays: dict, graph: Graph | None = None, *, source: str = "graph") -> Graph:
     """Rebuild a graph from ``graph_to_dict``'s (description, arrays); ``source`` names it in errors."""
-    from schemas.registry import TensorType
-
     if not isinstance(desc, dict) or desc.get("format") != "flowstack-graph" or desc.get("version", 0) > FORMAT_VERSION:
         raise GraphError(f"{source} is not a flowstack graph this reader understands")
     g = graph if graph is not None else Graph()  # an empty Graph is falsy (len 0)

@@ -80,3 +80,17 @@ def test_remove_training_nodes_keeps_the_result():
         tf.import_graph_def(trimmed, name="")
         with tf.Session(graph=g) as sess:
             assert sess.run(g.get_tensor_by_name("z:0"), {g.get_tensor_by_name("x:0"): [[1.0, 2.0]]}).tolist() == [[3.0, 5.0]]
+
+
+def test_string_constants_survive_a_graph_file():
+    text = tf.constant(["a b", "é"], name="text")
+    raw = tf.constant(np.array([b"\x00\xff", b""], dtype=object), name="raw")
+    data = tf.get_default_graph().as_graph_def().SerializeToString()
+    with tf.Graph().as_default() as g:
+        graph_def = tf.GraphDef()
+        graph_def.ParseFromString(data)
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session(graph=g) as sess:
+            got_text, got_raw = sess.run(["text:0", "raw:0"])
+    assert got_text.tolist() == ["a b", "é"] and got_raw.tolist() == [b"\x00\xff", b""]
+    assert text.dtype == raw.dtype == tf.string
