@@ -51,6 +51,7 @@ NAMESPACES: dict[str, str] = {
     "tf.strings": "trainer.tf_strings",
     "tf.lookup": "trainer.tf_lookup",
     "tf.contrib.lookup": "trainer.contrib.lookup",
+    "tf.feature_column": "trainer.feature_column",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

@@ -1,7 +1,10 @@
 """``tf.feature_column``: how canned estimators turn a features dict into one dense input.
 
-Only dense numeric columns are supported: ``numeric_column(key, shape)`` reads ``features[key]``
-as float32 and flattens it to (batch, size); ``input_layer`` concatenates the columns in order.
+``numeric_column(key, shape)`` reads ``features[key]`` as float32 and flattens it to (batch,
+size); the categorical columns and the dense columns over them (``indicator_column``,
+``embedding_column``, ``bucketized_column``) are in trainer/categorical_columns.py.
+``input_layer`` concatenates the dense columns in order, as TF's does (a categorical column must be
+wrapped in an indicator or embedding column first).
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import numpy as np
 
 from trainer.graph import Tensor
 from trainer.ops import cast, concat, convert_to_tensor, reshape
+from trainer.variable_scopes import AUTO_REUSE
 
-__all__ = ["NumericColumn", "input_layer", "numeric_column"]
+__all__ = ["NumericColumn", "input_layer", "linear_columns", "numeric_column"]
 
 
 @dataclass(frozen=True)
@@ -47,24 +51,67 @@ def numeric_column(key: str, shape=(1,), default_value=None, dtype=np.float32, n
     return NumericColumn(key, shape, default_value, np.dtype(dtype), normalizer_fn)
 
 
-def input_layer(features: dict, feature_columns) -> Tensor:
-    """The columns' values side by side: a float32 tensor of shape (batch, sum of column sizes)."""
+def input_layer(features: dict, feature_columns, weight_collections=None, trainable: bool = True) -> Tensor:
+    """The columns' values side by side: a float32 tensor of shape (batch, sum of column sizes).
+    Embedding columns make their ``embedding_weights`` under the ``input_layer`` variable scope."""
+    from trainer.categorical_columns import CategoricalColumn
+    from trainer.variable_scopes import get_variable, variable_scope
+
     columns = list(feature_columns)
     if not columns:
         raise ValueError("input_layer needs at least one feature column")
     if not isinstance(features, dict):
         raise TypeError(f"input_layer: features must be a dict of name -> tensor, got {type(features).__name__}")
+
+    def scope_variable(name: str, shape: tuple, initializer, column_trainable: bool):
+        from trainer import init
+
+        return get_variable(name, shape, dtype=np.float32, trainable=trainable and column_trainable,
+                            initializer=initializer or (lambda s, dtype=np.float32: init.truncated_normal(
+                                s, stddev=1 / math.sqrt(shape[-1]), dtype=dtype)))
+
     parts = []
-    for column in columns:
-        if not isinstance(column, NumericColumn):
-            raise TypeError(f"input_layer: only numeric_column feature columns are supported, got "
-                            f"{type(column).__name__}")
-        if column.key not in features:
-            raise KeyError(f"feature column {column.key!r} is not among the features {sorted(features)}")
-        value = convert_to_tensor(features[column.key])
-        if value.dtype != np.float32:
-            value = cast(value, np.float32)
-        if column.normalizer_fn is not None:
-            value = column.normalizer_fn(value)
-        parts.append(reshape(value, (-1, column.size)))
+    with variable_scope("input_layer", reuse=AUTO_REUSE):
+        for column in columns:
+            if isinstance(column, CategoricalColumn):
+                raise TypeError(f"input_layer: feature column {column.name!r} is categorical; wrap it with "
+                                f"indicator_column or embedding_column")
+            if hasattr(column, "dense"):
+                parts.append(reshape(column.dense(features, scope_variable), (-1, column.size)))
+                continue
+            if not isinstance(column, NumericColumn):
+                raise TypeError(f"input_layer: unsupported feature column {type(column).__name__}")
+            if column.key not in features:
+                raise KeyError(f"feature column {column.key!r} is not among the features {sorted(features)}")
+            value = convert_to_tensor(features[column.key])
+            if value.dtype != np.float32:
+                value = cast(value, np.float32)
+            if column.normalizer_fn is not None:
+                value = column.normalizer_fn(value)
+            parts.append(reshape(value, (-1, column.size)))
     return parts[0] if len(parts) == 1 else concat(parts, axis=1)
+
+
+def linear_columns(feature_columns) -> list:
+    """The columns as a linear model reads them: a categorical column as its indicator (one weight
+    per id, as TF's linear model keeps them)."""
+    from trainer.categorical_columns import CategoricalColumn, indicator_column
+
+    return [indicator_column(c) if isinstance(c, CategoricalColumn) else c for c in feature_columns]
+
+
+# The categorical columns and their dense wrappers, as tf.feature_column names them.
+LAZY_ATTRIBUTES = {name: ("trainer.categorical_columns", name) for name in (
+    "bucketized_column", "categorical_column_with_hash_bucket", "categorical_column_with_identity",
+    "categorical_column_with_vocabulary_file", "categorical_column_with_vocabulary_list", "embedding_column",
+    "indicator_column", "make_parse_example_spec")}
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol, resolve_lazy
+
+    if name in LAZY_ATTRIBUTES:
+        return resolve_lazy(name, LAZY_ATTRIBUTES)
+    raise missing_symbol("tf.feature_column", name, globals())

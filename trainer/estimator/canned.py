@@ -19,7 +19,7 @@ from trainer.array_ops import reduce_mean
 from trainer.estimator.estimator import Estimator
 from trainer.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
 from trainer.estimator.spec import EstimatorSpec, ModeKeys
-from trainer.feature_column import input_layer
+from trainer.feature_column import input_layer, linear_columns
 from trainer.ops import argmax, cast, convert_to_tensor, reshape, square
 from trainer.train import get_or_create_global_step
 
@@ -127,7 +127,7 @@ class LinearClassifier(Estimator):
                  learning_rate: float = 0.2):
         if n_classes < 2:
             raise ValueError(f"LinearClassifier: n_classes must be at least 2, got {n_classes}")
-        super().__init__(_classifier_fn(_columns(feature_columns), [], n_classes, None, None, optimizer,
+        super().__init__(_classifier_fn(linear_columns(_columns(feature_columns)), [], n_classes, None, None, optimizer,
                                         learning_rate), model_dir=model_dir, config=config)
 
 
@@ -141,5 +141,5 @@ class DNNRegressor(Estimator):
 class LinearRegressor(Estimator):
     def __init__(self, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad", config=None,
                  learning_rate: float = 0.2):
-        super().__init__(_regressor_fn(_columns(feature_columns), [], label_dimension, None, None, optimizer,
-                                       learning_rate), model_dir=model_dir, config=config)
+        super().__init__(_regressor_fn(linear_columns(_columns(feature_columns)), [], label_dimension, None, None,
+                                       optimizer, learning_rate), model_dir=model_dir, config=config)
