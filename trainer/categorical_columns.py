@@ -12,7 +12,6 @@ is a dense one-hot and a categorical column over a numeric one.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from trainer.array_ops import (boolean_mask, expand_dims, gather_nd, greater_equal, logical_and, not_equal, reduce_sum,
                                scatter_nd, stack, where)
-from trainer.lookup_ops import HashTable, KeyValueTensorInitializer, index_table_from_tensor
+from trainer.lookup_ops import HashTable, KeyValueTensorInitializer, index_table_from_tensor, read_vocabulary
 from trainer.ops import cast, convert_to_tensor, gather, less, ones_like, reshape, shape
 from trainer.sparse_tensor import SparseTensor, embedding_lookup_sparse
 
@@ -90,13 +89,7 @@ def categorical_column_with_vocabulary_list(key: str, vocabulary_list, dtype=Non
 def categorical_column_with_vocabulary_file(key: str, vocabulary_file, vocabulary_size=None, num_oov_buckets: int = 0,
                                             default_value=None, dtype=None) -> CategoricalColumn:
     """As ``categorical_column_with_vocabulary_list`` over the file's tokens, one a line (read now)."""
-    path = os.fspath(vocabulary_file)
-    if not os.path.isfile(path):
-        raise ValueError(f"categorical_column_with_vocabulary_file {key!r}: {path!r} does not exist")
-    with open(path, encoding="utf-8") as f:
-        tokens = [line.rstrip("\r\n") for line in f]
-    if vocabulary_size is not None:
-        tokens = tokens[:vocabulary_size]
+    tokens = read_vocabulary(vocabulary_file, vocabulary_size, f"categorical_column_with_vocabulary_file {key!r}")
     keys = np.array(tokens, dtype=object)
     fallback = -1 if default_value is None else default_value
     return CategoricalColumn(key, len(tokens) + num_oov_buckets, _vocabulary_ids(keys, num_oov_buckets, fallback))

@@ -18,7 +18,7 @@ from trainer.dtypes import as_dtype
 from trainer.ops import cast, convert_to_tensor, gather, make_op, no_op, shape
 
 __all__ = ["HashTable", "KeyValueTensorInitializer", "StaticHashTable", "index_table_from_file",
-           "index_table_from_tensor", "index_to_string_table_from_tensor", "tables_initializer"]
+           "index_table_from_tensor", "index_to_string_table_from_tensor", "read_vocabulary", "tables_initializer"]
 
 
 class KeyValueTensorInitializer:
@@ -90,17 +90,22 @@ def index_table_from_file(vocabulary_file=None, num_oov_buckets: int = 0, vocab_
     ``vocab_size`` lines where given)."""
     if vocabulary_file is None:
         raise ValueError("index_table_from_file: vocabulary_file must be given")
+    tokens = read_vocabulary(vocabulary_file, vocab_size, "index_table_from_file")
+    return index_table_from_tensor(np.array(tokens, dtype=object), num_oov_buckets, default_value, name=name)
+
+
+def read_vocabulary(vocabulary_file, size: int | None, what: str) -> list[str]:
+    """The tokens of a vocabulary file, one a line (the first ``size`` where given)."""
     path = os.fspath(vocabulary_file)
     if not os.path.isfile(path):
-        raise ValueError(f"index_table_from_file: vocabulary file {path!r} does not exist")
+        raise ValueError(f"{what}: vocabulary file {path!r} does not exist")
     with open(path, encoding="utf-8") as f:
         tokens = [line.rstrip("\r\n") for line in f]
-    if vocab_size is not None:
-        if vocab_size > len(tokens):
-            raise ValueError(f"index_table_from_file: vocab_size {vocab_size} is more than the {len(tokens)} lines of "
-                             f"{path}")
-        tokens = tokens[:vocab_size]
-    return index_table_from_tensor(np.array(tokens, dtype=object), num_oov_buckets, default_value, name=name)
+    if size is not None:
+        if size > len(tokens):
+            raise ValueError(f"{what}: vocabulary size {size} is more than the {len(tokens)} lines of {path}")
+        tokens = tokens[:size]
+    return tokens
 
 
 def index_to_string_table_from_tensor(vocabulary_list, default_value: str = "UNK", name=None) -> HashTable:
