@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from edge_runtime.kernels import sliding_windows
+from edge_runtime.kernels.fused import apply_activation
 from schemas import ShapeError, TensorType, get_schema, infer_types
 from schemas.ops.fused import DOMAIN
 from tests.edge_runtime.kernel_calls import run_kernel as run
@@ -70,3 +71,26 @@ def test_shape_rule_is_the_conv_then_the_pool() -> None:
     assert out.shape == (None, 6, 14, 14)
     with pytest.raises(ShapeError, match="its max pool: .*does not fit"):
         infer_types(schema, types, schema.resolve_attrs({**attrs, "pool_kernel_shape": [40, 40]}))
+
+
+# (fused activation, its params, the ONNX op computing the same, that op's attrs and extra inputs)
+STANDALONE = [
+    ("Relu", [], "Relu", {}, []), ("Sigmoid", [], "Sigmoid", {}, []), ("Tanh", [], "Tanh", {}, []),
+    ("LeakyRelu", [0.1], "LeakyRelu", {"alpha": 0.1}, []), ("LeakyRelu", [-0.5], "LeakyRelu", {"alpha": -0.5}, []),
+    ("HardSigmoid", [-0.2, 0.5], "HardSigmoid", {"alpha": -0.2, "beta": 0.5}, []),
+    ("Clip", [0.0, 6.0], "Clip", {}, [np.float32(0.0), np.float32(6.0)]),
+    ("Swish", [1.0], "Swish", {"alpha": 1.0}, []), ("Swish", [1.5], "Swish", {"alpha": 1.5}, []),
+    ("Swish", [-0.75], "Swish", {"alpha": -0.75}, []),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("activation, params, op, attrs, extra", STANDALONE)
+def test_fused_activation_matches_its_onnx_op(activation, params, op, attrs, extra, dtype) -> None:
+    """Each fused activation, run in place on a convolution's output, computes what its own op does,
+    out to where the sigmoids and tanh saturate."""
+    x = np.concatenate([np.linspace(-40, 40, 801), [0.0, -1e-30, 1e-30, 88.0, -88.0, 1e4, -1e4]]).astype(dtype)
+    want = run(op, x, *(np.asarray(e, dtype) for e in extra), **attrs)
+    got = apply_activation(x.copy(), np, activation, params)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)

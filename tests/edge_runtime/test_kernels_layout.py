@@ -25,6 +25,15 @@ CONV_CASES = [
     ((1, 1, 4, 4), (3, 1, 3, 3), {"pads": [1, 1, 1, 1]}),  # one channel, few rows
     ((2, 4, 13), (6, 4, 3), {"strides": [2], "pads": [1, 2]}),
     ((2, 3, 5, 6, 4), (2, 3, 2, 3, 2), {"pads": [1, 0, 1, 0, 1, 1], "dilations": [1, 1, 2]}),
+    # 1x1 convolutions, stride 1 and no pads: one matmul over the channels
+    ((3, 16, 5, 7), (24, 16, 1, 1), {}),  # 105 rows
+    ((1, 24, 3, 5), (40, 24, 1, 1), {"auto_pad": "SAME_UPPER"}),  # few rows: the transposed matmul
+    ((2, 12, 1, 1), (6, 12, 1, 1), {}),  # a squeeze-excite plane
+    ((2, 4, 13), (6, 4, 1), {"dilations": [3]}),
+    ((2, 3, 5, 6, 4), (5, 3, 1, 1, 1), {}),
+    # 1x1 with a stride or pads: the windowed path
+    ((2, 8, 7, 7), (5, 8, 1, 1), {"strides": [2, 2]}),
+    ((2, 8, 5, 5), (5, 8, 1, 1), {"pads": [1, 0, 0, 1]}),
 ]
 
 
@@ -50,6 +59,17 @@ def test_channels_last_conv_matches_conv(monkeypatch, x_shape, w_shape, attrs, a
     x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)
     b = rng.standard_normal(w_shape[0]).astype(np.float32)
     check_against_planar_conv(x, w, b, attrs, activation, params)
+
+
+def test_channels_last_1x1_conv_reads_a_transposed_view() -> None:
+    """A region's first 1x1 convolution reads a Transpose node's output, a view of a planar array."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 20, 9, 11)).astype(np.float32)
+    w, b = rng.standard_normal((7, 20, 1, 1)).astype(np.float32), rng.standard_normal(7).astype(np.float32)
+    got = run("ChannelsLastConv", np.moveaxis(x, 1, -1), channels_last(w), b, domain=DOMAIN, activation="Relu")
+    want = run("FusedConv", x, w, b, domain=DOMAIN, activation="Relu")
+    assert got.flags.c_contiguous
+    np.testing.assert_allclose(got, channels_last(want), rtol=1e-5, atol=1e-5)
 
 
 def test_channels_last_conv_refuses_groups_other_than_depthwise() -> None:
