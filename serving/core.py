@@ -333,10 +333,11 @@ class InferenceCore:
             raise InvalidRequest(f"missing input(s) {sorted(set(checks) - set(feeds))} for model {mv.name!r}")
         rows = 1
         if mv.max_batch_size > 0:
-            batch_sizes = {name: a.shape[0] for name, a in feeds.items()}
-            rows = next(iter(batch_sizes.values()))
-            if len(feeds) > 1 and len(set(batch_sizes.values())) > 1:
-                raise InvalidRequest(f"inputs disagree on the batch size (dimension 0): {batch_sizes}")
+            rows = next(iter(feeds.values())).shape[0]
+            if len(feeds) > 1:
+                batch_sizes = {name: a.shape[0] for name, a in feeds.items()}
+                if len(set(batch_sizes.values())) > 1:
+                    raise InvalidRequest(f"inputs disagree on the batch size (dimension 0): {batch_sizes}")
             if rows < 1 or rows > mv.max_batch_size:
                 raise InvalidRequest(f"batch size {rows} is outside 1..{mv.max_batch_size} (max_batch_size of {mv.name!r})")
         if request.outputs is not None:
