@@ -207,7 +207,8 @@ class InferenceCore:
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
                 try:
-                    outputs = await self._execute(mv, feeds, rows, _timeout_s(request.parameters),
+                    timeout_s = _timeout_s(request.parameters) if request.parameters else None
+                    outputs = await self._execute(mv, feeds, rows, timeout_s,
                                                   may_run_alone=request.protocol in RUN_ALONE_PROTOCOLS,
                                                   alone=request.alone)
                 except VersionRetired:

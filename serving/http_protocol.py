@@ -107,6 +107,11 @@ class HeadHoldingTransport:
         self._held = None
         self._transport.abort()
 
+    def is_closing(self) -> bool:
+        # Asked once a response (by uvicorn, as it completes): spelled out, not found by
+        # ``__getattr__`` after a failed lookup (0.41 -> 0.12 us, timeit).
+        return self._transport.is_closing()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
