@@ -207,7 +207,8 @@ class InferenceCore:
                 mv = self.repository.get(request.model_name, request.model_version)
                 feeds, rows = self._validate(mv, request)
                 try:
-                    outputs = await self._execute(mv, feeds, rows, _timeout_s(request.parameters),
+                    timeout_s = _timeout_s(request.parameters) if request.parameters else None
+                    outputs = await self._execute(mv, feeds, rows, timeout_s,
                                                   may_run_alone=request.protocol in RUN_ALONE_PROTOCOLS,
                                                   alone=request.alone)
                 except VersionRetired:
@@ -333,10 +334,11 @@ class InferenceCore:
             raise InvalidRequest(f"missing input(s) {sorted(set(checks) - set(feeds))} for model {mv.name!r}")
         rows = 1
         if mv.max_batch_size > 0:
-            batch_sizes = {name: a.shape[0] for name, a in feeds.items()}
-            rows = next(iter(batch_sizes.values()))
-            if len(feeds) > 1 and len(set(batch_sizes.values())) > 1:
-                raise InvalidRequest(f"inputs disagree on the batch size (dimension 0): {batch_sizes}")
+            rows = next(iter(feeds.values())).shape[0]
+            if len(feeds) > 1:
+                batch_sizes = {name: a.shape[0] for name, a in feeds.items()}
+                if len(set(batch_sizes.values())) > 1:
+                    raise InvalidRequest(f"inputs disagree on the batch size (dimension 0): {batch_sizes}")
             if rows < 1 or rows > mv.max_batch_size:
                 raise InvalidRequest(f"batch size {rows} is outside 1..{mv.max_batch_size} (max_batch_size of {mv.name!r})")
         if request.outputs is not None:

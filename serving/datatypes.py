@@ -51,6 +51,9 @@ def to_numpy(datatype: str, tensor: str = "") -> np.dtype:
 
 def from_numpy(dtype: np.dtype) -> str:
     """The protocol datatype name for a NumPy dtype (strings and bytes map to BYTES)."""
+    name = _FROM_NUMPY.get(dtype)  # a dtype (or type) named in the table: every response's outputs
+    if name is not None:
+        return name
     dtype = np.dtype(dtype)
     if dtype.kind in "OSU":
         return "BYTES"
@@ -69,6 +72,15 @@ _MAX_EMPTY_EXTENT = np.iinfo(np.intp).max // 8
 
 def check_shape(name: str, shape: Any, max_elements: int) -> tuple[int, ...]:
     """Validate a declared shape: a list of non-negative ints whose product is within limits."""
+    if type(shape) is list and len(shape) <= MAX_RANK:  # every request's: one loop, no generators
+        count = 1
+        for d in shape:
+            if type(d) is not int or d < 0:
+                break
+            count *= d
+        else:
+            if 0 < count <= max_elements:
+                return tuple(shape)
     if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         raise InvalidRequest(f"input {shown(name)}: shape must be a list of integers, got {shown(shape)}")
     if len(shape) > MAX_RANK:

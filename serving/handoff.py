@@ -34,7 +34,7 @@ class LoopHandoff:
     """Submits to batchers from ``loop`` and resolves the loop's futures from their threads."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        self._loop = loop
+        self.loop = loop  # whose thread calls ``submit``
         self._to_wake: set[DynamicBatcher] = set()  # touched by the loop's thread only
         self._ready: deque[tuple[asyncio.Future, Any, bool]] = deque()
         self._lock = threading.Lock()
@@ -52,20 +52,20 @@ class LoopHandoff:
         if alone and may_run_alone and not self._outstanding:
             ran = batcher.run_now(feeds, rows)
             if ran is not None:
-                waiter = self._loop.create_future()
+                waiter = self.loop.create_future()
                 outputs, error = ran
                 if error is None:
                     waiter.set_result(outputs)
                 else:
                     waiter.set_exception(error)
                 return waiter
-        completion = LoopCompletion(self._loop.create_future(), self)
+        completion = LoopCompletion(self.loop.create_future(), self)
         batcher.submit(feeds, rows, timeout_s, completion, wake=False)
         self._outstanding += 1
         self._last_may_run_alone = may_run_alone  # the one that counts when it is the only one
         completion.waiter.add_done_callback(self._done)
         if not self._to_wake:
-            self._loop.call_soon(self._wake)
+            self.loop.call_soon(self._wake)
         self._to_wake.add(batcher)
         return completion.waiter
 
@@ -93,7 +93,7 @@ class LoopHandoff:
             if self._scheduled:
                 return
             self._scheduled = True
-        self._loop.call_soon_threadsafe(self._drain)
+        self.loop.call_soon_threadsafe(self._drain)
 
     def _drain(self) -> None:
         with self._lock:
@@ -134,13 +134,18 @@ class LoopCompletion:
 
 
 _handoffs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopHandoff]" = weakref.WeakKeyDictionary()
+_last: LoopHandoff | None = None  # the last one used: a server's loop finds its own without a weak-key lookup
 
 
 def submit(batcher: DynamicBatcher, feeds: Feeds, rows: int, timeout_s: float | None = None,
            may_run_alone: bool = True, alone: bool = False) -> asyncio.Future:
     """``batcher.submit`` from the running loop, as an asyncio future (see the module docstring)."""
+    global _last
     loop = asyncio.get_running_loop()
-    handoff = _handoffs.get(loop)
-    if handoff is None:
-        handoff = _handoffs[loop] = LoopHandoff(loop)
+    handoff = _last
+    if handoff is None or handoff.loop is not loop:
+        handoff = _handoffs.get(loop)
+        if handoff is None:
+            handoff = _handoffs[loop] = LoopHandoff(loop)
+        _last = handoff
     return handoff.submit(batcher, feeds, rows, timeout_s, may_run_alone, alone)

@@ -20,15 +20,27 @@ body) within ``request_timeout_s`` of its first byte, or it gets a JSON 408 and 
 closed; and a client that reads nothing while a response waits to be written (the transport's
 buffer over its high-water mark) for ``request_timeout_s`` has its connection aborted. A head
 over ``MAX_HEAD_BYTES`` gets a JSON 431.
+
+A request received whole in one read, when nothing else waits in that turn of the event loop,
+starts at once, in ``data_received``, rather than as a task the loop runs at its next turn: its
+application runs in a copy of the context, as a task's would, and where it finishes without
+waiting (an inference run alone, ``handoff.submit``) there is no task at all; where it waits, a
+task takes it from there (``_resumed``). At concurrency 1 that spares a task, a turn of the loop
+and its poll of the sockets a request (benchmarks/RESULTS.md, session 15). Where other reads wait
+in the same turn (concurrent clients), it starts as a task, as uvicorn starts it, so that the
+requests of that turn see each other and are batched together. httptools' protocol only:
+uvicorn's h11 protocol starts its tasks itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import sys
-from typing import Any
+import types
+from typing import Any, Coroutine
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
@@ -107,6 +119,11 @@ class HeadHoldingTransport:
         self._held = None
         self._transport.abort()
 
+    def is_closing(self) -> bool:
+        # Asked once a response (by uvicorn, as it completes): spelled out, not found by
+        # ``__getattr__`` after a failed lookup (0.41 -> 0.12 us, timeit).
+        return self._transport.is_closing()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
 
@@ -132,10 +149,48 @@ def closing_error_response(status: bytes, default_headers: list[tuple[bytes, byt
     return b"".join(head) + body
 
 
+def _loop_has_more_to_run(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether callbacks other than the running one wait in this turn of ``loop`` (asyncio's own
+    loop keeps them in ``_ready``; a loop without one is taken to have more)."""
+    ready = getattr(loop, "_ready", None)
+    return ready is None or len(ready) > 0
+
+
+class _StartedInRead:
+    """Stands in uvicorn's task set for a request running in ``data_received``, so that the set
+    counts it (``HttpHandlers.alone``) as it counts a task."""
+
+    __slots__ = ()
+
+
+@types.coroutine
+def _resumed(coro: Coroutine, awaiting: Any):
+    """The rest of ``coro``, whose first step ran outside a task and stopped awaiting ``awaiting``:
+    ``await`` written out (sends, throws and closing passed on), since a coroutine already started
+    cannot be awaited."""
+    while True:
+        try:
+            sent = yield awaiting
+        except GeneratorExit:
+            coro.close()
+            raise
+        except BaseException as exc:  # a task's cancellation, say: thrown in where it waits
+            try:
+                awaiting = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                awaiting = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
 class HoldHeads:
     """Mixin for a uvicorn HTTP protocol class (httptools' or h11's): its connections write through
     a ``HeadHoldingTransport``, flushed when each response completes, and bytes the parser refuses
-    are answered by ``unparsable_request_response`` after the answers to the requests before them."""
+    are answered by ``unparsable_request_response`` after the answers to the requests before them;
+    a request received whole in one read starts in it (httptools' only; see the module docstring)."""
 
     transport: HeadHoldingTransport
     # Seconds a client has to send a whole request from its first byte, and to take a response
@@ -150,6 +205,8 @@ class HoldHeads:
     # Bytes received since the read that completed the last head, that read included: a bound on
     # the size of the next head, which is measured only where the bound passes the limit.
     _bytes_since_head = 0
+    _reading = False  # in ``data_received``: a request's start waits for the end of the read
+    _to_start: tuple | None = None  # (cycle, app) of the request whose head that read completed
 
     @classmethod
     def with_request_timeout(cls, seconds: float | None) -> type:
@@ -214,17 +271,23 @@ class HoldHeads:
     def data_received(self, data: bytes) -> None:
         before = self.cycle  # type: ignore[attr-defined]
         in_body = before is not None and before.more_body and not before.response_complete
-        super().data_received(data)  # type: ignore[misc]
+        self._reading = True
+        try:
+            super().data_received(data)  # type: ignore[misc]
+        finally:
+            self._reading = False
         cycle = self.cycle  # type: ignore[attr-defined]
         bound = self._bytes_since_head + len(data)
         if cycle is not before:  # a head completed in this read: measured whole, wherever it began
             self._head_bytes = 0
             self._bytes_since_head = len(data)  # the next head may begin in this read
             if bound > MAX_HEAD_BYTES and head_size(cycle.scope) > MAX_HEAD_BYTES and not self.transport.is_closing():
-                # Its task is started: what it answers goes nowhere, and it reads a disconnect.
+                # Its application is started: what it answers goes nowhere, and it reads a disconnect.
                 cycle.disconnected = True
                 cycle.message_event.set()
                 self._refuse_head()
+            if self._to_start is not None:
+                self._start_read_request()
             return
         self._bytes_since_head = bound
         if in_body:
@@ -233,6 +296,44 @@ class HoldHeads:
         self._head_bytes += len(data)
         if self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
             self._refuse_head()
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        """uvicorn's start of a request's application: one whose head completes in a read waits
+        for the end of that read (``_start_read_request``); others (pipelined ones, started as the
+        response before them completes) start as uvicorn starts them."""
+        if self._reading and self._to_start is None:
+            self._to_start = (cycle, app)
+            return
+        super()._start_asgi_task(cycle, app)  # type: ignore[misc]
+
+    def _start_read_request(self) -> None:
+        """Start the request whose head the last read completed: received whole, with nothing else
+        waiting in this turn of the loop, its application's first step runs here; else, or where
+        that step waits, in a task."""
+        cycle, app = self._to_start  # type: ignore[misc]
+        self._to_start = None
+        if cycle.more_body or _loop_has_more_to_run(self.loop):  # type: ignore[attr-defined]
+            # The rest of its body is still to come; or other reads (requests of other connections)
+            # wait in this turn of the loop: as a task, it starts after them, and finds them in
+            # uvicorn's task set, to be batched with (``HttpHandlers.alone``).
+            super()._start_asgi_task(cycle, app)  # type: ignore[misc]
+            return
+        # What uvicorn's task would run it in (an empty context where uvicorn is told to reset them).
+        reset = getattr(self.config, "reset_contextvars", False)  # type: ignore[attr-defined]
+        context = contextvars.Context() if reset else contextvars.copy_context()
+        coro = cycle.run_asgi(app)
+        tasks = self.tasks  # type: ignore[attr-defined]
+        marker = _StartedInRead()
+        tasks.add(marker)
+        try:
+            awaiting = context.run(coro.send, None)
+        except StopIteration:  # answered (run_asgi answers every failure of the application too)
+            return
+        finally:
+            tasks.discard(marker)
+        task = self.loop.create_task(_resumed(coro, awaiting), context=context)  # type: ignore[attr-defined]
+        task.add_done_callback(tasks.discard)
+        tasks.add(task)
 
     def _refuse_head(self) -> None:
         self._refuse(b"431 Request Header Fields Too Large", f"request head is over {MAX_HEAD_BYTES} bytes")

@@ -22,6 +22,7 @@ import simdjson
 from serving.errors import InvalidRequest
 
 FLOAT_DATATYPES = frozenset({"FP16", "FP32", "FP64"})
+_OBJECT, _ARRAY = simdjson.Object, simdjson.Array
 
 
 def parse_json(raw: bytes | memoryview) -> Any:
@@ -82,26 +83,30 @@ def _object(obj: "simdjson.Object", *, inputs: bool = False, floats: bool = Fals
     """The object's members as Python values (containers converted whole, except as below), or None
     when a key repeats: simdjson's lookup finds the first of them, JSON readers keep the last.
     With ``inputs``, its "inputs" array is read item by item; with ``floats``, its "data"."""
-    keys = list(obj.keys())  # (items() would convert every value, tensor data included)
-    if len(set(keys)) != len(keys):
-        return None
     doc = {}
-    for key in keys:
+    for key in obj.keys():  # (items() would convert every value, tensor data included)
         value = obj[key]
-        if inputs and key == "inputs" and isinstance(value, simdjson.Array):
-            items = []
-            for item in value:  # iterating an Array gives its containers unconverted
-                if isinstance(item, simdjson.Object):
-                    item = _object(item, floats=item.get("datatype") in FLOAT_DATATYPES)
-                    if item is None:
-                        return None
-                items.append(_plain(item))
-            doc[key] = items
-        elif floats and key == "data" and isinstance(value, simdjson.Array):
-            doc[key] = _float_array(value)
-        else:
-            doc[key] = _plain(value)
-    return doc
+        kind = type(value)  # numbers, strings, booleans and null come converted
+        if kind is _ARRAY:
+            if inputs and key == "inputs":
+                items = []
+                for item in value:  # iterating an Array gives its containers unconverted
+                    if type(item) is _OBJECT:
+                        item = _object(item, floats=item.get("datatype") in FLOAT_DATATYPES)
+                        if item is None:
+                            return None
+                    elif type(item) is _ARRAY:
+                        item = item.as_list()
+                    items.append(item)
+                value = items
+            elif floats and key == "data":
+                value = _float_array(value)
+            else:
+                value = value.as_list()
+        elif kind is _OBJECT:
+            value = value.as_dict()
+        doc[key] = value
+    return doc if len(doc) == len(obj) else None  # fewer members than fields: a key repeats
 
 
 def _float_array(value: "simdjson.Array") -> Any:
@@ -113,11 +118,3 @@ def _float_array(value: "simdjson.Array") -> Any:
         return value.as_list()
     # as_buffer flattens nested arrays: only a length equal to the element count means flat.
     return flat if len(flat) == len(value) else value.as_list()
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, simdjson.Object):
-        return value.as_dict()
-    if isinstance(value, simdjson.Array):
-        return value.as_list()
-    return value

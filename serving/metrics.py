@@ -1,39 +1,66 @@
-"""The server's Prometheus metrics, kept and rendered by prometheus-client.
+"""The server's Prometheus metrics: counted here, rendered by prometheus-client.
 
 Each ``ServingMetrics`` has its own registry, so several servers in one process do not collide.
 A series is bound once per model version (``labels(...)``) and created by its first update, so a
 version that has served nothing shows none; ``keep_versions`` drops a retired version's series,
 and a bound series updated after that starts a fresh one. Serving is one process (threads), so
-prometheus-client's multiprocess mode is not used. Its cost on the request path (about 1.4 us a
-request more than the hand-written exposition's, of 100-140 us of server CPU) is within the
-host's spread at concurrency 64 (benchmarks/RESULTS.md, issue 19), so the library stays.
+prometheus-client's multiprocess mode is not used.
+
+The counts live in plain Python objects, one lock and a few additions an update, and each family
+is a prometheus-client collector that renders them as its Counter and Histogram do (the same
+samples, ``_created`` included). prometheus-client's own metric objects took two locks and five
+Python calls an observation: the four observations and one increment of a request at
+concurrency 1 cost 2.9 us against 1.5 here (in-process, warm; benchmarks/RESULTS.md, session 15).
 """
 
 from __future__ import annotations
 
+import math
+import os
+import threading
+import time
+from bisect import bisect_left
 from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client import Counter as PrometheusCounter
-from prometheus_client import Histogram as PrometheusHistogram
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4 as CONTENT_TYPE
 from prometheus_client.metrics_core import Metric
+from prometheus_client.utils import floatToGoString
 
 __all__ = ["BATCH_SIZE_BUCKETS", "CONTENT_TYPE", "LATENCY_BUCKETS_S", "Family", "Series", "ServingMetrics"]
 
 LATENCY_BUCKETS_S = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# prometheus-client's switch for the ``_created`` samples, honoured as the library honours it.
+CREATED_SAMPLES = os.environ.get("PROMETHEUS_DISABLE_CREATED_SERIES", "False").lower() not in ("true", "1", "t")
 
 Labels = tuple[tuple[str, str], ...]
 
 
-class Family:
-    """A labelled prometheus-client counter or histogram whose series can be bound and dropped."""
+class _Counts:
+    """One series' numbers: a counter's total in ``sum``, or a histogram's per-bucket counts
+    (not cumulative; the last is +Inf's) and the sum of its observations."""
 
-    def __init__(self, name: str, metric, labelnames: Iterable[str]):
-        self.name, self.metric = name, metric
+    __slots__ = ("lock", "counts", "sum", "created")
+
+    def __init__(self, buckets: int) -> None:
+        self.lock = threading.Lock()
+        self.counts = [0] * buckets if buckets else None
+        self.sum = 0.0
+        self.created = time.time()
+
+
+class Family:
+    """A labelled counter (``buckets`` None) or histogram whose series can be bound and dropped;
+    a prometheus-client collector of its series."""
+
+    def __init__(self, name: str, help_text: str, labelnames: Iterable[str], buckets: Iterable[float] | None = None):
+        self.name, self.help_text = name, help_text
         self.labelnames = tuple(labelnames)
+        self.bounds = None if buckets is None else tuple(float(b) for b in buckets) + (math.inf,)
         self.generation = 0  # bumped when series are dropped: bound series then look theirs up again
+        self._series: dict[tuple[str, ...], _Counts] = {}
+        self._lock = threading.Lock()
 
     def labels(self, **labels: str) -> Series:
         """The series with these label values, bound for repeated updates."""
@@ -47,47 +74,96 @@ class Family:
     def observe(self, value: float, **labels: str) -> None:
         self.labels(**labels).observe(value)
 
+    def counts(self, values: tuple[str, ...]) -> _Counts:
+        """The numbers of the series with label ``values``, made by the first update."""
+        with self._lock:
+            counts = self._series.get(values)
+            if counts is None:
+                counts = self._series[values] = _Counts(0 if self.bounds is None else len(self.bounds))
+            return counts
+
     def forget(self, keep: Callable[[Labels], bool]) -> None:
         """Drop every series whose labels ``keep`` refuses (a retired model version's, say)."""
-        dropped = [values for values in self._series_values() if not keep(tuple(zip(self.labelnames, values)))]
-        for values in dropped:
-            self.metric.remove(*values)
-        if dropped:
-            self.generation += 1
+        with self._lock:
+            dropped = [values for values in self._series if not keep(tuple(zip(self.labelnames, values)))]
+            for values in dropped:
+                del self._series[values]
+            if dropped:
+                self.generation += 1
 
-    def _series_values(self) -> set[tuple[str, ...]]:
-        return {tuple(sample.labels[name] for name in self.labelnames)
-                for family in self.metric.collect() for sample in family.samples}
+    def describe(self) -> list[Metric]:
+        return [self._metric()]
+
+    def collect(self) -> list[Metric]:
+        """The family's samples, as prometheus-client's Counter or Histogram gives them."""
+        metric = self._metric()
+        with self._lock:
+            series = list(self._series.items())
+        for values, counts in series:
+            labels = dict(zip(self.labelnames, values))
+            with counts.lock:
+                total, buckets = counts.sum, list(counts.counts or ())
+            if self.bounds is None:
+                metric.add_sample(metric.name + "_total", labels, total)
+            else:
+                cumulative = 0
+                for bound, count in zip(self.bounds, buckets):
+                    cumulative += count
+                    metric.add_sample(metric.name + "_bucket", {**labels, "le": floatToGoString(bound)}, float(cumulative))
+                metric.add_sample(metric.name + "_count", labels, float(cumulative))
+                metric.add_sample(metric.name + "_sum", labels, total)
+            if CREATED_SAMPLES:
+                metric.add_sample(metric.name + "_created", labels, counts.created)
+        return [metric]
+
+    def _metric(self) -> Metric:
+        if self.bounds is None:  # a counter's family is named without its samples' ``_total``
+            return Metric(self.name.removesuffix("_total"), self.help_text, "counter")
+        return Metric(self.name, self.help_text, "histogram")
 
 
 class Series:
     """One series of a ``Family``, created by its first update (and again after a drop)."""
 
-    __slots__ = ("_family", "_values", "_child", "_generation")
+    __slots__ = ("_family", "_values", "_counts", "_generation")
 
     def __init__(self, family: Family, values: tuple[str, ...]):
         self._family, self._values = family, values
-        self._child = None
+        self._counts: _Counts | None = None
         self._generation = -1
 
-    def _bound(self):
+    def _bound(self) -> _Counts:
         family = self._family
         if self._generation != family.generation:
-            self._child = family.metric.labels(*self._values)
-            self._generation = family.generation
-        return self._child
+            # The generation read first (a drop meanwhile rebinds next time) and stored last, so
+            # that another thread seeing it current finds these counts stored.
+            generation = family.generation
+            self._counts = family.counts(self._values)
+            self._generation = generation
+        return self._counts  # type: ignore[return-value]
 
     def inc(self, amount: float = 1.0) -> None:
-        self._bound().inc(amount)
+        if amount < 0:
+            raise ValueError("Counters can only be incremented by non-negative amounts.")
+        counts = self._bound()
+        with counts.lock:
+            counts.sum += amount
 
     def observe(self, value: float) -> None:
-        self._bound().observe(value)
+        counts = self._bound()
+        index = bisect_left(self._family.bounds, value)  # the first bucket whose bound is >= value
+        with counts.lock:
+            counts.counts[index] += 1
+            counts.sum += value
 
     def observe_many(self, values: Iterable[float]) -> None:
         """Record several observations (e.g. the queue waits of one batch)."""
-        observe = self._bound().observe
-        for value in values:
-            observe(value)
+        counts = self._bound()
+        bounds = self._family.bounds
+        with counts.lock:
+            for value in values:
+                counts.counts[bisect_left(bounds, value)] += 1
+                counts.sum += value
 
 
 class CallbackGauges:
@@ -111,12 +187,14 @@ class ServingMetrics:
         self.registry = CollectorRegistry()
 
         def counter(name: str, help_text: str, labelnames: tuple[str, ...]) -> Family:
-            return Family(name, PrometheusCounter(name, help_text, labelnames, registry=self.registry), labelnames)
+            family = Family(name, help_text, labelnames)
+            self.registry.register(family)
+            return family
 
         def histogram(name: str, help_text: str, buckets: tuple[float, ...]) -> Family:
-            labelnames = ("model", "version")
-            return Family(name, PrometheusHistogram(name, help_text, labelnames, registry=self.registry, buckets=buckets),
-                          labelnames)
+            family = Family(name, help_text, ("model", "version"), buckets)
+            self.registry.register(family)
+            return family
 
         self.requests = counter("flowstack_inference_requests_total", "Inference requests by model, protocol and status.",
                                 ("model", "protocol", "status", "version"))

@@ -74,26 +74,30 @@ class VersionStats:
         self.batches: dict[int, list[int]] = {}
 
     def request(self, ok: bool, seconds: float, rows: int) -> None:
+        entry = self.durations["success" if ok else "fail"]
+        ns, now_ms = int(seconds * 1e9), int(time.time() * 1000)
         with self._lock:
-            entry = self.durations["success" if ok else "fail"]
             entry[0] += 1
-            entry[1] += int(seconds * 1e9)
+            entry[1] += ns
             if ok:
                 self.inference_count += rows
-            self.last_inference_ms = int(time.time() * 1000)
+            self.last_inference_ms = now_ms
 
     def batch(self, rows: int, waits: list[float], compute_s: float) -> None:
+        requests, compute_ns = len(waits), int(compute_s * 1e9)
+        queue_ns = int(sum(waits) * 1e9)
+        queue, infer = self.durations["queue"], self.durations["compute_infer"]
         with self._lock:
             self.execution_count += 1
-            queue = self.durations["queue"]
-            queue[0] += len(waits)
-            queue[1] += int(sum(waits) * 1e9)
-            infer = self.durations["compute_infer"]
-            infer[0] += len(waits)
-            infer[1] += int(compute_s * 1e9) * len(waits)
-            entry = self.batches.setdefault(rows, [0, 0])
+            queue[0] += requests
+            queue[1] += queue_ns
+            infer[0] += requests
+            infer[1] += compute_ns * requests
+            entry = self.batches.get(rows)
+            if entry is None:
+                entry = self.batches[rows] = [0, 0]
             entry[0] += 1
-            entry[1] += int(compute_s * 1e9)
+            entry[1] += compute_ns
 
     def to_json(self, name: str, version: int) -> dict:
         with self._lock:

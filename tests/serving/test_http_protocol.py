@@ -139,6 +139,98 @@ def test_closing_the_connection_sends_the_held_head_first(protocol_class) -> Non
     assert t.closed_by_server and len(t.writes) == 1 and t.writes[0].endswith(b"echo:")
 
 
+async def waiting_app(scope, receive, send) -> None:
+    """Answers after the future in scope["state"]["gate"] resolves (its value, or its error's words),
+    with bare yields to the loop around the wait."""
+    await receive()
+    await asyncio.sleep(0)
+    try:
+        answer = await scope["state"]["gate"]
+    except ValueError as exc:
+        answer = f"failed: {exc}".encode()
+    await asyncio.sleep(0)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(answer))]})
+    await send({"type": "http.response.body", "body": answer})
+
+
+def test_a_request_received_whole_is_answered_in_its_read() -> None:
+    async def scenario() -> None:
+        protocol, transport = connect(CoalescingHTTPProtocol)
+        protocol.data_received(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")
+        assert len(transport.writes) == 1 and transport.writes[0].endswith(b"echo:hi")  # no turn of the loop
+        assert not protocol.tasks  # nor a task
+        protocol.data_received(b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nyo")
+        assert len(transport.writes) == 1 and len(protocol.tasks) == 1  # its body's last byte is to come
+        protocol.data_received(b"u")
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert transport.writes[1].endswith(b"echo:you") and not protocol.tasks
+        protocol.connection_lost(None)
+
+    asyncio.run(scenario())
+
+
+def test_requests_read_in_the_same_turn_of_the_loop_start_as_tasks() -> None:
+    """Other reads waiting in the turn: each request becomes a task, started after them all, so that
+    concurrent requests find each other (to be batched) instead of running one by one in their reads."""
+
+    async def scenario() -> None:
+        (first, one), (second, two) = connect(CoalescingHTTPProtocol), connect(CoalescingHTTPProtocol)
+        loop = asyncio.get_running_loop()
+        loop.call_soon(first.data_received, b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n1")
+        loop.call_soon(second.data_received, b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n2")
+        await asyncio.sleep(0)  # the turn that runs both reads, then this
+        assert not one.writes and not two.writes and len(first.tasks) == len(second.tasks) == 1
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert one.writes[-1].endswith(b"echo:1") and two.writes[-1].endswith(b"echo:2")
+        first.connection_lost(None)
+        second.connection_lost(None)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("outcome", ["value", "error", "cancel"])
+def test_a_request_that_waits_is_finished_by_a_task(outcome) -> None:
+    """Its first step ran in the read; the task resumes it where it waits, passing on the value, the
+    error or the cancellation that ends the wait (uvicorn answers a cancelled request with a 500)."""
+
+    async def scenario() -> list[bytes]:
+        config = uvicorn.Config(waiting_app, http=CoalescingHTTPProtocol, lifespan="off", log_config=None, access_log=False)
+        config.load()
+        gate = asyncio.get_running_loop().create_future()
+        protocol = CoalescingHTTPProtocol(config=config, server_state=ServerState(), app_state={"gate": gate})
+        transport = RecordingTransport()
+        protocol.connection_made(transport)
+        protocol.data_received(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not transport.writes and len(protocol.tasks) == 1
+        (task,) = protocol.tasks
+        if outcome == "value":
+            gate.set_result(b"opened")
+        elif outcome == "error":
+            gate.set_exception(ValueError("no entry"))
+        else:
+            task.cancel()
+        await asyncio.wait_for(asyncio.shield(task), 5)
+        assert not protocol.tasks
+        protocol.connection_lost(None)
+        return transport.writes
+
+    writes = asyncio.run(scenario())
+    answer = {"value": b"\r\n\r\nopened", "error": b"\r\n\r\nfailed: no entry", "cancel": b"Internal Server Error"}[outcome]
+    assert len(writes) == 1 and writes[0].endswith(answer)
+
+
+def test_pipelined_requests_in_one_read_are_answered_in_order() -> None:
+    t = run(CoalescingHTTPProtocol, b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n1"
+                                    b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n2"
+                                    b"POST /c HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n3")
+    sent = b"".join(t.writes)
+    assert sent.count(b"HTTP/1.1 200 OK") == 3 and sent.index(b"echo:1") < sent.index(b"echo:2") < sent.index(b"echo:3")
+
+
 def test_the_wrapper_holds_only_a_started_responses_first_write() -> None:
     class Cycle:
         response_started = False
