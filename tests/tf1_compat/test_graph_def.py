@@ -73,7 +73,7 @@ def test_misuse_is_named(tmp_path):
 def test_remove_training_nodes_keeps_the_result():
     x = tf.placeholder(tf.float32, [None, 2], name="x")
     y = tf.identity(tf.identity(x * 2.0), name="y")
-    z = tf.add(y, 1.0, name="z")
+    tf.add(y, 1.0, name="z")
     trimmed = tf.graph_util.remove_training_nodes(tf.get_default_graph().as_graph_def(), protected_nodes=["z"])
     assert not any(n.op == "Identity" for n in trimmed.node)
     with tf.Graph().as_default() as g:
