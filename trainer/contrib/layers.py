@@ -11,8 +11,9 @@ from trainer.ops import add_n, convert_to_tensor, make_op, multiply
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
-    "apply_regularization", "flatten", "fully_connected", "l1_regularizer", "l2_regularizer",
-    "sum_regularizer", "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
+    "apply_regularization", "avg_pool2d", "batch_norm", "conv2d", "dropout", "embed_sequence", "flatten",
+    "fully_connected", "l1_regularizer", "l2_regularizer", "layer_norm", "max_pool2d", "sum_regularizer",
+    "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
 ]
 
 xavier_initializer_conv2d = xavier_initializer
@@ -74,10 +75,7 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
                     biases_regularizer=None, reuse=None, variables_collections=None, outputs_collections=None,
                     trainable: bool = True, scope=None):
     """``activation_fn(inputs @ weights + biases)``; TensorFlow's default activation is relu."""
-    from trainer.nn import relu
-
     x = convert_to_tensor(inputs)
-    act = relu if activation_fn is _RELU_DEFAULT else activation_fn
     with variable_scope(scope, default_name="fully_connected", reuse=reuse):
         w = get_variable("weights", [x.shape[-1], num_outputs], dtype=x.dtype,
                          initializer=weights_initializer or initializers.GlorotUniform(),
@@ -89,8 +87,124 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
             b = get_variable("biases", [num_outputs], dtype=x.dtype, initializer=biases_initializer,
                              regularizer=biases_regularizer, trainable=trainable)
             y = make_op("Add", [y, b]).outputs[0]
-        return y if act is None else act(y)
+        return _activate(y, activation_fn)
 
+
+
+def _activate(y, activation_fn):
+    from trainer.nn import relu
+
+    act = relu if activation_fn is _RELU_DEFAULT else activation_fn
+    return y if act is None else act(y)
+
+
+def _pair(v) -> list:
+    return [int(v), int(v)] if isinstance(v, (int, np.integer)) else [int(d) for d in v]
+
+
+def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME", data_format=None, rate=1,
+           activation_fn=_RELU_DEFAULT, normalizer_fn=None, normalizer_params=None, weights_initializer=None,
+           weights_regularizer=None, biases_initializer=initializers.Zeros, biases_regularizer=None, reuse=None,
+           variables_collections=None, outputs_collections=None, trainable: bool = True, scope=None):
+    """NHWC convolution with ``Conv/weights`` [h, w, in, out] (and ``Conv/biases``, or the
+    normalizer instead); "SAME" padding and relu by default, as TensorFlow's."""
+    from trainer.nn import conv2d as nn_conv2d
+
+    if data_format not in (None, "NHWC"):
+        raise ValueError(f"contrib.layers.conv2d: only data_format='NHWC' is supported, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    (kh, kw), (sh, sw), (dh, dw) = _pair(kernel_size), _pair(stride), _pair(rate)
+    with variable_scope(scope, default_name="Conv", reuse=reuse):
+        w = get_variable("weights", [kh, kw, x.shape[-1], num_outputs], dtype=x.dtype,
+                         initializer=weights_initializer or initializers.GlorotUniform(),
+                         regularizer=weights_regularizer, trainable=trainable)
+        y = nn_conv2d(x, w, strides=[1, sh, sw, 1], padding=padding.upper(), dilations=[1, dh, dw, 1])
+        if normalizer_fn is not None:
+            y = normalizer_fn(y, **(normalizer_params or {}))
+        elif biases_initializer is not None:
+            b = get_variable("biases", [num_outputs], dtype=x.dtype, initializer=biases_initializer,
+                             regularizer=biases_regularizer, trainable=trainable)
+            y = make_op("Add", [y, b]).outputs[0]
+        return _activate(y, activation_fn)
+
+
+def _pool(kind, inputs, kernel_size, stride, padding: str, data_format: str):
+    from trainer import nn
+
+    if data_format != "NHWC":
+        raise ValueError(f"contrib.layers pools: only data_format='NHWC' is supported, got {data_format!r}")
+    (kh, kw), (sh, sw) = _pair(kernel_size), _pair(stride)
+    return getattr(nn, kind)(convert_to_tensor(inputs), [1, kh, kw, 1], [1, sh, sw, 1], padding.upper())
+
+
+def max_pool2d(inputs, kernel_size, stride=2, padding: str = "VALID", data_format: str = "NHWC",
+               outputs_collections=None, scope=None):
+    return _pool("max_pool", inputs, kernel_size, stride, padding, data_format)
+
+
+def avg_pool2d(inputs, kernel_size, stride=2, padding: str = "VALID", data_format: str = "NHWC",
+               outputs_collections=None, scope=None):
+    return _pool("avg_pool", inputs, kernel_size, stride, padding, data_format)
+
+
+def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = False, epsilon: float = 0.001,
+               activation_fn=None, param_initializers=None, param_regularizers=None, updates_collections="update_ops",
+               is_training=True, reuse=None, variables_collections=None, outputs_collections=None,
+               trainable: bool = True, batch_weights=None, fused=None, data_format: str = "NHWC",
+               zero_debias_moving_mean: bool = False, scope=None, renorm: bool = False, renorm_clipping=None,
+               renorm_decay: float = 0.99, adjustment=None):
+    """Batch normalization over the last axis with ``BatchNorm/beta`` (``gamma`` only with
+    ``scale=True``) and moving statistics updated in UPDATE_OPS while ``is_training``."""
+    from trainer.layers import batch_normalization
+
+    if data_format != "NHWC" or batch_weights is not None or renorm:
+        raise NotImplementedError("contrib.layers.batch_norm: NHWC only, without batch_weights or renorm")
+    inits = param_initializers or {}
+    y = batch_normalization(inputs, axis=-1, momentum=decay, epsilon=epsilon, center=center, scale=scale,
+                            beta_initializer=inits.get("beta"), gamma_initializer=inits.get("gamma"),
+                            moving_mean_initializer=inits.get("moving_mean"),
+                            moving_variance_initializer=inits.get("moving_variance"), training=is_training,
+                            trainable=trainable, name=scope or "BatchNorm", reuse=reuse)
+    return y if activation_fn is None else activation_fn(y)
+
+
+def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None, seed=None):
+    """Inputs with a fraction ``1 - keep_prob`` zeroed (and the rest scaled) while ``is_training``."""
+    from trainer.layers import dropout as layers_dropout
+
+    return layers_dropout(inputs, rate=1 - keep_prob, noise_shape=noise_shape, seed=seed, training=is_training)
+
+
+def embed_sequence(ids, vocab_size=None, embed_dim=None, unique: bool = False, initializer=None, regularizer=None,
+                   trainable: bool = True, scope=None, reuse=None):
+    """[batch, time] ids to [batch, time, embed_dim] rows of ``EmbedSequence/embeddings``."""
+    from trainer.nn import embedding_lookup
+
+    with variable_scope(scope, default_name="EmbedSequence", reuse=reuse):
+        table = get_variable("embeddings", [int(vocab_size), int(embed_dim)], initializer=initializer or
+                             initializers.RandomUniform(-1.0, 1.0), regularizer=regularizer, trainable=trainable)
+        return embedding_lookup(table, ids)
+
+
+def layer_norm(inputs, center: bool = True, scale: bool = True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable: bool = True,
+               begin_norm_axis: int = 1, begin_params_axis: int = -1, scope=None):
+    """Normalized over the axes from ``begin_norm_axis`` on, with ``LayerNorm/beta`` and ``gamma``
+    over the axes from ``begin_params_axis`` on."""
+    from trainer.nn import batch_normalization, moments
+
+    x = convert_to_tensor(inputs)
+    rank = len(x.shape)
+    norm_axes = list(range(begin_norm_axis % rank, rank))
+    params_shape = list(x.shape[begin_params_axis % rank:])
+    with variable_scope(scope, default_name="LayerNorm", reuse=reuse):
+        beta = get_variable("beta", params_shape, dtype=x.dtype, initializer=initializers.Zeros,
+                            trainable=trainable) if center else None
+        gamma = get_variable("gamma", params_shape, dtype=x.dtype, initializer=initializers.Ones,
+                             trainable=trainable) if scale else None
+        mean, variance = moments(x, norm_axes, keep_dims=True)
+        y = batch_normalization(x, mean, variance, beta, gamma, 1e-12)
+    return y if activation_fn is None else activation_fn(y)
 
 
 def __getattr__(name: str):
