@@ -12,13 +12,14 @@ layers = tf.contrib.layers
 
 def test_a_slim_style_cnn_builds_trains_and_names_its_variables():
     rng = np.random.default_rng(0)
+    tf.set_random_seed(0)
     images = tf.placeholder(tf.float32, [None, 8, 8, 1])
     labels = tf.placeholder(tf.int64, [None])
     training = tf.placeholder(tf.bool, [])
     net = layers.conv2d(images, 4, 3)  # SAME, relu, Conv/weights, Conv/biases
     net = layers.max_pool2d(net, 2)
     net = layers.conv2d(net, 6, [3, 3], normalizer_fn=layers.batch_norm,
-                        normalizer_params={"is_training": training, "scale": True})
+                        normalizer_params={"is_training": training, "scale": True, "decay": 0.5})
     net = layers.avg_pool2d(net, 2)
     net = layers.dropout(layers.flatten(net), keep_prob=0.8, is_training=training)
     logits = layers.fully_connected(net, 3, activation_fn=None)
