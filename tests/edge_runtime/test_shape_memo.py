@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from edge_runtime import load
-from edge_runtime.shape_memo import MAX_FAILED_CHECKS
+from edge_runtime.shape_memo import JUDGED_AFTER_RECORDS, MAX_FAILED_CHECKS, MAX_SPECIALIZATIONS
 from exporter import flow_writer, ir
 from schemas import dtypes
 
@@ -86,7 +86,28 @@ def test_shapes_that_depend_on_the_data_are_read_again() -> None:
         m[:count] = 1
         np.testing.assert_array_equal(model.run({"x": x, "m": m})["y"], x.reshape(count, -1))
     memo = model.plan.shape_memo
-    assert memo.failed_checks >= MAX_FAILED_CHECKS and not memo.by_shapes  # it stopped keeping values
+    assert memo.failed_checks >= MAX_FAILED_CHECKS and memo.gave_up and not memo.by_shapes
+
+
+def test_input_shapes_that_keep_changing_end_the_memoizing() -> None:
+    # every batch a new one: each run would keep values no later run uses, at a run's cost and more
+    model = load(flow_writer.to_bytes(reshape_by_shape_arithmetic()))
+    memo = model.plan.shape_memo
+    for batch in range(1, JUDGED_AFTER_RECORDS + 3):
+        x = np.full((batch, 40), batch, np.float32)
+        np.testing.assert_array_equal(model.run({"x": x})["y"], 2 * x.reshape(batch, 5, 8))
+        assert memo.gave_up == (batch >= JUDGED_AFTER_RECORDS)
+    assert not memo.by_shapes and memo.records == JUDGED_AFTER_RECORDS
+
+
+def test_a_few_input_shapes_taking_turns_keep_their_values() -> None:
+    model = load(flow_writer.to_bytes(reshape_by_shape_arithmetic()))
+    batches = list(range(1, MAX_SPECIALIZATIONS + 1))
+    for batch in batches * 4:
+        x = np.full((batch, 40), batch, np.float32)
+        np.testing.assert_array_equal(model.run({"x": x})["y"], 2 * x.reshape(batch, 5, 8))
+    memo = model.plan.shape_memo
+    assert not memo.gave_up and memo.records == len(batches) and len(memo.by_shapes) == len(batches)
 
 
 def test_a_kept_value_is_shared_read_only_by_later_runs() -> None:
