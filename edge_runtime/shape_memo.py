@@ -2,10 +2,10 @@
 
 Exporters write a chain of small integer ops around every Reshape of a dynamic graph
 (``Shape -> Gather -> Unsqueeze -> Concat``: about 360 of the 825 nodes of PyTorch's ViT-Tiny
-export), and each costs a kernel call and a turn of the plan loop on every
-run although its value depends only on the shapes ``Shape`` and ``Size`` read. ``ShapeMemo`` runs
-a graph once in full for each new combination of input shapes, keeps the small values those chains
-produced, and from then on runs the graph without them, their values in place of constants.
+export), and each costs a kernel call and a turn of the plan loop on every run although its value
+depends only on the shapes ``Shape`` and ``Size`` read. ``ShapeMemo`` runs a graph once in full for
+each new combination of input shapes, keeps the small values those chains produced, and from then
+on runs the graph without them, their values in place of constants.
 
 Nothing is assumed about how shapes flow through the graph: every ``Shape`` and ``Size`` node stays
 in the plan and checks that the tensor it reads has the shape it had when the values were kept. A
