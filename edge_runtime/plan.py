@@ -8,7 +8,7 @@ graph work at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy as np
 from edge_runtime.devices import HOST, ArrayDevice, host_only
 from edge_runtime.format import GraphRef, ModelDef, ModelFormatError, OperatorDef
 from edge_runtime.kernels import get_kernel, host_inputs, wants_output_count
+from edge_runtime.shape_memo import ShapeChanged, ShapeMemo
 from schemas import ShapeError, UnsupportedOpError, get_schema
 
 
@@ -78,7 +79,10 @@ class GraphPlan:
                      *(s for step in steps for s in step.outputs)]
             self.outputs += tuple(s for s in dict.fromkeys(every) if s not in self.outputs)
         self._check_dataflow(graph, steps)
-        self.steps = self._with_lifetimes(steps)
+        self.steps = self.with_lifetimes(steps)
+        # the main graph's shape arithmetic once per input shape (host only: on a device the steps
+        # of small integers already stay on the host)
+        self.shape_memo = ShapeMemo.for_plan(self) if index == 0 and device.is_host and not preserve_all else None
 
     def _step(self, model: ModelDef, sub: int, i: int, op: OperatorDef, plans) -> Step:
         label = f"subgraph {sub}, node {i} {op.name!r} ({op.op_type})"
@@ -139,8 +143,10 @@ class GraphPlan:
             if slot not in written:
                 raise ModelFormatError(f"subgraph {self.index}: output tensor {slot} ({graph.tensors[slot].name!r}) is never written")
 
-    def _with_lifetimes(self, steps: list[Step]) -> list[Step]:
-        keep = set(self.outputs) | {s for s, v in enumerate(self.template) if v is not None}
+    def with_lifetimes(self, steps: list[Step], keep: set[int] = frozenset()) -> list[Step]:
+        """``steps`` with each one releasing the slots it reads last, but for the outputs, the
+        constants and ``keep``."""
+        keep = set(keep) | set(self.outputs) | {s for s, v in enumerate(self.template) if v is not None}
         last_use: dict[int, int] = {}
         for i, step in enumerate(steps):
             for slot in step.inputs + step.implicit:
@@ -150,23 +156,33 @@ class GraphPlan:
         for slot, i in last_use.items():
             if slot not in keep:
                 release.setdefault(i, []).append(slot)
-        for i, step in enumerate(steps):
-            step.release = tuple(release.get(i, ()))
-        return steps
+        return [replace(step, release=tuple(release.get(i, ()))) for i, step in enumerate(steps)]
 
     def execute(self, args: list[Any]) -> list[Any]:
         # inf and nan are results ONNX defines (log(0), 0/0, overflow), not failures: NumPy's
         # floating-point warnings about them are noise, and errors where warnings are errors.
         with np.errstate(all="ignore"):
-            return self._execute(args)
+            if self.shape_memo is not None:
+                return self.shape_memo.execute(args)
+            return self.run_steps(args, self.steps)
 
-    def _execute(self, args: list[Any]) -> list[Any]:
-        env = list(self.template)
+    def run_steps(self, args: list[Any], steps: list[Step], template: list[Any] | None = None) -> list[Any]:
+        """The outputs of running ``steps`` (this plan's, or a specialization of them) on ``args``."""
+        env = self.fresh_env(args, template)
+        self.run_on(env, steps)
+        return [env[i] for i in self.outputs]
+
+    def fresh_env(self, args: list[Any], template: list[Any] | None = None) -> list[Any]:
+        """A run's slots: the constants of ``template`` (this plan's by default) and the inputs."""
+        env = list(self.template if template is None else template)
         for slot, value in zip(self.inputs, args):
             env[slot] = value
+        return env
+
+    def run_on(self, env: list[Any], steps: list[Step]) -> None:
         xp = self.xp
         device = None if self.device.is_host else self.device
-        for step in self.steps:
+        for step in steps:
             values = [env[i] if i >= 0 else None for i in step.inputs]
             attrs = step.attrs
             if step.graph_attrs:
@@ -178,7 +194,7 @@ class GraphPlan:
                 xp, values = _placed(device, values, not step.graph_attrs, step.host_inputs)
             try:
                 result = step.kernel(*values, xp=xp, **attrs)
-            except (ExecutionError, UnsupportedOpError):
+            except (ExecutionError, UnsupportedOpError, ShapeChanged):
                 raise
             except Exception as exc:
                 raise ExecutionError(f"{step.label}: {type(exc).__name__}: {exc}") from exc
@@ -189,7 +205,6 @@ class GraphPlan:
                 env[step.outputs[0]] = result
             for slot in step.release:
                 env[slot] = None
-        return [env[i] for i in self.outputs]
 
     def bind(self, captured: list[Any]) -> Callable[..., list[Any]]:
         """The callable a control-flow kernel receives: formal inputs in, outputs out."""

@@ -15,6 +15,7 @@ from itertools import product
 import numpy as np
 
 from edge_runtime.kernels import resampling, sliding_windows
+from edge_runtime.kernels.math import SOFTMAX_MIN_SHIFTED_SUM
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
 
@@ -673,26 +674,58 @@ def _is_plain(q, k, attn_mask, past_key, nonpad_kv_seqlen, *, is_causal, left, r
 
 def _plain_attention(q, k, v, mask, scale):
     """softmax(Q Kᵀ * scale + mask) V with the scale on Q (the smaller operand at head sizes below the
-    sequence length) and the mask added in place: the op-by-op chain's passes without its copies
-    (one BERT-sized layer alone: 1.24 -> 0.66 ms; inside the full model about even)."""
+    sequence length) and the mask added in place: the op-by-op chain's passes without its copies.
+
+    The exponentials are shifted by the largest score of all heads (one contiguous reduction; a
+    maximum along each short row cost BERT-sized scores 187 us of their softmax's 370), each row's
+    sum is one matrix-vector product, and the division falls on the product with V, which has
+    head-size columns where the scores have sequence-length ones. Where that shift leaves some row
+    too small a sum (a row masked out, or far below the largest score), the scores are computed
+    again and each row shifted by its own maximum."""
     factor = q.dtype.type(1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     # Q, K and V often arrive as transposed views of (B, S, H, D), and a product of such strides falls
     # off BLAS (BERT-sized Q Kᵀ 775 -> 135 us): scale Q into C order, copy K and V once.
     q = np.multiply(q, factor, order="C")
     k, v = np.ascontiguousarray(k), np.ascontiguousarray(v)
+    exps, row_sums = exp_shifted_by_top(_scores(q, k, mask))
+    if exps is None:
+        return np.matmul(_softmax_last_axis(_scores(q, k, mask)), v)
+    y = np.matmul(exps, v)
+    y /= row_sums
+    return y
+
+
+def _scores(q, k, mask):
+    """Q Kᵀ (Q already scaled) plus the mask, in a fresh C-ordered array."""
     scores = np.matmul(q, k.transpose(0, 1, 3, 2))
-    if mask is not None:
-        if np.broadcast_shapes(scores.shape, mask.shape) == scores.shape:
-            scores += mask
-        else:
-            scores = scores + mask
-    return np.matmul(_softmax_last_axis(scores), v)
+    if mask is None:
+        return scores
+    if np.broadcast_shapes(scores.shape, mask.shape) == scores.shape:
+        scores += mask
+        return scores
+    return scores + mask
+
+
+def exp_shifted_by_top(scores):
+    """exp(scores - max(scores)) in place and each row's sum (shaped to divide ``exps @ V``), or
+    (None, None) where that shift is not safe: a score not finite, or a row whose sum falls under
+    ``SOFTMAX_MIN_SHIFTED_SUM`` (``scores`` is then spent)."""
+    top = np.maximum.reduce(scores, axis=None)
+    if not math.isfinite(top):
+        return None, None
+    scores -= top
+    np.exp(scores, out=scores)
+    length = scores.shape[-1]
+    row_sums = np.matmul(scores.reshape(-1, length), np.ones(length, dtype=scores.dtype))
+    if not np.minimum.reduce(row_sums, axis=None) >= SOFTMAX_MIN_SHIFTED_SUM:
+        return None, None
+    return scores, row_sums.reshape(*scores.shape[:-1], 1)
 
 
 def _softmax_last_axis(scores):
-    """Softmax over the last axis in place, each row shifted by its maximum (on masked BERT-sized
-    scores 0.40 ms where a shift by the largest score, as the Softmax kernel does, took 0.78); a row
-    masked to -inf everywhere gives zeros, as Attention specifies."""
+    """Softmax over the last axis in place, each row shifted by its maximum: attention's way where
+    ``exp_shifted_by_top`` is not safe; a row masked to -inf everywhere gives zeros, as Attention
+    specifies."""
     row_max = scores.max(axis=-1, keepdims=True)
     dead = np.isneginf(row_max)
     row_max[dead] = 0

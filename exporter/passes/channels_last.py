@@ -4,7 +4,7 @@ On NumPy a convolution over small planes is fastest channels-last: its columns a
 of kernel_width * C contiguous values and the whole batch is one matmul, and a depthwise
 convolution is one einsum over its taps (see ``edge_runtime.kernels.sliding_windows``). Converting
 each convolution on its own would pay two transposes a node; this pass converts whole regions
-instead: every qualifying convolution (small-plane group-1 ones, and depthwise and 1x1 ones on
+instead: every qualifying convolution (group-1 ones, and depthwise and 1x1 ones on
 planes up to DEPTHWISE_MAX_PIXELS), and the max pools, activations, Add/Mul/Sub/Max/Min of two
 region values (broadcasts between them included), global pools and reductions keeping their axes
 that read only region values, joined into connected regions. A Transpose enters a region and one
@@ -31,12 +31,19 @@ from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_
 from schemas.ops.fused import ACTIVATIONS, DOMAIN
 from schemas.ops.layout import to_channels_last as channels_last_shape
 
-# Convolutions qualify in the regime where the Conv kernel itself goes channels-last (its dispatch
-# thresholds: at most MAX_PIXELS output pixels an image, at least MIN_CHANNELS input channels), or
-# with exactly 1 input channel, where channels-last is the same memory order.
+# Group-1 convolutions qualify with at least MIN_CHANNELS input channels (or exactly 1, where
+# channels-last is the same memory order) on planes of any size: inside a region, free of the
+# transposes a lone one pays, the channels-last kernel is as fast or faster than the planar one on
+# every plane measured (one BLAS thread, planar -> channels-last ms: ResNet-18's 64@56x56 3x3 1.38
+# -> 1.28, 128@28x28 1.29 -> 1.13, batch 8 of 128@28x28 9.97 -> 9.01, of 64@56x56 13.65 -> 13.68).
+# With fewer channels a convolution qualifies on a plane of more than MAX_PIXELS outputs whose
+# kernel rows span at least MIN_CHANNELS values (kernel_width * C): ResNet's 7x7 stride-2 stem of
+# 3 channels 2.20 -> 1.83 ms, but a 3x3 one (runs of 9 values) 0.27 -> 0.38 ms; on small planes
+# the runs of few values do not pay.
 MAX_PIXELS = sliding_windows.CHANNELS_LAST_COLUMNS_MAX_PIXELS
 MIN_CHANNELS = sliding_windows.CHANNELS_LAST_COLUMNS_MIN_CHANNELS
-# Depthwise and 1x1 convolutions qualify on input planes of at most this many pixels: there the
+# Depthwise and stride-1 1x1 convolutions qualify on input planes of at most this many pixels
+# (strided 1x1 ones, ResNet's downsampling shortcuts, on any): there the
 # channels-last depthwise kernel (one einsum over the taps) beats the planar im2col and the fused
 # planar pairs (576@14x14 3x3 242 -> 124 us, 1152@7x7 5x5 464 -> 169). With 56x56 planes too,
 # MobileNetV2 ran 10.23 against 9.99 ms (one BLAS thread, alternated): the planar pairs
@@ -84,8 +91,10 @@ def _is_conv(graph: ir.Graph, node: ir.Node) -> bool:
     if group != 1:
         return group == x[1] == w.shape[0] and w.shape[1] == 1 and math.prod(x[2:]) <= DEPTHWISE_MAX_PIXELS
     if all(k == 1 for k in w.shape[2:]):  # a 1x1 convolution is one matmul in either layout
-        return math.prod(x[2:]) <= DEPTHWISE_MAX_PIXELS
-    return math.prod(y[2:]) <= MAX_PIXELS and (x[1] >= MIN_CHANNELS or x[1] == 1)
+        return math.prod(x[2:]) <= DEPTHWISE_MAX_PIXELS or any(s > 1 for s in node.attrs.get("strides") or ())
+    if x[1] >= MIN_CHANNELS or x[1] == 1:
+        return True
+    return math.prod(y[2:]) > MAX_PIXELS and w.shape[-1] * x[1] >= MIN_CHANNELS  # a stem on a large plane
 
 
 def _follows_region(graph: ir.Graph, node: ir.Node, inside: Container[str]) -> bool:

@@ -247,6 +247,46 @@ def test_attention_grouped_query_equals_repeated_heads() -> None:
     assert y.dtype == F32 and y.shape == (1, 4, 3, 8)
 
 
+def softmax_attention_reference(q, k, v, mask, scale):
+    """softmax(Q Kᵀ * scale + mask) V in float64, each row shifted by its own maximum."""
+    scores = np.einsum("bhsd,bhtd->bhst", q.astype(np.float64), k.astype(np.float64)) * scale + mask
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.einsum("bhst,bhtd->bhsd", p / p.sum(axis=-1, keepdims=True), v.astype(np.float64))
+
+
+@pytest.mark.parametrize("row_offset, shifted_by_top", [(0.0, True), (-40.0, False)])
+def test_plain_attention_matches_per_row_softmax_whichever_shift_it_takes(row_offset, shifted_by_top) -> None:
+    # BERT's padding mask (finfo.min on padded keys) over transposed (B, S, H, D) views; with one
+    # query row's scores lowered by 40 (its exponentials under the sum floor when shifted by the
+    # largest score of all) the kernel must fall back to shifting each row by its own maximum.
+    from edge_runtime.kernels.nn import exp_shifted_by_top
+
+    rng = np.random.default_rng(6)
+    b, h, s, d = 2, 3, 7, 4
+    q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float32).transpose(0, 2, 1, 3) for _ in range(3))
+    mask = np.zeros((b, 1, s, s), np.float32)
+    mask[1, :, :, 5:] = np.finfo(np.float32).min
+    mask[0, 0, 2, :] += row_offset
+    scale = 0.4
+    scores = np.matmul(q * np.float32(scale), k.transpose(0, 1, 3, 2)) + mask
+    assert (exp_shifted_by_top(scores)[0] is not None) == shifted_by_top
+    y = run("Attention", q, k, v, mask, scale=scale, n_outputs=1)
+    assert y.dtype == F32 and y.shape == (b, h, s, d)
+    np.testing.assert_allclose(y, softmax_attention_reference(q, k, v, mask, scale), rtol=1e-5, atol=1e-6)
+
+
+def test_plain_attention_gives_zeros_for_a_row_masked_to_minus_infinity() -> None:
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((1, 2, 5, 3)).astype(np.float32) for _ in range(3))
+    mask = np.zeros((1, 1, 5, 5), np.float32)
+    mask[0, 0, 3, :] = -np.inf
+    y = run("Attention", q, k, v, mask, n_outputs=1)
+    assert not np.isnan(y).any() and not y[:, :, 3].any()
+    live = [0, 1, 2, 4]
+    expected = softmax_attention_reference(q, k, v, np.zeros_like(mask), 3 ** -0.5)
+    np.testing.assert_allclose(y[:, :, live], expected[:, :, live], rtol=1e-5, atol=1e-6)
+
+
 def test_nll_loss_mean_ignores_ignored_targets() -> None:
     logp = np.log(np.full((3, 4), 0.25, dtype=np.float32))
     target = np.array([0, 5, 1])

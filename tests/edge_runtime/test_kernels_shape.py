@@ -240,3 +240,21 @@ def test_gather_elements_refuses_indices_longer_than_data():
         run("GatherElements", np.zeros((2, 2), np.float32), np.zeros((3, 2), np.int64), axis=1)
     with pytest.raises(ShapeError, match="longer than data"):
         infer_types(get_schema("GatherElements"), [TensorType(np.float32, (2, 2)), TensorType(np.int64, (3, 2))], {"axis": 1})
+
+
+@pytest.mark.parametrize("axis, index", [(0, 1), (0, -3), (1, 2), (-1, -1), (2, 0)])
+def test_gather_of_one_index_is_a_view_with_takes_values(axis, index):
+    # PyTorch's packed Q, K, V come out of a transposed view this way: no copy of each
+    data = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5).transpose(1, 0, 2)
+    y = run("Gather", data, np.array(index, np.int64), axis=axis)
+    np.testing.assert_array_equal(y, np.take(data, index, axis=axis))
+    assert np.shares_memory(y, data)
+
+
+def test_gather_of_one_index_out_of_range_names_it():
+    with pytest.raises(IndexError, match="index 4 is out of range for axis 1 of size 4"):
+        run("Gather", np.zeros((2, 4), np.float32), np.array(4, np.int64), axis=1)
+
+
+def test_gather_of_one_index_from_a_vector_is_a_number():
+    assert run("Gather", i64(7, 8, 9), np.array(-1, np.int64), axis=0) == 9

@@ -113,11 +113,53 @@ def test_variadic_max_of_region_values_stays_planar_and_correct() -> None:
     same_outputs(model, optimized)
 
 
-@pytest.mark.parametrize("case", ["large plane", "grouped", "few channels", "lone conv", "pair between planar ops"])
+def resnet_like(stem_kernel: int):
+    """A ResNet stem of 3 channels (stride 2, then a 3x3/2 max pool) on 64x64 images, a basic block
+    with an identity shortcut, and a downsampling block whose shortcut is a strided 1x1 convolution."""
+    net = Net(3, 64)
+    pad = stem_kernel // 2
+    h = net.op("MaxPool", [net.conv("x", 3, 16, k=stem_kernel, strides=[2, 2], pads=[pad] * 4)],
+               kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    body = net.conv(net.conv(h, 16, 16, pads=[1, 1, 1, 1]), 16, 16, pads=[1, 1, 1, 1])
+    h = net.op("Relu", [net.op("Add", [body, h])])
+    down = net.conv(net.conv(h, 16, 32, strides=[2, 2], pads=[1, 1, 1, 1]), 32, 32, pads=[1, 1, 1, 1])
+    h = net.op("Add", [down, net.conv(h, 16, 32, k=1, strides=[2, 2])])
+    return net.model(net.op("GlobalAveragePool", [h]))
+
+
+def test_resnet_runs_channels_last_from_its_stem_on() -> None:
+    # 7x7 kernel rows of 3 channels span 21 values: the stem joins the region on its 32x32 plane,
+    # and so does the strided 1x1 shortcut on its 16x16 input
+    model = resnet_like(7)
+    optimized, _ = optimize(model)
+    counts = op_counts(optimized.graph)
+    assert counts["ChannelsLastConv"] == 6 and counts["ChannelsLastMaxPool"] == 1
+    assert not {"Conv", "FusedConv", "FusedConvMaxPool", "MaxPool"} & set(counts)
+    for batch in (1, 2):
+        same_outputs(model, optimized, batch)
+
+
+def test_a_3x3_stem_of_few_channels_stays_planar() -> None:
+    # kernel rows of 3 channels span 9 values: too short a run to gather, however large the plane;
+    # the first block, whose Add reads the planar pool, stays planar with it
+    model = resnet_like(3)
+    optimized, _ = optimize(model)
+    counts = op_counts(optimized.graph)
+    assert counts["FusedConvMaxPool"] == 1 and counts["ChannelsLastConv"] == 3
+    same_outputs(model, optimized)
+
+
+@pytest.mark.parametrize("case", ["few channels on a large plane", "grouped", "few channels", "lone conv",
+                                  "pair between planar ops", "stride-1 1x1 on a large plane"])
 def test_unprofitable_convolutions_stay_planar(case) -> None:
-    if case == "large plane":  # 28 x 28 outputs: the planar kernels are faster there
-        net = Net(16, 28)
-        h = net.conv(net.conv("x", 16, 16, pads=[1, 1, 1, 1]), 16, 16, pads=[1, 1, 1, 1])
+    if case == "few channels on a large plane":  # 30x30 outputs, but runs of 3 * 4 values
+        net = Net(4, 30)
+        h = "x"
+        for _ in range(3):  # one more than the two Transposes a region needs: only the rule keeps them planar
+            h = net.conv(h, 4, 4, pads=[1, 1, 1, 1])
+    elif case == "stride-1 1x1 on a large plane":  # planar 1x1 convolutions are as fast there
+        net = Net(16, 30)
+        h = net.conv(net.conv(net.conv("x", 16, 32, k=1), 32, 16, k=1), 16, 16, k=1)
     elif case == "grouped":
         net = Net(16, 8)
         h = net.conv(net.conv("x", 16, 16, group=4, pads=[1, 1, 1, 1]), 16, 16, group=16, pads=[1, 1, 1, 1])
