@@ -1,8 +1,8 @@
 """Shape arithmetic done once per input shape, not on every run.
 
 Exporters write a chain of small integer ops around every Reshape of a dynamic graph
-(``Shape -> Gather -> Unsqueeze -> Concat``: about 360 of the 825 nodes of PyTorch's ViT-Tiny
-export), and each costs a kernel call and a turn of the plan loop on every run although its value
+(``Shape -> Gather -> Unsqueeze -> Concat``: a large share of the nodes of PyTorch's transformer
+exports; counts in benchmarks/RESULTS.md), and each costs a kernel call and a turn of the plan loop on every run although its value
 depends only on the shapes ``Shape`` and ``Size`` read. ``ShapeMemo`` runs a graph once in full for
 each new combination of input shapes, keeps the small values those chains produced, and from then
 on runs the graph without them, their values in place of constants.
