@@ -81,14 +81,21 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
                          initializer=weights_initializer or initializers.GlorotUniform(),
                          regularizer=weights_regularizer, trainable=trainable)
         y = make_op("MatMul", [x, w]).outputs[0]
-        if normalizer_fn is not None:
-            y = normalizer_fn(y, **(normalizer_params or {}))
-        elif biases_initializer is not None:
-            b = get_variable("biases", [num_outputs], dtype=x.dtype, initializer=biases_initializer,
-                             regularizer=biases_regularizer, trainable=trainable)
-            y = make_op("Add", [y, b]).outputs[0]
-        return _activate(y, activation_fn)
+        return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
+                                               biases_regularizer, trainable), activation_fn)
 
+
+
+def _normalized_or_biased(y, num_outputs: int, normalizer_fn, normalizer_params, biases_initializer,
+                          biases_regularizer, trainable: bool):
+    """A layer's product normalized by ``normalizer_fn``, else plus its ``biases`` (in the open scope)."""
+    if normalizer_fn is not None:
+        return normalizer_fn(y, **(normalizer_params or {}))
+    if biases_initializer is None:
+        return y
+    b = get_variable("biases", [num_outputs], dtype=y.dtype, initializer=biases_initializer,
+                     regularizer=biases_regularizer, trainable=trainable)
+    return make_op("Add", [y, b]).outputs[0]
 
 
 def _activate(y, activation_fn):
@@ -119,13 +126,8 @@ def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME
                          initializer=weights_initializer or initializers.GlorotUniform(),
                          regularizer=weights_regularizer, trainable=trainable)
         y = nn_conv2d(x, w, strides=[1, sh, sw, 1], padding=padding.upper(), dilations=[1, dh, dw, 1])
-        if normalizer_fn is not None:
-            y = normalizer_fn(y, **(normalizer_params or {}))
-        elif biases_initializer is not None:
-            b = get_variable("biases", [num_outputs], dtype=x.dtype, initializer=biases_initializer,
-                             regularizer=biases_regularizer, trainable=trainable)
-            y = make_op("Add", [y, b]).outputs[0]
-        return _activate(y, activation_fn)
+        return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
+                                               biases_regularizer, trainable), activation_fn)
 
 
 def _pool(kind, inputs, kernel_size, stride, padding: str, data_format: str):
