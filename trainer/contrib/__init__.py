@@ -1,8 +1,9 @@
-"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn``, ``contrib.layers`` and ``contrib.lookup``."""
+"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn``, ``contrib.layers``, ``contrib.lookup``
+and ``contrib.seq2seq``'s loss."""
 
-from trainer.contrib import layers, lookup, rnn
+from trainer.contrib import layers, lookup, rnn, seq2seq
 
-__all__ = ["layers", "lookup", "rnn"]
+__all__ = ["layers", "lookup", "rnn", "seq2seq"]
 
 
 def __getattr__(name: str):
