@@ -60,3 +60,26 @@ def test_parse_spec_for_the_columns():
         fc.categorical_column_with_hash_bucket("city", 5), 2), fc.indicator_column(fc.categorical_column_with_identity("n", 3))])
     assert spec["age"] == tf.FixedLenFeature((1,), np.dtype(np.float32), 0.0)
     assert isinstance(spec["city"], tf.VarLenFeature) and spec["n"] == tf.VarLenFeature(np.dtype(np.int64))
+
+
+def test_wide_and_deep_learns_a_crossing_the_wide_part_alone_cannot(tmp_path):
+    rng = np.random.default_rng(1)
+    colors = np.array(["red", "green", "blue"], dtype=object)[rng.integers(0, 3, 900)]
+    sizes = rng.standard_normal(900).astype(np.float32)
+    labels = ((colors == "blue") ^ (sizes > 0)).astype(np.int64)  # an interaction: no linear model fits it
+    color = fc.categorical_column_with_vocabulary_list("color", ["red", "green", "blue"])
+    size = fc.numeric_column("size")
+    features = {"color": colors, "size": sizes}
+    input_fn = tf.estimator.inputs.numpy_input_fn(features, labels, batch_size=64, num_epochs=None, shuffle=True)
+    eval_fn = tf.estimator.inputs.numpy_input_fn(features, labels, batch_size=900, num_epochs=1, shuffle=False)
+    model = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "wd"), linear_feature_columns=[color, size],
+        dnn_feature_columns=[fc.embedding_column(color, 3), size], dnn_hidden_units=[16, 8], dnn_optimizer="Adam",
+        dnn_learning_rate=0.02)
+    model.train(input_fn, steps=300)
+    accuracy = model.evaluate(eval_fn)["accuracy"]
+    names = model.get_variable_names()
+    assert any(n.startswith("linear/") for n in names) and any(n.startswith("dnn/") for n in names)
+    assert model.get_variable_value("global_step") == 300 and accuracy >= 0.9, accuracy
+    with pytest.raises(ValueError, match="dnn_hidden_units must be given"):
+        tf.estimator.DNNLinearCombinedClassifier(dnn_feature_columns=[size])

@@ -11,7 +11,8 @@ and export, with checkpoints and summaries in ``model_dir``.
 """
 
 from trainer.estimator import export, inputs
-from trainer.estimator.canned import DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor
+from trainer.estimator.canned import (DNNClassifier, DNNLinearCombinedClassifier, DNNLinearCombinedRegressor,
+                                      DNNRegressor, LinearClassifier, LinearRegressor)
 from trainer.estimator.estimator import Estimator, add_metrics
 from trainer.estimator.hooks import (CheckpointSaverHook, CheckpointSaverListener, FinalOpsHook, LoggingTensorHook,
                                      NanLossDuringTrainingError, NanTensorHook, SessionRunArgs, SessionRunContext,
@@ -22,7 +23,8 @@ from trainer.estimator.export import Exporter, FinalExporter, LatestExporter
 from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
-    "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "Exporter",
+    "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "Exporter",
     "FinalExporter", "FinalOpsHook", "LatestExporter", "LinearClassifier", "LinearRegressor", "LoggingTensorHook",
     "ModeKeys", "NanLossDuringTrainingError", "NanTensorHook", "RunConfig", "SessionRunArgs", "SessionRunContext",
     "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook", "TrainSpec", "add_metrics", "export",

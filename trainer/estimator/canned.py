@@ -1,11 +1,12 @@
-"""Canned estimators: ``DNNClassifier``, ``DNNRegressor``, ``LinearClassifier``, ``LinearRegressor``.
+"""Canned estimators: ``DNNClassifier``, ``DNNRegressor``, ``LinearClassifier``, ``LinearRegressor`` and the
+wide-and-deep ``DNNLinearCombinedClassifier`` / ``DNNLinearCombinedRegressor``.
 
 Each is an ``Estimator`` whose model_fn is a stack of dense layers (none for the linear ones) over
 ``feature_column.input_layer`` and a head: softmax cross-entropy for classifiers (``n_classes``
 logits, also for two classes), mean squared error for regressors. Predictions and evaluation
 metrics use TensorFlow's keys (``class_ids``, ``probabilities``, ``logits``; ``accuracy``,
 ``average_loss``, and for two classes ``auc``, ``precision``, ``recall``; ``predictions`` for
-regressors). Linear models default to Adagrad (TensorFlow's FTRL is not available).
+regressors). Linear models default to Adagrad; the wide part of wide and deep to FTRL, as in TF.
 """
 
 from __future__ import annotations
@@ -15,18 +16,23 @@ from typing import Callable
 import numpy as np
 
 from trainer import layers, losses, metrics, nn, train
-from trainer.array_ops import reduce_mean
+from trainer.array_ops import assign_add, reduce_mean
 from trainer.estimator.estimator import Estimator
 from trainer.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
 from trainer.estimator.spec import EstimatorSpec, ModeKeys
 from trainer.feature_column import input_layer, linear_columns
+from trainer.graph import control_dependencies
 from trainer.ops import argmax, cast, convert_to_tensor, reshape, square
+from trainer.variable_scopes import variable_scope
+from trainer.variables import trainable_variables
 from trainer.train import get_or_create_global_step
 
-__all__ = ["DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor"]
+__all__ = ["DNNClassifier", "DNNLinearCombinedClassifier", "DNNLinearCombinedRegressor", "DNNRegressor",
+           "LinearClassifier", "LinearRegressor"]
 
 _OPTIMIZERS: dict[str, Callable] = {
     "Adagrad": train.AdagradOptimizer,
+    "Ftrl": lambda learning_rate: train.FtrlOptimizer(learning_rate),
     "Adam": train.AdamOptimizer,
     "SGD": train.GradientDescentOptimizer,
     "RMSProp": train.RMSPropOptimizer,
@@ -57,9 +63,48 @@ def _logits(features, feature_columns, hidden_units, units, activation_fn, dropo
     return layers.dense(h, units, name="logits")
 
 
-def _classifier_fn(feature_columns, hidden_units, n_classes, activation_fn, dropout, optimizer, learning_rate):
+def _dnn(feature_columns, hidden_units, units, activation_fn, dropout) -> Callable:
+    """The ``logits_fn(features, mode)`` of dense layers over the columns (none: a linear model)."""
+    return lambda features, mode: _logits(features, feature_columns, hidden_units, units, activation_fn, dropout, mode)
+
+
+def _wide_and_deep(linear_feature_columns, dnn_feature_columns, hidden_units, units, activation_fn, dropout) -> Callable:
+    """The sum of a linear model's logits (variables under ``linear/``) and a DNN's (under ``dnn/``)."""
+    def logits_fn(features, mode):
+        parts = []
+        if linear_feature_columns:
+            with variable_scope("linear"):
+                parts.append(_logits(features, linear_columns(linear_feature_columns), [], units, None, None, mode))
+        if dnn_feature_columns:
+            with variable_scope("dnn"):
+                parts.append(_logits(features, dnn_feature_columns, hidden_units, units, activation_fn, dropout, mode))
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+    return logits_fn
+
+
+def _minimize(optimizer, learning_rate: float) -> Callable:
+    """The ``train_fn(loss)`` of one optimizer over every trainable variable."""
+    return lambda loss: _optimizer(optimizer, learning_rate).minimize(loss, global_step=get_or_create_global_step())
+
+
+def _minimize_each(optimizers: dict) -> Callable:
+    """``train_fn(loss)`` giving each variable scope (``linear``, ``dnn``) its own optimizer, then one step."""
+    def train_fn(loss):
+        updates = []
+        for scope, (optimizer, learning_rate) in optimizers.items():
+            own = [v for v in trainable_variables() if v.op.name.startswith(scope + "/")]
+            if own:
+                updates.append(_optimizer(optimizer, learning_rate).minimize(loss, var_list=own))
+        with control_dependencies(updates):
+            return assign_add(get_or_create_global_step(), 1)
+
+    return train_fn
+
+
+def _classifier_fn(logits_fn, n_classes, train_fn):
     def model_fn(features, labels, mode):
-        logits = _logits(features, feature_columns, hidden_units, n_classes, activation_fn, dropout, mode)
+        logits = logits_fn(features, mode)
         probabilities = nn.softmax(logits, name="probabilities")
         class_ids = argmax(logits, axis=-1)
         predictions = {"logits": logits, "probabilities": probabilities,
@@ -79,15 +124,14 @@ def _classifier_fn(feature_columns, hidden_units, n_classes, activation_fn, drop
                 eval_metrics.update(auc=metrics.auc(ids, positive), precision=metrics.precision(ids, class_ids),
                                     recall=metrics.recall(ids, class_ids))
             return EstimatorSpec(mode, predictions=predictions, loss=loss, eval_metric_ops=eval_metrics)
-        train_op = _optimizer(optimizer, learning_rate).minimize(loss, global_step=get_or_create_global_step())
-        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_fn(loss))
 
     return model_fn
 
 
-def _regressor_fn(feature_columns, hidden_units, label_dimension, activation_fn, dropout, optimizer, learning_rate):
+def _regressor_fn(logits_fn, label_dimension, train_fn):
     def model_fn(features, labels, mode):
-        out = _logits(features, feature_columns, hidden_units, label_dimension, activation_fn, dropout, mode)
+        out = logits_fn(features, mode)
         predictions = {"predictions": out}
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=predictions,
@@ -100,8 +144,7 @@ def _regressor_fn(feature_columns, hidden_units, label_dimension, activation_fn,
             return EstimatorSpec(mode, predictions=predictions, loss=loss, eval_metric_ops={
                 "average_loss": metrics.mean(loss), "label/mean": metrics.mean(target),
                 "prediction/mean": metrics.mean(out)})
-        train_op = _optimizer(optimizer, learning_rate).minimize(loss, global_step=get_or_create_global_step())
-        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_fn(loss))
 
     return model_fn
 
@@ -118,8 +161,9 @@ class DNNClassifier(Estimator):
                  activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05):
         if n_classes < 2:
             raise ValueError(f"DNNClassifier: n_classes must be at least 2, got {n_classes}")
-        super().__init__(_classifier_fn(_columns(feature_columns), list(hidden_units), n_classes, activation_fn,
-                                        dropout, optimizer, learning_rate), model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(_dnn(_columns(feature_columns), list(hidden_units), n_classes, activation_fn,
+                                             dropout), n_classes, _minimize(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config)
 
 
 class LinearClassifier(Estimator):
@@ -127,19 +171,64 @@ class LinearClassifier(Estimator):
                  learning_rate: float = 0.2):
         if n_classes < 2:
             raise ValueError(f"LinearClassifier: n_classes must be at least 2, got {n_classes}")
-        super().__init__(_classifier_fn(linear_columns(_columns(feature_columns)), [], n_classes, None, None, optimizer,
-                                        learning_rate), model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(_dnn(linear_columns(_columns(feature_columns)), [], n_classes, None, None),
+                                        n_classes, _minimize(optimizer, learning_rate)), model_dir=model_dir, config=config)
 
 
 class DNNRegressor(Estimator):
     def __init__(self, hidden_units, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad",
                  activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05):
-        super().__init__(_regressor_fn(_columns(feature_columns), list(hidden_units), label_dimension, activation_fn,
-                                       dropout, optimizer, learning_rate), model_dir=model_dir, config=config)
+        super().__init__(_regressor_fn(_dnn(_columns(feature_columns), list(hidden_units), label_dimension,
+                                            activation_fn, dropout), label_dimension, _minimize(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config)
 
 
 class LinearRegressor(Estimator):
     def __init__(self, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad", config=None,
                  learning_rate: float = 0.2):
-        super().__init__(_regressor_fn(linear_columns(_columns(feature_columns)), [], label_dimension, None, None,
-                                       optimizer, learning_rate), model_dir=model_dir, config=config)
+        super().__init__(_regressor_fn(_dnn(linear_columns(_columns(feature_columns)), [], label_dimension, None, None),
+                                       label_dimension, _minimize(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config)
+
+
+def _wide_and_deep_columns(name: str, linear_feature_columns, dnn_feature_columns, dnn_hidden_units) -> tuple:
+    linear, dnn = list(linear_feature_columns or ()), list(dnn_feature_columns or ())
+    if not linear and not dnn:
+        raise ValueError(f"{name}: give linear_feature_columns, dnn_feature_columns or both")
+    if dnn and not dnn_hidden_units:
+        raise ValueError(f"{name}: dnn_hidden_units must be given with dnn_feature_columns")
+    return linear, dnn
+
+
+class DNNLinearCombinedClassifier(Estimator):
+    """Wide and deep: a linear model over ``linear_feature_columns`` (FTRL by default, as in TF)
+    plus a DNN over ``dnn_feature_columns`` (Adagrad), their logits summed, each part trained by
+    its own optimizer."""
+
+    def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
+                 dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
+                 n_classes: int = 2, config=None, linear_learning_rate: float = 0.2, dnn_learning_rate: float = 0.05):
+        if n_classes < 2:
+            raise ValueError(f"DNNLinearCombinedClassifier: n_classes must be at least 2, got {n_classes}")
+        linear, dnn = _wide_and_deep_columns("DNNLinearCombinedClassifier", linear_feature_columns,
+                                             dnn_feature_columns, dnn_hidden_units)
+        logits_fn = _wide_and_deep(linear, dnn, list(dnn_hidden_units or ()), n_classes, dnn_activation_fn, dnn_dropout)
+        train_fn = _minimize_each({"linear": (linear_optimizer, linear_learning_rate),
+                                   "dnn": (dnn_optimizer, dnn_learning_rate)})
+        super().__init__(_classifier_fn(logits_fn, n_classes, train_fn), model_dir=model_dir, config=config)
+
+
+class DNNLinearCombinedRegressor(Estimator):
+    """Wide and deep for regression (``label_dimension`` outputs); see DNNLinearCombinedClassifier."""
+
+    def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
+                 dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
+                 label_dimension: int = 1, config=None, linear_learning_rate: float = 0.2,
+                 dnn_learning_rate: float = 0.05):
+        linear, dnn = _wide_and_deep_columns("DNNLinearCombinedRegressor", linear_feature_columns,
+                                             dnn_feature_columns, dnn_hidden_units)
+        logits_fn = _wide_and_deep(linear, dnn, list(dnn_hidden_units or ()), label_dimension, dnn_activation_fn,
+                                   dnn_dropout)
+        train_fn = _minimize_each({"linear": (linear_optimizer, linear_learning_rate),
+                                   "dnn": (dnn_optimizer, dnn_learning_rate)})
+        super().__init__(_regressor_fn(logits_fn, label_dimension, train_fn), model_dir=model_dir, config=config)
