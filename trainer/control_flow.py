@@ -21,6 +21,7 @@ from schemas.registry import TensorType
 from trainer import nest
 from trainer.graph import TRAINER_DOMAIN, GraphError, Node, Tensor, get_default_graph
 from trainer.ops import constant, convert_to_tensor
+from trainer.tensor_shape import as_shape_tuple, shapes_compatible
 from trainer.tensor_array import TensorArray
 
 __all__ = ["CondContext", "WhileContext", "WhileLoop", "cond", "may_be_dead", "while_loop"]
@@ -327,8 +328,7 @@ def _flat_invariants(shape_invariants, loop_vars, name: str) -> list:
     except nest.StructureError:
         raise ValueError(f"while_loop {name!r}: shape_invariants {shape_invariants!r} do not have the structure of "
                          f"the loop variables {nest.describe(loop_vars)}") from None
-    return [None if s is None or getattr(s, "ndims", 0) is None else tuple(None if d is None else int(d) for d in s)
-            for s in shapes]
+    return [as_shape_tuple(s) for s in shapes]
 
 
 def _bounded_while(cond, body, loop_vars, shape_invariants, parallel_iterations, back_prop, name, maximum_iterations,
@@ -434,13 +434,9 @@ def _while_loop_flat(cond_fn, body_fn, vals: list, invariants: list, parallel_it
         return [e.outputs[0] for e in exits[:-1]]
 
 
-def _compatible(a, b) -> bool:
-    return a is None or b is None or (len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b)))
-
-
 def _relax_to_invariant(name, i, merged: Tensor, invariant: tuple | None) -> None:
     """The loop variable's shape inside the loop is its invariant, which the entering value must fit."""
-    if not _compatible(merged.shape, invariant):
+    if not shapes_compatible(merged.shape, invariant):
         raise ValueError(f"while_loop {name!r}: loop variable {i} enters the loop with shape {merged.shape}, "
                          f"which does not fit its shape invariant {invariant}")
     merged.type = TensorType(merged.type.dtype, invariant)
@@ -448,7 +444,7 @@ def _relax_to_invariant(name, i, merged: Tensor, invariant: tuple | None) -> Non
 
 def _check_invariant(name, i, entered: Tensor, returned: Tensor) -> None:
     a, b = entered.shape, returned.shape
-    if not _compatible(a, b):
+    if not shapes_compatible(a, b):
         raise GraphError(f"while_loop {name!r}: loop variable {i} enters the loop with shape {a} but has shape "
                          f"{b} after one iteration; to let its shape vary, give while_loop a less specific "
                          f"shape in shape_invariants")

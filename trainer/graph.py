@@ -19,6 +19,7 @@ from schemas.registry import ShapeError, TensorType, get_schema, infer_types
 from trainer.devices import DeviceSpec
 from trainer.dtypes import tensor_dtype
 from trainer.errors import GraphError
+from trainer.tensor_shape import as_shape_tuple, merge_shapes, shapes_compatible
 
 __all__ = [
     "Graph",
@@ -100,15 +101,10 @@ class Tensor:
     def set_shape(self, shape) -> None:
         """TF1's ``set_shape``: add what ``shape`` (a TensorShape, list or None) says to what is known
         of this tensor's shape; a shape that contradicts it raises ValueError."""
-        rank = getattr(shape, "ndims", 0) if shape is not None else None
-        given = None if shape is None or rank is None else tuple(None if d is None else int(d) for d in shape)
-        known = self.type.shape
-        if given is None or known is None:
-            merged = known if given is None else given
-        elif len(given) != len(known) or any(a is not None and b is not None and a != b for a, b in zip(known, given)):
+        given, known = as_shape_tuple(shape), self.type.shape
+        if not shapes_compatible(known, given):
             raise ValueError(f"Shapes {known} and {given} are not compatible (tensor {self.name})")
-        else:
-            merged = tuple(a if a is not None else b for a, b in zip(known, given))
+        merged = merge_shapes(known, given)
         self.type = TensorType(self.type.dtype, merged)
 
     def __repr__(self) -> str:

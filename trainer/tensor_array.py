@@ -15,25 +15,17 @@ import numpy as np
 from trainer.dtypes import as_dtype
 from trainer.graph import Tensor
 from trainer.ops import cast, concat, constant, convert_to_tensor, gather, identity, make_op, no_op, reshape, shape
-from trainer.tensor_shape import TensorShape
+from trainer.tensor_shape import TensorShape, as_shape_tuple, merge_shapes, shapes_compatible
 
 __all__ = ["TensorArray"]
 
 D = "flowstack"
 
 
-def _shape_tuple(element_shape) -> tuple | None:
-    if element_shape is None or getattr(element_shape, "ndims", 0) is None:
-        return None
-    return tuple(None if d is None else int(d) for d in element_shape)
-
-
 def _merge(known: tuple | None, new: tuple | None, what: str) -> tuple | None:
-    if known is None or new is None:
-        return known if new is None else new
-    if len(known) != len(new) or any(a is not None and b is not None and a != b for a, b in zip(known, new)):
+    if not shapes_compatible(known, new):
         raise ValueError(f"TensorArray: {what} has shape {new}, but the array holds elements of shape {known}")
-    return tuple(a if a is not None else b for a, b in zip(known, new))
+    return merge_shapes(known, new)
 
 
 class TensorArray:
@@ -50,7 +42,7 @@ class TensorArray:
         self._dtype = as_dtype(dtype)
         self._dynamic_size = bool(dynamic_size)
         self._infer_shape = infer_shape
-        self._element_shape = _shape_tuple(element_shape)
+        self._element_shape = as_shape_tuple(element_shape)
         self._size = cast(convert_to_tensor(-1 if size is None else size), np.int64)
         static = None if size is None or isinstance(size, Tensor) else int(size)
         if flow is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["Dimension", "TensorShape", "dimension_value"]
+__all__ = ["Dimension", "TensorShape", "as_shape_tuple", "dimension_value", "merge_shapes", "shapes_compatible"]
 
 
 class Dimension:
@@ -93,3 +93,24 @@ def dimension_value(dimension):
     if isinstance(dimension, Dimension):
         return dimension.value
     return None if dimension is None else int(dimension)
+
+
+def as_shape_tuple(shape) -> tuple | None:
+    """A shape (a TensorShape, or a list or tuple of ints, None or Dimensions) as a tuple of ints
+    and None; None for an unknown rank (``None`` or ``TensorShape(None)``)."""
+    if shape is None or getattr(shape, "ndims", 0) is None:
+        return None
+    return tuple(dimension_value(d) for d in shape)
+
+
+def shapes_compatible(a: tuple | None, b: tuple | None) -> bool:
+    """Whether two partial shapes (tuples, None for an unknown rank) can describe the same tensor."""
+    return a is None or b is None or (len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b)))
+
+
+def merge_shapes(a: tuple | None, b: tuple | None) -> tuple | None:
+    """What two compatible partial shapes say together (``shapes_compatible`` first)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return tuple(x if x is not None else y for x, y in zip(a, b))
+
