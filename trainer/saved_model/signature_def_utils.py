@@ -29,6 +29,11 @@ class TensorShapeInfo:
     dim: list[Dim] = field(default_factory=list)
     unknown_rank: bool = False
 
+    @classmethod
+    def of(cls, shape) -> "TensorShapeInfo":
+        """The record of a partial shape (a tuple of ints and None; None for an unknown rank)."""
+        return cls(unknown_rank=True) if shape is None else cls([Dim(-1 if s is None else int(s)) for s in shape])
+
     def as_list(self) -> list[int | None] | None:
         return None if self.unknown_rank else [None if d.size < 0 else d.size for d in self.dim]
 
@@ -47,9 +52,7 @@ class TensorInfo:
     @classmethod
     def from_dict(cls, d: dict) -> "TensorInfo":
         shape = d.get("shape")
-        dims = TensorShapeInfo(unknown_rank=True) if shape is None else \
-            TensorShapeInfo([Dim(-1 if s is None else int(s)) for s in shape])
-        return cls(str(d["name"]), str(d["dtype"]), dims)
+        return cls(str(d["name"]), str(d["dtype"]), TensorShapeInfo.of(shape))
 
 
 @dataclass
@@ -72,10 +75,7 @@ def build_tensor_info(tensor) -> TensorInfo:
     """``tf.saved_model.utils.build_tensor_info``: the record of a graph tensor."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"build_tensor_info takes a graph tensor, got {type(tensor).__name__}")
-    shape = tensor.shape
-    dims = TensorShapeInfo(unknown_rank=True) if shape is None else \
-        TensorShapeInfo([Dim(-1 if s is None else int(s)) for s in shape])
-    return TensorInfo(tensor.name, tensor.dtype.name, dims)
+    return TensorInfo(tensor.name, tensor.dtype.name, TensorShapeInfo.of(tensor.shape))
 
 
 def get_tensor_from_tensor_info(tensor_info: TensorInfo, graph: Graph | None = None, import_scope=None) -> Tensor:
