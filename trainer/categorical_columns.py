@@ -137,7 +137,7 @@ class IndicatorColumn:
 def _multi_hot(ids: SparseTensor, buckets: int):
     rows = gather(ids.indices, 0, axis=1)
     target = stack([rows, ids.values], axis=1)
-    out_shape = stack([gather(ids.dense_shape, 0), cast(convert_to_tensor(np.int64(buckets)), np.int64)])
+    out_shape = stack([gather(ids.dense_shape, 0), convert_to_tensor(np.int64(buckets))])
     return scatter_nd(target, cast(ones_like(ids.values), np.float32), out_shape)
 
 
