@@ -2,7 +2,7 @@
 
 Trains the digits CNN (batch norm, dropout) with the flowstack trainer behind a progress bar,
 checkpoints it, exports the checkpoint directory (freeze, check against the trainer, optimize,
-check again, write ``<workdir>/digits/1/model.flow``), runs the exported model on the edge
+check again, write ``<workdir>/models/digits/1/model.flow``), runs the exported model on the edge
 runtime and prints the test accuracy from the trainer and from the edge runtime (they must
 agree), file sizes and edge latency; writes the model as ONNX and runs it in onnxruntime when
 both are installed; then serves the repository on loopback and queries it over HTTP and gRPC.
@@ -43,7 +43,7 @@ def run(args) -> int:
     from trainer.checkpoint_format import checkpoint_file
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="flowstack-demo-"))
-    checkpoint_dir, repository = workdir / "checkpoints", workdir
+    checkpoint_dir, repository = workdir / "checkpoints", workdir / "models"
     (xtr, ytr), (xte, yte) = digits.load_digits()
 
     start = time.perf_counter()

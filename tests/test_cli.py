@@ -90,7 +90,8 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     accuracies = re.search(r"trainer (\d+\.\d+)%, edge runtime (\d+\.\d+)%", out)
     assert accuracies and accuracies.group(1) == accuracies.group(2) and float(accuracies.group(1)) > 90, out
     assert "onnxruntime matches the trainer" in out and "model.flow" in out and "latency" in out
-    assert (tmp_path / "digits" / "1" / "model.flow").exists() and (tmp_path / "checkpoints" / "graph.npz").exists()
+    assert (tmp_path / "models" / "digits" / "1" / "model.flow").exists() and (tmp_path / "checkpoints" / "graph.npz").exists()
+    assert "no version folder" not in out + result.stderr  # the repository holds models only
 
 
 def test_convert_checks_parity_on_given_samples(tmp_path: Path, capsys) -> None:

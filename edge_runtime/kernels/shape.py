@@ -14,8 +14,15 @@ INT64 = np.int64
 
 
 def ints(array) -> list[int]:
-    """A small integer tensor (shape, axes, pads, ...) as Python ints, read back from the device."""
-    return [int(v) for v in np.asarray(array.tolist()).reshape(-1)]
+    """A small integer tensor (shape, axes, pads, ...) as Python ints, read back from the device.
+    Called by every Reshape, Slice, Squeeze...: one ``tolist`` and no array built on the way for
+    the usual 1-d tensor."""
+    values = array.tolist()
+    if not isinstance(values, list):  # a 0-d tensor
+        return [int(values)]
+    if values and isinstance(values[0], list):
+        values = np.asarray(values).reshape(-1).tolist()
+    return [int(v) for v in values]
 
 
 def _axes(axes, rank: int) -> list[int]:
