@@ -233,6 +233,36 @@ class _GraphWriter:
             steps += self.node(g, ir.Node(base, ins, outs, attrs, label, domain), initializers)
         return steps
 
+    def _expand_squeeze_excite(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """ReduceMean over the spatial axes, the gate's two 1x1 convolutions, Mul, the projection:
+        planar (Fused)Convs, or ChannelsLastConvs (written back as their own expansion)."""
+        name = node.name or node.outputs[0]
+        channels_last = bool(node.attrs.get("channels_last"))
+        inputs = list(node.inputs) + [""] * (7 - len(node.inputs))
+        x, rank = inputs[0], g.values[inputs[1]].data.ndim
+        axes = self._fresh(g, f"{name}_axes")
+        initializers.append(self._tensor(np.arange(1, rank - 1) if channels_last else np.arange(2, rank), axes))
+        mean, hidden, gate, gated = (self._fresh(g, f"{name}_{part}", like=x) for part in ("mean", "reduce", "gate", "gated"))
+
+        def conv(prefix: str, ins: list[str], out: str, label: str) -> list[onnx.NodeProto]:
+            while not ins[-1]:
+                ins = ins[:-1]
+            activation = node.attrs.get(f"{prefix}activation") or ""
+            attrs = {"activation": activation, "activation_params": list(node.attrs.get(f"{prefix}activation_params") or [])}
+            if channels_last:
+                made = ir.Node("ChannelsLastConv", ins, [out], {"kernel_shape": [1] * (rank - 2), **attrs}, label, FUSED_DOMAIN)
+            elif activation:
+                made = ir.Node("FusedConv", ins, [out], attrs, label, FUSED_DOMAIN)
+            else:
+                made = ir.Node("Conv", ins, [out], {}, label)
+            return self.node(g, made, initializers)
+
+        return (self.node(g, ir.Node("ReduceMean", [x, axes], [mean], {"keepdims": 1}, f"{name}_mean"), initializers)
+                + conv("reduce_", [mean, *inputs[1:3]], hidden, f"{name}_reduce")
+                + conv("gate_", [hidden, *inputs[3:5]], gate, f"{name}_gate")
+                + self.node(g, ir.Node("Mul", [x, gate], [gated], {}, f"{name}_mul"), initializers)
+                + conv("", [gated, *inputs[5:7]], node.outputs[0], name))
+
     def _expand_channels_last(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """Transpose to (N, C, spatial...), the planar op (weights back to (M, C, kernel...)), transpose back."""
         name = node.name or node.outputs[0]
@@ -358,6 +388,7 @@ _EXPANSIONS: dict[str, _Expansion] = {
     "FusedConvPointwise": _GraphWriter._expand_conv_pointwise,
     "FusedPointwiseConv": _GraphWriter._expand_pointwise_conv,
     "ChannelsLastConv": _GraphWriter._expand_channels_last,
+    "SqueezeExciteConv": _GraphWriter._expand_squeeze_excite,
     "ChannelsLastMaxPool": _GraphWriter._expand_channels_last,
 }
 

@@ -24,6 +24,7 @@ from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
 from exporter.passes.fuse_pointwise import fuse_pointwise
 from exporter.passes.fuse_pointwise_strided import fuse_pointwise_strided
+from exporter.passes.fuse_squeeze_excite import fuse_squeeze_excite
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
@@ -45,7 +46,8 @@ Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
 # last, on the fused convolutions; max pools, then 1x1 convolutions, join the planar convolutions
 # the rewrite leaves (a 1x1 convolution after a stride-1 convolution, then one before a strided
-# depthwise convolution).
+# depthwise convolution), and squeeze-excite gates into the 1x1 convolutions that read them
+# (planar or channels-last, so after the rewrite).
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("remove_identities", remove_identities),
     ("fold_constants", fold_constants),
@@ -65,6 +67,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("fuse_max_pools", fuse_max_pools),
     ("fuse_pointwise", fuse_pointwise),
     ("fuse_pointwise_strided", fuse_pointwise_strided),
+    ("fuse_squeeze_excite", fuse_squeeze_excite),
 )
 
 MAX_ROUNDS = 20
@@ -138,6 +141,7 @@ __all__ = [
     "fuse_max_pools",
     "fuse_pointwise",
     "fuse_pointwise_strided",
+    "fuse_squeeze_excite",
     "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
