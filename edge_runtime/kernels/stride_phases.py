@@ -139,9 +139,10 @@ def depthwise_over_phases(e, w, b, xp, geo: _Geometry):
             block = columns[: min(step, c - g)]
             row = 0
             for view in views:
-                taps = view.shape[2] * view.shape[3]
-                block[:, row:row + taps] = view[i, g:g + step].reshape(block.shape[0], taps, length)
-                row += taps
+                down, across = view.shape[2:4]
+                # written through a view of the block: reshaping the strided tap view would copy it twice
+                block[:, row:row + down * across].reshape(block.shape[0], down, across, length)[...] = view[i, g:g + step]
+                row += down * across
             xp.matmul(weights[g:g + step], block, out=y[i, g:g + step])
     return y.reshape((n, c, geo.length // geo.cols.extent, geo.cols.extent))
 
