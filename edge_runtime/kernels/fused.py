@@ -54,6 +54,34 @@ def _swish(y, xp, alpha):
     y *= gate
 
 
+# SiLU (Swish at alpha 1) is y * sigmoid(y) = h (1 + tanh h) with h = y / 2. A kernel that scales
+# its weights and bias by SILU_INPUT_SCALE computes h itself (a power-of-two scaling is exact, so h is
+# y / 2 to the bit) and ``activate_scaled`` then takes three passes where ``_swish`` takes five, with
+# the same result to the bit: round(2h * round(t + 1) / 2) == round(h * round(t + 1)).
+SILU_INPUT_SCALE = 0.5
+
+
+def input_scale(activation: str, params) -> float:
+    """The factor a kernel may scale its weights and bias by before ``activate_scaled``."""
+    return SILU_INPUT_SCALE if activation == "Swish" and list(params) == [1.0] else 1.0
+
+
+def scaled(a, factor: float):
+    """``a`` times ``factor`` (``a`` itself at 1, None stays None)."""
+    return a if a is None or factor == 1.0 else a * a.dtype.type(factor)
+
+
+def activate_scaled(y, xp, activation: str, params, factor: float):
+    """``activation`` in place on the fresh ``y``, the output of weights and bias scaled by
+    ``factor`` (1, or ``input_scale(activation, params)``); returns it."""
+    if factor == 1.0:
+        return apply_activation(y, xp, activation, params)
+    gate = xp.tanh(y)
+    gate += y.dtype.type(1)
+    y *= gate
+    return y
+
+
 _ACTIVATE = {
     "Relu": _relu,
     "LeakyRelu": _leaky_relu,
@@ -76,6 +104,12 @@ def apply_activation(y, xp, activation: str, params):
 
 @kernel("FusedConv", DOMAIN)
 def fused_conv(x, w, b, *, xp, activation, activation_params, **conv_attrs):
+    factor = input_scale(activation, activation_params)
+    strides = math.prod(conv_attrs.get("strides") or [1])
+    if factor != 1.0 and w.size * strides <= x.shape[0] * w.shape[0] * math.prod(x.shape[2:]):
+        # the weights scaled in fewer multiplies than the output has values
+        y = get_kernel("Conv")(x, scaled(w, factor), scaled(b, factor), xp=xp, **conv_attrs)
+        return activate_scaled(y, xp, activation, activation_params, factor)
     return apply_activation(get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs), xp, activation, activation_params)
 
 
@@ -150,8 +184,9 @@ _ONE_BY_ONE = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shap
 
 
 def _conv_then_activation(x, w, b, xp, activation, params, **conv_attrs):
-    y = get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs)
-    return apply_activation(y, xp, activation, params) if activation else y
+    if activation:
+        return fused_conv(x, w, b, xp=xp, activation=activation, activation_params=params, **conv_attrs)
+    return get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs)
 
 
 @kernel("FusedPointwiseConv", DOMAIN)
@@ -169,11 +204,14 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
                                      dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
                                      strides=strides)
     geo = stride_phases.geometry(tuple(x.shape[2:]), win)
-    e = stride_phases.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)
+    # both weights are small beside the tensors they make: scaled for the activations' cheaper form
+    first = input_scale(pointwise_activation, pointwise_activation_params)
+    e = stride_phases.expand_into_phases(x, scaled(w_pointwise, first), scaled(b_pointwise, first), xp, geo)
     if pointwise_activation:
-        apply_activation(e, xp, pointwise_activation, pointwise_activation_params)
+        activate_scaled(e, xp, pointwise_activation, pointwise_activation_params, first)
     stride_phases.zero_padding(e, geo)
-    wide = stride_phases.depthwise_over_phases(e, w, b, xp, geo)
+    second = input_scale(activation, activation_params)
+    wide = stride_phases.depthwise_over_phases(e, scaled(w, second), scaled(b, second), xp, geo)
     y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
     y[...] = wide[..., : win.out[1]]
-    return apply_activation(y, xp, activation, activation_params) if activation else y
+    return activate_scaled(y, xp, activation, activation_params, second) if activation else y
