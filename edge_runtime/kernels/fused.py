@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+import numpy as np
 
 from edge_runtime.kernels import sliding_windows, stride_phases
 from edge_runtime.kernels.math import gemm, relu_into
@@ -80,6 +83,12 @@ def activate_scaled(y, xp, activation: str, params, factor: float):
     gate += y.dtype.type(1)
     y *= gate
     return y
+
+
+@lru_cache(maxsize=64)
+def keeps_zero_at_zero(activation: str, params: tuple) -> bool:
+    """Whether ``activation`` ("" for none) maps 0 to 0 (Relu, Clip around 0, SiLU; not Sigmoid)."""
+    return not activation or bool(apply_activation(np.zeros(1), np, activation, params)[0] == 0)
 
 
 _ACTIVATE = {
@@ -206,10 +215,13 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
     geo = stride_phases.geometry(tuple(x.shape[2:]), win)
     # both weights are small beside the tensors they make: scaled for the activations' cheaper form
     first = input_scale(pointwise_activation, pointwise_activation_params)
-    e = stride_phases.expand_into_phases(x, scaled(w_pointwise, first), scaled(b_pointwise, first), xp, geo)
+    keeps_zero = keeps_zero_at_zero(pointwise_activation, tuple(pointwise_activation_params))
+    e = stride_phases.expand_into_phases(x, scaled(w_pointwise, first), scaled(b_pointwise, first), xp, geo,
+                                         bias_on_padding=not keeps_zero)
     if pointwise_activation:
         activate_scaled(e, xp, pointwise_activation, pointwise_activation_params, first)
-    stride_phases.zero_padding(e, geo)
+    if not keeps_zero:
+        stride_phases.zero_padding(e, geo)
     second = input_scale(activation, activation_params)
     wide = stride_phases.depthwise_over_phases(e, scaled(w, second), scaled(b, second), xp, geo)
     y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
