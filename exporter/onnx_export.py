@@ -161,12 +161,30 @@ class _GraphWriter:
     def _expand_fused(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         base = _FUSED_BASE[node.op_type]
         attrs = {k: v for k, v in node.attrs.items() if k not in ("activation", "activation_params")}
-        activation = node.attrs["activation"]
-        params = list(node.attrs.get("activation_params") or [])
         linear_out = self._fresh(g, f"{node.outputs[0]}_{base.lower()}", like=node.outputs[0])
         name = node.name or node.outputs[0]
         linear = ir.Node(base, list(node.inputs), [linear_out], attrs, name)
-        act_inputs, act_attrs = [linear_out], {}
+        return self.node(g, linear, initializers) + self._activation(g, node, linear_out, initializers)
+
+    def _expand_matmul(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """MatMul, Add of the bias, then the activation (each where the node has it)."""
+        name = node.name or node.outputs[0]
+        activation = node.attrs.get("activation") or ""
+        bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else ""
+        product = self._fresh(g, f"{node.outputs[0]}_matmul", like=node.outputs[0]) if bias or activation else node.outputs[0]
+        steps = self.node(g, ir.Node("MatMul", list(node.inputs[:2]), [product], {}, name), initializers)
+        if bias:
+            biased = self._fresh(g, f"{node.outputs[0]}_add", like=node.outputs[0]) if activation else node.outputs[0]
+            steps += self.node(g, ir.Node("Add", [product, bias], [biased], {}, f"{name}_bias"), initializers)
+            product = biased
+        return steps + (self._activation(g, node, product, initializers) if activation else [])
+
+    def _activation(self, g: ir.Graph, node: ir.Node, source: str, initializers: list) -> list[onnx.NodeProto]:
+        """The standard op of ``node``'s activation, reading ``source`` and writing ``node``'s output."""
+        activation = node.attrs["activation"]
+        params = list(node.attrs.get("activation_params") or [])
+        name = node.name or node.outputs[0]
+        act_inputs, act_attrs = [source], {}
         if activation == "Clip":
             for bound, default in zip(params, (-np.inf, np.inf)):
                 if bound == default:
@@ -180,7 +198,7 @@ class _GraphWriter:
         else:
             act_attrs = dict(zip(ACTIVATIONS[activation], params))
         act = ir.Node(activation, act_inputs, list(node.outputs), act_attrs, f"{name}_{activation.lower()}")
-        return self.node(g, linear, initializers) + self.node(g, act, initializers)
+        return self.node(g, act, initializers)
 
     def _expand_conv_max_pool(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """(Fused)Conv, then MaxPool with the ``pool_`` attributes."""
@@ -389,6 +407,7 @@ _EXPANSIONS: dict[str, _Expansion] = {
     "FusedPointwiseConv": _GraphWriter._expand_pointwise_conv,
     "ChannelsLastConv": _GraphWriter._expand_channels_last,
     "SqueezeExciteConv": _GraphWriter._expand_squeeze_excite,
+    "FusedMatMul": _GraphWriter._expand_matmul,
     "ChannelsLastMaxPool": _GraphWriter._expand_channels_last,
 }
 

@@ -62,6 +62,7 @@ INT8_WEIGHTS: dict[tuple[str, str], dict[int, Callable[[ir.Node], int]]] = {
     (DOMAIN, "FusedConvPointwise"): {1: _axis(0), 3: _axis(0)},
     (DOMAIN, "FusedPointwiseConv"): {1: _axis(0), 3: _axis(0)},
     (DOMAIN, "SqueezeExciteConv"): {1: _axis(0), 3: _axis(0), 5: _axis(0)},
+    (DOMAIN, "FusedMatMul"): {1: _axis(-1)},
 }
 # The activation input of each weighted op, quantized by the full int8 scheme.
 ACTIVATION_INPUT = 0

@@ -227,3 +227,20 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
     y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
     y[...] = wide[..., : win.out[1]]
     return activate_scaled(y, xp, activation, activation_params, second) if activation else y
+
+
+@kernel("FusedMatMul", DOMAIN)
+def fused_matmul(a, b, c, *, xp, activation, activation_params):
+    """A's rows (its last axis) times B, the bias, then the activation: one 2-D product whose right
+    operand is B itself, row-major. (A channels-last 1x1 convolution's (M, C) weights are read
+    transposed; OpenBLAS runs the product of few rows 10-25% slower that way.)"""
+    k, n = b.shape
+    rows = a.reshape(-1, k)
+    # scaled for the activation's cheaper form where that takes fewer multiplies than the output has values
+    factor = input_scale(activation, activation_params) if k <= rows.shape[0] else 1.0
+    y = xp.matmul(rows, scaled(b, factor))
+    if c is not None:
+        y += scaled(c, factor)
+    if activation:
+        activate_scaled(y, xp, activation, activation_params, factor)
+    return y.reshape(a.shape[:-1] + (n,))

@@ -305,6 +305,15 @@ def squeeze_excite_channels_last_batch_of_two() -> Case:
     return Case(n, fused=("SqueezeExciteConv", "ChannelsLastConv"))
 
 
+@case
+def channels_last_pointwise_as_matmul_empty_batch() -> Case:
+    n = Net(dynamic_batch=True)
+    y = n.op("Relu", n.conv(n.input(0, 16, 8, 8), 16, 24, kernel=(1, 1)))
+    y = n.op("Relu", n.conv(y, 24, 24, group=24, pads=[1, 1, 1, 1]))
+    n.outputs = [n.conv(y, 24, 16, kernel=(1, 1))]
+    return Case(n, fused=("FusedMatMul", "ChannelsLastConv"))
+
+
 # ----------------------------------------------- channels_last, merge_matmuls, cleanups
 
 
