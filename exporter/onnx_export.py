@@ -253,7 +253,7 @@ class _GraphWriter:
 
     def _expand_squeeze_excite(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """ReduceMean over the spatial axes, the gate's two 1x1 convolutions, Mul, the projection:
-        planar (Fused)Convs, or ChannelsLastConvs (written back as their own expansion)."""
+        planar (Fused)Convs, or ChannelsLastConvs and a FusedMatMul (written back as their own expansions)."""
         name = node.name or node.outputs[0]
         channels_last = bool(node.attrs.get("channels_last"))
         inputs = list(node.inputs) + [""] * (7 - len(node.inputs))
@@ -267,7 +267,9 @@ class _GraphWriter:
                 ins = ins[:-1]
             activation = node.attrs.get(f"{prefix}activation") or ""
             attrs = {"activation": activation, "activation_params": list(node.attrs.get(f"{prefix}activation_params") or [])}
-            if channels_last:
+            if channels_last and not prefix:  # the projection's (C, M) weights: MatMul, Add, the activation
+                made = ir.Node("FusedMatMul", ins, [out], attrs, label, FUSED_DOMAIN)
+            elif channels_last:
                 made = ir.Node("ChannelsLastConv", ins, [out], {"kernel_shape": [1] * (rank - 2), **attrs}, label, FUSED_DOMAIN)
             elif activation:
                 made = ir.Node("FusedConv", ins, [out], attrs, label, FUSED_DOMAIN)

@@ -54,14 +54,8 @@ def _pointwise_conv(x, w, b, xp, activation, params):
     """A 1x1 convolution channels-last is one matmul over the channels: (rows, C) @ (C, M), with
     none of the window arithmetic (MobileNetV2 and EfficientNet-B0 run 28 and 50 of these, 24 of
     EfficientNet's on 1x1 squeeze-excite planes, where that arithmetic cost more than the product)."""
-    return pointwise_channels_last(x, w.reshape(w.shape[0], x.shape[-1]), b, xp, activation, params)
-
-
-def pointwise_channels_last(x, w2, b, xp, activation: str, params):
-    """The 1x1 convolution of (N, spatial..., C) ``x`` by (M, C) weights ``w2``, its bias ``b``
-    (or None) and ``activation`` ("" for none): (N, spatial..., M)."""
-    m, c = w2.shape[0], x.shape[-1]
-    cols = x.reshape(-1, c)
+    m, c = w.shape[0], x.shape[-1]
+    cols, w2 = x.reshape(-1, c), w.reshape(m, c)
     # scaled for the activation's cheaper form where that takes fewer multiplies than the output has values
     factor = input_scale(activation, params) if c <= cols.shape[0] else 1.0
     w2, b = scaled(w2, factor), scaled(b, factor)

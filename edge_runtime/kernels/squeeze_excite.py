@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from edge_runtime.kernels.fused import apply_activation
-from edge_runtime.kernels.layout import pointwise_channels_last
+from edge_runtime.kernels.fused import apply_activation, fused_matmul
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.fused import DOMAIN
 
@@ -35,27 +34,27 @@ def squeeze_excite_conv(x, w_reduce, b_reduce, w_expand, b_expand, w, b, *, xp, 
     means = xp.mean(x, axis=spatial)
     hidden = _rows_times(means, w_reduce, b_reduce, xp, reduce_activation, reduce_activation_params)
     gates = _rows_times(hidden, w_expand, b_expand, xp, gate_activation, gate_activation_params)  # (N, C)
-    w2 = w.reshape(w.shape[0], c)
-    if w2.shape[0] < pixels:  # fewer multiplies scaling the weights, per image
-        weights = [w2 * gates[i] for i in range(n)]
+    m = w.shape[1] if channels_last else w.shape[0]
+    w2 = w if channels_last else w.reshape(m, c)  # (C, M) channels-last, (M, C) planar
+    if m < pixels:  # fewer multiplies scaling the weights, per image
+        weights = [w2 * (gates[i][:, None] if channels_last else gates[i]) for i in range(n)]
     else:
         weights = [w2] * n
         x = x * gates.reshape((n,) + (1,) * len(spatial) + (c,) if channels_last else (n, c) + (1,) * len(spatial))
-    if channels_last:
-        images = [pointwise_channels_last(x[i:i + 1], weights[i], b, xp, activation, activation_params) for i in range(n)]
-    else:
-        images = [_planar_pointwise(x[i:i + 1], weights[i], b, xp, activation, activation_params) for i in range(n)]
+    project = fused_matmul if channels_last else _planar_pointwise
+    images = [project(x[i:i + 1], weights[i], b, xp=xp, activation=activation, activation_params=activation_params)
+              for i in range(n)]
     if n == 0:  # no images to multiply: the empty output of the projection's shape
-        shape = x.shape[:-1] + (w2.shape[0],) if channels_last else (0, w2.shape[0]) + x.shape[2:]
+        shape = x.shape[:-1] + (m,) if channels_last else (0, m) + x.shape[2:]
         return xp.empty(shape, dtype=xp.result_type(x, w2))
     return images[0] if n == 1 else xp.concatenate(images)
 
 
-def _planar_pointwise(x, w2, b, xp, activation: str, params):
+def _planar_pointwise(x, w2, b, *, xp, activation: str, activation_params):
     """The 1x1 convolution of one planar image (1, C, spatial...) by (M, C) weights: one matmul."""
     y = xp.matmul(w2, x.reshape(x.shape[1], -1))
     if b is not None:
         y += b.reshape(-1, 1)
     if activation:
-        apply_activation(y, xp, activation, params)
+        apply_activation(y, xp, activation, activation_params)
     return y.reshape((1, w2.shape[0]) + x.shape[2:])

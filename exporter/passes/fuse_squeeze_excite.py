@@ -9,7 +9,7 @@ EfficientNet-style blocks end in
 
 five nodes, two of them convolution kernels called on a few hundred values, and the Mul a pass
 over x. Fused, the gate is two small row products and the gates scale the projection's weights
-(``edge_runtime.kernels.squeeze_excite``). Planar chains and the channels-last ones the
+(``edge_runtime.kernels.squeeze_excite``; channels-last, those are stored (C, M)). Planar chains and the channels-last ones the
 ``to_channels_last`` pass writes (``ChannelsLastConv``, means over axes 1..-2) both fuse; every
 value inside the chain must be read by the chain alone.
 """
@@ -21,7 +21,7 @@ import numpy as np
 from edge_runtime.kernels import has_kernel
 from exporter import ir
 from exporter.passes.fuse_pointwise import is_1x1_conv
-from exporter.passes.graph_edit import constant
+from exporter.passes.graph_edit import add_constant, constant
 from exporter.passes.pattern import ChainReader, rewrite_matches
 from schemas.ops.fused import DOMAIN
 
@@ -99,7 +99,11 @@ def _match(reader: ChainReader, project: ir.Node) -> tuple[list[ir.Node], ir.Nod
             continue
         if not reader.only_read_by(mean.outputs[0], squeeze):
             continue
-        inputs = [x, squeeze.inputs[1], _bias(squeeze), expand.inputs[1], _bias(expand), project.inputs[1], _bias(project)]
+        projection = project.inputs[1]
+        if channels_last:  # (M, 1..., C) -> (C, M), as the product of X's rows reads it fastest
+            w = constant(reader.graph, projection)
+            projection = add_constant(reader.graph, f"{projection}/io", w.reshape(w.shape[0], -1).T)
+        inputs = [x, squeeze.inputs[1], _bias(squeeze), expand.inputs[1], _bias(expand), projection, _bias(project)]
         while not inputs[-1]:
             inputs.pop()
         attrs = {"channels_last": int(channels_last)}

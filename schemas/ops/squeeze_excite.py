@@ -9,9 +9,11 @@ EfficientNet-style blocks gate their channels by a function of the channel means
 
 The exporter's ``fuse_squeeze_excite`` pass writes it; the edge runtime scales the projection's
 weights by the gates instead of the input where that is fewer multiplies, and runs the gate's two
-tiny convolutions as products of (N, C) rows. With ``channels_last`` 1, X and Y are (N, spatial...,
-C) and every weight is stored as ``ChannelsLastConv`` stores it, (M, 1..., C); else planar,
-(M, C, 1...). Activations are ``FusedConv``'s ("" for none).
+tiny convolutions as products of (N, C) rows. Planar (``channels_last`` 0), every weight is a 1x1
+convolution's, (M, C, 1...). With ``channels_last`` 1, X and Y are (N, spatial..., C), the gate's
+weights are stored as ``ChannelsLastConv`` stores them, (M, 1..., C), and the projection's as
+``FusedMatMul`` reads them, (C, M): row-major for the product of X's rows. Activations are
+``FusedConv``'s ("" for none).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from schemas.registry import Attr, TensorType, op
 
 # input index, its name in messages, and the value whose channel count it reads
 WEIGHTS = ((1, "W_reduce", "C"), (3, "W_expand", "R"), (5, "W", "C"))
+PROJECTION = 5
 
 
 def _one_by_one(ctx, index: int, label: str, channels_last: bool) -> tuple[int | None, int | None]:
@@ -29,6 +32,10 @@ def _one_by_one(ctx, index: int, label: str, channels_last: bool) -> tuple[int |
     shape = ctx.input(index).shape
     if shape is None:
         return None, None
+    if channels_last and index == PROJECTION:
+        if len(shape) != 2:
+            raise ctx.fail(f"{label} must be the projection's (C, M) matrix, got shape {shape}")
+        return shape[1], shape[0]
     spatial = shape[1:-1] if channels_last else shape[2:]
     if len(shape) < 3 or any(d not in (None, 1) for d in spatial):
         layout = "(M, 1..., C)" if channels_last else "(M, C, 1...)"

@@ -31,6 +31,8 @@ def _unfused(x, weights, attrs, channels_last):
     s = run("ReduceMean", x, axes, keepdims=1)
     r = _conv(s, w_reduce, b_reduce, attrs["reduce_activation"], attrs["reduce_activation_params"], channels_last)
     g = _conv(r, w_expand, b_expand, attrs["gate_activation"], attrs["gate_activation_params"], channels_last)
+    if channels_last:  # the projection's (C, M) weights as ChannelsLastConv's (M, 1..., C)
+        w = np.ascontiguousarray(w.T).reshape((w.shape[1],) + (1,) * (rank - 2) + (w.shape[0],))
     return _conv(x * g, w, b, attrs.get("activation", ""), attrs.get("activation_params", []), channels_last)
 
 
@@ -43,7 +45,8 @@ def _weights(c, r, m, rank, channels_last, dtype, bias, rng):
     def b(n):
         return rng.standard_normal(n).astype(dtype) if bias else None
 
-    return conv_w(r, c), b(r), conv_w(c, r), b(c), conv_w(m, c), b(m)
+    projection = rng.standard_normal((c, m)).astype(dtype) if channels_last else conv_w(m, c)  # (C, M) channels-last
+    return conv_w(r, c), b(r), conv_w(c, r), b(c), projection, b(m)
 
 
 # (planar x shape, reduced channels, output channels): the gates scale the weights when the output
@@ -97,7 +100,7 @@ def _infer(x_shape, shapes, channels_last=0, **attrs):
 def test_shape_rule() -> None:
     planar = [(2, 8, 1, 1), (2,), (8, 2, 1, 1), (8,), (5, 8, 1, 1), (5,)]
     assert _infer((None, 8, 7, 7), planar)[0].shape == (None, 5, 7, 7)
-    last = [(2, 1, 1, 8), (2,), (8, 1, 1, 2), (8,), (5, 1, 1, 8), (5,)]
+    last = [(2, 1, 1, 8), (2,), (8, 1, 1, 2), (8,), (8, 5), (5,)]
     assert _infer((1, 7, 7, 8), last, channels_last=1)[0].shape == (1, 7, 7, 5)
     with pytest.raises(ShapeError, match="W_expand makes 6 channels where X has 8"):
         _infer((1, 8, 7, 7), [(2, 8, 1, 1), (2,), (6, 2, 1, 1), (6,), (5, 8, 1, 1)])
@@ -105,5 +108,9 @@ def test_shape_rule() -> None:
         _infer((1, 8, 7, 7), [(2, 4, 1, 1), (2,), (8, 2, 1, 1), (8,), (5, 8, 1, 1)])
     with pytest.raises(ShapeError, match=r"W must be a 1x1 convolution's weights \(M, C, 1...\)"):
         _infer((1, 8, 7, 7), [(2, 8, 1, 1), (2,), (8, 2, 1, 1), (8,), (5, 8, 3, 3)])
+    with pytest.raises(ShapeError, match=r"W must be the projection's \(C, M\) matrix"):
+        _infer((1, 7, 7, 8), last[:4] + [(5, 1, 1, 8)], channels_last=1)
+    with pytest.raises(ShapeError, match="W reads 6 channels where there are 8"):
+        _infer((1, 7, 7, 8), last[:4] + [(6, 5)], channels_last=1)
     with pytest.raises(ShapeError, match="gate_activation 'Gelu' is not one of"):
         _infer((1, 8, 7, 7), planar, gate_activation="Gelu")

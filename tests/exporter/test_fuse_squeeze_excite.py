@@ -75,7 +75,7 @@ def test_channels_last_squeeze_excite_fuses_inside_the_region() -> None:
     assert report.changes["to_channels_last"] > 0 and report.changes["fuse_squeeze_excite"] == 1
     fused = [n for n in after.graph.nodes if n.op_type == "SqueezeExciteConv"]
     assert len(fused) == 1 and fused[0].attrs["channels_last"] == 1
-    assert after.graph.values[fused[0].inputs[5]].data.shape == (4, 1, 1, 16)  # (M, 1, 1, C) as ChannelsLastConv's
+    assert after.graph.values[fused[0].inputs[5]].data.shape == (16, 4)  # the projection's (C, M)
     assert_same_outputs(before, after, rtol=1e-5, atol=1e-5, **_feeds(before))
 
 
