@@ -2,8 +2,9 @@
 
 Apart, the gate's two convolutions of 1x1 planes cost a convolution kernel's call each, and the
 gating a pass over X. Here the gate is two products of (N, C) rows, and the gates scale the
-projection's (M, C) weights per image instead of X when M is under the plane's pixel count:
-Conv1x1(X * g, W) == Conv1x1(X, W * g), exactly up to rounding.
+projection's weights per image instead of X when its M output channels are fewer than the plane's
+pixels: Conv1x1(X * g, W) == Conv1x1(X, W * g), exactly up to rounding. Channels-last, the
+projection is ``FusedMatMul``'s product with (C, M) weights.
 """
 
 from __future__ import annotations
