@@ -257,7 +257,8 @@ class _GraphWriter:
         name = node.name or node.outputs[0]
         channels_last = bool(node.attrs.get("channels_last"))
         inputs = list(node.inputs) + [""] * (7 - len(node.inputs))
-        x, rank = inputs[0], g.values[inputs[1]].data.ndim
+        x, w_reduce = inputs[0], g.values.get(inputs[1])
+        rank = w_reduce.data.ndim if w_reduce is not None and w_reduce.data is not None else len(g.values[x].shape)
         axes = self._fresh(g, f"{name}_axes")
         initializers.append(self._tensor(np.arange(1, rank - 1) if channels_last else np.arange(2, rank), axes))
         mean, hidden, gate, gated = (self._fresh(g, f"{name}_{part}", like=x) for part in ("mean", "reduce", "gate", "gated"))

@@ -9,9 +9,9 @@ EfficientNet-style blocks end in
 
 five nodes, two of them convolution kernels called on a few hundred values, and the Mul a pass
 over x. Fused, the gate is two small row products and the gates scale the projection's weights
-(``edge_runtime.kernels.squeeze_excite``; channels-last, those are stored (C, M)). Planar chains and the channels-last ones the
-``to_channels_last`` pass writes (``ChannelsLastConv``, means over axes 1..-2) both fuse; every
-value inside the chain must be read by the chain alone.
+(``edge_runtime.kernels.squeeze_excite``; channels-last, those are stored (C, M)). Planar chains
+and the channels-last ones the ``to_channels_last`` pass writes (``ChannelsLastConv``, means over
+axes 1..-2) both fuse; every value inside the chain must be read by the chain alone.
 """
 
 from __future__ import annotations
