@@ -161,12 +161,30 @@ class _GraphWriter:
     def _expand_fused(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         base = _FUSED_BASE[node.op_type]
         attrs = {k: v for k, v in node.attrs.items() if k not in ("activation", "activation_params")}
-        activation = node.attrs["activation"]
-        params = list(node.attrs.get("activation_params") or [])
         linear_out = self._fresh(g, f"{node.outputs[0]}_{base.lower()}", like=node.outputs[0])
         name = node.name or node.outputs[0]
         linear = ir.Node(base, list(node.inputs), [linear_out], attrs, name)
-        act_inputs, act_attrs = [linear_out], {}
+        return self.node(g, linear, initializers) + self._activation(g, node, linear_out, initializers)
+
+    def _expand_matmul(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """MatMul, Add of the bias, then the activation (each where the node has it)."""
+        name = node.name or node.outputs[0]
+        activation = node.attrs.get("activation") or ""
+        bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else ""
+        product = self._fresh(g, f"{node.outputs[0]}_matmul", like=node.outputs[0]) if bias or activation else node.outputs[0]
+        steps = self.node(g, ir.Node("MatMul", list(node.inputs[:2]), [product], {}, name), initializers)
+        if bias:
+            biased = self._fresh(g, f"{node.outputs[0]}_add", like=node.outputs[0]) if activation else node.outputs[0]
+            steps += self.node(g, ir.Node("Add", [product, bias], [biased], {}, f"{name}_bias"), initializers)
+            product = biased
+        return steps + (self._activation(g, node, product, initializers) if activation else [])
+
+    def _activation(self, g: ir.Graph, node: ir.Node, source: str, initializers: list) -> list[onnx.NodeProto]:
+        """The standard op of ``node``'s activation, reading ``source`` and writing ``node``'s output."""
+        activation = node.attrs["activation"]
+        params = list(node.attrs.get("activation_params") or [])
+        name = node.name or node.outputs[0]
+        act_inputs, act_attrs = [source], {}
         if activation == "Clip":
             for bound, default in zip(params, (-np.inf, np.inf)):
                 if bound == default:
@@ -180,7 +198,7 @@ class _GraphWriter:
         else:
             act_attrs = dict(zip(ACTIVATIONS[activation], params))
         act = ir.Node(activation, act_inputs, list(node.outputs), act_attrs, f"{name}_{activation.lower()}")
-        return self.node(g, linear, initializers) + self.node(g, act, initializers)
+        return self.node(g, act, initializers)
 
     def _expand_conv_max_pool(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """(Fused)Conv, then MaxPool with the ``pool_`` attributes."""
@@ -232,6 +250,39 @@ class _GraphWriter:
             base, domain = ("FusedConv", FUSED_DOMAIN) if activation else ("Conv", "")
             steps += self.node(g, ir.Node(base, ins, outs, attrs, label, domain), initializers)
         return steps
+
+    def _expand_squeeze_excite(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
+        """ReduceMean over the spatial axes, the gate's two 1x1 convolutions, Mul, the projection:
+        planar (Fused)Convs, or ChannelsLastConvs and a FusedMatMul (written back as their own expansions)."""
+        name = node.name or node.outputs[0]
+        channels_last = bool(node.attrs.get("channels_last"))
+        inputs = list(node.inputs) + [""] * (7 - len(node.inputs))
+        x, w_reduce = inputs[0], g.values.get(inputs[1])
+        rank = w_reduce.data.ndim if w_reduce is not None and w_reduce.data is not None else len(g.values[x].shape)
+        axes = self._fresh(g, f"{name}_axes")
+        initializers.append(self._tensor(np.arange(1, rank - 1) if channels_last else np.arange(2, rank), axes))
+        mean, hidden, gate, gated = (self._fresh(g, f"{name}_{part}", like=x) for part in ("mean", "reduce", "gate", "gated"))
+
+        def conv(prefix: str, ins: list[str], out: str, label: str) -> list[onnx.NodeProto]:
+            while not ins[-1]:
+                ins = ins[:-1]
+            activation = node.attrs.get(f"{prefix}activation") or ""
+            attrs = {"activation": activation, "activation_params": list(node.attrs.get(f"{prefix}activation_params") or [])}
+            if channels_last and not prefix:  # the projection's (C, M) weights: MatMul, Add, the activation
+                made = ir.Node("FusedMatMul", ins, [out], attrs, label, FUSED_DOMAIN)
+            elif channels_last:
+                made = ir.Node("ChannelsLastConv", ins, [out], {"kernel_shape": [1] * (rank - 2), **attrs}, label, FUSED_DOMAIN)
+            elif activation:
+                made = ir.Node("FusedConv", ins, [out], attrs, label, FUSED_DOMAIN)
+            else:
+                made = ir.Node("Conv", ins, [out], {}, label)
+            return self.node(g, made, initializers)
+
+        return (self.node(g, ir.Node("ReduceMean", [x, axes], [mean], {"keepdims": 1}, f"{name}_mean"), initializers)
+                + conv("reduce_", [mean, *inputs[1:3]], hidden, f"{name}_reduce")
+                + conv("gate_", [hidden, *inputs[3:5]], gate, f"{name}_gate")
+                + self.node(g, ir.Node("Mul", [x, gate], [gated], {}, f"{name}_mul"), initializers)
+                + conv("", [gated, *inputs[5:7]], node.outputs[0], name))
 
     def _expand_channels_last(self, g: ir.Graph, node: ir.Node, initializers: list) -> list[onnx.NodeProto]:
         """Transpose to (N, C, spatial...), the planar op (weights back to (M, C, kernel...)), transpose back."""
@@ -358,6 +409,8 @@ _EXPANSIONS: dict[str, _Expansion] = {
     "FusedConvPointwise": _GraphWriter._expand_conv_pointwise,
     "FusedPointwiseConv": _GraphWriter._expand_pointwise_conv,
     "ChannelsLastConv": _GraphWriter._expand_channels_last,
+    "SqueezeExciteConv": _GraphWriter._expand_squeeze_excite,
+    "FusedMatMul": _GraphWriter._expand_matmul,
     "ChannelsLastMaxPool": _GraphWriter._expand_channels_last,
 }
 

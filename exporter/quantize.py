@@ -46,6 +46,11 @@ def _axis(value: int) -> Callable[[ir.Node], int]:
     return lambda node: value
 
 
+def _projection_axis(node: ir.Node) -> int:
+    """SqueezeExciteConv's projection: planar (M, C, 1...), channels-last (C, M)."""
+    return -1 if node.attrs.get("channels_last") else 0
+
+
 # Ops whose constant inputs are weights worth int8: (domain, op) -> input index -> the axis that
 # indexes output channels (a function of the node, for Gemm's transB). Conv-family weights are
 # (M, ...) in every layout the passes write, MatMul's B is (K, N), an embedding table is per row.
@@ -61,6 +66,8 @@ INT8_WEIGHTS: dict[tuple[str, str], dict[int, Callable[[ir.Node], int]]] = {
     (DOMAIN, "ChannelsLastConv"): {1: _axis(0)},
     (DOMAIN, "FusedConvPointwise"): {1: _axis(0), 3: _axis(0)},
     (DOMAIN, "FusedPointwiseConv"): {1: _axis(0), 3: _axis(0)},
+    (DOMAIN, "SqueezeExciteConv"): {1: _axis(0), 3: _axis(0), 5: _projection_axis},
+    (DOMAIN, "FusedMatMul"): {1: _axis(-1)},
 }
 # The activation input of each weighted op, quantized by the full int8 scheme.
 ACTIVATION_INPUT = 0

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+import numpy as np
 
 from edge_runtime.kernels import sliding_windows, stride_phases
 from edge_runtime.kernels.math import gemm, relu_into
@@ -54,6 +57,40 @@ def _swish(y, xp, alpha):
     y *= gate
 
 
+# SiLU (Swish at alpha 1) is y * sigmoid(y) = h (1 + tanh h) with h = y / 2. A kernel that scales
+# its weights and bias by SILU_INPUT_SCALE computes h itself (a power-of-two scaling is exact, so h is
+# y / 2 to the bit) and ``activate_scaled`` then takes three passes where ``_swish`` takes five, with
+# the same result to the bit: round(2h * round(t + 1) / 2) == round(h * round(t + 1)).
+SILU_INPUT_SCALE = 0.5
+
+
+def input_scale(activation: str, params) -> float:
+    """The factor a kernel may scale its weights and bias by before ``activate_scaled``."""
+    return SILU_INPUT_SCALE if activation == "Swish" and list(params) == [1.0] else 1.0
+
+
+def scaled(a, factor: float):
+    """``a`` times ``factor`` (``a`` itself at 1, None stays None)."""
+    return a if a is None or factor == 1.0 else a * a.dtype.type(factor)
+
+
+def activate_scaled(y, xp, activation: str, params, factor: float):
+    """``activation`` in place on the fresh ``y``, the output of weights and bias scaled by
+    ``factor`` (1, or ``input_scale(activation, params)``); returns it."""
+    if factor == 1.0:
+        return apply_activation(y, xp, activation, params)
+    gate = xp.tanh(y)
+    gate += y.dtype.type(1)
+    y *= gate
+    return y
+
+
+@lru_cache(maxsize=64)
+def keeps_zero_at_zero(activation: str, params: tuple) -> bool:
+    """Whether ``activation`` ("" for none) maps 0 to 0 (Relu, Clip around 0, SiLU; not Sigmoid)."""
+    return not activation or bool(apply_activation(np.zeros(1), np, activation, params)[0] == 0)
+
+
 _ACTIVATE = {
     "Relu": _relu,
     "LeakyRelu": _leaky_relu,
@@ -76,6 +113,12 @@ def apply_activation(y, xp, activation: str, params):
 
 @kernel("FusedConv", DOMAIN)
 def fused_conv(x, w, b, *, xp, activation, activation_params, **conv_attrs):
+    factor = input_scale(activation, activation_params)
+    strides = math.prod(conv_attrs.get("strides") or [1])
+    if factor != 1.0 and w.size * strides <= x.shape[0] * w.shape[0] * math.prod(x.shape[2:]):
+        # the weights scaled in fewer multiplies than the output has values
+        y = get_kernel("Conv")(x, scaled(w, factor), scaled(b, factor), xp=xp, **conv_attrs)
+        return activate_scaled(y, xp, activation, activation_params, factor)
     return apply_activation(get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs), xp, activation, activation_params)
 
 
@@ -150,8 +193,9 @@ _ONE_BY_ONE = {"auto_pad": "NOTSET", "dilations": None, "group": 1, "kernel_shap
 
 
 def _conv_then_activation(x, w, b, xp, activation, params, **conv_attrs):
-    y = get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs)
-    return apply_activation(y, xp, activation, params) if activation else y
+    if activation:
+        return fused_conv(x, w, b, xp=xp, activation=activation, activation_params=params, **conv_attrs)
+    return get_kernel("Conv")(x, w, b, xp=xp, **conv_attrs)
 
 
 @kernel("FusedPointwiseConv", DOMAIN)
@@ -169,11 +213,34 @@ def fused_pointwise_conv(x, w_pointwise, b_pointwise, w, b, *, xp, pointwise_act
                                      dilations=dilations, group=group, kernel_shape=kernel_shape, pads=pads,
                                      strides=strides)
     geo = stride_phases.geometry(tuple(x.shape[2:]), win)
-    e = stride_phases.expand_into_phases(x, w_pointwise, b_pointwise, xp, geo)
+    # both weights are small beside the tensors they make: scaled for the activations' cheaper form
+    first = input_scale(pointwise_activation, pointwise_activation_params)
+    keeps_zero = keeps_zero_at_zero(pointwise_activation, tuple(pointwise_activation_params))
+    e = stride_phases.expand_into_phases(x, scaled(w_pointwise, first), scaled(b_pointwise, first), xp, geo,
+                                         bias_on_padding=not keeps_zero)
     if pointwise_activation:
-        apply_activation(e, xp, pointwise_activation, pointwise_activation_params)
-    stride_phases.zero_padding(e, geo)
-    wide = stride_phases.depthwise_over_phases(e, w, b, xp, geo)
+        activate_scaled(e, xp, pointwise_activation, pointwise_activation_params, first)
+    if not keeps_zero:
+        stride_phases.zero_padding(e, geo)
+    second = input_scale(activation, activation_params)
+    wide = stride_phases.depthwise_over_phases(e, scaled(w, second), scaled(b, second), xp, geo)
     y = xp.empty(wide.shape[:3] + (win.out[1],), dtype=wide.dtype)
     y[...] = wide[..., : win.out[1]]
-    return apply_activation(y, xp, activation, activation_params) if activation else y
+    return activate_scaled(y, xp, activation, activation_params, second) if activation else y
+
+
+@kernel("FusedMatMul", DOMAIN)
+def fused_matmul(a, b, c, *, xp, activation, activation_params):
+    """A's rows (its last axis) times B, the bias, then the activation: one 2-D product whose right
+    operand is B itself, row-major. (A channels-last 1x1 convolution's (M, C) weights are read
+    transposed; OpenBLAS runs the product of few rows 10-25% slower that way.)"""
+    k, n = b.shape
+    rows = a.reshape(-1, k)
+    # scaled for the activation's cheaper form where that takes fewer multiplies than the output has values
+    factor = input_scale(activation, activation_params) if k <= rows.shape[0] else 1.0
+    y = xp.matmul(rows, scaled(b, factor))
+    if c is not None:
+        y += scaled(c, factor)
+    if activation:
+        activate_scaled(y, xp, activation, activation_params, factor)
+    return y.reshape(a.shape[:-1] + (n,))

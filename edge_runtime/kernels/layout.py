@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 from edge_runtime.kernels import sliding_windows
-from edge_runtime.kernels.fused import apply_activation
+from edge_runtime.kernels.fused import activate_scaled, input_scale, scaled
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.fused import DOMAIN
@@ -23,12 +25,18 @@ def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, 
         raise ValueError(f"group={group}: channels-last convolution is implemented for group 1 and depthwise "
                          f"(one filter per channel) only, got {x.shape[-1]} channels and weights {tuple(w.shape)}")
     win = _window(x, kernel_shape or w.shape[1:-1], strides, dilations, pads, auto_pad)
+    # the weights scaled for the activation's cheaper form where that takes fewer multiplies than
+    # the output has values (a depthwise convolution's always)
+    factor = input_scale(activation, activation_params)
+    if factor != 1.0 and w.size > x.shape[0] * math.prod(win.out) * w.shape[0]:
+        factor = 1.0
+    w, b = scaled(w, factor), scaled(b, factor)
 
     def finish(rows):  # on each chunk of output rows while it is in cache
         if b is not None:
             rows += b
         if activation:
-            apply_activation(rows, xp, activation, activation_params)
+            activate_scaled(rows, xp, activation, activation_params, factor)
 
     padded = sliding_windows.pad_channels_last(x, xp, win.pad_begin, win.padded_end)
     if depthwise and group > 1:
@@ -48,6 +56,9 @@ def _pointwise_conv(x, w, b, xp, activation, params):
     EfficientNet's on 1x1 squeeze-excite planes, where that arithmetic cost more than the product)."""
     m, c = w.shape[0], x.shape[-1]
     cols, w2 = x.reshape(-1, c), w.reshape(m, c)
+    # scaled for the activation's cheaper form where that takes fewer multiplies than the output has values
+    factor = input_scale(activation, params) if c <= cols.shape[0] else 1.0
+    w2, b = scaled(w2, factor), scaled(b, factor)
     if cols.shape[0] < sliding_windows.CHANNELS_LAST_FEW_ROWS:
         y = xp.ascontiguousarray(xp.matmul(w2, cols.T).T)
     else:
@@ -55,7 +66,7 @@ def _pointwise_conv(x, w, b, xp, activation, params):
     if b is not None:
         y += b
     if activation:
-        apply_activation(y, xp, activation, params)
+        activate_scaled(y, xp, activation, params, factor)
     return y.reshape(x.shape[:-1] + (m,))
 
 

@@ -78,19 +78,23 @@ def geometry(spatial: tuple[int, int], win: Window) -> _Geometry:
     return _Geometry(rows, cols, tuple(taps), tuple(phase_taps), win.out[0] * cols.extent)
 
 
-def expand_into_phases(x, w1, b1, xp, geo: _Geometry):
+def expand_into_phases(x, w1, b1, xp, geo: _Geometry, bias_on_padding: bool = True):
     """The 1x1 convolution of ``x`` (N, C, H, W) by ``w1`` (M, C), its bias ``b1``, written as
-    (N, M, phases, rows extent * cols extent); padding positions hold act(bias) until zeroed."""
+    (N, M, phases, rows extent * cols extent). Padding positions hold the bias (act(bias) once
+    activated) until zeroed (``zero_padding``), or 0 when not ``bias_on_padding``: then an
+    activation that keeps 0 at 0 leaves them zero with no pass to zero them."""
     n, c = x.shape[:2]
     rows, cols = geo.rows, geo.cols
     ones = b1 is not None
     split = xp.zeros((n, c + ones, rows.stride, cols.stride, rows.extent, cols.extent), dtype=x.dtype)
-    if ones:
+    if ones and bias_on_padding:
         split[:, c] = 1
     for p, (r0, u0, nr) in enumerate(rows.starts):
         for q, (c0, v0, nc) in enumerate(cols.starts):
             src = x[:, :, r0::rows.stride, c0::cols.stride][:, :, :nr, :nc]
             split[:, :c, p, q, u0:u0 + nr, v0:v0 + nc] = src
+            if ones and not bias_on_padding:
+                split[:, c, p, q, u0:u0 + nr, v0:v0 + nc] = 1
     w = w1.reshape(w1.shape[0], c)
     if ones:
         w = xp.concatenate([w, b1.reshape(-1, 1).astype(w.dtype)], axis=1)
@@ -139,9 +143,10 @@ def depthwise_over_phases(e, w, b, xp, geo: _Geometry):
             block = columns[: min(step, c - g)]
             row = 0
             for view in views:
-                taps = view.shape[2] * view.shape[3]
-                block[:, row:row + taps] = view[i, g:g + step].reshape(block.shape[0], taps, length)
-                row += taps
+                down, across = view.shape[2:4]
+                # written through a view of the block: reshaping the strided tap view would copy it twice
+                block[:, row:row + down * across].reshape(block.shape[0], down, across, length)[...] = view[i, g:g + step]
+                row += down * across
             xp.matmul(weights[g:g + step], block, out=y[i, g:g + step])
     return y.reshape((n, c, geo.length // geo.cols.extent, geo.cols.extent))
 

@@ -24,11 +24,13 @@ from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
 from exporter.passes.fuse_pointwise import fuse_pointwise
 from exporter.passes.fuse_pointwise_strided import fuse_pointwise_strided
+from exporter.passes.fuse_squeeze_excite import fuse_squeeze_excite
 from exporter.passes.gemm_layout import transpose_gemm_weights
 from exporter.passes.graph_edit import op_counts
 from exporter.passes.identity import remove_identities
 from exporter.passes.matmul_add_to_gemm import matmul_add_to_gemm
 from exporter.passes.merge_matmuls import merge_sibling_matmuls
+from exporter.passes.pointwise_to_matmul import pointwise_to_matmul
 from exporter.passes.recognize_attention import recognize_attention
 from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.recognize_layer_norm import recognize_layer_norms
@@ -45,7 +47,9 @@ Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
 # last, on the fused convolutions; max pools, then 1x1 convolutions, join the planar convolutions
 # the rewrite leaves (a 1x1 convolution after a stride-1 convolution, then one before a strided
-# depthwise convolution).
+# depthwise convolution), and squeeze-excite gates into the 1x1 convolutions that read them
+# (planar or channels-last, so after the rewrite), and last the remaining channels-last 1x1
+# convolutions as products with row-major weights.
 DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("remove_identities", remove_identities),
     ("fold_constants", fold_constants),
@@ -65,6 +69,8 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("fuse_max_pools", fuse_max_pools),
     ("fuse_pointwise", fuse_pointwise),
     ("fuse_pointwise_strided", fuse_pointwise_strided),
+    ("fuse_squeeze_excite", fuse_squeeze_excite),
+    ("pointwise_to_matmul", pointwise_to_matmul),
 )
 
 MAX_ROUNDS = 20
@@ -138,9 +144,11 @@ __all__ = [
     "fuse_max_pools",
     "fuse_pointwise",
     "fuse_pointwise_strided",
+    "fuse_squeeze_excite",
     "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
+    "pointwise_to_matmul",
     "recognize_attention",
     "recognize_gelu",
     "recognize_layer_norms",

@@ -27,6 +27,7 @@ FAMILIES = (
     "shape",
     "signal",
     "sparse",
+    "squeeze_excite",
     "summary",
     "tensor_array",
     "text",

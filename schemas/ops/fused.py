@@ -5,7 +5,8 @@ kernel and applies the activation in place on its fresh output, saving one pass 
 one intermediate. ``FusedConvMaxPool`` (from the ``fuse_max_pool`` pass) adds the max pool that
 reads the activation, ``FusedConvPointwise`` (from the ``fuse_pointwise`` pass) the 1x1 convolution
 that reads it, ``FusedPointwiseConv`` (from the ``fuse_pointwise_strided`` pass) the 1x1 convolution
-that feeds it. ``activation`` is the ONNX name of the activation op, ``activation_params``
+that feeds it, ``FusedMatMul`` (from the ``pointwise_to_matmul`` pass) a channels-last 1x1 convolution
+as a product over the last axis. ``activation`` is the ONNX name of the activation op, ``activation_params``
 its parameters in the order of ``ACTIVATIONS`` (``Clip`` bounds it lacks are -inf / +inf), so
 writing the node back out as two standard ONNX ops is mechanical.
 """
@@ -178,3 +179,33 @@ op(
     doc="A 1x1 Conv (stride 1, no pads, group 1) and its optional activation, then a Conv with the window "
         "attributes and its optional activation.",
 )(_pointwise_conv_rule)
+
+
+def _matmul_rule(ctx):
+    """(..., K) times (K, N), plus an (N,) bias: (..., N)."""
+    if ctx.attrs.get("activation"):
+        check_activation(ctx)
+    a, b = ctx.input(0), ctx.input(1)
+    if b.shape is not None and len(b.shape) != 2:
+        raise ctx.fail(f"B must be a (K, N) matrix, got shape {b.shape}")
+    if a.shape is not None and not a.shape:
+        raise ctx.fail("A must have at least one axis, got a scalar")
+    k, n = (None, None) if b.shape is None else b.shape
+    if a.shape is not None and None not in (a.shape[-1], k) and a.shape[-1] != k:
+        raise ctx.fail(f"A's last axis has {a.shape[-1]} values; B has {k} rows")
+    if ctx.has_input(2):
+        bias = ctx.input(2).shape
+        if bias is not None and (len(bias) != 1 or (None not in (bias[0], n) and bias[0] != n)):
+            raise ctx.fail(f"C must be a bias of B's {n} columns, got shape {bias}")
+    return [TensorType(a.dtype, None if a.shape is None else tuple(a.shape[:-1]) + (n,))]
+
+
+op(
+    "FusedMatMul",
+    domain=DOMAIN,
+    inputs=["A", "B", "C?"],
+    outputs=["Y"],
+    attrs={"activation": Attr("string", ""), "activation_params": Attr("floats", [])},
+    doc="MatMul of A's last axis by the (K, N) matrix B, the bias C added along it, then an optional activation "
+        "(a channels-last 1x1 convolution with its weights transposed).",
+)(_matmul_rule)

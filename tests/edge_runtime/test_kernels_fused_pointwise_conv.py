@@ -29,7 +29,7 @@ CASES = [
     ((1, 3, 12, 12), 4, (5, 5), {"strides": [2, 2], "pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}, False),  # W disagrees
 ]
 ACTIVATIONS = [("", [], "", []), ("Clip", [0.0, 6.0], "Clip", [0.0, 6.0]), ("Relu", [], "HardSigmoid", [0.2, 0.5]),
-               ("Sigmoid", [], "", [])]
+               ("Sigmoid", [], "", []), ("Clip", [1.0, 6.0], "Relu", [])]  # the last two move 0: padding zeroed
 
 
 def _unfused(x, w1, b1, w, b, pointwise_activation, pointwise_params, activation, params, attrs):

@@ -271,6 +271,49 @@ def expand_then_strided_depthwise_below_28x28() -> Case:
     return Case(n, not_fused=("FusedPointwiseConv",))
 
 
+# --------------------------------------------------------------------------- fuse_squeeze_excite
+
+
+def _squeeze_excite(n: Net, x: str, c: int, out: int) -> str:
+    """ReduceMean over the plane, 1x1 Conv + SiLU, 1x1 Conv + Sigmoid, x * gate, 1x1 projection."""
+    s = n.op("ReduceMean", x, n.const(np.array([2, 3], np.int64)), keepdims=1)
+    r = n.conv(s, c, 2, kernel=(1, 1))
+    g = n.op("Sigmoid", n.conv(n.op("Mul", r, n.op("Sigmoid", r)), 2, c, kernel=(1, 1)))
+    return n.conv(n.op("Mul", x, g), c, out, kernel=(1, 1))
+
+
+@case
+def squeeze_excite_batch_of_three() -> Case:
+    n = Net()
+    n.outputs = [_squeeze_excite(n, n.input(3, 6, 9, 7), 6, 5)]
+    return Case(n, fused=("SqueezeExciteConv",))
+
+
+@case
+def squeeze_excite_empty_batch() -> Case:
+    n = Net(dynamic_batch=True)
+    n.outputs = [_squeeze_excite(n, n.input(0, 6, 5, 5), 6, 4)]
+    return Case(n, fused=("SqueezeExciteConv",))
+
+
+@case
+def squeeze_excite_channels_last_batch_of_two() -> Case:
+    n = Net()
+    y = n.op("Relu", n.conv(n.input(2, 16, 8, 8), 16, 24, kernel=(1, 1)))
+    y = n.op("Relu", n.conv(y, 24, 24, group=24, pads=[1, 1, 1, 1]))
+    n.outputs = [_squeeze_excite(n, y, 24, 16)]
+    return Case(n, fused=("SqueezeExciteConv", "ChannelsLastConv"))
+
+
+@case
+def channels_last_pointwise_as_matmul_empty_batch() -> Case:
+    n = Net(dynamic_batch=True)
+    y = n.op("Relu", n.conv(n.input(0, 16, 8, 8), 16, 24, kernel=(1, 1)))
+    y = n.op("Relu", n.conv(y, 24, 24, group=24, pads=[1, 1, 1, 1]))
+    n.outputs = [n.conv(y, 24, 16, kernel=(1, 1))]
+    return Case(n, fused=("FusedMatMul", "ChannelsLastConv"))
+
+
 # ----------------------------------------------- channels_last, merge_matmuls, cleanups
 
 
