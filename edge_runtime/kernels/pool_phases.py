@@ -1,0 +1,291 @@
+"""A convolution and the max pool that reads it, as one convolution over the pool's offsets.
+
+A pool window (kernel kp, stride sp, no pads) takes the maximum of the convolution's outputs
+sp * a + q over its offsets q in [0, kp). The outputs at one offset q, over every window a, form a
+convolution of stride sc * sp (sc: the convolution's stride) whose filters are shifted by sc * q.
+Stacked as kp**n blocks of output channels, zeros where a block's shifted filter does not reach,
+they make one convolution with a kernel of sc * (kp - 1) + (k - 1) * d + 1 taps an axis at stride
+sc * sp (LeNet's 5x5 layers under 2x2 pools: 6x6 at stride 2, 1.44x the multiply-adds). The pool
+is then kp**n - 1 maximums of whole channel blocks instead of a reduction over strided windows, and
+the bias and the activation run on the pooled output only.
+
+The stacked convolution runs in one of two layouts, as ``sliding_windows.conv`` chooses among its own:
+- channels-last, where a stacked window row holds enough values (kernel width * C): the input
+  copied to (N, spatial..., C) once, each window row one contiguous run of the column copy;
+- planar, for few input channels (LeNet's one-channel first layer, whose channels-last runs would
+  be 6 values): the input split into stride phases (space to depth) makes the stacked convolution
+  a stride-1 one over C * stride**n channels, whose columns are copied as whole phase-plane rows
+  (the outputs as wide as a plane row, then cropped), as ``sliding_windows``' flat im2col does.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap
+import weakref
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import product
+
+import numpy as np
+
+from edge_runtime.kernels.sliding_windows import (
+    CHANNELS_LAST_FEW_ROWS,
+    Window,
+    batch_chunks,
+    planar_to_channels_last,
+    strided_view,
+)
+
+# The stacked convolution runs where it costs at most this many times the multiply-adds of the
+# convolution it replaces (LeNet's 5x5 under a 2x2 pool: 1.44; a 1x1 under a 2x2 pool: 4; a 3x3
+# under an overlapping 3x3 pool at stride 2: 3.6) ...
+MAX_STACKED_WORK = 2.0
+# ... where its weights have at most this many elements (they are kept per weight array) ...
+MAX_STACKED_WEIGHTS = 1 << 18
+# ... and, for weights that can change between calls (so are stacked on every call), where they
+# are at most this share of the column matrix: a wide layer on a small batch would spend more
+# stacking them than the pool saves.
+MAX_WEIGHT_SHARE = 0.5
+# Channels-last where a stacked window row (kernel width * C values) is at least this long.
+CHANNELS_LAST_MIN_RUN = 24
+
+
+@dataclass(frozen=True)
+class _ChannelsLast:
+    """Columns gathered from the padded (N, spatial..., C) input, a row per pooled pixel."""
+
+    view_shape: tuple[int, ...]  # (N, pooled..., kernel..., C)
+    view_steps: tuple[int, ...]  # element steps of its axes
+
+
+@dataclass(frozen=True)
+class _Planar:
+    """Columns gathered from the input split into stride phases, whole plane rows at a time."""
+
+    split_shape: tuple[int, ...]  # (N, C, strides..., planes...)
+    copies: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]  # (into the split, from the input)
+    view_shape: tuple[int, ...]  # (N, C * stride phases, taps..., wide outputs)
+    view_steps: tuple[int, ...]  # element steps of its axes
+    wide: tuple[int, ...]  # the output's extents: pooled rows, then plane extents
+    crop: tuple[slice, ...]  # of the wide output to the pooled one
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """How one convolution + pool runs as the stacked convolution."""
+
+    phases: int  # pool offsets, kp**n
+    pooled: tuple[int, ...]
+    depth: int  # columns of the stacked convolution
+    index: np.ndarray  # gathers the stacked filters (phases * M, depth) from the flat weights plus a zero
+    layout: _ChannelsLast | _Planar
+
+    @property
+    def channels_last(self) -> bool:
+        return isinstance(self.layout, _ChannelsLast)
+
+
+def plan(x, w, group: int, win: Window, pool: Window, xp) -> PhasePlan | None:
+    """The stacked convolution for this convolution and pool, or None where it does not apply (pool
+    pads or dilations, grouped convolutions, an empty batch, not NumPy) or does not pay."""
+    if (xp.__name__ != "numpy" or group != 1 or x.shape[0] == 0 or len(pool.kernel) != len(win.kernel)
+            or any(pool.pad_begin) or any(pool.padded_end) or any(d != 1 for d in pool.dilations)):
+        return None
+    return _plan(tuple(x.shape), tuple(w.shape), win, pool, unwritable(w))
+
+
+@lru_cache(maxsize=256)
+def _plan(x_shape, w_shape, win: Window, pool: Window, weights_kept: bool) -> PhasePlan | None:
+    n, (m, c) = x_shape[0], w_shape[:2]
+    kernel = tuple(sc * (kp - 1) + (k - 1) * d + 1
+                   for sc, kp, k, d in zip(win.strides, pool.kernel, win.kernel, win.dilations))
+    phases = math.prod(pool.kernel)
+    stacked = phases * m * c * math.prod(kernel)
+    if (phases * math.prod(kernel) > MAX_STACKED_WORK * math.prod(win.kernel) * math.prod(pool.strides)
+            or stacked > MAX_STACKED_WEIGHTS
+            or (not weights_kept and stacked > MAX_WEIGHT_SHARE * n * math.prod(pool.out) * c * math.prod(kernel))):
+        return None
+    strides = tuple(sc * sp for sc, sp in zip(win.strides, pool.strides))
+    index = _stacked_index(w_shape, win, pool, kernel)  # (phases..., M, C, kernel...)
+    if kernel[-1] * c >= CHANNELS_LAST_MIN_RUN:
+        n_sp = len(kernel)
+        index = index.transpose(tuple(range(n_sp + 1)) + tuple(range(n_sp + 2, 2 * n_sp + 2)) + (n_sp + 1,))
+        layout = _channels_last(x_shape, win, pool, kernel, strides)
+    else:
+        index, layout = _planar(x_shape, win, pool, kernel, strides, index, math.prod(w_shape))
+    index = np.ascontiguousarray(index.reshape(phases * m, -1))
+    index.flags.writeable = False
+    return PhasePlan(phases, tuple(pool.out), index.shape[1], index, layout)
+
+
+def _stacked_index(w_shape, win: Window, pool: Window, kernel) -> np.ndarray:
+    """Index (phases..., M, C, kernel...) of the stacked filters in the flat weights, whose last
+    entry (w.size) is a zero: offset q's filter reads its tap i at u = sc * q + i * d."""
+    m, c, *k = w_shape
+    zero = m * c * math.prod(k)
+    index = np.full(tuple(pool.kernel) + (m, c) + tuple(kernel), zero, dtype=np.intp)
+    taps = np.arange(zero).reshape(m, c, *k)
+    for q in product(*(range(kp) for kp in pool.kernel)):
+        into = tuple(slice(sc * qi, sc * qi + (ki - 1) * d + 1, d)
+                     for sc, qi, ki, d in zip(win.strides, q, k, win.dilations))
+        index[q + (slice(None), slice(None)) + into] = taps
+    return index
+
+
+def _channels_last(x_shape, win: Window, pool: Window, kernel, strides) -> _ChannelsLast:
+    n, c = x_shape[:2]
+    padded = [i + b + e for i, b, e in zip(x_shape[2:], win.pad_begin, win.padded_end)]
+    spatial = tuple(math.prod(padded[i + 1:]) * c for i in range(len(padded)))  # element steps
+    return _ChannelsLast(
+        view_shape=(n,) + tuple(pool.out) + kernel + (c,),
+        view_steps=(math.prod(padded) * c,) + tuple(st * s for st, s in zip(spatial, strides)) + spatial + (1,),
+    )
+
+
+def _planar(x_shape, win: Window, pool: Window, kernel, strides, index, zero: int):
+    """The planar layout, and the stacked filters' index reordered to read it: input channel (c,
+    r...) is stride phase r of channel c, and its tap t the stacked kernel's offset s * t + r."""
+    n, c = x_shape[:2]
+    n_sp = len(kernel)
+    taps = tuple(-(-k // s) for k, s in zip(kernel, strides))  # per stride phase
+    spans = tuple(t * s for t, s in zip(taps, strides))
+    padded_index = np.full(index.shape[:n_sp + 2] + spans, zero, dtype=np.intp)
+    padded_index[(Ellipsis,) + tuple(slice(0, k) for k in kernel)] = index
+    # (phases..., M, C, t0, r0, t1, r1, ...) -> (phases..., M, C, r..., t...)
+    split = padded_index.reshape(index.shape[:n_sp + 2] + tuple(d for t, s in zip(taps, strides) for d in (t, s)))
+    order = (tuple(range(n_sp + 2)) + tuple(n_sp + 3 + 2 * i for i in range(n_sp))
+             + tuple(n_sp + 2 + 2 * i for i in range(n_sp)))
+    planes = [o + t - 1 for o, t in zip(pool.out, taps)]
+    if n_sp > 1:
+        planes[0] += 1  # a spare row: the last wide row's cropped outputs read past the plane
+    channels = c * math.prod(strides)
+    wide = (pool.out[0],) + tuple(planes[1:])
+    layout = _Planar(
+        split_shape=(n, c) + strides + tuple(planes),
+        copies=_split_copies(x_shape[2:], win.pad_begin, strides, planes),
+        view_shape=(n, channels) + taps + (math.prod(wide),),
+        view_steps=(channels * math.prod(planes), math.prod(planes)) + tuple(math.prod(planes[i + 1:]) for i in range(n_sp)) + (1,),
+        wide=wide,
+        crop=(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in pool.out[1:]),
+    )
+    return split.transpose(order), layout
+
+
+def _split_copies(spatial, pad_begin, strides, planes):
+    """Per stride phase r: the slice of the split input it fills and the input slice it copies."""
+    copies = []
+    for r in product(*(range(s) for s in strides)):
+        into, src = [], []
+        for size, s, pb, p, phase in zip(spatial, strides, pad_begin, planes, r):
+            first = (phase - pb) % s  # the first input index in this phase
+            start = (first + pb) // s  # its place in the phase plane
+            count = max(0, min(len(range(first, size, s)), p - start))
+            into.append(slice(start, start + count))
+            src.append(slice(first, first + (count - 1) * s + 1, s) if count else slice(0, 0))
+        copies.append(((slice(None), slice(None)) + r + tuple(into), (slice(None), slice(None)) + tuple(src)))
+    return tuple(copies)
+
+
+def conv_max_pool(x, w, xp, win: Window, phase_plan: PhasePlan):
+    """max over the pool's windows of conv(x, w) without its bias, a fresh array: (N, M, pooled...)
+    planar, or (N, pooled..., M) when ``phase_plan.channels_last``."""
+    stacked = stacked_weights(w, xp, phase_plan.index)
+    if phase_plan.channels_last:
+        return _channels_last_max_pool(x, stacked, xp, win, phase_plan)
+    return _planar_max_pool(x, stacked, xp, phase_plan)
+
+
+def _channels_last_max_pool(x, stacked, xp, win: Window, phase_plan: PhasePlan):
+    layout = phase_plan.layout
+    xl = planar_to_channels_last(x, xp, win.pad_begin, win.padded_end)
+    item = xl.itemsize
+    view = strided_view(xl, xp, layout.view_shape, tuple(step * item for step in layout.view_steps))
+    n, m = x.shape[0], stacked.shape[0] // phase_plan.phases
+    pixels = math.prod(phase_plan.pooled)
+    pooled = xp.empty((n * pixels, m), dtype=xp.result_type(x, stacked))
+    for start, end in batch_chunks(n, pixels * phase_plan.depth * item):
+        cols = view[start:end].reshape(-1, phase_plan.depth)  # a copy
+        if len(cols) < CHANNELS_LAST_FEW_ROWS:
+            y = xp.ascontiguousarray(xp.matmul(stacked, cols.T).T)
+        else:
+            y = cols @ stacked.T
+        _max_into(pooled[start * pixels:end * pixels], [y[:, q * m:(q + 1) * m] for q in range(phase_plan.phases)], xp)
+    return pooled.reshape((n,) + phase_plan.pooled + (m,))
+
+
+def _planar_max_pool(x, stacked, xp, phase_plan: PhasePlan):
+    layout = phase_plan.layout
+    n, m = x.shape[0], stacked.shape[0] // phase_plan.phases
+    split = xp.zeros(layout.split_shape, dtype=x.dtype)
+    for into, src in layout.copies:
+        split[into] = x[src]
+    item = split.itemsize
+    view = strided_view(split, xp, layout.view_shape, tuple(step * item for step in layout.view_steps))
+    depth, length = phase_plan.depth, layout.view_shape[-1]
+    pooled = xp.empty((n, m) + phase_plan.pooled, dtype=xp.result_type(x, stacked))
+    for start, end in batch_chunks(n, depth * length * item):
+        cols = view[start:end].reshape(end - start, depth, length)  # a copy
+        y = xp.matmul(stacked, cols).reshape((end - start, phase_plan.phases * m) + layout.wide)
+        _max_into(pooled[start:end], [y[:, q * m:(q + 1) * m] for q in range(phase_plan.phases)], xp, layout.crop)
+    return pooled
+
+
+def _max_into(out, blocks, xp, crop=None):
+    """out = the elementwise maximum of ``blocks``, cropped by ``crop`` when given: the maximums
+    run over whole blocks and the crop is one copy (a ufunc over short cropped rows costs twice that)."""
+    acc = out if crop is None else None
+    if len(blocks) == 1:
+        acc = blocks[0]
+    else:
+        acc = xp.maximum(blocks[0], blocks[1], out=acc)
+        for block in blocks[2:]:
+            xp.maximum(acc, block, out=acc)
+    if acc is not out:
+        out[...] = acc if crop is None else acc[crop]
+
+
+# Stacked filters of weights that nothing can write (a loaded model's, views of its read-only
+# file buffer), kept while those weights live, at most MAX_KEPT of them: stacking gathers every
+# stacked tap, a few microseconds a call on LeNet's layers.
+MAX_KEPT = 64
+_kept: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}  # id(w) -> (w, index, stacked)
+
+
+def stacked_weights(w, xp, index):
+    """The stacked filters (phases * M, depth) that ``index`` gathers from ``w``."""
+    key = id(w)
+    kept = _kept.get(key)
+    if kept is not None and kept[0]() is w and kept[1] is index:
+        return kept[2]
+    stacked = xp.take(xp.concatenate((w.reshape(-1), xp.zeros(1, dtype=w.dtype))), index)
+    if unwritable(w):
+        if len(_kept) >= MAX_KEPT:
+            _kept.pop(next(iter(_kept)), None)
+        _kept[key] = (weakref.ref(w, lambda ref, key=key: _forget(key, ref)), index, stacked)
+    return stacked
+
+
+def kept_count() -> int:
+    """How many weight arrays' stacked filters are kept."""
+    return len(_kept)
+
+
+def _forget(key: int, ref: weakref.ref) -> None:
+    kept = _kept.get(key)
+    if kept is not None and kept[0] is ref:
+        del _kept[key]
+
+
+def unwritable(w) -> bool:
+    """Whether no one can write ``w``'s values: every array up its chain of bases is read-only and
+    the memory under them is bytes or a read-only mapping (an array that owns its memory may be
+    made writable again)."""
+    base = w
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    if isinstance(base, memoryview):
+        return base.readonly and isinstance(base.obj, (bytes, mmap.mmap))
+    return isinstance(base, bytes)
