@@ -60,11 +60,23 @@ class _ChannelsLast:
 
 
 @dataclass(frozen=True)
+class _WholeSplit:
+    """The input split into stride phases by one copy: ``x[crop]`` reshaped to ``dims`` and
+    transposed by ``order`` fills ``into``."""
+
+    crop: tuple[slice, ...]
+    dims: tuple[int, ...]
+    order: tuple[int, ...]
+    into: tuple[slice, ...]
+
+
+@dataclass(frozen=True)
 class _Planar:
     """Columns gathered from the input split into stride phases, whole plane rows at a time."""
 
     split_shape: tuple[int, ...]  # (N, C, strides..., planes...)
     copies: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]  # (into the split, from the input)
+    whole: _WholeSplit | None  # the same as one copy, where the pads and sizes are multiples of the strides
     view_shape: tuple[int, ...]  # (N, C * stride phases, taps..., wide outputs)
     view_steps: tuple[int, ...]  # element steps of its axes
     wide: tuple[int, ...]  # the output's extents: pooled rows, then plane extents
@@ -164,12 +176,30 @@ def _planar(x_shape, win: Window, pool: Window, kernel, strides, index, zero: in
     layout = _Planar(
         split_shape=(n, c) + strides + tuple(planes),
         copies=_split_copies(x_shape[2:], win.pad_begin, strides, planes),
+        whole=_whole_split(x_shape, win.pad_begin, strides, planes),
         view_shape=(n, channels) + taps + (math.prod(wide),),
         view_steps=(channels * math.prod(planes), math.prod(planes)) + tuple(math.prod(planes[i + 1:]) for i in range(n_sp)) + (1,),
         wide=wide,
         crop=(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in pool.out[1:]),
     )
     return split.transpose(order), layout
+
+
+def _whole_split(x_shape, pad_begin, strides, planes) -> _WholeSplit | None:
+    """The split as one copy of the input viewed as (N, C, plane0, s0, plane1, s1, ...), where every
+    pad is a multiple of its stride and so is every extent the planes take (the input's, or less
+    where the planes drop its last rows)."""
+    n_sp = len(strides)
+    starts = [pb // s for pb, s in zip(pad_begin, strides)]
+    taken = [min(size, (p - start) * s) for size, s, p, start in zip(x_shape[2:], strides, planes, starts)]
+    if any(pb % s or t % s or t <= 0 for pb, s, t in zip(pad_begin, strides, taken)):
+        return None
+    return _WholeSplit(
+        crop=(slice(None), slice(None)) + tuple(slice(0, t) for t in taken),
+        dims=tuple(x_shape[:2]) + tuple(d for t, s in zip(taken, strides) for d in (t // s, s)),
+        order=(0, 1) + tuple(3 + 2 * i for i in range(n_sp)) + tuple(2 + 2 * i for i in range(n_sp)),
+        into=(slice(None),) * (2 + n_sp) + tuple(slice(a, a + t // s) for a, t, s in zip(starts, taken, strides)),
+    )
 
 
 def _split_copies(spatial, pad_begin, strides, planes):
@@ -218,8 +248,12 @@ def _planar_max_pool(x, stacked, xp, phase_plan: PhasePlan):
     layout = phase_plan.layout
     n, m = x.shape[0], stacked.shape[0] // phase_plan.phases
     split = xp.zeros(layout.split_shape, dtype=x.dtype)
-    for into, src in layout.copies:
-        split[into] = x[src]
+    if layout.whole is not None:
+        whole = layout.whole
+        split[whole.into] = x[whole.crop].reshape(whole.dims).transpose(whole.order)
+    else:
+        for into, src in layout.copies:
+            split[into] = x[src]
     item = split.itemsize
     view = strided_view(split, xp, layout.view_shape, tuple(step * item for step in layout.view_steps))
     depth, length = phase_plan.depth, layout.view_shape[-1]
