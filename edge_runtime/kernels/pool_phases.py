@@ -119,29 +119,43 @@ def _plan(x_shape, w_shape, win: Window, pool: Window, weights_kept: bool) -> Ph
             or (not weights_kept and stacked > MAX_WEIGHT_SHARE * n * math.prod(pool.out) * c * math.prod(kernel))):
         return None
     strides = tuple(sc * sp for sc, sp in zip(win.strides, pool.strides))
-    index = _stacked_index(w_shape, win, pool, kernel)  # (phases..., M, C, kernel...)
-    if kernel[-1] * c >= CHANNELS_LAST_MIN_RUN:
-        n_sp = len(kernel)
-        index = index.transpose(tuple(range(n_sp + 1)) + tuple(range(n_sp + 2, 2 * n_sp + 2)) + (n_sp + 1,))
+    channels_last = kernel[-1] * c >= CHANNELS_LAST_MIN_RUN
+    index = _index(w_shape, win.strides, win.dilations, pool.kernel, pool.strides, channels_last)
+    if channels_last:
         layout = _channels_last(x_shape, win, pool, kernel, strides)
     else:
-        index, layout = _planar(x_shape, win, pool, kernel, strides, index, math.prod(w_shape))
-    index = np.ascontiguousarray(index.reshape(phases * m, -1))
-    index.flags.writeable = False
+        layout = _planar(x_shape, win, pool, kernel, strides)
     return PhasePlan(phases, tuple(pool.out), index.shape[1], index, layout)
 
 
-def _stacked_index(w_shape, win: Window, pool: Window, kernel) -> np.ndarray:
-    """Index (phases..., M, C, kernel...) of the stacked filters in the flat weights, whose last
-    entry (w.size) is a zero: offset q's filter reads its tap i at u = sc * q + i * d."""
+@lru_cache(maxsize=64)
+def _index(w_shape, conv_strides, dilations, pool_kernel, pool_strides, channels_last: bool) -> np.ndarray:
+    """Gather index of the stacked filters (phases * M, depth) from the flat weights followed by a
+    zero, in either layout's order: one per layer, whatever the size of its input."""
     m, c, *k = w_shape
-    zero = m * c * math.prod(k)
-    index = np.full(tuple(pool.kernel) + (m, c) + tuple(kernel), zero, dtype=np.intp)
-    taps = np.arange(zero).reshape(m, c, *k)
-    for q in product(*(range(kp) for kp in pool.kernel)):
-        into = tuple(slice(sc * qi, sc * qi + (ki - 1) * d + 1, d)
-                     for sc, qi, ki, d in zip(win.strides, q, k, win.dilations))
+    n_sp = len(k)
+    kernel = tuple(sc * (kp - 1) + (ki - 1) * d + 1 for sc, kp, ki, d in zip(conv_strides, pool_kernel, k, dilations))
+    zero = math.prod(w_shape)
+    index = np.full(tuple(pool_kernel) + (m, c) + kernel, zero, dtype=np.intp)  # (phases..., M, C, kernel...)
+    taps = np.arange(zero).reshape(w_shape)
+    for q in product(*(range(kp) for kp in pool_kernel)):  # offset q's filter: its tap i at sc * q + i * d
+        into = tuple(slice(sc * qi, sc * qi + (ki - 1) * d + 1, d) for sc, qi, ki, d in zip(conv_strides, q, k, dilations))
         index[q + (slice(None), slice(None)) + into] = taps
+    if channels_last:  # (phases..., M, kernel..., C)
+        index = index.transpose(tuple(range(n_sp + 1)) + tuple(range(n_sp + 2, 2 * n_sp + 2)) + (n_sp + 1,))
+    else:
+        # input channel (c, r...) is stride phase r of channel c, its tap t the stacked kernel's
+        # offset s * t + r: (phases..., M, C, t0, r0, t1, r1, ...) -> (phases..., M, C, r..., t...)
+        strides = tuple(sc * sp for sc, sp in zip(conv_strides, pool_strides))
+        taps_per_phase = tuple(-(-ki // s) for ki, s in zip(kernel, strides))
+        spans = tuple(t * s for t, s in zip(taps_per_phase, strides))
+        padded = np.full(index.shape[:n_sp + 2] + spans, zero, dtype=np.intp)
+        padded[(Ellipsis,) + tuple(slice(0, ki) for ki in kernel)] = index
+        split = padded.reshape(index.shape[:n_sp + 2] + tuple(d for t, s in zip(taps_per_phase, strides) for d in (t, s)))
+        index = split.transpose(tuple(range(n_sp + 2)) + tuple(n_sp + 3 + 2 * i for i in range(n_sp))
+                                + tuple(n_sp + 2 + 2 * i for i in range(n_sp)))
+    index = np.ascontiguousarray(index.reshape(math.prod(pool_kernel) * m, -1))
+    index.flags.writeable = False
     return index
 
 
@@ -155,34 +169,25 @@ def _channels_last(x_shape, win: Window, pool: Window, kernel, strides) -> _Chan
     )
 
 
-def _planar(x_shape, win: Window, pool: Window, kernel, strides, index, zero: int):
-    """The planar layout, and the stacked filters' index reordered to read it: input channel (c,
-    r...) is stride phase r of channel c, and its tap t the stacked kernel's offset s * t + r."""
+def _planar(x_shape, win: Window, pool: Window, kernel, strides) -> _Planar:
     n, c = x_shape[:2]
     n_sp = len(kernel)
     taps = tuple(-(-k // s) for k, s in zip(kernel, strides))  # per stride phase
-    spans = tuple(t * s for t, s in zip(taps, strides))
-    padded_index = np.full(index.shape[:n_sp + 2] + spans, zero, dtype=np.intp)
-    padded_index[(Ellipsis,) + tuple(slice(0, k) for k in kernel)] = index
-    # (phases..., M, C, t0, r0, t1, r1, ...) -> (phases..., M, C, r..., t...)
-    split = padded_index.reshape(index.shape[:n_sp + 2] + tuple(d for t, s in zip(taps, strides) for d in (t, s)))
-    order = (tuple(range(n_sp + 2)) + tuple(n_sp + 3 + 2 * i for i in range(n_sp))
-             + tuple(n_sp + 2 + 2 * i for i in range(n_sp)))
     planes = [o + t - 1 for o, t in zip(pool.out, taps)]
     if n_sp > 1:
         planes[0] += 1  # a spare row: the last wide row's cropped outputs read past the plane
     channels = c * math.prod(strides)
     wide = (pool.out[0],) + tuple(planes[1:])
-    layout = _Planar(
+    return _Planar(
         split_shape=(n, c) + strides + tuple(planes),
         copies=_split_copies(x_shape[2:], win.pad_begin, strides, planes),
         whole=_whole_split(x_shape, win.pad_begin, strides, planes),
         view_shape=(n, channels) + taps + (math.prod(wide),),
-        view_steps=(channels * math.prod(planes), math.prod(planes)) + tuple(math.prod(planes[i + 1:]) for i in range(n_sp)) + (1,),
+        view_steps=((channels * math.prod(planes), math.prod(planes))
+                    + tuple(math.prod(planes[i + 1:]) for i in range(n_sp)) + (1,)),
         wide=wide,
         crop=(slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in pool.out[1:]),
     )
-    return split.transpose(order), layout
 
 
 def _whole_split(x_shape, pad_begin, strides, planes) -> _WholeSplit | None:
@@ -280,9 +285,9 @@ def _max_into(out, blocks, xp, crop=None):
 
 
 # Stacked filters of weights that nothing can write (a loaded model's, views of its read-only
-# file buffer), kept while those weights live, at most MAX_KEPT of them: stacking gathers every
-# stacked tap, a few microseconds a call on LeNet's layers.
-MAX_KEPT = 64
+# file buffer), kept while those weights live, at most MAX_KEPT_ELEMENTS in all (the oldest
+# dropped first): stacking gathers every stacked tap, a few microseconds a call on LeNet's layers.
+MAX_KEPT_ELEMENTS = 1 << 21
 _kept: dict[int, tuple[weakref.ref, np.ndarray, np.ndarray]] = {}  # id(w) -> (w, index, stacked)
 
 
@@ -294,8 +299,9 @@ def stacked_weights(w, xp, index):
         return kept[2]
     stacked = xp.take(xp.concatenate((w.reshape(-1), xp.zeros(1, dtype=w.dtype))), index)
     if unwritable(w):
-        if len(_kept) >= MAX_KEPT:
-            _kept.pop(next(iter(_kept)), None)
+        _kept.pop(key, None)
+        while _kept and sum(entry[2].size for entry in _kept.values()) + stacked.size > MAX_KEPT_ELEMENTS:
+            _kept.pop(list(_kept)[0], None)
         _kept[key] = (weakref.ref(w, lambda ref, key=key: _forget(key, ref)), index, stacked)
     return stacked
 

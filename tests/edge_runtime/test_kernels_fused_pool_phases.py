@@ -169,3 +169,18 @@ def test_kept_filters_go_with_their_weights() -> None:
     kept_before = pool_phases.kept_count()
     del kept
     assert pool_phases.kept_count() == kept_before - 1
+
+
+def test_kept_filters_are_bounded_oldest_first(monkeypatch) -> None:
+    x_shape, w_shape, conv_attrs, pool_attrs, _ = APPLIES[0]
+    x, w, _ = _inputs(x_shape, w_shape)
+    index = _phase_plan(x, w, conv_attrs, pool_attrs).index
+    monkeypatch.setattr(pool_phases, "MAX_KEPT_ELEMENTS", index.size * 2)
+    monkeypatch.setattr(pool_phases, "_kept", {})
+    first, second, third = (_read_only(w * scale) for scale in (1, 2, 3))
+    for weights in (first, second):
+        pool_phases.stacked_weights(weights, np, index)
+    assert pool_phases.kept_count() == 2
+    kept_first = pool_phases.stacked_weights(first, np, index)
+    pool_phases.stacked_weights(third, np, index)  # the first in, first out
+    assert pool_phases.kept_count() == 2 and pool_phases.stacked_weights(first, np, index) is not kept_first
