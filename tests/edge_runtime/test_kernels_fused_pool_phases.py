@@ -27,9 +27,9 @@ APPLIES = [
      "planar"),
     ((3, 6, 19, 18), (4, 6, 5, 5), {"strides": [2, 2], "pads": [2, 1, 2, 2]}, {"kernel_shape": [2, 2], "strides": [2, 2]},
      "channels-last"),
-    ((3, 2, 14, 14), (4, 2, 5, 5), {}, {"kernel_shape": [2, 2], "strides": [3, 3]}, "planar"),
+    ((6, 2, 14, 14), (4, 2, 5, 5), {}, {"kernel_shape": [2, 2], "strides": [3, 3]}, "planar"),
     ((3, 2, 17, 17), (4, 2, 5, 5), {"pads": [2, 2, 2, 2]}, {"kernel_shape": [3, 3], "strides": [3, 3]}, "planar"),
-    ((2, 3, 10, 12), (4, 3, 3, 5), {}, {"kernel_shape": [2, 3], "strides": [2, 3]}, "planar"),
+    ((8, 3, 10, 12), (4, 3, 3, 5), {}, {"kernel_shape": [2, 3], "strides": [2, 3]}, "planar"),
     # 1-D and 3-D
     ((4, 3, 21), (5, 3, 5), {"pads": [2, 2]}, {"kernel_shape": [2], "strides": [2]}, "planar"),
     ((4, 12, 21), (5, 12, 5), {"pads": [1, 3]}, {"kernel_shape": [2], "strides": [2]}, "channels-last"),
@@ -44,7 +44,7 @@ NEAR_MISSES = [
     ((3, 2, 16, 16), (4, 2, 3, 3), {"dilations": [2, 2]}, {"kernel_shape": [2, 2], "strides": [2, 2]}),  # 4x
     ((3, 2, 17, 17), (4, 2, 3, 3), {"strides": [2, 2]}, {"kernel_shape": [2, 2], "strides": [2, 2]}),  # 2.8x
     ((4, 2, 13, 13), (4, 2, 5, 5), {}, {"kernel_shape": [3, 3], "strides": [2, 2]}),  # overlapping: 4.4x
-    ((1, 6, 14, 14), (16, 6, 5, 5), {}, {"kernel_shape": [2, 2], "strides": [2, 2]}),  # writable weights, batch 1
+    ((1, 6, 14, 14), (16, 6, 5, 5), {}, {"kernel_shape": [2, 2], "strides": [2, 2]}),  # batch 1: weights > columns
     ((0, 1, 28, 28), (6, 1, 5, 5), {"pads": [2, 2, 2, 2]}, {"kernel_shape": [2, 2], "strides": [2, 2]}),  # empty
 ]
 
@@ -131,7 +131,7 @@ def test_batch_in_chunks_matches_the_whole_batch(case, monkeypatch) -> None:
 
 
 def test_few_rows_take_the_transposed_product() -> None:
-    x_shape, w_shape, conv_attrs, pool_attrs = (1, 6, 10, 10), (16, 6, 5, 5), {}, {"kernel_shape": [2, 2], "strides": [2, 2]}
+    x_shape, w_shape, conv_attrs, pool_attrs = (2, 6, 10, 10), (2, 6, 5, 5), {}, {"kernel_shape": [2, 2], "strides": [2, 2]}
     x, w, b = _inputs(x_shape, w_shape)
     w = _read_only(w)
     phase_plan = _phase_plan(x, w, conv_attrs, pool_attrs)
