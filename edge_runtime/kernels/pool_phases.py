@@ -39,7 +39,7 @@ from edge_runtime.kernels.sliding_windows import (
 
 # The stacked convolution runs where it costs at most this many times the multiply-adds of the
 # convolution it replaces (LeNet's 5x5 under a 2x2 pool: 1.44; a 1x1 under a 2x2 pool: 4; a 3x3
-# under an overlapping 3x3 pool at stride 2: 3.6) ...
+# under an overlapping 3x3 pool at stride 2: 6.25) ...
 MAX_STACKED_WORK = 2.0
 # ... where its weights have at most this many elements (they are kept per weight array) ...
 MAX_STACKED_WEIGHTS = 1 << 18
@@ -75,8 +75,8 @@ class _Planar:
     """Columns gathered from the input split into stride phases, whole plane rows at a time."""
 
     split_shape: tuple[int, ...]  # (N, C, strides..., planes...)
-    copies: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]  # (into the split, from the input)
-    whole: _WholeSplit | None  # the same as one copy, where the pads and sizes are multiples of the strides
+    whole: _WholeSplit | None  # the split as one copy, where pads and sizes are multiples of the strides
+    copies: tuple[tuple[tuple[slice, ...], tuple[slice, ...]], ...]  # else per phase: (into the split, from x)
     view_shape: tuple[int, ...]  # (N, C * stride phases, taps..., wide outputs)
     view_steps: tuple[int, ...]  # element steps of its axes
     wide: tuple[int, ...]  # the output's extents: pooled rows, then plane extents
@@ -112,8 +112,7 @@ def _plan(x_shape, w_shape, win: Window, pool: Window) -> PhasePlan | None:
             or any(d != 1 for d in pool.dilations)):
         return None
     n, (m, c) = x_shape[0], w_shape[:2]
-    kernel = tuple(sc * (kp - 1) + (k - 1) * d + 1
-                   for sc, kp, k, d in zip(win.strides, pool.kernel, win.kernel, win.dilations))
+    kernel = _stacked_kernel(win.strides, pool.kernel, win.kernel, win.dilations)
     phases = math.prod(pool.kernel)
     stacked = phases * m * c * math.prod(kernel)
     if (phases * math.prod(kernel) > MAX_STACKED_WORK * math.prod(win.kernel) * math.prod(pool.strides)
@@ -130,6 +129,11 @@ def _plan(x_shape, w_shape, win: Window, pool: Window) -> PhasePlan | None:
     return PhasePlan(phases, tuple(pool.out), index.size // (phases * m), index, layout)
 
 
+def _stacked_kernel(conv_strides, pool_kernel, kernel, dilations) -> tuple[int, ...]:
+    """Taps an axis of the stacked kernel: every pool offset's shifted filter fits in it."""
+    return tuple(sc * (kp - 1) + (k - 1) * d + 1 for sc, kp, k, d in zip(conv_strides, pool_kernel, kernel, dilations))
+
+
 @lru_cache(maxsize=64)
 def _index(w_shape, conv_strides, dilations, pool_kernel, pool_strides, channels_last: bool) -> np.ndarray:
     """Gather index of the stacked filters from the flat weights followed by a zero, in either
@@ -138,7 +142,7 @@ def _index(w_shape, conv_strides, dilations, pool_kernel, pool_strides, channels
     layer, whatever the size of its input."""
     m, c, *k = w_shape
     n_sp = len(k)
-    kernel = tuple(sc * (kp - 1) + (ki - 1) * d + 1 for sc, kp, ki, d in zip(conv_strides, pool_kernel, k, dilations))
+    kernel = _stacked_kernel(conv_strides, pool_kernel, k, dilations)
     zero = math.prod(w_shape)
     index = np.full(tuple(pool_kernel) + (m, c) + kernel, zero, dtype=np.intp)  # (phases..., M, C, kernel...)
     taps = np.arange(zero).reshape(w_shape)
@@ -183,10 +187,11 @@ def _planar(x_shape, win: Window, pool: Window, kernel, strides) -> _Planar:
         planes[0] += 1  # a spare row: the last wide row's cropped outputs read past the plane
     channels = c * math.prod(strides)
     wide = (pool.out[0],) + tuple(planes[1:])
+    whole = _whole_split(x_shape, win.pad_begin, strides, planes)
     return _Planar(
         split_shape=(n, c) + strides + tuple(planes),
-        copies=_split_copies(x_shape[2:], win.pad_begin, strides, planes),
-        whole=_whole_split(x_shape, win.pad_begin, strides, planes),
+        whole=whole,
+        copies=() if whole else _split_copies(x_shape[2:], win.pad_begin, strides, planes),
         view_shape=(n, channels) + taps + (math.prod(wide),),
         view_steps=((channels * math.prod(planes), math.prod(planes))
                     + tuple(math.prod(planes[i + 1:]) for i in range(n_sp)) + (1,)),
