@@ -275,23 +275,21 @@ def _planar_max_pool(x, stacked, xp, phase_plan: PhasePlan):
     pooled = xp.empty((n, m) + phase_plan.pooled, dtype=xp.result_type(x, stacked))
     for start, end in batch_chunks(n, depth * length * item):
         cols = view[start:end].reshape(end - start, depth, length)  # a copy
-        y = xp.matmul(stacked, cols).reshape((end - start, phase_plan.phases * m) + layout.wide)
-        _max_into(pooled[start:end], [y[:, q * m:(q + 1) * m] for q in range(phase_plan.phases)], xp, layout.crop)
+        y = xp.matmul(stacked, cols)  # (images, phases * M, length): each image's offset blocks in a row
+        # one reduction over the blocks (a third faster than a maximum per block, on LeNet), then the crop
+        acc = xp.maximum.reduce(y.reshape(end - start, phase_plan.phases, -1), axis=1)
+        pooled[start:end] = acc.reshape((end - start, m) + layout.wide)[layout.crop]
     return pooled
 
 
-def _max_into(out, blocks, xp, crop=None):
-    """out = the elementwise maximum of ``blocks``, cropped by ``crop`` when given: the maximums
-    run over whole blocks and the crop is one copy (a ufunc over short cropped rows costs twice that)."""
-    acc = out if crop is None else None
+def _max_into(out, blocks, xp):
+    """out = the elementwise maximum of ``blocks``."""
     if len(blocks) == 1:
-        acc = blocks[0]
-    else:
-        acc = xp.maximum(blocks[0], blocks[1], out=acc)
-        for block in blocks[2:]:
-            xp.maximum(acc, block, out=acc)
-    if acc is not out:
-        out[...] = acc if crop is None else acc[crop]
+        out[...] = blocks[0]
+        return
+    xp.maximum(blocks[0], blocks[1], out=out)
+    for block in blocks[2:]:
+        xp.maximum(out, block, out=out)
 
 
 # Stacked filters of weights that nothing can write (a loaded model's, views of its read-only
