@@ -105,7 +105,7 @@ def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kern
         y, channels_last = sliding_windows.conv_unfinished(x, w, xp, group=group, win=win)
         pooled = _max_pool(y, xp, pool_win, lead=1 if channels_last else 2)
     if channels_last:  # the bias added as the planar copy is written
-        planar = xp.moveaxis(pooled, -1, 1)
+        planar = pooled.transpose((0, pooled.ndim - 1) + tuple(range(1, pooled.ndim - 1)))
         out = xp.empty(planar.shape, dtype=pooled.dtype)
         if b is None:
             out[...] = planar
