@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmarks.models import lenet
+from edge_runtime import load
 from edge_runtime.kernels import pool_phases, sliding_windows
+from exporter import flow_writer
+from exporter.onnx_import import import_onnx, onnx_to_flow_bytes
+from exporter.passes import optimize
 from schemas.ops.fused import DOMAIN
 from tests.edge_runtime.kernel_calls import run_kernel as run
 
@@ -184,3 +189,33 @@ def test_kept_filters_are_bounded_oldest_first(monkeypatch) -> None:
     kept_first = pool_phases.stacked_weights(first, np, index)
     pool_phases.stacked_weights(third, np, index)  # the first in, first out
     assert pool_phases.kept_count() == 2 and pool_phases.stacked_weights(first, np, index) is not kept_first
+
+
+@pytest.mark.parametrize("layout", ["channels-last", "planar"])
+def test_each_layout_on_every_case(layout, monkeypatch) -> None:
+    """Either layout forced on every case, so a wrong step in one cannot hide behind the choice."""
+    monkeypatch.setattr(pool_phases, "CHANNELS_LAST_MIN_RUN", 0 if layout == "channels-last" else 1 << 30)
+    pool_phases._plan.cache_clear()
+    try:
+        for x_shape, w_shape, conv_attrs, pool_attrs, _ in APPLIES:
+            x, w, b = _inputs(x_shape, w_shape, np.float64)
+            phase_plan = _phase_plan(x, w, conv_attrs, pool_attrs)
+            assert phase_plan is not None and phase_plan.channels_last == (layout == "channels-last")
+            np.testing.assert_allclose(_fused(x, w, b, conv_attrs, pool_attrs), _unfused(x, w, b, conv_attrs, pool_attrs),
+                                       rtol=1e-10, atol=1e-10, err_msg=f"{x_shape} {w_shape} {conv_attrs} {pool_attrs}")
+    finally:
+        pool_phases._plan.cache_clear()
+
+
+@pytest.mark.parametrize("batch", [16, 1])
+def test_lenet_as_converted_matches_the_plain_import(batch) -> None:
+    """The hand-built LeNet as ``flowstack convert`` writes it (loaded from bytes: read-only weights,
+    whose stacked filters are kept) against its plain import, over two runs."""
+    model = lenet()
+    optimized = load(flow_writer.to_bytes(optimize(import_onnx(model))[0]))
+    assert sum(step.op_type == "FusedConvMaxPool" for step in optimized.plan.steps) == 2
+    plain = load(onnx_to_flow_bytes(model))
+    x = {"x": np.random.default_rng(3).standard_normal((batch, 1, 28, 28)).astype(np.float32)}
+    (name,) = plain.run(x)
+    for _ in range(2):
+        np.testing.assert_allclose(optimized.run(x)[name], plain.run(x)[name], rtol=1e-4, atol=1e-4)
