@@ -90,7 +90,7 @@ def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kern
     """MaxPool(activation(Conv(x))), pooled first: a max commutes with adding a per-channel bias and
     with a non-decreasing activation, so both run on the pooled output (a quarter of the conv's
     under a 2x2 pool). Where the pool's windows allow, the convolution runs over the pool's phases
-    (``pool_phases``: the pool is a few maximums of whole channel blocks); else the pool reads the
+    (``pool_phases``: the pool is the maximum over whole channel blocks); else the pool reads the
     convolution's output as its im2col path left it (flat columns' uncropped rows, or
     channels-last, pooled before the one transpose back to planar)."""
     win = sliding_windows.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)

@@ -6,8 +6,8 @@ convolution of stride sc * sp (sc: the convolution's stride) whose filters are s
 Stacked as kp**n blocks of output channels, zeros where a block's shifted filter does not reach,
 they make one convolution with a kernel of sc * (kp - 1) + (k - 1) * d + 1 taps an axis at stride
 sc * sp (LeNet's 5x5 layers under 2x2 pools: 6x6 at stride 2, 1.44x the multiply-adds). The pool
-is then kp**n - 1 maximums of whole channel blocks instead of a reduction over strided windows, and
-the bias and the activation run on the pooled output only.
+is then the maximum over whole channel blocks instead of a reduction over strided windows, and the
+bias and the activation run on the pooled output only.
 
 The stacked convolution runs in one of two layouts, as ``sliding_windows.conv`` chooses among its own:
 - channels-last, where a stacked window row holds enough values (kernel width * C): the input
@@ -44,8 +44,7 @@ MAX_STACKED_WORK = 2.0
 # ... where its weights have at most this many elements (they are kept per weight array) ...
 MAX_STACKED_WEIGHTS = 1 << 18
 # ... and at most this share of its column matrix: with few columns (a small batch) the larger
-# product does not pay (LeNet's second layer, 13,824 stacked weights, one BLAS thread, us:
-# batch 1 35 against 24 unstacked, batch 4 48-51 against 44, batch 16 105-114 against 135).
+# product does not pay (figures: benchmarks/RESULTS.md, "Figures behind the code's choices").
 MAX_WEIGHT_SHARE = 0.5
 # Channels-last where a stacked window row (kernel width * C values) is at least this long.
 CHANNELS_LAST_MIN_RUN = 24
@@ -138,8 +137,8 @@ def _stacked_kernel(conv_strides, pool_kernel, kernel, dilations) -> tuple[int, 
 def _index(w_shape, conv_strides, dilations, pool_kernel, pool_strides, channels_last: bool) -> np.ndarray:
     """Gather index of the stacked filters from the flat weights followed by a zero, in either
     layout's order: (phases * M, depth) planar, (depth, phases * M) channels-last (the right operand
-    of its product, which OpenBLAS runs 6% faster stored so than as a transposed view). One per
-    layer, whatever the size of its input."""
+    of its product, which OpenBLAS runs faster stored so than as a transposed view). One per layer,
+    whatever the size of its input."""
     m, c, *k = w_shape
     n_sp = len(k)
     kernel = _stacked_kernel(conv_strides, pool_kernel, k, dilations)
@@ -276,7 +275,7 @@ def _planar_max_pool(x, stacked, xp, phase_plan: PhasePlan):
     for start, end in batch_chunks(n, depth * length * item):
         cols = view[start:end].reshape(end - start, depth, length)  # a copy
         y = xp.matmul(stacked, cols)  # (images, phases * M, length): each image's offset blocks in a row
-        # one reduction over the blocks (a third faster than a maximum per block, on LeNet), then the crop
+        # one reduction over the blocks (faster than a maximum per block), then the crop as a copy
         acc = xp.maximum.reduce(y.reshape(end - start, phase_plan.phases, -1), axis=1)
         pooled[start:end] = acc.reshape((end - start, m) + layout.wide)[layout.crop]
     return pooled
