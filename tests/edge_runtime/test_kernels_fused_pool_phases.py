@@ -191,20 +191,17 @@ def test_kept_filters_are_bounded_oldest_first(monkeypatch) -> None:
     assert pool_phases.kept_count() == 2 and pool_phases.stacked_weights(first, np, index) is not kept_first
 
 
-@pytest.mark.parametrize("layout", ["channels-last", "planar"])
-def test_each_layout_on_every_case(layout, monkeypatch) -> None:
-    """Either layout forced on every case, so a wrong step in one cannot hide behind the choice."""
+@pytest.mark.parametrize("layout, batch", [("channels-last", 101), ("planar", 102)])
+def test_each_layout_on_every_case(layout, batch, monkeypatch) -> None:
+    """Either layout forced on every case, so a wrong step in one cannot hide behind the choice
+    (at a batch no other test runs: plans are kept per shape, these under the forced choice)."""
     monkeypatch.setattr(pool_phases, "CHANNELS_LAST_MIN_RUN", 0 if layout == "channels-last" else 1 << 30)
-    pool_phases._plan.cache_clear()
-    try:
-        for x_shape, w_shape, conv_attrs, pool_attrs, _ in APPLIES:
-            x, w, b = _inputs(x_shape, w_shape, np.float64)
-            phase_plan = _phase_plan(x, w, conv_attrs, pool_attrs)
-            assert phase_plan is not None and phase_plan.channels_last == (layout == "channels-last")
-            np.testing.assert_allclose(_fused(x, w, b, conv_attrs, pool_attrs), _unfused(x, w, b, conv_attrs, pool_attrs),
-                                       rtol=1e-10, atol=1e-10, err_msg=f"{x_shape} {w_shape} {conv_attrs} {pool_attrs}")
-    finally:
-        pool_phases._plan.cache_clear()
+    for x_shape, w_shape, conv_attrs, pool_attrs, _ in APPLIES:
+        x, w, b = _inputs((batch,) + x_shape[1:], w_shape, np.float64)
+        phase_plan = _phase_plan(x, w, conv_attrs, pool_attrs)
+        assert phase_plan is not None and phase_plan.channels_last == (layout == "channels-last")
+        np.testing.assert_allclose(_fused(x, w, b, conv_attrs, pool_attrs), _unfused(x, w, b, conv_attrs, pool_attrs),
+                                   rtol=1e-10, atol=1e-10, err_msg=f"{x_shape} {w_shape} {conv_attrs} {pool_attrs}")
 
 
 @pytest.mark.parametrize("batch", [16, 1])
