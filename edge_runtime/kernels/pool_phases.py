@@ -306,10 +306,18 @@ def stacked_weights(w, xp, index):
         return kept[2]
     stacked = xp.take(xp.concatenate((w.reshape(-1), xp.zeros(1, dtype=w.dtype))), index)
     if unwritable(w):
-        _kept.pop(key, None)
-        while _kept and sum(entry[2].size for entry in _kept.values()) + stacked.size > MAX_KEPT_ELEMENTS:
-            _kept.pop(list(_kept)[0], None)
+        _kept.pop(key, None)  # re-kept as the newest
         _kept[key] = (weakref.ref(w, lambda ref, key=key: _forget(key, ref)), index, stacked)
+        # single dict operations and a copy to read: safe against other threads and against a
+        # weight's death (``_forget``) while the oldest are dropped
+        entries = _kept.copy()
+        total = sum(entry[2].size for entry in entries.values())
+        for old, entry in entries.items():
+            if total <= MAX_KEPT_ELEMENTS:
+                break
+            if old != key:
+                _kept.pop(old, None)
+                total -= entry[2].size
     return stacked
 
 
@@ -321,7 +329,7 @@ def kept_count() -> int:
 def _forget(key: int, ref: weakref.ref) -> None:
     kept = _kept.get(key)
     if kept is not None and kept[0] is ref:
-        del _kept[key]
+        _kept.pop(key, None)
 
 
 def unwritable(w) -> bool:

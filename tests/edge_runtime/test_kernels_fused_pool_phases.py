@@ -3,6 +3,9 @@ and the stacked filters it keeps for read-only weights."""
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -216,3 +219,38 @@ def test_lenet_as_converted_matches_the_plain_import(batch) -> None:
     (name,) = plain.run(x)
     for _ in range(2):
         np.testing.assert_allclose(optimized.run(x)[name], plain.run(x)[name], rtol=1e-4, atol=1e-4)
+
+
+def test_kept_filters_stay_whole_under_threads(monkeypatch) -> None:
+    """Threads stacking their own read-only weights at once, the weights dropped as they go, with
+    room for few: every call gets its own weights' filters and nothing raises."""
+    x_shape, w_shape, conv_attrs, pool_attrs, _ = APPLIES[0]
+    x, w, _ = _inputs(x_shape, w_shape)
+    index = _phase_plan(x, w, conv_attrs, pool_attrs).index
+    monkeypatch.setattr(pool_phases, "MAX_KEPT_ELEMENTS", index.size * 3)
+    want = pool_phases.stacked_weights(w, np, index)
+    errors = []
+
+    def stack(seed: int) -> None:
+        try:
+            for i in range(200):
+                scale = float(seed * 1000 + i + 1)
+                weights = _read_only(w * np.float32(scale))
+                got = pool_phases.stacked_weights(weights, np, index)
+                np.testing.assert_allclose(got, want * np.float32(scale), rtol=1e-6)
+                del weights
+        except Exception as exc:  # reported below, with the thread's seed
+            errors.append((seed, exc))
+
+    threads = [threading.Thread(target=stack, args=(seed,)) for seed in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between nearly any two bytecodes
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not any(thread.is_alive() for thread in threads) and not errors, errors
+    assert pool_phases.kept_count() <= 3
