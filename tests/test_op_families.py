@@ -29,7 +29,7 @@ PACKAGES = {
     "gradient": ("trainer.gradients",),
 }
 # Modules of those packages that register nothing and so belong to no family.
-NOT_FAMILIES = {"__init__", "registry", "families", "helpers", "rules", "resampling", "sliding_windows", "stride_phases"}
+NOT_FAMILIES = {"__init__", "registry", "families", "helpers", "rules", "resampling", "sliding_windows", "stride_phases", "pool_phases"}
 
 
 def misfiled(places: Mapping[str, Mapping[Key, str]]) -> list[str]:

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from edge_runtime.kernels import sliding_windows, stride_phases
+from edge_runtime.kernels import pool_phases, sliding_windows, stride_phases
 from edge_runtime.kernels.math import gemm, relu_into
 from edge_runtime.kernels.nn import padded_for_max, reduce_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
@@ -132,29 +132,40 @@ def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kern
                         auto_pad, dilations, group, kernel_shape, pads, strides):
     """MaxPool(activation(Conv(x))), pooled first: a max commutes with adding a per-channel bias and
     with a non-decreasing activation, so both run on the pooled output (a quarter of the conv's
-    under a 2x2 pool), and the pool reads the convolution's output as its im2col path left it
-    (LeNet's first layer: flat columns' uncropped rows, no copy; its second: channels-last, pooled
-    before the one transpose back to planar)."""
+    under a 2x2 pool). Where the pool's windows allow, the convolution runs over the pool's phases
+    (``pool_phases``: the pool is the maximum over whole channel blocks); else the pool reads the
+    convolution's output as its im2col path left it (flat columns' uncropped rows, or
+    channels-last, pooled before the one transpose back to planar)."""
     win = sliding_windows.resolve_window(x.shape[2:], tuple(kernel_shape or w.shape[2:]), strides, dilations, pads, auto_pad)
-    pool = (pool_kernel_shape, pool_strides, pool_pads)
+    pool_win = sliding_windows.resolve_window(win.out, tuple(pool_kernel_shape), pool_strides, None, pool_pads, "NOTSET")
     if not monotone_activation(activation, activation_params):
         y = sliding_windows.conv(x, w, b, xp, group=group, win=win)
-        return _max_pool(apply_activation(y, xp, activation, activation_params), xp, *pool, lead=2)
-    y, channels_last = sliding_windows.conv_unfinished(x, w, xp, group=group, win=win)
-    lead = 1 if channels_last else 2
-    pooled = _max_pool(y, xp, *pool, lead=lead)
-    if b is not None:
-        pooled += b if channels_last else b.reshape((-1,) + (1,) * (pooled.ndim - 2))
+        return _max_pool(apply_activation(y, xp, activation, activation_params), xp, pool_win, lead=2)
+    phase_plan = pool_phases.plan(x, w, group, win, pool_win, xp)
+    if phase_plan is not None:
+        pooled, channels_last = pool_phases.conv_max_pool(x, w, xp, win, phase_plan), phase_plan.channels_last
+    else:
+        y, channels_last = sliding_windows.conv_unfinished(x, w, xp, group=group, win=win)
+        pooled = _max_pool(y, xp, pool_win, lead=1 if channels_last else 2)
+    if channels_last:  # the bias added as the planar copy is written
+        planar = pooled.transpose((0, pooled.ndim - 1) + tuple(range(1, pooled.ndim - 1)))
+        out = xp.empty(planar.shape, dtype=pooled.dtype)
+        if b is None:
+            out[...] = planar
+        else:
+            xp.add(planar, b.reshape((-1,) + (1,) * (out.ndim - 2)), out=out)
+    else:
+        out = xp.ascontiguousarray(pooled)  # the pools write fresh arrays: a copy only if strided
+        if b is not None:
+            out += b.reshape((-1,) + (1,) * (out.ndim - 2))
     if activation:
-        apply_activation(pooled, xp, activation, activation_params)
-    return xp.ascontiguousarray(xp.moveaxis(pooled, -1, 1) if channels_last else pooled)
+        apply_activation(out, xp, activation, activation_params)
+    return out
 
 
-def _max_pool(y, xp, kernel_shape, strides, pads, *, lead):
+def _max_pool(y, xp, win, *, lead):
     """Max pool over the spatial axes that follow the first ``lead`` axes, into a fresh array
     (``reduce_windows`` writes every axis's maxima into a new one)."""
-    n_sp = len(kernel_shape)
-    win = sliding_windows.resolve_window(y.shape[lead:lead + n_sp], tuple(kernel_shape), strides, None, pads, "NOTSET")
     return reduce_windows(padded_for_max(y, xp, win, lead), xp, xp.maximum, win, lead=lead)
 
 
