@@ -318,6 +318,25 @@ def test_gemm_chain_reads_a_column_major_product() -> None:
     np.testing.assert_allclose(got_t, got, rtol=1e-4, atol=1e-2)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 16, 64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_over_a_row_major_weight_reads_a_column_major_product(rows, dtype) -> None:
+    # LeNet's 400->120->84 as the exporter stores it: the first weight (N, K), its product swapped
+    # (column-major); the second (K, N) with transB=0 (exporter.passes.gemm_layout), as a FusedGemm
+    # with Relu, then a plain Gemm with alpha and beta.
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((rows, 400)).astype(dtype)
+    w1, w2 = rng.standard_normal((120, 400)).astype(dtype), rng.standard_normal((120, 84)).astype(dtype)
+    c2 = rng.standard_normal(84).astype(dtype)
+    h = run("Gemm", x, w1, None, transA=0, transB=1, alpha=1.0, beta=1.0)
+    got = run("FusedGemm", h, w2, c2, domain="flowstack", transB=0, activation="Relu")
+    want = np.maximum(x.astype(np.float64) @ w1.T.astype(np.float64) @ w2 + c2, 0)
+    assert got.dtype == dtype and got.shape == (rows, 84)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    scaled = run("Gemm", h, w2, c2, transB=0, alpha=0.5, beta=2.0)
+    np.testing.assert_allclose(scaled, 0.5 * (x.astype(np.float64) @ w1.T @ w2) + 2.0 * c2, rtol=1e-4, atol=1e-3)
+
+
 def test_gemm_swaps_its_product_for_few_rows_and_for_large_weights_a_few_more() -> None:
     from edge_runtime.kernels.math import _swap_pays
 

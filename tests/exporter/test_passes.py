@@ -674,6 +674,66 @@ class TestTransposeGemmWeights:
         assert transpose_gemm_weights(before)[1] == 0
 
 
+class TestGemmWeightLayoutByShape:
+    """Small weights with many outputs stay (K, N) row-major; large ones and few outputs go (N, K)."""
+
+    @staticmethod
+    def linear(k: int, n: int, attrs: dict, rows: int = 16, dtype=np.float32) -> ir.Model:
+        w = randn(n, k) if attrs.get("transB") else randn(k, n)
+        x_shape = (k, rows) if attrs.get("transA") else (rows, k)
+        nodes = [ir.Node("Gemm", ["x", "w", "b"], ["y"], dict(attrs), name="fc")]
+        g = graph(nodes, ["x"], ["y"], constants={"w": w.astype(dtype), "b": randn(n).astype(dtype)},
+                  shapes={"x": x_shape, "y": (rows, n)})
+        g.values["x"].dtype = g.values["y"].dtype = dtypes.from_numpy(np.dtype(dtype))
+        return model(g)
+
+    @pytest.mark.parametrize("k, n, row_major", [
+        (120, 84, True), (200, 100, True), (64, 64, True),  # LeNet's, and exactly 20,000 elements
+        (784, 128, False), (400, 120, False), (200, 101, False),  # too many elements
+        (84, 10, False), (300, 63, False),  # too few outputs
+    ])
+    @pytest.mark.parametrize("attrs", [{"transB": 1}, {"transB": 0}, {"transB": 1, "alpha": 0.5, "beta": 2.0},
+                                       {"transA": 1, "transB": 1}], ids=["nk", "kn", "alpha-beta", "transA"])
+    def test_layout_follows_the_shape(self, k, n, row_major, attrs) -> None:
+        before = self.linear(k, n, attrs)
+        after, changed = transpose_gemm_weights(before)
+        node = after.graph.nodes[0]
+        assert node.attrs["transB"] == (0 if row_major else 1)
+        assert changed == (bool(attrs["transB"]) == row_major)
+        assert after.graph.values[node.inputs[1]].data.shape == ((k, n) if row_major else (n, k))
+        assert after.graph.values[node.inputs[1]].data.flags.c_contiguous
+        assert transpose_gemm_weights(after)[1] == 0
+        x = randn(*before.graph.values["x"].shape)
+        assert_same_outputs(before, after, rtol=1e-4, atol=1e-5, x=x)
+
+    @pytest.mark.parametrize("rows", [1, 2, 16, 64])
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+    def test_row_major_weight_runs_at_any_batch_and_dtype(self, rows, dtype) -> None:
+        before = self.linear(120, 84, {"transB": 1}, rows=rows, dtype=dtype)
+        after, changed = transpose_gemm_weights(before)
+        assert changed == 1 and after.graph.nodes[0].attrs["transB"] == 0
+        x = RNG.standard_normal(before.graph.values["x"].shape).astype(dtype)
+        got = run(after, x=x)["y"]
+        w, b = before.graph.values["w"].data, before.graph.values["b"].data
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-4 if dtype == np.float32 else 1e-10, atol=1e-4)
+
+    def test_optimized_model_written_back_to_onnx_keeps_the_layout(self) -> None:
+        onnx = pytest.importorskip("onnx")
+        reference = pytest.importorskip("onnx.reference")
+        from exporter.onnx_export import to_onnx  # needs onnx
+
+        before = self.linear(120, 84, {"transB": 1})
+        after, _ = optimize(before)
+        proto = to_onnx(after)
+        onnx.checker.check_model(proto)
+        (gemm,) = [node for node in proto.graph.node if node.op_type == "Gemm"]
+        assert {a.name: a.i for a in gemm.attribute}.get("transB", 0) == 0
+        x = randn(16, 120)
+        (want,) = reference.ReferenceEvaluator(proto).run(None, {"x": x})
+        np.testing.assert_allclose(want, run(before, x=x)["y"], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("name, run_pass", DEFAULT_PASSES, ids=[n for n, _ in DEFAULT_PASSES])
 @pytest.mark.parametrize("build", [lambda: conv_bn("Conv", "Relu"), lambda: conv_bn("MatMulAdd", "Clip"), if_model,
                                    lambda: conv_pool("Relu")],
