@@ -82,8 +82,8 @@ def reduce_windows(x, xp, ufunc, win, fill, lead: int | None = None):
     The spatial axes follow the first ``lead`` axes (default: they are the trailing axes, as in
     (N, C, spatial...); 1 for channels-last (N, spatial..., C)).
 
-    Max and sum over a box are separable: reducing each axis in turn takes sum(k) whole-array ufunc
-    calls instead of prod(k) (4 instead of 8 for 3x3, on arrays shrinking axis by axis), and the
+    Max and sum over a box are separable: reducing each axis in turn takes sum(k - 1) whole-array
+    ufunc calls instead of prod(k) - 1 (4 instead of 8 for 3x3, on arrays shrinking axis by axis), and the
     first axes read contiguous rows. No padded copy is made: a tap that reaches into the padding
     for some outputs only reduces into the outputs it covers in the input (ResNet-18's 3x3 stride 2
     pad 1 max pool on 1x112x112x64 channels-last: 290 -> 200 us).
@@ -144,7 +144,7 @@ def _tap_plan(lead: int, shape: tuple[int, ...], win) -> tuple:
         full, partial = [], []
         for t in range(k):
             offset = t * d - pb  # input index of output 0's tap t
-            lo = max(0, -(offset // s) if offset < 0 else 0)  # first output whose tap is in the input
+            lo = -(offset // s) if offset < 0 else 0  # first output whose tap is in the input
             hi = min(o, (size - 1 - offset) // s + 1) if size - 1 - offset >= 0 else 0
             if hi <= lo:
                 continue
