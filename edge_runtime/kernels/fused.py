@@ -9,7 +9,7 @@ import numpy as np
 
 from edge_runtime.kernels import pool_phases, sliding_windows, stride_phases
 from edge_runtime.kernels.math import gemm, relu_into
-from edge_runtime.kernels.nn import padded_for_max, reduce_windows
+from edge_runtime.kernels.nn import max_windows
 from edge_runtime.kernels.registry import get_kernel, kernel
 from schemas.ops.fused import DOMAIN, monotone_activation
 
@@ -140,13 +140,13 @@ def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kern
     pool_win = sliding_windows.resolve_window(win.out, tuple(pool_kernel_shape), pool_strides, None, pool_pads, "NOTSET")
     if not monotone_activation(activation, activation_params):
         y = sliding_windows.conv(x, w, b, xp, group=group, win=win)
-        return _max_pool(apply_activation(y, xp, activation, activation_params), xp, pool_win, lead=2)
+        return max_windows(apply_activation(y, xp, activation, activation_params), xp, pool_win, lead=2)
     phase_plan = pool_phases.plan(x, w, group, win, pool_win, xp)
     if phase_plan is not None:
         pooled, channels_last = pool_phases.conv_max_pool(x, w, xp, win, phase_plan), phase_plan.channels_last
     else:
         y, channels_last = sliding_windows.conv_unfinished(x, w, xp, group=group, win=win)
-        pooled = _max_pool(y, xp, pool_win, lead=1 if channels_last else 2)
+        pooled = max_windows(y, xp, pool_win, lead=1 if channels_last else 2)
     if channels_last:  # the bias added as the planar copy is written
         planar = pooled.transpose((0, pooled.ndim - 1) + tuple(range(1, pooled.ndim - 1)))
         out = xp.empty(planar.shape, dtype=pooled.dtype)
@@ -161,12 +161,6 @@ def fused_conv_max_pool(x, w, b, *, xp, activation, activation_params, pool_kern
     if activation:
         apply_activation(out, xp, activation, activation_params)
     return out
-
-
-def _max_pool(y, xp, win, *, lead):
-    """Max pool over the spatial axes that follow the first ``lead`` axes, into a fresh array
-    (``reduce_windows`` writes every axis's maxima into a new one)."""
-    return reduce_windows(padded_for_max(y, xp, win, lead), xp, xp.maximum, win, lead=lead)
 
 
 @kernel("FusedConvPointwise", DOMAIN)

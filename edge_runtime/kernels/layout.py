@@ -6,7 +6,7 @@ import math
 
 from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels.fused import activate_scaled, input_scale, scaled
-from edge_runtime.kernels.nn import padded_for_max, reduce_windows
+from edge_runtime.kernels.nn import max_windows
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.fused import DOMAIN
 
@@ -73,4 +73,4 @@ def _pointwise_conv(x, w, b, xp, activation, params):
 @kernel("ChannelsLastMaxPool", DOMAIN)
 def channels_last_max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, strides):
     win = _window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    return reduce_windows(padded_for_max(x, xp, win, lead=1), xp, xp.maximum, win, lead=1)
+    return max_windows(x, xp, win, lead=1)

@@ -74,51 +74,97 @@ def _window_axes(win):
     return tuple(range(2 + n, 2 + 2 * n))
 
 
-def reduce_windows(xpad, xp, ufunc, win, lead: int | None = None):
-    """Reduce every window of the padded input ``xpad`` with ``ufunc``, one spatial axis at a time.
+def reduce_windows(x, xp, ufunc, win, fill, lead: int | None = None):
+    """Reduce every window of ``x`` (unpadded) with ``ufunc``, one spatial axis at a time, as if
+    ``x`` were padded as ``win`` says with ``fill`` (the ufunc's identity: 0 for a sum, the dtype's
+    least for a max); a fresh array.
 
     The spatial axes follow the first ``lead`` axes (default: they are the trailing axes, as in
     (N, C, spatial...); 1 for channels-last (N, spatial..., C)).
 
-    Max and sum over a box are separable: reducing each axis in turn takes sum(k) whole-array ufunc
-    calls instead of prod(k) (6 instead of 9 for 3x3, on arrays shrinking axis by axis), and the
-    first axes read contiguous rows. Far faster than ``view.max(axis=window_axes)`` over a strided
-    window view, whose reduction walks tiny strided axes.
+    Max and sum over a box are separable: reducing each axis in turn takes sum(k - 1) whole-array
+    ufunc calls instead of prod(k) - 1 (4 instead of 8 for 3x3, on arrays shrinking axis by axis), and the
+    first axes read contiguous rows. No padded copy is made: a tap that reaches into the padding
+    for some outputs only reduces into the outputs it covers in the input (ResNet-18's 3x3 stride 2
+    pad 1 max pool on 1x112x112x64 channels-last: 290 -> 200 us).
     """
-    out = xpad
-    for axis_taps in _tap_slices(xpad.ndim - len(win.kernel) if lead is None else lead, win):
-        taps = [out[index] for index in axis_taps]
-        acc = ufunc(taps[0], taps[1]) if len(taps) > 1 else taps[0].copy()
-        for tap in taps[2:]:
-            ufunc(acc, tap, out=acc)
-        out = acc
-    return out
+    out, fresh = x, False
+    for axis_taps in _tap_plan(x.ndim - len(win.kernel) if lead is None else lead, x.shape, win):
+        out, reduced = _reduce_axis(out, xp, ufunc, fill, axis_taps)
+        fresh = fresh or reduced
+    return out if fresh else xp.array(out)  # only 1-tap axes: a view of x so far
+
+
+def _reduce_axis(x, xp, ufunc, fill, axis_taps):
+    """One axis of ``reduce_windows``, and whether the result is a new array (a 1-tap axis gives a
+    strided view): the taps covering every output start the accumulator."""
+    position, size, full, partial = axis_taps
+    if len(full) == 1 and not partial:
+        return x[full[0]], False
+    if len(full) >= 2:
+        acc = ufunc(x[full[0]], x[full[1]])
+        rest = full[2:]
+    elif full:
+        acc = x[full[0]].copy()
+        rest = ()
+    else:
+        acc = xp.full(x.shape[:position] + (size,) + x.shape[position + 1 :], fill, dtype=x.dtype)
+        rest = ()
+    for source in rest:
+        ufunc(acc, x[source], out=acc)
+    for target, source in partial:
+        ufunc(acc[target], x[source], out=acc[target])
+    return acc, True
+
+
+def lowest(dtype, xp):
+    """A value no element of ``dtype`` is below: a max's padding (-inf, or the integer type's least)."""
+    return -xp.inf if dtype.kind == "f" else xp.iinfo(dtype).min
+
+
+def max_windows(x, xp, win, lead: int | None = None):
+    """Max pool of ``x`` over ``win``'s windows (``lead`` as in ``reduce_windows``), a fresh array."""
+    return reduce_windows(x, xp, xp.maximum, win, lowest(x.dtype, xp), lead)
 
 
 def padded_for_max(x, xp, win, lead: int | None = None):
-    """``x`` padded as ``win`` says with a value no element is below (-inf, or the integer type's
-    least), for a max over its windows; ``lead`` as in ``reduce_windows`` (1: channels-last)."""
-    low = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    """``x`` padded as ``win`` says with ``lowest``, for a max over its windows; ``lead`` as in
+    ``reduce_windows`` (1: channels-last)."""
     pad = sliding_windows.pad_channels_last if lead == 1 else sliding_windows.pad_spatial
-    return pad(x, xp, win.pad_begin, win.padded_end, low)
+    return pad(x, xp, win.pad_begin, win.padded_end, lowest(x.dtype, xp))
 
 
 @lru_cache(maxsize=1024)
-def _tap_slices(lead: int, win) -> tuple[tuple[tuple[slice, ...], ...], ...]:
-    """Per spatial axis, the index of each kernel tap's strided view along that axis."""
-    return tuple(
-        tuple((slice(None),) * (lead + axis) + (slice(t * d, t * d + (o - 1) * s + 1, s),) for t in range(k))
-        for axis, (k, s, d, o) in enumerate(zip(win.kernel, win.strides, win.dilations, win.out))
-    )
+def _tap_plan(lead: int, shape: tuple[int, ...], win) -> tuple:
+    """Per spatial axis: its position, the output size along it, the indices of the taps that cover
+    every output, and (output index, input index) pairs of the taps that cover only some."""
+    plan = []
+    for axis, (k, s, d, o, pb) in enumerate(zip(win.kernel, win.strides, win.dilations, win.out, win.pad_begin)):
+        size, head = shape[lead + axis], (slice(None),) * (lead + axis)
+        full, partial = [], []
+        for t in range(k):
+            offset = t * d - pb  # input index of output 0's tap t
+            lo = -(offset // s) if offset < 0 else 0  # first output whose tap is in the input
+            hi = min(o, (size - 1 - offset) // s + 1) if size - 1 - offset >= 0 else 0
+            if hi <= lo:
+                continue
+            first = lo * s + offset
+            source = head + (slice(first, first + (hi - lo - 1) * s + 1, s),)
+            if (lo, hi) == (0, o):
+                full.append(source)
+            else:
+                partial.append((head + (slice(lo, hi),), source))
+        plan.append((lead + axis, o, tuple(full), tuple(partial)))
+    return tuple(plan)
 
 
 @kernel("MaxPool", output_count=True)
 def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, storage_order, strides, n_outputs):
     win = pool_window(x, kernel_shape, strides, dilations, pads, auto_pad, ceil_mode)
-    xpad = padded_for_max(x, xp, win)
-    y = reduce_windows(xpad, xp, xp.maximum, win)
+    y = max_windows(x, xp, win)
     if n_outputs < 2:
         return y
+    xpad = padded_for_max(x, xp, win)
     view = sliding_windows.windows(xpad, xp, win)
     n_sp = len(win.kernel)
     # Indices: the flat position of each window's first maximum in the unpadded input.
@@ -141,7 +187,7 @@ def max_pool(x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pads, stora
 
 def _pool_sum(x, xp, win, *, include_pad):
     """Window sums of ``x`` (already transformed) and the number of counted elements per window."""
-    total = reduce_windows(sliding_windows.pad_spatial(x, xp, win.pad_begin, win.padded_end), xp, xp.add, win)
+    total = reduce_windows(x, xp, xp.add, win, 0)
     return total, window_counts(x, xp, win, include_pad=include_pad)
 
 
