@@ -22,6 +22,8 @@ CASES = [
     ((1, 3, 16, 16), 4, (3, 3), {"strides": [1, 2], "pads": [1, 1, 1, 1]}, True),
     ((1, 3, 8, 8), 4, (2, 2), {"strides": [2, 2]}, True),  # no padding, taps in every phase once
     ((1, 8, 30, 30), 200, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True),  # several column blocks
+    ((2, 3, 19, 17), 300, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}, True),  # 4 shifts across, blocks
+    ((1, 3, 16, 20), 4, (5, 1), {"strides": [2, 2], "pads": [2, 0, 2, 0]}, True),  # one shift: no shifted adds
     ((1, 3, 12, 12), 4, (3, 3), {"pads": [1, 1, 1, 1]}, False),  # stride 1
     ((1, 3, 12, 12), 4, (3, 3), {"strides": [2, 2], "pads": [2, 2, 2, 2], "dilations": [2, 2]}, False),
     ((1, 3, 12, 12), 4, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 1}, False),  # not depthwise
