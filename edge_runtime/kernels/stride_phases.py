@@ -112,62 +112,75 @@ def zero_padding(e, geo: _Geometry) -> None:
         e6[:, :, :, q, :, v0 + nc:] = 0
 
 
+# Kernels at least this wide copy only their taps down (``depthwise_over_phases``); narrower ones
+# copy every tap, where the shifted products and their adds cost about what the copies save. Whole
+# models, one process, the two alternating in blocks of 10 runs, 25 s, one BLAS thread (median ms):
+# EfficientNet-B0 (a 5x5 and a 3x3 layer) 14.81 -> 14.67 with both shifted, MobileNetV2 (3x3 only)
+# 9.30 -> 9.45; alone (us): 144@56 5x5 370 -> 271, 96@112 3x3 350 -> 321.
+SHIFT_ACROSS_MIN_WIDTH = 5
+
+
 def depthwise_over_phases(e, w, b, xp, geo: _Geometry):
     """The depthwise convolution (``w`` (C, 1, kh, kw), bias ``b``) of the phase-split ``e`` (NumPy):
     (N, C, out rows, cols extent), each row as wide as a phase row (crop to the output width).
 
-    A phase's taps across a row read the same run shifted by one value, so only its taps down are
-    copied as columns (one run each, a block of channels at a time, PHASE_COLUMN_CHUNK_BYTES), and
-    the product of a block has one row per shift across (taps a shift lacks weigh 0), added shifted
-    while in cache; the bias rides in the unshifted row against a row of ones. A 3x3 kernel at
-    stride 2 copies 6 runs instead of 9, a 5x5 10 instead of 25 (alone, one BLAS thread, min (us):
-    96@112 3x3 350 -> 321, 144@56 5x5 370 -> 270, 144@56 3x3 160 -> 159)."""
+    The columns of a block of channels (PHASE_COLUMN_CHUNK_BYTES) are copied phase by phase, every
+    tap a contiguous run, and multiplied while in cache, with a row of ones for the bias. A phase's
+    taps across a row read the same run shifted by one value: under a kernel SHIFT_ACROSS_MIN_WIDTH
+    wide or more only its taps down are copied (5x5 at stride 2: 10 runs, not 25), the product has
+    one row per shift across (taps a shift lacks weigh 0), and the rows are added shifted."""
     n, c = e.shape[:2]
     extent = geo.cols.extent
     plane, item, length = geo.rows.extent * extent, e.itemsize, geo.length
-    weights = _shifted_weights(w, b, xp, geo)
+    shifted = w.shape[-1] >= SHIFT_ACROSS_MIN_WIDTH
+    weights = _tap_weights(w, b, xp, geo, shifted)
     shifts, depth = weights.shape[1:]
     # a run reaches shifts - 1 values past the wide rows: into the spare phase row ``geometry`` adds
     run = length + shifts - 1
     e = xp.ascontiguousarray(e)
-    views = [xp.ndarray((n, c, down, run), e.dtype, e, phase * plane * item, e.strides[:2] + (extent * item, item))
-             for phase, down, _ in geo.phase_taps]
+    views = [xp.ndarray((n, c, down, 1 if shifted else across, run), e.dtype, e, phase * plane * item,
+                        e.strides[:2] + (extent * item, item, item))
+             for phase, down, across in geo.phase_taps]
     step = max(1, min(c, PHASE_COLUMN_CHUNK_BYTES // (depth * run * item)))
     columns = xp.empty((step, depth, run), dtype=e.dtype)
     if b is not None:
         columns[:, -1] = 1
-    products = xp.empty((step, shifts, run), dtype=xp.result_type(e, w))
-    y = xp.empty((n, c, length), dtype=products.dtype)
+    y = xp.empty((n, c, 1, length), dtype=xp.result_type(e, w))
+    products = xp.empty((step, shifts, run), dtype=y.dtype) if shifts > 1 else None
     for i in range(n):
         for g in range(0, c, step):
-            block, product = columns[: min(step, c - g)], products[: min(step, c - g)]
+            block = columns[: min(step, c - g)]
             row = 0
             for view in views:
-                block[:, row:row + view.shape[2]] = view[i, g:g + step]
-                row += view.shape[2]
-            xp.matmul(weights[g:g + step], block, out=product)
+                down, copies = view.shape[2:4]
+                # written through a view of the block: reshaping the strided tap view would copy it twice
+                block[:, row:row + down * copies].reshape(block.shape[0], down, copies, run)[...] = view[i, g:g + step]
+                row += down * copies
             out = y[i, g:g + step]
-            if shifts == 1:
-                out[...] = product[:, 0, :length]
+            if products is None:
+                xp.matmul(weights[g:g + step], block, out=out)
                 continue
-            xp.add(product[:, 0, :length], product[:, 1, 1:length + 1], out=out)
+            product = products[: block.shape[0]]
+            xp.matmul(weights[g:g + step], block, out=product)
+            xp.add(product[:, 0, :length], product[:, 1, 1:length + 1], out=out[:, 0])
             for shift in range(2, shifts):
-                out += product[:, shift, shift:length + shift]
+                out[:, 0] += product[:, shift, shift:length + shift]
     return y.reshape((n, c, geo.length // extent, extent))
 
 
-def _shifted_weights(w, b, xp, geo: _Geometry):
-    """``depthwise_over_phases``'s weights, (C, shifts across, column runs + bias), the runs being
-    each phase's taps down in ``phase_taps`` order: the weight of the tap that reads run r shifted
-    by s, 0 where the phase has no such tap; the bias in the unshifted row."""
+def _tap_weights(w, b, xp, geo: _Geometry, shifted: bool):
+    """``depthwise_over_phases``'s weights, (C, shifts, column runs + bias), the runs in
+    ``phase_taps`` order: every tap its own run and one shift, or (``shifted``) each tap down one
+    run and a row for each shift across, the tap that reads run r shifted by s weighing in row s (0
+    where the phase has no such tap). The bias sits in the unshifted row."""
     c, kh, kw = w.shape[0], w.shape[-2], w.shape[-1]
     sh, sw = geo.rows.stride, geo.cols.stride
-    shifts = (kw - 1) // sw + 1
+    shifts = (kw - 1) // sw + 1 if shifted else 1
     taps = []
     for phase, down, across in geo.phase_taps:
         p, q = divmod(phase, sw)
-        taps += [[(p + sh * r) * kw + q + sw * s if s < across else kh * kw for s in range(shifts)]
-                 for r in range(down)]
+        taps += [[(p + sh * r) * kw + q + sw * (s + t) if s + t < across else kh * kw for s in range(shifts)]
+                 for r in range(down) for t in range(1 if shifted else across)]
     # a zero column past the taps stands for the taps a phase lacks
     flat = xp.concatenate([w.reshape(c, kh * kw), xp.zeros((c, 1), dtype=w.dtype)], axis=1)
     weights = flat[:, xp.asarray(taps).T]  # (C, shifts, runs)

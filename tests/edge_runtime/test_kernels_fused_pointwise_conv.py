@@ -67,6 +67,18 @@ def test_fused_pointwise_conv_matches_the_two_convolutions(x_shape, m, kernel, a
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("min_width", [1, 100])  # every kernel's taps across shifted; none
+@pytest.mark.parametrize("x_shape, m, kernel, attrs, phases", [case for case in CASES if case[-1]])
+def test_taps_across_copied_or_shifted_give_the_same_convolution(monkeypatch, x_shape, m, kernel, attrs, phases,
+                                                                 min_width) -> None:
+    monkeypatch.setattr(stride_phases, "SHIFT_ACROSS_MIN_WIDTH", min_width)
+    x, w1, b1, w, b, attrs = _case(x_shape, m, kernel, attrs, seed=4)
+    want = _unfused(x, w1, b1, w, b, "Relu", [], "Clip", [0.0, 6.0], attrs)
+    got = run("FusedPointwiseConv", x, w1, b1, w, b, domain=DOMAIN, pointwise_activation="Relu",
+              pointwise_activation_params=[], activation="Clip", activation_params=[0.0, 6.0], **attrs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
 def test_the_phase_path_is_taken_exactly_where_it_fits(monkeypatch) -> None:
     calls = []
     original = stride_phases.depthwise_over_phases
