@@ -22,6 +22,8 @@ CASES = [
     ((1, 3, 16, 16), 4, (3, 3), {"strides": [1, 2], "pads": [1, 1, 1, 1]}, True),
     ((1, 3, 8, 8), 4, (2, 2), {"strides": [2, 2]}, True),  # no padding, taps in every phase once
     ((1, 8, 30, 30), 200, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, True),  # several column blocks
+    ((2, 3, 19, 17), 300, (7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}, True),  # 4 shifts across, blocks
+    ((1, 3, 16, 20), 4, (5, 1), {"strides": [2, 2], "pads": [2, 0, 2, 0]}, True),  # one shift: no shifted adds
     ((1, 3, 12, 12), 4, (3, 3), {"pads": [1, 1, 1, 1]}, False),  # stride 1
     ((1, 3, 12, 12), 4, (3, 3), {"strides": [2, 2], "pads": [2, 2, 2, 2], "dilations": [2, 2]}, False),
     ((1, 3, 12, 12), 4, (3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 1}, False),  # not depthwise
@@ -62,6 +64,18 @@ def test_fused_pointwise_conv_matches_the_two_convolutions(x_shape, m, kernel, a
     got = run("FusedPointwiseConv", x, w1, b1, w, b, domain=DOMAIN, pointwise_activation=pointwise_activation,
               pointwise_activation_params=pointwise_params, activation=activation, activation_params=params, **attrs)
     assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("min_width", [1, 100])  # every kernel's taps across shifted; none
+@pytest.mark.parametrize("x_shape, m, kernel, attrs, phases", [case for case in CASES if case[-1]])
+def test_taps_across_copied_or_shifted_give_the_same_convolution(monkeypatch, x_shape, m, kernel, attrs, phases,
+                                                                 min_width) -> None:
+    monkeypatch.setattr(stride_phases, "SHIFT_ACROSS_MIN_WIDTH", min_width)
+    x, w1, b1, w, b, attrs = _case(x_shape, m, kernel, attrs, seed=4)
+    want = _unfused(x, w1, b1, w, b, "Relu", [], "Clip", [0.0, 6.0], attrs)
+    got = run("FusedPointwiseConv", x, w1, b1, w, b, domain=DOMAIN, pointwise_activation="Relu",
+              pointwise_activation_params=[], activation="Clip", activation_params=[0.0, 6.0], **attrs)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
