@@ -284,7 +284,7 @@ class TestFoldBatchNorm:
 
 
 class TestFuseActivations:
-    @pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid"])
+    @pytest.mark.parametrize("activation", ["Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish"])
     @pytest.mark.parametrize("producer", ["Conv", "Gemm"])
     def test_fused_kernel_matches(self, producer, activation) -> None:
         before, _ = fold_batch_norm(conv_bn(producer, activation))
