@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from edge_runtime.kernels.nn import row_means
 from edge_runtime.kernels.registry import kernel
 
 
@@ -55,11 +58,21 @@ def _log_sum_exp(x, axes, keepdims, xp):
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axes, False))
 
 
+def _mean(x, axes, keepdims, xp):
+    """Means; over trailing axes of a float32/float64 NumPy array as ``row_means``, one BLAS
+    product, where NumPy's reduction along the axes is several times slower."""
+    trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
+    if not (axes and trailing and x.size and xp.__name__ == "numpy" and x.dtype.kind == "f" and x.itemsize >= 4):
+        return xp.mean(x, axis=axes, keepdims=keepdims)
+    rows = xp.ascontiguousarray(x).reshape(-1, math.prod(x.shape[x.ndim - len(axes):]))
+    return row_means(rows, xp).reshape(_reduced_shape(x.shape, axes, keepdims))
+
+
 _REDUCTIONS = {
     # Sums and products accumulate in the input's dtype, as ONNX does (numpy would widen ints).
     "ReduceSum": (lambda x, a, k, xp: xp.sum(x, axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
     "ReduceProd": (lambda x, a, k, xp: xp.prod(x, axis=a, keepdims=k, dtype=x.dtype), lambda d: 1),
-    "ReduceMean": (lambda x, a, k, xp: xp.mean(x, axis=a, keepdims=k), lambda d: np.nan),
+    "ReduceMean": (_mean, lambda d: np.nan),
     "ReduceMax": (lambda x, a, k, xp: xp.max(x, axis=a, keepdims=k), _lowest),
     "ReduceMin": (lambda x, a, k, xp: xp.min(x, axis=a, keepdims=k), _highest),
     "ReduceL1": (lambda x, a, k, xp: xp.sum(xp.abs(x), axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
