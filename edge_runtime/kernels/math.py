@@ -318,6 +318,20 @@ def _max_shifted(x, axis, xp):
 SOFTMAX_MIN_SHIFTED_SUM = 2.0 ** -12
 
 
+# Below this many values the product's call costs more than the reduction (a 2x5 softmax 4.7 -> 6.0 us).
+SOFTMAX_BLAS_MIN_SIZE = 4096
+
+
+def _sums_along(e, axis):
+    """``e``'s sums along ``axis``, kept as a length-1 axis. Along the last axis of more than one
+    row and enough values, one matrix-vector product with ones: BLAS sums attention's rows of 128
+    scores several times faster than NumPy's reduction along them."""
+    n = e.shape[axis]
+    if axis % e.ndim != e.ndim - 1 or e.size == n or e.size < SOFTMAX_BLAS_MIN_SIZE:
+        return np.add.reduce(e, axis=axis, keepdims=True)
+    return np.matmul(e.reshape(-1, n), np.ones(n, dtype=e.dtype)).reshape(e.shape[:-1] + (1,))
+
+
 def _softmax_shifted_by_top(x, axis):
     """Softmax shifted by max(x) over the whole array, or None where that is not safe (a NaN or
     inf, or a row so far below the maximum that its sum falls under SOFTMAX_MIN_SHIFTED_SUM).
@@ -336,7 +350,7 @@ def _softmax_shifted_by_top(x, axis):
         return None
     e = np.subtract(x, top)
     np.exp(e, out=e)
-    total = np.add.reduce(e, axis=axis, keepdims=True)
+    total = _sums_along(e, axis)
     if not np.minimum.reduce(total, axis=None) >= SOFTMAX_MIN_SHIFTED_SUM:
         return None
     np.reciprocal(total, out=total)
