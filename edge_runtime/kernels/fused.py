@@ -57,6 +57,14 @@ def _swish(y, xp, alpha):
     y *= gate
 
 
+def _hard_swish(y, xp):
+    # y * clip(y / 6 + 1/2, 0, 1) with one temporary, alpha 1/6 multiplied as ONNX writes it
+    gate = y * y.dtype.type(1 / 6)
+    gate += y.dtype.type(0.5)
+    xp.clip(gate, y.dtype.type(0), y.dtype.type(1), out=gate)
+    y *= gate
+
+
 # SiLU (Swish at alpha 1) is y * sigmoid(y) = h (1 + tanh h) with h = y / 2. A kernel that scales
 # its weights and bias by SILU_INPUT_SCALE computes h itself (a power-of-two scaling is exact, so h is
 # y / 2 to the bit) and ``activate_scaled`` then takes three passes where ``_swish`` takes five, with
@@ -99,6 +107,7 @@ _ACTIVATE = {
     "Tanh": _tanh,
     "HardSigmoid": _hard_sigmoid,
     "Swish": _swish,
+    "HardSwish": _hard_swish,
 }
 
 

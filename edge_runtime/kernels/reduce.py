@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from edge_runtime.kernels.nn import row_means
 from edge_runtime.kernels.registry import kernel
 
 
@@ -55,11 +58,21 @@ def _log_sum_exp(x, axes, keepdims, xp):
     return out if keepdims else out.reshape(_reduced_shape(x.shape, axes, False))
 
 
+def _mean(x, axes, keepdims, xp):
+    """Means; over trailing axes of a float32/float64 NumPy array as ``row_means``, one BLAS
+    product, where NumPy's reduction along the axes is several times slower."""
+    trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
+    if not (axes and trailing and x.size and xp.__name__ == "numpy" and x.dtype.kind == "f" and x.itemsize >= 4):
+        return xp.mean(x, axis=axes, keepdims=keepdims)
+    rows = xp.ascontiguousarray(x).reshape(-1, math.prod(x.shape[x.ndim - len(axes):]))
+    return row_means(rows, xp).reshape(_reduced_shape(x.shape, axes, keepdims))
+
+
 _REDUCTIONS = {
     # Sums and products accumulate in the input's dtype, as ONNX does (numpy would widen ints).
     "ReduceSum": (lambda x, a, k, xp: xp.sum(x, axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
     "ReduceProd": (lambda x, a, k, xp: xp.prod(x, axis=a, keepdims=k, dtype=x.dtype), lambda d: 1),
-    "ReduceMean": (lambda x, a, k, xp: xp.mean(x, axis=a, keepdims=k), lambda d: np.nan),
+    "ReduceMean": (_mean, lambda d: np.nan),
     "ReduceMax": (lambda x, a, k, xp: xp.max(x, axis=a, keepdims=k), _lowest),
     "ReduceMin": (lambda x, a, k, xp: xp.min(x, axis=a, keepdims=k), _highest),
     "ReduceL1": (lambda x, a, k, xp: xp.sum(xp.abs(x), axis=a, keepdims=k, dtype=x.dtype), lambda d: 0),
@@ -99,6 +112,38 @@ def _stable_order(v, largest, xp):
     return (v.shape[-1] - 1) - xp.argsort(v[..., ::-1], axis=-1, kind="stable")[..., ::-1]
 
 
+# At most this many top entries are found by as many arg-max passes (a classifier's top 5 over a
+# 32,000-token vocabulary, 32 rows: 0.3 ms, where the partition and its tie bookkeeping took 3.7).
+FEW_TOP = 8
+
+
+def _top_by_extremes(v, k, largest, xp):
+    """Indices of the k extreme entries of each row, or None: k arg-max (arg-min) passes, each
+    entry taken replaced by the dtype's least (greatest) value. arg-max takes the lowest index
+    among equals, as ONNX orders ties. None where that cannot tell (NaNs, or an entry taken that
+    already held the replacement value)."""
+    n = v.shape[-1]
+    rows = xp.ascontiguousarray(v).reshape(-1, n).copy()
+    if rows.dtype.kind in "fc" and bool(xp.isnan(rows).any()):
+        return None
+    if rows.dtype.kind == "f":
+        fill = -xp.inf if largest else xp.inf
+    elif rows.dtype.kind in "iu":
+        info = xp.iinfo(rows.dtype)
+        fill = info.min if largest else info.max
+    else:
+        return None
+    pick = rows.argmax if largest else rows.argmin
+    everywhere = xp.arange(rows.shape[0])
+    chosen = xp.empty((rows.shape[0], k), dtype=xp.int64)
+    for j in range(k):
+        chosen[:, j] = index = pick(axis=-1)
+        if bool((rows[everywhere, index] == fill).any()):
+            return None
+        rows[everywhere, index] = fill
+    return xp.sort(chosen, axis=-1).reshape(v.shape[:-1] + (k,))
+
+
 def _top_candidates(v, k, largest, xp):
     """Indices of the k extreme entries of each row in ascending index order, or None.
 
@@ -124,7 +169,11 @@ def top_k(x, k, *, xp, axis, largest, sorted):
     k = int(k.reshape(-1)[0])
     axis = axis % x.ndim
     v = xp.moveaxis(x, axis, -1)
-    candidates = _top_candidates(v, k, largest, xp) if 0 < 4 * k < v.shape[-1] else None
+    candidates = None
+    if 0 < k <= FEW_TOP and k < v.shape[-1]:
+        candidates = _top_by_extremes(v, k, largest, xp)
+    if candidates is None and 0 < 4 * k < v.shape[-1]:
+        candidates = _top_candidates(v, k, largest, xp)
     if candidates is None:
         indices = _stable_order(v, largest, xp)[..., :k]
     else:

@@ -27,6 +27,7 @@ ACTIVATIONS: dict[str, tuple[str, ...]] = {
     "Tanh": (),
     "HardSigmoid": ("alpha", "beta"),
     "Swish": ("alpha",),  # x * sigmoid(alpha x): SiLU at alpha 1, EfficientNet's activation
+    "HardSwish": (),  # x * HardSigmoid(x) at (1/6, 1/2): MobileNetV3's activation
 }
 
 _ACTIVATION_ATTRS = {"activation": Attr("string", REQUIRED), "activation_params": Attr("floats", [])}

@@ -24,7 +24,8 @@ CASES = [
     ((2, 3, 6, 7), (4, 3, 3, 3), {"pads": [1, 1, 1, 1]}, {"kernel_shape": [2, 3]}),  # pool stride 1
 ]
 ACTIVATIONS = [("", []), ("Relu", []), ("Clip", [0.0, 6.0]), ("LeakyRelu", [0.1]), ("Sigmoid", []),
-               ("LeakyRelu", [-0.5]), ("HardSigmoid", [-0.2, 0.5]), ("Swish", [1.0])]  # the last three dip: pooled after
+               ("LeakyRelu", [-0.5]), ("HardSigmoid", [-0.2, 0.5]), ("Swish", [1.0]),
+               ("HardSwish", [])]  # the last four dip: pooled after
 
 
 def _unfused(x, w, b, conv_attrs, pool_attrs, activation, params):
@@ -80,7 +81,7 @@ STANDALONE = [
     ("HardSigmoid", [-0.2, 0.5], "HardSigmoid", {"alpha": -0.2, "beta": 0.5}, []),
     ("Clip", [0.0, 6.0], "Clip", {}, [np.float32(0.0), np.float32(6.0)]),
     ("Swish", [1.0], "Swish", {"alpha": 1.0}, []), ("Swish", [1.5], "Swish", {"alpha": 1.5}, []),
-    ("Swish", [-0.75], "Swish", {"alpha": -0.75}, []),
+    ("Swish", [-0.75], "Swish", {"alpha": -0.75}, []), ("HardSwish", [], "HardSwish", {}, []),
 ]
 
 

@@ -105,7 +105,7 @@ def test_arg_reductions_on_ties(op: str, select_last: int, expected: list[int]) 
 def reference_top_k(x: np.ndarray, k: int, largest: bool) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise top k, ties broken by lower index first (a slow, obviously correct version)."""
     rows = x.reshape(-1, x.shape[-1])
-    order = [sorted(range(len(r)), key=lambda i: ((-r[i] if largest else r[i]), i))[:k] for r in rows]
+    order = [sorted(range(len(r)), key=lambda i: ((-r[i].item() if largest else r[i].item()), i))[:k] for r in rows]
     idx = np.array(order, np.int64).reshape(x.shape[:-1] + (k,))
     return np.take_along_axis(x, idx, axis=-1), idx
 
@@ -120,6 +120,24 @@ def test_top_k_orders_ties_by_lower_index(largest: int, n: int, k: int) -> None:
     np.testing.assert_array_equal(indices, expected_indices)
     np.testing.assert_array_equal(values, expected_values)
     assert indices.dtype == np.int64 and values.dtype == F32
+
+
+@pytest.mark.parametrize("dtype", [F32, np.int32])
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("k", [1, 5, 8])
+def test_few_top_entries_by_arg_max_passes_order_ties_and_extremes_alike(dtype, largest: int, k: int) -> None:
+    """The arg-max passes (k <= FEW_TOP) break ties and meet the dtype's extreme values (which they
+    use as the taken entries' marker) as the slow reference does."""
+    rng = np.random.default_rng(k + largest)
+    x = rng.integers(-2, 3, size=(4, 50)).astype(dtype)
+    extreme = np.iinfo(dtype) if dtype != F32 else None
+    x[1, :12] = (extreme.min if largest else extreme.max) if extreme else (-np.inf if largest else np.inf)
+    x[2] = x[1]  # a row whose top k reach into the extreme values
+    x[2, 12:] = x[1, 0]
+    values, indices = run("TopK", x, np.array([k], np.int64), largest=largest)
+    expected_values, expected_indices = reference_top_k(x, k, bool(largest))
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(values, expected_values)
 
 
 def test_top_k_along_a_middle_axis_and_with_nans() -> None:

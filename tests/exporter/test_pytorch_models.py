@@ -266,3 +266,35 @@ def test_torch_dynamo_export_of_logcumsumexp(torch) -> None:
         warnings.simplefilter("ignore")
         program = torch.onnx.export(LogCumSumExp(), (x,), dynamo=True, verbose=False)
     assert_matches_torch(torch, LogCumSumExp(), program.model_proto, [x])
+
+
+@pytest.mark.slow
+def test_torch_mobilenet_v3_block_runs_its_hard_swishes_fused(torch) -> None:
+    """MobileNetV3's inverted residual (1x1 expand, depthwise 5x5, squeeze-excite gated by
+    Hardsigmoid, 1x1 project) with nn.Hardswish after the convolutions: after ``optimize`` no
+    HardSwish runs on its own, and the block matches PyTorch."""
+    nn = torch.nn
+    torch.manual_seed(4)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.expand = nn.Sequential(nn.Conv2d(16, 48, 1, bias=False), nn.BatchNorm2d(48), nn.Hardswish())
+            self.depthwise = nn.Sequential(nn.Conv2d(48, 48, 5, 2, 2, groups=48, bias=False), nn.BatchNorm2d(48),
+                                           nn.Hardswish())
+            self.reduce, self.gate = nn.Conv2d(48, 12, 1), nn.Conv2d(12, 48, 1)
+            self.project = nn.Sequential(nn.Conv2d(48, 24, 1, bias=False), nn.BatchNorm2d(24))
+            self.head = nn.Sequential(nn.Flatten(), nn.Linear(24 * 8 * 8, 32), nn.Hardswish())
+
+        def forward(self, x):
+            y = self.depthwise(self.expand(x))
+            s = nn.functional.hardsigmoid(self.gate(torch.relu(self.reduce(y.mean((2, 3), keepdim=True)))))
+            return self.head(self.project(y * s))
+
+    module = Block().eval()
+    x = torch.rand(2, 16, 16, 16)
+    model = torch_export(torch, module, [x], dynamic={"in0": {0: "batch"}})
+    assert sum(n.op_type == "HardSwish" for n in model.graph.node) == 3
+    optimized = optimize(import_onnx(model))[0]
+    assert "HardSwish" not in [n.op_type for n in optimized.graph.nodes]
+    assert_matches_torch(torch, module, model, [x], [torch.rand(1, 16, 16, 16)])

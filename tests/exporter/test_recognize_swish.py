@@ -1,5 +1,5 @@
 """recognize_swish: x * Sigmoid(x) becomes Swish (then folds into its Conv), x * HardSigmoid(x) with
-HardSwish's constants becomes HardSwish; near misses stay."""
+HardSwish's constants becomes HardSwish (then folds into its Conv); near misses stay."""
 
 from __future__ import annotations
 
@@ -78,3 +78,29 @@ def test_fused_swish_is_written_back_as_conv_and_swish_that_onnxruntime_runs() -
     session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     got = session.run(["y"], {"x": x, "z": x})[0]
     np.testing.assert_allclose(got, run(before, x=x, z=x)["y"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("gate, gate_attrs", [("Sigmoid", {}), ("HardSigmoid", {"alpha": 1 / 6, "beta": 0.5})])
+def test_optimize_folds_the_recognised_gate_into_the_convolution_as_onnxruntime_computes_it(gate, gate_attrs) -> None:
+    """MobileNetV3's x * HardSigmoid(x) (1/6, 1/2) and EfficientNet's x * Sigmoid(x) after a
+    convolution end as one FusedConv, matching onnxruntime on the original graph across the
+    HardSwish's kinks at -3 and 3."""
+    before = gated(gate, conv=True, **gate_attrs)
+    after, _ = optimize(before)
+    activation = {"Sigmoid": "Swish", "HardSigmoid": "HardSwish"}[gate]
+    assert [(n.op_type, n.attrs.get("activation")) for n in after.graph.nodes] == [("FusedConv", activation)]
+    x = randn(2, 3, 6, 6) * 3
+    session = onnxruntime.InferenceSession(to_onnx(before).SerializeToString(), providers=["CPUExecutionProvider"])
+    want = session.run(["y"], {"x": x, "z": x})[0]
+    np.testing.assert_allclose(run(after, x=x, z=x)["y"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_hard_swish_is_written_back_as_conv_and_hard_swish() -> None:
+    before = gated("HardSigmoid", conv=True, alpha=1 / 6, beta=0.5)
+    after, _ = optimize(before)
+    proto = to_onnx(after)
+    assert [n.op_type for n in proto.graph.node] == ["Conv", "HardSwish"]
+    x = randn(2, 3, 6, 6) * 3
+    session = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(["y"], {"x": x, "z": x})[0], run(before, x=x, z=x)["y"], rtol=1e-5,
+                               atol=1e-5)
