@@ -13,6 +13,8 @@ from functools import lru_cache
 from itertools import product
 from typing import Callable
 
+from edge_runtime.kernels import tap_products
+
 
 @dataclass(frozen=True)
 class Window:
@@ -613,6 +615,9 @@ def conv_wide_rows(x, w, xp, win, group):
     )
     k = math.prod(win.kernel)
     wide = (n, m, win.out[0]) + geo.padded_rows
+    if xp.__name__ == "numpy" and tap_products.fits(c, group, win.strides, k, geo.length, item):
+        starts = tap_products.offsets(win.kernel, geo.tap_steps)
+        return tap_products.planar(flat, w, xp, starts, geo.length).reshape(wide)
     wg = w.reshape(group, m // group, (c // group) * k)
     if group > 1 and xp.__name__ == "numpy":
         return _grouped_matmul(wg, view, geo.length, xp).reshape(wide)
@@ -623,6 +628,29 @@ def conv_wide_rows(x, w, xp, win, group):
     cols = view.transpose(order).reshape(group, (c // group) * k, n * geo.length)
     y = xp.matmul(wg, cols)  # (G, M/G, N * length)
     return y.reshape((m, n) + wide[2:]).swapaxes(0, 1)
+
+
+def runs_tap_products(xl, xp, group, win: Window) -> bool:
+    """Whether ``conv_channels_last_taps`` runs this channels-last (N, spatial..., C) convolution
+    (on NumPy, as ``tap_products.fits`` says)."""
+    geo = _flat_geometry((xl.shape[0], xl.shape[-1]) + xl.shape[1:-1], win)
+    return xp.__name__ == "numpy" and tap_products.fits(xl.shape[-1], group, win.strides, math.prod(win.kernel),
+                                                        geo.length, xl.itemsize)
+
+
+def conv_channels_last_taps(xl, w, xp, win: Window, finish: Callable | None = None):
+    """The convolution (group 1, stride 1) of an unpadded (N, spatial..., C) input by (M, kernel...,
+    C) weights as ``tap_products`` computes it, cropped to (N, out..., M); ``finish`` as in
+    ``conv_channels_last``, on the cropped output."""
+    n, c, m = xl.shape[0], xl.shape[-1], w.shape[0]
+    geo = _flat_geometry((n, c) + xl.shape[1:-1], win)
+    flat = pad_channels_last(xl, xp, win.pad_begin, geo.end).reshape(n, -1, c)
+    y = tap_products.channels_last(flat, w, xp, tap_products.offsets(win.kernel, geo.tap_steps), geo.length)
+    wide = y.reshape((n, win.out[0]) + geo.padded_rows + (m,))
+    out = xp.ascontiguousarray(wide[(slice(None), slice(None)) + tuple(slice(0, o) for o in win.out[1:])])
+    if finish is not None:
+        finish(out.reshape(-1, m))
+    return out
 
 
 def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_spatial):
