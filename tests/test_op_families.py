@@ -29,7 +29,8 @@ PACKAGES = {
     "gradient": ("trainer.gradients",),
 }
 # Modules of those packages that register nothing and so belong to no family.
-NOT_FAMILIES = {"__init__", "registry", "families", "helpers", "rules", "resampling", "sliding_windows", "stride_phases", "pool_phases"}
+NOT_FAMILIES = {"__init__", "registry", "families", "helpers", "rules", "resampling", "sliding_windows", "stride_phases", "pool_phases",
+                "phase_columns"}
 
 
 def misfiled(places: Mapping[str, Mapping[Key, str]]) -> list[str]:
