@@ -13,7 +13,7 @@ from functools import lru_cache
 from itertools import product
 from typing import Callable
 
-from edge_runtime.kernels import tap_products
+from edge_runtime.kernels import phase_columns, tap_products
 
 
 @dataclass(frozen=True)
@@ -252,7 +252,7 @@ def _whole_batch_columns(x, w, xp, group, win: Window):
 def _columns_conv(x, w, win, group):
     """The im2col formulation for this conv: channels-last for a batch of small planes under a wide
     kernel, flat planes when stride 1 wastes little, channels-last for other batches of small
-    planes with enough channels, else planar windows."""
+    planes with enough channels, stride phases for other strided convolutions, else planar windows."""
     n, c = x.shape[:2]
     pixels = math.prod(win.out)
     small_planes = (group == 1 and n > 1 and pixels <= CHANNELS_LAST_COLUMNS_MAX_PIXELS
@@ -264,6 +264,8 @@ def _columns_conv(x, w, win, group):
         return _im2col_flat
     if small_planes and c >= CHANNELS_LAST_COLUMNS_MIN_CHANNELS:
         return _im2col_channels_last
+    if phase_columns.fits(c, group, win):
+        return _im2col_phases
     return _im2col_padded
 
 
@@ -437,6 +439,13 @@ def depthwise_channels_last(xl, w, xp, win, finish: Callable | None = None):
         if finish is not None:
             finish(block.reshape(-1, c))
     return y
+
+
+def _im2col_phases(x, w, xp, win, group):
+    """A strided convolution over stride phases (``phase_columns``) on NumPy; else planar windows."""
+    if xp.__name__ != "numpy":
+        return _im2col_padded(x, w, xp, win, group)
+    return phase_columns.conv(x, w, xp, win)
 
 
 def _im2col_padded(x, w, xp, win, group):

@@ -23,8 +23,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from edge_runtime.kernels.sliding_windows import Window
+if TYPE_CHECKING:  # sliding_windows imports phase_columns, which imports this module
+    from edge_runtime.kernels.sliding_windows import Window
 
 # The depthwise columns of a block of channels are copied into a buffer of at most this many bytes
 # and multiplied while in cache. Measured on the phase columns (a 1 MiB L2): 96@112 stride 2
