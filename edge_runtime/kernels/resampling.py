@@ -1,9 +1,12 @@
-"""Separable resampling for Resize/Upsample: one axis at a time, each a gather or one matmul.
+"""Separable resampling for Resize/Upsample: one axis at a time, each a gather or a filter.
 
 For every resized axis the output coordinates are mapped back to input coordinates (the
-``coordinate_transformation_mode``), then either gathered (nearest) or combined through a dense
-(out, in) weight matrix built from the interpolation filter (linear, cubic, antialiased variants),
-applied with a single matmul. Coordinates and weights are computed in float64, like ONNX's reference.
+``coordinate_transformation_mode``), then either gathered (nearest; a repeat where every input
+sample is repeated a whole number of times) or filtered: each output is a weighted sum of a few
+input samples (the taps of the linear or cubic filter, more when antialiasing shrinks), applied as
+one gather and one multiply-add a tap in the input's precision (float64 for integers), or, for
+filters wider than MAX_GATHER_TAPS, through the dense (out, in) weight matrix in one product.
+Coordinates and weights are computed in float64, like ONNX's reference.
 """
 
 from __future__ import annotations
@@ -98,8 +101,15 @@ def _cubic(d, a):
     return near, far
 
 
-def weight_matrix(xp, src, in_len, scale, *, mode, antialias, cubic_coeff_a, exclude_outside):
-    """Dense (out, in) interpolation weights for linear or cubic filtering."""
+# Filters of at most this many taps an output run as gathers, one take and one multiply-add a tap;
+# wider ones (antialiased shrinking by more than 4x) as one product with their dense weight matrix.
+MAX_GATHER_TAPS = 8
+
+
+def filter_taps(xp, src, in_len, scale, *, mode, antialias, cubic_coeff_a, exclude_outside):
+    """The linear or cubic filter at each input coordinate ``src``, as (indices, weights), each
+    (taps, out): a tap's input index for every output (clipped into the axis) and its weight, the
+    weights of an output summing to 1."""
     support = 1 if mode == "linear" else 2
     # Antialiasing widens the filter by 1/scale when shrinking; otherwise the taps are fixed.
     stretch = min(scale, 1.0) if antialias else 1.0
@@ -121,17 +131,32 @@ def weight_matrix(xp, src, in_len, scale, *, mode, antialias, cubic_coeff_a, exc
         weights.append(w)
         indices.append(xp.clip(idx, 0, in_len - 1))
     total = sum(weights)
+    return xp.stack(indices), xp.stack([w / total for w in weights])
+
+
+def dense_weights(xp, taps, in_len):
+    """``filter_taps``' (indices, weights) as the dense (out, in) matrix they stand for."""
+    indices, weights = taps
     columns = xp.arange(in_len).reshape(1, -1)
-    matrix = xp.zeros((src.shape[0], in_len), dtype=xp.float64)
+    matrix = xp.zeros((indices.shape[1], in_len), dtype=xp.float64)
     for w, idx in zip(weights, indices):
-        matrix += (w / total).reshape(-1, 1) * (idx.reshape(-1, 1) == columns)
+        matrix += w.reshape(-1, 1) * (idx.reshape(-1, 1) == columns)
     return matrix
+
+
+def _repeats(xp, index, in_len) -> int:
+    """k when the nearest ``index`` takes every input sample k times in a row (an integer upscale), else 0."""
+    out_len = index.shape[0]
+    if not in_len or out_len % in_len or out_len == in_len:
+        return 0
+    k = out_len // in_len
+    return k if bool((index == xp.arange(out_len) // k).all()) else 0
 
 
 def axis_steps(xp, shape, *, scales, sizes, roi, axes, mode, coordinate_transformation_mode, nearest_mode,
                cubic_coeff_a, exclude_outside, antialias, keep_aspect_ratio_policy):
-    """Per resized axis, in order: (axis, nearest indices or None, (out, in) weights or None,
-    output positions outside the roi or None). Resize applies them; its gradient applies their transposes."""
+    """Per resized axis, in order: (axis, nearest indices or None, ``filter_taps`` or None, output
+    positions outside the roi or None). Resize applies them; its gradient applies their transposes."""
     axes, scales, sizes = output_plan(shape, scales, sizes, axes, keep_aspect_ratio_policy)
     rank = len(shape)
     if roi is not None and len(roi) == 2 * len(axes):
@@ -153,11 +178,11 @@ def axis_steps(xp, shape, *, scales, sizes, roi, axes, mode, coordinate_transfor
         if mode == "nearest":
             steps.append((axis, nearest_index(xp, src, in_len, nearest_mode), None, outside))
         else:
-            m = weight_matrix(
+            taps = filter_taps(
                 xp, src, in_len, scale, mode=mode, antialias=antialias, cubic_coeff_a=cubic_coeff_a,
                 exclude_outside=exclude_outside,
             )
-            steps.append((axis, None, m, outside))
+            steps.append((axis, None, taps, outside))
     return steps
 
 
@@ -168,27 +193,59 @@ def _along(shape_rank, axis, mask):
 
 
 def resize(x, xp, *, extrapolation_value, **plan):
-    y = x if plan["mode"] == "nearest" else x.astype(xp.float64)
-    for axis, index, m, outside in axis_steps(xp, x.shape, **plan):
+    work = x.dtype if x.dtype.kind == "f" and x.dtype.itemsize >= 4 else xp.dtype(xp.float64)
+    y = x if plan["mode"] == "nearest" else x.astype(work, copy=False)
+    for axis, index, taps, outside in _cheapest_order(axis_steps(xp, x.shape, **plan), x.shape):
         if index is not None:
-            y = xp.take(y, index, axis=axis)
+            k = _repeats(xp, index, x.shape[axis])
+            y = xp.repeat(y, k, axis=axis) if k else xp.take(y, index, axis=axis)
+        elif taps[0].shape[0] <= MAX_GATHER_TAPS:
+            y = _filter(y, xp, axis, taps)
         else:
+            m = dense_weights(xp, taps, x.shape[axis]).astype(y.dtype)
             y = xp.moveaxis(xp.tensordot(m, y, axes=([1], [axis])), 0, axis)
         if outside is not None:
             y = xp.where(_along(x.ndim, axis, outside), xp.asarray(extrapolation_value, dtype=y.dtype), y)
     if plan["mode"] != "nearest" and x.dtype.kind in "iu":
         info = xp.iinfo(x.dtype)
         y = xp.clip(xp.rint(y), info.min, info.max)
-    return xp.ascontiguousarray(y.astype(x.dtype))
+    return xp.ascontiguousarray(y.astype(x.dtype, copy=False))
+
+
+def _cheapest_order(steps, shape):
+    """The steps in the order that moves the fewest values: shrinking axes first, then growing ones
+    innermost first (a gather along the last axis copies value by value, along the others whole
+    rows). The result is the same in any order: each axis is resampled on its own."""
+    def growth(step):
+        axis, index, taps = step[:3]
+        out_len = (index if index is not None else taps[0]).shape[-1]
+        return (out_len > shape[axis], -axis if out_len > shape[axis] else axis)
+    return sorted(steps, key=growth)
+
+
+def _filter(y, xp, axis, taps):
+    """Each output along ``axis`` the weighted sum of its taps' input samples: a take and a
+    multiply-add a tap, in ``y``'s precision."""
+    indices, weights = taps
+    weights = weights.astype(y.dtype)
+    out = xp.take(y, indices[0], axis=axis)
+    out *= _along(y.ndim, axis, weights[0])
+    for idx, w in zip(indices[1:], weights[1:]):
+        part = xp.take(y, idx, axis=axis)
+        part *= _along(y.ndim, axis, w)
+        out += part
+    return out
 
 
 def resize_adjoint(dy, shape, xp, **plan):
     """The transpose of ``resize`` as a linear map of x (shaped ``shape``): its gradient for ``dy``."""
     g = dy.astype(xp.float64)
-    for axis, index, m, outside in reversed(axis_steps(xp, shape, **plan)):
+    for axis, index, taps, outside in reversed(axis_steps(xp, shape, **plan)):
         if outside is not None:  # extrapolated positions do not depend on x
             g = xp.where(_along(g.ndim, axis, outside), 0.0, g)
         if index is not None:  # a gather is a one-hot weight matrix
             m = (index.reshape(-1, 1) == xp.arange(shape[axis]).reshape(1, -1)).astype(xp.float64)
+        else:
+            m = dense_weights(xp, taps, shape[axis])
         g = xp.moveaxis(xp.tensordot(m.T, g, axes=([1], [axis])), 0, axis)
     return g
