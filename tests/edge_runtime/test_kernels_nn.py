@@ -221,6 +221,19 @@ def test_normalizations_keep_float32_and_half() -> None:
         assert y.dtype == dtype and mean.shape == (2, 4, 3, 1)
 
 
+@pytest.mark.parametrize("dtype, axis", [(np.float32, -1), (np.float32, -2), (np.float64, 1), (np.float16, -1)])
+def test_rms_normalization_matches_its_formula(dtype, axis: int) -> None:
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 5, 8)) * 3 + 1).astype(dtype)[:, ::-1]  # a strided view, as a Split gives
+    scale = rng.uniform(0.5, 1.5, x.shape[axis:]).astype(dtype)
+    axes = tuple(range(axis % 3, 3))
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(axis=axes, keepdims=True) + 1e-6) * scale
+    y = run("RMSNormalization", frozen(x), frozen(scale), axis=axis, epsilon=1e-6)
+    assert y.dtype == dtype and y.shape == x.shape
+    np.testing.assert_allclose(y, want, rtol=2e-3 if dtype == np.float16 else 2e-6, atol=1e-6)
+
+
 def test_lp_normalization_of_a_zero_vector_is_zero() -> None:
     y = run("LpNormalization", np.zeros((2, 3), dtype=np.float32), axis=1)
     np.testing.assert_array_equal(y, 0)
