@@ -34,14 +34,15 @@ from exporter.passes.pointwise_to_matmul import pointwise_to_matmul
 from exporter.passes.recognize_attention import recognize_attention
 from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.recognize_layer_norm import recognize_layer_norms
+from exporter.passes.recognize_rms_norm import recognize_rms_norms
 from exporter.passes.recognize_swish import recognize_swish
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, then the recognisers of what exporters write op
-# by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
-# Identity in its chains), so BatchNormalization meets its Conv directly,
+# by op (GELU, attention, swish, layer norm, RMS norm after it, MatMul + bias as Gemm; each then
+# sees every constant once and no Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -60,6 +61,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("recognize_attention", recognize_attention),
     ("recognize_swish", recognize_swish),
     ("recognize_layer_norms", recognize_layer_norms),
+    ("recognize_rms_norms", recognize_rms_norms),
     ("matmul_add_to_gemm", matmul_add_to_gemm),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
@@ -152,6 +154,7 @@ __all__ = [
     "recognize_attention",
     "recognize_gelu",
     "recognize_layer_norms",
+    "recognize_rms_norms",
     "recognize_swish",
     "remove_identities",
     "to_channels_last",
