@@ -288,6 +288,26 @@ def test_plain_attention_matches_per_row_softmax_whichever_shift_it_takes(row_of
     np.testing.assert_allclose(y, softmax_attention_reference(q, k, v, mask, scale), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mask_shape", [(2, 1, 5, 7), (1, 1, 5, 7), (2, 6, 5, 7), (5, 7), (2, 1, 1, 7)])
+@pytest.mark.parametrize("row_offset", [0.0, -40.0])
+def test_plain_grouped_query_attention_equals_repeated_heads(mask_shape, row_offset: float) -> None:
+    # Llama-style GQA handed K and V before repeat_kv: 6 query heads on 2 key/value heads, V a
+    # transposed view; a float mask of each shape that broadcasts, and (row_offset -40) one query
+    # row far below the rest, so the kernel falls back to shifting each row by its own maximum.
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((2, 6, 5, 4)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 7, 4)).astype(np.float32)
+    v = rng.standard_normal((2, 7, 2, 4)).astype(np.float32).transpose(0, 2, 1, 3)
+    mask = np.where(rng.random(mask_shape) < 0.3, np.finfo(np.float32).min, 0).astype(np.float32)
+    mask[..., 0] = 0  # every query row keeps a key
+    mask = mask + np.float32(row_offset) * (np.arange(mask_shape[-2]) == 1).reshape(-1, 1)
+    y = run("Attention", q, k, v, mask, scale=0.5, n_outputs=1)
+    k_full, v_full = np.repeat(k, 3, axis=1), np.repeat(v, 3, axis=1)
+    full_mask = np.broadcast_to(mask, (2, 6, 5, 7))
+    assert y.dtype == F32 and y.shape == (2, 6, 5, 4)
+    np.testing.assert_allclose(y, softmax_attention_reference(q, k_full, v_full, full_mask, 0.5), rtol=1e-5, atol=3e-6)
+
+
 def test_plain_attention_gives_zeros_for_a_row_masked_to_minus_infinity() -> None:
     rng = np.random.default_rng(7)
     q, k, v = (rng.standard_normal((1, 2, 5, 3)).astype(np.float32) for _ in range(3))
