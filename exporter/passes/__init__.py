@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from exporter import ir
 from exporter.passes.constant_folding import fold_constants
 from exporter.passes.cse import eliminate_common_subexpressions
+from exporter.passes.attention_grouped_kv import hand_attention_grouped_kv
 from exporter.passes.channels_last import to_channels_last
 from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
@@ -41,8 +42,9 @@ from exporter.passes.transpose_cancel import cancel_transposes
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, then the recognisers of what exporters write op
-# by op (GELU, attention, swish, layer norm, RMS norm after it, MatMul + bias as Gemm; each then
-# sees every constant once and no Identity in its chains), so BatchNormalization meets its Conv directly,
+# by op (GELU, attention and then its grouped keys and values, swish, layer norm, RMS norm after
+# it, MatMul + bias as Gemm; each then sees every constant once and no Identity in its chains),
+# so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -59,6 +61,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("cancel_transposes", cancel_transposes),
     ("recognize_gelu", recognize_gelu),
     ("recognize_attention", recognize_attention),
+    ("hand_attention_grouped_kv", hand_attention_grouped_kv),
     ("recognize_swish", recognize_swish),
     ("recognize_layer_norms", recognize_layer_norms),
     ("recognize_rms_norms", recognize_rms_norms),
@@ -147,6 +150,7 @@ __all__ = [
     "fuse_pointwise",
     "fuse_pointwise_strided",
     "fuse_squeeze_excite",
+    "hand_attention_grouped_kv",
     "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
