@@ -320,6 +320,22 @@ def test_plain_attention_gives_zeros_for_a_row_masked_to_minus_infinity() -> Non
     np.testing.assert_allclose(y[:, :, live], expected[:, :, live], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("cache_batch", [2, 1])
+def test_rotary_embedding_of_whole_heads_matches_transformers_rotate_half(cache_batch: int) -> None:
+    # transformers' apply_rotary_pos_emb: x * cos + rotate_half(x) * sin with cos = Cos(Concat(f, f));
+    # x a transposed (B, S, H, D) view, as the heads arrive from their Reshape/Transpose.
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 5, 3, 8)).astype(np.float32).transpose(0, 2, 1, 3)
+    f = rng.uniform(0, 6, (cache_batch, 5, 4))
+    cos, sin = np.cos(f).astype(np.float32), np.sin(f).astype(np.float32)
+    x64 = x.astype(np.float64)
+    rotate_half = np.concatenate([-x64[..., 4:], x64[..., :4]], axis=-1)
+    want = x64 * np.cos(np.concatenate([f, f], -1))[:, None] + rotate_half * np.sin(np.concatenate([f, f], -1))[:, None]
+    y = run("RotaryEmbedding", frozen(x), frozen(cos), frozen(sin), None)
+    assert y.dtype == F32 and y.shape == x.shape
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
 def test_nll_loss_mean_ignores_ignored_targets() -> None:
     logp = np.log(np.full((3, 4), 0.25, dtype=np.float32))
     target = np.array([0, 5, 1])
