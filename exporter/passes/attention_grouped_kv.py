@@ -68,17 +68,17 @@ def _repeated(reader: ChainReader, name: str) -> tuple[str, list[ir.Node]] | Non
     if axes is None or axes.reshape(-1).tolist() not in ([2], [-3]) or _rank(reader, kv) != 4:
         return None
     target = _expand_target(reader, expand.inputs[1])
-    if target is None or [_dim_of(reader, d, kv) for d in target[:2] + target[3:]] != [0, 1, 2, 3]:
+    if target is None or not all(_is_dim(reader, piece, kv, i) for piece, i in zip(target[:2] + target[3:], range(4))):
         return None
-    if _scalar_int(reader, target[2]) is None:
+    if not isinstance(target[2], int) and _scalar_int(reader, target[2]) is None:
         return None
-    merged = _concat_pieces(reader, reshape.inputs[1])
-    if merged is None or len(merged) != 4 or [_dim_of(reader, merged[i], kv) for i in (0, 2, 3)] != [0, 2, 3]:
+    merged = _shape_pieces(reader, reshape.inputs[1])
+    if merged is None or len(merged) != 4 or not all(_is_dim(reader, merged[i], kv, i) for i in (0, 2, 3)):
         return None
     return kv, [unsqueeze, expand, reshape]
 
 
-def _expand_target(reader: ChainReader, name: str) -> list[str] | None:
+def _expand_target(reader: ChainReader, name: str) -> list[str | int] | None:
     """The five pieces of the Expand's target shape, through the exporter's Where(Equal(s, -1), 1, s)."""
     where = reader.producer(name, "Where")
     if where is not None:
@@ -86,16 +86,34 @@ def _expand_target(reader: ChainReader, name: str) -> list[str] | None:
         if equal is None or where.inputs[2] not in equal.inputs:
             return None
         name = where.inputs[2]
-    pieces = _concat_pieces(reader, name)
+    pieces = _shape_pieces(reader, name)
     return pieces if pieces is not None and len(pieces) == 5 else None
 
 
-def _concat_pieces(reader: ChainReader, name: str) -> list[str] | None:
-    """The one-element inputs of the Concat making the shape ``name``."""
+def _shape_pieces(reader: ChainReader, name: str) -> list[str | int] | None:
+    """The pieces of the shape ``name``: a constant's dims (once the shape arithmetic of known dims
+    is folded, as for a fixed-shape export), else the one-element inputs of the Concat making it,
+    those that are constants as their ints."""
+    data = constant(reader.graph, name)
+    if data is not None:
+        return [int(d) for d in data.reshape(-1)] if np.issubdtype(data.dtype, np.integer) else None
     concat = reader.producer(name, "Concat")
     if concat is None or concat.attrs.get("axis", 0) != 0:
         return None
-    return list(concat.inputs)
+    return [_scalar_int(reader, piece) if constant(reader.graph, piece) is not None else piece
+            for piece in concat.inputs]
+
+
+def _is_dim(reader: ChainReader, piece: str | int | None, kv: str, index: int) -> bool:
+    """Whether ``piece`` is kv's dim ``index``: read from Shape(kv), or a constant equal to that
+    dim where kv's shape knows it."""
+    if piece is None:
+        return False
+    if isinstance(piece, int):
+        record = reader.graph.values.get(kv)
+        known = None if record is None or record.shape is None else record.shape[index]
+        return isinstance(known, int) and known == piece
+    return _dim_of(reader, piece, kv) == index
 
 
 def _dim_of(reader: ChainReader, piece: str, kv: str) -> int | None:

@@ -103,3 +103,32 @@ def test_near_misses_keep_their_repeat(near_miss) -> None:
     attention = next(n for n in after.graph.nodes if n.op_type == "Attention")
     assert attention.inputs == ["q", "k_rep", "v", "mask"]
     assert ops(after).count("Expand") == 1
+
+
+def fixed_shape_gqa(expand_target=(B, HKV, REPEAT, S, D), reshape_target=(B, HQ, S, D)) -> ir.Model:
+    """repeat_kv as a fixed-shape export (or the folded shape arithmetic of known dims) leaves it:
+    Expand and Reshape to constant shapes."""
+    nodes: list[ir.Node] = []
+    for source, out in (("k", "k_rep"), ("v", "v_rep")):
+        nodes += [ir.Node("Unsqueeze", [source, "axis"], [f"{out}_u"], name=f"{out}_u"),
+                  ir.Node("Expand", [f"{out}_u", "expand_to"], [f"{out}_x"], name=f"{out}_x"),
+                  ir.Node("Reshape", [f"{out}_x", "reshape_to"], [out], name=f"{out}_reshape")]
+    nodes.append(ir.Node("Attention", ["q", "k_rep", "v_rep", "mask"], ["y"], {"scale": 0.5}, name="attention"))
+    constants = {"axis": np.array([2], np.int64), "expand_to": np.array(expand_target, np.int64),
+                 "reshape_to": np.array(reshape_target, np.int64)}
+    shapes = {"q": (B, HQ, S, D), "k": (B, HKV, S, D), "v": (B, HKV, S, D), "mask": (B, 1, S, S)}
+    return model(graph(nodes, ["q", "k", "v", "mask"], ["y"], constants, shapes))
+
+
+def test_constant_shapes_of_a_fixed_shape_export_match_too() -> None:
+    before = fixed_shape_gqa()
+    after, count = hand_attention_grouped_kv(before)
+    assert count == 2 and ops(after) == ["Attention"]
+    assert_same_outputs(before, after, **feeds())
+
+
+def test_constant_shapes_that_are_not_kvs_own_dims_stay() -> None:
+    """An Expand to [B, H, n, D, S] of a (B, H, S, D) value (S != D) is no repeat_kv: it stays."""
+    before = fixed_shape_gqa(expand_target=(B, HKV, REPEAT, D, S), reshape_target=(B, HQ, D, S))
+    after, count = hand_attention_grouped_kv(before)
+    assert count == 0 and ops(after).count("Expand") == 2
