@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from exporter import ir
+from exporter.passes.attention_grouped_kv import hand_attention_grouped_kv
 from exporter.passes.constant_folding import fold_constants
 from exporter.passes.cse import eliminate_common_subexpressions
 from exporter.passes.channels_last import to_channels_last
@@ -34,14 +35,17 @@ from exporter.passes.pointwise_to_matmul import pointwise_to_matmul
 from exporter.passes.recognize_attention import recognize_attention
 from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.recognize_layer_norm import recognize_layer_norms
+from exporter.passes.recognize_rms_norm import recognize_rms_norms
+from exporter.passes.recognize_rotary import recognize_rotary_embeddings
 from exporter.passes.recognize_swish import recognize_swish
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first, then the recognisers of what exporters write op
-# by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
-# Identity in its chains), so BatchNormalization meets its Conv directly,
+# by op (GELU, attention and then its grouped keys and values, swish, layer norm, RMS norm after
+# it, rotary embeddings, MatMul + bias as Gemm; each then sees every constant once and no Identity
+# in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -58,8 +62,11 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("cancel_transposes", cancel_transposes),
     ("recognize_gelu", recognize_gelu),
     ("recognize_attention", recognize_attention),
+    ("hand_attention_grouped_kv", hand_attention_grouped_kv),
     ("recognize_swish", recognize_swish),
     ("recognize_layer_norms", recognize_layer_norms),
+    ("recognize_rms_norms", recognize_rms_norms),
+    ("recognize_rotary_embeddings", recognize_rotary_embeddings),
     ("matmul_add_to_gemm", matmul_add_to_gemm),
     ("fold_batch_norm", fold_batch_norm),
     ("transpose_gemm_weights", transpose_gemm_weights),
@@ -145,6 +152,7 @@ __all__ = [
     "fuse_pointwise",
     "fuse_pointwise_strided",
     "fuse_squeeze_excite",
+    "hand_attention_grouped_kv",
     "matmul_add_to_gemm",
     "merge_sibling_matmuls",
     "optimize",
@@ -152,6 +160,8 @@ __all__ = [
     "recognize_attention",
     "recognize_gelu",
     "recognize_layer_norms",
+    "recognize_rms_norms",
+    "recognize_rotary_embeddings",
     "recognize_swish",
     "remove_identities",
     "to_channels_last",

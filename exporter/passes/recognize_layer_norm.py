@@ -24,7 +24,7 @@ def recognize_layer_norms(model: ir.Model) -> tuple[ir.Model, int]:
     return rewrite_matches(model, _match)
 
 
-def _trailing_axes(reader: ChainReader, mean: ir.Node, rank: int | None) -> int | None:
+def trailing_axes(reader: ChainReader, mean: ir.Node, rank: int | None) -> int | None:
     """The first axis (negative) of ``mean``'s reduction when it reduces the trailing axes with keepdims."""
     if mean.attrs.get("keepdims", 1) != 1 or len(mean.inputs) < 2:
         return None
@@ -53,7 +53,7 @@ def _match(reader: ChainReader, mean: ir.Node) -> tuple[list[ir.Node], ir.Node] 
     x = mean.inputs[0]
     value = reader.graph.values.get(x)
     rank = len(value.shape) if value is not None and value.shape is not None else None
-    axis = _trailing_axes(reader, mean, rank)
+    axis = trailing_axes(reader, mean, rank)
     sub = reader.sole_reader(mean.outputs[0], "Sub")
     if axis is None or sub is None or sub.inputs != [x, mean.outputs[0]]:
         return None
@@ -64,7 +64,7 @@ def _match(reader: ChainReader, mean: ir.Node) -> tuple[list[ir.Node], ir.Node] 
     if d in reader.graph.outputs or len(d_readers) != 2 or not _squares(reader, square, d) or div is None:
         return None
     var = reader.sole_reader(square.outputs[0], "ReduceMean")
-    if var is None or _trailing_axes(reader, var, rank) != axis or var.inputs[0] != square.outputs[0]:
+    if var is None or trailing_axes(reader, var, rank) != axis or var.inputs[0] != square.outputs[0]:
         return None
     plus_eps = reader.sole_reader(var.outputs[0], "Add")
     eps_name = reader.operand_besides(plus_eps, var.outputs[0]) if plus_eps is not None else None
@@ -76,13 +76,13 @@ def _match(reader: ChainReader, mean: ir.Node) -> tuple[list[ir.Node], ir.Node] 
         return None
     scale = reader.sole_reader(div.outputs[0], "Mul")
     gamma = reader.operand_besides(scale, div.outputs[0]) if scale is not None else None
-    if gamma is None or not _normalized_shape(reader, gamma, x, axis):
+    if gamma is None or not normalized_shape(reader, gamma, x, axis):
         return None
     chain = [mean, sub, square, var, plus_eps, root, div, scale]
     inputs = [x, gamma]
     shift = reader.sole_reader(scale.outputs[0], "Add")
     beta = reader.operand_besides(shift, scale.outputs[0]) if shift is not None else None
-    if beta is not None and _normalized_shape(reader, beta, x, axis):
+    if beta is not None and normalized_shape(reader, beta, x, axis):
         chain.append(shift)
         inputs.append(beta)
     out = chain[-1].outputs[0]
@@ -91,7 +91,7 @@ def _match(reader: ChainReader, mean: ir.Node) -> tuple[list[ir.Node], ir.Node] 
     return chain, node
 
 
-def _normalized_shape(reader: ChainReader, name: str, x: str, axis: int) -> bool:
+def normalized_shape(reader: ChainReader, name: str, x: str, axis: int) -> bool:
     """Whether ``name`` is a float constant of the normalized shape: -axis dims, each 1 or, where
     ``x``'s shape is known, that dim of ``x``."""
     data = constant(reader.graph, name)

@@ -353,6 +353,22 @@ def test_relu_either_path_is_max_with_zero(size, dtype) -> None:
     np.testing.assert_array_equal(out, want)
 
 
+def test_swish_and_tanh_gelu_match_their_formulas_on_strided_views() -> None:
+    # A Llama MLP's SiLU reads a Split view of the merged gate/up product; GPT-2's gelu_new a Gemm output.
+    wide = np.linspace(-12, 12, 2 * 3 * 160).reshape(3, 320)
+    x64 = wide[:, ::2]
+    x = frozen(wide.astype(F32))[:, ::2]
+    for alpha in (1.0, 1.7):
+        want = x64 / (1 + np.exp(-alpha * x64))
+        np.testing.assert_allclose(run("Swish", x, alpha=alpha), want, rtol=2e-6, atol=1e-6)
+    c = math.sqrt(2 / math.pi)
+    want = 0.5 * x64 * (1 + np.tanh(c * (x64 + 0.044715 * x64 ** 3)))
+    got = run("Gelu", x, approximate="tanh")
+    assert got.dtype == F32
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(run("Gelu", np.array([3e38, -3e38, 0.0], F32), approximate="tanh"), [3e38, 0, 0])
+
+
 def test_gelu_float32_matches_the_exact_function() -> None:
     x = np.concatenate([np.linspace(-10, 10, 20001), [-1e4, -30.0, -6.0, 0.0, 6.0, 30.0, 1e4]]).astype(F32)
     exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])

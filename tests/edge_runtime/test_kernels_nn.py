@@ -221,6 +221,19 @@ def test_normalizations_keep_float32_and_half() -> None:
         assert y.dtype == dtype and mean.shape == (2, 4, 3, 1)
 
 
+@pytest.mark.parametrize("dtype, axis", [(np.float32, -1), (np.float32, -2), (np.float64, 1), (np.float16, -1)])
+def test_rms_normalization_matches_its_formula(dtype, axis: int) -> None:
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 5, 8)) * 3 + 1).astype(dtype)[:, ::-1]  # a strided view, as a Split gives
+    scale = rng.uniform(0.5, 1.5, x.shape[axis:]).astype(dtype)
+    axes = tuple(range(axis % 3, 3))
+    x64 = x.astype(np.float64)
+    want = x64 / np.sqrt((x64 * x64).mean(axis=axes, keepdims=True) + 1e-6) * scale
+    y = run("RMSNormalization", frozen(x), frozen(scale), axis=axis, epsilon=1e-6)
+    assert y.dtype == dtype and y.shape == x.shape
+    np.testing.assert_allclose(y, want, rtol=2e-3 if dtype == np.float16 else 2e-6, atol=1e-6)
+
+
 def test_lp_normalization_of_a_zero_vector_is_zero() -> None:
     y = run("LpNormalization", np.zeros((2, 3), dtype=np.float32), axis=1)
     np.testing.assert_array_equal(y, 0)
@@ -275,6 +288,26 @@ def test_plain_attention_matches_per_row_softmax_whichever_shift_it_takes(row_of
     np.testing.assert_allclose(y, softmax_attention_reference(q, k, v, mask, scale), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mask_shape", [(2, 1, 5, 7), (1, 1, 5, 7), (2, 6, 5, 7), (5, 7), (2, 1, 1, 7)])
+@pytest.mark.parametrize("row_offset", [0.0, -40.0])
+def test_plain_grouped_query_attention_equals_repeated_heads(mask_shape, row_offset: float) -> None:
+    # Llama-style GQA handed K and V before repeat_kv: 6 query heads on 2 key/value heads, V a
+    # transposed view; a float mask of each shape that broadcasts, and (row_offset -40) one query
+    # row far below the rest, so the kernel falls back to shifting each row by its own maximum.
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((2, 6, 5, 4)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 7, 4)).astype(np.float32)
+    v = rng.standard_normal((2, 7, 2, 4)).astype(np.float32).transpose(0, 2, 1, 3)
+    mask = np.where(rng.random(mask_shape) < 0.3, np.finfo(np.float32).min, 0).astype(np.float32)
+    mask[..., 0] = 0  # every query row keeps a key
+    mask = mask + np.float32(row_offset) * (np.arange(mask_shape[-2]) == 1).reshape(-1, 1)
+    y = run("Attention", q, k, v, mask, scale=0.5, n_outputs=1)
+    k_full, v_full = np.repeat(k, 3, axis=1), np.repeat(v, 3, axis=1)
+    full_mask = np.broadcast_to(mask, (2, 6, 5, 7))
+    assert y.dtype == F32 and y.shape == (2, 6, 5, 4)
+    np.testing.assert_allclose(y, softmax_attention_reference(q, k_full, v_full, full_mask, 0.5), rtol=1e-5, atol=3e-6)
+
+
 def test_plain_attention_gives_zeros_for_a_row_masked_to_minus_infinity() -> None:
     rng = np.random.default_rng(7)
     q, k, v = (rng.standard_normal((1, 2, 5, 3)).astype(np.float32) for _ in range(3))
@@ -285,6 +318,22 @@ def test_plain_attention_gives_zeros_for_a_row_masked_to_minus_infinity() -> Non
     live = [0, 1, 2, 4]
     expected = softmax_attention_reference(q, k, v, np.zeros_like(mask), 3 ** -0.5)
     np.testing.assert_allclose(y[:, :, live], expected[:, :, live], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cache_batch", [2, 1])
+def test_rotary_embedding_of_whole_heads_matches_transformers_rotate_half(cache_batch: int) -> None:
+    # transformers' apply_rotary_pos_emb: x * cos + rotate_half(x) * sin with cos = Cos(Concat(f, f));
+    # x a transposed (B, S, H, D) view, as the heads arrive from their Reshape/Transpose.
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 5, 3, 8)).astype(np.float32).transpose(0, 2, 1, 3)
+    f = rng.uniform(0, 6, (cache_batch, 5, 4))
+    cos, sin = np.cos(f).astype(np.float32), np.sin(f).astype(np.float32)
+    x64 = x.astype(np.float64)
+    rotate_half = np.concatenate([-x64[..., 4:], x64[..., :4]], axis=-1)
+    want = x64 * np.cos(np.concatenate([f, f], -1))[:, None] + rotate_half * np.sin(np.concatenate([f, f], -1))[:, None]
+    y = run("RotaryEmbedding", frozen(x), frozen(cos), frozen(sin), None)
+    assert y.dtype == F32 and y.shape == x.shape
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
 
 
 def test_nll_loss_mean_ignores_ignored_targets() -> None:
