@@ -20,6 +20,7 @@ from exporter.passes.cse import eliminate_common_subexpressions
 from exporter.passes.channels_last import to_channels_last
 from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
+from exporter.passes.fold_pad import fold_pads
 from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
 from exporter.passes.fuse_pointwise import fuse_pointwise
@@ -39,7 +40,8 @@ from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
-# Order matters within a round: cleanups first, then the recognisers of what exporters write op
+# Order matters within a round: cleanups first (zero Pads into their Convs once constant folding
+# has made the pads constants), then the recognisers of what exporters write op
 # by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
 # Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
@@ -56,6 +58,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_dead_code", eliminate_dead_code),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
+    ("fold_pads", fold_pads),
     ("recognize_gelu", recognize_gelu),
     ("recognize_attention", recognize_attention),
     ("recognize_swish", recognize_swish),
@@ -140,6 +143,7 @@ __all__ = [
     "eliminate_dead_code",
     "fold_batch_norm",
     "fold_constants",
+    "fold_pads",
     "fuse_activations",
     "fuse_max_pools",
     "fuse_pointwise",
