@@ -36,12 +36,14 @@ from exporter.passes.recognize_attention import recognize_attention
 from exporter.passes.recognize_gelu import recognize_gelu
 from exporter.passes.recognize_layer_norm import recognize_layer_norms
 from exporter.passes.recognize_swish import recognize_swish
+from exporter.passes.refine_shapes import refine_shapes
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first (zero Pads into their Convs once constant folding
-# has made the pads constants), then the recognisers of what exporters write op
+# has made the pads constants, then the shapes onnx's inference lost behind such computed values),
+# then the recognisers of what exporters write op
 # by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
 # Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
@@ -59,6 +61,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
     ("fold_pads", fold_pads),
+    ("refine_shapes", refine_shapes),
     ("recognize_gelu", recognize_gelu),
     ("recognize_attention", recognize_attention),
     ("recognize_swish", recognize_swish),
@@ -157,6 +160,7 @@ __all__ = [
     "recognize_gelu",
     "recognize_layer_norms",
     "recognize_swish",
+    "refine_shapes",
     "remove_identities",
     "to_channels_last",
     "transpose_gemm_weights",
