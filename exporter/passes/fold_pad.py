@@ -8,7 +8,7 @@ keeps the Conv from the channels-last and 1x1 rewrites that follow. A constant-m
 value 0, constant non-negative pads and no padding of the batch or channel axes is exactly the
 Conv's own zero padding, so the Conv takes the pads (added to its own) and reads the Pad's input.
 Applies only when every reader of the Pad's output is such a Conv (reading it as its data input,
-with ``auto_pad`` NOTSET) and the output is not a graph output.
+with ``auto_pad`` NOTSET or VALID, as ``padding="valid"`` exports) and the output is not a graph output.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _plain_conv_input(node: ir.Node, name: str) -> bool:
         (node.domain, node.op_type) == ("", "Conv")
         and node.inputs[0] == name
         and name not in node.inputs[1:]
-        and node.attrs.get("auto_pad", "NOTSET") == "NOTSET"
+        and node.attrs.get("auto_pad", "NOTSET") in ("NOTSET", "VALID")  # VALID: no padding of its own
         and bool(node.attrs.get("kernel_shape"))
     )
 
@@ -79,6 +79,8 @@ def _fold(graph: ir.Graph, pad: ir.Node, read_by: dict[str, list[ir.Node]]) -> b
         return False
     for conv in convs:
         own = list(conv.attrs.get("pads") or [0] * len(extra))
-        conv.attrs = {**conv.attrs, "pads": [a + b for a, b in zip(own, extra)]}
+        if conv.attrs.get("auto_pad", "NOTSET") == "VALID":
+            own = [0] * len(extra)
+        conv.attrs = {**conv.attrs, "pads": [a + b for a, b in zip(own, extra)], "auto_pad": "NOTSET"}
         conv.inputs[0] = pad.inputs[0]
     return True

@@ -16,7 +16,7 @@ X_SHAPE = (2, 3, 7, 7)
 
 def padded_conv(pads=(0, 0, 0, 1, 0, 0, 1, 2), value=None, mode=None, conv_pads=None, strides=(2, 2),
                 group: int = 1, second_reader: str | None = None, pad_is_output: bool = False,
-                axes=None) -> ir.Model:
+                axes=None, auto_pad: str | None = None) -> ir.Model:
     """Pad(x) -> Conv 3x3; knobs to build the near misses."""
     constants = {"w": randn(4 if group == 1 else 3, 3 // group, 3, 3), "b": randn(4 if group == 1 else 3)}
     pad_attrs = {"mode": mode} if mode else {}
@@ -31,6 +31,8 @@ def padded_conv(pads=(0, 0, 0, 1, 0, 0, 1, 2), value=None, mode=None, conv_pads=
     conv_attrs = {"kernel_shape": [3, 3], "strides": list(strides), "group": group}
     if conv_pads:
         conv_attrs["pads"] = list(conv_pads)
+    if auto_pad:
+        conv_attrs["auto_pad"] = auto_pad
     nodes = [ir.Node("Pad", pad_inputs, ["p"], pad_attrs, name="pad"),
              ir.Node("Conv", ["p", "w", "b"], ["y"], conv_attrs, name="conv")]
     outputs = ["y"]
@@ -55,6 +57,7 @@ def padded_conv(pads=(0, 0, 0, 1, 0, 0, 1, 2), value=None, mode=None, conv_pads=
         pytest.param(lambda: padded_conv(value=0.0, group=3), id="explicit zero value, depthwise"),
         pytest.param(lambda: padded_conv(pads=(1, 2, 1, 0), axes=[-2, -1]), id="opset 18 axes"),
         pytest.param(lambda: padded_conv(second_reader="Conv"), id="two conv readers"),
+        pytest.param(lambda: padded_conv(auto_pad="VALID"), id="auto_pad VALID, as padding='valid' exports"),
     ],
 )
 def test_zero_pad_folds_into_its_convs(build) -> None:
@@ -81,6 +84,7 @@ def test_folded_pads_are_the_convs_pads_begin_then_end() -> None:
         pytest.param(lambda: padded_conv(pads=(0, 0, -1, 0, 0, 0, 0, 0)), id="a negative pad crops"),
         pytest.param(lambda: padded_conv(second_reader="Relu"), id="another reader"),
         pytest.param(lambda: padded_conv(pad_is_output=True), id="pad output is a graph output"),
+        pytest.param(lambda: padded_conv(auto_pad="SAME_UPPER", strides=(1, 1)), id="auto_pad SAME_UPPER"),
     ],
 )
 def test_near_misses_are_left_alone(build) -> None:
