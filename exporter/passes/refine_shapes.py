@@ -9,6 +9,11 @@ Once constant folding has turned such chains into constants (and ``fold_pads`` h
 into the convolutions), the registry's shape rules recover the dims. Only unknown dims (-1) and
 unknown ranks and dtypes are filled in; a known dim is never changed, so the pass converges.
 Nodes outside the default domain and nodes with nested graphs are left alone.
+
+One pattern needs more than the rules see: ``Reshape(x, Shape(y))``, how PyTorch exports
+``GroupNorm`` (``InstanceNormalization`` over a flattened view, then back to the input's shape,
+PoolFormer's every norm). The target is a computed tensor whose values the rule cannot read, but
+the output's shape is ``y``'s, dim for dim.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, constant, copy_model
+from exporter.passes.graph_edit import all_graphs, constant, copy_model, producers
 from schemas import dtypes, get_schema, has_schema
 from schemas.registry import TensorType, infer_types
 
@@ -26,9 +31,10 @@ def refine_shapes(model: ir.Model) -> tuple[ir.Model, int]:
     model = copy_model(model)
     refined = 0
     for graph in all_graphs(model.graph):
+        made = producers(graph)
         for node in graph.nodes:
             if node.domain == "" and has_schema(node.op_type) and not any(node.subgraphs()):
-                refined += _refine_outputs(graph, node)
+                refined += _refine_outputs(graph, node, made)
     return model, refined
 
 
@@ -53,7 +59,24 @@ def _plain(code: int) -> bool:
     return True
 
 
-def _refine_outputs(graph: ir.Graph, node: ir.Node) -> int:
+def _reshape_to_shape_of(graph: ir.Graph, node: ir.Node, made: dict[str, ir.Node]) -> TensorType | None:
+    """``Reshape(x, Shape(y))``: ``y``'s shape (a known 0 in it would mean "copy x's dim": left alone)."""
+    if node.op_type != "Reshape" or len(node.inputs) < 2:
+        return None
+    source = made.get(node.inputs[1])
+    if source is None or (source.domain, source.op_type) != ("", "Shape") or source.attrs.get("start", 0) != 0 \
+            or source.attrs.get("end") is not None:
+        return None
+    shape = _tensor_type(graph, source.inputs[0]).shape
+    if shape is None or 0 in shape:
+        return None
+    return TensorType(_tensor_type(graph, node.inputs[0]).dtype, shape)
+
+
+def _refine_outputs(graph: ir.Graph, node: ir.Node, made: dict[str, ir.Node]) -> int:
+    reshaped = _reshape_to_shape_of(graph, node, made)
+    if reshaped is not None:
+        return int(_merge(graph, node.outputs[0], reshaped))
     schema = get_schema(node.op_type)
     try:
         inferred = infer_types(

@@ -89,3 +89,25 @@ def test_a_runtime_shape_gives_the_rank_at_most() -> None:
 
     assert reshape(None).shape is None and reshape(None).dtype == 1  # float, rank unknown
     assert reshape((3,)).shape == (-1, -1, -1)
+
+
+def reshape_to_shape_of_x(**shape_attrs) -> ir.Model:
+    """Reshape(Flatten(x), Shape(x)): how PyTorch exports GroupNorm's way back to its input's shape."""
+    nodes = [ir.Node("Flatten", ["x"], ["f"], name="flatten"), ir.Node("Shape", ["x"], ["s"], shape_attrs, name="shape"),
+             ir.Node("Reshape", ["f", "s"], ["y"], name="reshape")]
+    return model(graph(nodes, ["x"], ["y"], shapes={"x": (-1, 4, 6, 6)}))
+
+
+def test_reshape_to_the_shape_of_a_value_takes_its_shape() -> None:
+    before = reshape_to_shape_of_x()
+    assert before.graph.values.get("y") is None or before.graph.values["y"].shape is None
+    refined, _ = refine_shapes(before)
+    assert refined.graph.values["y"].shape == (-1, 4, 6, 6)
+    x = randn(2, 4, 6, 6)
+    np.testing.assert_array_equal(run(refined, x=x)["y"], x)
+
+
+def test_reshape_to_part_of_a_shape_is_left_to_the_rule() -> None:
+    refined, _ = refine_shapes(reshape_to_shape_of_x(start=1))
+    shape = refined.graph.values["y"].shape
+    assert shape is None or all(d == -1 for d in shape)
