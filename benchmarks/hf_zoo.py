@@ -1,15 +1,16 @@
 """Hugging Face models as users export them, swept through the edge runtime against onnxruntime.
 
     python -m benchmarks.hf_zoo                        # every model at its real size
-    python -m benchmarks.hf_zoo --models resnet,gpt2 --budget 3
+    python -m benchmarks.hf_zoo --models resnet50,gpt2 --budget 3
     python -m benchmarks.hf_zoo --quick                # tiny configs: a smoke run, not a measurement
     python -m benchmarks.hf_zoo --no-timing            # conversion and correctness only
+    python -m benchmarks.hf_zoo --dynamo               # the dynamo exporter (torch 2.13's default)
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m benchmarks.hf_zoo   # against a peer
 
 Each model is a ``transformers`` model class built from its default (or a checkpoint's) config
 with seeded random weights (never ``from_pretrained``: nothing is downloaded), wrapped to return its
 first output (the last hidden state), exported by ``torch.onnx.export`` (the TorchScript exporter at
-opset 17, as ``benchmarks.zoo`` exports), converted as ``flowstack convert`` converts it
+opset 17, as ``benchmarks.zoo`` exports, or with ``--dynamo`` the dynamo exporter), converted as ``flowstack convert`` converts it
 (``import_onnx`` + the exporter's passes + the flow writer), checked against onnxruntime (the
 largest difference relative to the output's scale, at least 1: ``benchmarks.zoo``'s 1e-4
 criterion) and timed against onnxruntime with 2 intra-op threads in alternating blocks
@@ -31,6 +32,7 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -40,7 +42,7 @@ import onnx
 import torch
 from torch import nn
 
-from benchmarks.edge_vs_onnxruntime import flow_bytes, machine, ort_session
+from benchmarks.edge_vs_onnxruntime import ANSI_ESCAPE, flow_bytes, machine, ort_session
 from benchmarks.timing import Timing, time_pair
 from benchmarks.zoo import OPSET, export, trained_looking_parameters
 from edge_runtime import load
@@ -48,6 +50,7 @@ from edge_runtime import load
 TOLERANCE = 1e-4  # benchmarks.zoo's criterion: |ours - ort| <= 1e-4 * max(1, max |ort|)
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "flowstack_hf_zoo"
 CHECK_BATCH = 2  # exported with a dynamic batch: checked at batch 1 (timed) and at this one too
+DYNAMO_OPSET = 18  # the dynamo exporter's own opset (it converts down to older ones after the fact)
 
 Inputs = Callable[[bool, int], dict[str, np.ndarray]]
 
@@ -84,13 +87,15 @@ class HfModel:
         trained_looking_parameters(model, seed)
         return FirstOutput(model.eval(), list(self.feeds(quick)))
 
-    def cache_key(self, quick: bool = False) -> str:
+    def cache_key(self, quick: bool = False, dynamo: bool = False) -> str:
         import transformers
 
         shapes = {name: [list(x.shape), str(x.dtype)] for name, x in self.feeds(quick).items()}
-        text = json.dumps([self.model_class, self.config(quick).to_dict(), shapes, OPSET, torch.__version__,
+        exporter = ["dynamo", DYNAMO_OPSET] if dynamo else ["torchscript", OPSET]
+        text = json.dumps([self.model_class, self.config(quick).to_dict(), shapes, exporter, torch.__version__,
                            transformers.__version__], sort_keys=True, default=str)
-        return f"{self.name}{'-quick' if quick else ''}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+        tags = ("-quick" if quick else "") + ("-dynamo" if dynamo else "")
+        return f"{self.name}{tags}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 class FirstOutput(nn.Module):
@@ -233,12 +238,29 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def exported(spec: HfModel, quick: bool, cache: Path) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """The model's ONNX export, from ``cache`` where an export of the same key is there."""
+def export_dynamo(module: nn.Module, feeds: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """``module`` exported by the dynamo exporter (torch 2.13's default) with dim 0 dynamic.
+
+    It traces at the given feeds' batch: torch.export specializes a dim of size 1, so callers
+    pass feeds at ``CHECK_BATCH``."""
+    args = tuple(torch.from_numpy(x) for x in feeds.values())
+    with warnings.catch_warnings():  # the exporter's own deprecation and tracer warnings
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            module, args, input_names=list(feeds), output_names=["output"], opset_version=DYNAMO_OPSET,
+            dynamic_shapes={"inputs": tuple({0: torch.export.Dim.AUTO} for _ in args)}, dynamo=True, verbose=False)
+    return program.model_proto
+
+
+def exported(spec: HfModel, quick: bool, cache: Path, dynamo: bool = False
+             ) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The model's ONNX export (TorchScript exporter, or the dynamo one) and its batch-1 feeds, from
+    ``cache`` where an export of the same key is there."""
     feeds = spec.feeds(quick)
-    path = cache / f"{spec.cache_key(quick)}.onnx"
+    path = cache / f"{spec.cache_key(quick, dynamo)}.onnx"
     if not path.exists():
-        model = export(spec.build(quick), feeds)
+        module = spec.build(quick)
+        model = export_dynamo(module, spec.feeds(quick, CHECK_BATCH)) if dynamo else export(module, feeds)
         cache.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         onnx.save(model, str(partial))
@@ -254,14 +276,14 @@ def relative_max_diff(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.abs(got.astype(np.float64) - want).max()) / scale
 
 
-def bench(spec: HfModel, quick: bool, cache: Path, budget_s: float | None) -> Row:
+def bench(spec: HfModel, quick: bool, cache: Path, budget_s: float | None, dynamo: bool = False) -> Row:
     """Export, convert, check against onnxruntime at batch 1 and ``CHECK_BATCH`` and (with a budget)
     time one model at batch 1."""
     row = Row(spec.name)
     try:
-        model, feeds = exported(spec, quick, cache)
-    except Exception as exc:  # torch's exporter refuses some models: a row, not a crash
-        row.status = f"export failed: {first_line(exc)}"
+        model, feeds = exported(spec, quick, cache, dynamo)
+    except Exception as exc:  # torch's exporters refuse some models: a row, not a crash
+        row.status = f"export failed: {ANSI_ESCAPE.sub('', first_line(exc))}"
         return row
     row.shape = " ".join("x".join(map(str, x.shape)) for x in feeds.values())
     start = time.perf_counter()
@@ -332,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny configs and budgets: a smoke run")
     parser.add_argument("--budget", type=float, default=None, help="seconds of timed pairs per model (default 3, quick 0.2)")
     parser.add_argument("--no-timing", action="store_true", help="export, convert and check only")
+    parser.add_argument("--dynamo", action="store_true", help=f"the dynamo exporter (opset {DYNAMO_OPSET})")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"exports cache (default {DEFAULT_CACHE})")
     args = parser.parse_args(argv)
     names = list(HF_ZOO)
@@ -344,12 +367,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print(machine(), flush=True)
     print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
-    print(f"torch.onnx.export (TorchScript, opset {OPSET}) -> import_onnx + optimize + flow_writer; "
+    exporter = f"dynamo, opset {DYNAMO_OPSET}" if args.dynamo else f"TorchScript, opset {OPSET}"
+    print(f"torch.onnx.export ({exporter}) -> import_onnx + optimize + flow_writer; "
           "onnxruntime: intra_op_num_threads=2, inter_op_num_threads=1", flush=True)
     rows = []
     for name in names:
         start = time.perf_counter()
-        row = bench(HF_ZOO[name], args.quick, args.cache, budget)
+        row = bench(HF_ZOO[name], args.quick, args.cache, budget, args.dynamo)
         rows.append(row)
         ratio = f", ours/ort {row.ratio:.2f}" if row.ratio is not None else ""
         print(f"  {name}: {row.status}, max diff {_fmt(row.max_diff, '.1e')}{ratio} "

@@ -72,3 +72,12 @@ def test_unknown_model_names_are_refused(capsys) -> None:
     with pytest.raises(SystemExit):
         hf_zoo.main(["--models", "resnet50,nope"])
     assert "unknown model(s) ['nope']" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_dynamo_export_converts_and_matches(tmp_path) -> None:
+    pytest.importorskip("onnxscript", reason="the dynamo exporter's translator")
+    row = hf_zoo.bench(hf_zoo.HF_ZOO["resnet50"], quick=True, cache=tmp_path, budget_s=None, dynamo=True)
+    assert row.status == "ok" and row.matches, row
+    (cached,) = tmp_path.glob("*.onnx")
+    assert cached.name.startswith("resnet50-quick-dynamo-")
