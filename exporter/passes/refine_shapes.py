@@ -8,7 +8,8 @@ plane, and the channels-last rewrite, which needs known planes, leaves the whole
 Once constant folding has turned such chains into constants (and ``fold_pads`` has moved the pads
 into the convolutions), the registry's shape rules recover the dims. Only unknown dims (-1) and
 unknown ranks and dtypes are filled in; a known dim is never changed, so the pass converges.
-Nodes outside the default domain and nodes with nested graphs are left alone.
+Nodes with nested graphs are left alone; fused nodes (the attention the recognisers write) are
+typed by their own registry rules.
 
 One pattern needs more than the rules see: ``Reshape(x, Shape(y))``, how PyTorch exports
 ``GroupNorm`` (``InstanceNormalization`` over a flattened view, then back to the input's shape,
@@ -33,7 +34,7 @@ def refine_shapes(model: ir.Model) -> tuple[ir.Model, int]:
     for graph in all_graphs(model.graph):
         made = producers(graph)
         for node in graph.nodes:
-            if node.domain == "" and has_schema(node.op_type) and not any(node.subgraphs()):
+            if has_schema(node.op_type, node.domain) and not any(node.subgraphs()):
                 refined += _refine_outputs(graph, node, made)
     return model, refined
 
@@ -77,7 +78,7 @@ def _refine_outputs(graph: ir.Graph, node: ir.Node, made: dict[str, ir.Node]) ->
     reshaped = _reshape_to_shape_of(graph, node, made)
     if reshaped is not None:
         return int(_merge(graph, node.outputs[0], reshaped))
-    schema = get_schema(node.op_type)
+    schema = get_schema(node.op_type, node.domain)
     try:
         inferred = infer_types(
             schema,
