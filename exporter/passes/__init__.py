@@ -21,6 +21,7 @@ from exporter.passes.channels_last import to_channels_last
 from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
 from exporter.passes.fold_pad import fold_pads
+from exporter.passes.fold_shape_arithmetic import fold_shape_arithmetic
 from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
 from exporter.passes.fuse_pointwise import fuse_pointwise
@@ -42,9 +43,9 @@ from exporter.passes.transpose_cancel import cancel_transposes
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
 # Order matters within a round: cleanups first (zero Pads into their Convs once constant folding
-# has made the pads constants, then the shapes onnx's inference lost behind such computed values),
-# then the recognisers of what exporters write op
-# by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
+# has made the pads constants, then the shapes onnx's inference lost behind such computed values,
+# then the shape arithmetic around reshapes those shapes make constant), then the recognisers of
+# what exporters write op by op (GELU, attention, swish, layer norm, MatMul + bias as Gemm; each then sees every constant once and no
 # Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
@@ -62,6 +63,7 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("cancel_transposes", cancel_transposes),
     ("fold_pads", fold_pads),
     ("refine_shapes", refine_shapes),
+    ("fold_shape_arithmetic", fold_shape_arithmetic),
     ("recognize_gelu", recognize_gelu),
     ("recognize_attention", recognize_attention),
     ("recognize_swish", recognize_swish),
@@ -147,6 +149,7 @@ __all__ = [
     "fold_batch_norm",
     "fold_constants",
     "fold_pads",
+    "fold_shape_arithmetic",
     "fuse_activations",
     "fuse_max_pools",
     "fuse_pointwise",
