@@ -50,7 +50,7 @@ from edge_runtime import load
 TOLERANCE = 1e-4  # benchmarks.zoo's criterion: |ours - ort| <= 1e-4 * max(1, max |ort|)
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "flowstack_hf_zoo"
 CHECK_BATCH = 2  # exported with a dynamic batch: checked at batch 1 (timed) and at this one too
-DYNAMO_OPSET = 18  # the dynamo exporter's own opset (it converts down to older ones after the fact)
+DYNAMO_OPSET = 18  # the lowest opset the dynamo exporter translates to directly
 
 Inputs = Callable[[bool, int], dict[str, np.ndarray]]
 
