@@ -10,13 +10,13 @@
 Each model is a ``transformers`` model class built from its default (or a checkpoint's) config
 with seeded random weights (never ``from_pretrained``: nothing is downloaded), wrapped to return its
 first output (the last hidden state), exported by ``torch.onnx.export`` (the TorchScript exporter at
-opset 17, as ``benchmarks.zoo`` exports, or with ``--dynamo`` the dynamo exporter), converted as ``flowstack convert`` converts it
-(``import_onnx`` + the exporter's passes + the flow writer), checked against onnxruntime (the
-largest difference relative to the output's scale, at least 1: ``benchmarks.zoo``'s 1e-4
-criterion) and timed against onnxruntime with 2 intra-op threads in alternating blocks
-(``benchmarks.timing.time_pair``). Exports are cached (``--cache``, default
-``$TMPDIR/flowstack_hf_zoo``) under a key of the config, the inputs' shapes and the torch and
-transformers versions, so a second run only converts and times.
+opset 17, as ``benchmarks.zoo`` exports, or with ``--dynamo`` the dynamo exporter), converted as
+``flowstack convert`` converts it (``import_onnx`` + the exporter's passes + the flow writer),
+checked against onnxruntime at batch 1 and 2 (the largest difference relative to the output's
+largest magnitude, within 1e-4) and timed at batch 1 against onnxruntime with 2 intra-op threads
+in alternating blocks (``benchmarks.timing.time_pair``). Exports are cached (``--cache``, default
+``$TMPDIR/flowstack_hf_zoo``) under a key of the config, the inputs' shapes, the exporter and the
+torch and transformers versions, so a second run only converts and times.
 
 torch and transformers are benchmark peers, never package dependencies: importing this module
 needs torch; ``transformers`` is imported when a model is built.
@@ -47,7 +47,9 @@ from benchmarks.timing import Timing, time_pair
 from benchmarks.zoo import OPSET, export, trained_looking_parameters
 from edge_runtime import load
 
-TOLERANCE = 1e-4  # benchmarks.zoo's criterion: |ours - ort| <= 1e-4 * max(1, max |ort|)
+# |ours - ort| <= 1e-4 * max |ort|: benchmarks.zoo's criterion, but against the output's own scale
+# (the zoo's floor of 1 would pass anything on LeViT's last hidden state, whose values are ~1e-3)
+TOLERANCE = 1e-4
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "flowstack_hf_zoo"
 CHECK_BATCH = 2  # exported with a dynamic batch: checked at batch 1 (timed) and at this one too
 DYNAMO_OPSET = 18  # the lowest opset the dynamo exporter translates to directly
@@ -215,7 +217,7 @@ class Row:
     shape: str = "-"
     status: str = "ok"  # "ok", or the stage that failed with the first line of its error
     convert_s: float | None = None
-    max_diff: float | None = None  # the largest |ours - ort| over max(1, max |ort|)
+    max_diff: float | None = None  # the largest |ours - ort| over max |ort|
     ours: Timing | None = None
     ort: Timing | None = None
 
@@ -272,7 +274,7 @@ def exported(spec: HfModel, quick: bool, cache: Path, dynamo: bool = False
 def relative_max_diff(got: np.ndarray, want: np.ndarray) -> float:
     if got.shape != want.shape:
         raise ValueError(f"output shape {got.shape}, onnxruntime's {want.shape}")
-    scale = max(1.0, float(np.abs(want).max()))
+    scale = max(float(np.abs(want).max()), 1e-6)
     return float(np.abs(got.astype(np.float64) - want).max()) / scale
 
 
