@@ -55,7 +55,7 @@ from exporter.passes import optimize
 
 GEOMEAN_TARGET = 2.0
 MODEL_TARGET = 4.0
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # torch.export colours its errors
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # torch.export colours its errors
 ZOO_MODEL_TARGET = 3.0  # issue 20: on the PyTorch exports no model above 3x, geomean <= 2x
 REFERENCE_TARGET = 10.0
 
@@ -130,7 +130,7 @@ def bench_zoo_model(name: str, quick: bool, budget_s: float, optimized: bool = T
     try:
         model, feeds = ZOO[name].export(quick=quick, dynamo=dynamo)
     except Exception as exc:  # torch.export refuses some modules (the dynamo exporter "where it works")
-        first_line = _ANSI_ESCAPE.sub("", str(exc)).splitlines()[0] if str(exc) else ""
+        first_line = ANSI_ESCAPE.sub("", str(exc)).splitlines()[0] if str(exc) else ""
         return Row(f"zoo {name}", "-", error=f"export failed: {type(exc).__name__}: {first_line}")
     return bench_onnx(f"zoo {name}", model, feeds, budget_s, optimized)
 

@@ -276,7 +276,7 @@ class ZooModel:
         torch.manual_seed(seed)
         module = self.module(**(self.quick_args if quick else self.full)).eval()
         _distinct_weights(module)
-        _trained_looking_parameters(module, seed)
+        trained_looking_parameters(module, seed)
         return module
 
     def export(self, quick: bool = False, dynamo: bool = False, opset: int = OPSET
@@ -300,7 +300,7 @@ def _distinct_weights(module: nn.Module) -> None:
                     sub.reset_parameters()
 
 
-def _trained_looking_parameters(module: nn.Module, seed: int) -> None:
+def trained_looking_parameters(module: nn.Module, seed: int) -> None:
     """Trained-looking biases, normalization parameters and BatchNorm statistics: fresh ones (bias 0,
     scale 1, shift 0, mean 0, var 1) would make folding them trivial and let every layer share one
     constant."""

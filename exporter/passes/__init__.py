@@ -21,6 +21,8 @@ from exporter.passes.cse import eliminate_common_subexpressions
 from exporter.passes.channels_last import to_channels_last
 from exporter.passes.dead_code import eliminate_dead_code
 from exporter.passes.fold_batch_norm import fold_batch_norm
+from exporter.passes.fold_pad import fold_pads
+from exporter.passes.fold_shape_arithmetic import fold_shape_arithmetic
 from exporter.passes.fuse_activation import fuse_activations
 from exporter.passes.fuse_max_pool import fuse_max_pools
 from exporter.passes.fuse_pointwise import fuse_pointwise
@@ -38,14 +40,17 @@ from exporter.passes.recognize_layer_norm import recognize_layer_norms
 from exporter.passes.recognize_rms_norm import recognize_rms_norms
 from exporter.passes.recognize_rotary import recognize_rotary_embeddings
 from exporter.passes.recognize_swish import recognize_swish
+from exporter.passes.refine_shapes import refine_shapes
 from exporter.passes.transpose_cancel import cancel_transposes
 
 Pass = Callable[[ir.Model], "tuple[ir.Model, int]"]
 
-# Order matters within a round: cleanups first, then the recognisers of what exporters write op
-# by op (GELU, attention and then its grouped keys and values, swish, layer norm, RMS norm after
-# it, rotary embeddings, MatMul + bias as Gemm; each then sees every constant once and no Identity
-# in its chains), so BatchNormalization meets its Conv directly,
+# Order matters within a round: cleanups first (zero Pads into their Convs once constant folding
+# has made the pads constants, then the shapes onnx's inference lost behind such computed values,
+# then the shape arithmetic around reshapes those shapes make constant), then the recognisers of
+# what exporters write op by op (GELU, attention and then its grouped keys and values, swish,
+# layer norm, RMS norm after it, rotary embeddings, MatMul + bias as Gemm; each then sees every
+# constant once and no Identity in its chains), so BatchNormalization meets its Conv directly,
 # activation fusion after BatchNormalization has been folded out from between them (and after
 # Gemm weights take the layout the runtime multiplies fastest), sibling MatMuls merged after
 # BatchNormalization has been folded into their bias Adds, and the channels-last rewrite
@@ -60,6 +65,9 @@ DEFAULT_PASSES: tuple[tuple[str, Pass], ...] = (
     ("eliminate_dead_code", eliminate_dead_code),
     ("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ("cancel_transposes", cancel_transposes),
+    ("fold_pads", fold_pads),
+    ("refine_shapes", refine_shapes),
+    ("fold_shape_arithmetic", fold_shape_arithmetic),
     ("recognize_gelu", recognize_gelu),
     ("recognize_attention", recognize_attention),
     ("hand_attention_grouped_kv", hand_attention_grouped_kv),
@@ -147,6 +155,8 @@ __all__ = [
     "eliminate_dead_code",
     "fold_batch_norm",
     "fold_constants",
+    "fold_pads",
+    "fold_shape_arithmetic",
     "fuse_activations",
     "fuse_max_pools",
     "fuse_pointwise",
@@ -163,6 +173,7 @@ __all__ = [
     "recognize_rms_norms",
     "recognize_rotary_embeddings",
     "recognize_swish",
+    "refine_shapes",
     "remove_identities",
     "to_channels_last",
     "transpose_gemm_weights",

@@ -11,7 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 from exporter import ir
-from exporter.passes.graph_edit import add_constant, all_graphs, constant, copy_model, producers, readers, remove_nodes
+from exporter.passes.graph_edit import (
+    add_constant,
+    all_graphs,
+    constant,
+    copy_model,
+    fresh_name,
+    producers,
+    readers,
+    remove_nodes,
+)
 
 
 def fold_batch_norm(model: ir.Model) -> tuple[ir.Model, int]:
@@ -52,12 +61,38 @@ def _fold(graph: ir.Graph, bn: ir.Node) -> bool:
     producer = producers(graph).get(x)
     if affine is None or producer is None or producer.domain != "" or not _sole_reader(graph, x, bn):
         return False
-    fold = {"Conv": _into_conv, "Gemm": _into_gemm, "MatMul": _into_matmul, "Add": _into_matmul_add}.get(producer.op_type)
+    fold = {"Conv": _into_conv, "Gemm": _into_gemm, "MatMul": _into_matmul, "Add": _into_matmul_add,
+            "Flatten": _through_flatten}.get(producer.op_type)
     last = fold(graph, producer, *affine) if fold else None
     if last is None:
         return False
     last.outputs[0] = bn.outputs[0]
     return True
+
+
+def _through_flatten(graph: ir.Graph, flatten: ir.Node, s: np.ndarray, shift: np.ndarray) -> ir.Node | None:
+    """Linear -> ``flatten(0, -2)`` -> BatchNorm1d (LeViT's every projection): a Flatten at the last
+    axis makes the MatMul's last axis BatchNormalization's channel axis, so the MatMul (+ Add) before
+    it takes the fold and the Flatten stays, now the chain's last node."""
+    x = flatten.inputs[0]
+    record = graph.values.get(x)
+    rank = len(record.shape) if record is not None and record.shape is not None else None
+    inner = producers(graph).get(x)
+    if rank is None or rank < 2 or flatten.attrs.get("axis", 1) % rank != rank - 1 or inner is None:
+        return None
+    fold = {"MatMul": _into_matmul, "Add": _into_matmul_add}.get(inner.op_type)
+    # LeViT reshapes the result back with reshape_as: a Shape of x may read it too (scaling keeps the shape)
+    others = [n for n in readers(graph).get(x, []) if n is not flatten]
+    if inner.domain != "" or fold is None or x in graph.outputs or any(n.op_type != "Shape" for n in others):
+        return None
+    last = fold(graph, inner, s, shift, last_axis=True)
+    if last is None:
+        return None
+    if not last.outputs[0]:  # a new bias Add after the MatMul: the Flatten reads it
+        last.outputs[0] = fresh_name(graph, f"{x}_bn")
+        graph.values[last.outputs[0]] = ir.Value(last.outputs[0], record.dtype, record.shape)
+        flatten.inputs[0] = last.outputs[0]
+    return flatten
 
 
 def _into_conv(graph: ir.Graph, conv: ir.Node, s: np.ndarray, shift: np.ndarray) -> ir.Node | None:
@@ -91,21 +126,23 @@ def _into_gemm(graph: ir.Graph, gemm: ir.Node, s: np.ndarray, shift: np.ndarray)
     return gemm
 
 
-def _scale_matmul(graph: ir.Graph, matmul: ir.Node, s: np.ndarray) -> np.dtype | None:
-    """Scale the output channels of a rank-2 MatMul's constant (K, M) weight; its dtype, or None."""
+def _scale_matmul(graph: ir.Graph, matmul: ir.Node, s: np.ndarray, last_axis: bool = False) -> np.dtype | None:
+    """Scale the output channels of a rank-2 MatMul's constant (K, M) weight; its dtype, or None.
+    ``last_axis``: the channels are the output's last axis whatever its rank (a Flatten follows)."""
     w = constant(graph, matmul.inputs[1])
     out = graph.values.get(matmul.outputs[0])
     rank = len(out.shape) if out is not None and out.shape is not None else None
     # BatchNormalization's channel axis is 1: the MatMul's last axis only when its output is 2-D.
-    if w is None or w.ndim != 2 or w.shape[1] != s.shape[0] or rank != 2:
+    if w is None or w.ndim != 2 or w.shape[1] != s.shape[0] or (rank != 2 and not last_axis):
         return None
     hint = matmul.name or matmul.outputs[0]
     matmul.inputs[1] = add_constant(graph, f"{hint}_bn_weight", (w.astype(np.float64) * s).astype(w.dtype))
     return w.dtype
 
 
-def _into_matmul(graph: ir.Graph, matmul: ir.Node, s: np.ndarray, shift: np.ndarray) -> ir.Node | None:
-    dtype = _scale_matmul(graph, matmul, s)
+def _into_matmul(graph: ir.Graph, matmul: ir.Node, s: np.ndarray, shift: np.ndarray,
+                 last_axis: bool = False) -> ir.Node | None:
+    dtype = _scale_matmul(graph, matmul, s, last_axis)
     if dtype is None:
         return None
     hint = matmul.name or matmul.outputs[0]
@@ -115,7 +152,8 @@ def _into_matmul(graph: ir.Graph, matmul: ir.Node, s: np.ndarray, shift: np.ndar
     return add
 
 
-def _into_matmul_add(graph: ir.Graph, add: ir.Node, s: np.ndarray, shift: np.ndarray) -> ir.Node | None:
+def _into_matmul_add(graph: ir.Graph, add: ir.Node, s: np.ndarray, shift: np.ndarray,
+                     last_axis: bool = False) -> ir.Node | None:
     """MatMul -> Add(constant bias) -> BatchNormalization: scale the weight, rewrite the bias."""
     made = producers(graph)
     for side in (0, 1):
@@ -127,7 +165,7 @@ def _into_matmul_add(graph: ir.Graph, add: ir.Node, s: np.ndarray, shift: np.nda
             continue
         if not _sole_reader(graph, add.inputs[side], add):
             continue
-        dtype = _scale_matmul(graph, matmul, s)
+        dtype = _scale_matmul(graph, matmul, s, last_axis)
         if dtype is None:
             return None
         new_bias = bias.reshape(-1).astype(np.float64) * s + shift

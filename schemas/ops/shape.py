@@ -125,6 +125,13 @@ def _reshape(ctx):
             out[target.index(-1)] = total // known
     elif total is not None and known is not None and total != known:
         raise ctx.fail(f"cannot reshape {data.shape} ({total} elements) to {target} ({known} elements)")
+    if -1 in target and out[target.index(-1)] is None and data.shape is not None and not ctx.attrs["allowzero"]:
+        # the unknown dims all copied by a 0 (an unknown batch kept): they cancel out of the -1
+        copied = {i for i, t in enumerate(target) if t == 0}
+        rest = _prod([d for i, d in enumerate(data.shape) if i not in copied])
+        fixed = _prod([t for t in target if t > 0])
+        if rest is not None and fixed and rest % fixed == 0:
+            out[target.index(-1)] = rest // fixed
     return [TensorType(data.dtype, tuple(out))]
 
 

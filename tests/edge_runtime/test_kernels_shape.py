@@ -25,7 +25,9 @@ def i64(*values):
 
 def test_reshape_rule_resolves_zero_and_minus_one():
     assert infer("Reshape", [(2, 3, 4), (3,)], [None, i64(0, -1, 2)]) == [(2, 6, 2)]
-    assert infer("Reshape", [(None, 3, 4), (2,)], [None, i64(0, -1)]) == [(None, None)]
+    # the unknown batch is copied by the 0, so it cancels out of the -1
+    assert infer("Reshape", [(None, 3, 4), (2,)], [None, i64(0, -1)]) == [(None, 12)]
+    assert infer("Reshape", [(None, 3, 4), (2,)], [None, i64(-1, 4)]) == [(None, 4)]
     assert infer("Reshape", [(2, 3, 4), (3,)]) == [(None, None, None)]
     with pytest.raises(ShapeError, match="cannot reshape"):
         infer("Reshape", [(2, 3, 4), (2,)], [None, i64(5, -1)])

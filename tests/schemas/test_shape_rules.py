@@ -178,3 +178,19 @@ def test_rule_matches_case_with_constant_inputs(name: str) -> None:
 @pytest.mark.parametrize("name", _params())
 def test_rule_never_guesses_wrong_without_values(name: str) -> None:
     _check(name, with_values=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "target", "want"),
+    [
+        ((None, 128, 14, 14), [0, 128, -1], (None, 128, 196)),  # x.flatten(2) with an unknown batch
+        ((None, 196, 4, 16), [0, 196, -1], (None, 196, 64)),
+        ((None, 128, None, 14), [0, 128, -1], (None, 128, None)),  # an unknown dim not copied: unknown
+        ((None, 6), [-1, 3], (None, 3)),  # no 0 copies the unknown batch: unknown
+    ],
+)
+def test_reshape_minus_one_is_known_when_the_unknown_dims_are_copied(data, target, want) -> None:
+    (out,) = infer_types(get_schema("Reshape"), [TensorType(np.dtype(np.float32), data),
+                                                 TensorType(np.dtype(np.int64), (len(target),))],
+                         {"allowzero": 0}, input_values=[None, np.array(target, np.int64)])
+    assert out.shape == want
