@@ -393,7 +393,7 @@ def softmax(x, *, xp, axis):
             return e
     e = _max_shifted(x, axis, xp)
     xp.exp(e, out=e)
-    e /= e.sum(axis=axis, keepdims=True)
+    e /= _sums_along(e, axis) if xp.__name__ == "numpy" else e.sum(axis=axis, keepdims=True)
     return e
 
 
