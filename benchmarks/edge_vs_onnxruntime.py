@@ -39,6 +39,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -231,6 +232,28 @@ def verdict(rows: list[Row], geomean_target: float = GEOMEAN_TARGET, model_targe
         lines.append(f"not measured: {', '.join(missing)}")
     lines.append("targets met" if ok else "targets NOT met")
     return "\n".join(lines), ok
+
+
+def geomean_line(rows: list[Row], what: str) -> str:
+    """The geometric mean of the rows' ratios, as the tables of the sweeps end ("" with none)."""
+    ratios = [r.ratio for r in rows if r.ratio]
+    if not ratios:
+        return ""
+    return f"\ngeometric mean ours/ort over {len(ratios)} {what}: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}"
+
+
+def run_sweep(jobs: list[Callable[[], Row]], render_rows: Callable[[list[Row]], str]) -> int:
+    """Print the machine, run each job printing its row's status as it ends, then the table;
+    1 when a row failed (a conversion, or outputs that disagree with onnxruntime's), else 0."""
+    print(machine(), flush=True)
+    rows = []
+    for job in jobs:
+        row = job()
+        rows.append(row)
+        print(f"  {row.name}: {row.error or f'ours/ort {row.ratio:.2f}'}", flush=True)
+    print()
+    print(render_rows(rows))
+    return 1 if any(r.error for r in rows) else 0
 
 
 def _load_average() -> str:

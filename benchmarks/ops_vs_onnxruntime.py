@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, machine
+from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, geomean_line, run_sweep
 
 OPSET = 18
 RNG_SEED = 0
@@ -172,10 +172,7 @@ def render(rows: list[Row]) -> str:
             continue
         lines.append(f"| {row.name} | {row.ours.median_ms:.3f} ({row.ours.count}) | {row.ort.median_ms:.3f} "
                      f"({row.ort.count}) | {row.ratio:.2f} | {row.min_ratio:.2f} |")
-    ratios = [r.ratio for r in rows if r.ratio]
-    if ratios:
-        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
-        lines.append(f"\ngeometric mean ours/ort over {len(ratios)} nodes: {geomean:.2f}")
+    lines.append(geomean_line(rows, "nodes"))
     return "\n".join(lines)
 
 
@@ -192,15 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if wanted is None or c.op in wanted]
     size = 0.25 if args.quick else 1.0
     budget = args.budget if args.budget is not None else (0.1 if args.quick else 1.0)
-    print(machine(), flush=True)
-    rows = []
-    for case in cases:
-        row = run_case(case, size, budget)
-        rows.append(row)
-        print(f"  {row.name}: {row.error or f'ours/ort {row.ratio:.2f}'}", flush=True)
-    print()
-    print(render(rows))
-    return 1 if any(r.error for r in rows) else 0
+    return run_sweep([lambda case=case: run_case(case, size, budget) for case in cases], render)
 
 
 if __name__ == "__main__":

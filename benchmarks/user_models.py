@@ -18,7 +18,6 @@ upsampling). Each is exported as the zoo exports (``benchmarks.zoo.export``), co
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, machine
+from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, geomean_line, run_sweep
 from benchmarks.zoo import export, trained_looking_parameters
 
 
@@ -189,10 +188,7 @@ def render(rows: list[Row]) -> str:
             continue
         lines.append(f"| {row.name} | {row.shape} | {row.ours.median_ms:.2f} ({row.ours.count}) | "
                      f"{row.ort.median_ms:.2f} ({row.ort.count}) | {row.ratio:.2f} | {row.min_ratio:.2f} |")
-    ratios = [r.ratio for r in rows if r.ratio]
-    if ratios:
-        lines.append(f"\ngeometric mean ours/ort over {len(ratios)} models: "
-                     f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}")
+    lines.append(geomean_line(rows, "models"))
     return "\n".join(lines)
 
 
@@ -207,15 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown model(s) {unknown}; choose from {', '.join(USER_MODELS)}")
     budget = args.budget if args.budget is not None else (0.2 if args.quick else 3.0)
-    print(machine(), flush=True)
-    rows = []
-    for name in names:
-        row = run_model(name, args.quick, budget)
-        rows.append(row)
-        print(f"  {name}: {row.error or f'ours/ort {row.ratio:.2f}'}", flush=True)
-    print()
-    print(render(rows))
-    return 1 if any(r.error for r in rows) else 0
+    return run_sweep([lambda name=name: run_model(name, args.quick, budget) for name in names], render)
 
 
 if __name__ == "__main__":
