@@ -347,6 +347,17 @@ SOFTMAX_MIN_SHIFTED_SUM = 2.0 ** -12
 SOFTMAX_BLAS_MIN_SIZE = 4096
 
 
+def slab_maxima(x):
+    """Each trailing 2-D slab's maximum (a head's scores in attention), shaped to broadcast against
+    ``x``, or None below 3 dims or for a strided ``x``. One reduction along contiguous slabs: a
+    shift closer to each row's own maximum than the whole tensor's, where heads' scores spread
+    apart."""
+    if x.ndim < 3 or not x.flags.c_contiguous or x.size == 0:
+        return None
+    slabs = x.reshape(-1, x.shape[-2] * x.shape[-1])
+    return np.maximum.reduce(slabs, axis=1).reshape(x.shape[:-2] + (1, 1))
+
+
 def _sums_along(e, axis):
     """``e``'s sums along ``axis``, kept as a length-1 axis. Along the last axis of more than one
     row and enough values, one matrix-vector product with ones: BLAS sums attention's rows of 128
@@ -358,8 +369,9 @@ def _sums_along(e, axis):
 
 
 def _softmax_shifted_by_top(x, axis):
-    """Softmax shifted by max(x) over the whole array, or None where that is not safe (a NaN or
-    inf, or a row so far below the maximum that its sum falls under SOFTMAX_MIN_SHIFTED_SUM).
+    """Softmax shifted by max(x) over each trailing 2-D slab (over the whole array below 3 dims, or
+    along another axis), or None where that is not safe (a NaN or inf, or a row so far below its
+    slab's maximum that its sum falls under SOFTMAX_MIN_SHIFTED_SUM).
 
     Softmax is invariant to a shift along its axis, and a shift by the maximum of every element
     keeps every exponential <= 1 just as the per-row maximum does, but is one reduction over
@@ -370,17 +382,42 @@ def _softmax_shifted_by_top(x, axis):
     # The reductions as ufunc calls and the scalar tested by ``math``: what ``x.max()``,
     # ``e.sum()``, ``np.isfinite`` and ``total.min()`` compute, without their dispatch (a (1, 10)
     # softmax 5.0 -> 4.5 us, the serving benchmark's output layer).
-    top = np.maximum.reduce(x, axis=None)
-    if not math.isfinite(top):
+    top = slab_maxima(x) if axis % x.ndim == x.ndim - 1 else None
+    if top is None:
+        top = np.maximum.reduce(x, axis=None)
+        if not math.isfinite(top):
+            return None
+    elif not np.isfinite(top).all():
         return None
-    e = np.subtract(x, top)
+    e = np.subtract(x, top, order="C")  # C order whatever x's: its rows are views below
     np.exp(e, out=e)
     total = _sums_along(e, axis)
     if not np.minimum.reduce(total, axis=None) >= SOFTMAX_MIN_SHIFTED_SUM:
-        return None
+        if axis % x.ndim != x.ndim - 1 or not _reshift_low_rows(x, e, total):
+            return None
     np.reciprocal(total, out=total)
     e *= total
     return e
+
+
+def _reshift_low_rows(x, e, total) -> bool:
+    """Redo, each by its own maximum, the rows of ``e`` (exp of ``x`` shifted along the last axis)
+    whose ``total`` fell under SOFTMAX_MIN_SHIFTED_SUM, in place; False (nothing done) where more
+    than a quarter of the rows did, for which the per-row path over everything costs no more."""
+    n = x.shape[-1]
+    if not (e.flags.c_contiguous and total.flags.c_contiguous):
+        return False
+    rows, sums = e.reshape(-1, n), total.reshape(-1)
+    low = np.flatnonzero(~(sums >= SOFTMAX_MIN_SHIFTED_SUM))
+    if low.size * 4 > sums.size:
+        return False
+    redo = x.reshape(-1, n)[low]
+    top = redo.max(axis=1, keepdims=True)
+    redo -= np.where(np.isfinite(top), top, 0)  # a row of -inf stays -inf: exps of 0, as the per-row path
+    np.exp(redo, out=redo)
+    rows[low] = redo
+    sums[low] = redo.sum(axis=1)
+    return True
 
 
 @kernel("Softmax")

@@ -140,6 +140,28 @@ def test_softmax_rows_far_below_the_maximum_keep_their_precision(offset: float) 
     np.testing.assert_allclose(run("Softmax", x), want, rtol=3e-6, atol=1e-30)
 
 
+@pytest.mark.parametrize("low_rows", [1, 3, 30])
+def test_softmax_rows_far_below_their_heads_maximum_are_redone_alone(low_rows: int) -> None:
+    """Each head (trailing 2-D slab) shifted by its own maximum; the few rows still too far below it
+    are redone by their own maximum (a quarter or more of the rows: every row is), a row of -inf
+    and a strided input included, all within float32's ulps of the exact softmax."""
+    rng = np.random.default_rng(low_rows)
+    x = rng.standard_normal((2, 3, 16, 40)).astype(F32) * 4
+    x[1, 2] += np.float32(25)  # one hot head
+    flat = x.reshape(-1, 40)
+    flat[rng.choice(flat.shape[0], low_rows, replace=False)] -= np.float32(40)
+    flat[5] = -np.inf
+    for arg in (x, np.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)):
+        wide = arg.astype(np.float64)
+        top = wide.max(axis=-1, keepdims=True)
+        e = np.exp(wide - np.where(np.isfinite(top), top, 0))
+        with np.errstate(invalid="ignore"):
+            want = e / e.sum(axis=-1, keepdims=True)
+            got = run("Softmax", arg, axis=-1)
+        np.testing.assert_allclose(got, want, rtol=3e-6, atol=1e-30)
+        assert np.isnan(got.reshape(-1, 40)[5]).all()  # 0 / 0, as the per-row path gives
+
+
 def test_softmax_nan_in_one_row_leaves_the_others() -> None:
     x = np.array([[1.0, 2.0, 3.0], [1.0, np.nan, 0.0]], F32)
     y = run("Softmax", x)
