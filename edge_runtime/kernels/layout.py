@@ -38,7 +38,7 @@ def channels_last_conv(x, w, b, *, xp, activation, activation_params, auto_pad, 
         if activation:
             activate_scaled(rows, xp, activation, activation_params, factor)
 
-    if group == 1 and sliding_windows.runs_tap_products(x, xp, group, win):
+    if sliding_windows.runs_tap_products(x, xp, group, win):
         return sliding_windows.conv_channels_last_taps(x, w, xp, win, finish)
     padded = sliding_windows.pad_channels_last(x, xp, win.pad_begin, win.padded_end)
     if depthwise and group > 1:

@@ -619,14 +619,14 @@ def conv_wide_rows(x, w, xp, win, group):
     padded = xp.ascontiguousarray(pad_spatial(x, xp, win.pad_begin, geo.end))
     flat = padded.reshape(n, c, math.prod(padded.shape[2:]))
     item = flat.itemsize
-    view = strided_view(
-        flat, xp, (n, c) + win.kernel + (geo.length,), flat.strides[:2] + tuple(step * item for step in geo.tap_steps) + (item,)
-    )
     k = math.prod(win.kernel)
     wide = (n, m, win.out[0]) + geo.padded_rows
     if xp.__name__ == "numpy" and tap_products.fits(c, group, win.strides, k, geo.length, item):
         starts = tap_products.offsets(win.kernel, geo.tap_steps)
         return tap_products.planar(flat, w, xp, starts, geo.length).reshape(wide)
+    view = strided_view(
+        flat, xp, (n, c) + win.kernel + (geo.length,), flat.strides[:2] + tuple(step * item for step in geo.tap_steps) + (item,)
+    )
     wg = w.reshape(group, m // group, (c // group) * k)
     if group > 1 and xp.__name__ == "numpy":
         return _grouped_matmul(wg, view, geo.length, xp).reshape(wide)
