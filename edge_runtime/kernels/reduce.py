@@ -123,7 +123,7 @@ def _top_by_extremes(v, k, largest, xp):
     among equals, as ONNX orders ties. None where that cannot tell (NaNs, or an entry taken that
     already held the replacement value)."""
     n = v.shape[-1]
-    rows = xp.ascontiguousarray(v).reshape(-1, n).copy()
+    rows = xp.array(v, order="C").reshape(-1, n)  # one copy, in row order whatever v's strides
     if rows.dtype.kind in "fc" and bool(xp.isnan(rows).any()):
         return None
     if rows.dtype.kind == "f":
