@@ -47,7 +47,7 @@ import onnxruntime
 from onnx.reference import ReferenceEvaluator
 
 from benchmarks.models import BENCHMARKS
-from benchmarks.timing import Timing, time_one, time_pair
+from benchmarks.timing import PairRatios, Timing, time_one, time_pair
 from edge_runtime import load
 from edge_runtime.threads import describe_blas, forced_blas_kernels
 from exporter import flow_writer
@@ -62,7 +62,7 @@ REFERENCE_TARGET = 10.0
 
 
 @dataclass
-class Row:
+class Row(PairRatios):
     name: str
     shape: str
     ours: Timing | None = None
@@ -70,15 +70,6 @@ class Row:
     reference: Timing | None = None
     error: str = ""
     conv_net: bool = False
-
-    @property
-    def ratio(self) -> float | None:
-        return self.ours.median_ms / self.ort.median_ms if self.ours and self.ort else None
-
-    @property
-    def min_ratio(self) -> float | None:
-        """Best against best: the figure least moved by other processes on a shared machine."""
-        return self.ours.min_ms / self.ort.min_ms if self.ours and self.ort else None
 
     @property
     def reference_ratio(self) -> float | None:

@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from benchmarks.edge_vs_onnxruntime import ANSI_ESCAPE, flow_bytes, machine, ort_session
-from benchmarks.timing import Timing, time_pair
+from benchmarks.timing import PairRatios, Timing, time_pair
 from benchmarks.zoo import OPSET, export, trained_looking_parameters
 from edge_runtime import load
 
@@ -212,7 +212,7 @@ HF_ZOO: dict[str, HfModel] = {
 
 
 @dataclass
-class Row:
+class Row(PairRatios):
     name: str
     shape: str = "-"
     status: str = "ok"  # "ok", or the stage that failed with the first line of its error
@@ -220,15 +220,6 @@ class Row:
     max_diff: float | None = None  # the largest |ours - ort| over max |ort|
     ours: Timing | None = None
     ort: Timing | None = None
-
-    @property
-    def ratio(self) -> float | None:
-        return self.ours.median_ms / self.ort.median_ms if self.ours and self.ort else None
-
-    @property
-    def min_ratio(self) -> float | None:
-        """Best against best: the figure least moved by other processes on a shared machine."""
-        return self.ours.min_ms / self.ort.min_ms if self.ours and self.ort else None
 
     @property
     def matches(self) -> bool:

@@ -29,6 +29,22 @@ class Timing:
     min_ms: float
 
 
+class PairRatios:
+    """``ratio`` and ``min_ratio`` of a row with ``ours`` and ``ort`` Timings (None until timed)."""
+
+    ours: Timing | None
+    ort: Timing | None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.ours.median_ms / self.ort.median_ms if self.ours and self.ort else None
+
+    @property
+    def min_ratio(self) -> float | None:
+        """Best against best: the figure least moved by other processes on a shared machine."""
+        return self.ours.min_ms / self.ort.min_ms if self.ours and self.ort else None
+
+
 def elapsed_ms(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
