@@ -225,12 +225,23 @@ def verdict(rows: list[Row], geomean_target: float = GEOMEAN_TARGET, model_targe
     return "\n".join(lines), ok
 
 
-def geomean_line(rows: list[Row], what: str) -> str:
-    """The geometric mean of the rows' ratios, as the tables of the sweeps end ("" with none)."""
+def ratio_table(rows: list[Row], what: str, worst_first: bool = False) -> str:
+    """The sweeps' table (ours/ort by row, failures named), worst first when asked, failures then
+    leading, and the geometric mean of the ratios over ``what`` (nodes, models)."""
+    if worst_first:
+        rows = sorted(rows, key=lambda r: -(r.ratio or math.inf))
+    lines = ["| name | input | ours ms (n) | ort ms (n) | ours/ort | min ours/ort |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        if row.error:
+            lines.append(f"| {row.name} | {row.shape} | {row.error} | | | |")
+            continue
+        lines.append(f"| {row.name} | {row.shape} | {row.ours.median_ms:.3f} ({row.ours.count}) | "
+                     f"{row.ort.median_ms:.3f} ({row.ort.count}) | {row.ratio:.2f} | {row.min_ratio:.2f} |")
     ratios = [r.ratio for r in rows if r.ratio]
-    if not ratios:
-        return ""
-    return f"\ngeometric mean ours/ort over {len(ratios)} {what}: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}"
+    if ratios:
+        geomean = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        lines.append(f"\ngeometric mean ours/ort over {len(ratios)} {what}: {geomean:.2f}")
+    return "\n".join(lines)
 
 
 def run_sweep(jobs: list[Callable[[], Row]], render_rows: Callable[[list[Row]], str]) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, geomean_line, run_sweep
+from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, ratio_table, run_sweep
 
 OPSET = 18
 RNG_SEED = 0
@@ -159,21 +159,11 @@ CASES: list[Case] = [
 
 def run_case(case: Case, size: float, budget_s: float) -> Row:
     model, feeds = case.build(size, np.random.default_rng(RNG_SEED))
-    row = bench_onnx(f"{case.op} {case.label}", model, feeds, budget_s)
-    row.shape = case.op
-    return row
+    return bench_onnx(f"{case.op} {case.label}", model, feeds, budget_s)
 
 
 def render(rows: list[Row]) -> str:
-    lines = ["| node | ours ms (n) | ort ms (n) | ours/ort | min ours/ort |", "|---|---|---|---|---|"]
-    for row in sorted(rows, key=lambda r: -(r.ratio or math.inf)):
-        if row.error:
-            lines.append(f"| {row.name} | {row.error} | | | |")
-            continue
-        lines.append(f"| {row.name} | {row.ours.median_ms:.3f} ({row.ours.count}) | {row.ort.median_ms:.3f} "
-                     f"({row.ort.count}) | {row.ratio:.2f} | {row.min_ratio:.2f} |")
-    lines.append(geomean_line(rows, "nodes"))
-    return "\n".join(lines)
+    return ratio_table(rows, "nodes", worst_first=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, geomean_line, run_sweep
+from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, ratio_table, run_sweep
 from benchmarks.zoo import export, trained_looking_parameters
 
 
@@ -181,15 +181,7 @@ def run_model(name: str, quick: bool, budget_s: float) -> Row:
 
 
 def render(rows: list[Row]) -> str:
-    lines = ["| model | input | ours ms (n) | ort ms (n) | ours/ort | min ours/ort |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        if row.error:
-            lines.append(f"| {row.name} | {row.shape} | {row.error} | | | |")
-            continue
-        lines.append(f"| {row.name} | {row.shape} | {row.ours.median_ms:.2f} ({row.ours.count}) | "
-                     f"{row.ort.median_ms:.2f} ({row.ort.count}) | {row.ratio:.2f} | {row.min_ratio:.2f} |")
-    lines.append(geomean_line(rows, "models"))
-    return "\n".join(lines)
+    return ratio_table(rows, "models")
 
 
 def main(argv: list[str] | None = None) -> int:

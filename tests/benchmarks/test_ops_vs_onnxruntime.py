@@ -25,8 +25,8 @@ def test_the_table_puts_the_worst_node_first_and_names_failures() -> None:
     rows = [sweep.run_case(case, 0.25, 0.02) for case in sweep.CASES if case.op in ("HardSwish", "ArgMax")]
     broken = sweep.Row("Broken node", "Broken", error="UnsupportedOpError: no kernel")
     lines = sweep.render(rows + [broken]).splitlines()
-    assert lines[2].startswith("| Broken node | UnsupportedOpError: no kernel |")  # failures first
-    ratios = [float(line.split("|")[4]) for line in lines[3:3 + len(rows)]]
+    assert lines[2].startswith("| Broken node | Broken | UnsupportedOpError: no kernel |")  # failures first
+    ratios = [float(line.split("|")[5]) for line in lines[3:3 + len(rows)]]
     assert ratios == sorted(ratios, reverse=True)
 
 
