@@ -11,7 +11,8 @@ constant once and of each feed once per run.
 A device may replace the portable kernel of an op with its own: ``Device.kernel_overrides`` maps
 ``(domain, op_type)`` to a kernel of the same signature, and lowering uses it for steps placed on
 that device. ``GPU:n`` takes its table from ``trainer.gpu_kernels`` (fused CuPy optimizer updates:
-one launch per variable where the portable kernels make ten); ``CPU:n`` has none.
+one launch per variable where the portable kernels make ten; convolutions as one im2col launch and
+one GEMM; one-launch loss, pooling-gradient and ReLU-gradient kernels); ``CPU:n`` has none.
 
 Device names follow TensorFlow's: ``"CPU:0"``, ``"/device:GPU:0"``, ``"/job:ps/task:0"``,
 ``"/job:worker/task:1/CPU:0"``, ``"/job:worker/replica:0/task:1/device:CPU:0"``. A
@@ -38,6 +39,7 @@ from dataclasses import astuple, dataclass
 import numpy as np
 
 from edge_runtime.devices import HOST, open_device
+from edge_runtime.kernels.registry import host_inputs
 
 __all__ = ["LOCAL_TASK", "Device", "DeviceSpec", "available_devices", "canonical_device", "full_device_name",
            "gpu_available", "stage_host_inputs", "to_host"]
@@ -215,8 +217,9 @@ def stage_host_inputs(partitions, template: list, feed_slots: list[int], device_
         copies: dict[int, int] = {}
         for step in steps:
             ins = list(step.ins)
+            on_host = host_inputs(step.node.op_type, step.node.domain)
             for k, slot in enumerate(ins):
-                if slot in produced or (slot not in feeds and not isinstance(template[slot], np.ndarray)):
+                if slot in produced or k in on_host or (slot not in feeds and not isinstance(template[slot], np.ndarray)):
                     continue
                 if slot not in copies:
                     copies[slot] = len(template)

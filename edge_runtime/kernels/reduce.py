@@ -83,7 +83,7 @@ _REDUCTIONS = {
 }
 
 for _op, (_compute, _empty) in _REDUCTIONS.items():
-    kernel(_op)(_reduction(_compute, _empty))
+    kernel(_op, host_inputs=(1,))(_reduction(_compute, _empty))
 
 
 def _arg_reduction(find):

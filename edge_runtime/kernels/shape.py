@@ -95,7 +95,7 @@ def concat(*inputs, xp, axis):
     return xp.concatenate(inputs, axis=axis)
 
 
-@kernel("Split")
+@kernel("Split", host_inputs=(1,))
 def split(x, sizes, *, xp, axis, num_outputs):
     dim = x.shape[axis]
     if sizes is not None:
@@ -235,7 +235,7 @@ def size(data, *, xp):
     return np.asarray(data.size, dtype=INT64)
 
 
-@kernel("Range")
+@kernel("Range", host_inputs=(0, 1, 2))
 def range_(start, limit, delta, *, xp, stash_type):
     dtype = start.dtype
     # float16 steps would accumulate too much error; ONNX computes them in the stash type.
@@ -244,7 +244,7 @@ def range_(start, limit, delta, *, xp, stash_type):
     return xp.arange(first, stop, step).astype(dtype)
 
 
-@kernel("ConstantOfShape")
+@kernel("ConstantOfShape", host_inputs=(0,))
 def constant_of_shape(shape, *, xp, value):
     fill = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
     return xp.full(ints(shape), fill[0], dtype=fill.dtype)
@@ -255,7 +255,7 @@ def identity(x, *, xp):
     return x
 
 
-@kernel("OneHot")
+@kernel("OneHot", host_inputs=(1,))
 def one_hot(indices, depth, values, *, xp, axis):
     depth = int(depth.reshape(-1)[0].item())
     idx = indices.astype(INT64)

@@ -6,7 +6,9 @@ omitted optional inputs as None, the kernel's attributes plus ``xp`` of its devi
 ``LOWERING_RULES`` has a rule for its op. A rule ``rule(lowering, node, device) -> bool`` emits
 what the node becomes and returns True, or returns False to fall back to the generic lowering:
 
-- ``Constant``: no step; its value goes into the plan's slot template (on its device);
+- ``Constant``: no step; its value goes into the plan's slot template, on its device unless every
+  reader reads it as a host value (a kernel's ``host_inputs``: shapes, axes), where it stays a
+  NumPy array so that a GPU step never waits to read it back;
 - ``Identity`` (inside a fused loop body): its output shares its input's slot;
 - ``StackPush`` / ``StackPop`` (inside a fused loop body): one step pushes every stack, one step
   per index pops them (a loop body pushes a dozen values per iteration);
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from edge_runtime.kernels import get_kernel
-from edge_runtime.kernels.registry import wants_output_count
+from edge_runtime.kernels.registry import host_inputs, wants_output_count
 from schemas.registry import get_schema
 import trainer.kernels  # noqa: F401  (registers every trainer kernel family)
 from trainer.devices import Device
@@ -36,7 +38,7 @@ from trainer.kernels.training import stack_pop_many, stack_push_many
 from trainer.passes.prune import reads_input
 from trainer.plan import FeedSpec, Step
 
-__all__ = ["LOWERING_RULES", "Lowered", "Lowering", "lower", "resolve_kernel"]
+__all__ = ["LOWERING_RULES", "Lowered", "Lowering", "host_read_tensors", "lower", "resolve_kernel"]
 
 D = "flowstack"
 _HOST = Device("CPU:0")
@@ -54,6 +56,17 @@ def resolve_kernel(node: Node, device: Device = _HOST):
     return get_kernel(node.op_type, node.domain), False
 
 
+def host_read_tensors(order: Sequence[Node]) -> set[Tensor]:
+    """The tensors that every reader among ``order`` reads as a host value (``host_inputs``)."""
+    host: dict[Tensor, bool] = {}
+    for n in order:
+        positions = host_inputs(n.op_type, n.domain)
+        for i, t in enumerate(n.inputs):
+            if t is not None:
+                host[t] = host.get(t, True) and i in positions
+    return {t for t, only_host in host.items() if only_host}
+
+
 class Lowered:
     """What lowering produced: steps in run order over the slots of ``template``."""
 
@@ -69,8 +82,9 @@ class Lowered:
 class Lowering:
     """The state of lowering one plan; rules add steps and slots through it."""
 
-    def __init__(self, session, placement: dict, sub_plan: bool, first_device):
+    def __init__(self, session, placement: dict, sub_plan: bool, first_device, host_read: set | frozenset = frozenset()):
         self.session = session
+        self.host_read = host_read  # tensors only read as host values: constants among them stay NumPy
         self.placement = placement
         self.sub_plan = sub_plan  # lowering the inside of a fused loop (cond or body)
         self.first_device = first_device
@@ -136,7 +150,8 @@ def _constant(lw: Lowering, n: Node, dev) -> bool:
         return False
     device = lw.device(dev)
     value = get_kernel("Constant")(xp=device.xp, **n.attrs)
-    lw.template[lw.slot_of(n.outputs[0])] = device.from_host(value)
+    host = n.outputs[0] in lw.host_read
+    lw.template[lw.slot_of(n.outputs[0])] = device.to_host(value) if host else device.from_host(value)
     return True
 
 
@@ -209,7 +224,7 @@ def lower(order: Sequence, placement: dict, feed_tensors: Sequence[Tensor], fetc
           session, *, sub_plan: bool = False) -> Lowered:
     """Steps for the placed nodes ``order`` (fed tensors' producers are skipped)."""
     fed = set(feed_tensors)
-    lw = Lowering(session, placement, sub_plan, placement[order[0]] if order else None)
+    lw = Lowering(session, placement, sub_plan, placement[order[0]] if order else None, host_read_tensors(order))
     feeds = [FeedSpec(t, lw.slot_of(t)) for t in feed_tensors]
     rules = LOWERING_RULES
     for n in order:
