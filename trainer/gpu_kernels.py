@@ -1,6 +1,7 @@
-"""Fused optimizer updates on CuPy: the kernels a ``GPU:n`` device uses in place of the portable
-ones (``Device.kernel_overrides``, see ``trainer/devices.py``). Imports CuPy: imported only when a
-GPU device is opened, never on the CPU path.
+"""The kernels a ``GPU:n`` device uses in place of the portable ones (``Device.kernel_overrides``,
+see ``trainer/devices.py``): the fused optimizer updates here and the convolutions of
+``gpu_conv``, all in ``KERNEL_OVERRIDES``.
+Imports CuPy: imported only when a GPU device is opened, never on the CPU path.
 
 The portable ``ApplyAdam`` (``trainer/kernels/training.py``) is ten elementwise passes, each a
 kernel launch on the GPU, plus host arithmetic on the 0-d hyper-parameters; here m, v and the
@@ -13,6 +14,8 @@ The arithmetic follows the portable kernels' order, so results agree to float32 
 from __future__ import annotations
 
 import cupy
+
+from trainer import gpu_conv
 
 __all__ = ["KERNEL_OVERRIDES", "apply_adam", "apply_gradient_descent", "apply_momentum"]
 
@@ -76,4 +79,5 @@ KERNEL_OVERRIDES = {
     (D, "ApplyAdam"): apply_adam,
     (D, "ApplyGradientDescent"): apply_gradient_descent,
     (D, "ApplyMomentum"): apply_momentum,
+    **gpu_conv.OVERRIDES,
 }
