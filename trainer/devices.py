@@ -12,7 +12,7 @@ A device may replace the portable kernel of an op with its own: ``Device.kernel_
 ``(domain, op_type)`` to a kernel of the same signature, and lowering uses it for steps placed on
 that device. ``GPU:n`` takes its table from ``trainer.gpu_kernels`` (fused CuPy optimizer updates:
 one launch per variable where the portable kernels make ten; convolutions as one im2col launch and
-one GEMM); ``CPU:n`` has none.
+one GEMM; one-launch loss, pooling-gradient and ReLU-gradient kernels); ``CPU:n`` has none.
 
 Device names follow TensorFlow's: ``"CPU:0"``, ``"/device:GPU:0"``, ``"/job:ps/task:0"``,
 ``"/job:worker/task:1/CPU:0"``, ``"/job:worker/replica:0/task:1/device:CPU:0"``. A

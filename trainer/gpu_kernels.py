@@ -1,6 +1,6 @@
 """The kernels a ``GPU:n`` device uses in place of the portable ones (``Device.kernel_overrides``,
-see ``trainer/devices.py``): the fused optimizer updates here and the convolutions of
-``gpu_conv``, all in ``KERNEL_OVERRIDES``.
+see ``trainer/devices.py``): the fused optimizer updates here, convolutions from ``gpu_conv`` and
+the loss, pooling-gradient and reduction kernels from ``gpu_nn``, all in ``KERNEL_OVERRIDES``.
 Imports CuPy: imported only when a GPU device is opened, never on the CPU path.
 
 The portable ``ApplyAdam`` (``trainer/kernels/training.py``) is ten elementwise passes, each a
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import cupy
 
-from trainer import gpu_conv
+from trainer import gpu_conv, gpu_nn
 
 __all__ = ["KERNEL_OVERRIDES", "apply_adam", "apply_gradient_descent", "apply_momentum"]
 
@@ -80,4 +80,5 @@ KERNEL_OVERRIDES = {
     (D, "ApplyGradientDescent"): apply_gradient_descent,
     (D, "ApplyMomentum"): apply_momentum,
     **gpu_conv.OVERRIDES,
+    **gpu_nn.OVERRIDES,
 }

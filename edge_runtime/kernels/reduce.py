@@ -10,7 +10,7 @@ from edge_runtime.kernels.nn import row_means
 from edge_runtime.kernels.registry import kernel
 
 
-def _axes(x, axes, noop_with_empty_axes) -> tuple[int, ...]:
+def reduction_axes(x, axes, noop_with_empty_axes) -> tuple[int, ...]:
     """The axes to reduce: all of them when none are given, unless noop_with_empty_axes."""
     if axes is None or axes.size == 0:
         return () if noop_with_empty_axes else tuple(range(x.ndim))
@@ -41,7 +41,7 @@ def _reduction(compute, empty_value):
     """
 
     def run(data, axes, *, xp, keepdims, noop_with_empty_axes):
-        axes = _axes(data, axes, noop_with_empty_axes)
+        axes = reduction_axes(data, axes, noop_with_empty_axes)
         keepdims = bool(keepdims)
         if data.size == 0 and axes:
             return xp.full(_reduced_shape(data.shape, axes, keepdims), empty_value(data.dtype), dtype=data.dtype)
