@@ -39,7 +39,6 @@ import contextvars
 import json
 import logging
 import sys
-import types
 from typing import Any, Coroutine
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
@@ -163,27 +162,39 @@ class _StartedInRead:
     __slots__ = ()
 
 
-@types.coroutine
-def _resumed(coro: Coroutine, awaiting: Any):
-    """The rest of ``coro``, whose first step ran outside a task and stopped awaiting ``awaiting``:
-    ``await`` written out (sends, throws and closing passed on), since a coroutine already started
-    cannot be awaited."""
-    while True:
-        try:
-            sent = yield awaiting
-        except GeneratorExit:
-            coro.close()
-            raise
-        except BaseException as exc:  # a task's cancellation, say: thrown in where it waits
+async def _resumed(coro: Coroutine, awaiting: Any) -> Any:
+    """The rest of ``coro``, whose first step ran outside a task and stopped awaiting ``awaiting``.
+    A native coroutine: asyncio's tasks take no generator-based ones from Python 3.12 on."""
+    return await _RestOf(coro, awaiting)
+
+
+class _RestOf:
+    """``await`` written out for a coroutine already started (which cannot be awaited itself):
+    sends, throws and closing are passed on."""
+
+    __slots__ = ("coro", "awaiting")
+
+    def __init__(self, coro: Coroutine, awaiting: Any):
+        self.coro, self.awaiting = coro, awaiting
+
+    def __await__(self):
+        coro, awaiting = self.coro, self.awaiting
+        while True:
             try:
-                awaiting = coro.throw(exc)
-            except StopIteration as stop:
-                return stop.value
-        else:
-            try:
-                awaiting = coro.send(sent)
-            except StopIteration as stop:
-                return stop.value
+                sent = yield awaiting
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a task's cancellation, say: thrown in where it waits
+                try:
+                    awaiting = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    awaiting = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
 
 
 class HoldHeads:
