@@ -5,7 +5,8 @@
 # under its own timeout, cut further so the whole run ends within GPU_CHECK_BUDGET_S seconds; logs
 # and JSON go to $OUT (8 files) and a summary table is printed last.
 #
-#   bash scripts/gpu_check.sh                      # on the device; OUT defaults to ./gpu-check-out
+#   python scripts/gpu_wheels.py                   # here, once: the serve extra's wheels into .whl/
+#   bash scripts/gpu_check.sh                      # on the device (carry .whl); OUT defaults to ./gpu-check-out
 #   GPU_CHECK_STEPS="pytest bench" bash scripts/gpu_check.sh
 #
 # Without a CUDA device (CI) the same steps run in their CPU forms: the gpu tests skip, the
