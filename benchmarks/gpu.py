@@ -242,6 +242,40 @@ def profile_train_step(session, run_step: Callable[[], Any], sync: Callable[[], 
         print(f"  {seconds / steps * 1e3:8.3f} ms  {name} ({op_type})")
 
 
+def host_and_device_time(setup: Setup, run_step: Callable[[], Any], steps: int = 30, traced: int = 5,
+                         top: int = 8) -> None:
+    """Whether the step waits on the interpreter or on the device: host time a step (no sync),
+    wall time a step, and on CUDA the kernels a step with their device time (PyTorch's CUPTI
+    profiler sees CuPy's kernels too: it records every kernel of the process)."""
+    from collections import defaultdict
+
+    setup.sync_ours()
+    start = time.perf_counter()
+    for _ in range(steps):
+        run_step()
+    host = time.perf_counter() - start
+    setup.sync_ours()
+    wall = time.perf_counter() - start
+    print(f"train step: host {host / steps * 1e3:.3f} ms a step, wall {wall / steps * 1e3:.3f} ms a step")
+    if setup.device != "gpu":
+        return
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(traced):
+            run_step()
+        setup.sync_ours()
+    kernels = [e for e in prof.events() if e.device_type == setup.torch.autograd.DeviceType.CUDA]
+    by_name: dict = defaultdict(lambda: [0, 0.0])
+    for e in kernels:
+        by_name[e.name][0] += 1
+        by_name[e.name][1] += e.device_time
+    print(f"CUDA kernels: {len(kernels) / traced:.0f} a step, "
+          f"{sum(e.device_time for e in kernels) / traced / 1e3:.3f} ms of device time a step")
+    for name, (count, micros) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"  {micros / traced / 1e3:8.3f} ms {count / traced:5.1f} a step  {name[:90]}")
+
+
 def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Callable[[dict], None],
                profile: bool = False) -> None:
     import trainer as T
@@ -289,6 +323,7 @@ def train_case(setup: Setup, batch: int, iters: int, repeats: int, record: Calla
     row["ratio"] = row["ours_ms"] / row["peer_ms"]
     record(row)
     if profile:
+        host_and_device_time(setup, lambda: session.run(train, feed))
         profile_train_step(session, lambda: session.run(train, feed), setup.sync_ours)
 
 
