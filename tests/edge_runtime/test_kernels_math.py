@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from edge_runtime.kernels import get_kernel
 from schemas import ShapeError, TensorType, UnsupportedOpError, get_schema, infer_types
 from tests.edge_runtime.kernel_calls import run_kernel as run
 
@@ -389,6 +390,30 @@ def test_swish_and_tanh_gelu_match_their_formulas_on_strided_views() -> None:
     assert got.dtype == F32
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
     np.testing.assert_allclose(run("Gelu", np.array([3e38, -3e38, 0.0], F32), approximate="tanh"), [3e38, 0, 0])
+
+
+class NumpyWithErf:
+    """NumPy plus a native ``erf``, as the GPU namespace carries CUDA's: counts its calls."""
+
+    def __init__(self):
+        self.erf_calls = 0
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def erf(self, x):
+        self.erf_calls += 1
+        return np.vectorize(math.erf, otypes=[x.dtype])(x)
+
+
+def test_gelu_takes_a_native_erf_over_the_float32_polynomial() -> None:
+    # On the GPU the polynomial is ~20 launches over the tensor where erf is one.
+    x = np.linspace(-6, 6, 97).astype(F32)
+    xp = NumpyWithErf()
+    got = get_kernel("Gelu")(x, xp=xp, approximate="none")
+    assert xp.erf_calls == 1 and got.dtype == F32
+    exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
+    np.testing.assert_allclose(got, exact, rtol=1e-6, atol=1e-7)
 
 
 def test_gelu_float32_matches_the_exact_function() -> None:
