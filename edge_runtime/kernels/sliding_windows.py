@@ -674,6 +674,8 @@ def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_
     wg = w.reshape(group, c // group, mg * k).transpose(0, 2, 1)  # (G, M/G*K, C/G)
     cols = xp.matmul(wg, x.reshape(n, group, c // group, pixels))  # (N, G, M/G*K, pixels)
     cols = cols.reshape((n, m, k) + tuple(spatial))
+    if _taps_disjoint(kernel, strides, dilations, pads, spatial, out_spatial):
+        return _interleaved_taps(cols, b, xp, kernel)
     # The full output before cropping: every tap's contribution lands inside it.
     full = [
         max((i - 1) * s + (kk - 1) * d + 1, pb + o)
@@ -689,6 +691,31 @@ def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_
     if b is not None:
         y = y + b.reshape((1, m) + (1,) * n_sp)
     return xp.ascontiguousarray(y)
+
+
+def _taps_disjoint(kernel, strides, dilations, pads, spatial, out_spatial) -> bool:
+    """Whether each output element of a transposed convolution is one tap of one input element:
+    the stride equals the kernel (U-Net's 2x2 stride-2 upsampling), no dilation, no padding."""
+    return (all(s == k for s, k in zip(strides, kernel)) and all(d == 1 for d in dilations) and not any(pads)
+            and all(o == i * k for o, i, k in zip(out_spatial, spatial, kernel)))
+
+
+def _interleaved_taps(cols, b, xp, kernel):
+    """The output of disjoint taps: each tap of the columns (N, M, taps, in...) written once into
+    its strided place of the output, the bias added on the way (where the general path zero-fills,
+    adds every tap and adds the bias in a pass of its own)."""
+    n, m = cols.shape[:2]
+    spatial = cols.shape[3:]
+    n_sp = len(spatial)
+    y = xp.empty((n, m) + tuple(a for i in range(n_sp) for a in (spatial[i], kernel[i])), dtype=cols.dtype)
+    bias = None if b is None else b.reshape((1, m) + (1,) * n_sp).astype(cols.dtype, copy=False)
+    for t, offset in enumerate(product(*(range(k) for k in kernel))):
+        place = y[(slice(None), slice(None)) + tuple(a for o in offset for a in (slice(None), o))]
+        if bias is None:
+            place[...] = cols[:, :, t]
+        else:
+            xp.add(cols[:, :, t], bias, out=place)
+    return y.reshape((n, m) + tuple(i * k for i, k in zip(spatial, kernel)))
 
 
 def col2im(cols, xp, win: Window, padded_spatial):

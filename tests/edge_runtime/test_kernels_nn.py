@@ -125,6 +125,32 @@ def test_conv_transpose_is_the_adjoint_of_conv() -> None:
     np.testing.assert_allclose((y * g).sum(), (x * xt).sum(), rtol=1e-9)
 
 
+@pytest.mark.parametrize("shape, kernel, group", [((2, 4, 5, 7), (2, 2), 1), ((1, 4, 3, 4), (3, 2), 2),
+                                                  ((1, 3, 9), (4,), 1), ((1, 2, 3, 4, 2), (2, 2, 2), 1)])
+def test_conv_transpose_with_the_stride_of_its_kernel_places_each_tap_once(shape, kernel, group) -> None:
+    # U-Net's upsampling: taps that never overlap are written straight into place. Against the
+    # definition: out[n, m, i * k + t] = sum over c of x[n, c, i] w[c, m, t] + b[m].
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(np.float32)
+    c, per_group = shape[1], 3
+    w = rng.standard_normal((c, per_group) + kernel).astype(np.float32)
+    b = rng.standard_normal(per_group * group).astype(np.float32)
+    y = run("ConvTranspose", x, w, b, strides=list(kernel), group=group)
+    n_sp = len(kernel)
+    want = np.zeros((shape[0], per_group * group) + tuple(s * k for s, k in zip(shape[2:], kernel)))
+    for g in range(group):
+        xs = x[:, g * (c // group):(g + 1) * (c // group)].astype(np.float64)
+        ws = w[g * (c // group):(g + 1) * (c // group)].astype(np.float64)
+        for tap in np.ndindex(*kernel):
+            place = (slice(None), slice(g * per_group, (g + 1) * per_group)) + tuple(
+                slice(t, None, k) for t, k in zip(tap, kernel))
+            want[place] = np.einsum("nc...,cm->nm...", xs, ws[(slice(None), slice(None)) + tap])
+    want += b.reshape((1, -1) + (1,) * n_sp)
+    assert y.dtype == np.float32 and y.flags.c_contiguous
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    assert not np.shares_memory(run("ConvTranspose", x, w, strides=list(kernel), group=group), x)
+
+
 @pytest.mark.parametrize("auto_pad, want", [("SAME_UPPER", [0, 1, 0, 0, 2, 0]), ("SAME_LOWER", [0, 1, 0, 0, 2, 0]),
                                              ("NOTSET", [1, 0, 0, 2, 0, 0])])
 def test_conv_transpose_output_beyond_the_taps(auto_pad, want) -> None:
