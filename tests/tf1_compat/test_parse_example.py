@@ -56,7 +56,7 @@ def test_a_tfrecord_pipeline_parses_its_examples(tmp_path):
     ({"label": tf.FixedLenFeature([], tf.float32)}, example(1), "Key: label. Data types don't match"),
     ({"image": tf.FixedLenFeature([3], tf.float32)}, example(1), "expected 3 values .* got 4"),
     ({"label": tf.FixedLenFeature([], tf.int64)}, b"\xff\xff garbage", "not a serialized tf.train.Example"),
-])
+], ids=["missing feature", "wrong dtype", "wrong length", "not an Example"])  # (a map's bytes vary by process)
 def test_bad_records_are_named(spec, record, message):
     parsed = tf.parse_single_example(tf.constant(np.array(record, dtype=object)), spec)
     with tf.Session() as sess, pytest.raises(Exception, match=message):
