@@ -195,7 +195,12 @@ def _along(shape_rank, axis, mask):
 def resize(x, xp, *, extrapolation_value, **plan):
     work = x.dtype if x.dtype.kind == "f" and x.dtype.itemsize >= 4 else xp.dtype(xp.float64)
     y = x if plan["mode"] == "nearest" else x.astype(work, copy=False)
-    for axis, index, taps, outside in _cheapest_order(axis_steps(xp, x.shape, **plan), x.shape):
+    steps = axis_steps(xp, x.shape, **plan)
+    if plan["mode"] == "nearest" and steps and all(outside is None for *_, outside in steps):
+        factors = {axis: _repeats(xp, index, x.shape[axis]) for axis, index, _, _ in steps}
+        if all(factors.values()):
+            return integer_upscale(x, xp, factors)
+    for axis, index, taps, outside in _cheapest_order(steps, x.shape):
         if index is not None:
             k = _repeats(xp, index, x.shape[axis])
             y = xp.repeat(y, k, axis=axis) if k else xp.take(y, index, axis=axis)
@@ -210,6 +215,45 @@ def resize(x, xp, *, extrapolation_value, **plan):
         info = xp.iinfo(x.dtype)
         y = xp.clip(xp.rint(y), info.min, info.max)
     return xp.ascontiguousarray(y.astype(x.dtype, copy=False))
+
+
+# Unsigned integers of an element's width and of two elements' width: repeating the last axis twice
+# is one multiply of each element's bits by 2^bits + 1, written straight into its doubled row.
+_PAIRED_BITS = {2: ("uint16", "uint32"), 4: ("uint32", "uint64")}
+
+
+def integer_upscale(x, xp, factors: dict[int, int]):
+    """``x`` with each of its elements repeated ``factors[axis]`` times along each axis (nearest
+    upsampling by whole factors), in one pass writing the output.
+
+    The output is viewed as (in_0, k_0, in_1, k_1, ...) and written from ``x`` broadcast along every
+    k. A broadcast along the last axis would copy value by value; a last axis repeated twice (x2
+    upsampling) is instead one integer multiply of a 2- or 4-byte element's bits, ``v * (2^bits + 1)
+    = v | v << bits``, written as one element of twice the width: bit-exact, NaN payloads too. Any
+    other factor of the last axis is repeated first, on its own.
+    """
+    last = x.ndim - 1
+    shape = tuple(n * factors.get(a, 1) for a, n in enumerate(x.shape))
+    factors = {a: k for a, k in factors.items() if k > 1}
+    paired = _PAIRED_BITS.get(x.dtype.itemsize) if factors.get(last) == 2 else None
+    source = xp.ascontiguousarray(x)
+    if paired is not None:
+        source = source.view(paired[0])
+        del factors[last]
+    elif last in factors:
+        source = xp.repeat(source, factors.pop(last), axis=last)
+    layout, index = [], []
+    for a, n in enumerate(source.shape):
+        layout += [n, factors[a]] if a in factors else [n]
+        index += [slice(None), None] if a in factors else [slice(None)]
+    if paired is None:
+        out = xp.empty(layout, dtype=x.dtype)
+        out[...] = source[tuple(index)]
+        return out.reshape(shape)
+    wide = xp.dtype(paired[1])
+    out = xp.empty(layout, dtype=wide)
+    xp.multiply(source[tuple(index)], wide.type(1 + (1 << (8 * x.dtype.itemsize))), out=out, dtype=wide)
+    return out.view(x.dtype).reshape(shape)
 
 
 def _cheapest_order(steps, shape):

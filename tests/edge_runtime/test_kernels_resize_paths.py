@@ -86,3 +86,27 @@ def test_filter_widths_choose_the_path() -> None:
     indices, _ = resampling.filter_taps(np, src, 64, 0.125, mode="linear", antialias=1, cubic_coeff_a=-0.75,
                                         exclude_outside=0)
     assert indices.shape[0] > resampling.MAX_GATHER_TAPS
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("shape, factors", [((1, 16, 10, 12), (1, 1, 2, 2)), ((2, 3, 5, 7), (1, 1, 3, 2)),
+                                            ((2, 3, 5, 7), (1, 1, 2, 3)), ((1, 2, 3, 4, 5), (1, 1, 2, 2, 2)),
+                                            ((1, 6, 4, 4), (1, 2, 1, 1))])
+def test_whole_factor_nearest_upsampling_repeats_every_element(shape, factors, dtype) -> None:
+    """Integer upscales are written in one pass (a last axis doubled by an integer multiply of the
+    element's bits): every dtype and factor gives the repeated input, bit for bit."""
+    x = (RNG.standard_normal(shape) * 50).astype(dtype)
+    got = run("Resize", x, None, np.array(factors, np.float32), mode="nearest")
+    want = x
+    for axis, k in enumerate(factors):
+        want = np.repeat(want, k, axis=axis)
+    assert got.dtype == x.dtype and got.flags.c_contiguous
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_doubling_keeps_nan_payloads_signed_zeros_and_infinities() -> None:
+    x = np.array([np.nan, -0.0, np.inf, -np.inf], np.float32).reshape(1, 1, 2, 2)
+    x.view(np.uint32)[0, 0, 0, 0] |= 0x1234  # a NaN with a payload
+    got = run("Resize", x[:, :, ::-1], None, np.array([1, 1, 2, 2], np.float32), mode="nearest")
+    want = np.repeat(np.repeat(x[:, :, ::-1], 2, axis=2), 2, axis=3)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
