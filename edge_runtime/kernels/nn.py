@@ -861,26 +861,30 @@ def attention(
         reps = hq // k.shape[1]
         k, v = xp.repeat(k, reps, axis=1), xp.repeat(v, reps, axis=1)
     offset = _query_offset(xp, past_key, nonpad_kv_seqlen, q_len)
-    bias = _attention_bias(
+    # No mask, window or padding: no bias to build and add (on a GPU, several passes over the scores)
+    unbiased = (attn_mask is None and not is_causal and left_window_size < 0 and right_window_size < 0
+                and nonpad_kv_seqlen is None)
+    bias = None if unbiased else _attention_bias(
         xp, dtype, q_len, kv_len, batch, mask=attn_mask, is_causal=is_causal, offset=offset,
         left=left_window_size, right=right_window_size, nonpad=nonpad_kv_seqlen,
     )
     factor = dtype.type(math.sqrt(1 / math.sqrt(head) if scale is None else scale))
     # astype: numpy's matmul widens bfloat16 to float32, ONNX keeps the input type.
-    scores = xp.matmul(q * factor, (k * factor).transpose(0, 1, 3, 2)).astype(dtype)
+    scores = xp.matmul(q * factor, (k * factor).transpose(0, 1, 3, 2)).astype(dtype, copy=False)
     if softcap > 0:
         scores = xp.tanh(scores / dtype.type(softcap)) * dtype.type(softcap)
-    biased = scores + bias
+    biased = scores if bias is None else scores + bias
     precision = _ONNX_FLOAT_DTYPES.get(softmax_precision, dtype) if softmax_precision else dtype
-    logits = biased.astype(precision)
+    logits = biased.astype(precision, copy=False)
     row_max = logits.max(axis=-1, keepdims=True)
-    # A row with no allowed key yields zeros, not NaN (0/0).
-    masked_row = xp.isneginf(bias.max(axis=-1, keepdims=True))
     e = xp.exp(logits - xp.where(xp.isneginf(row_max), xp.zeros((), dtype=logits.dtype), row_max))
     total = e.sum(axis=-1, keepdims=True)
     probs = e / xp.where(total == 0, xp.ones((), dtype=total.dtype), total)
-    probs = xp.where(masked_row, xp.zeros((), dtype=probs.dtype), probs).astype(dtype)
-    y = xp.matmul(probs, v).astype(dtype)
+    if bias is not None:
+        # A row with no allowed key yields zeros, not NaN (0/0).
+        probs = xp.where(xp.isneginf(bias.max(axis=-1, keepdims=True)), xp.zeros((), dtype=probs.dtype), probs)
+    probs = probs.astype(dtype, copy=False)
+    y = xp.matmul(probs, v).astype(dtype, copy=False)
     if three_d:
         y = y.transpose(0, 2, 1, 3).reshape(batch, q_len, -1)
     qk = {2: biased, 3: probs}.get(qk_matmul_output_mode, scores)
