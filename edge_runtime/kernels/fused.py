@@ -49,7 +49,7 @@ def _hard_sigmoid(y, xp, alpha, beta):
 
 
 def _swish(y, xp, alpha):
-    # y * sigmoid(alpha y), the sigmoid as (tanh(alpha y / 2) + 1) / 2 like _sigmoid: one temporary
+    # y * sigmoid(alpha y), the sigmoid as (tanh(alpha y / 2) + 1) / 2: one temporary
     gate = y * y.dtype.type(alpha / 2)
     xp.tanh(gate, out=gate)
     gate *= y.dtype.type(0.5)

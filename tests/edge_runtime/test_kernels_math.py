@@ -183,6 +183,21 @@ def test_sigmoid_softplus_and_swish_saturate_without_overflow() -> None:
     np.testing.assert_allclose(run("Mish", x), [0.0, 0.0, 0.0, 50.0, 1000.0], atol=1e-18)
 
 
+@pytest.mark.parametrize("dtype, low", [(np.float16, -9), (np.float32, -87), (np.float64, -700)])
+def test_sigmoid_keeps_relative_precision_for_either_sign_without_overflow(dtype, low) -> None:
+    x = np.concatenate([np.linspace(low, 30, 4001), [0.0, -0.0]]).astype(dtype)
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # none escapes, whatever the sign
+        got = get_kernel("Sigmoid")(x, xp=np)
+    want = 1 / (1 + np.exp(-x.astype(np.longdouble)))
+    eps = np.finfo(dtype).eps
+    np.testing.assert_array_less(np.abs(got - want) / want, 4 * eps)  # relative, down to the normal floats
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        extremes = get_kernel("Sigmoid")(np.array([-np.inf, np.inf, np.nan, -1e4], dtype), xp=np)
+    assert extremes.dtype == dtype
+    np.testing.assert_array_equal(extremes, np.array([0, 1, np.nan, 0], dtype))
+    assert get_kernel("Sigmoid")(np.array(2.0, dtype), xp=np).shape == ()
+
+
 def test_erf_matches_the_standard_library() -> None:
     x = np.concatenate([np.linspace(-6, 6, 1201), [1e-9, -1e-12, 0.4999, 0.5, 30.0, -1e300, np.inf]])
     expected = np.array([math.erf(v) for v in x])
