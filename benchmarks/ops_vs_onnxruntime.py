@@ -46,9 +46,9 @@ def _scaled(n: int, size: float) -> int:
 
 
 def _node_model(op: str, x: np.ndarray, constants: dict[str, np.ndarray] | None = None, inputs=None,
-                outputs: int = 1, **attrs) -> onnx.ModelProto:
+                outputs: int = 1, opset: int = OPSET, **attrs) -> onnx.ModelProto:
     """A graph of one ``op`` node reading ``x`` (input ``x``) and ``constants`` (initializers, in
-    ``inputs`` order when given, "" for an absent optional input)."""
+    ``inputs`` order when given, "" for an absent optional input), at ``opset``."""
     constants = constants or {}
     names = ["x"] + list(inputs if inputs is not None else constants)
     out_names = [f"y{i}" for i in range(outputs)]
@@ -59,7 +59,8 @@ def _node_model(op: str, x: np.ndarray, constants: dict[str, np.ndarray] | None 
         [helper.make_empty_tensor_value_info(n) for n in out_names],
         [numpy_helper.from_array(v, k) for k, v in constants.items()],
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=8)
+    # IR version 9 came with opset 19
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8 if opset <= 18 else 9)
 
 
 def _unary(op: str, shape: tuple[int, ...], scale: float = 4.0, **attrs):
@@ -107,6 +108,8 @@ CASES: list[Case] = [
         "PRelu", (1, 64, 128, 128), lambda x, rng: {"slope": rng.uniform(0, 0.3, (x.shape[1], 1, 1)).astype(np.float32)})),
     Case("Elu", "1x256x64x64", _unary("Elu", (1, 256, 64, 64))),
     Case("HardSwish", "1x256x64x64", _unary("HardSwish", (1, 256, 64, 64))),
+    Case("Gelu", "ConvNeXt MLP 1x3136x1536", _unary("Gelu", (1, 3136, 1536), scale=1.0, opset=20)),
+    Case("Gelu", "tanh, GPT-2 MLP 4x64x3072", _unary("Gelu", (4, 64, 3072), scale=1.0, opset=20, approximate="tanh")),
     Case("Softmax", "1x12x128x128", _unary("Softmax", (1, 12, 128, 128), axis=-1)),
     Case("LayerNormalization", "4x128x768", _with_constants(
         "LayerNormalization", (4, 128, 768),
