@@ -25,6 +25,26 @@ def _scalar(x, value):
 
 # --- elementwise unary -----------------------------------------------------------------------
 
+# A long chain of elementwise passes (GELU's) over a NumPy array of more than twice this many values
+# runs a chunk of this many values at a time (256 KB of float32): a chunk's temporaries stay in the
+# core's L2 cache from one pass to the next, where a whole feature map's go out to memory and back
+# on every pass (benchmarks/RESULTS.md, session 18). A chain of a few cheap passes (HardSwish) loses
+# more to the per-chunk calls than it gains, and one-pass functions (np.tanh) gain nothing.
+CACHE_CHUNK_VALUES = 1 << 16
+
+
+def in_cache_chunks(fn, x, xp):
+    """``fn(x, xp)``, an elementwise function keeping ``x``'s shape and dtype, computed a chunk of
+    CACHE_CHUNK_VALUES values at a time where ``x`` is a large NumPy array, else at once."""
+    if xp.__name__ != "numpy" or x.size <= 2 * CACHE_CHUNK_VALUES:
+        return fn(x, xp)
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    for start in range(0, flat.size, CACHE_CHUNK_VALUES):
+        out[start:start + CACHE_CHUNK_VALUES] = fn(flat[start:start + CACHE_CHUNK_VALUES], xp)
+    return out.reshape(x.shape)
+
+
 _UNARY = {
     "Abs": "abs", "Neg": "negative", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
     "Reciprocal": "reciprocal", "Floor": "floor", "Ceil": "ceil", "Sign": "sign",
@@ -239,11 +259,11 @@ def _gelu_tanh(x, xp):
 def gelu(x, *, xp, approximate):
     half = _scalar(x, 0.5)
     if approximate == "tanh":
-        return _gelu_tanh(x, xp)
+        return in_cache_chunks(_gelu_tanh, x, xp)
     if approximate != "none":
         raise ValueError(f"Gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     if x.dtype == xp.float32 and getattr(xp, "erf", None) is None:
-        return _gelu_erf_fast(x, xp)
+        return in_cache_chunks(_gelu_erf_fast, x, xp)
     # a native erf (CUDA's, on the GPU namespace) is one kernel: five passes, not the polynomial's 20
     return half * x * (_scalar(x, 1) + _erf(x / _scalar(x, math.sqrt(2)), xp))
 

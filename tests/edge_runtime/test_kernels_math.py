@@ -431,6 +431,19 @@ def test_gelu_takes_a_native_erf_over_the_float32_polynomial() -> None:
     np.testing.assert_allclose(got, exact, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("op, attrs", [("Gelu", {}), ("Gelu", {"approximate": "tanh"})])
+def test_large_activations_in_cache_chunks_equal_the_whole_computation(op, attrs) -> None:
+    # Over 2 * CACHE_CHUNK_VALUES values the passes run chunk by chunk: bit for bit the values that
+    # pieces under the threshold give, with the shape and dtype, from a transposed view too.
+    x = np.random.default_rng(0).standard_normal((700, 333)).astype(F32) * 4
+    for source in (x, x.T):
+        got = run(op, source, **attrs)
+        assert got.shape == source.shape and got.dtype == F32
+        want = np.concatenate([run(op, np.ascontiguousarray(source[i:i + 100]), **attrs)
+                               for i in range(0, len(source), 100)])
+        np.testing.assert_array_equal(got, want)
+
+
 def test_gelu_float32_matches_the_exact_function() -> None:
     x = np.concatenate([np.linspace(-10, 10, 20001), [-1e4, -30.0, -6.0, 0.0, 6.0, 30.0, 1e4]]).astype(F32)
     exact = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64)])
