@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -120,21 +121,27 @@ def test_two_async_workers_converge_on_sharded_embeddings(processes):
         stop_all(servers)
 
 
-def read_until(proc: subprocess.Popen, pattern: str, timeout: float) -> list[str]:
-    """Lines of ``proc``'s output up to the first containing ``pattern`` (bounded by ``timeout``)."""
+def read_until(proc: subprocess.Popen, wanted: Callable[[str], bool], what: str, timeout: float) -> list[str]:
+    """Lines of ``proc``'s output up to the first that is ``wanted`` (bounded by ``timeout``)."""
     lines: list[str] = []
     found = threading.Event()
 
     def read():
         for line in proc.stdout:
             lines.append(line)
-            if pattern in line:
+            if wanted(line):
                 found.set()
                 return
 
     threading.Thread(target=read, daemon=True).start()
-    assert found.wait(timeout), f"no {pattern!r} within {timeout} s:\n{''.join(lines)}"
+    assert found.wait(timeout), f"no {what} within {timeout} s:\n{''.join(lines)}"
     return lines
+
+
+def step_at_least(n: int) -> Callable[[str], bool]:
+    """Whether a worker's line reports a global step of ``n`` or more: a synchronous worker reports
+    the global step its update reached, which skips the steps the others' updates reached."""
+    return lambda line: line.startswith("step ") and int(line.split()[1]) >= n
 
 
 @pytest.mark.slow
@@ -144,7 +151,7 @@ def test_sync_replicas_finishes_when_a_worker_is_sigkilled(processes):
     timeout = 5.0
     args = [SYNC_TASK, "--aggregate", "2", "--replicas", "3", "--last-step", "40", "--timeout", str(timeout)]
     workers = [processes.start(args, cluster, "worker", i) for i in range(3)]
-    read_until(workers[2], "step 3 ", timeout=60)
+    read_until(workers[2], step_at_least(3), "step 3 or later", timeout=60)
     workers[2].send_signal(signal.SIGKILL)  # dies holding whatever it held
     outs = {}
     for i in (0, 1):
