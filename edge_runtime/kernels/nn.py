@@ -14,7 +14,7 @@ from itertools import product
 
 import numpy as np
 
-from edge_runtime.kernels import resampling, sliding_windows
+from edge_runtime.kernels import resampling, sliding_windows, window_shifts
 from edge_runtime.kernels.math import SOFTMAX_MIN_SHIFTED_SUM
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
@@ -89,8 +89,14 @@ def reduce_windows(x, xp, ufunc, win, fill, lead: int | None = None):
     pad 1 max pool on 1x112x112x64 channels-last: 290 -> 200 us).
     """
     out, fresh = x, False
-    for axis_taps in _tap_plan(x.ndim - len(win.kernel) if lead is None else lead, x.shape, win):
-        out, reduced = _reduce_axis(out, xp, ufunc, fill, axis_taps)
+    lead = x.ndim - len(win.kernel) if lead is None else lead
+    for axis, axis_taps in enumerate(_tap_plan(lead, x.shape, win)):
+        shifted = window_shifts.reduce_axis(out, xp, ufunc, fill, lead + axis, win.kernel[axis], win.strides[axis],
+                                            win.dilations[axis], win.pad_begin[axis], win.out[axis])
+        if shifted is not None:
+            out, reduced = shifted, True
+        else:
+            out, reduced = _reduce_axis(out, xp, ufunc, fill, axis_taps)
         fresh = fresh or reduced
     return out if fresh else xp.array(out)  # only 1-tap axes: a view of x so far
 
