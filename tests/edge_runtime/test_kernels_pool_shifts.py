@@ -18,7 +18,9 @@ from tests.edge_runtime.test_kernels_pool_windows import channels_last, padded_v
 
 CASES = [
     ((1, 64, 56, 56), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),  # ResNet's stem
-    ((1, 32, 10, 10), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),  # YOLO's SPPF
+    ((1, 32, 10, 10), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),  # YOLO's SPPF: a padded copy
+    ((1, 8, 48, 48), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),
+    ((1, 8, 44, 48), {"kernel_shape": [5, 3], "pads": [0, 2, 4, 0]}),  # pads on one side only
     ((2, 8, 16, 16), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
     ((1, 4, 9, 12), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),  # odd height: stride 1 needs none
     ((1, 4, 12, 12), {"kernel_shape": [2, 2], "strides": [2, 2]}),  # U-Net's, LeNet's
@@ -80,19 +82,27 @@ def test_non_contiguous_inputs_take_the_strided_views() -> None:
     np.testing.assert_array_equal(run("MaxPool", x, n_outputs=1, **attrs), padded_view_max(x, attrs))
 
 
-@pytest.mark.parametrize("x_shape, attrs, lead, flat_axes", [
-    (CASES[0][0], CASES[0][1], None, 2),  # split rows, then split values
-    ((1, 56, 56, 64), CASES[0][1], 1, 1),  # channels-last: rows of 56x64 values are not split
-    (CASES[1][0], CASES[1][1], None, 2),
-    (CASES[4][0], CASES[4][1], None, 1),  # 2x2: only the values' split pays
-    (CASES[8][0], CASES[8][1], None, 0),
+@pytest.mark.parametrize("x_shape, attrs, lead, path", [
+    (CASES[0][0], CASES[0][1], None, ["shifts", "shifts"]),  # split rows, then split values
+    ((1, 56, 56, 64), CASES[0][1], 1, ["shifts"]),  # channels-last: rows of 56x64 values are not split
+    (CASES[1][0], CASES[1][1], None, ["padded"]),
+    (CASES[2][0], CASES[2][1], None, ["shifts", "shifts"]),
+    (CASES[6][0], CASES[6][1], None, ["shifts"]),  # 2x2: only the values' split pays
+    (CASES[10][0], CASES[10][1], None, []),  # odd lengths
 ])
-def test_the_flat_path_runs_where_it_applies(monkeypatch, x_shape, attrs, lead, flat_axes) -> None:
-    calls = []
-    flat_taps = window_shifts._flat_taps
-    monkeypatch.setattr(window_shifts, "_flat_taps", lambda *args: calls.append(args[3]) or flat_taps(*args))
+def test_each_path_runs_where_it_applies(monkeypatch, x_shape, attrs, lead, path) -> None:
+    taken = []
+    flat_taps, reduce_padded = window_shifts._flat_taps, window_shifts.reduce_padded
+
+    def padded(*args):
+        result = reduce_padded(*args)
+        taken.extend(["padded"] if result is not None else [])
+        return result
+
+    monkeypatch.setattr(window_shifts, "_flat_taps", lambda *args: taken.append("shifts") or flat_taps(*args))
+    monkeypatch.setattr(window_shifts, "reduce_padded", padded)
     planar_shape = x_shape if lead is None else (x_shape[0], x_shape[-1]) + x_shape[1:-1]
     win = pool_window(np.empty(planar_shape), attrs["kernel_shape"], attrs.get("strides"), attrs.get("dilations"),
                       attrs.get("pads"), "NOTSET", attrs.get("ceil_mode", 0))
     max_windows(sample(x_shape, np.float32), np, win, lead)
-    assert len(calls) == flat_axes
+    assert taken == path
