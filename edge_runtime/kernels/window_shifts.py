@@ -177,7 +177,8 @@ def reduce_padded(x, xp, ufunc, fill, win, lead: int):
         return None
     spatial = x.shape[lead:lead + n]
     head = (slice(None),) * lead
-    shape = x.shape[:lead] + tuple(s + b + e for s, b, e in zip(spatial, win.pad_begin, win.padded_end)) + x.shape[lead + n:]
+    padded = tuple(s + b + e for s, b, e in zip(spatial, win.pad_begin, win.padded_end))
+    shape = x.shape[:lead] + padded + x.shape[lead + n:]
     source = np.full(shape, fill, dtype=x.dtype)
     source[head + tuple(slice(b, b + s) for b, s in zip(win.pad_begin, spatial))] = x
     for axis, (k, d) in enumerate(zip(win.kernel, win.dilations)):
