@@ -137,6 +137,10 @@ CASES: list[Case] = [
                                                    pads=[1, 1, 1, 1])),
     Case("MaxPool", "3x3 s2 1x64x112x112", _unary("MaxPool", (1, 64, 112, 112), kernel_shape=[3, 3],
                                                  strides=[2, 2], pads=[1, 1, 1, 1])),
+    Case("MaxPool", "5x5 s1 p2 1x128x20x20", _unary("MaxPool", (1, 128, 20, 20), kernel_shape=[5, 5],
+                                                   pads=[2, 2, 2, 2])),  # YOLOv8n's SPPF at 640x640
+    Case("MaxPool", "2x2 s2 1x64x128x128", _unary("MaxPool", (1, 64, 128, 128), kernel_shape=[2, 2],
+                                                 strides=[2, 2])),  # U-Net's first pool
     Case("GridSample", "1x32x64x64", _with_constants(
         "GridSample", (1, 32, 64, 64),
         lambda x, rng: {"grid": rng.uniform(-1, 1, (x.shape[0],) + x.shape[2:] + (2,)).astype(np.float32)})),

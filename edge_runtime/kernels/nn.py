@@ -14,7 +14,7 @@ from itertools import product
 
 import numpy as np
 
-from edge_runtime.kernels import resampling, sliding_windows
+from edge_runtime.kernels import resampling, sliding_windows, window_shifts
 from edge_runtime.kernels.math import SOFTMAX_MIN_SHIFTED_SUM
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
@@ -86,11 +86,23 @@ def reduce_windows(x, xp, ufunc, win, fill, lead: int | None = None):
     ufunc calls instead of prod(k) - 1 (4 instead of 8 for 3x3, on arrays shrinking axis by axis), and the
     first axes read contiguous rows. No padded copy is made: a tap that reaches into the padding
     for some outputs only reduces into the outputs it covers in the input (ResNet-18's 3x3 stride 2
-    pad 1 max pool on 1x112x112x64 channels-last: 290 -> 200 us).
+    pad 1 max pool on 1x112x112x64 channels-last: 290 -> 200 us). Where ``window_shifts`` applies,
+    an axis runs as calls over whole flattened arrays instead of strided views, and stride-1
+    windows on small planes over one padded copy.
     """
+    lead = x.ndim - len(win.kernel) if lead is None else lead
+    if window_shifts.small_planes(x.shape[lead:lead + len(win.kernel)], win):
+        padded = window_shifts.reduce_padded(x, xp, ufunc, fill, win, lead)
+        if padded is not None:
+            return padded
     out, fresh = x, False
-    for axis_taps in _tap_plan(x.ndim - len(win.kernel) if lead is None else lead, x.shape, win):
-        out, reduced = _reduce_axis(out, xp, ufunc, fill, axis_taps)
+    for axis, axis_taps in enumerate(_tap_plan(lead, x.shape, win)):
+        shifted = window_shifts.reduce_axis(out, xp, ufunc, fill, lead + axis, win.kernel[axis], win.strides[axis],
+                                            win.dilations[axis], win.pad_begin[axis], win.out[axis])
+        if shifted is not None:
+            out, reduced = shifted, True
+        else:
+            out, reduced = _reduce_axis(out, xp, ufunc, fill, axis_taps)
         fresh = fresh or reduced
     return out if fresh else xp.array(out)  # only 1-tap axes: a view of x so far
 

@@ -32,8 +32,28 @@ CASES = [
     ((2, 3, 12), {"kernel_shape": [4], "strides": [1], "pads": [2, 1], "dilations": [2]}),
     ((1, 2, 5, 6, 7), {"kernel_shape": [2, 3, 3], "strides": [1, 2, 2], "pads": [0, 1, 1, 1, 0, 1]}),
     ((1, 2, 5, 6, 7), {"kernel_shape": [3, 2, 2], "strides": [2, 2, 2], "ceil_mode": 1}),
+    # axes reduced as shifts of the flattened array (``window_shifts``): outputs as long as the
+    # input at stride 1, half as long at stride 2 (even lengths), edge rows recomputed; stride 1
+    # over a padded copy where windows span a tenth of an axis or more
+    ((1, 3, 8, 8), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ((1, 2, 24, 22), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    ((1, 2, 44, 48), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),
+    ((1, 2, 44, 48), {"kernel_shape": [5, 5], "pads": [4, 0, 0, 4]}),  # pads on one side only
+    ((1, 2, 50, 50), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 2, 10, 10), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),  # YOLO's SPPF pool
+    ((1, 2, 3, 3), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),  # planes shorter than the window
+    ((2, 3, 6, 7), {"kernel_shape": [5, 3], "pads": [4, 0, 0, 2]}),  # pads on one side only
+    ((1, 2, 7, 6), {"kernel_shape": [3, 3], "dilations": [2, 3], "pads": [2, 3, 2, 3]}),
+    ((1, 2, 12, 12), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1]}),
+    ((1, 2, 12, 10), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+    ((1, 2, 12, 12), {"kernel_shape": [4, 4], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((3, 2, 12, 12), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ((1, 2, 12, 12), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),  # last window half out
+    ((1, 2, 6, 8, 8), {"kernel_shape": [3, 3, 3], "pads": [1, 1, 1, 1, 1, 1]}),
+    ((1, 2, 4, 8, 8), {"kernel_shape": [1, 3, 3], "strides": [1, 2, 2], "pads": [0, 1, 1, 0, 1, 1]}),
+    ((2, 3, 16), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
 ]
-DTYPES = [np.float32, np.float64, np.int32, np.int8, np.uint8]
+DTYPES = [np.float32, np.float64, np.float16, np.int32, np.int16, np.int8, np.uint8]
 
 
 def sample(shape, dtype) -> np.ndarray:
