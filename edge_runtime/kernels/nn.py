@@ -368,6 +368,8 @@ def layer_normalization(x, scale, b, *, xp, axis, epsilon, stash_type, n_outputs
         if b is not None:
             y += b
         y = y.astype(x.dtype, copy=False)
+        if n_outputs == 1:
+            return y
     return y, mean.astype(x.dtype), inv_std.astype(x.dtype)
 
 
