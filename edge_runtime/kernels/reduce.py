@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from edge_runtime.kernels.nn import row_means
+from edge_runtime.kernels.row_moments import row_means
 from edge_runtime.kernels.registry import kernel
 
 
