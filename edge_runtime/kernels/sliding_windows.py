@@ -674,14 +674,14 @@ def conv_transpose(x, w, b, xp, *, group, kernel, strides, dilations, pads, out_
     wg = w.reshape(group, c // group, mg * k).transpose(0, 2, 1)  # (G, M/G*K, C/G)
     cols = xp.matmul(wg, x.reshape(n, group, c // group, pixels))  # (N, G, M/G*K, pixels)
     cols = cols.reshape((n, m, k) + tuple(spatial))
+    win = Window(tuple(kernel), tuple(strides), tuple(dilations), (0,) * n_sp, (0,) * n_sp, (0,) * n_sp, tuple(spatial))
     if _taps_disjoint(kernel, strides, dilations, pads, spatial, out_spatial):
-        return _interleaved_taps(cols, b, xp, kernel)
+        return _placed_taps(cols, b, xp, win, out_spatial)
     # The full output before cropping: every tap's contribution lands inside it.
     full = [
         max((i - 1) * s + (kk - 1) * d + 1, pb + o)
         for i, s, kk, d, pb, o in zip(spatial, strides, kernel, dilations, pads[:n_sp], out_spatial)
     ]
-    win = Window(tuple(kernel), tuple(strides), tuple(dilations), (0,) * n_sp, (0,) * n_sp, (0,) * n_sp, tuple(spatial))
     # A negative begin pad (an output_shape, or SAME padding, asking for more than the taps cover,
     # as when the stride exceeds the kernel) puts rows no tap reaches before the full output.
     before = [max(-pb, 0) for pb in pads[:n_sp]]
@@ -700,22 +700,20 @@ def _taps_disjoint(kernel, strides, dilations, pads, spatial, out_spatial) -> bo
             and all(o == i * k for o, i, k in zip(out_spatial, spatial, kernel)))
 
 
-def _interleaved_taps(cols, b, xp, kernel):
-    """The output of disjoint taps: each tap of the columns (N, M, taps, in...) written once into
+def _placed_taps(cols, b, xp, win: Window, out_spatial):
+    """``col2im`` for disjoint taps: each tap of the columns (N, M, taps, in...) written once into
     its strided place of the output, the bias added on the way (where the general path zero-fills,
     adds every tap and adds the bias in a pass of its own)."""
     n, m = cols.shape[:2]
-    spatial = cols.shape[3:]
-    n_sp = len(spatial)
-    y = xp.empty((n, m) + tuple(a for i in range(n_sp) for a in (spatial[i], kernel[i])), dtype=cols.dtype)
-    bias = None if b is None else b.reshape((1, m) + (1,) * n_sp).astype(cols.dtype, copy=False)
-    for t, offset in enumerate(product(*(range(k) for k in kernel))):
-        place = y[(slice(None), slice(None)) + tuple(a for o in offset for a in (slice(None), o))]
+    y = xp.empty((n, m) + tuple(out_spatial), dtype=cols.dtype)
+    bias = None if b is None else b.reshape((1, m) + (1,) * len(out_spatial)).astype(cols.dtype, copy=False)
+    for t, offset in enumerate(product(*(range(k) for k in win.kernel))):
+        place = y[(slice(None), slice(None)) + offset_slices(win, offset)]
         if bias is None:
             place[...] = cols[:, :, t]
         else:
             xp.add(cols[:, :, t], bias, out=place)
-    return y.reshape((n, m) + tuple(i * k for i, k in zip(spatial, kernel)))
+    return y
 
 
 def col2im(cols, xp, win: Window, padded_spatial):
