@@ -148,10 +148,10 @@ def _constant(lw: Lowering, n: Node, dev) -> bool:
     # (inside a fused loop body a constant's control edge from the pivot only tags frames)
     if n.control_inputs and not lw.sub_plan:
         return False
-    device = lw.device(dev)
+    # a value only read as a host value (a shape, axes) is made on the host, never uploaded
+    device = _HOST if n.outputs[0] in lw.host_read else lw.device(dev)
     value = get_kernel("Constant")(xp=device.xp, **n.attrs)
-    host = n.outputs[0] in lw.host_read
-    lw.template[lw.slot_of(n.outputs[0])] = device.to_host(value) if host else device.from_host(value)
+    lw.template[lw.slot_of(n.outputs[0])] = device.from_host(value)
     return True
 
 
