@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from edge_runtime.kernels.window_shifts import PAIR_TYPES
 from schemas.ops.nn import scaled_length
 
 
@@ -217,28 +218,23 @@ def resize(x, xp, *, extrapolation_value, **plan):
     return xp.ascontiguousarray(y.astype(x.dtype, copy=False))
 
 
-# Unsigned integers of an element's width and of two elements' width: repeating the last axis twice
-# is one multiply of each element's bits by 2^bits + 1, written straight into its doubled row.
-_PAIRED_BITS = {2: ("uint16", "uint32"), 4: ("uint32", "uint64")}
-
-
 def integer_upscale(x, xp, factors: dict[int, int]):
     """``x`` with each of its elements repeated ``factors[axis]`` times along each axis (nearest
     upsampling by whole factors), in one pass writing the output.
 
     The output is viewed as (in_0, k_0, in_1, k_1, ...) and written from ``x`` broadcast along every
     k. A broadcast along the last axis would copy value by value; a last axis repeated twice (x2
-    upsampling) is instead one integer multiply of a 2- or 4-byte element's bits, ``v * (2^bits + 1)
-    = v | v << bits``, written as one element of twice the width: bit-exact, NaN payloads too. Any
-    other factor of the last axis is repeated first, on its own.
+    upsampling) is instead one integer multiply of a 1-, 2- or 4-byte element's bits (``PAIR_TYPES``),
+    ``v * (2^bits + 1) = v | v << bits``, written as one element of twice the width: bit-exact, NaN
+    payloads too, on either byte order. Any other factor of the last axis is repeated first, on its own.
     """
     last = x.ndim - 1
     shape = tuple(n * factors.get(a, 1) for a, n in enumerate(x.shape))
     factors = {a: k for a, k in factors.items() if k > 1}
-    paired = _PAIRED_BITS.get(x.dtype.itemsize) if factors.get(last) == 2 else None
+    paired = PAIR_TYPES.get(x.dtype.itemsize) if factors.get(last) == 2 else None  # (pair, element)
     source = xp.ascontiguousarray(x)
     if paired is not None:
-        source = source.view(paired[0])
+        source = source.view(paired[1])
         del factors[last]
     elif last in factors:
         source = xp.repeat(source, factors.pop(last), axis=last)
@@ -250,7 +246,7 @@ def integer_upscale(x, xp, factors: dict[int, int]):
         out = xp.empty(layout, dtype=x.dtype)
         out[...] = source[tuple(index)]
         return out.reshape(shape)
-    wide = xp.dtype(paired[1])
+    wide = xp.dtype(paired[0])
     out = xp.empty(layout, dtype=wide)
     xp.multiply(source[tuple(index)], wide.type(1 + (1 << (8 * x.dtype.itemsize))), out=out, dtype=wide)
     return out.view(x.dtype).reshape(shape)
