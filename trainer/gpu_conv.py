@@ -20,15 +20,14 @@ import cupy
 
 from edge_runtime.kernels import get_kernel
 from edge_runtime.kernels.sliding_windows import Window, resolve_window
+from trainer.gpu_launch import FLOAT_TYPES, RawSource, launch_over, window_args
 from trainer.kernels import nn as portable
 
 __all__ = ["OVERRIDES", "col2im", "conv", "conv_backprop_filter", "conv_backprop_input", "im2col"]
 
 D = "flowstack"
-THREADS = 256
-MAX_BLOCKS = 65535
 
-_SOURCE = r"""
+_KERNELS = RawSource(r"""
 extern "C" __global__ void im2col(const T* x, T* cols, long long total, int N, int C, int H, int W,
                                   int KH, int KW, int OH, int OW, int sh, int sw, int ph, int pw,
                                   int dh, int dw) {
@@ -77,30 +76,11 @@ extern "C" __global__ void col2im(const T* cols, T* x, long long total, int N, i
         x[i] = acc;
     }
 }
-"""
-
-_TYPES = {"float32": "float", "float64": "double"}
-_MODULES: dict[str, cupy.RawModule] = {}
-
-
-def _function(name: str, dtype) -> cupy.RawKernel:
-    key = str(dtype)
-    module = _MODULES.get(key)
-    if module is None:
-        module = _MODULES[key] = cupy.RawModule(code="typedef " + _TYPES[key] + " T;\n" + _SOURCE)
-    return module.get_function(name)
+""")
 
 
 def _launch(name: str, dtype, total: int, args: tuple) -> None:
-    blocks = max(1, min(MAX_BLOCKS, -(-total // THREADS)))
-    _function(name, dtype)((blocks,), (THREADS,), args)
-
-
-def _window_args(x_shape, win: Window) -> tuple:
-    n, c, h, w = x_shape
-    (kh, kw), (oh, ow) = win.kernel, win.out
-    (sh, sw), (ph, pw), (dh, dw) = win.strides, win.pad_begin, win.dilations
-    return tuple(cupy.int32(v) for v in (n, c, h, w, kh, kw, oh, ow, sh, sw, ph, pw, dh, dw))
+    launch_over(_KERNELS.function(name, T=FLOAT_TYPES[str(dtype)]), total, args)
 
 
 def im2col(x: cupy.ndarray, win: Window) -> cupy.ndarray:
@@ -109,7 +89,7 @@ def im2col(x: cupy.ndarray, win: Window) -> cupy.ndarray:
     rows, cols_n = c * math.prod(win.kernel), n * math.prod(win.out)
     cols = cupy.empty((rows, cols_n), dtype=x.dtype)
     if cols.size:
-        _launch("im2col", x.dtype, cols.size, (x, cols, cupy.int64(cols.size)) + _window_args(x.shape, win))
+        _launch("im2col", x.dtype, cols.size, (x, cols, cupy.int64(cols.size)) + window_args(x.shape, win))
     return cols
 
 
@@ -118,12 +98,12 @@ def col2im(cols: cupy.ndarray, x_shape: tuple, win: Window) -> cupy.ndarray:
     x = cupy.empty(x_shape, dtype=cols.dtype)
     if x.size:
         _launch("col2im", cols.dtype, x.size, (cupy.ascontiguousarray(cols), x, cupy.int64(x.size))
-                + _window_args(x_shape, win))
+                + window_args(x_shape, win))
     return x
 
 
 def _takes_fast_path(x, w, group: int, b=None) -> bool:
-    return (group == 1 and x.ndim == 4 and x.dtype == w.dtype and str(x.dtype) in _TYPES
+    return (group == 1 and x.ndim == 4 and x.dtype == w.dtype and str(x.dtype) in FLOAT_TYPES
             and all(isinstance(a, cupy.ndarray) for a in (x, w) + (() if b is None else (b,))))
 
 

@@ -23,17 +23,16 @@ import cupy
 from edge_runtime.kernels import get_kernel
 from edge_runtime.kernels.nn import pool_window
 from edge_runtime.kernels.reduce import reduction_axes
+from trainer.gpu_launch import FLOAT_TYPES, THREADS, RawSource, launch_over, window_args
 from trainer.kernels import math as portable_math
 from trainer.kernels import nn as portable_nn
 
 __all__ = ["OVERRIDES", "max_pool_grad", "reduce_sum", "relu_grad", "sparse_softmax_xent"]
 
 D = "flowstack"
-THREADS = 256
-MAX_BLOCKS = 65535
-_TYPES = {"float32": "float", "float64": "double"}
+_LABEL_TYPES = {"int64": "long long", "int32": "int"}
 
-_SOURCE = r"""
+_SPARSE_XENT = RawSource(r"""
 #define BLOCK 256
 extern "C" __global__ void sparse_xent(const T* logits, const L* labels, T* loss, T* grad, int classes) {
     __shared__ T red[BLOCK];
@@ -66,7 +65,9 @@ extern "C" __global__ void sparse_xent(const T* logits, const L* labels, T* loss
         g[j] = valid ? exp(x[j] - m) / total - (j == label ? (T)1 : (T)0) : (T)nan("");
     if (tid == 0) loss[row] = valid ? log(total) + m - x[label] : (T)nan("");
 }
+""")
 
+_MAX_POOL_GRAD = RawSource(r"""
 extern "C" __global__ void max_pool_grad(const T* x, const T* dy, T* dx, long long total, int H, int W,
                                          int KH, int KW, int OH, int OW, int sh, int sw, int ph, int pw,
                                          int dh, int dw) {
@@ -93,29 +94,17 @@ extern "C" __global__ void max_pool_grad(const T* x, const T* dy, T* dx, long lo
         if (at >= 0 && !has_nan) atomicAdd(dx + plane + at, dy[i]);
     }
 }
-"""
-
-_MODULES: dict[tuple[str, str], cupy.RawModule] = {}
-
-
-def _function(name: str, dtype, label_dtype="int64") -> cupy.RawKernel:
-    key = (str(dtype), str(label_dtype))
-    module = _MODULES.get(key)
-    if module is None:
-        label = {"int64": "long long", "int32": "int"}[key[1]]
-        prelude = f"typedef {_TYPES[key[0]]} T;\ntypedef {label} L;\n"
-        module = _MODULES[key] = cupy.RawModule(code=prelude + _SOURCE)
-    return module.get_function(name)
+""")
 
 
 def _device_floats(*arrays) -> bool:
-    return all(isinstance(a, cupy.ndarray) for a in arrays) and str(arrays[0].dtype) in _TYPES and \
+    return all(isinstance(a, cupy.ndarray) for a in arrays) and str(arrays[0].dtype) in FLOAT_TYPES and \
         all(a.dtype == arrays[0].dtype for a in arrays)
 
 
 def sparse_softmax_xent(logits, labels, *, xp):
     """SparseSoftmaxCrossEntropyWithLogits: (loss per row, d loss / d logits)."""
-    if not (_device_floats(logits) and isinstance(labels, cupy.ndarray) and str(labels.dtype) in ("int32", "int64")
+    if not (_device_floats(logits) and isinstance(labels, cupy.ndarray) and str(labels.dtype) in _LABEL_TYPES
             and logits.ndim >= 1 and logits.shape[-1] > 0 and labels.size * logits.shape[-1] == logits.size):
         return portable_math.sparse_softmax_xent(logits, labels, xp=xp)
     logits = cupy.ascontiguousarray(logits)
@@ -125,7 +114,7 @@ def sparse_softmax_xent(logits, labels, *, xp):
     grad = cupy.empty(logits.shape, dtype=logits.dtype)
     if rows:
         threads = min(THREADS, max(32, 1 << (classes - 1).bit_length()))
-        _function("sparse_xent", logits.dtype, labels.dtype)(
+        _SPARSE_XENT.function("sparse_xent", T=FLOAT_TYPES[str(logits.dtype)], L=_LABEL_TYPES[str(labels.dtype)])(
             (rows,), (threads,), (logits, cupy.ascontiguousarray(labels), loss, grad, cupy.int32(classes)))
     return loss, grad
 
@@ -141,12 +130,8 @@ def max_pool_grad(dy, x, *, xp, auto_pad, ceil_mode, dilations, kernel_shape, pa
     dx = cupy.zeros(x.shape, dtype=x.dtype)
     dy = cupy.ascontiguousarray(dy)
     if dy.size:
-        (kh, kw), (oh, ow) = win.kernel, win.out
-        (sh, sw), (ph, pw), (dh, dw) = win.strides, win.pad_begin, win.dilations
-        ints = tuple(cupy.int32(v) for v in (x.shape[2], x.shape[3], kh, kw, oh, ow, sh, sw, ph, pw, dh, dw))
-        blocks = max(1, min(MAX_BLOCKS, -(-dy.size // THREADS)))
-        _function("max_pool_grad", x.dtype)((blocks,), (THREADS,),
-                                            (cupy.ascontiguousarray(x), dy, dx, cupy.int64(dy.size)) + ints)
+        launch_over(_MAX_POOL_GRAD.function("max_pool_grad", T=FLOAT_TYPES[str(x.dtype)]), dy.size,
+                    (cupy.ascontiguousarray(x), dy, dx, cupy.int64(dy.size)) + window_args(x.shape, win)[2:])
     return dx
 
 
