@@ -29,6 +29,8 @@ BUILDERS = {
                      lambda a: np.full((len(a), 3), 1.5, np.float32)),
     "convert_to_tensor": (lambda x, b: tf.convert_to_tensor([b, 3, tf.shape(x)[2]]),
                           lambda a: np.asarray([len(a), 3, 3])),
+    "concat of packed lists": (lambda x, b: tf.concat([[b], [2], tf.shape(x)[1:]], axis=0),
+                               lambda a: np.asarray([len(a), 2, 4, 3])),
     "stack of floats": (lambda x, b: tf.convert_to_tensor([tf.reduce_sum(x), 2.0]),
                         lambda a: np.asarray([a.sum(), 2.0], np.float32)),
 }
@@ -55,3 +57,4 @@ def test_nested_lists_pack_row_by_row(batch_input):
         paddings = tf.convert_to_tensor([[0, b], [1, 2]])
     with tf.Session(graph=g) as sess:
         assert sess.run(paddings, {x: np.zeros((3, 4, 3), np.float32)}).tolist() == [[0, 3], [1, 2]]
+
