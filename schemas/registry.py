@@ -254,6 +254,8 @@ class InferenceContext:
     input_values: Sequence[np.ndarray | None] = ()
     num_outputs: int = 1
     name: str = ""
+    # input index -> its integer elements as far as the graph builder knows them (None where not)
+    partial_values: Callable[[int], list[int | None] | None] | None = None
 
     def input(self, i: int) -> TensorType:
         if i >= len(self.input_types) or self.input_types[i] is None:
@@ -268,6 +270,15 @@ class InferenceContext:
         if i < len(self.input_values):
             return self.input_values[i]
         return None
+
+    def known_ints(self, i: int) -> list[int | None] | None:
+        """Input ``i``'s integer elements as far as known at build time: a constant's all, else what
+        the graph builder can tell of a vector built from pieces (``[tf.shape(x)[0], 32]`` is
+        ``[None, 32]``), else None."""
+        value = self.value(i)
+        if value is not None:
+            return [int(v) for v in np.asarray(value).reshape(-1)]
+        return None if self.partial_values is None else self.partial_values(i)
 
     @property
     def num_inputs(self) -> int:
@@ -355,9 +366,10 @@ def infer_types(
     input_values: Sequence[np.ndarray | None] = (),
     num_outputs: int = 1,
     name: str = "",
+    partial_values: Callable[[int], list[int | None] | None] | None = None,
 ) -> list[TensorType]:
     """Run an op's shape rule; pads the result to ``num_outputs`` with unknown types."""
-    ctx = InferenceContext(schema, list(input_types), attrs, list(input_values), num_outputs, name)
+    ctx = InferenceContext(schema, list(input_types), attrs, list(input_values), num_outputs, name, partial_values)
     result = list(schema.infer(ctx))
     while len(result) < num_outputs:
         result.append(UNKNOWN)

@@ -19,6 +19,7 @@ from schemas.registry import ShapeError, TensorType, get_schema, infer_types
 from trainer.devices import DeviceSpec
 from trainer.dtypes import tensor_dtype
 from trainer.errors import GraphError
+from trainer.partial_values import known_elements
 from trainer.tensor_shape import as_shape_tuple, merge_shapes, shapes_compatible
 
 __all__ = [
@@ -330,7 +331,8 @@ class Graph:
             in_values = [None if t is None else constant_value(t) for t in inputs]
             try:
                 output_types = infer_types(
-                    schema, in_types, resolved, input_values=in_values, num_outputs=n_out, name=node_name
+                    schema, in_types, resolved, input_values=in_values, num_outputs=n_out, name=node_name,
+                    partial_values=lambda i: known_elements(inputs[i]) if i < len(inputs) else None,
                 )
             except ShapeError:
                 raise

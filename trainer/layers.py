@@ -52,6 +52,9 @@ def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_ini
     ``kernel_initializer`` defaults to glorot_uniform, as TF1's does. ``kernel_regularizer``'s
     penalty joins REGULARIZATION_LOSSES, as in TF1."""
     x = convert_to_tensor(inputs)
+    if x.shape is None or not x.shape or x.shape[-1] is None:
+        raise ValueError(f"The last dimension of the inputs to `Dense` should be defined. Found `None` "
+                         f"(input {x.name}, shape {x.shape}).")
     with _layer_scope(x.graph, name, "dense", reuse):
         fan_in = x.shape[-1]
         w = _variable(kernel_initializer or init.glorot_uniform, (fan_in, units), x.dtype, "kernel", trainable,

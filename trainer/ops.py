@@ -94,7 +94,8 @@ def make_op(
     num_outputs: int | None = None,
     graph: Graph | None = None,
 ) -> Node:
-    """Build a node of ``op_type``; non-tensor inputs become constants matching the tensors' dtype."""
+    """Build a node of ``op_type``; non-tensor inputs become constants matching the tensors' dtype,
+    and a list holding tensors (``tf.concat([[batch], [2]], 0)``'s ``[batch]``) is packed."""
     g = graph or _graph_of(inputs)
     like = next((v.dtype for v in inputs if isinstance(v, Tensor) and v.dtype is not None), None)
     if like is None:
@@ -105,6 +106,9 @@ def make_op(
             tensors.append(v)
         elif hasattr(v, "as_tensor"):
             tensors.append(v.as_tensor())
+        elif holds_tensors(v):
+            with g.as_default():
+                tensors.append(pack(v))
         else:
             dt = like if (like is not None and like.kind == "f" and _is_float_like(v)) else None
             tensors.append(constant(v, dtype=dt, graph=g))

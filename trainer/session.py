@@ -192,6 +192,7 @@ class Session:
             values = plan.run(feed_values, rctx, self._pool)
         if self._devices.keys() - {"CPU:0"}:
             values = [v if isinstance(v, np.ndarray) or v is None else _to_host(v) for v in values]
+        values = [as_fetched_strings(v) if isinstance(v, np.ndarray) and v.dtype == object else v for v in values]
         if compiled.single:
             return values[0] if compiled.mapper.tensors else None
         return compiled.mapper.build(values)
@@ -298,6 +299,17 @@ class Session:
                 raise ValueError(f"device {name!r} is not one of this session's devices {list(self._devices)} "
                                  f"on {self.local_task}")
         return device
+
+
+def as_fetched_strings(value: np.ndarray):
+    """A fetched string tensor as TensorFlow 1.x returns it: its elements ``bytes`` (UTF-8 for text),
+    a scalar as a ``bytes`` object; other object arrays (sequences, tensor lists) as they are."""
+    flat = value.reshape(-1)
+    if not all(isinstance(e, (str, bytes)) for e in flat):
+        return value
+    encoded = np.empty(value.shape, dtype=object)
+    encoded.reshape(-1)[:] = [e.encode() if isinstance(e, str) else e for e in flat]
+    return encoded[()] if value.ndim == 0 else encoded
 
 
 def _to_host(v):

@@ -181,6 +181,9 @@ def _initial_value(name: str, shape, dtype: np.dtype, initializer) -> Tensor:
     if callable(initializer):
         if shape is None:
             raise ValueError(f"get_variable {name!r}: an initializer needs the variable's shape")
+        if any(d is None for d in shape):
+            shown = "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+            raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but instead was {shown}.")
         return initializer(shape, dtype=dtype)
     value = np.asarray(initializer, dtype)
     if shape is not None and tuple(value.shape) != tuple(shape):

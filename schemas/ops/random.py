@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from schemas.ops.rules import const_ints
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
 D = "flowstack"
@@ -12,7 +11,7 @@ _INT64 = np.dtype(np.int64)
 
 
 def _random_of_shape(ctx):
-    shape = const_ints(ctx, 0)
+    shape = ctx.known_ints(0)
     n = ctx.input(0).shape
     dims = tuple(shape) if shape is not None else (None if n is None or n[0] is None else (None,) * n[0])
     return [TensorType(np.dtype(ctx.attrs["dtype"]), dims)]

@@ -100,6 +100,9 @@ def _reshape(ctx):
     data = ctx.input(0)
     target = const_ints(ctx, 1)
     if target is None:
+        known = ctx.known_ints(1)
+        if known is not None:
+            return [TensorType(data.dtype, _partly_known_reshape(ctx, data.shape, known))]
         n = _vector_length(ctx, 1)
         return [TensorType(data.dtype, None if n is None else (None,) * n)]
     if target.count(-1) > 1:
@@ -133,6 +136,18 @@ def _reshape(ctx):
         if rest is not None and fixed and rest % fixed == 0:
             out[target.index(-1)] = rest // fixed
     return [TensorType(data.dtype, tuple(out))]
+
+
+def _partly_known_reshape(ctx, shape, target: list[int | None]) -> tuple[int | None, ...]:
+    """Reshape's output dims from a target shape only some of whose elements are known: a known
+    positive dim stands, a 0 copies the input's dim (unless ``allowzero``), the rest are unknown."""
+    out: list[int | None] = []
+    for i, t in enumerate(target):
+        if t == 0 and not ctx.attrs["allowzero"]:
+            out.append(None if shape is None or i >= len(shape) else shape[i])
+        else:
+            out.append(t if t is not None and t >= 0 else None)
+    return tuple(out)
 
 
 @op("Flatten", inputs=["input"], outputs=["output"], attrs={"axis": Attr("int", 1)}, differentiable=True)
@@ -351,27 +366,28 @@ op("Scatter", inputs=["data", "indices", "updates"], outputs=["output"],
 @op("Expand", inputs=["input", "shape"], outputs=["output"], differentiable=True)
 def _expand(ctx):
     x = ctx.input(0)
-    target = const_ints(ctx, 1)
+    target = ctx.known_ints(1)
     if target is None:
         n = _vector_length(ctx, 1)
         if x.shape is None or n is None:
             return [TensorType(x.dtype, None)]
         return [TensorType(x.dtype, (None,) * max(n, len(x.shape)))]
-    # A 1 in the target shape keeps the input's dim: that is plain broadcasting of the two shapes.
+    # A 1 in the target shape keeps the input's dim: that is plain broadcasting of the two shapes
+    # (an unknown target dim is 1 or the input's where that is above 1).
     return [TensorType(x.dtype, broadcast_shapes(ctx, [x.shape, tuple(target)]))]
 
 
 @op("Tile", inputs=["input", "repeats"], outputs=["output"], differentiable=True)
 def _tile(ctx):
     x = ctx.input(0)
-    repeats = const_ints(ctx, 1)
+    repeats = ctx.known_ints(1)
     if x.shape is None:
         return [TensorType(x.dtype, None)]
     if repeats is None:
         return [TensorType(x.dtype, (None,) * len(x.shape))]
     if len(repeats) != len(x.shape):
         raise ctx.fail(f"repeats {repeats} must have one entry per dim of {x.shape}")
-    return [TensorType(x.dtype, tuple(None if d is None else d * r for d, r in zip(x.shape, repeats)))]
+    return [TensorType(x.dtype, tuple(None if d is None or r is None else d * r for d, r in zip(x.shape, repeats)))]
 
 
 @op("Pad", inputs=["data", "pads", "constant_value?", "axes?"], outputs=["output"],
@@ -434,7 +450,7 @@ def _constant_of_shape(ctx):
     dtype = FLOAT32 if value is None else np.asarray(value).dtype
     if value is not None and np.asarray(value).size != 1:
         raise ctx.fail(f"value must hold one element, got shape {np.asarray(value).shape}")
-    shape = const_ints(ctx, 0)
+    shape = ctx.known_ints(0)
     if shape is not None:
         return [TensorType(dtype, tuple(shape))]
     n = _vector_length(ctx, 0)

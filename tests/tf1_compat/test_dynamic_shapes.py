@@ -29,6 +29,8 @@ BUILDERS = {
                      lambda a: np.full((len(a), 3), 1.5, np.float32)),
     "convert_to_tensor": (lambda x, b: tf.convert_to_tensor([b, 3, tf.shape(x)[2]]),
                           lambda a: np.asarray([len(a), 3, 3])),
+    "concat of packed lists": (lambda x, b: tf.concat([[b], [2], tf.shape(x)[1:]], axis=0),
+                               lambda a: np.asarray([len(a), 2, 4, 3])),
     "stack of floats": (lambda x, b: tf.convert_to_tensor([tf.reduce_sum(x), 2.0]),
                         lambda a: np.asarray([a.sum(), 2.0], np.float32)),
 }
@@ -55,3 +57,64 @@ def test_nested_lists_pack_row_by_row(batch_input):
         paddings = tf.convert_to_tensor([[0, b], [1, 2]])
     with tf.Session(graph=g) as sess:
         assert sess.run(paddings, {x: np.zeros((3, 4, 3), np.float32)}).tolist() == [[0, 3], [1, 2]]
+
+
+# What TensorFlow 1.15 infers for each at build time: the known elements of a packed shape fix dims.
+STATIC_SHAPES = {
+    "reshape": (None, None),
+    "zeros": (None, 5),
+    "ones": (2, None),
+    "fill": (None, 2),
+    "tile": (None, None, 3),
+    "broadcast_to": (None, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATIC_SHAPES))
+def test_a_packed_shape_keeps_its_known_elements_at_build_time(batch_input, name):
+    g, x, b = batch_input
+    with g.as_default():
+        out = BUILDERS[name][0](x, b)
+    assert out.shape == STATIC_SHAPES[name]
+
+
+def test_known_elements_follow_shape_slices_gathers_and_casts(batch_input):
+    g, x, b = batch_input
+    with g.as_default():
+        dims = tf.shape(x)
+        cases = {
+            (None, 4, 3): tf.zeros(dims),
+            (4, 3): tf.ones(dims[1:]),
+            (3, None): tf.zeros(tf.gather(dims, [2, 0])),
+            (None, 4): tf.random_normal(tf.cast(tf.stack([b, dims[1]]), tf.int64)),
+            (None, 2, 4, 3): tf.reshape(x, tf.concat([[b], [2], dims[1:]], axis=0)),
+            (None, None, 6): tf.tile(x, tf.stack([1, b, 2])),
+        }
+    for want, tensor in cases.items():
+        assert tensor.shape == want, tensor
+
+
+def test_dense_after_a_bidirectional_gru_knows_its_input_depth():
+    """tf.nn.bidirectional_dynamic_rnn's GRU outputs keep their depth through the loop's zero state,
+    so a dense layer on them builds (it read None and failed inside glorot_uniform)."""
+    g = tf.Graph()
+    with g.as_default():
+        images = tf.placeholder(tf.float32, [None, 8, 8])
+        (fw, bw), _ = tf.nn.bidirectional_dynamic_rnn(tf.nn.rnn_cell.GRUCell(6), tf.nn.rnn_cell.GRUCell(5), images,
+                                                      dtype=tf.float32)
+        assert fw.shape == (None, 8, 6) and bw.shape == (None, 8, 5)
+        logits = tf.layers.dense(tf.concat([fw[:, -1], bw[:, 0]], axis=1), 3)
+        assert logits.shape == (None, 3)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(logits, {images: np.ones((2, 8, 8), np.float32)}).shape == (2, 3)
+
+
+def test_a_layer_on_an_unknown_depth_says_what_is_missing(batch_input):
+    g, x, b = batch_input
+    with g.as_default():
+        flat = tf.reshape(x, tf.stack([b, tf.reduce_prod(tf.shape(x)[1:])]))
+        with pytest.raises(ValueError, match="last dimension of the inputs to `Dense` should be defined"):
+            tf.layers.dense(flat, 3)
+        with pytest.raises(ValueError, match=r"Shape of a new variable \(w\) must be fully defined.*\(\?, 3\)"):
+            tf.get_variable("w", [None, 3])

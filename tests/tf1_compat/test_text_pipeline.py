@@ -39,9 +39,18 @@ def test_split_spellings_numbers_joins_and_reverse_lookups():
                                         hashed.lookup(tf.constant(["y", "z"]))])
         with pytest.raises(Exception, match="could not correctly convert string: x1"):
             sess.run(tf.string_to_number(tf.constant(["x1"])))
-    assert k.values.tolist() == ["a", "b", "c", "d"] and a.values.tolist() == ["a", "b", "", "c", "d"]
-    assert s.values.tolist() == ["a", "b", "", "c", "d"] and s.dense_shape.tolist() == [2, 4]
+    assert k.values.tolist() == [b"a", b"b", b"c", b"d"] and a.values.tolist() == [b"a", b"b", b"", b"c", b"d"]
+    assert s.values.tolist() == [b"a", b"b", b"", b"c", b"d"] and s.dense_shape.tolist() == [2, 4]
     assert n.tolist() == [1.5, 2.0, -3.0] and n.dtype == np.float64
-    assert j.tolist() == ["a-x", "b-x"] and r.tolist() == ["one", "zero", "UNK"] and h.tolist() == [20, -1]
+    assert j.tolist() == [b"a-x", b"b-x"] and r.tolist() == [b"one", b"zero", b"UNK"] and h.tolist() == [20, -1]
     with pytest.raises(ValueError, match="does not exist"):
         tf.contrib.lookup.index_table_from_file("/nonexistent/vocab.txt")
+
+
+def test_string_fetches_are_bytes_as_in_tensorflow():
+    """TF1's Session.run returns a string tensor's elements as bytes (a scalar as one bytes object),
+    so scripts that ``.decode()`` what they fetch run unchanged."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        scalar, vector = sess.run([tf.constant("é"), tf.constant([["a", "b"]])])
+    assert scalar == "é".encode() and type(scalar) is bytes
+    assert vector.dtype == object and vector.shape == (1, 2) and vector.tolist() == [[b"a", b"b"]]

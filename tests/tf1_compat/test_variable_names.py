@@ -206,7 +206,7 @@ def test_graph_lookups_by_tensor_and_op_name():
         feed = {"input:0": np.asarray([[1.0, 2.0, 3.0]], np.float32)}
         np.testing.assert_array_equal(sess.run("output:0", feed_dict=feed), [[12.0]])
         np.testing.assert_array_equal(sess.run(graph.get_tensor_by_name("layer1/add:0"), feed), [[6.0, 6.0]])
-        summary = tensorboard_proto("summary_pb2").Summary.FromString(sess.run(merged)[()])
+        summary = tensorboard_proto("summary_pb2").Summary.FromString(sess.run(merged))
     assert [value.tag for value in summary.value] == ["layer1/W_0", "layer1/b_0", "layer2/W_0"]
 
 
