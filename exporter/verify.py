@@ -254,14 +254,16 @@ def compare_tensors(name: str, want, got, rtol: float, atol: float) -> TensorDif
     w, g = want.astype(np.float64), got.astype(np.float64)
     nan_mismatch = np.isnan(w) != np.isnan(g)
     both = ~(np.isnan(w) | np.isnan(g))
-    err = np.where(both, np.abs(w - g), 0.0)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are the same infinity, zeroed below
+        err = np.where(both, np.abs(w - g), 0.0)
     err = np.where(np.isinf(w) & (w == g), 0.0, err)
     # Relative to the larger of the element and the tensor's RMS: rounding in a sum (a conv, a
     # matmul, a folded batch norm) scales with the terms summed, not with the result, so an
     # element that cancels to near zero carries the error of its neighbours' magnitude.
     finite = w[np.isfinite(w)]
     scale = float(np.sqrt(np.mean(np.square(finite)))) if finite.size else 0.0
-    denominator = np.maximum(np.maximum(np.abs(w), scale), np.finfo(np.float64).tiny)
+    # fmax: a NaN the reference and the candidate share is judged at the tensor's scale, not as NaN
+    denominator = np.fmax(np.fmax(np.abs(w), scale), np.finfo(np.float64).tiny)
     rel = err / denominator
     within = bool(np.all(err <= atol + rtol * denominator) and not nan_mismatch.any())
     return TensorDiff(name, float(np.nan_to_num(err.max(), nan=np.inf)), float(np.nan_to_num(rel.max(), nan=np.inf)), within)

@@ -10,7 +10,7 @@ import schemas.ops.fused  # noqa: F401
 from exporter import ir
 from exporter.passes import optimize
 from exporter.passes.graph_edit import copy_model
-from exporter.verify import ParityError, ParityReport, check_parity, sample_inputs
+from exporter.verify import ParityError, ParityReport, check_parity, compare_tensors, sample_inputs
 from schemas import dtypes
 from tests.exporter.test_passes import conv_bn, graph, if_model, model, randn
 
@@ -115,3 +115,17 @@ def test_deep_folded_network_converts_with_default_tolerance() -> None:
     candidate, _ = optimize(reference)
     report = check_parity(reference, candidate)
     assert report.ok and 0 < report.outputs["logits"].max_rel < 1e-4
+
+
+def test_nans_in_the_same_places_agree_and_elsewhere_do_not() -> None:
+    """A model whose output holds NaN for some inputs (a mean over an empty bag: an EmbeddingBag
+    exported by PyTorch) converts when the candidate has the same NaNs; a NaN only one side has is
+    a divergence."""
+    want = np.array([[1.0, 2.0], [np.nan, np.nan], [3.0, np.inf]], np.float32)
+    same = compare_tensors("out", want, want.copy(), 1e-4, 1e-6)
+    assert same.within and same.max_abs == 0 and same.max_rel == 0
+    moved = want.copy()
+    moved[0, 0] = np.nan
+    assert not compare_tensors("out", want, moved, 1e-4, 1e-6).within
+    filled = np.nan_to_num(want, nan=0.0, posinf=np.inf)
+    assert not compare_tensors("out", want, filled, 1e-4, 1e-6).within
