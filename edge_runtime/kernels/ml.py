@@ -227,14 +227,15 @@ def _classify(scores, scored, base, transform, transform_name, binary, all_posit
 
 
 def _one_score(s, transform, transform_name, binary, all_positive, no_base):
-    """Both class columns from the one score a binary tree classifier keeps (onnxruntime's write_scores)."""
+    """Both class columns from the one score a binary tree classifier keeps, as onnxruntime writes them:
+    (1 - p, p) for probabilities (positive weights, or after LOGISTIC), (-s, s) for signed scores."""
     if transform_name == "PROBIT":
         return np.stack([_probit(s), np.zeros_like(s)], axis=1)
-    if binary and all_positive:
+    if transform_name == "LOGISTIC":
+        s = _logistic(s)
+    if (binary and all_positive) or transform_name == "LOGISTIC":
         return np.stack([1 - s, s], axis=1)
     if binary or no_base:
-        if transform_name == "LOGISTIC":
-            return np.stack([_logistic(-s), _logistic(s)], axis=1)
         return np.stack([-s, s], axis=1)
     return np.stack([s, np.zeros_like(s)], axis=1)
 
@@ -375,9 +376,10 @@ def linear_classifier(x, *, xp, coefficients, intercepts, classlabels_ints, clas
     labels = _labels(classlabels_ints, classlabels_strings)
     coef = prepared(op, [coefficients, x.shape[1]], lambda: _coefficients(coefficients, x.shape[1], op))
     scores = x @ coef.T + _intercepts(intercepts, len(coef), op)
-    if len(coef) == 1 and len(labels) == 2:  # one score for two classes: class 0 scores its negation
-        scores = np.concatenate([-scores, scores], axis=1)
-    elif len(labels) and len(labels) != len(coef):
+    if len(coef) == 1 and len(labels) == 2:  # one score for two classes: (1 - p, p), as onnxruntime writes it
+        p = transform(scores)
+        return labels[(scores[:, 0] > 0).astype(np.int64)], np.concatenate([1 - p, p], axis=1)
+    if len(labels) and len(labels) != len(coef):
         raise ValueError(f"{op}: {len(labels)} class labels for {len(coef)} rows of coefficients")
     scores = transform(scores)
     if scores.shape[1] == 1:
