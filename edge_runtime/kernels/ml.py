@@ -426,39 +426,48 @@ def _support_vectors(support_vectors, count: int, columns: int, op: str) -> np.n
     return sv.reshape(count, columns)
 
 
-def _pairwise_probability(decision: np.ndarray, prob_a, prob_b, n_classes: int) -> np.ndarray:
+def _pairwise_probability(decision: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, pairs: "_Pairs") -> np.ndarray:
     """libsvm's multiclass probabilities from the one-vs-one decisions (Wu, Lin and Weng 2004), in
     float32 and with onnxruntime's stopping rule, vectorised over the rows."""
-    rows = decision.shape[0]
-    r = np.zeros((rows, n_classes, n_classes), np.float32)
-    pair = 0
-    for i in range(n_classes):
-        for j in range(i + 1, n_classes):
-            value = 1 - _logistic(decision[:, pair] * np.float32(prob_a[pair]) + np.float32(prob_b[pair]))
-            value = np.clip(value, 1e-7, 1 - 1e-7)
-            r[:, i, j], r[:, j, i] = value, 1 - value
-            pair += 1
-    q = np.zeros_like(r)
-    for t in range(n_classes):
-        q[:, t, t] = (r[:, :t, t] ** 2).sum(1) + (r[:, t + 1:, t] ** 2).sum(1)
-        q[:, t, :t] = q[:, :t, t]
-        q[:, t, t + 1:] = -r[:, t + 1:, t] * r[:, t, t + 1:]
-    p = np.full((rows, n_classes), 1 / n_classes, np.float32)
-    eps = np.float32(0.005 / n_classes)
+    rows, n = decision.shape[0], pairs.n_classes
+    value = np.clip(1 - _logistic(decision * prob_a + prob_b), 1e-7, 1 - 1e-7).astype(np.float32)
+    r = np.zeros((rows, n, n), np.float32)
+    r[:, pairs.first, pairs.second], r[:, pairs.second, pairs.first] = value, 1 - value
+    q = -r * r.transpose(0, 2, 1)
+    q[:, np.arange(n), np.arange(n)] = (r * r).sum(axis=1)
+    diagonal = q[:, np.arange(n), np.arange(n)]
+    p = np.full((rows, n), 1 / n, np.float32)
+    eps = np.float32(0.005 / n)
     active = np.ones(rows, bool)
-    for _ in range(max(100, n_classes)):
+    for _ in range(max(100, n)):
         qp = np.einsum("rij,rj->ri", q, p)
         pqp = (p * qp).sum(1)
         active &= np.abs(qp - pqp[:, None]).max(1) >= eps
         if not active.any():
             break
-        for t in range(n_classes):
-            diff = np.where(active, (-qp[:, t] + pqp) / q[:, t, t], 0).astype(np.float32)
+        for t in range(n):  # Gauss-Seidel: each class's update sees the previous ones'
+            diff = np.where(active, (pqp - qp[:, t]) / diagonal[:, t], 0).astype(np.float32)
             p[:, t] += diff
-            pqp = (pqp + diff * (diff * q[:, t, t] + 2 * qp[:, t])) / (1 + diff) / (1 + diff)
-            qp = (qp + diff[:, None] * q[:, t, :]) / (1 + diff[:, None])
-            p /= (1 + diff[:, None])
+            scale = 1 + diff
+            pqp = (pqp + diff * (diff * diagonal[:, t] + 2 * qp[:, t])) / scale / scale
+            qp = (qp + diff[:, None] * q[:, t, :]) / scale[:, None]
+            p /= scale[:, None]
     return p
+
+
+class _Pairs:
+    """The one-vs-one layout of an SVM: class pairs (i < j) in libsvm's order, and the (vectors,
+    pairs) matrix whose product with the kernel values gives every pair's decision at once."""
+
+    def __init__(self, coef: np.ndarray, starts: np.ndarray, n_classes: int):
+        self.n_classes = n_classes
+        self.first, self.second = (np.asarray(v, np.int64) for v in zip(*[
+            (i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]))
+        self.weights = np.zeros((coef.shape[1], len(self.first)))
+        for pair, (i, j) in enumerate(zip(self.first, self.second)):
+            si, sj = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
+            self.weights[si, pair] = coef[j - 1, si]
+            self.weights[sj, pair] = coef[i, sj]
 
 
 def _svm_model(a: dict, columns: int, n_classes: int, op: str):
@@ -478,7 +487,8 @@ def _svm_model(a: dict, columns: int, n_classes: int, op: str):
     if a["prob_a"] and (len(a["prob_a"]) != pairs or len(a["prob_b"] or []) != pairs):
         raise ValueError(f"{op}: prob_a and prob_b need one value per class pair ({pairs})")
     starts = np.concatenate([[0], np.cumsum(per_class)]).astype(np.int64)
-    return _support_vectors(a["support_vectors"], count, columns, op), starts, coef.reshape(n_classes - 1, count)
+    vectors = _support_vectors(a["support_vectors"], count, columns, op)
+    return vectors, _Pairs(coef.reshape(n_classes - 1, count), starts, n_classes), None
 
 
 @kernel("SVMClassifier", domain=ML)
@@ -487,31 +497,26 @@ def svm_classifier(x, *, xp, **a):
     x = _rows(x, op).astype(np.float32, copy=False)
     labels = _labels(a["classlabels_ints"], a["classlabels_strings"])
     n_classes = max(len(labels), 1)
-    vectors, starts, coef = prepared(op, [*a.values(), x.shape[1]], lambda: _svm_model(a, x.shape[1], n_classes, op))
+    vectors, pairs, coef = prepared(op, [*a.values(), x.shape[1]], lambda: _svm_model(a, x.shape[1], n_classes, op))
     rho = np.asarray(a["rho"] or [0.0], dtype=np.float64)
     transform = _post_transform(a["post_transform"], op)
     if vectors is None:  # a linear SVM: one score per class
-        scores = (x @ coef.T.astype(np.float32) + np.float32(rho[0])).astype(np.float32)
+        scores = (x @ coef.T + np.float32(rho[0])).astype(np.float32)
         winner = np.argmax(scores, axis=1)
         if len(rho) == 1 and len(labels) != 2:
             winner = (scores[np.arange(len(x)), winner] > 0).astype(np.int64)
             return (labels[winner] if len(labels) > 1 else winner), transform(scores)
         return (labels[winner] if len(labels) else winner), transform(scores)
-    k = _kernel_matrix(x.astype(np.float64), vectors, a["kernel_type"], a["kernel_params"])
-    decisions, votes = [], np.zeros((len(x), n_classes), np.int64)
-    pair = 0
-    for i in range(n_classes):
-        for j in range(i + 1, n_classes):
-            si, sj = slice(starts[i], starts[i + 1]), slice(starts[j], starts[j + 1])
-            s = rho[pair] + k[:, si] @ coef[j - 1, si] + k[:, sj] @ coef[i, sj]
-            decisions.append(s)
-            votes[:, i] += s > 0
-            votes[:, j] += s <= 0
-            pair += 1
-    decision = np.stack(decisions, axis=1).astype(np.float32)
+    decision = _kernel_matrix(x.astype(np.float64), vectors, a["kernel_type"], a["kernel_params"]) @ pairs.weights + rho
+    won = decision > 0
+    votes = np.zeros((len(x), n_classes), np.int64)
+    for pair_side, winners in ((pairs.first, won), (pairs.second, ~won)):
+        np.add.at(votes, (slice(None), pair_side), winners.astype(np.int64))
     winner = np.argmax(votes, axis=1)
+    decision = decision.astype(np.float32)
     if a["prob_a"]:
-        return labels[winner], _pairwise_probability(decision, a["prob_a"], a["prob_b"], n_classes)
+        prob_a, prob_b = (np.asarray(a[k], np.float32) for k in ("prob_a", "prob_b"))
+        return labels[winner], _pairwise_probability(decision, prob_a, prob_b, pairs)
     if decision.shape[1] == 1:  # two classes: one decision, written as (-s, s)
         return labels[winner], np.concatenate([-decision, decision], axis=1)
     return labels[winner], transform(decision)
