@@ -1,10 +1,13 @@
 """Tree ensembles as flat node arrays, walked level by level for a whole batch at once.
 
-Every node of every tree gets one global index. A split node holds its feature, threshold, mode
-and two children; a leaf is its own two children, so a walk that has reached it stays there. The
-walk starts a (rows, trees) array of node indices at the roots and takes one step per level for
-all rows and trees together (a few gathers over the node arrays), as many steps as the deepest
-tree has levels: no per-row or per-tree Python loop.
+Every node of every tree gets one global index i and a run of ``stride`` slots from ``stride * i``:
+slot 0 holds the true child, slot 1 the false child and, where some node sends missing values
+(NaN) to its true child, slot 2 the missing-value child; every per-node array is repeated over its
+node's slots, so a walk carries slot positions and one step is ``children[slot + went_false (+
+isnan)]`` with no multiply. A leaf's slots all point back at it, so a walk that has reached it
+stays there. The walk starts a (trees, rows) array at the roots and takes one step per level for
+all rows and trees together (a few gathers), as many steps as the deepest tree has levels: no
+per-row or per-tree Python loop.
 
 Leaf values are a dense (leaf rows, targets) table; each node points at its row (split nodes at an
 all-absent row), so aggregation is one gather and one reduction over the trees axis. Which
@@ -32,18 +35,25 @@ AGGREGATES = ("AVERAGE", "SUM", "MIN", "MAX")  # TreeEnsemble's aggregate_functi
 
 @dataclass(frozen=True)
 class Forest:
-    feature: np.ndarray  # (nodes,) int64; 0 for leaves
-    threshold: np.ndarray  # (nodes,) float32 or float64
-    mode: np.ndarray  # (nodes,) uint8
-    children: np.ndarray  # (nodes * 2,) int64: [2i] the true child, [2i + 1] the false child
-    missing_true: np.ndarray | None  # (nodes,) bool, None when no node sends NaN to its true child
-    members: np.ndarray | None  # (member nodes, widest set) padded with NaN; MEMBER nodes' sets
-    member_row: np.ndarray | None  # (nodes,) int64: each node's row of ``members``
-    roots: np.ndarray  # (trees,) int64
+    # Per slot (nodes * stride), see the module docstring; leaves hold feature 0.
+    feature: np.ndarray  # int
+    threshold: np.ndarray  # float32 or float64
+    mode: np.ndarray  # uint8
+    children: np.ndarray  # int: the slot of the child each slot leads to
+    stride: int  # 2, or 3 where missing values have a child of their own
+    members: np.ndarray | None  # (member nodes + 1, widest set) padded with NaN; MEMBER nodes' sets
+    member_row: np.ndarray | None  # per slot: its node's row of ``members``
+    roots: np.ndarray  # (trees,) the root slots
     depth: int  # steps from a root to the deepest leaf
-    leaf_row: np.ndarray  # (nodes,) int64 into the weight tables
+    leaf_row: np.ndarray  # per slot: its node's row of the weight tables
     weights: np.ndarray  # (leaf rows + 1, targets) float32 or float64; the last row is all absent
     scored: np.ndarray  # (leaf rows + 1, targets) bool: which weights are given
+    # Where every leaf carries exactly one weight and every tree's leaves one target (boosted
+    # trees: one tree per class and round), the trees sorted by target, the targets and where each
+    # one's trees start: aggregation then reduces a (trees, rows) array, not (trees, rows, targets).
+    tree_groups: tuple[np.ndarray, np.ndarray] | None
+    leaf_value: np.ndarray | None  # (leaf rows + 1,) each leaf row's one weight, with tree_groups
+    all_scored: bool  # every leaf row carries a weight for every target
     modes: tuple[int, ...]  # the split modes present
     n_features: int  # one more than the largest feature index a split reads
     describe: tuple[str, ...]  # (nodes,) how messages name each node
@@ -53,51 +63,67 @@ class Forest:
         return len(self.roots)
 
     def leaves(self, x: np.ndarray) -> np.ndarray:
-        """The leaf each row of ``x`` (rows, features) reaches in each tree: (rows, trees)."""
+        """The leaf slot each row of ``x`` (rows, features) reaches in each tree: (trees, rows), so
+        that a reduction over the trees adds whole rows in tree order, as onnxruntime adds them."""
         if x.shape[1] < self.n_features:
-            node = int(np.argmax(self.feature))
-            raise ValueError(f"{self.describe[node]} reads feature {int(self.feature[node])} (nodes_featureids), "
-                             f"but X has {x.shape[1]} columns")
+            slot = int(np.argmax(self.feature))
+            raise ValueError(f"{self.describe[slot // self.stride]} reads feature {int(self.feature[slot])} "
+                             f"(nodes_featureids), but X has {x.shape[1]} columns")
         rows = x.shape[0]
         flat = np.ascontiguousarray(x).reshape(-1)
-        row_start = (np.arange(rows, dtype=np.int64) * x.shape[1])[:, None]
-        node = np.broadcast_to(self.roots, (rows, self.n_trees))
+        row_start = np.arange(0, rows * x.shape[1], x.shape[1], dtype=self.children.dtype)
+        slot = np.broadcast_to(self.roots[:, None], (self.n_trees, rows))
         for _ in range(self.depth):
-            value = flat[row_start + self.feature[node]]
-            go_false = ~self._goes_true(node, value)
-            node = self.children[2 * node + go_false]
-        return node
+            column = self.feature.take(slot)
+            if rows > 1:
+                column += row_start
+            value = flat.take(column)
+            went_false = self._went_false(slot, value)
+            step = went_false.view(np.uint8)
+            if self.stride == 3:  # a NaN that went false goes to the missing-value slot (2) instead
+                step = step + (went_false & np.isnan(value))
+            slot = self.children.take(slot + step)
+        return slot
 
-    def _goes_true(self, node: np.ndarray, value: np.ndarray) -> np.ndarray:
-        threshold = self.threshold[node]
+    def _went_false(self, slot: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """Whether each split sends its value to the false child (NaN compares false, except NEQ)."""
+        threshold = self.threshold.take(slot)
         if len(self.modes) == 1 and self.modes[0] != MEMBER:
-            go = _COMPARE[self.modes[0]](value, threshold)
+            went = _COMPARE[self.modes[0]](value, threshold)
         else:
-            mode = self.mode[node]
-            go = np.zeros(node.shape, bool)
+            mode = self.mode.take(slot)
+            went = np.zeros(slot.shape, bool)
             for m in self.modes:
                 here = mode == m
                 if m == MEMBER:
-                    sets = self.members[self.member_row[node[here]]]
-                    go[here] = (sets == value[here][:, None]).any(axis=1)
+                    sets = self.members[self.member_row[slot[here]]]
+                    went[here] = (sets == value[here][:, None]).any(axis=1)
                 else:
-                    go[here] = _COMPARE[m](value[here], threshold[here])
-        if self.missing_true is not None:
-            go |= self.missing_true[node] & np.isnan(value)
-        return go
+                    went[here] = _COMPARE[m](value[here], threshold[here])
+        return np.logical_not(went, out=went)
 
     def aggregate(self, leaves: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
         """Per row and target, the trees' weights combined by ``how``, and whether any tree gave one."""
-        rows = self.leaf_row[leaves]  # (rows, trees)
-        scored = self.scored[rows].any(axis=1)
-        values = self.weights[rows]
-        if how in ("SUM", "AVERAGE"):
-            total = values.sum(axis=1)
-            return (total / self.n_trees if how == "AVERAGE" else total), scored
-        absent = np.inf if how == "MIN" else -np.inf
-        picked = np.where(self.scored[rows], values, absent)
-        combined = picked.min(axis=1) if how == "MIN" else picked.max(axis=1)
-        return np.where(scored, combined, 0.0), scored
+        rows = self.leaf_row[leaves]  # (trees, rows)
+        combine = _COMBINE[how]
+        if self.tree_groups is not None:
+            targets, starts = self.tree_groups
+            per_target = combine.reduceat(self.leaf_value[rows], starts, axis=0)
+            scores = np.zeros((leaves.shape[1], self.weights.shape[1]), self.weights.dtype)
+            scores[:, targets] = per_target.T
+            scored = np.zeros(scores.shape, bool)
+            scored[:, targets] = True
+        else:
+            values = self.weights[rows]  # (trees, rows, targets)
+            scored = np.ones(values.shape[1:], bool) if self.all_scored else self.scored[rows].any(axis=0)
+            if how in ("MIN", "MAX"):
+                values = np.where(self.scored[rows], values, np.inf if how == "MIN" else -np.inf)
+            scores = combine.reduce(values, axis=0)
+            scores = np.where(scored, scores, 0).astype(values.dtype)
+        return (scores / self.n_trees if how == "AVERAGE" else scores), scored
+
+
+_COMBINE = {"SUM": np.add, "AVERAGE": np.add, "MIN": np.minimum, "MAX": np.maximum}
 
 
 @dataclass
@@ -151,14 +177,24 @@ def build_forest(table: NodeTable, leaf_nodes: np.ndarray, leaf_targets: np.ndar
         (np.minimum if how == "MIN" else np.maximum).at(weights, at, leaf_values)
         weights[~np.isfinite(weights)] = 0.0
     scored[at] = True
+    roots, tree_groups, leaf_value = _group_trees_by_target(table.roots, children.reshape(-1), is_leaf, leaf_row, weights, scored)
+    all_scored = bool(scored[:-1].all()) and bool((leaf_row[is_leaf] < len(leaf_ids)).all())
     split_modes = tuple(int(m) for m in np.unique(table.mode[~is_leaf]))
     members, member_row = _member_sets(table) if MEMBER in split_modes else (None, None)
     missing = table.missing_true & ~is_leaf
+    stride = 3 if missing.any() else 2
+    slot_type = np.int32 if n * stride < 2**31 else np.int64
+    slots = children[:, [0, 1, 0]][:, :stride].copy()
+    if stride == 3:
+        slots[:, 2] = np.where(missing, children[:, 0], children[:, 1])
+    per_slot = lambda a: np.repeat(a, stride)  # noqa: E731
     return Forest(
-        feature=feature, threshold=table.threshold, mode=table.mode, children=children.reshape(-1),
-        missing_true=missing if missing.any() else None, members=members, member_row=member_row,
-        roots=table.roots, depth=depth, leaf_row=leaf_row, weights=weights, scored=scored,
-        modes=split_modes or (LEQ,), n_features=int(feature.max(initial=-1)) + 1, describe=tuple(table.describe))
+        feature=per_slot(feature).astype(slot_type), threshold=per_slot(table.threshold), mode=per_slot(table.mode),
+        children=(slots * stride).reshape(-1).astype(slot_type), stride=stride, members=members,
+        member_row=None if member_row is None else per_slot(member_row),
+        roots=(roots * stride).astype(slot_type), depth=depth, leaf_row=per_slot(leaf_row), weights=weights,
+        scored=scored, tree_groups=tree_groups, leaf_value=leaf_value, all_scored=all_scored, modes=split_modes or (LEQ,),
+        n_features=int(feature.max(initial=-1)) + 1, describe=tuple(table.describe))
 
 
 def _depth(children: np.ndarray, is_leaf: np.ndarray, roots: np.ndarray, describe: Sequence[str]) -> int:
@@ -173,6 +209,37 @@ def _depth(children: np.ndarray, is_leaf: np.ndarray, roots: np.ndarray, describ
         frontier = np.unique(np.concatenate([children[2 * frontier], children[2 * frontier + 1]]))
         frontier = frontier[~is_leaf[frontier]]
     return depth
+
+
+def _group_trees_by_target(roots, children, is_leaf, leaf_row, weights, scored):
+    """The roots reordered so trees of one target are adjacent (stable: tree order within a target
+    is kept), the targets with where their trees start, and each leaf row's one weight; or the roots
+    unchanged and None where a leaf has no weight or several, or a tree's leaves differ in target."""
+    one_each = scored[:-1].sum(axis=1) == 1
+    if not one_each.all() or (leaf_row[is_leaf] >= len(one_each)).any():
+        return roots, None, None
+    leaf_target = np.append(np.argmax(scored[:-1], axis=1), -1)
+    reached_tree, reached_target = [], []
+    tree, node = np.arange(len(roots)), roots
+    while node.size:  # walk every tree at once, noting the target of each leaf reached
+        if node.size > len(is_leaf):  # trees that share subtrees: not worth grouping
+            return roots, None, None
+        leaf = is_leaf[node]
+        reached_tree.append(tree[leaf])
+        reached_target.append(leaf_target[leaf_row[node[leaf]]])
+        inner = node[~leaf]
+        tree, node = np.repeat(tree[~leaf], 2), np.stack([children[2 * inner], children[2 * inner + 1]], 1).reshape(-1)
+    tree, target = np.concatenate(reached_tree), np.concatenate(reached_target)
+    lowest, highest = np.full(len(roots), len(leaf_target)), np.full(len(roots), -1)
+    np.minimum.at(lowest, tree, target)
+    np.maximum.at(highest, tree, target)
+    if (lowest != highest).any():
+        return roots, None, None
+    tree_target = lowest
+    order = np.argsort(tree_target, kind="stable")
+    targets, starts = np.unique(tree_target[order], return_index=True)
+    leaf_value = np.take_along_axis(weights, leaf_target[:, None].clip(0), axis=1)[:, 0]
+    return roots[order], (targets, starts), leaf_value
 
 
 def _member_sets(table: NodeTable) -> tuple[np.ndarray, np.ndarray]:

@@ -109,12 +109,14 @@ def test_regressor_probit_on_one_target():
     _assert_same(_regressor(post="PROBIT", base=[0.5]), {"X": X * 0.1})
 
 
-def test_missing_values_follow_the_tracked_branch():
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("missing", [(1, 0, 1), (0, 0, 0)], ids=["tracked", "untracked"])
+def test_missing_values_follow_the_tracked_branch(mode, missing):
     x = X.copy()
     x[::3, 0] = np.nan
     x[1::4, 1] = np.nan
     x[::2, 2] = np.nan
-    _assert_same(_regressor(missing=(1, 0, 1), targets=2), {"X": x})
+    _assert_same(_regressor(mode, missing=missing, targets=2), {"X": x})
 
 
 def test_double_attributes_as_tensors():
