@@ -1,10 +1,11 @@
 """Tree ensembles as flat node arrays, walked level by level for a whole batch at once.
 
 Every node of every tree gets one global index i and a run of ``stride`` slots from ``stride * i``:
-slot 0 holds the true child, slot 1 the false child and, where some node sends missing values
-(NaN) to its true child, slot 2 the missing-value child; every per-node array is repeated over its
-node's slots, so a walk carries slot positions and one step is ``children[slot + went_false (+
-isnan)]`` with no multiply. A leaf's slots all point back at it, so a walk that has reached it
+slot 0 holds the false child, slot 1 the true child and, where some node sends missing values
+(NaN) to its true child, slots 2 and 3 where a NaN goes (2: it compared false, so the node's
+missing-value child; 3: it compared true, as NEQ does: the true child). Every per-node array is
+repeated over its node's slots, so a walk carries slot positions and one step is
+``children[slot + went_true (+ 2 isnan)]`` with no multiply. A leaf's slots all point back at it, so a walk that has reached it
 stays there. The walk starts a (trees, rows) array at the roots and takes one step per level for
 all rows and trees together (a few gathers), as many steps as the deepest tree has levels: no
 per-row or per-tree Python loop.
@@ -40,7 +41,7 @@ class Forest:
     threshold: np.ndarray  # float32 or float64
     mode: np.ndarray  # uint8
     children: np.ndarray  # int: the slot of the child each slot leads to
-    stride: int  # 2, or 3 where missing values have a child of their own
+    stride: int  # 2, or 4 where missing values have a child of their own
     members: np.ndarray | None  # (member nodes + 1, widest set) padded with NaN; MEMBER nodes' sets
     member_row: np.ndarray | None  # per slot: its node's row of ``members``
     roots: np.ndarray  # (trees,) the root slots
@@ -78,15 +79,14 @@ class Forest:
             if rows > 1:
                 column += row_start
             value = flat.take(column)
-            went_false = self._went_false(slot, value)
-            step = went_false.view(np.uint8)
-            if self.stride == 3:  # a NaN that went false goes to the missing-value slot (2) instead
-                step = step + (went_false & np.isnan(value))
+            step = self._went_true(slot, value).view(np.uint8)
+            if self.stride == 4:
+                step = step + (np.isnan(value).view(np.uint8) << 1)
             slot = self.children.take(slot + step)
         return slot
 
-    def _went_false(self, slot: np.ndarray, value: np.ndarray) -> np.ndarray:
-        """Whether each split sends its value to the false child (NaN compares false, except NEQ)."""
+    def _went_true(self, slot: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """Whether each split sends its value to the true child (NaN compares false, except NEQ)."""
         threshold = self.threshold.take(slot)
         if len(self.modes) == 1 and self.modes[0] != MEMBER:
             went = _COMPARE[self.modes[0]](value, threshold)
@@ -100,7 +100,7 @@ class Forest:
                     went[here] = (sets == value[here][:, None]).any(axis=1)
                 else:
                     went[here] = _COMPARE[m](value[here], threshold[here])
-        return np.logical_not(went, out=went)
+        return went
 
     def aggregate(self, leaves: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
         """Per row and target, the trees' weights combined by ``how``, and whether any tree gave one."""
@@ -182,11 +182,10 @@ def build_forest(table: NodeTable, leaf_nodes: np.ndarray, leaf_targets: np.ndar
     split_modes = tuple(int(m) for m in np.unique(table.mode[~is_leaf]))
     members, member_row = _member_sets(table) if MEMBER in split_modes else (None, None)
     missing = table.missing_true & ~is_leaf
-    stride = 3 if missing.any() else 2
+    stride = 4 if missing.any() else 2
     slot_type = np.int32 if n * stride < 2**31 else np.int64
-    slots = children[:, [0, 1, 0]][:, :stride].copy()
-    if stride == 3:
-        slots[:, 2] = np.where(missing, children[:, 0], children[:, 1])
+    true_child, false_child = children[:, 0], children[:, 1]
+    slots = np.stack([false_child, true_child, np.where(missing, true_child, false_child), true_child], 1)[:, :stride]
     per_slot = lambda a: np.repeat(a, stride)  # noqa: E731
     return Forest(
         feature=per_slot(feature).astype(slot_type), threshold=per_slot(table.threshold), mode=per_slot(table.mode),
