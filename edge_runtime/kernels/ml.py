@@ -82,12 +82,15 @@ def _rows(x: np.ndarray, op: str) -> np.ndarray:
     return x
 
 
+def _strings(values) -> np.ndarray:
+    """An object array of Python str (np.array would make a fixed-width unicode array)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
 def _labels(ints, strings) -> np.ndarray:
-    if strings:
-        out = np.empty(len(strings), dtype=object)
-        out[:] = list(strings)
-        return out
-    return np.asarray(ints or [], dtype=np.int64)
+    return _strings(strings) if strings else np.asarray(ints or [], dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------ tree ensembles
@@ -610,13 +613,21 @@ def array_feature_extractor(x, indices, *, xp):
     return picked[None, :] if x.ndim == 1 else picked
 
 
-def _label_encoder_table(a: dict):
+def _label_encoder_table(a: dict, strings_in: bool):
+    """(keys, values, default) of a LabelEncoder: its keys_*/values_* pairs (opset 2-4), or opset 1's
+    classes_strings, which maps a string to its position and a position back to its string."""
+    classes = a["classes_strings"]
+    if classes and not any(a[k] is not None and len(a[k]) for k in ("keys_strings", "keys_int64s", "keys_floats")):
+        positions = list(range(len(classes)))
+        if strings_in:
+            return list(classes), np.asarray(positions, np.int64), a["default_int64"]
+        return positions, _strings(classes), a["default_string"]
     keys = next((v for v in (a["keys_tensor"], a["keys_strings"], a["keys_int64s"], a["keys_floats"]) if v is not None
                  and len(v)), None)
     values = next((v for v in (a["values_tensor"], a["values_strings"], a["values_int64s"], a["values_floats"])
                    if v is not None and len(v)), None)
     if keys is None or values is None:
-        raise ValueError("LabelEncoder: needs keys (keys_*) and values (values_*)")
+        raise ValueError("LabelEncoder: needs keys (keys_*) and values (values_*), or classes_strings")
     if len(keys) != len(values):
         raise ValueError(f"LabelEncoder: {len(keys)} keys but {len(values)} values")
     if a["values_tensor"] is not None:
@@ -631,20 +642,53 @@ def _label_encoder_table(a: dict):
         default = np.asarray(a["default_tensor"]).reshape(-1)[0]
     else:
         default = {"O": a["default_string"], "i": a["default_int64"]}.get(out_dtype.kind, a["default_float"])
-    key_list = list(np.asarray(keys).reshape(-1).tolist()) if not isinstance(keys, list) else keys
-    value_array = np.asarray(values).reshape(-1).astype(out_dtype)
-    return dict(zip(key_list, value_array.tolist())), value_array.dtype, default
+    return list(np.asarray(keys, dtype=object).reshape(-1)), np.asarray(values).reshape(-1).astype(out_dtype), default
+
+
+class _Encoding:
+    """A LabelEncoder's mapping: a dict for string keys; sorted keys searched in one call for numbers."""
+
+    def __init__(self, keys: list, values: np.ndarray, default):
+        self.values, self.default = values, default
+        self.numeric = not any(isinstance(k, str) for k in keys)
+        if self.numeric:
+            numbers = np.asarray(keys, dtype=np.float64)
+            nan = np.isnan(numbers)
+            # a NaN key matches NaN inputs (LabelEncoder 4); the rest are looked up by value
+            self.nan_value = values[np.flatnonzero(nan)[0]] if nan.any() else default
+            order = np.argsort(numbers[~nan], kind="stable")
+            self.keys, self.sorted_values = numbers[~nan][order], values[~nan][order]
+        else:
+            self.table = dict(zip(keys, values.tolist()))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if not self.numeric or x.dtype == object:
+            table = getattr(self, "table", {})
+            return _strings_or_array([table.get(k, self.default) for k in x.reshape(-1).tolist()],
+                                     self.values.dtype).reshape(x.shape)
+        numbers = x.astype(np.float64)
+        if not len(self.keys):
+            found = np.zeros(x.shape, bool)
+            picked = np.full(x.shape, self.default, dtype=self.values.dtype)
+        else:
+            position = np.clip(np.searchsorted(self.keys, numbers), 0, len(self.keys) - 1)
+            found = self.keys[position] == numbers
+            picked = self.sorted_values[position]
+        out = np.where(found, picked, np.asarray(self.default, dtype=self.values.dtype))
+        return np.where(np.isnan(numbers), np.asarray(self.nan_value, dtype=self.values.dtype), out).astype(
+            self.values.dtype)
+
+
+def _strings_or_array(values: list, dtype: np.dtype) -> np.ndarray:
+    return _strings(values) if dtype == object else np.asarray(values, dtype=dtype)
 
 
 @kernel("LabelEncoder", domain=ML)
 def label_encoder(x, *, xp, **a):
-    table, dtype, default = prepared("LabelEncoder", list(a.values()), lambda: _label_encoder_table(a))
-    flat = x.reshape(-1).tolist()
-    nan_value = next((v for k, v in table.items() if isinstance(k, float) and math.isnan(k)), default)
-    mapped = [table.get(k, nan_value if isinstance(k, float) and math.isnan(k) else default) for k in flat]
-    out = np.empty(len(mapped), dtype=dtype)
-    out[:] = mapped
-    return out.reshape(x.shape)
+    strings_in = x.dtype == object
+    encoding = prepared("LabelEncoder", [*a.values(), strings_in],
+                        lambda: _Encoding(*_label_encoder_table(a, strings_in)))
+    return encoding(x)
 
 
 @kernel("OneHotEncoder", domain=ML)
@@ -673,9 +717,7 @@ def category_mapper(x, *, xp, cats_int64s, cats_strings, default_int64, default_
         table = dict(zip(strings, ints))
         return np.asarray([table.get(s, default_int64) for s in x.reshape(-1)], np.int64).reshape(x.shape)
     table = dict(zip(ints, strings))
-    out = np.empty(x.size, dtype=object)
-    out[:] = [table.get(int(k), default_string) for k in x.reshape(-1)]
-    return out.reshape(x.shape)
+    return _strings([table.get(k, default_string) for k in x.reshape(-1).tolist()]).reshape(x.shape)
 
 
 @kernel("FeatureVectorizer", domain=ML)

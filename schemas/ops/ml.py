@@ -183,7 +183,8 @@ def _array_feature_extractor(ctx):
 
 
 @op("LabelEncoder", domain=ML, inputs=["X"], outputs=["Y"],
-    attrs={"default_float": Attr("float", -0.0),
+    attrs={"classes_strings": Attr("strings"),
+           "default_float": Attr("float", -0.0),
            "default_int64": Attr("int", -1),
            "default_string": Attr("string", "_Unused"),
            "default_tensor": Attr("tensor"),
@@ -196,8 +197,10 @@ def _array_feature_extractor(ctx):
            "values_strings": Attr("strings"),
            "values_tensor": Attr("tensor")})
 def _label_encoder(ctx):
-    a = ctx.attrs
-    if a.get("values_tensor") is not None:
+    a, x = ctx.attrs, ctx.input(0)
+    if a.get("classes_strings") and not (a.get("keys_strings") or a.get("keys_int64s") or a.get("keys_floats")):
+        dtype = None if x.dtype is None else (INT64 if x.dtype == STRING else STRING)  # opset 1
+    elif a.get("values_tensor") is not None:
         dtype = a["values_tensor"].dtype
     elif a.get("values_strings"):
         dtype = STRING
@@ -207,7 +210,7 @@ def _label_encoder(ctx):
         dtype = FLOAT
     else:
         dtype = None
-    return [TensorType(dtype, ctx.input(0).shape)]
+    return [TensorType(dtype, x.shape)]
 
 
 @op("OneHotEncoder", domain=ML, inputs=["X"], outputs=["Y"],

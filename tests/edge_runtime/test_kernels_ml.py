@@ -345,6 +345,23 @@ def test_label_encoder(attrs, x, in_type, out_type):
     _assert_same(_model(node, [("X", in_type, [None])], [("Y", out_type, [None])], ml_opset=2), {"X": x})
 
 
+@pytest.mark.parametrize("x, in_type, out_type", [
+    (np.asarray(["b", "zz", "a"], object), TensorProto.STRING, TensorProto.INT64),
+    (np.asarray([1, 7, 0], np.int64), TensorProto.INT64, TensorProto.STRING),
+], ids=["string-position", "position-string"])
+def test_label_encoder_opset_1_classes(x, in_type, out_type):
+    node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, classes_strings=["a", "b", "c"],
+                            default_int64=-3, default_string="none")
+    _assert_same(_model(node, [("X", in_type, [None])], [("Y", out_type, [None])], ml_opset=1), {"X": x})
+
+
+def test_label_encoder_nan_key_matches_nan():
+    node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, keys_floats=[1.0, float("nan"), -2.5],
+                            values_int64s=[10, 20, 30], default_int64=0)
+    model = _model(node, [("X", TensorProto.FLOAT, [None])], [("Y", TensorProto.INT64, [None])], ml_opset=4)
+    _assert_same(model, {"X": np.asarray([np.nan, -2.5, 1.0, 3.0], np.float32)})
+
+
 def test_label_encoder_tensor_attributes_and_default():
     node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML,
                             keys_tensor=numpy_helper.from_array(np.asarray([1, 2, 3], np.int64)),
@@ -400,3 +417,23 @@ def test_svm_classifier_linear_without_support_vectors():
                             rho=[0.1, 0.2, 0.3])
     _assert_same(_model(node, [("X", TensorProto.FLOAT, [None, 4])],
                         [("Y", TensorProto.INT64, [None]), ("Z", TensorProto.FLOAT, [None, 3])]), {"X": X})
+
+
+def test_linear_classifier_label_count_mismatch():
+    node = helper.make_node("LinearClassifier", ["X"], ["Y", "Z"], domain=ML, name="linear", coefficients=[0.5] * 12,
+                            classlabels_ints=[1, 2])
+    model = _model(node, [("X", TensorProto.FLOAT, [None, 4])],
+                   [("Y", TensorProto.INT64, [None]), ("Z", TensorProto.FLOAT, [None, 3])])
+    with pytest.raises(ExecutionError, match=r"node 0 'linear'.*2 class labels for 3 rows of coefficients"):
+        _run_ours(model, {"X": X})
+
+
+def test_zip_map_label_count_mismatch():
+    node = helper.make_node("ZipMap", ["X"], ["Z"], domain=ML, name="zip", classlabels_int64s=[1, 2])
+    graph = helper.make_graph([node], "zip", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, 3])],
+                              [helper.make_value_info("Z", helper.make_sequence_type_proto(
+                                  helper.make_map_type_proto(TensorProto.INT64,
+                                                             helper.make_tensor_type_proto(TensorProto.FLOAT, []))))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)])
+    with pytest.raises(ExecutionError, match=r"node 0 'zip'.*X must be \[N, 2\] \(one column per class label\)"):
+        _run_ours(model, {"X": X[:, :3]})
