@@ -642,53 +642,56 @@ def _label_encoder_table(a: dict, strings_in: bool):
         default = np.asarray(a["default_tensor"]).reshape(-1)[0]
     else:
         default = {"O": a["default_string"], "i": a["default_int64"]}.get(out_dtype.kind, a["default_float"])
-    return list(np.asarray(keys, dtype=object).reshape(-1)), np.asarray(values).reshape(-1).astype(out_dtype), default
+    return np.asarray(keys, dtype=object).reshape(-1).tolist(), np.asarray(values).reshape(-1).astype(out_dtype), default
 
 
-class _Encoding:
-    """A LabelEncoder's mapping: a dict for string keys; sorted keys searched in one call for numbers."""
+class _KeyIndex:
+    """The position of each element of x among ``keys`` (-1 where absent; the first of equal keys):
+    a dict for strings, one sorted search for numbers, where a NaN key matches NaN (LabelEncoder 4)."""
 
-    def __init__(self, keys: list, values: np.ndarray, default):
-        self.values, self.default = values, default
-        self.numeric = not any(isinstance(k, str) for k in keys)
-        if self.numeric:
-            numbers = np.asarray(keys, dtype=np.float64)
-            nan = np.isnan(numbers)
-            # a NaN key matches NaN inputs (LabelEncoder 4); the rest are looked up by value
-            self.nan_value = values[np.flatnonzero(nan)[0]] if nan.any() else default
-            order = np.argsort(numbers[~nan], kind="stable")
-            self.keys, self.sorted_values = numbers[~nan][order], values[~nan][order]
-        else:
-            self.table = dict(zip(keys, values.tolist()))
+    def __init__(self, keys):
+        keys = list(keys)
+        self.strings = any(isinstance(k, str) for k in keys)
+        if self.strings:
+            self.table = {k: i for i, k in reversed(list(enumerate(keys)))}
+            return
+        numbers = np.asarray(keys, dtype=np.float64)
+        self.order = np.argsort(numbers, kind="stable")
+        self.sorted = numbers[self.order]
+        nan = np.flatnonzero(np.isnan(numbers))
+        self.nan_position = int(nan[0]) if nan.size else -1
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        if not self.numeric or x.dtype == object:
-            table = getattr(self, "table", {})
-            return _strings_or_array([table.get(k, self.default) for k in x.reshape(-1).tolist()],
-                                     self.values.dtype).reshape(x.shape)
+        if self.strings or x.dtype == object:
+            table = self.table if self.strings else {}
+            return np.asarray([table.get(k, -1) for k in x.reshape(-1).tolist()], np.int64).reshape(x.shape)
         numbers = x.astype(np.float64)
-        if not len(self.keys):
-            found = np.zeros(x.shape, bool)
-            picked = np.full(x.shape, self.default, dtype=self.values.dtype)
-        else:
-            position = np.clip(np.searchsorted(self.keys, numbers), 0, len(self.keys) - 1)
-            found = self.keys[position] == numbers
-            picked = self.sorted_values[position]
-        out = np.where(found, picked, np.asarray(self.default, dtype=self.values.dtype))
-        return np.where(np.isnan(numbers), np.asarray(self.nan_value, dtype=self.values.dtype), out).astype(
-            self.values.dtype)
+        if not len(self.sorted):
+            return np.full(x.shape, -1, np.int64)
+        at = np.clip(np.searchsorted(self.sorted, numbers), 0, len(self.sorted) - 1)
+        position = np.where(self.sorted[at] == numbers, self.order[at], -1)
+        return np.where(np.isnan(numbers), self.nan_position, position)
 
 
-def _strings_or_array(values: list, dtype: np.dtype) -> np.ndarray:
-    return _strings(values) if dtype == object else np.asarray(values, dtype=dtype)
+def _look_up(index: _KeyIndex, values: np.ndarray, default, x: np.ndarray) -> np.ndarray:
+    """``values[position of x among the keys]``, ``default`` where x is no key."""
+    position = index(x)
+    found = values.take(np.maximum(position, 0)) if len(values) else np.empty(x.shape, values.dtype)
+    fallback = np.empty((), dtype=values.dtype)
+    fallback[()] = default
+    return np.where(position >= 0, found, fallback).astype(values.dtype)
 
 
 @kernel("LabelEncoder", domain=ML)
 def label_encoder(x, *, xp, **a):
     strings_in = x.dtype == object
-    encoding = prepared("LabelEncoder", [*a.values(), strings_in],
-                        lambda: _Encoding(*_label_encoder_table(a, strings_in)))
-    return encoding(x)
+
+    def build():
+        keys, values, default = _label_encoder_table(a, strings_in)
+        return _KeyIndex(keys), values, default
+
+    index, values, default = prepared("LabelEncoder", [*a.values(), strings_in], build)
+    return _look_up(index, values, default, x)
 
 
 @kernel("OneHotEncoder", domain=ML)
@@ -696,15 +699,14 @@ def one_hot_encoder(x, *, xp, cats_int64s, cats_strings, zeros):
     cats = list(cats_strings) if cats_strings else list(cats_int64s or [])
     if not cats:
         raise ValueError("OneHotEncoder: needs cats_int64s or cats_strings")
-    position = {c: i for i, c in enumerate(cats)}
-    flat = x.reshape(-1)
-    keys = flat.tolist() if x.dtype == object else flat.astype(np.int64).tolist()
-    index = np.asarray([position.get(k, -1) for k in keys], dtype=np.int64)
-    if not zeros and (index < 0).any():
-        raise ValueError(f"OneHotEncoder: value {keys[int(np.argmax(index < 0))]!r} is not a category and zeros=0")
-    out = np.zeros((len(index), len(cats)), np.float32)
-    hit = index >= 0
-    out[np.flatnonzero(hit), index[hit]] = 1
+    index = prepared("OneHotEncoder", [cats_strings, cats_int64s], lambda: _KeyIndex(cats))
+    position = index(x if x.dtype == object else x.astype(np.int64)).reshape(-1)
+    if not zeros and (position < 0).any():
+        value = x.reshape(-1)[int(np.argmax(position < 0))]
+        raise ValueError(f"OneHotEncoder: value {value!r} is not a category and zeros=0")
+    out = np.zeros((len(position), len(cats)), np.float32)
+    hit = position >= 0
+    out[np.flatnonzero(hit), position[hit]] = 1
     return out.reshape(*x.shape, len(cats))
 
 
@@ -713,11 +715,12 @@ def category_mapper(x, *, xp, cats_int64s, cats_strings, default_int64, default_
     strings, ints = list(cats_strings or []), list(cats_int64s or [])
     if len(strings) != len(ints):
         raise ValueError(f"CategoryMapper: cats_strings has {len(strings)} entries but cats_int64s {len(ints)}")
-    if x.dtype == object:
-        table = dict(zip(strings, ints))
-        return np.asarray([table.get(s, default_int64) for s in x.reshape(-1)], np.int64).reshape(x.shape)
-    table = dict(zip(ints, strings))
-    return _strings([table.get(k, default_string) for k in x.reshape(-1).tolist()]).reshape(x.shape)
+    strings_in = x.dtype == object
+    index = prepared("CategoryMapper", [cats_strings, cats_int64s, strings_in],
+                     lambda: _KeyIndex(strings if strings_in else ints))
+    if strings_in:
+        return _look_up(index, np.asarray(ints, np.int64), default_int64, x)
+    return _look_up(index, _strings(strings), default_string, x)
 
 
 @kernel("FeatureVectorizer", domain=ML)
