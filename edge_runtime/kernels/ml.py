@@ -103,13 +103,13 @@ def _check_lengths(a: dict, names, n: int, what: str) -> None:
             raise ValueError(f"{what}: {name} has {len(value)} entries, but there are {n} nodes")
 
 
-def _tensor_or_list(a: dict, name: str, dtype=np.float32) -> np.ndarray | None:
+def _tensor_or_list(a: dict, name: str) -> np.ndarray | None:
     """``name`` from its ``*_as_tensor`` form (opset 3, double precision) or its float list."""
     tensor = a.get(f"{name}_as_tensor")
     if tensor is not None:
         return np.asarray(tensor).reshape(-1)
     value = a.get(name)
-    return None if value is None else np.asarray(value, dtype=dtype)
+    return None if value is None else np.asarray(value, dtype=np.float32)
 
 
 def _listed_nodes(a: dict, op: str) -> tuple[tree_walk.NodeTable, dict]:
@@ -254,10 +254,8 @@ def _forest_regressor(a: dict):
 def _regress(forest, x, how: str, base: np.ndarray, transform_name: str, op: str) -> np.ndarray:
     scores, _ = forest.aggregate(forest.leaves(_rows(x, op)), how)
     n_targets = scores.shape[1]
-    if len(base) == n_targets:
+    if len(base) == n_targets:  # onnxruntime ignores base values of any other length
         scores = scores + base
-    elif len(base) == 1 and n_targets == 1:
-        scores = scores + base[0]
     scores = scores.astype(np.float32)
     if n_targets == 1:  # onnxruntime applies only PROBIT to a single target
         return _probit(scores) if transform_name == "PROBIT" else scores
@@ -385,10 +383,12 @@ def linear_classifier(x, *, xp, coefficients, intercepts, classlabels_ints, clas
     if len(labels) and len(labels) != len(coef):
         raise ValueError(f"{op}: {len(labels)} class labels for {len(coef)} rows of coefficients")
     scores = transform(scores)
-    if scores.shape[1] == 1:
+    if scores.shape[1] == 1:  # one score, at most one label: that label where it is positive
         cut = 0 if post_transform == "NONE" else 0.5
-        winner = (scores[:, 0] >= cut).astype(np.int64)
-        return (labels[winner] if len(labels) else winner), scores
+        positive = scores[:, 0] >= cut
+        if not len(labels):
+            return positive.astype(np.int64), scores
+        return np.where(positive, labels[0], "" if labels.dtype == object else 0).astype(labels.dtype), scores
     winner = np.argmax(scores, axis=1)
     return (labels[winner] if len(labels) else winner), scores
 

@@ -4,8 +4,9 @@ A tree ensemble or an SVM carries its model in attribute lists (tens of thousand
 thresholds, support vectors). Turning them into arrays and checking them costs milliseconds, far
 more than evaluating a small batch, and the attributes never change: the plan hands a step the
 same attribute objects on every call. So the built value is kept, keyed by the identity of those
-objects. The entry holds the objects themselves, so an id cannot be reused by another list while
-its entry lives; a bounded table keeps models that were unloaded from pinning memory for long.
+objects (scalars, such as an input's width, by value). The entry holds the objects themselves, so
+an id cannot be reused by another list while its entry lives; a bounded table keeps models that
+were unloaded from pinning memory for long.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ T = TypeVar("T")
 
 MAX_ENTRIES = 64
 
+_SCALARS = (type(None), bool, int, float, str)
 _TABLE: OrderedDict[tuple, tuple[tuple, object]] = OrderedDict()
 _LOCK = threading.Lock()
 
@@ -29,13 +31,14 @@ def prepared(what: str, sources: Sequence[object], build: Callable[[], T]) -> T:
     >>> weights = [1.0, 2.0]
     >>> first = prepared("sum", [weights], lambda: calls.append(1) or sum(weights))
     >>> again = prepared("sum", [weights], lambda: calls.append(1) or sum(weights))
-    >>> first, again, len(calls)
-    (3.0, 3.0, 1)
+    >>> _ = [prepared("width", [weights, int("1000")], lambda: calls.append(2)) for _ in range(2)]
+    >>> first, again, calls
+    (3.0, 3.0, [1, 2])
     """
-    key = (what, *map(id, sources))
+    key = (what, *(("=", s) if isinstance(s, _SCALARS) else id(s) for s in sources))
     with _LOCK:
         hit = _TABLE.get(key)
-        if hit is not None and all(a is b for a, b in zip(hit[0], sources)):
+        if hit is not None and all(a is b or isinstance(b, _SCALARS) for a, b in zip(hit[0], sources)):
             _TABLE.move_to_end(key)
             return hit[1]  # type: ignore[return-value]
     value = build()  # outside the lock: a bad model's error must not hold other threads

@@ -437,3 +437,14 @@ def test_zip_map_label_count_mismatch():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)])
     with pytest.raises(ExecutionError, match=r"node 0 'zip'.*X must be \[N, 2\] \(one column per class label\)"):
         _run_ours(model, {"X": X[:, :3]})
+
+
+def test_linear_classifier_one_score_one_label():
+    node = helper.make_node("LinearClassifier", ["X"], ["Y", "Z"], domain=ML, coefficients=[0.5, -1.0, 0.25, 2.0],
+                            classlabels_ints=[7])
+    model = _model(node, [("X", TensorProto.FLOAT, [None, 4])],
+                   [("Y", TensorProto.INT64, [None]), ("Z", TensorProto.FLOAT, [None, 1])])
+    got = _run_ours(model, {"X": X})
+    score = X @ np.asarray([0.5, -1.0, 0.25, 2.0], np.float32)
+    np.testing.assert_array_equal(got["Y"], np.where(score >= 0, 7, 0))
+    np.testing.assert_allclose(got["Z"][:, 0], score, rtol=1e-6)
