@@ -195,43 +195,32 @@ def _bad(model, match):
         _run_ours(model, {"X": X})
 
 
-def test_child_id_out_of_range_names_node_and_attribute():
+def _set(index, value):
+    def edit(values):
+        values[index] = value
+    return edit
+
+
+def _drop_last(values):
+    del values[-1]
+
+
+@pytest.mark.parametrize("attribute, edit, message", [
+    ("nodes_falsenodeids", _set(1, 42), r"tree 0 node 1: nodes_falsenodeids points to node id 42, which tree 0 does not have"),
+    ("nodes_truenodeids", _set(1, 0), r"cycle through TreeEnsembleRegressor tree 0 node"),  # back to the root
+    ("nodes_featureids", _set(5, 9), r"tree 1 node 0 reads feature 9 \(nodes_featureids\), but X has 4 columns"),
+    ("target_nodeids", _set(0, 17), r"weight 0 \(target_treeids/target_nodeids\) is for tree 0 node 17"),
+    ("nodes_values", _drop_last, r"nodes_values has 7 entries, but there are 8 nodes"),
+], ids=["child-out-of-range", "cycle", "feature-out-of-range", "weight-for-no-node", "short-list"])
+def test_malformed_tree_names_node_and_attribute(attribute, edit, message):
     model = _regressor()
-    attr = next(a for a in model.graph.node[0].attribute if a.name == "nodes_falsenodeids")
-    attr.ints[1] = 42
-    _bad(model, r"tree 0 node 1: nodes_falsenodeids points to node id 42, which tree 0 does not have")
-
-
-def test_cycle_is_an_error_not_a_hang():
-    model = _regressor()
-    attr = next(a for a in model.graph.node[0].attribute if a.name == "nodes_truenodeids")
-    attr.ints[1] = 0  # node 1's true branch goes back to the root
-    _bad(model, r"cycle through TreeEnsembleRegressor tree 0 node")
-
-
-def test_feature_index_out_of_range_names_the_node():
-    model = _regressor()
-    attr = next(a for a in model.graph.node[0].attribute if a.name == "nodes_featureids")
-    attr.ints[5] = 9
-    _bad(model, r"tree 1 node 0 reads feature 9 \(nodes_featureids\), but X has 4 columns")
+    attr = next(a for a in model.graph.node[0].attribute if a.name == attribute)
+    edit(attr.floats if attr.type == attr.FLOATS else attr.ints)
+    _bad(model, message)
 
 
 def test_class_id_beyond_the_labels():
     _bad(_classifier([0, 1, 2], [0, 1, 5], [0.2, 0.3, 0.5]), r"is for target/class 5, outside the 3")
-
-
-def test_weight_for_a_missing_node():
-    model = _regressor()
-    attr = next(a for a in model.graph.node[0].attribute if a.name == "target_nodeids")
-    attr.ints[0] = 17
-    _bad(model, r"weight 0 \(target_treeids/target_nodeids\) is for tree 0 node 17")
-
-
-def test_node_lists_of_different_lengths():
-    model = _regressor()
-    attr = next(a for a in model.graph.node[0].attribute if a.name == "nodes_values")
-    del attr.floats[-1]
-    _bad(model, r"nodes_values has 7 entries, but there are 8 nodes")
 
 
 def test_tree_ensemble_v5_leaf_out_of_range():
