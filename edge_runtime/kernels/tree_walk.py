@@ -5,13 +5,14 @@ slot 0 holds the false child, slot 1 the true child and, where some node sends m
 (NaN) to its true child, slots 2 and 3 where a NaN goes (2: it compared false, so the node's
 missing-value child; 3: it compared true, as NEQ does: the true child). Every per-node array is
 repeated over its node's slots, so a walk carries slot positions and one step is
-``children[slot + went_true (+ 2 isnan)]`` with no multiply. A leaf's slots all point back at it, so a walk that has reached it
-stays there. The walk starts a (trees, rows) array at the roots and takes one step per level for
-all rows and trees together (a few gathers), as many steps as the deepest tree has levels: no
-per-row or per-tree Python loop.
+``children[slot + went_true (+ 2 isnan)]`` with no multiply. A leaf's slots all point back at it,
+so a walk that has reached it stays there. The walk starts a (trees, rows) array at the roots and
+takes one step per level for all rows and trees together (a few gathers), as many steps as the
+deepest tree has levels: no per-row or per-tree Python loop.
 
 Leaf values are a dense (leaf rows, targets) table; each node points at its row (split nodes at an
-all-absent row), so aggregation is one gather and one reduction over the trees axis. Which
+all-absent row), so aggregation is one gather and one reduction over the trees axis (boosted
+trees, one target per tree, reduce a (trees, rows) array per target instead). Which
 (leaf, target) pairs carry a weight is kept beside the values, because onnxruntime's aggregation
 tells a target no tree scored (it stays 0, and MIN/MAX ignore it) from a score of 0.
 
