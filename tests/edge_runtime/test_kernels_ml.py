@@ -163,6 +163,20 @@ def test_classifier_binary_with_one_class_of_weights(weights, post):
     _assert_same(_classifier([0, 1], [0] * len(weights), weights, post=post), {"X": X})
 
 
+@pytest.mark.parametrize("labels, class_ids, weights, post, base", [
+    ([0, 1], [1], [0.6], "NONE", [0.1, 0.2]),
+    ([0, 1], [0, 1], [0.3, 0.7], "NONE", [0.1, 0.2]),
+    ([0, 1], [1], [0.6], "NONE", [0.3]),
+    ([0, 1], [0, 1], [0.3, -0.7], "LOGISTIC", [0.2]),
+    ([0, 1], [1], [-0.4], "SOFTMAX", None),
+    ([0, 1], [1], [0.6], "PROBIT", None),
+    ([3, 7, 11], [0, 1, 2], [0.2, 0.5, 0.3], "PROBIT", None),
+], ids=["binary-two-bases", "both-two-bases", "binary-one-base", "both-one-base-logistic", "binary-softmax",
+        "binary-probit", "multiclass-probit"])
+def test_classifier_base_values_and_transforms_as_onnxruntime(labels, class_ids, weights, post, base):
+    _assert_same(_classifier(labels, class_ids, weights, post=post, base=base), {"X": X * 0.1})
+
+
 def test_classifier_binary_with_both_classes_weighted():
     _assert_same(_classifier(["no", "yes"], [0, 1], [0.3, 0.7]), {"X": X})
 
