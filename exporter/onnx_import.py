@@ -11,7 +11,7 @@ name at conversion time, not at run time.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import onnx
@@ -216,7 +216,7 @@ MAX_OPSET_VERSION = 2**31 - 1
 
 def _check_opsets(opsets: Mapping[str, int], graph: onnx.GraphProto, label: str) -> None:
     # A model of ai.onnx.ml ops alone (a bare scikit-learn Binarizer) needs no default-domain import.
-    default_node = next((n for n in _all_nodes(graph) if n.domain in DEFAULT_DOMAINS), None)
+    default_node = next((n for n in every_node(graph) if n.domain in DEFAULT_DOMAINS), None)
     if "" not in opsets and default_node is not None:
         raise ModelFormatError(f"{label}: the model imports no version of the default ONNX domain (opset_import), "
                                f"but uses its op {default_node.op_type}")
@@ -227,12 +227,13 @@ def _check_opsets(opsets: Mapping[str, int], graph: onnx.GraphProto, label: str)
             raise ModelFormatError(f"{label}: opset import {domain or 'ai.onnx'} version {version} is out of range ({limit})")
 
 
-def _all_nodes(graph: onnx.GraphProto):
+def every_node(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of the graphs nested in it."""
     for node in graph.node:
         yield node
         for attr in node.attribute:
             for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
-                yield from _all_nodes(sub)
+                yield from every_node(sub)
 
 
 def _check_output_counts(graph: onnx.GraphProto, label: str) -> None:

@@ -130,3 +130,20 @@ def test_binary_forest_with_string_labels(digits, tmp_path):
     got = _converted(onnx_model, tmp_path, x).run({"X": x})
     np.testing.assert_array_equal(got["label"].astype(str), want["label"].astype(str))
     np.testing.assert_allclose(got["probabilities"], want["probabilities"], atol=1e-5)
+
+
+def test_to_onnx_writes_ai_onnx_ml_nodes_back(digits):
+    import onnx
+
+    from exporter.onnx_export import to_onnx
+    from exporter.onnx_import import import_onnx
+
+    x, y = digits
+    model = _fit(RandomForestClassifier(n_estimators=5, max_depth=6, random_state=0), x, y)
+    onnx_model = _export(model, x)  # with ZipMap: a sequence of maps comes back out too
+    exported = to_onnx(import_onnx(onnx_model))
+    onnx.checker.check_model(exported, full_check=True)
+    assert {o.domain for o in exported.opset_import} == {"", "ai.onnx.ml"}
+    want, got = _onnxruntime(onnx_model, x[:10]), _onnxruntime(exported, x[:10])
+    np.testing.assert_array_equal(got["output_label"], want["output_label"])
+    assert got["output_probability"] == want["output_probability"]
