@@ -46,7 +46,11 @@ class Forest:
     members: np.ndarray | None  # (member nodes + 1, widest set) padded with NaN; MEMBER nodes' sets
     member_row: np.ndarray | None  # per slot: its node's row of ``members``
     roots: np.ndarray  # (trees,) the root slots
-    depth: int  # steps from a root to the deepest leaf
+    # The walk visits the trees deepest first; walking[level] is how many trees are still above
+    # their leaves at that level, so shallow trees stop costing steps once they are done.
+    walking: tuple[int, ...]
+    walk_order: np.ndarray | None  # the trees by depth, deepest first; None: already so
+    unwalk: np.ndarray | None  # back from walk order to the trees' order
     leaf_row: np.ndarray  # per slot: its node's row of the weight tables
     weights: np.ndarray  # (leaf rows + 1, targets) float32 or float64; the last row is all absent
     scored: np.ndarray  # (leaf rows + 1, targets) bool: which weights are given
@@ -74,17 +78,24 @@ class Forest:
         rows = x.shape[0]
         flat = np.ascontiguousarray(x).reshape(-1)
         row_start = np.arange(0, rows * x.shape[1], x.shape[1], dtype=self.children.dtype)
-        slot = np.broadcast_to(self.roots[:, None], (self.n_trees, rows))
-        for _ in range(self.depth):
-            column = self.feature.take(slot)
+        roots = self.roots if self.walk_order is None else self.roots[self.walk_order]
+        trees = len(roots)
+        slot = np.repeat(roots, rows).reshape(trees, rows)
+        feature, children, nan_slots = self.feature, self.children, self.stride == 4
+        for count in self.walking:
+            walk = slot if count == trees else slot[:count]
+            column = feature.take(walk)
             if rows > 1:
                 column += row_start
             value = flat.take(column)
-            step = self._went_true(slot, value).view(np.uint8)
-            if self.stride == 4:
+            step = self._went_true(walk, value).view(np.uint8)
+            if nan_slots:
                 step = step + (np.isnan(value).view(np.uint8) << 1)
-            slot = self.children.take(slot + step)
-        return slot
+            if count == trees:
+                slot = children.take(walk + step)
+            else:
+                slot[:count] = children.take(walk + step)
+        return slot if self.unwalk is None else slot[self.unwalk]
 
     def _went_true(self, slot: np.ndarray, value: np.ndarray) -> np.ndarray:
         """Whether each split sends its value to the true child (NaN compares false, except NEQ)."""
@@ -153,7 +164,7 @@ def build_forest(table: NodeTable, leaf_nodes: np.ndarray, leaf_targets: np.ndar
     is_leaf = table.mode == LEAF
     index = np.arange(n, dtype=np.int64)
     children = np.stack([np.where(is_leaf, index, table.true_child), np.where(is_leaf, index, table.false_child)], axis=1)
-    depth = _depth(children.reshape(-1), is_leaf, table.roots, table.describe)
+    _depth(children.reshape(-1), is_leaf, table.roots, table.describe)  # refuses cycles first
     feature = np.where(is_leaf, 0, table.feature).astype(np.int64)
     negative = np.flatnonzero(feature < 0)
     if negative.size:
@@ -192,7 +203,8 @@ def build_forest(table: NodeTable, leaf_nodes: np.ndarray, leaf_targets: np.ndar
         feature=per_slot(feature).astype(slot_type), threshold=per_slot(table.threshold), mode=per_slot(table.mode),
         children=(slots * stride).reshape(-1).astype(slot_type), stride=stride, members=members,
         member_row=None if member_row is None else per_slot(member_row),
-        roots=(roots * stride).astype(slot_type), depth=depth, leaf_row=per_slot(leaf_row), weights=weights,
+        roots=(roots * stride).astype(slot_type), **_walk_plan(_tree_depths(children.reshape(-1), is_leaf, roots)),
+        leaf_row=per_slot(leaf_row), weights=weights,
         scored=scored, tree_groups=tree_groups, leaf_value=leaf_value, all_scored=all_scored, modes=split_modes or (LEQ,),
         n_features=int(feature.max(initial=-1)) + 1, describe=tuple(table.describe))
 
@@ -209,6 +221,32 @@ def _depth(children: np.ndarray, is_leaf: np.ndarray, roots: np.ndarray, describ
         frontier = np.unique(np.concatenate([children[2 * frontier], children[2 * frontier + 1]]))
         frontier = frontier[~is_leaf[frontier]]
     return depth
+
+
+def _tree_depths(children: np.ndarray, is_leaf: np.ndarray, roots: np.ndarray) -> np.ndarray:
+    """Each tree's depth (levels from its root to its deepest leaf), walking all trees at once;
+    trees that share subtrees (no exporter writes them) all get the deepest one's."""
+    depths = np.zeros(len(roots), dtype=np.int64)
+    tree, node, level = np.arange(len(roots)), roots, 0
+    while True:
+        inner = ~is_leaf[node]
+        tree, node = tree[inner], node[inner]
+        if not node.size:
+            return depths
+        level += 1
+        depths[tree] = level
+        if 2 * node.size > len(is_leaf):  # more walks than nodes: trees share subtrees
+            return np.full(len(roots), _depth(children, is_leaf, roots, ()))
+        tree, node = np.repeat(tree, 2), np.stack([children[2 * node], children[2 * node + 1]], 1).reshape(-1)
+
+
+def _walk_plan(depths: np.ndarray) -> dict:
+    order = np.argsort(-depths, kind="stable")
+    ordered = depths[order]
+    walking = tuple(int(np.count_nonzero(ordered > level)) for level in range(int(ordered.max(initial=0))))
+    if (order == np.arange(len(order))).all():
+        return {"walking": walking, "walk_order": None, "unwalk": None}
+    return {"walking": walking, "walk_order": order, "unwalk": np.argsort(order)}
 
 
 def _group_trees_by_target(roots, children, is_leaf, leaf_row, weights, scored):
