@@ -42,6 +42,7 @@ class Forest:
     threshold: np.ndarray  # float32 or float64
     mode: np.ndarray  # uint8
     children: np.ndarray  # int: the slot of the child each slot leads to
+    every_slot: np.ndarray  # 0, 1, ... one per slot
     stride: int  # 2, or 4 where missing values have a child of their own
     members: np.ndarray | None  # (member nodes + 1, widest set) padded with NaN; MEMBER nodes' sets
     member_row: np.ndarray | None  # per slot: its node's row of ``members``
@@ -77,6 +78,8 @@ class Forest:
                              f"(nodes_featureids), but X has {x.shape[1]} columns")
         rows = x.shape[0]
         flat = np.ascontiguousarray(x).reshape(-1)
+        if rows == 1 and len(self.feature) <= ONE_ROW_SLOTS_PER_LEVEL * len(self.walking):
+            return self._one_row(flat)
         row_start = np.arange(0, rows * x.shape[1], x.shape[1], dtype=self.children.dtype)
         roots = self.roots if self.walk_order is None else self.roots[self.walk_order]
         trees = len(roots)
@@ -95,6 +98,23 @@ class Forest:
                 slot = children.take(walk + step)
             else:
                 slot[:count] = children.take(walk + step)
+        return slot if self.unwalk is None else slot[self.unwalk]
+
+    def _one_row(self, x: np.ndarray) -> np.ndarray:
+        """``leaves`` for one row: every split's direction at once (one comparison over all slots),
+        then three calls a level instead of seven, where NumPy's per-call cost is the time."""
+        value = x.take(self.feature)
+        step = self._went_true(self.every_slot, value).view(np.uint8)
+        if self.stride == 4:
+            step = step + (np.isnan(value).view(np.uint8) << 1)
+        roots = self.roots if self.walk_order is None else self.roots[self.walk_order]
+        slot, trees = roots.copy(), len(roots)
+        for count in self.walking:
+            if count == trees:
+                slot = self.children.take(slot + step.take(slot))
+            else:
+                slot[:count] = self.children.take(slot[:count] + step.take(slot[:count]))
+        slot = slot[:, None]
         return slot if self.unwalk is None else slot[self.unwalk]
 
     def _went_true(self, slot: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -134,6 +154,13 @@ class Forest:
             scores = np.where(scored, scores, 0).astype(values.dtype)
         return (scores / self.n_trees if how == "AVERAGE" else scores), scored
 
+
+# A single row's walk compares at every split first (Forest._one_row) where the forest has at most
+# this many slots per level: each level it saves costs ~1 us of NumPy calls, each slot ~1.6 ns.
+# Measured per call (OPENBLAS_NUM_THREADS=1), all splits against the walk: a decision tree (670
+# slots, 15 levels) 21 against 47 us, gradient boosting's 300 trees (8,948 slots, 3 levels) 17.5
+# against 15.3 us, a 100-tree forest (80,224 slots, 17 levels) 133 against 63 us.
+ONE_ROW_SLOTS_PER_LEVEL = 2000
 
 _COMBINE = {"SUM": np.add, "AVERAGE": np.add, "MIN": np.minimum, "MAX": np.maximum}
 
@@ -201,7 +228,8 @@ def build_forest(table: NodeTable, leaf_nodes: np.ndarray, leaf_targets: np.ndar
     per_slot = lambda a: np.repeat(a, stride)  # noqa: E731
     return Forest(
         feature=per_slot(feature).astype(slot_type), threshold=per_slot(table.threshold), mode=per_slot(table.mode),
-        children=(slots * stride).reshape(-1).astype(slot_type), stride=stride, members=members,
+        children=(slots * stride).reshape(-1).astype(slot_type), every_slot=np.arange(n * stride, dtype=slot_type),
+        stride=stride, members=members,
         member_row=None if member_row is None else per_slot(member_row),
         roots=(roots * stride).astype(slot_type), **_walk_plan(_tree_depths(children.reshape(-1), is_leaf, roots)),
         leaf_row=per_slot(leaf_row), weights=weights,

@@ -86,12 +86,17 @@ def _regressor(mode="BRANCH_LEQ", aggregate="SUM", post="NONE", base=None, targe
     return _model(node, [("X", TensorProto.FLOAT, [None, 4])], [("Y", TensorProto.FLOAT, [None, targets])])
 
 
+ROWS = pytest.mark.parametrize("rows", [64, 1], ids=["batch", "one-row"])  # one row: Forest._one_row
+
+
+@ROWS
 @pytest.mark.parametrize("mode", MODES)
-def test_regressor_node_modes(mode):
+def test_regressor_node_modes(mode, rows):
     x = X.copy()
     x[::5, 0] = 0.0  # equal to the threshold: EQ/NEQ and LEQ/LT differ here
     x[::7, 2] = -0.5
-    _assert_same(_regressor(mode), {"X": x})
+    for start in range(0, 64, rows * 9 + 1):
+        _assert_same(_regressor(mode), {"X": x[start:start + rows]})
 
 
 @pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
@@ -109,14 +114,16 @@ def test_regressor_probit_on_one_target():
     _assert_same(_regressor(post="PROBIT", base=[0.5]), {"X": X * 0.1})
 
 
+@ROWS
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("missing", [(1, 0, 1), (0, 0, 0)], ids=["tracked", "untracked"])
-def test_missing_values_follow_the_tracked_branch(mode, missing):
+def test_missing_values_follow_the_tracked_branch(mode, missing, rows):
     x = X.copy()
     x[::3, 0] = np.nan
     x[1::4, 1] = np.nan
     x[::2, 2] = np.nan
-    _assert_same(_regressor(mode, missing=missing, targets=2), {"X": x})
+    for start in range(0, 64, rows * 9 + 1):
+        _assert_same(_regressor(mode, missing=missing, targets=2), {"X": x[start:start + rows]})
 
 
 def test_double_attributes_as_tensors():
@@ -200,6 +207,8 @@ def test_tree_ensemble_v5_with_set_membership_and_aggregates():
     tree0 = np.where(member[:, None], np.where((x[:, 1] <= 0)[:, None], [1, 0], [0, 2]), [0, 2])
     tree1 = np.where((x[:, 2] > -0.5)[:, None], [3, 0], [0, 4])
     np.testing.assert_array_equal(got, np.maximum(tree0, tree1).astype(np.float32))
+    for row in range(6):  # one row at a time takes Forest._one_row
+        np.testing.assert_array_equal(_run_ours(model, {"X": x[row:row + 1]})["Y"], got[row:row + 1])
 
 
 # ------------------------------------------------------------------------------ bad trees
