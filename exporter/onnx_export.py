@@ -22,11 +22,13 @@ from onnx import helper, numpy_helper
 
 from edge_runtime.kernels import has_kernel
 from exporter import ir
+from exporter.onnx_import import every_node
 from exporter.onnx_upgrade import form_opset
 from exporter.passes.graph_edit import copy_graph, rename_value
 from schemas import UnsupportedOpError, dtypes, get_schema, has_schema
 from schemas.ops.fused import ACTIVATIONS
 from schemas.ops.fused import DOMAIN as FUSED_DOMAIN
+from schemas.ops.ml import ML as ML_DOMAIN
 
 # Imported graphs hold nodes in the current-opset forms (see exporter.onnx_upgrade: e.g. the
 # Reduce ops' axes as an input), so an older opset number must be raised to where those exist.
@@ -62,6 +64,9 @@ def to_onnx(model: ir.Model, opset: int | None = None) -> onnx.ModelProto:
     version = opset or _default_opset(graph, model.opset_imports.get("", MIN_OPSET))
     opsets = [helper.make_opsetid("", version)]
     opsets += [helper.make_opsetid(d, v) for d, v in model.opset_imports.items() if d not in ("", FUSED_DOMAIN)]
+    ml_ops = {n.op_type for n in every_node(graph) if n.domain == ML_DOMAIN}
+    if ml_ops and ML_DOMAIN not in model.opset_imports:  # a graph built here: TreeEnsemble needs ai.onnx.ml 5
+        opsets.append(helper.make_opsetid(ML_DOMAIN, 5 if "TreeEnsemble" in ml_ops else 3))
     proto = helper.make_model(graph, opset_imports=opsets, producer_name="flowstack", producer_version="0.1.0")
     proto.ir_version = helper.find_min_ir_version_for(list(proto.opset_import), ignore_unknown=True)
     for key, value in model.metadata.items():
@@ -86,19 +91,10 @@ def _default_opset(graph: onnx.GraphProto, declared: int) -> int:
     (``exporter.onnx_upgrade.form_opset``), and an op first versioned above MAX_OPSET keeps its opset.
     """
     version = max(min(declared, MAX_OPSET), MIN_OPSET)
-    for node in _nodes(graph):
+    for node in every_node(graph):
         if node.domain in ("", "ai.onnx"):
             version = max(version, form_opset(node.op_type), _since_version(node.op_type, declared))
     return version
-
-
-def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    """Every node of ``graph`` and of the graphs nested in it."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
-                yield from _nodes(sub)
 
 
 @functools.cache
@@ -148,13 +144,14 @@ class _GraphWriter:
             return _EXPANSIONS[node.op_type](self, g, node, initializers)
         if node.domain in ("", "ai.onnx") and node.op_type in _REPLACEMENTS:
             node = _REPLACEMENTS[node.op_type](node)
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain not in ("", "ai.onnx", ML_DOMAIN):
             # Ops the edge runtime runs (MatrixInverse) have no standard equivalent; the rest are training ops.
             hint = ("no standard ONNX op computes it" if has_kernel(node.op_type, node.domain)
                     else "export the inference graph (freeze prunes training ops)")
             raise UnsupportedOpError(f"node {node.name!r} (op {node.domain}::{node.op_type}) has no ONNX form; {hint}")
         attrs = [self._attribute(node, k, v) for k, v in node.attrs.items() if v is not None]
-        proto = helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name or None)
+        proto = helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name or None,
+                                 domain=node.domain if node.domain == ML_DOMAIN else None)
         proto.attribute.extend(attrs)
         return [proto]
 

@@ -11,7 +11,7 @@ name at conversion time, not at run time.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import onnx
@@ -214,14 +214,26 @@ class _GraphImporter:
 MAX_OPSET_VERSION = 2**31 - 1
 
 
-def _check_opsets(opsets: Mapping[str, int], label: str) -> None:
-    if "" not in opsets:
-        raise ModelFormatError(f"{label}: the model imports no version of the default ONNX domain (opset_import)")
+def _check_opsets(opsets: Mapping[str, int], graph: onnx.GraphProto, label: str) -> None:
+    # A model of ai.onnx.ml ops alone (a bare scikit-learn Binarizer) needs no default-domain import.
+    default_node = next((n for n in every_node(graph) if n.domain in DEFAULT_DOMAINS), None)
+    if "" not in opsets and default_node is not None:
+        raise ModelFormatError(f"{label}: the model imports no version of the default ONNX domain (opset_import), "
+                               f"but uses its op {default_node.op_type}")
     newest = onnx.defs.onnx_opset_version()
     for domain, version in opsets.items():
         if not 1 <= version <= (newest if domain == "" else MAX_OPSET_VERSION):
             limit = f"1..{newest}, the newest this importer knows" if domain == "" else f"1..{MAX_OPSET_VERSION}"
             raise ModelFormatError(f"{label}: opset import {domain or 'ai.onnx'} version {version} is out of range ({limit})")
+
+
+def every_node(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of the graphs nested in it."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                yield from every_node(sub)
 
 
 def _check_output_counts(graph: onnx.GraphProto, label: str) -> None:
@@ -275,8 +287,8 @@ def import_onnx(source: str | Path | bytes | onnx.ModelProto) -> ir.Model:
     proto = expand_qlinear_ops(_load(source))
     label = str(source) if isinstance(source, (str, Path)) else (proto.graph.name or "<onnx model>")
     opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version for o in proto.opset_import}
-    _check_opsets(opsets, label)
-    opset = opsets[""]
+    _check_opsets(opsets, proto.graph, label)
+    opset = opsets.get("", onnx.defs.onnx_opset_version())
     if proto.functions:
         try:
             proto = onnx.inliner.inline_local_functions(proto)

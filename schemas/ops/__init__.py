@@ -18,6 +18,7 @@ FAMILIES = (
     "fused",
     "layout",
     "math",
+    "ml",
     "nn",
     "py_func",
     "quantize",

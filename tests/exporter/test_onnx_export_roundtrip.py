@@ -29,6 +29,7 @@ from tests.conformance.test_onnx_backend import expected_failures
 ort = pytest.importorskip("onnxruntime")
 RNG = np.random.default_rng(3)
 MAX_IR_VERSION = 13  # the newest IR version onnxruntime 1.31 reads
+STANDARD_DOMAINS = ("", "ai.onnx.ml")
 
 # Cases whose export is right but which a round trip cannot check, with the reason.
 UNCHECKABLE = {
@@ -92,11 +93,13 @@ def _assert_close(got, want, rtol: float, atol: float) -> None:
 
 def check_valid(exported: onnx.ModelProto) -> None:
     """What every exported model must be: checked, strictly inferable, readable by onnxruntime 1.31
-    (unless an op is only defined in a newer opset), with unique initializers and standard ops only."""
+    (unless an op is only defined in a newer opset), with unique initializers and standard ops only
+    (the default domain's, and ai.onnx.ml's: scikit-learn's models)."""
     onnx.checker.check_model(exported, full_check=True)
     onnx.shape_inference.infer_shapes(exported, check_type=True, strict_mode=True)
     version = exported.opset_import[0].version
-    assert [o.domain for o in exported.opset_import] == [""]
+    assert exported.opset_import[0].domain == ""
+    assert {o.domain for o in exported.opset_import} <= set(STANDARD_DOMAINS)
     if version > MAX_OPSET:
         assert any(onnx.defs.get_schema(n.op_type, version).since_version > MAX_OPSET for n in exported.graph.node)
     else:
@@ -106,7 +109,7 @@ def check_valid(exported: onnx.ModelProto) -> None:
         names = [t.name for t in graph.initializer]
         assert len(names) == len(set(names)), names
         for node in graph.node:
-            assert node.domain == "", f"{node.domain}::{node.op_type} leaked"
+            assert node.domain in STANDARD_DOMAINS, f"{node.domain}::{node.op_type} leaked"
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
                     walk(attr.g)
