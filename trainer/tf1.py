@@ -34,6 +34,7 @@ from trainer.initializers import (
     glorot_normal_initializer,
     glorot_uniform_initializer,
     ones_initializer,
+    orthogonal_initializer,
     random_normal_initializer,
     random_uniform_initializer,
     truncated_normal_initializer,
@@ -49,7 +50,7 @@ from trainer.string_ops import as_string, string_join, string_split, string_to_n
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
-from trainer.random_ops import get_seed, multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
+from trainer.random_ops import get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
 from trainer.variable_scopes import (
     AUTO_REUSE,
     VariableScope,
@@ -61,6 +62,8 @@ from trainer.variable_scopes import (
 from trainer.session_config import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
 from trainer.summary_proto import Summary
 from trainer.tensor_array import TensorArray
+from trainer.case import case
+from trainer.template import make_template
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import local_variables, local_variables_initializer
 
@@ -155,12 +158,12 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "TensorArray", "app", "as_string", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "TensorArray", "app", "as_string", "case", "make_template", "random_crop", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
-    "initializers", "local_variables", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
+    "initializers", "local_variables", "orthogonal_initializer", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
     "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
     "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",

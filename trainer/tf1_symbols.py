@@ -13,7 +13,7 @@ FixedLenSequenceFeature GradientTape Graph GraphKeys IndexedSlices InteractiveSe
 OpError Operation PaddingFIFOQueue PriorityQueue QueueBase RandomShuffleQueue RegisterGradient Session
 SparseTensor Tensor TensorArray TensorShape Variable VariableScope VarLenFeature abs accumulate_n acos acosh
 add add_n add_to_collection add_to_collections all_variables angle arg_max arg_min argmax argmin argsort
-as_dtype as_string asin asinh assert_equal assert_greater assert_less assert_rank assert_type assign
+as_dtype as_string asin asinh assert_equal assert_greater assert_less assert_rank assert_rank_at_least assert_type assign
 assign_add assign_sub atan atan2 atanh batch_gather batch_to_space bfloat16 bincount bitcast bool
 boolean_mask broadcast_dynamic_shape broadcast_static_shape broadcast_to case cast ceil check_numerics
 cholesky clip_by_average_norm clip_by_global_norm clip_by_norm clip_by_value complex complex128 complex64
@@ -37,7 +37,7 @@ matrix_set_diag matrix_solve matrix_transpose matrix_triangular_solve maximum me
 minimum mod model_variables moving_average_variables multinomial multiply name_scope negative newaxis
 no_gradient no_op no_regularizer norm not_equal numpy_function one_hot ones ones_initializer ones_like op_scope
 orthogonal_initializer pad parallel_stack parse_example parse_single_example placeholder placeholder_with_default
-polygamma pow print_v2 py_func qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
+polygamma pow print_v2 py_func qr qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
 random_normal random_normal_initializer random_poisson random_shuffle random_uniform random_uniform_initializer
 range rank read_file real realdiv reciprocal reduce_all reduce_any reduce_join reduce_logsumexp reduce_max
 reduce_mean reduce_min reduce_prod reduce_sum register_tensor_conversion_function report_uninitialized_variables
