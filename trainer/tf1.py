@@ -24,6 +24,8 @@ from trainer.debugging import *  # noqa: F403 - tf.Print, tf.Assert, tf.assert_*
 from trainer.debugging import __all__ as _DEBUGGING
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
+from trainer.segment_ops import *  # noqa: F403 - tf.segment_max & co.
+from trainer.segment_ops import __all__ as _SEGMENT_OPS
 from trainer.state_ops import *  # noqa: F403 - tf.scatter_update & co.
 from trainer.state_ops import __all__ as _STATE_OPS
 from trainer.functional_ops import foldl, foldr, map_fn, scan
@@ -156,7 +158,7 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | {
+__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
     "RunOptions", "Summary", "TensorArray", "app", "as_string", "case", "make_template", "random_crop", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",

@@ -52,7 +52,7 @@ strided_slice string string_join string_split string_to_number substr subtract s
 tan tanh tensordot tile timestamp to_bfloat16 to_complex128 to_complex64 to_double to_float to_int32 to_int64
 trace trainable_variables transpose truediv truncated_normal truncated_normal_initializer truncatediv
 truncatemod tuple uint16 uint32 uint64 uint8 unique unique_with_counts unravel_index unsorted_segment_max
-unsorted_segment_mean unsorted_segment_min unsorted_segment_sum unstack variable_scope variables_initializer
+unsorted_segment_mean unsorted_segment_min unsorted_segment_prod unsorted_segment_sqrt_n unsorted_segment_sum unstack variable_scope variables_initializer
 variance_scaling_initializer verify_tensor_all_finite where where_v2 while_loop zeros zeros_initializer
 zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train
