@@ -25,6 +25,9 @@ from trainer.debugging import __all__ as _DEBUGGING
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
 from trainer.segment_ops import *  # noqa: F403 - tf.segment_max & co.
+from trainer.space_batch import batch_to_space, batch_to_space_nd, space_to_batch, space_to_batch_nd
+from trainer.nn import depth_to_space, space_to_depth
+from trainer.tf_image import extract_image_patches
 from trainer.segment_ops import __all__ as _SEGMENT_OPS
 from trainer.state_ops import *  # noqa: F403 - tf.scatter_update & co.
 from trainer.state_ops import __all__ as _STATE_OPS
@@ -160,7 +163,7 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "TensorArray", "app", "as_string", "case", "make_template", "random_crop", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "TensorArray", "app", "as_string", "batch_to_space", "batch_to_space_nd", "case", "depth_to_space", "extract_image_patches", "make_template", "random_crop", "space_to_batch", "space_to_batch_nd", "space_to_depth", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",

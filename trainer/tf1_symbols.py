@@ -14,7 +14,7 @@ OpError Operation PaddingFIFOQueue PriorityQueue QueueBase RandomShuffleQueue Re
 SparseTensor Tensor TensorArray TensorShape Variable VariableScope VarLenFeature abs accumulate_n acos acosh
 add add_n add_to_collection add_to_collections all_variables angle arg_max arg_min argmax argmin argsort
 as_dtype as_string asin asinh assert_equal assert_greater assert_less assert_rank assert_rank_at_least assert_type assign
-assign_add assign_sub atan atan2 atanh batch_gather batch_to_space bfloat16 bincount bitcast bool
+assign_add assign_sub atan atan2 atanh batch_gather batch_to_space batch_to_space_nd bfloat16 bincount bitcast bool
 boolean_mask broadcast_dynamic_shape broadcast_static_shape broadcast_to case cast ceil check_numerics
 cholesky clip_by_average_norm clip_by_global_norm clip_by_norm clip_by_value complex complex128 complex64
 concat cond confusion_matrix conj constant constant_initializer container control_dependencies
@@ -46,7 +46,7 @@ round rsqrt saturate_cast saved_model scalar_mul scan scatter_add scatter_div sc
 scatter_nd scatter_nd_add scatter_nd_sub scatter_nd_update scatter_sub scatter_update searchsorted
 segment_max segment_mean segment_min segment_prod segment_sum self_adjoint_eig sequence_mask
 serialize_tensor set_random_seed shape shape_n sigmoid sign sin sinh size slice sort space_to_batch
-space_to_depth sparse_concat sparse_placeholder sparse_reduce_sum sparse_reshape sparse_tensor_dense_matmul
+space_to_batch_nd space_to_depth sparse_concat sparse_placeholder sparse_reduce_sum sparse_reshape sparse_tensor_dense_matmul
 sparse_tensor_to_dense sparse_to_dense split sqrt square squared_difference squeeze stack stop_gradient
 strided_slice string string_join string_split string_to_number substr subtract svd switch_case tables_initializer
 tan tanh tensordot tile timestamp to_bfloat16 to_complex128 to_complex64 to_double to_float to_int32 to_int64
