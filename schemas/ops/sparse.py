@@ -108,7 +108,7 @@ op("UnsortedSegmentMin", domain=D, inputs=["data", "segment_ids", "num_segments"
    differentiable=True, doc="output[s] = min of the rows with segment id s (the dtype's highest value if none); "
                             "negative ids are dropped.")(_unsorted_segments)
 op("UnsortedSegmentProd", domain=D, inputs=["data", "segment_ids", "num_segments"], outputs=["output"],
-   doc="output[s] = product of the rows with segment id s (1 if none); negative ids are dropped.")(
+   differentiable=True, doc="output[s] = product of the rows with segment id s (1 if none); negative ids are dropped.")(
     _unsorted_segments)
 
 

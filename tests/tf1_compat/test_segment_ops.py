@@ -55,6 +55,15 @@ def test_max_gradient_is_shared_among_ties():
     assert out_u.tolist() == [2.0, 2.0, 0.0, 3.0]
 
 
+def test_product_gradient_with_zeros_in_a_segment():
+    x = tf.placeholder(tf.float64, [7])
+    p = tf.unsorted_segment_prod(x, [0, 0, 0, 1, 1, 2, -1], 3)
+    (g,) = tf.gradients(tf.reduce_sum(p), [x])
+    out = tf.Session().run(g, {x: [2.0, 0.0, 3.0, 0.0, 0.0, 5.0, 9.0]})
+    # segment 0 has one zero: only that entry's gradient is nonzero (2 * 3); segment 1 has two: none
+    assert out.tolist() == [0.0, 6.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+
+
 @pytest.mark.parametrize("build, error, message", [
     (lambda: tf.segment_max(DATA, tf.constant([0, 1, 0, 2, 2])), tf.errors.InvalidArgumentError,
      r"SegmentMax: segment ids are not increasing: segment_ids\[2\] = 0 follows 1"),

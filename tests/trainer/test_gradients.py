@@ -100,6 +100,7 @@ CASES = {
     "flowstack::SegmentMax": ([f(5, 3), np.array([0, 0, 1, 3, 3], np.int64)], {}, [0]),
     "flowstack::SegmentMin": ([f(5, 3), np.array([0, 0, 1, 3, 3], np.int64)], {}, [0]),
     "flowstack::UnsortedSegmentMax": ([f(5, 3), np.array([2, -1, 2, 1, 0], np.int64), np.array(3, np.int64)], {}, [0]),
+    "flowstack::UnsortedSegmentProd": ([f(5, 3), np.array([2, 0, 2, -1, 1], np.int64), np.array(3, np.int64)], {}, [0]),
     "flowstack::UnsortedSegmentMin": ([f(5, 3), np.array([2, 0, 2, -1, 1], np.int64), np.array(3, np.int64)], {}, [0]),
     "Acos": ([f(3, 4, lo=-0.9, hi=0.9)], {}, [0]),
     "Asin": ([f(3, 4, lo=-0.9, hi=0.9)], {}, [0]),
