@@ -76,6 +76,21 @@ def test_nd_updates_on_elements_and_slices():
     np.testing.assert_array_equal(_run(sub)[0], expected)
 
 
+def test_variable_methods_take_indexed_slices():
+    v = tf.Variable(START)
+    delta = tf.IndexedSlices(tf.constant([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]), tf.constant([3, 0]))
+    added = v.scatter_add(delta)
+    with tf.control_dependencies([added]):
+        elements = v.scatter_nd_update([[1, 1]], [-5.0])
+    expected = START.copy()
+    expected[3] += 1.0
+    expected[0] += 2.0
+    expected[1, 1] = -5.0
+    np.testing.assert_array_equal(_run(elements)[0], expected)
+    with pytest.raises(TypeError, match="sparse_delta is not IndexedSlices"):
+        v.scatter_sub([[1.0, 1.0, 1.0]])
+
+
 def test_updates_run_in_order_under_control_dependencies():
     counts = tf.Variable(tf.zeros([3], tf.int32))
     first = tf.scatter_add(counts, [0, 1], [1, 1])
