@@ -18,10 +18,10 @@ from typing import Callable
 
 import numpy as np
 
+from trainer.array_ops import reduce_sum, stack
 from trainer.control_flow import cond
 from trainer.debugging import Assert
 from trainer.graph import Tensor, get_default_graph
-from trainer.array_ops import reduce_sum, stack
 from trainer.ops import cast, less
 
 __all__ = ["case"]
@@ -61,6 +61,11 @@ def _guarded(fn: Callable, check) -> Callable:
     return branch
 
 
+def _first_of(pred: Tensor, fn: Callable, rest: Callable, strict: bool) -> Callable:
+    """``fn()`` where ``pred`` holds, else ``rest()``: one link of the chain of conds."""
+    return lambda: cond(pred, fn, rest, strict=strict)
+
+
 def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False, strict: bool = False,
          name: str = "case"):
     """The result of the first ``fn`` in ``pred_fn_pairs`` whose predicate is True, else of ``default``.
@@ -80,7 +85,7 @@ def case(pred_fn_pairs, default: Callable | None = None, exclusive: bool = False
                 last_pred, [stack(predicates)], message="Input error: None of conditions evaluated as True:"))
         result = default
         for pred, fn in reversed(pairs):
-            result = (lambda p, f, rest: lambda: cond(p, f, rest, strict=strict))(pred, fn, result)
+            result = _first_of(pred, fn, result, strict)
         if exclusive and len(predicates) > 1:
             preds = stack(predicates, name="preds_c")
             at_most_one = Assert(less(reduce_sum(cast(preds, np.int32)), 2), [preds], summarize=len(predicates),

@@ -254,7 +254,8 @@ def variables(var_list, name: str = "init"):
 
 
 __all__ += ["Identity", "Orthogonal", "UniformUnitScaling", "global_variables", "identity", "identity_initializer",
-            "local_variables", "orthogonal", "orthogonal_initializer", "uniform_unit_scaling", "uniform_unit_scaling_initializer", "variables"]
+            "local_variables", "orthogonal", "orthogonal_initializer",
+            "uniform_unit_scaling", "uniform_unit_scaling_initializer", "variables"]
 
 
 def __getattr__(name: str):

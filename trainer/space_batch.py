@@ -56,8 +56,8 @@ def space_to_batch_nd(input, block_shape, paddings, name=None) -> Tensor:  # noq
     y = pad(x, [[0, 0], *amounts.tolist(), *([[0, 0]] * len(rest))]) if amounts.any() else x
     split = [-1] + [v for d, b in zip(padded, block) for v in (d // b, b)] + rest
     y = reshape(y, split)
-    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
-    y = transpose(y, perm)
+    blocks, rows = [2 + 2 * i for i in range(m)], [1 + 2 * i for i in range(m)]
+    y = transpose(y, blocks + [0] + rows + list(range(1 + 2 * m, 1 + 2 * m + len(rest))))
     return reshape(y, [-1] + [d // b for d, b in zip(padded, block)] + rest, name=name)
 
 

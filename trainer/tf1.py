@@ -25,10 +25,10 @@ from trainer.debugging import __all__ as _DEBUGGING
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
 from trainer.segment_ops import *  # noqa: F403 - tf.segment_max & co.
+from trainer.segment_ops import __all__ as _SEGMENT_OPS
 from trainer.space_batch import batch_to_space, batch_to_space_nd, space_to_batch, space_to_batch_nd
 from trainer.nn import depth_to_space, space_to_depth
 from trainer.tf_image import extract_image_patches
-from trainer.segment_ops import __all__ as _SEGMENT_OPS
 from trainer.state_ops import *  # noqa: F403 - tf.scatter_update & co.
 from trainer.state_ops import __all__ as _STATE_OPS
 from trainer.functional_ops import foldl, foldr, map_fn, scan
@@ -55,7 +55,8 @@ from trainer.string_ops import as_string, string_join, string_split, string_to_n
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
-from trainer.random_ops import get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
+from trainer.random_ops import (get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform,
+                                set_random_seed, truncated_normal)
 from trainer.variable_scopes import (
     AUTO_REUSE,
     VariableScope,
@@ -168,7 +169,7 @@ __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_O
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
-    "initializers", "local_variables", "orthogonal_initializer", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
+    "initializers", "local_variables", "local_variables_initializer", "orthogonal_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
     "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
     "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",

@@ -12,9 +12,10 @@ from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
-    "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down", "grayscale_to_rgb", "pad_to_bounding_box",
-    "per_image_standardization", "random_brightness", "random_contrast", "random_flip_left_right",
-    "random_crop", "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear", "resize_image_with_crop_or_pad",
+    "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down",
+    "grayscale_to_rgb", "pad_to_bounding_box", "per_image_standardization", "random_brightness", "random_contrast",
+    "random_crop", "random_flip_left_right", "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear",
+    "resize_image_with_crop_or_pad",
     "resize_images", "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rot90", "transpose",
     "transpose_image",
 ]

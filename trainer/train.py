@@ -24,9 +24,9 @@ from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnH
                            StepCounterHook, StopAtStepHook, SummarySaverHook)
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener", "ClusterSpec", "DistBeliefTrainer",
-    "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook", "SecondOrStepTimer", "SummarySaverHook", "cosine_decay_restarts",
-    "linear_cosine_decay",
+    "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener", "ClusterSpec",
+    "DistBeliefTrainer", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook", "SecondOrStepTimer", "SummarySaverHook",
+    "cosine_decay_restarts", "linear_cosine_decay",
     "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "LoggingTensorHook",
     "MomentumOptimizer", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Optimizer",
     "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",

@@ -319,6 +319,7 @@ D = "flowstack"
 op("MatrixInverse", domain=D, inputs=["X"], outputs=["Y"], differentiable=True,
    doc="Inverse of each square matrix in the last two axes (TensorFlow's MatrixInverse).")(same_as_input(0))
 
+
 @op("Qr", domain=D, inputs=["input"], outputs=["q", "r"], attrs={"full_matrices": Attr("int", 0)},
     doc="QR decomposition of each matrix in the last two axes (TensorFlow's Qr): [..., M, N] gives q "
         "[..., M, P] and r [..., P, N], P = min(M, N) (M with full_matrices).")

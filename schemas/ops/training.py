@@ -103,7 +103,8 @@ def _check_integer_indices(ctx, indices):
 
 
 def _check_updates(ctx, expected, actual):
-    if len(expected) != len(actual) or any(a is not None and b is not None and a != b for a, b in zip(expected, actual)):
+    known_differ = any(a is not None and b is not None and a != b for a, b in zip(expected, actual))
+    if len(expected) != len(actual) or known_differ:
         raise ctx.fail(f"updates of shape {tuple(actual)} do not match the shape {tuple(expected)} "
                        "that indices and ref call for")
 

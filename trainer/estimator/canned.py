@@ -7,7 +7,8 @@ cross-entropy over ``n_classes`` logits; for two classes one logit and a sigmoid
 labels through ``label_vocabulary``), mean squared error for regressors. Predictions and evaluation
 metrics use TensorFlow's keys (``class_ids``, ``classes``, ``probabilities``, ``logits``, ...;
 ``accuracy``, ``average_loss``, and for two classes ``auc``, ``precision``, ``recall``;
-``predictions`` for regressors). Linear models default to Adagrad; the wide part of wide and deep to FTRL, as in TF.
+``predictions`` for regressors). Linear models default to Adagrad; the wide part of wide and deep
+to FTRL, as in TF.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnH
 from trainer.queues import Coordinator
 
 __all__ = [
-    "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook", "HookedRunner",
-    "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer", "SessionRunArgs",
+    "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
+    "HookedRunner", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer", "SessionRunArgs",
     "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SummarySaverHook",
 ]
 

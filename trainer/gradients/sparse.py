@@ -7,9 +7,9 @@ import numpy as np
 
 from schemas.dtypes import from_numpy
 from trainer.gradients.helpers import fs, onnx
+from trainer.gradients.registry import register_gradient
 from trainer.graph import GraphError
 from trainer.ops import constant
-from trainer.gradients.registry import register_gradient
 
 D = "flowstack"
 
@@ -26,7 +26,8 @@ def _dynamic_partition(node, grads):
     """TensorFlow's: partition the rows' positions as the data was, then stitch the gradients back there."""
     data, partitions = node.inputs
     n = node.attrs["num_partitions"]
-    positions = onnx("Reshape", [onnx("Range", [constant(np.int64(0)), onnx("Size", [partitions]), constant(np.int64(1))]),
+    count = onnx("Size", [partitions])
+    positions = onnx("Reshape", [onnx("Range", [constant(np.int64(0)), count, constant(np.int64(1))]),
                                  onnx("Shape", [partitions])])
     routed = fs("DynamicPartition", [positions, partitions], {"num_partitions": n}, n=n)
     filled = [g if g is not None else fs("ZerosLike", [out]) for g, out in zip(grads, node.outputs)]
@@ -74,7 +75,6 @@ register_gradient("SegmentMax", D)(_sorted_min_max)
 register_gradient("SegmentMin", D)(_sorted_min_max)
 register_gradient("UnsortedSegmentMax", D)(_unsorted_min_max)
 register_gradient("UnsortedSegmentMin", D)(_unsorted_min_max)
-
 
 
 @register_gradient("UnsortedSegmentProd", D)
