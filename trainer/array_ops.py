@@ -465,6 +465,14 @@ def matrix_transpose(a, name="matrix_transpose") -> Tensor:
     return ops.transpose(a, list(builtins.range(r - 2)) + [r - 1, r - 2], name=name)
 
 
+def qr(input, full_matrices: bool = False, name=None) -> tuple[Tensor, Tensor]:  # noqa: A002 - TF's name
+    """``(q, r)`` with ``input = q @ r`` per matrix of the last two axes: q's columns orthonormal,
+    r upper-triangular (``tf.qr``, ``tf.linalg.qr``)."""
+    q, r = make_op("Qr", [convert_to_tensor(input)], {"full_matrices": int(bool(full_matrices))},
+                   domain=TRAINER_DOMAIN, name=name or "Qr", num_outputs=2).outputs
+    return q, r
+
+
 def matrix_inverse(input, adjoint: bool = False, name=None) -> Tensor:  # noqa: A002
     x = matrix_transpose(input) if adjoint else input
     return make_op("MatrixInverse", [x], domain="flowstack", name=name).outputs[0]
@@ -540,6 +548,25 @@ def boolean_mask(tensor, mask, name="boolean_mask", axis=None) -> Tensor:
         x = ops.reshape(x, kept[:start] + [-1] + kept[start + k:])
         m = ops.reshape(m, [-1])
     return make_op("Compress", [x, m], {"axis": start}, name=name).outputs[0]
+
+
+def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=np.int32, name=None) -> Tensor:
+    """How often each value 0, 1, ..., max(arr) occurs in the int32 ``arr`` (with ``weights``: their
+    sums), at least ``minlength`` and at most ``maxlength`` bins (larger values are dropped)."""
+    x = convert_to_tensor(arr, dtype=np.int32)
+    flat = ops.reshape(x, [-1])
+    size = ops.add(reduce_max(ops.concat([flat, constant(np.array([-1], np.int32), graph=x.graph)], 0)), 1)
+    if minlength is not None:
+        size = ops.maximum(size, np.int32(minlength))
+    if maxlength is not None:
+        size = ops.minimum(size, np.int32(maxlength))
+    if weights is None:
+        w = constant(np.zeros(0, as_numpy_dtype(dtype)), graph=x.graph)
+    else:
+        w = convert_to_tensor(weights)
+        if w.shape is not None and x.shape is not None and list(w.shape) != list(x.shape):
+            raise ValueError(f"bincount: weights of shape {w.shape} must match arr of shape {x.shape}")
+    return make_op("Bincount", [x, size, w], domain=TRAINER_DOMAIN, name=name or "bincount").outputs[0]
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments: int, name=None) -> Tensor:
@@ -807,7 +834,7 @@ __all__ += [
     "cumprod", "div_no_nan", "erfc", "floor_div", "matrix_diag", "matrix_diag_part", "matrix_solve", "meshgrid",
     "parallel_stack", "reverse_sequence", "reverse_v2", "rint", "saturate_cast", "scatter_nd", "segment_mean",
     "strided_slice", "to_bfloat16", "truncatediv", "truncatemod", "tuple", "unique_with_counts",
-    "unsorted_segment_mean",
+    "unsorted_segment_mean", "qr", "bincount",
 ]
 
 

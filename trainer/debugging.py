@@ -24,8 +24,8 @@ from trainer.ops import convert_to_tensor, make_op
 
 __all__ = [
     "Assert", "Print", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less", "assert_less_equal",
-    "assert_negative", "assert_non_negative", "assert_none_equal", "assert_positive", "check_numerics",
-    "verify_tensor_all_finite",
+    "assert_negative", "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
+    "assert_rank", "assert_rank_at_least", "assert_type", "check_numerics", "verify_tensor_all_finite",
 ]
 
 
@@ -110,6 +110,49 @@ assert_positive = _against_zero(ops.greater, "x > 0 did not hold")
 assert_negative = _against_zero(ops.less, "x < 0 did not hold")
 assert_non_negative = _against_zero(_ge, "x >= 0 did not hold")
 assert_non_positive = _against_zero(_le, "x <= 0 did not hold")
+
+
+def _assert_rank(x, rank, at_least: bool, data, summarize, message, name) -> Node:
+    """Checked when built where ``x``'s rank and ``rank`` are known (ValueError, as TensorFlow),
+    else by an Assert op when the step runs."""
+    import numpy as np
+
+    from trainer.array_ops import greater_equal, size
+
+    x = convert_to_tensor(x)
+    what = "rank at least" if at_least else "rank"
+    static_rank = None if isinstance(rank, Tensor) else int(np.asarray(rank).reshape(()))
+    if static_rank is not None and x.shape is not None:
+        holds = len(x.shape) >= static_rank if at_least else len(x.shape) == static_rank
+        if not holds:
+            raise ValueError(f"{message or ''}.  Tensor {x.name} must have {what} {static_rank}.  Received rank "
+                             f"{len(x.shape)}, shape {x.shape}")
+        return ops.no_op(name=name or "static_checks_determined_all_ok")
+    actual = ops.cast(size(ops.shape(x)), np.int32)
+    wanted = ops.cast(convert_to_tensor(rank), np.int32)
+    test = greater_equal(actual, wanted) if at_least else ops.equal(actual, wanted)
+    text = f"{message + ': ' if message else ''}Tensor {x.name} must have {what}"
+    return Assert(test, list(data) if data is not None else [wanted, "Received shape:", ops.shape(x)], summarize,
+                  name=name or "assert_rank", message=text)
+
+
+def assert_rank(x, rank, data=None, summarize=None, message=None, name=None) -> Node:
+    """``x`` must have rank ``rank``: a ValueError now where both are known, else a failing run."""
+    return _assert_rank(x, rank, False, data, summarize, message, name)
+
+
+def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None) -> Node:
+    return _assert_rank(x, rank, True, data, summarize, message, name)
+
+
+def assert_type(tensor, tf_type, message=None, name=None) -> Node:
+    """A TypeError now unless ``tensor`` has dtype ``tf_type`` (dtypes are static)."""
+    from trainer.dtypes import as_dtype
+
+    x = convert_to_tensor(tensor)
+    if x.dtype != as_dtype(tf_type):
+        raise TypeError(f"{message or ''}  {x.name} must be of type {as_dtype(tf_type)!r}, not {as_dtype(x.dtype)!r}")
+    return ops.no_op(name=name or "statically_determined_correct_type")
 
 
 def check_numerics(tensor, message: str, name=None) -> Tensor:

@@ -3,7 +3,8 @@
 One protocol for every loop: ``MonitoredTrainingSession`` (in one process or on a cluster), the
 Estimator's ``HookedRunner`` and ``SyncReplicasOptimizer``'s hook all use these classes, and the
 standard hooks (``tf.train.StopAtStepHook``, ``NanTensorHook``, ``LoggingTensorHook``,
-``FinalOpsHook``, ``StepCounterHook``, ``CheckpointSaverHook``) live here.
+``FinalOpsHook``, ``StepCounterHook``, ``CheckpointSaverHook``, ``SummarySaverHook``, ``FeedFnHook``,
+``GlobalStepWaiterHook``) and their ``SecondOrStepTimer`` live here.
 
 A hook may define ``begin()``, ``after_create_session(session, coord)``, ``before_run(run_context)``
 (returning ``SessionRunArgs`` of extra fetches and feeds, or None), ``after_run(run_context,
@@ -23,11 +24,12 @@ import numpy as np
 
 from trainer.checkpoint_format import checkpoint_file
 from trainer.checkpoint_index import remove_leftovers
+from trainer.errors import DeadlineExceededError
 
 __all__ = [
-    "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "LoggingTensorHook", "NanLossDuringTrainingError",
-    "NanTensorHook", "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook",
-    "StopAtStepHook",
+    "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
+    "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer", "SessionRunArgs",
+    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SummarySaverHook",
 ]
 
 log = logging.getLogger("trainer.hooks")
@@ -282,3 +284,128 @@ class CheckpointSaverHook(SessionRunHook):
         self._last_step, self._last_time = step, time.monotonic()
         stops = [bool(listener.after_save(session, step)) for listener in self._listeners]  # every listener hears
         return any(stops)
+
+
+class SecondOrStepTimer:
+    """Triggers every ``every_secs`` seconds or every ``every_steps`` steps (give exactly one), as
+    TensorFlow's timer for periodic hooks: always on the first step asked about."""
+
+    def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
+        if every_secs is None and every_steps is None:
+            raise ValueError("Either every_secs or every_steps should be provided.")
+        if every_secs is not None and every_steps is not None:
+            raise ValueError("Can not provide both every_secs and every_steps.")
+        self._every_secs, self._every_steps = every_secs, every_steps
+        self.reset()
+
+    def reset(self) -> None:
+        self._last_triggered_step: int | None = None
+        self._last_triggered_time: float | None = None
+
+    def should_trigger_for_step(self, step: int) -> bool:
+        if self._last_triggered_step is None:
+            return True
+        if self._last_triggered_step == step:
+            return False
+        if self._every_secs is not None:
+            return time.time() >= self._last_triggered_time + self._every_secs
+        return step >= self._last_triggered_step + self._every_steps
+
+    def update_last_triggered_step(self, step: int) -> tuple[float | None, int | None]:
+        """Mark ``step`` as triggered; (seconds, steps) since the previous trigger (None, None the first time)."""
+        now = time.time()
+        elapsed = (None, None) if self._last_triggered_time is None else \
+            (now - self._last_triggered_time, step - self._last_triggered_step)
+        self._last_triggered_time, self._last_triggered_step = now, step
+        return elapsed
+
+    def last_triggered_step(self) -> int | None:
+        return self._last_triggered_step
+
+
+class SummarySaverHook(SessionRunHook):
+    """Writes ``summary_op`` (or the scaffold's; give exactly one) every ``save_steps`` steps or
+    ``save_secs`` seconds, to ``summary_writer`` or a FileWriter of ``output_dir``, at the global
+    step the training step reached, fetched in the same run as the step."""
+
+    def __init__(self, save_steps: int | None = None, save_secs: float | None = None, output_dir: str | None = None,
+                 summary_writer=None, scaffold=None, summary_op=None):
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op, self._scaffold = summary_op, scaffold
+        self._writer, self._output_dir = summary_writer, output_dir
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self):
+        if self._writer is None and self._output_dir:
+            from trainer.summary import FileWriterCache  # trainer.summary needs the graph modules
+
+            self._writer = FileWriterCache.get(self._output_dir)
+        self._next_step: int | None = None
+        self._step = _global_step()
+
+    def _summaries(self) -> list:
+        op = self._summary_op if self._summary_op is not None else self._scaffold.summary_op
+        return [] if op is None else (list(op) if isinstance(op, (list, tuple)) else [op])
+
+    def before_run(self, run_context):
+        self._request = self._next_step is None or self._timer.should_trigger_for_step(self._next_step)
+        requests = {"global_step": self._step}
+        if self._request and self._summaries():
+            requests["summary"] = self._summaries()
+        return SessionRunArgs(requests)
+
+    def after_run(self, run_context, run_values):
+        if not self._writer:
+            return
+        step = int(run_values.results["global_step"]) + 1
+        if self._next_step is None or self._request:
+            step = int(run_context.session.run(self._step))
+        if self._request:
+            self._timer.update_last_triggered_step(step)
+            for summary in run_values.results.get("summary", ()):
+                self._writer.add_summary(summary, step)
+        self._next_step = step + 1
+
+    def end(self, session):
+        if self._writer:
+            self._writer.flush()
+
+
+class FeedFnHook(SessionRunHook):
+    """Feeds ``feed_fn()`` (a feed dict) into every step."""
+
+    def __init__(self, feed_fn):
+        self.feed_fn = feed_fn
+
+    def before_run(self, run_context):
+        return SessionRunArgs(fetches=None, feed_dict=self.feed_fn())
+
+
+class GlobalStepWaiterHook(SessionRunHook):
+    """Holds this worker's first step until the global step reaches ``wait_until_step`` (so that
+    later workers join a model the chief has started training), polling every ``poll_secs``.
+    ``timeout_secs`` (None: wait as long as TensorFlow does, for ever) bounds the wait with a
+    DeadlineExceededError."""
+
+    def __init__(self, wait_until_step: int, poll_secs: float = 0.5, timeout_secs: float | None = None):
+        self._wait_until_step = wait_until_step
+        self._poll_secs, self._timeout_secs = poll_secs, timeout_secs
+
+    def begin(self):
+        self._started = False
+        self._step = _global_step()
+
+    def before_run(self, run_context):
+        if self._started:
+            return None
+        if self._wait_until_step > 0:
+            log.info("Waiting for global step %d before starting training.", self._wait_until_step)
+            deadline = None if self._timeout_secs is None else time.monotonic() + self._timeout_secs
+            while int(run_context.session.run(self._step)) < self._wait_until_step:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise DeadlineExceededError(f"GlobalStepWaiterHook: the global step did not reach "
+                                                f"{self._wait_until_step} within {self._timeout_secs} s")
+                time.sleep(self._poll_secs)
+        self._started = True
+        return None

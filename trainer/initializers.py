@@ -203,7 +203,34 @@ class UniformUnitScaling(Initializer):
         return random_ops.random_uniform(shape, -limit, limit, dtype, seed=self.seed)
 
 
+class Orthogonal(Initializer):
+    """``gain`` times a random orthogonal matrix, reshaped: the Q of a Gaussian matrix's QR
+    decomposition with its columns' signs fixed by R's diagonal, as TensorFlow builds it (the
+    shape flattened to [prod(shape[:-1]), shape[-1]]; rows or columns orthonormal, whichever fit)."""
+
+    def __init__(self, gain: float = 1.0, seed=None, dtype=np.float32):
+        super().__init__(dtype)
+        self.gain, self.seed = gain, seed
+
+    def _build(self, shape, dtype):
+        from trainer.array_ops import diag_part, qr, sign
+        from trainer.ops import multiply, reshape, transpose
+
+        if len(shape) < 2:
+            raise ValueError(f"The tensor to initialize must be at least two-dimensional, got shape {shape}")
+        if dtype.kind != "f":
+            raise ValueError(f"orthogonal_initializer: expected a float dtype, got {dtype.name}")
+        rows, cols = math.prod(shape[:-1]), shape[-1]
+        flat = (cols, rows) if rows < cols else (rows, cols)
+        q, r = qr(random_ops.random_normal(list(flat), 0.0, 1.0, dtype, seed=self.seed))
+        q = multiply(q, sign(diag_part(r)))
+        if rows < cols:
+            q = transpose(q)
+        return multiply(reshape(q, shape), dtype.type(self.gain))
+
+
 identity = identity_initializer = Identity
+orthogonal = orthogonal_initializer = Orthogonal
 uniform_unit_scaling = uniform_unit_scaling_initializer = UniformUnitScaling
 
 
@@ -226,8 +253,9 @@ def variables(var_list, name: str = "init"):
     return variables_initializer(var_list, name=name)
 
 
-__all__ += ["Identity", "UniformUnitScaling", "global_variables", "identity", "identity_initializer",
-            "local_variables", "uniform_unit_scaling", "uniform_unit_scaling_initializer", "variables"]
+__all__ += ["Identity", "Orthogonal", "UniformUnitScaling", "global_variables", "identity", "identity_initializer",
+            "local_variables", "orthogonal", "orthogonal_initializer",
+            "uniform_unit_scaling", "uniform_unit_scaling_initializer", "variables"]
 
 
 def __getattr__(name: str):

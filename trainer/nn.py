@@ -9,6 +9,7 @@ from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.embedding import embedding_lookup
 from trainer.ops import constant, convert_to_tensor, make_op, multiply, subtract
 from trainer.random_ops import get_seed
+from trainer.space_batch import space_to_batch  # noqa: F401 - tf.nn.space_to_batch (TF 1.x's 4-D form)
 
 __all__ = [
     "avg_pool_nchw", "conv2d_nchw", "dropout", "max_pool_nchw", "embedding_lookup", "l2_loss", "log_softmax", "relu",

@@ -26,7 +26,8 @@ from trainer.graph import TRAINER_DOMAIN, Graph, Tensor, get_default_graph
 from trainer.ops import add, cast, constant, convert_to_tensor, gather, make_op, multiply
 
 __all__ = [
-    "get_seed", "log_uniform_candidate_sampler", "multinomial", "random_normal", "random_shuffle", "random_uniform", "set_random_seed",
+    "get_seed", "log_uniform_candidate_sampler", "multinomial", "random_crop", "random_normal", "random_shuffle",
+    "random_uniform", "set_random_seed",
     "truncated_normal",
 ]
 
@@ -101,6 +102,30 @@ def random_uniform(shape, minval=0, maxval=None, dtype=np.float32, seed=None, na
     if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
         return _scaled(u, float(maxval) - float(minval), float(minval), name)
     return add(multiply(u, maxval - minval if not isinstance(maxval, Tensor) else add(maxval, -minval)), minval)
+
+
+def random_crop(value, size, seed=None, name=None) -> Tensor:
+    """A slice of ``value`` of shape ``size`` at a uniformly random offset, a new one every run;
+    the run fails (InvalidArgumentError) where ``value`` is smaller than ``size``."""
+    from trainer.array_ops import floormod, greater_equal, reduce_all, slice as slice_
+    from trainer.debugging import Assert
+
+    x = convert_to_tensor(value)
+    crop = [int(d) for d in np.asarray(size).reshape(-1)]
+    if x.shape is not None and len(x.shape) != len(crop):
+        raise ValueError(f"random_crop: size {crop} has {len(crop)} dims, but value has shape {x.shape}")
+    if x.shape is not None and any(d is not None and d < c for d, c in zip(x.shape, crop)):
+        raise ValueError(f"random_crop: Need value.shape >= size, got {x.shape} and {crop}")
+    full = cast(make_op("Shape", [x]).outputs[0], np.int64)
+    wanted = constant(np.asarray(crop, np.int64), graph=x.graph)
+    check = Assert(reduce_all(greater_equal(full, wanted)), ["Need value.shape >= size, got ", full, wanted],
+                   summarize=1000)
+    with x.graph.control_dependencies([check]):
+        limit = add(full, constant(np.asarray([1 - c for c in crop], np.int64), graph=x.graph))
+    draws = random_uniform([len(crop)], 0, np.iinfo(np.int32).max, np.int64, seed=seed)
+    out = slice_(x, floormod(draws, limit), crop, name=name or "random_crop")
+    out.set_shape(crop)
+    return out
 
 
 def random_shuffle(value, seed=None, name=None) -> Tensor:

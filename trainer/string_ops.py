@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_runtime.kernels.text import as_string_format
 from trainer.dtypes import as_dtype
+from trainer.errors import InvalidArgumentError
 from trainer.ops import convert_to_tensor, make_op
 from trainer.sparse_tensor import SparseTensor
 
-__all__ = ["split", "string_join", "string_split", "string_to_number", "to_number"]
+__all__ = ["as_string", "split", "string_join", "string_split", "string_to_number", "to_number"]
 
 D = "flowstack"
 
@@ -64,3 +66,33 @@ def string_join(inputs, separator: str = "", name=None):
             out = make_op("StringConcat", [out, convert_to_tensor(np.array(separator, dtype=object))]).outputs[0]
         out = make_op("StringConcat", [out, part]).outputs[0]
     return out if name is None else make_op("Identity", [out], name=name).outputs[0]
+
+
+# TF 1.15's AsString takes these; other dtypes (uint8, float16, strings) fail when the op is built.
+_AS_STRING_DTYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "complex64", "complex128", "bool")
+
+
+def as_string(input, precision: int = -1, scientific: bool = False, shortest: bool = False,  # noqa: A002 - TF's name
+              width: int = -1, fill: str = "", name=None):
+    """Each element as a string, formatted as TensorFlow's AsString (printf) does: ``%d`` for
+    integers; for floats ``%f`` (``%e`` scientific, ``%g`` shortest) with ``precision`` digits;
+    ``width`` pads with ``fill`` (one of `` +-0#``); bools become ``true``/``false``.
+
+    >>> import trainer as tf
+    >>> g = tf.Graph()
+    >>> with g.as_default():
+    ...     s = tf.as_string(tf.constant([3.5, -0.25]), precision=2, width=7)
+    >>> tf.Session(graph=g).run(s).tolist()
+    [b'   3.50', b'  -0.25']
+    """
+    x = convert_to_tensor(input)
+    if x.dtype is not None and x.dtype.name not in _AS_STRING_DTYPES:
+        raise TypeError(f"as_string: input has dtype {x.dtype.name}, not one of {', '.join(_AS_STRING_DTYPES)}")
+    if x.dtype is not None:
+        try:
+            as_string_format(x.dtype, precision, scientific, shortest, width, fill)
+        except ValueError as e:
+            raise InvalidArgumentError(f"AsString: {e}") from None
+    attrs = {"precision": int(precision), "scientific": int(bool(scientific)), "shortest": int(bool(shortest)),
+             "width": int(width), "fill": fill}
+    return make_op("AsString", [x], attrs, domain=D, name=name or "AsString").outputs[0]

@@ -24,6 +24,13 @@ from trainer.debugging import *  # noqa: F403 - tf.Print, tf.Assert, tf.assert_*
 from trainer.debugging import __all__ as _DEBUGGING
 from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
+from trainer.segment_ops import *  # noqa: F403 - tf.segment_max & co.
+from trainer.segment_ops import __all__ as _SEGMENT_OPS
+from trainer.space_batch import batch_to_space, batch_to_space_nd, space_to_batch, space_to_batch_nd
+from trainer.nn import depth_to_space, space_to_depth
+from trainer.tf_image import extract_image_patches
+from trainer.state_ops import *  # noqa: F403 - tf.scatter_update & co.
+from trainer.state_ops import __all__ as _STATE_OPS
 from trainer.functional_ops import foldl, foldr, map_fn, scan
 from trainer.graph import GraphKeys, Tensor, get_default_graph
 from trainer.graph_def import GraphDef, NodeDef, import_graph_def
@@ -32,6 +39,7 @@ from trainer.initializers import (
     glorot_normal_initializer,
     glorot_uniform_initializer,
     ones_initializer,
+    orthogonal_initializer,
     random_normal_initializer,
     random_uniform_initializer,
     truncated_normal_initializer,
@@ -43,11 +51,12 @@ from trainer.ops import convert_to_tensor
 from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
 from trainer.lookup_ops import tables_initializer
 from trainer.py_func import numpy_function, py_func
-from trainer.string_ops import string_join, string_split, string_to_number
+from trainer.string_ops import as_string, string_join, string_split, string_to_number
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
-from trainer.random_ops import get_seed, multinomial, random_normal, random_shuffle, random_uniform, set_random_seed, truncated_normal
+from trainer.random_ops import (get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform,
+                                set_random_seed, truncated_normal)
 from trainer.variable_scopes import (
     AUTO_REUSE,
     VariableScope,
@@ -59,6 +68,8 @@ from trainer.variable_scopes import (
 from trainer.session_config import ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata, RunOptions
 from trainer.summary_proto import Summary
 from trainer.tensor_array import TensorArray
+from trainer.case import case
+from trainer.template import make_template
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import local_variables, local_variables_initializer
 
@@ -151,14 +162,14 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | {
+__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | {
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
-    "RunOptions", "Summary", "TensorArray", "app", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
+    "RunOptions", "Summary", "TensorArray", "app", "as_string", "batch_to_space", "batch_to_space_nd", "case", "depth_to_space", "extract_image_patches", "make_template", "random_crop", "space_to_batch", "space_to_batch_nd", "space_to_depth", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",
     "model_variables", "moving_average_variables", "no_regularizer", "InteractiveSession", "TensorShape", "dimension_value", "VariableScope", "add_to_collection", "constant_initializer", "contrib",
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
-    "initializers", "local_variables", "local_variables_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
+    "initializers", "local_variables", "local_variables_initializer", "orthogonal_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
     "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
     "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",

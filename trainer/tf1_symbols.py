@@ -13,8 +13,8 @@ FixedLenSequenceFeature GradientTape Graph GraphKeys IndexedSlices InteractiveSe
 OpError Operation PaddingFIFOQueue PriorityQueue QueueBase RandomShuffleQueue RegisterGradient Session
 SparseTensor Tensor TensorArray TensorShape Variable VariableScope VarLenFeature abs accumulate_n acos acosh
 add add_n add_to_collection add_to_collections all_variables angle arg_max arg_min argmax argmin argsort
-as_dtype as_string asin asinh assert_equal assert_greater assert_less assert_rank assert_type assign
-assign_add assign_sub atan atan2 atanh batch_gather batch_to_space bfloat16 bincount bitcast bool
+as_dtype as_string asin asinh assert_equal assert_greater assert_less assert_rank assert_rank_at_least assert_type assign
+assign_add assign_sub atan atan2 atanh batch_gather batch_to_space batch_to_space_nd bfloat16 bincount bitcast bool
 boolean_mask broadcast_dynamic_shape broadcast_static_shape broadcast_to case cast ceil check_numerics
 cholesky clip_by_average_norm clip_by_global_norm clip_by_norm clip_by_value complex complex128 complex64
 concat cond confusion_matrix conj constant constant_initializer container control_dependencies
@@ -37,7 +37,7 @@ matrix_set_diag matrix_solve matrix_transpose matrix_triangular_solve maximum me
 minimum mod model_variables moving_average_variables multinomial multiply name_scope negative newaxis
 no_gradient no_op no_regularizer norm not_equal numpy_function one_hot ones ones_initializer ones_like op_scope
 orthogonal_initializer pad parallel_stack parse_example parse_single_example placeholder placeholder_with_default
-polygamma pow print_v2 py_func qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
+polygamma pow print_v2 py_func qr qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
 random_normal random_normal_initializer random_poisson random_shuffle random_uniform random_uniform_initializer
 range rank read_file real realdiv reciprocal reduce_all reduce_any reduce_join reduce_logsumexp reduce_max
 reduce_mean reduce_min reduce_prod reduce_sum register_tensor_conversion_function report_uninitialized_variables
@@ -46,13 +46,13 @@ round rsqrt saturate_cast saved_model scalar_mul scan scatter_add scatter_div sc
 scatter_nd scatter_nd_add scatter_nd_sub scatter_nd_update scatter_sub scatter_update searchsorted
 segment_max segment_mean segment_min segment_prod segment_sum self_adjoint_eig sequence_mask
 serialize_tensor set_random_seed shape shape_n sigmoid sign sin sinh size slice sort space_to_batch
-space_to_depth sparse_concat sparse_placeholder sparse_reduce_sum sparse_reshape sparse_tensor_dense_matmul
+space_to_batch_nd space_to_depth sparse_concat sparse_placeholder sparse_reduce_sum sparse_reshape sparse_tensor_dense_matmul
 sparse_tensor_to_dense sparse_to_dense split sqrt square squared_difference squeeze stack stop_gradient
 strided_slice string string_join string_split string_to_number substr subtract svd switch_case tables_initializer
 tan tanh tensordot tile timestamp to_bfloat16 to_complex128 to_complex64 to_double to_float to_int32 to_int64
 trace trainable_variables transpose truediv truncated_normal truncated_normal_initializer truncatediv
 truncatemod tuple uint16 uint32 uint64 uint8 unique unique_with_counts unravel_index unsorted_segment_max
-unsorted_segment_mean unsorted_segment_min unsorted_segment_sum unstack variable_scope variables_initializer
+unsorted_segment_mean unsorted_segment_min unsorted_segment_prod unsorted_segment_sqrt_n unsorted_segment_sum unstack variable_scope variables_initializer
 variance_scaling_initializer verify_tensor_all_finite where where_v2 while_loop zeros zeros_initializer
 zeros_like zeta
 contrib data estimator initializers layers losses metrics nn summary train

@@ -8,13 +8,14 @@ import numpy as np
 
 from trainer import ops
 from trainer.array_ops import clip_by_value, pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
-from trainer.random_ops import random_uniform
+from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
-    "crop_to_bounding_box", "flip_left_right", "flip_up_down", "grayscale_to_rgb", "pad_to_bounding_box",
-    "per_image_standardization", "random_brightness", "random_contrast", "random_flip_left_right",
-    "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear", "resize_image_with_crop_or_pad",
+    "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down",
+    "grayscale_to_rgb", "pad_to_bounding_box", "per_image_standardization", "random_brightness", "random_contrast",
+    "random_crop", "random_flip_left_right", "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear",
+    "resize_image_with_crop_or_pad",
     "resize_images", "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rot90", "transpose",
     "transpose_image",
 ]
@@ -241,3 +242,32 @@ def random_contrast(image, lower: float, upper: float, seed=None):
     if not 0 <= lower < upper:
         raise ValueError("random_contrast: need 0 <= lower < upper")
     return adjust_contrast(image, random_uniform([], lower, upper, seed=seed))
+
+
+def extract_image_patches(images=None, ksizes=None, strides=None, rates=None, padding=None, name=None, sizes=None):
+    """Each ``ksizes`` [1, kh, kw, 1] window of the NHWC ``images`` (every ``strides``, taps
+    ``rates`` apart, VALID or SAME), flattened in (row, column, channel) order into the depth:
+    [batch, out_rows, out_cols, kh * kw * depth]. Built as a convolution with a one-hot filter
+    (one output channel per window entry), so it differentiates as conv2d does; float images only."""
+    from trainer.nn import conv2d
+
+    x = ops.convert_to_tensor(images)
+    window = ksizes if ksizes is not None else sizes
+    for arg, value in (("ksizes", window), ("strides", strides), ("rates", rates)):
+        if value is None or len(value) != 4 or value[0] != 1 or value[3] != 1:
+            raise ValueError(f"extract_image_patches: {arg} must be [1, rows, cols, 1], got {value}")
+    if padding not in ("VALID", "SAME"):
+        raise ValueError(f"extract_image_patches: padding must be VALID or SAME, got {padding!r}")
+    if x.shape is None or len(x.shape) != 4 or x.shape[3] is None:
+        raise ValueError(f"extract_image_patches: images must be 4-D with a known depth, got shape {x.shape}")
+    if x.dtype is None or x.dtype.kind != "f":
+        raise TypeError(f"extract_image_patches: images must be float, got {x.dtype}")
+    kh, kw, depth = int(window[1]), int(window[2]), int(x.shape[3])
+    one_hot = np.eye(kh * kw * depth, dtype=x.dtype).reshape(kh, kw, depth, kh * kw * depth)
+    return conv2d(x, ops.constant(one_hot), strides=list(strides), padding=padding, dilations=list(rates),
+                  name=name or "ExtractImagePatches")
+
+
+def extract_patches(images, sizes, strides, rates, padding, name=None):
+    """``tf.image.extract_patches``: ``extract_image_patches`` with ``sizes`` for ``ksizes``."""
+    return extract_image_patches(images, sizes, strides, rates, padding, name=name)

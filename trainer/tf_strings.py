@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from trainer.string_ops import split, string_join, to_number
+from trainer.string_ops import as_string, split, string_join, to_number
 
 join = string_join
 
-__all__ = ["join", "split", "to_number"]
+__all__ = ["as_string", "join", "split", "to_number"]
 
 
 def __getattr__(name: str):

@@ -18,12 +18,15 @@ from trainer.partitioned_variables import PartitionedVariable
 from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply
 from trainer.variables import Variable, trainable_variables
 from trainer.distributed.cluster import ClusterSpec, TFConfigClusterResolver
-from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FinalOpsHook, LoggingTensorHook,
-                           NanLossDuringTrainingError, NanTensorHook, SessionRunArgs, SessionRunContext, SessionRunHook,
-                           SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook,
+                           GlobalStepWaiterHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook,
+                           SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
+                           StepCounterHook, StopAtStepHook, SummarySaverHook)
 
 __all__ = [
-    "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener", "ClusterSpec", "DistBeliefTrainer", "FinalOpsHook",
+    "AdagradOptimizer", "AdamOptimizer", "CheckpointSaverHook", "CheckpointSaverListener", "ClusterSpec",
+    "DistBeliefTrainer", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook", "SecondOrStepTimer", "SummarySaverHook",
+    "cosine_decay_restarts", "linear_cosine_decay",
     "GradientDescentOptimizer", "GreedyLoadBalancingStrategy", "LazyAdamOptimizer", "LoggingTensorHook",
     "MomentumOptimizer", "MonitoredTrainingSession", "NanLossDuringTrainingError", "NanTensorHook", "Optimizer",
     "RMSPropOptimizer", "RoundRobinStrategy", "Server", "SessionRunArgs", "SessionRunContext", "SessionRunHook",
@@ -371,6 +374,36 @@ def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     p = _step_fraction(global_step, decay_steps, cap=True)
     cosine = make_op("Cos", [p * float(np.pi)]).outputs[0]
     return multiply(constant(np.float32(learning_rate)), (cosine + 1.0) * (0.5 * (1.0 - alpha)) + float(alpha))
+
+
+def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name=None):
+    """SGDR: cosine decay over ``first_decay_steps``, restarting with periods ``t_mul`` times longer
+    and peaks ``m_mul`` times lower each time (TensorFlow's formula)."""
+    if global_step is None:
+        raise ValueError("global_step is required for cosine_decay_restarts.")
+    fraction = _step_fraction(global_step, first_decay_steps)
+    if t_mul == 1.0:
+        restart = make_op("Floor", [fraction]).outputs[0]
+        fraction = fraction - restart
+    else:
+        log_t = float(np.log(t_mul))
+        restart = make_op("Floor", [make_op("Log", [1.0 - fraction * (1.0 - t_mul)]).outputs[0] / log_t]).outputs[0]
+        period = make_op("Pow", [constant(np.float32(t_mul)), restart]).outputs[0]
+        fraction = (fraction - (1.0 - period) / (1.0 - t_mul)) / period
+    peak = make_op("Pow", [constant(np.float32(m_mul)), restart]).outputs[0]
+    cosine = (make_op("Cos", [fraction * float(np.pi)]).outputs[0] + 1.0) * peak * 0.5
+    return multiply(constant(np.float32(learning_rate)), cosine * (1.0 - alpha) + float(alpha), name=name)
+
+
+def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001, name=None):
+    """``lr * ((alpha + linear) * cosine + beta)``: linear = 1 - min(step, decay_steps) / decay_steps,
+    cosine = (1 + cos(2 pi num_periods step / decay_steps)) / 2 (TensorFlow's formula)."""
+    if global_step is None:
+        raise ValueError("global_step is required for linear_cosine_decay.")
+    fraction = _step_fraction(global_step, decay_steps, cap=True)
+    cosine = (make_op("Cos", [fraction * float(2.0 * np.pi * num_periods)]).outputs[0] + 1.0) * 0.5
+    return multiply(constant(np.float32(learning_rate)), (1.0 - fraction + float(alpha)) * cosine + float(beta),
+                    name=name)
 
 
 def global_step(sess, global_step_tensor) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphKeys, Tensor, get_default_graph
-from trainer import ops
+from trainer import ops, state_ops
 
 __all__ = [
     "Variable",
@@ -114,6 +114,45 @@ class Variable:
 
     def assign_sub(self, value, name=None) -> Tensor:
         return self._update("AssignSub", value, name)
+
+    def _scatter(self, op_name: str, sparse_delta, use_locking: bool, name):
+        """``tf.scatter_<op>`` of an IndexedSlices' rows into this variable (TF 1.x's RefVariable methods)."""
+        from trainer.gradients.registry import IndexedSlices  # trainer.gradients imports this module
+
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta!r}")
+        return getattr(state_ops, op_name)(self, sparse_delta.indices, sparse_delta.values, use_locking=use_locking,
+                                           name=name)
+
+    def scatter_update(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_update", sparse_delta, use_locking, name)
+
+    def scatter_add(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_add", sparse_delta, use_locking, name)
+
+    def scatter_sub(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_sub", sparse_delta, use_locking, name)
+
+    def scatter_mul(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_mul", sparse_delta, use_locking, name)
+
+    def scatter_div(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_div", sparse_delta, use_locking, name)
+
+    def scatter_max(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_max", sparse_delta, use_locking, name)
+
+    def scatter_min(self, sparse_delta, use_locking: bool = False, name=None) -> Tensor:
+        return self._scatter("scatter_min", sparse_delta, use_locking, name)
+
+    def scatter_nd_update(self, indices, updates, name=None) -> Tensor:
+        return state_ops.scatter_nd_update(self, indices, updates, name=name)
+
+    def scatter_nd_add(self, indices, updates, name=None) -> Tensor:
+        return state_ops.scatter_nd_add(self, indices, updates, name=name)
+
+    def scatter_nd_sub(self, indices, updates, name=None) -> Tensor:
+        return state_ops.scatter_nd_sub(self, indices, updates, name=name)
 
     def initialized_value(self) -> Tensor:
         """The initial value (a random initial value is drawn anew each time it is computed)."""

@@ -742,6 +742,12 @@ def matrix_inverse(x, *, xp):
     return xp.linalg.inv(x)
 
 
+@kernel("Qr", domain="flowstack")
+def qr(x, *, xp, full_matrices):
+    q, r = xp.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    return q, r
+
+
 # ------------------------------------------------------------------------------------- CumProd
 
 

@@ -253,3 +253,38 @@ def lookup_table_find(keys, table_keys, table_values, default_value, *, xp, num_
     result = np.empty(len(out), dtype=table_values.dtype)
     result[:] = out
     return result.reshape(keys.shape)
+
+
+def as_string_format(dtype: np.dtype, precision: int, scientific: bool, shortest: bool, width: int, fill: str) -> str:
+    """The printf format TensorFlow's AsString builds for ``dtype`` (ValueError with its messages
+    for the attribute combinations it refuses)."""
+    dtype = np.dtype(dtype)
+    is_float = dtype.kind in "fc"
+    if len(fill) > 1:
+        raise ValueError(f"Fill string must be one or fewer characters: {fill!r}")
+    if fill and fill not in " +-0#":
+        raise ValueError(f'Fill argument not supported: "{fill}"')
+    if scientific and shortest:
+        raise ValueError("Cannot select both scientific and shortest notation")
+    for name, given in (("scientific", scientific), ("shortest", shortest), ("precision", precision > -1)):
+        if given and not is_float:
+            raise ValueError(f"{name} not supported for datatype {dtype.name}")
+    spec = "%" + fill + (str(width) if width > -1 else "") + (f".{precision}" if precision > -1 else "")
+    if dtype.kind in "iu":
+        return spec + "d"
+    if is_float:
+        return spec + ("g" if shortest else "e" if scientific else "f")
+    return spec  # bool: written as true/false, the format unused
+
+
+@kernel("AsString", domain="flowstack")
+def as_string(input, *, xp, precision, scientific, shortest, width, fill):  # noqa: A002 - TF's name
+    fmt = as_string_format(input.dtype, precision, bool(scientific), bool(shortest), width, fill)
+    flat = np.asarray(input).reshape(-1).tolist()
+    if input.dtype.kind == "b":
+        text = ["true" if v else "false" for v in flat]
+    elif input.dtype.kind == "c":
+        text = [f"({fmt % v.real},{fmt % v.imag})" for v in flat]
+    else:
+        text = [fmt % v for v in flat]
+    return _strings(np, text, input.shape)

@@ -319,6 +319,32 @@ D = "flowstack"
 op("MatrixInverse", domain=D, inputs=["X"], outputs=["Y"], differentiable=True,
    doc="Inverse of each square matrix in the last two axes (TensorFlow's MatrixInverse).")(same_as_input(0))
 
+
+@op("Qr", domain=D, inputs=["input"], outputs=["q", "r"], attrs={"full_matrices": Attr("int", 0)},
+    doc="QR decomposition of each matrix in the last two axes (TensorFlow's Qr): [..., M, N] gives q "
+        "[..., M, P] and r [..., P, N], P = min(M, N) (M with full_matrices).")
+def _qr(ctx):
+    x = ctx.input(0)
+    if x.shape is None:
+        return [TensorType(x.dtype, None)] * 2
+    if len(x.shape) < 2:
+        raise ctx.fail(f"input must be at least a matrix, got shape {x.shape}")
+    *batch, m, n = x.shape
+    p = m if ctx.attrs["full_matrices"] else (None if m is None or n is None else min(m, n))
+    return [TensorType(x.dtype, (*batch, m, p)), TensorType(x.dtype, (*batch, p, n))]
+
+
+@op("Bincount", domain=D, inputs=["arr", "size", "weights"], outputs=["bins"],
+    doc="bins[i] = how often (or, with weights, their sum where) arr holds i, for i < size; values >= size "
+        "are dropped, negative ones fail the run. Empty weights count 1 per value (TensorFlow's Bincount).")
+def _bincount(ctx):
+    arr = ctx.input(0)
+    if arr.dtype is not None and arr.dtype != np.dtype(np.int32):
+        raise ctx.fail(f"arr must be int32, got {arr.dtype}")
+    size = const_ints(ctx, 1)
+    return [TensorType(ctx.input(2).dtype, (size[0],) if size else (None,))]
+
+
 op("CumProdGrad", domain=D, inputs=["dY", "X", "axis"], outputs=["dX"],
    attrs={"exclusive": Attr("int", 0), "reverse": Attr("int", 0)},
    doc="Gradient of CumProd, exact where X has zeros (no division by X).")(same_as_input(1))

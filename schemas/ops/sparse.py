@@ -11,14 +11,14 @@ optimizer sums duplicates first). Their kernels are stateful (they write session
 from __future__ import annotations
 
 
-from schemas.ops.rules import same_as_input
+from schemas.ops.rules import const_ints, same_as_input
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
 D = "flowstack"
 
 
 @op("DynamicPartition", domain=D, inputs=["data", "partitions"], outputs=["outputs+"],
-    attrs={"num_partitions": Attr("int", REQUIRED)}, output_count_attr="num_partitions",
+    attrs={"num_partitions": Attr("int", REQUIRED)}, output_count_attr="num_partitions", differentiable=True,
     doc="outputs[i] = the rows (leading entries) of data whose partitions value is i, in order.")
 def _dynamic_partition(ctx):
     data, parts = ctx.input(0), ctx.input(1)
@@ -56,6 +56,60 @@ def _unsorted_segment_sum(ctx):
     if data.shape is not None and ids.shape is not None:
         inner = (None,) + tuple(data.shape[len(ids.shape):])
     return [TensorType(data.dtype, inner)]
+
+
+# -- segment reductions beyond the sum (tf.segment_max & co.) ---------------------------------------
+def _integer_ids(ctx, ids):
+    if ids.dtype is not None and ids.dtype.kind not in "iu":
+        raise ctx.fail(f"segment_ids must be int32 or int64, got {ids.dtype}")
+
+
+def _sorted_segments(ctx):
+    """segment_ids is a sorted vector, one id per row of data; output rows: the last id + 1."""
+    data, ids = ctx.input(0), ctx.input(1)
+    _integer_ids(ctx, ids)
+    if ids.shape is not None and len(ids.shape) != 1:
+        raise ctx.fail(f"segment_ids should be a vector, got shape {ids.shape}")
+    if data.shape is not None and ids.shape is not None:
+        if not data.shape:
+            raise ctx.fail("data must be at least a vector")
+        if None not in (data.shape[0], ids.shape[0]) and data.shape[0] != ids.shape[0]:
+            raise ctx.fail(f"segment_ids should be the same size as dimension 0 of data: {ids.shape[0]} vs "
+                           f"{data.shape[0]}")
+    return [TensorType(data.dtype, None if data.shape is None else (None,) + tuple(data.shape[1:]))]
+
+
+def _unsorted_segments(ctx):
+    """segment_ids leads data's shape; output rows: num_segments."""
+    data, ids = ctx.input(0), ctx.input(1)
+    _integer_ids(ctx, ids)
+    if data.shape is None or ids.shape is None:
+        return [TensorType(data.dtype, None)]
+    lead = tuple(data.shape[:len(ids.shape)])
+    if len(lead) != len(ids.shape) or any(a is not None and b is not None and a != b for a, b in zip(lead, ids.shape)):
+        raise ctx.fail(f"segment_ids of shape {ids.shape} must lead data of shape {data.shape}")
+    n = const_ints(ctx, 2)
+    return [TensorType(data.dtype, (n[0] if n else None,) + tuple(data.shape[len(ids.shape):]))]
+
+
+op("SegmentMax", domain=D, inputs=["data", "segment_ids"], outputs=["output"], differentiable=True,
+   doc="output[s] = max of the rows of data whose (sorted) segment id is s; 0 for an empty segment.")(
+    _sorted_segments)
+op("SegmentMin", domain=D, inputs=["data", "segment_ids"], outputs=["output"], differentiable=True,
+   doc="output[s] = min of the rows of data whose (sorted) segment id is s; 0 for an empty segment.")(
+    _sorted_segments)
+op("SegmentProd", domain=D, inputs=["data", "segment_ids"], outputs=["output"],
+   doc="output[s] = product of the rows of data whose (sorted) segment id is s; 1 for an empty segment.")(
+    _sorted_segments)
+op("UnsortedSegmentMax", domain=D, inputs=["data", "segment_ids", "num_segments"], outputs=["output"],
+   differentiable=True, doc="output[s] = max of the rows with segment id s (the dtype's lowest value if none); "
+                            "negative ids are dropped.")(_unsorted_segments)
+op("UnsortedSegmentMin", domain=D, inputs=["data", "segment_ids", "num_segments"], outputs=["output"],
+   differentiable=True, doc="output[s] = min of the rows with segment id s (the dtype's highest value if none); "
+                            "negative ids are dropped.")(_unsorted_segments)
+op("UnsortedSegmentProd", domain=D, inputs=["data", "segment_ids", "num_segments"], outputs=["output"],
+   differentiable=True, doc="output[s] = product of the rows with segment id s (1 if none); negative ids are dropped.")(
+    _unsorted_segments)
 
 
 # -- sparse updates: rows ``indices`` of var (and its slots), in place -------------------------

@@ -111,3 +111,15 @@ def _string_to_number(ctx):
         "or with num_oov_buckets > 0 the id len(table) + a stable hash of the key modulo the buckets.")
 def _lookup_table_find(ctx):
     return [TensorType(ctx.input(2).dtype, ctx.input(0).shape)]
+
+
+@op("AsString", domain="flowstack", inputs=["input"], outputs=["output"],
+    attrs={"precision": Attr("int", -1), "scientific": Attr("int", 0), "shortest": Attr("int", 0),
+           "width": Attr("int", -1), "fill": Attr("string", "")},
+    doc="Each number formatted as printf would (TensorFlow's tf.as_string): %d for integers, %f, %e or %g "
+        "for floats (precision digits), padded to width with fill; bools as true/false.")
+def _as_string(ctx):
+    x = ctx.input(0)
+    if x.dtype is not None and x.dtype.kind not in "iubfc":
+        raise ctx.fail(f"input must be a number or bool, got {x.dtype}")
+    return [TensorType(STRING, x.shape)]

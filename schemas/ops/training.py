@@ -70,12 +70,75 @@ op("ApplyAdagrad", domain=D, inputs=["var", "accum", "lr", "grad"], outputs=["ou
    stateful=True)(same_as_input(0))
 op("ApplyRMSProp", domain=D, inputs=["var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"],
    outputs=["out"], stateful=True)(same_as_input(0))
+
+
+# -- sparse updates of a variable's rows (tf.scatter_*) and elements (tf.scatter_nd_*), in place --
+def _scatter_rule(ctx):
+    """updates must be indices.shape + ref.shape[1:] (or a scalar, broadcast to every row)."""
+    ref, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
+    _check_integer_indices(ctx, indices)
+    if ref.shape is not None and indices.shape is not None and updates.shape not in (None, ()):
+        _check_updates(ctx, tuple(indices.shape) + tuple(ref.shape[1:]), updates.shape)
+    return [ref]
+
+
+def _scatter_nd_rule(ctx):
+    """indices [..., K] picks elements (K = rank) or slices of ref; updates must be
+    indices.shape[:-1] + ref.shape[K:]."""
+    ref, indices, updates = ctx.input(0), ctx.input(1), ctx.input(2)
+    _check_integer_indices(ctx, indices)
+    if ref.shape is None or indices.shape is None or not indices.shape or indices.shape[-1] is None:
+        return [ref]
+    k = indices.shape[-1]
+    if k > len(ref.shape):
+        raise ctx.fail(f"indices.shape[-1] = {k} exceeds the rank {len(ref.shape)} of ref")
+    if updates.shape is not None:
+        _check_updates(ctx, tuple(indices.shape[:-1]) + tuple(ref.shape[k:]), updates.shape)
+    return [ref]
+
+
+def _check_integer_indices(ctx, indices):
+    if indices.dtype is not None and indices.dtype.kind not in "iu":
+        raise ctx.fail(f"indices must be int32 or int64, got {indices.dtype}")
+
+
+def _check_updates(ctx, expected, actual):
+    known_differ = any(a is not None and b is not None and a != b for a, b in zip(expected, actual))
+    if len(expected) != len(actual) or known_differ:
+        raise ctx.fail(f"updates of shape {tuple(actual)} do not match the shape {tuple(expected)} "
+                       "that indices and ref call for")
+
+
+op("ScatterUpdate", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 1)}, doc="ref[indices] = updates (rows; the last of repeated indices wins).")(
+    _scatter_rule)
 op("ScatterAdd", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
-   doc="ref[indices] +=/-= updates, accumulating repeated indices (sparse gradient updates).")(
-    same_as_input(0))
+   attrs={"use_locking": Attr("int", 0)},
+   doc="ref[indices] += updates, accumulating repeated indices (sparse gradient updates).")(_scatter_rule)
 op("ScatterSub", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
-   doc="ref[indices] +=/-= updates, accumulating repeated indices (sparse gradient updates).")(
-    same_as_input(0))
+   attrs={"use_locking": Attr("int", 0)},
+   doc="ref[indices] -= updates, accumulating repeated indices (sparse gradient updates).")(_scatter_rule)
+op("ScatterMul", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 0)}, doc="ref[indices] *= updates, accumulating repeated indices.")(
+    _scatter_rule)
+op("ScatterDiv", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 0)}, doc="ref[indices] /= updates, accumulating repeated indices.")(
+    _scatter_rule)
+op("ScatterMax", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 0)}, doc="ref[indices] = max(ref[indices], updates), over repeated indices.")(
+    _scatter_rule)
+op("ScatterMin", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 0)}, doc="ref[indices] = min(ref[indices], updates), over repeated indices.")(
+    _scatter_rule)
+op("ScatterNdUpdate", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 1)}, doc="ref[indices[i]] = updates[i] for each index tuple (element or slice).")(
+    _scatter_nd_rule)
+op("ScatterNdAdd", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 0)}, doc="ref[indices[i]] += updates[i], accumulating repeated indices.")(
+    _scatter_nd_rule)
+op("ScatterNdSub", domain=D, inputs=["ref", "indices", "updates"], outputs=["output_ref"], stateful=True,
+   attrs={"use_locking": Attr("int", 0)}, doc="ref[indices[i]] -= updates[i], accumulating repeated indices.")(
+    _scatter_nd_rule)
 
 
 # -- checkpoints ------------------------------------------------------------------------------

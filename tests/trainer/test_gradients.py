@@ -93,7 +93,15 @@ CASES = {
     "flowstack::TensorArrayStack": ([f(3, 2)], {"element_shape": [2], "element_shape_known": 1}, [0]),
     "flowstack::DynamicStitch": ([np.array([0, 3], np.int64), np.array([2, 1, 4], np.int64), f(2, 3), f(3, 3)],
                                  {"N": 2}, [2, 3]),
+    "flowstack::DynamicPartition": ([f(2, 3, 2), np.array([[1, 0, 2], [0, 1, 1]], np.int64)],
+                                    {"num_partitions": 3}, [0], 3, 2e-4, 2e-6, True),  # every partition's gradient
     "flowstack::UnsortedSegmentSum": ([f(5, 3), np.array([2, 0, 2, 1, 0], np.int64), np.array(3, np.int64)], {}, [0]),
+    # Distinct values (f's draws): one row attains each extreme, so the min/max are differentiable there.
+    "flowstack::SegmentMax": ([f(5, 3), np.array([0, 0, 1, 3, 3], np.int64)], {}, [0]),
+    "flowstack::SegmentMin": ([f(5, 3), np.array([0, 0, 1, 3, 3], np.int64)], {}, [0]),
+    "flowstack::UnsortedSegmentMax": ([f(5, 3), np.array([2, -1, 2, 1, 0], np.int64), np.array(3, np.int64)], {}, [0]),
+    "flowstack::UnsortedSegmentProd": ([f(5, 3), np.array([2, 0, 2, -1, 1], np.int64), np.array(3, np.int64)], {}, [0]),
+    "flowstack::UnsortedSegmentMin": ([f(5, 3), np.array([2, 0, 2, -1, 1], np.int64), np.array(3, np.int64)], {}, [0]),
     "Acos": ([f(3, 4, lo=-0.9, hi=0.9)], {}, [0]),
     "Asin": ([f(3, 4, lo=-0.9, hi=0.9)], {}, [0]),
     "Acosh": ([f(3, 4, lo=1.5, hi=3.0)], {}, [0]),

@@ -14,16 +14,18 @@ from trainer.estimator import export, inputs
 from trainer.estimator.canned import (DNNClassifier, DNNLinearCombinedClassifier, DNNLinearCombinedRegressor,
                                       DNNRegressor, LinearClassifier, LinearRegressor)
 from trainer.estimator.estimator import Estimator, add_metrics
-from trainer.estimator.hooks import (CheckpointSaverHook, CheckpointSaverListener, FinalOpsHook, LoggingTensorHook,
-                                     NanLossDuringTrainingError, NanTensorHook, SessionRunArgs, SessionRunContext,
-                                     SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.estimator.hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook,
+                                     GlobalStepWaiterHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook,
+                                     SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook,
+                                     SessionRunValues, StepCounterHook, StopAtStepHook, SummarySaverHook)
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
 from trainer.estimator.export import Exporter, FinalExporter, LatestExporter
 from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
-    "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "DNNLinearCombinedClassifier",
+    "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "FeedFnHook", "GlobalStepWaiterHook",
+    "SecondOrStepTimer", "SummarySaverHook", "DNNLinearCombinedClassifier",
     "DNNLinearCombinedRegressor", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "Exporter",
     "FinalExporter", "FinalOpsHook", "LatestExporter", "LinearClassifier", "LinearRegressor", "LoggingTensorHook",
     "ModeKeys", "NanLossDuringTrainingError", "NanTensorHook", "RunConfig", "SessionRunArgs", "SessionRunContext",

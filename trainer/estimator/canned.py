@@ -2,11 +2,13 @@
 wide-and-deep ``DNNLinearCombinedClassifier`` / ``DNNLinearCombinedRegressor``.
 
 Each is an ``Estimator`` whose model_fn is a stack of dense layers (none for the linear ones) over
-``feature_column.input_layer`` and a head: softmax cross-entropy for classifiers (``n_classes``
-logits, also for two classes), mean squared error for regressors. Predictions and evaluation
-metrics use TensorFlow's keys (``class_ids``, ``probabilities``, ``logits``; ``accuracy``,
-``average_loss``, and for two classes ``auc``, ``precision``, ``recall``; ``predictions`` for
-regressors). Linear models default to Adagrad; the wide part of wide and deep to FTRL, as in TF.
+``feature_column.input_layer`` and a head: for classifiers ``heads.ClassificationHead`` (softmax
+cross-entropy over ``n_classes`` logits; for two classes one logit and a sigmoid, as in TF; string
+labels through ``label_vocabulary``), mean squared error for regressors. Predictions and evaluation
+metrics use TensorFlow's keys (``class_ids``, ``classes``, ``probabilities``, ``logits``, ...;
+``accuracy``, ``average_loss``, and for two classes ``auc``, ``precision``, ``recall``;
+``predictions`` for regressors). Linear models default to Adagrad; the wide part of wide and deep
+to FTRL, as in TF.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from typing import Callable
 
 import numpy as np
 
-from trainer import layers, losses, metrics, nn, train
+from trainer import layers, metrics, nn, train
 from trainer.array_ops import assign_add, reduce_mean
 from trainer.estimator.estimator import Estimator
+from trainer.estimator.heads import ClassificationHead, check_label_vocabulary
 from trainer.estimator.export import ClassificationOutput, PredictOutput, RegressionOutput
 from trainer.estimator.spec import EstimatorSpec, ModeKeys
 from trainer.feature_column import input_layer, linear_columns
 from trainer.graph import control_dependencies
-from trainer.ops import argmax, cast, convert_to_tensor, reshape, square
+from trainer.ops import cast, convert_to_tensor, reshape, square
 from trainer.variable_scopes import variable_scope
 from trainer.variables import trainable_variables
 from trainer.train import get_or_create_global_step
@@ -102,28 +105,19 @@ def _minimize_each(optimizers: dict) -> Callable:
     return train_fn
 
 
-def _classifier_fn(logits_fn, n_classes, train_fn):
+def _classifier_fn(logits_fn, head: ClassificationHead, train_fn):
     def model_fn(features, labels, mode):
         logits = logits_fn(features, mode)
-        probabilities = nn.softmax(logits, name="probabilities")
-        class_ids = argmax(logits, axis=-1)
-        predictions = {"logits": logits, "probabilities": probabilities,
-                       "class_ids": reshape(class_ids, (-1, 1))}
+        predictions = head.predictions(logits)
         if mode == ModeKeys.PREDICT:
             return EstimatorSpec(mode, predictions=predictions, export_outputs={
-                "serving_default": ClassificationOutput(scores=probabilities),
+                "serving_default": ClassificationOutput(scores=predictions["probabilities"]),
                 "predict": PredictOutput(predictions)})
-        ids = reshape(convert_to_tensor(labels), (-1,))
-        if ids.dtype != np.int64:
-            ids = cast(ids, np.int64)
-        loss = losses.sparse_softmax_cross_entropy(ids, logits)
+        ids = head.label_ids(labels)
+        loss = head.loss(ids, logits)
         if mode == ModeKeys.EVAL:
-            eval_metrics = {"accuracy": metrics.accuracy(ids, class_ids), "average_loss": metrics.mean(loss)}
-            if n_classes == 2:
-                positive = probabilities[:, 1]
-                eval_metrics.update(auc=metrics.auc(ids, positive), precision=metrics.precision(ids, class_ids),
-                                    recall=metrics.recall(ids, class_ids))
-            return EstimatorSpec(mode, predictions=predictions, loss=loss, eval_metric_ops=eval_metrics)
+            return EstimatorSpec(mode, predictions=predictions, loss=loss,
+                                 eval_metric_ops=head.eval_metrics(ids, predictions, loss))
         return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_fn(loss))
 
     return model_fn
@@ -158,21 +152,21 @@ def _columns(feature_columns) -> list:
 
 class DNNClassifier(Estimator):
     def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes: int = 2, optimizer="Adagrad",
-                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05):
-        if n_classes < 2:
-            raise ValueError(f"DNNClassifier: n_classes must be at least 2, got {n_classes}")
-        super().__init__(_classifier_fn(_dnn(_columns(feature_columns), list(hidden_units), n_classes, activation_fn,
-                                             dropout), n_classes, _minimize(optimizer, learning_rate)),
+                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05,
+                 label_vocabulary=None):
+        head = ClassificationHead(n_classes, check_label_vocabulary("DNNClassifier", label_vocabulary, n_classes))
+        super().__init__(_classifier_fn(_dnn(_columns(feature_columns), list(hidden_units), head.logits_dimension,
+                                             activation_fn, dropout), head, _minimize(optimizer, learning_rate)),
                          model_dir=model_dir, config=config)
 
 
 class LinearClassifier(Estimator):
     def __init__(self, feature_columns, model_dir=None, n_classes: int = 2, optimizer="Adagrad", config=None,
-                 learning_rate: float = 0.2):
-        if n_classes < 2:
-            raise ValueError(f"LinearClassifier: n_classes must be at least 2, got {n_classes}")
-        super().__init__(_classifier_fn(_dnn(linear_columns(_columns(feature_columns)), [], n_classes, None, None),
-                                        n_classes, _minimize(optimizer, learning_rate)), model_dir=model_dir, config=config)
+                 learning_rate: float = 0.2, label_vocabulary=None):
+        head = ClassificationHead(n_classes, check_label_vocabulary("LinearClassifier", label_vocabulary, n_classes))
+        super().__init__(_classifier_fn(_dnn(linear_columns(_columns(feature_columns)), [], head.logits_dimension,
+                                             None, None), head, _minimize(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config)
 
 
 class DNNRegressor(Estimator):
@@ -207,15 +201,17 @@ class DNNLinearCombinedClassifier(Estimator):
 
     def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
                  dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
-                 n_classes: int = 2, config=None, linear_learning_rate: float = 0.2, dnn_learning_rate: float = 0.05):
-        if n_classes < 2:
-            raise ValueError(f"DNNLinearCombinedClassifier: n_classes must be at least 2, got {n_classes}")
+                 n_classes: int = 2, config=None, linear_learning_rate: float = 0.2, dnn_learning_rate: float = 0.05,
+                 label_vocabulary=None):
+        head = ClassificationHead(n_classes, check_label_vocabulary("DNNLinearCombinedClassifier", label_vocabulary,
+                                                                    n_classes))
         linear, dnn = _wide_and_deep_columns("DNNLinearCombinedClassifier", linear_feature_columns,
                                              dnn_feature_columns, dnn_hidden_units)
-        logits_fn = _wide_and_deep(linear, dnn, list(dnn_hidden_units or ()), n_classes, dnn_activation_fn, dnn_dropout)
+        logits_fn = _wide_and_deep(linear, dnn, list(dnn_hidden_units or ()), head.logits_dimension, dnn_activation_fn,
+                                   dnn_dropout)
         train_fn = _minimize_each({"linear": (linear_optimizer, linear_learning_rate),
                                    "dnn": (dnn_optimizer, dnn_learning_rate)})
-        super().__init__(_classifier_fn(logits_fn, n_classes, train_fn), model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(logits_fn, head, train_fn), model_dir=model_dir, config=config)
 
 
 class DNNLinearCombinedRegressor(Estimator):

@@ -6,14 +6,16 @@
 
 from __future__ import annotations
 
-from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FinalOpsHook, LoggingTensorHook,
-                           NanLossDuringTrainingError, NanTensorHook, SessionRunArgs, SessionRunContext, SessionRunHook,
-                           SessionRunValues, StepCounterHook, StopAtStepHook)
+from trainer.hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook,
+                           GlobalStepWaiterHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook,
+                           SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
+                           StepCounterHook, StopAtStepHook, SummarySaverHook)
 from trainer.queues import Coordinator
 
 __all__ = [
-    "CheckpointSaverHook", "CheckpointSaverListener", "FinalOpsHook", "HookedRunner", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook",
-    "SessionRunArgs", "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook",
+    "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook",
+    "HookedRunner", "LoggingTensorHook", "NanLossDuringTrainingError", "NanTensorHook", "SecondOrStepTimer", "SessionRunArgs",
+    "SessionRunContext", "SessionRunHook", "SessionRunValues", "StepCounterHook", "StopAtStepHook", "SummarySaverHook",
 ]
 
 

@@ -1,8 +1,10 @@
-"""Gradient helper kernels for elementwise ops, reductions and softmax losses."""
+"""Gradient helper kernels for elementwise ops, reductions and softmax losses; Bincount, a
+training-side op whose bad inputs are TensorFlow's InvalidArgumentErrors."""
 
 from __future__ import annotations
 
 from edge_runtime.kernels import kernel
+from trainer.errors import InvalidArgumentError
 
 D = "flowstack"
 
@@ -115,3 +117,16 @@ def clip_by_global_norm_scale(clip_norm, *tensors, xp):
     dtype = tensors[0].dtype
     scale = min(1.0, float(clip_norm) / norm) if norm > 0 else 1.0
     return xp.asarray(scale, dtype=dtype), xp.asarray(norm, dtype=dtype)
+
+
+@kernel("Bincount", domain=D)
+def bincount(arr, size, weights, *, xp):
+    n = int(size)
+    if n < 0:
+        raise InvalidArgumentError(f"Bincount: size ({n}) must be non-negative")
+    flat = arr.reshape(-1)
+    if flat.size and int(flat.min()) < 0:
+        raise InvalidArgumentError(f"Bincount: input arr must be non-negative, got {int(flat.min())}")
+    keep = flat < n
+    w = weights.reshape(-1)[keep] if weights.size else None
+    return xp.bincount(flat[keep], weights=w, minlength=n)[:n].astype(weights.dtype)

@@ -9,6 +9,7 @@ Each is registered with ``@stateful_kernel`` and receives the run's ``RunContext
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 
@@ -18,7 +19,7 @@ from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, array_cr
                                        json_member, load_checkpoint, write_npz)
 from trainer.dataflow_executor import DEAD
 from trainer.devices import to_host
-from trainer.errors import FailedPreconditionError
+from trainer.errors import FailedPreconditionError, InvalidArgumentError
 from trainer.kernels.random import op_generator
 from trainer.kernels.registry import stateful_kernel
 from trainer.queue_buffer import QueueBuffer
@@ -148,16 +149,76 @@ def accumulate_add(rctx, accumulator, value, *, xp):
     return accumulator
 
 
-@stateful_kernel("ScatterAdd")
-def scatter_add(rctx, ref, indices, updates, *, xp):
-    xp.add.at(ref, indices.reshape(-1), updates.reshape((-1,) + ref.shape[1:]))
-    return ref
+# -- sparse updates of a variable (tf.scatter_*, tf.scatter_nd_*), in place ---------------------
+def _check_rows(op_type: str, flat, rows: int) -> None:
+    bad = np.flatnonzero((flat < 0) | (flat >= rows))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidArgumentError(f"{op_type}: indices[{i}] = {int(flat[i])} is not in [0, {rows})")
 
 
-@stateful_kernel("ScatterSub")
-def scatter_sub(rctx, ref, indices, updates, *, xp):
-    xp.subtract.at(ref, indices.reshape(-1), updates.reshape((-1,) + ref.shape[1:]))
-    return ref
+def _check_elements(op_type: str, index, shape: tuple) -> None:
+    bounds = np.asarray(shape[:index.shape[1]], dtype=np.int64)
+    bad = np.flatnonzero(((index < 0) | (index >= bounds)).any(axis=1))
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidArgumentError(
+            f"{op_type}: indices[{i}] = [{', '.join(str(int(v)) for v in index[i])}] does not index into "
+            f"[{','.join(str(d) for d in shape)}]")
+
+
+def _apply_at(ufunc, ref, where, rows, xp) -> None:
+    """``ref[where] (op)= rows``, each repeated index applied in turn (ufunc None: plain assignment)."""
+    if ufunc is None:
+        ref[where] = rows
+    elif ufunc is np.divide and ref.dtype.kind in "iu":
+        # TensorFlow divides integers as C++ does (truncating), one repeated index after another.
+        for i, row in zip(zip(*where) if isinstance(where, tuple) else where, rows):
+            quotient = ref[i] / row
+            ref[i] = np.trunc(quotient).astype(ref.dtype)
+    else:
+        getattr(xp, ufunc.__name__).at(ref, where, rows)
+
+
+def _row_scatter(op_type: str, ufunc):
+    def scatter(rctx, ref, indices, updates, *, xp, use_locking):
+        flat = np.asarray(indices).reshape(-1)
+        _check_rows(op_type, flat, ref.shape[0])
+        rows = xp.broadcast_to(xp.asarray(updates, dtype=ref.dtype), tuple(indices.shape) + ref.shape[1:])
+        with _maybe_locked(rctx, use_locking):
+            _apply_at(ufunc, ref, flat, rows.reshape((flat.size,) + ref.shape[1:]), xp)
+        return ref
+
+    scatter.__name__ = op_type
+    return scatter
+
+
+def _nd_scatter(op_type: str, ufunc):
+    def scatter(rctx, ref, indices, updates, *, xp, use_locking):
+        k = indices.shape[-1]
+        index = np.asarray(indices).reshape(-1, k)
+        _check_elements(op_type, index, ref.shape)
+        rows = xp.asarray(updates, dtype=ref.dtype).reshape((index.shape[0],) + ref.shape[k:])
+        with _maybe_locked(rctx, use_locking):
+            _apply_at(ufunc, ref, tuple(index.T), rows, xp)
+        return ref
+
+    scatter.__name__ = op_type
+    return scatter
+
+
+def _maybe_locked(rctx, use_locking):
+    return rctx.state.lock if use_locking else contextlib.nullcontext()
+
+
+# op -> the update applied at each index (None: assignment).
+_ROW_SCATTERS = {"ScatterUpdate": None, "ScatterAdd": np.add, "ScatterSub": np.subtract, "ScatterMul": np.multiply,
+                 "ScatterDiv": np.divide, "ScatterMax": np.maximum, "ScatterMin": np.minimum}
+_ND_SCATTERS = {"ScatterNdUpdate": None, "ScatterNdAdd": np.add, "ScatterNdSub": np.subtract}
+for _op_type, _ufunc in _ROW_SCATTERS.items():
+    stateful_kernel(_op_type)(_row_scatter(_op_type, _ufunc))
+for _op_type, _ufunc in _ND_SCATTERS.items():
+    stateful_kernel(_op_type)(_nd_scatter(_op_type, _ufunc))
 
 
 @stateful_kernel("Placeholder")
