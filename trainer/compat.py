@@ -28,6 +28,7 @@ NAMESPACES: dict[str, str] = {
     "tf": "trainer",
     "tf.nn": "trainer.nn",
     "tf.nn.rnn_cell": "trainer.rnn_cell",
+    "tf.contrib": "trainer.contrib",
     "tf.contrib.rnn": "trainer.contrib.rnn",
     "tf.train": "trainer.train",
     "tf.layers": "trainer.layers",

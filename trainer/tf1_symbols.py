@@ -82,6 +82,16 @@ weighted_moments with_space_to_batch xw_plus_b zero_fraction
 BasicLSTMCell BasicRNNCell DeviceWrapper DropoutWrapper GRUCell LSTMCell LSTMStateTuple MultiRNNCell RNNCell
 ResidualWrapper
 """,
+    "tf.contrib": """
+all_reduce autograph batching bayesflow bigtable boosted_trees checkpoint cloud cluster_resolver compiler
+constrained_optimization copy_graph crf cudnn_rnn data deprecated distribute distributions eager estimator
+factorization feature_column ffmpeg framework gan graph_editor grid_rnn image input_pipeline integrate keras
+kernel_methods labeled_tensor layers learn legacy_seq2seq linear_optimizer lookup losses memory_stats metrics
+mixed_precision model_pruning nccl nn opt optimizer_v2 periodic_resample predictor proto quantization quantize
+rate receptive_field recurrent reduce_slice_ops remote_fused_graph resampler rnn rpc saved_model seq2seq signal
+slim solvers sparsemax specs staging stat_summarizer stateless summary tensor_forest tensorboard testing text
+tfprof timeseries tpu training util
+""",
     "tf.contrib.rnn": """
 AttentionCellWrapper BasicLSTMCell BasicRNNCell BidirectionalGridLSTMCell CompiledWrapper Conv1DLSTMCell
 Conv2DLSTMCell ConvLSTMCell CoupledInputForgetGateLSTMCell DeviceWrapper DropoutWrapper EmbeddingWrapper
