@@ -30,7 +30,7 @@ PACKAGES = {
 }
 # Modules of those packages that register nothing and so belong to no family.
 NOT_FAMILIES = {"__init__", "registry", "families", "helpers", "rules", "resampling", "sliding_windows", "stride_phases", "pool_phases",
-                "tap_products", "phase_columns", "window_shifts", "row_moments"}
+                "tap_products", "phase_columns", "window_shifts", "row_moments", "element_casts"}
 
 
 def misfiled(places: Mapping[str, Mapping[Key, str]]) -> list[str]:
