@@ -15,11 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas import dtypes
+
 
 def packed_size(count: int, bits: int) -> int:
     """Bytes that ``count`` elements of ``bits`` bits take packed."""
     per_byte = 8 // bits
     return (count + per_byte - 1) // per_byte
+
+
+def stored_size(array: np.ndarray, code: int) -> int:
+    """Bytes ``array`` (of .flow element type ``code``) takes in a file: packed for sub-byte types."""
+    bits = dtypes.PACKED_BITS.get(code)
+    return packed_size(array.size, bits) if bits else array.nbytes
 
 
 def _shifts(bits: int) -> np.ndarray:
