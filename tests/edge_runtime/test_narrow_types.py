@@ -4,7 +4,10 @@ bfloat16 arithmetic, and the error without ml_dtypes."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -15,8 +18,10 @@ from edge_runtime.kernels import get_kernel
 from exporter import flow_writer, ir
 from schemas import dtypes, get_schema
 from schemas.fb.Model import Model as FbModel
+from tests.import_guard import edge_only_imports
 
 F32 = np.float32
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(op: str, *args, **attrs):
@@ -86,6 +91,27 @@ def test_without_ml_dtypes_the_error_names_the_type_and_the_package(monkeypatch)
     with pytest.raises(dtypes.MissingDTypePackage, match="BF16"):
         dtypes.to_numpy(dtypes.BFLOAT16)
     assert dtypes.to_numpy(dtypes.FLOAT) == F32  # NumPy's own types need nothing more
+
+
+def test_on_a_device_without_ml_dtypes_only_models_using_its_types_fail(tmp_path) -> None:
+    """In a process where only numpy and flatbuffers import (a phone), a float model runs and an
+    int4 one is refused at load with the clear error; nothing imports ml_dtypes before that."""
+    (tmp_path / "int4.flow").write_bytes(_constant_model(np.ones((2, 2), ml_dtypes.int4)))
+    (tmp_path / "float.flow").write_bytes(_constant_model(np.ones((2, 2), np.int8)))
+    script = edge_only_imports() + textwrap.dedent(f"""
+        sys.path.insert(0, {str(ROOT)!r})
+        import numpy as np
+        import edge_runtime
+        y = edge_runtime.load({str(tmp_path / "float.flow")!r}).run({{"x": np.zeros((2, 2), np.float32)}})["y"]
+        assert y.tolist() == [[1, 1], [1, 1]], y
+        try:
+            edge_runtime.load({str(tmp_path / "int4.flow")!r})
+        except edge_runtime.ModelFormatError as exc:
+            print(exc)
+        """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "'w'): element type INT4 needs the ml_dtypes package: pip install ml_dtypes" in result.stdout
 
 
 def test_float8_cast_saturates_unless_told_not_to() -> None:
