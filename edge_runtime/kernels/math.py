@@ -15,7 +15,7 @@ import numpy as np
 from edge_runtime.kernels.element_casts import cast_numeric
 from edge_runtime.kernels.registry import kernel
 from schemas import dtypes
-from schemas.ops.math import element_dtype
+from schemas.ops.shape import dtype_from_code
 
 
 def _scalar(x, value):
@@ -707,7 +707,7 @@ def _cast(x, dtype, xp, saturate: int = 1, round_mode: str = "up"):
 
 @kernel("Cast")
 def cast(x, *, xp, to, saturate, round_mode):
-    return _cast(x, element_dtype(to, "Cast: "), xp, saturate, round_mode)
+    return _cast(x, dtype_from_code(to, "Cast"), xp, saturate, round_mode)
 
 
 @kernel("CastLike")
@@ -726,7 +726,7 @@ def _window(coefficients):
         denominator = n if periodic else n - 1
         phase = 2 * math.pi * xp.arange(n, dtype=xp.float64) / max(denominator, 1)
         w = sum((-1) ** k * a * xp.cos(k * phase) for k, a in enumerate(coefficients))
-        return xp.asarray(w).astype(element_dtype(output_datatype, "window output_datatype: "))
+        return xp.asarray(w).astype(dtype_from_code(output_datatype, "window output_datatype"))
 
     return run
 

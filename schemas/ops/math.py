@@ -14,22 +14,12 @@ from schemas.ops.rules import (
     normalize_axis,
     same_as_input,
 )
-from schemas.registry import REQUIRED, Attr, TensorType, UnsupportedOpError, op
-
-def element_dtype(code: int, where: str = "") -> np.dtype:
-    """The NumPy dtype for an ONNX element type code; UnsupportedOpError for the rest.
-
-    >>> element_dtype(1)
-    dtype('float32')
-    """
-    try:
-        return dtypes.to_numpy(code)
-    except dtypes.DTypeError as exc:
-        raise UnsupportedOpError(f"{where}{exc}") from None
+from schemas.ops.shape import dtype_from_code
+from schemas.registry import REQUIRED, Attr, TensorType, op
 
 
 def _dtype_attr(ctx, name: str) -> np.dtype:
-    return element_dtype(ctx.attrs[name], f"{ctx.schema.name}: attribute {name}: ")
+    return dtype_from_code(ctx.attrs[name], f"{ctx.schema.name}: attribute {name}")
 
 
 def _with_axis(ctx):

@@ -25,6 +25,7 @@ from schemas.registry import REQUIRED, Attr, TensorType, UnsupportedOpError, op
 OBJECT = np.dtype(object)
 FLOAT32 = np.dtype(np.float32)
 
+
 def dtype_from_code(code: int, where: str) -> np.dtype:
     """The NumPy dtype of an ONNX element type code given as an attribute (Cast-like ``to``).
 
