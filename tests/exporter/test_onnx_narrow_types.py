@@ -1,5 +1,6 @@
 """ONNX models with element types NumPy lacks (through ml_dtypes): a bfloat16 model and int4
-weight-quantized models from onnxruntime's tool convert, run and match onnxruntime."""
+weight-quantized models from onnxruntime's tools (quantize_static, MatMulNBitsQuantizer) convert,
+run and match onnxruntime."""
 
 from __future__ import annotations
 
@@ -108,3 +109,22 @@ def test_a_blocked_int4_weight_model_runs_as_onnxruntime_does_and_writes_back() 
     back = to_onnx(import_onnx(model))
     assert {i.name: i.data_type for i in back.graph.initializer}["Wq"] == TensorProto.INT4
     np.testing.assert_allclose(_session(back, fuse=False).run(None, {"x": x})[0], expected, rtol=1e-6)
+
+
+def test_a_blocked_uint4_model_from_matmul_nbits_quantizer_converts_and_matches_onnxruntime(tmp_path) -> None:
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    weight = RNG.standard_normal((128, 64)).astype(F32)
+    model = _model([helper.make_node("MatMul", ["x", "W"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 128])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])], {"W": weight})
+    quantizer = MatMulNBitsQuantizer(model, block_size=32, is_symmetric=False, quant_format=QuantFormat.QDQ)
+    quantizer.process()
+    quantized = quantizer.model.model
+    blocked = [n for n in quantized.graph.node if n.op_type == "DequantizeLinear"]
+    assert blocked and helper.get_attribute_value(next(a for a in blocked[0].attribute if a.name == "block_size")) == 32
+    assert {i.data_type for i in quantized.graph.initializer} >= {TensorProto.UINT4}
+    x = RNG.standard_normal((4, 128)).astype(F32)
+    expected = _session(quantized, fuse=False).run(None, {"x": x})[0]
+    convert_onnx(quantized, tmp_path / "uint4.flow")
+    np.testing.assert_allclose(load(tmp_path / "uint4.flow").run({"x": x})["y"], expected, rtol=1e-5, atol=1e-4)
