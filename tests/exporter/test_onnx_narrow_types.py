@@ -46,7 +46,6 @@ def test_a_bfloat16_model_converts_round_trips_and_matches_onnxruntime(tmp_path)
     model = _bfloat16_mlp(weights, TensorProto.BFLOAT16)
     convert_onnx(model, tmp_path / "bf16.flow")
     flow = load(tmp_path / "bf16.flow")
-    assert flow.definition.subgraphs[0].tensors  # converted with its bfloat16 weights
     stored = {t.name: t.data for t in flow.definition.subgraphs[0].tensors if t.data is not None}
     assert any(v.dtype == ml_dtypes.bfloat16 for v in stored.values())
     # onnxruntime's CPU provider has no bfloat16 MatMul/Add/Relu: it runs the float32 twin, same weights.
