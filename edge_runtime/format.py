@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from schemas import dtypes
+from schemas import dtypes, packing
 from schemas.fb.AttrType import AttrType
 from schemas.fb.BufferChecksum import BufferChecksum
 from schemas.fb.Model import Model as FbModel
@@ -381,19 +381,34 @@ class _Reader:
                 raise self.fail(f"buffer index {buf} is out of range ({len(self.buffers)} buffers)")
             if shape is None or -1 in shape:
                 raise self.fail(f"a constant needs a fully known shape, got {shape}")
-            dtype = dtypes.to_numpy(code) if code != dtypes.STRING else None
-            if dtype is None or dtype == np.dtype(object):
+            if code == dtypes.STRING:
                 raise self.fail("string constants are stored as string_data, not in a buffer")
-            offset, length = self.buffers[buf]
-            expected = math.prod(shape) * dtype.itemsize  # Python ints: a huge shape cannot wrap around
-            if expected != length:
-                raise self.fail(f"buffer {buf} holds {length} bytes but shape {list(shape)} of {dtype} needs {expected}")
-            count = expected // dtype.itemsize
-            data = np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).reshape(shape)
-            if data.flags.writeable:
-                data = data.view()
-                data.flags.writeable = False
+            data = self.buffer_data(buf, code, shape)
         return TensorDef(name, code, shape, data, quant)
+
+    def buffer_data(self, buf: int, code: int, shape: tuple[int, ...]) -> np.ndarray:
+        """The read-only constant buffer ``buf`` holds: a view of the file, or for sub-byte types
+        (stored packed, ``schemas.packing``) the unpacked copy."""
+        try:
+            dtype = dtypes.to_numpy(code)
+        except dtypes.DTypeError as exc:  # an ml_dtypes type without ml_dtypes installed
+            raise self.fail(str(exc)) from None
+        offset, length = self.buffers[buf]
+        count = math.prod(shape)  # Python ints: a huge shape cannot wrap around
+        bits = dtypes.PACKED_BITS.get(code)
+        expected = packing.packed_size(count, bits) if bits else count * dtype.itemsize
+        if expected != length:
+            layout = f" packed {8 // bits} to a byte" if bits else ""
+            raise self.fail(f"buffer {buf} holds {length} bytes but shape {list(shape)} of {dtype}{layout} needs {expected}")
+        if bits:
+            raw = np.frombuffer(self.data, dtype=np.uint8, count=length, offset=offset)
+            data = packing.unpack(raw, bits, count).view(dtype).reshape(shape)
+        else:
+            data = np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).reshape(shape)
+        if data.flags.writeable:
+            data = data.view()
+            data.flags.writeable = False
+        return data
 
 
 # How each attribute type is read back: (reader, attribute table, name, tensors, subgraph count).

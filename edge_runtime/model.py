@@ -102,6 +102,8 @@ class Model:
         tensor = self.definition.subgraphs[0].tensors[index]
         try:
             dtype = dtypes.to_numpy(tensor.dtype)
+        except dtypes.MissingDTypePackage as exc:
+            raise ModelFormatError(f"tensor {name!r}: {exc}") from None
         except dtypes.DTypeError:
             dtype = np.dtype(object)
         shape = tuple(tensor.shape) if tensor.shape is not None else ()

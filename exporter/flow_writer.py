@@ -10,7 +10,7 @@ import numpy as np
 from edge_runtime.format import BUFFER_ALIGNMENT, FILE_IDENTIFIER, FORMAT_VERSION, buffer_crc32
 from exporter import ir
 from exporter.atomic import atomic_write
-from schemas import dtypes
+from schemas import dtypes, packing
 from schemas.fb import (
     Attribute,
     Buffer,
@@ -124,7 +124,8 @@ class _Layout:
                 record["strings"] = [s.decode() if isinstance(s, bytes) else str(s) for s in data.reshape(-1)]
             else:
                 record["buffer"] = len(self.blobs)
-                self.blobs.append(np.ascontiguousarray(data))
+                bits = dtypes.PACKED_BITS.get(record["dtype"])
+                self.blobs.append(packing.pack(data, bits) if bits else np.ascontiguousarray(data))
         return record
 
 

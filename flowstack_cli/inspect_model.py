@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from schemas import dtypes
+from schemas import dtypes, packing
 
 
 def register(subparsers) -> None:
@@ -38,7 +38,7 @@ def describe(path: Path, verify: bool = False) -> str:
             t = main.tensors[i]
             lines.append(f"  {t.name}: {dtypes.NAMES.get(t.dtype, t.dtype)} {_shape(t.shape)}")
     weights = [t for g in model.subgraphs for t in g.tensors if t.data is not None]
-    weight_bytes = sum(getattr(t.data, "nbytes", 0) for t in weights)
+    weight_bytes = sum(packing.stored_size(t.data, t.dtype) for t in weights if hasattr(t.data, "nbytes"))
     ops = _op_counts(model)
     lines.append(f"weights: {len(weights)} tensors, {weight_bytes:,} bytes")
     lines.extend(_quantization(model, weights))

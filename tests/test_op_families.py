@@ -31,7 +31,7 @@ PACKAGES = {
 # Modules of those packages that register nothing and so belong to no family.
 NOT_FAMILIES = {"__init__", "registry", "families", "helpers", "rules", "resampling", "sliding_windows", "stride_phases", "pool_phases",
                 "tap_products", "phase_columns", "window_shifts", "row_moments",
-                "prepared_attributes", "tree_walk"}
+                "prepared_attributes", "tree_walk", "element_casts"}
 
 
 def misfiled(places: Mapping[str, Mapping[Key, str]]) -> list[str]:

@@ -12,10 +12,10 @@ from functools import reduce
 
 import numpy as np
 
+from edge_runtime.kernels.element_casts import cast_numeric
 from edge_runtime.kernels.registry import kernel
 from schemas import dtypes
-from schemas.ops.math import element_dtype
-from schemas.registry import UnsupportedOpError
+from schemas.ops.shape import dtype_from_code
 
 
 def _scalar(x, value):
@@ -585,7 +585,7 @@ def where(condition, x, y, *, xp):
 # --- linear algebra --------------------------------------------------------------------------
 
 
-@kernel("MatMul")
+@kernel("MatMul", bfloat16_via_float32=True)
 def matmul(a, b, *, xp):
     if a.ndim > 2 and b.ndim == 2:
         return _stacked_rows_matmul(a, b, xp)
@@ -634,7 +634,7 @@ def _swap_pays(rows: int, b) -> bool:
     return rows <= (GEMM_SWAP_LARGE_MAX_ROWS if b.size >= GEMM_SWAP_LARGE_WEIGHT else GEMM_SWAP_MAX_ROWS)
 
 
-@kernel("Gemm")
+@kernel("Gemm", bfloat16_via_float32=True)
 def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     # One BLAS call (transposes are free views); scale and bias go into the fresh product.
     a = a.T if transA else a
@@ -652,7 +652,7 @@ def gemm(a, b, c, *, xp, alpha, beta, transA, transB):
     return y
 
 
-@kernel("Einsum")
+@kernel("Einsum", bfloat16_via_float32=True)
 def einsum(*operands, xp, equation):
     return xp.einsum(equation, *operands, optimize=True)
 
@@ -693,27 +693,26 @@ kernel("CumProd")(_cumulative("cumprod", 1))
 # --- types -----------------------------------------------------------------------------------
 
 
-def _cast(x, dtype, xp):
+def _cast(x, dtype, xp, saturate: int = 1, round_mode: str = "up"):
     if dtype.kind == "O":  # ONNX strings are object arrays of str
-        return x.copy() if x.dtype.kind == "O" else x.astype(str).astype(object)
+        if x.dtype.kind == "O":
+            return x.copy()
+        return (x.astype(np.float32) if dtypes.is_extended(x.dtype) else x).astype(str).astype(object)
     if x.dtype.kind in "OUS":
         # float('inf'), float('NaN'), ... parse every spelling ONNX allows.
-        return xp.asarray(x.astype(str).astype(float if dtype.kind in "fc" else dtype)).astype(dtype)
-    return x.astype(dtype)
+        numeric = float if dtype.kind in "fc" or dtypes.is_extended(dtype) else dtype
+        x = xp.asarray(x.astype(str).astype(numeric))
+    return cast_numeric(x, dtype, bool(saturate), round_mode)
 
 
 @kernel("Cast")
 def cast(x, *, xp, to, saturate, round_mode):
-    return _cast(x, element_dtype(to, "Cast: "), xp)
+    return _cast(x, dtype_from_code(to, "Cast"), xp, saturate, round_mode)
 
 
 @kernel("CastLike")
 def cast_like(x, target, *, xp, saturate, round_mode):
-    try:
-        code = dtypes.from_numpy(target.dtype)
-    except dtypes.DTypeError as exc:  # e.g. an ml_dtypes float8 array
-        raise UnsupportedOpError(f"CastLike: target_type: {exc}") from None
-    return _cast(x, element_dtype(code, "CastLike: "), xp)
+    return _cast(x, target.dtype, xp, saturate, round_mode)
 
 
 # --- windows ---------------------------------------------------------------------------------
@@ -727,7 +726,7 @@ def _window(coefficients):
         denominator = n if periodic else n - 1
         phase = 2 * math.pi * xp.arange(n, dtype=xp.float64) / max(denominator, 1)
         w = sum((-1) ** k * a * xp.cos(k * phase) for k, a in enumerate(coefficients))
-        return xp.asarray(w).astype(element_dtype(output_datatype, "window output_datatype: "))
+        return xp.asarray(w).astype(dtype_from_code(output_datatype, "window output_datatype"))
 
     return run
 

@@ -24,14 +24,14 @@ from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
 # ----------------------------------------------------------------------------------- convolution
 
 
-@kernel("Conv")
+@kernel("Conv", bfloat16_via_float32=True)
 def conv(x, w, b, *, xp, auto_pad, dilations, group, kernel_shape, pads, strides):
     kernel_spatial = tuple(kernel_shape or w.shape[2:])
     win = sliding_windows.resolve_window(x.shape[2:], kernel_spatial, strides, dilations, pads, auto_pad)
     return sliding_windows.conv(x, w, b, xp, group=group, win=win)
 
 
-@kernel("ConvTranspose")
+@kernel("ConvTranspose", bfloat16_via_float32=True)
 def conv_transpose(
     x, w, b, *, xp, auto_pad, dilations, group, kernel_shape, output_padding, output_shape, pads, strides
 ):

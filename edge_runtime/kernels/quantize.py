@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from edge_runtime.kernels.element_casts import cast_numeric, integer_range, is_integer
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.quantize import check_quantized
 from schemas.ops.shape import dtype_from_code
@@ -33,8 +34,8 @@ def _along_axis(param, x, axis: int, block_size: int, xp):
 
 
 def _saturate(values, dtype, xp):
-    info = np.iinfo(dtype)
-    return xp.clip(values, info.min, info.max).astype(dtype)
+    low, high = integer_range(dtype)
+    return xp.clip(values, low, high).astype(dtype)
 
 
 @kernel("QuantizeLinear")
@@ -48,7 +49,12 @@ def quantize_linear(x, y_scale, y_zero_point, *, xp, axis, block_size, output_dt
     if precision:
         compute = dtype_from_code(precision, "QuantizeLinear")
         x, scale = x.astype(compute), scale.astype(compute)
-    if x.dtype == np.float32 and dtype.itemsize == 1:  # 8-bit grids: exact in float32, no int64 pass
+    if not is_integer(dtype):  # a float8 or float4 grid: the nearest value, no integer rounding
+        q = x / scale
+        if y_zero_point is not None and y_zero_point.astype(np.float32).any():  # +0 would turn -0 into 0
+            q = q + _along_axis(y_zero_point, x, axis, block_size, xp).astype(np.float32)
+        return cast_numeric(q, dtype, bool(saturate))
+    if x.dtype == np.float32 and dtype.itemsize == 1:  # 8-bit and smaller grids: exact in float32, no int64 pass
         q = xp.rint(x / scale)
         if y_zero_point is not None:
             q += _along_axis(y_zero_point, x, axis, block_size, xp).astype(np.float32)
@@ -62,17 +68,19 @@ def quantize_linear(x, y_scale, y_zero_point, *, xp, axis, block_size, output_dt
 @kernel("DequantizeLinear")
 def dequantize_linear(x, x_scale, x_zero_point, *, xp, axis, block_size, output_dtype):
     check_quantized(x.dtype, "DequantizeLinear")
-    if x.dtype.itemsize <= 2 and x_scale.dtype == np.float32 and not output_dtype:
-        # 8- and 16-bit values (and their differences) are exact in float32: no int64 pass
+    dtype = dtype_from_code(output_dtype, "DequantizeLinear") if output_dtype else x_scale.dtype
+    if x.dtype.itemsize <= 2:
+        # 16-bit and smaller values (integers, float8, float4) and their differences are exact in
+        # float32: no int64 pass
         values = x.astype(np.float32)
         if x_zero_point is not None:
             values -= _along_axis(x_zero_point, x, axis, block_size, xp).astype(np.float32)
-        return values * _along_axis(x_scale, x, axis, block_size, xp)
+        y = values * _along_axis(x_scale, x, axis, block_size, xp)
+        return y if y.dtype == dtype else y.astype(dtype)
     values = x.astype(np.int64)
     if x_zero_point is not None:
         values = values - _along_axis(x_zero_point, x, axis, block_size, xp).astype(np.int64)
     scale = _along_axis(x_scale, x, axis, block_size, xp)
-    dtype = dtype_from_code(output_dtype, "DequantizeLinear") if output_dtype else x_scale.dtype
     return (values.astype(scale.dtype) * scale).astype(dtype)
 
 

@@ -13,11 +13,18 @@ as the node has). A kernel whose optional outputs are costly registers with
 skip the rest (MaxPool's Indices). A kernel that only reads some inputs as small host values
 (shapes, axes, pads: through ``ints``) names their positions in ``host_inputs``: on the GPU those
 are not copied to the device, so shape arithmetic never costs a copy and a wait each way.
+A kernel whose NumPy calls have no bfloat16 loop (BLAS products: NumPy's matmul hands ml_dtypes'
+bfloat16 back as float32) registers with ``bfloat16_via_float32=True``: bfloat16 inputs are
+widened to float32 and its float32 outputs narrowed back, so bfloat16 in gives bfloat16 out, as
+onnxruntime gives.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
+
+import numpy as np
 
 from schemas.op_table import OpTable, registering_module
 from schemas.registry import UnsupportedOpError, get_schema, qualified_name
@@ -31,8 +38,25 @@ _WANTS_OUTPUT_COUNT: set[tuple[str, str]] = set()
 _HOST_INPUTS: dict[tuple[str, str], frozenset[int]] = {}
 
 
-def kernel(name: str, domain: str = "", *, output_count: bool = False,
-           host_inputs: tuple[int, ...] = ()) -> Callable[[Kernel], Kernel]:
+def _via_float32(fn: Kernel) -> Kernel:
+    """``fn`` computing bfloat16 inputs in float32 and returning its float32 results as bfloat16."""
+
+    @functools.wraps(fn)
+    def run(*inputs, xp, **attrs):
+        narrow = next((x.dtype for x in inputs if getattr(x, "dtype", None) is not None and x.dtype.kind == "V"), None)
+        if narrow is None:
+            return fn(*inputs, xp=xp, **attrs)
+        wide = [x.astype(np.float32) if getattr(x, "dtype", None) == narrow else x for x in inputs]
+        out = fn(*wide, xp=xp, **attrs)
+        if isinstance(out, tuple):
+            return tuple(y.astype(narrow) if getattr(y, "dtype", None) == np.float32 else y for y in out)
+        return out.astype(narrow) if out.dtype == np.float32 else out
+
+    return run
+
+
+def kernel(name: str, domain: str = "", *, output_count: bool = False, host_inputs: tuple[int, ...] = (),
+           bfloat16_via_float32: bool = False) -> Callable[[Kernel], Kernel]:
     """Register ``fn`` as the forward kernel of op ``name``; the op must already be declared."""
 
     module = registering_module()
@@ -40,7 +64,7 @@ def kernel(name: str, domain: str = "", *, output_count: bool = False,
     def register(fn: Kernel) -> Kernel:
         get_schema(name, domain)  # fails loudly for an op nobody declared
         key = (domain, name)
-        _KERNELS.add(name, domain, fn, module=module)
+        _KERNELS.add(name, domain, _via_float32(fn) if bfloat16_via_float32 else fn, module=module)
         if output_count:
             _WANTS_OUTPUT_COUNT.add(key)
         if host_inputs:

@@ -11,7 +11,7 @@ import math
 
 from edge_runtime.kernels.math import swish
 from edge_runtime.kernels.registry import kernel
-from schemas.ops.math import element_dtype
+from schemas.ops.shape import dtype_from_code
 from schemas.registry import UnsupportedOpError
 
 
@@ -81,7 +81,7 @@ def stft(signal, frame_step, window, frame_length, *, xp, onesided):
 def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, *, xp,
                       output_datatype):
     mels, n, rate = int(num_mel_bins), int(dft_length), int(sample_rate)
-    dtype = element_dtype(output_datatype, "MelWeightMatrix: output_datatype: ")
+    dtype = dtype_from_code(output_datatype, "MelWeightMatrix: output_datatype")
 
     def to_mel(hertz):
         return 2595 * math.log1p(float(hertz) / 700) / math.log(10)

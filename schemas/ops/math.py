@@ -14,32 +14,12 @@ from schemas.ops.rules import (
     normalize_axis,
     same_as_input,
 )
-from schemas.registry import REQUIRED, Attr, TensorType, UnsupportedOpError, op
-
-# ONNX element types NumPy cannot hold; named so a refused Cast says which one it was.
-_UNREPRESENTABLE = {
-    16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2",
-    20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0",
-    25: "UINT2", 26: "INT2", 27: "FLOAT6E2M3", 28: "FLOAT6E3M2",
-}
-
-
-def element_dtype(code: int, where: str = "") -> np.dtype:
-    """The NumPy dtype for an ONNX element type code; UnsupportedOpError for the rest.
-
-    >>> element_dtype(1)
-    dtype('float32')
-    """
-    if code in _UNREPRESENTABLE:
-        raise UnsupportedOpError(f"{where}element type {_UNREPRESENTABLE[code]} has no NumPy equivalent")
-    try:
-        return dtypes.to_numpy(code)
-    except dtypes.DTypeError as exc:
-        raise UnsupportedOpError(f"{where}{exc}") from None
+from schemas.ops.shape import dtype_from_code
+from schemas.registry import REQUIRED, Attr, TensorType, op
 
 
 def _dtype_attr(ctx, name: str) -> np.dtype:
-    return element_dtype(ctx.attrs[name], f"{ctx.schema.name}: attribute {name}: ")
+    return dtype_from_code(ctx.attrs[name], f"{ctx.schema.name}: attribute {name}")
 
 
 def _with_axis(ctx):

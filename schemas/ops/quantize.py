@@ -1,13 +1,14 @@
 """Quantization: linear (de)quantization and integer / quantized-linear matmul and convolution.
 
-Only integer quantized types that NumPy can hold are supported (int8, uint8, int16, uint16,
-int32); float8, float4, int4 and int2 raise UnsupportedOpError naming the type.
+Quantized types are ONNX's: int8, uint8, int16, uint16, int32, and through ml_dtypes int4/uint4,
+int2/uint2, float8 and float4 (opset 21's blocked quantization included).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from schemas import dtypes
 from schemas.ops.nn import CONV_ATTRS
 from schemas.ops.shape import dtype_from_code
 from schemas.registry import (
@@ -23,13 +24,22 @@ from schemas.registry import (
 FLOAT32 = np.dtype(np.float32)
 INT32 = np.dtype(np.int32)
 UINT8 = np.dtype(np.uint8)
-QUANTIZED_TYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32))
-
+# The element types ONNX quantizes to, NumPy's and ml_dtypes' (float8, float4, int4, int2).
+QUANTIZED_TYPES = frozenset({
+    dtypes.INT8, dtypes.UINT8, dtypes.INT16, dtypes.UINT16, dtypes.INT32, *dtypes.SUB_BYTE_INTEGERS,
+    *dtypes.FLOAT8_TYPES, dtypes.FLOAT4E2M1,
+})
 
 
 def check_quantized(dtype: np.dtype | None, where: str) -> None:
-    """Reject element types that are quantized in ONNX but have no NumPy integer equivalent."""
-    if dtype is not None and np.dtype(dtype) not in QUANTIZED_TYPES:
+    """Reject element types that ONNX does not quantize to, naming them."""
+    if dtype is None:
+        return
+    try:
+        code = dtypes.from_numpy(dtype)
+    except dtypes.DTypeError:
+        code = None
+    if code not in QUANTIZED_TYPES:
         raise UnsupportedOpError(f"{where}: quantized type {np.dtype(dtype).name} is not supported")
 
 

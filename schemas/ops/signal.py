@@ -8,8 +8,8 @@ transform, which produces a real signal.
 from __future__ import annotations
 
 from schemas import dtypes
-from schemas.ops.math import element_dtype
 from schemas.ops.rules import const_ints, normalize_axis, same_as_input
+from schemas.ops.shape import dtype_from_code
 from schemas.registry import Attr, TensorType, op
 
 
@@ -80,7 +80,7 @@ def _stft(ctx):
     attrs={"output_datatype": Attr("int", dtypes.FLOAT)},
 )
 def _mel_weight_matrix(ctx):
-    dtype = element_dtype(ctx.attrs["output_datatype"], "MelWeightMatrix: attribute output_datatype: ")
+    dtype = dtype_from_code(ctx.attrs["output_datatype"], "MelWeightMatrix: attribute output_datatype")
     mels, length = _scalar(ctx, 0), _scalar(ctx, 1)
     return [TensorType(dtype, (None if length is None else length // 2 + 1, mels))]
 

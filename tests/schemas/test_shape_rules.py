@@ -98,7 +98,7 @@ def _as_arrays(values: list) -> list:
     converted = []
     for value in values:
         if isinstance(value, onnx.TensorProto):
-            if not dtypes.is_known(value.data_type) or value.data_type == dtypes.BFLOAT16:
+            if not dtypes.is_known(value.data_type):
                 name = onnx.TensorProto.DataType.Name(value.data_type)
                 pytest.skip(f"element type {name} has no NumPy equivalent")
             value = numpy_helper.to_array(value)
