@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import boolean_mask, expand_dims
 from trainer.graph import GraphKeys, Tensor, get_default_graph
 from trainer.io_ops import matching_files
-from trainer.ops import convert_to_tensor, gather, identity
+from trainer.ops import convert_to_tensor, gather, identity, reshape
 from trainer.queues import FIFOQueue, QueueRunner, RandomShuffleQueue
 from trainer.random_ops import random_shuffle
 from trainer.variables import Variable
 
 __all__ = ["add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
-           "range_input_producer", "shuffle_batch", "shuffle_batch_join",
+           "maybe_batch", "maybe_shuffle_batch", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
            "slice_input_producer", "string_input_producer"]
 
 
@@ -116,9 +117,18 @@ def _structure(tensors):
     return [tensors], lambda outs: outs[0]
 
 
+def _kept(flat: list[Tensor], keep_input, enqueue_many: bool) -> list[Tensor]:
+    """The rows of ``flat`` that ``keep_input`` (a scalar, or a vector over the rows) keeps."""
+    keep = convert_to_tensor(keep_input)
+    rows = flat if enqueue_many else [expand_dims(t, 0) for t in flat]
+    mask = keep if enqueue_many else reshape(keep, [1])
+    return [boolean_mask(t, mask) for t in rows]
+
+
 def _batcher(queue_factory, tensors_list, batch_size, threads_per_input, enqueue_many, shapes,
-             allow_smaller_final_batch, dynamic_pad=False):
-    """Batches from one queue that ``threads_per_input`` threads per entry of ``tensors_list`` fill."""
+             allow_smaller_final_batch, dynamic_pad=False, keep_input=None):
+    """Batches from one queue that ``threads_per_input`` threads per entry of ``tensors_list`` fill
+    (with only the examples ``keep_input`` keeps, when given)."""
     if allow_smaller_final_batch or dynamic_pad:
         raise ValueError("batch: allow_smaller_final_batch and dynamic_pad are not supported")
     flats = []
@@ -130,6 +140,9 @@ def _batcher(queue_factory, tensors_list, batch_size, threads_per_input, enqueue
                          f"{[[t.dtype for t in f] for f in flats]}")
     if shapes is None:
         shapes = [tuple(t.shape[1:]) if enqueue_many else tuple(t.shape) for t in flats[0]]
+    if keep_input is not None:
+        flats = [_kept(f, keep_input, enqueue_many) for f in flats]
+        enqueue_many = True
     if any(s is None or None in s for s in shapes):
         raise ValueError(f"batch: every example needs a static shape (pass shapes=), got {shapes}")
     queue = queue_factory([t.dtype for t in flats[0]], [tuple(s) for s in shapes])
@@ -170,3 +183,22 @@ def shuffle_batch_join(tensors_list, batch_size: int, capacity: int, min_after_d
     return _batcher(lambda dtypes, shp: RandomShuffleQueue(capacity, min_after_dequeue, dtypes, shp,
                                                            seed=seed or 0, name=name or "shuffle_batch_join/queue"),
                     list(tensors_list), batch_size, 1, enqueue_many, shapes, allow_smaller_final_batch)
+
+
+def maybe_batch(tensors, keep_input, batch_size: int, num_threads: int = 1, capacity: int = 32,
+                enqueue_many: bool = False, shapes=None, dynamic_pad: bool = False,
+                allow_smaller_final_batch: bool = False, shared_name=None, name=None):
+    """``batch`` of only the examples ``keep_input`` (a bool scalar, or vector with enqueue_many) keeps."""
+    return _batcher(lambda dtypes, shp: FIFOQueue(capacity, dtypes, shp, name=name or "batch/fifo_queue"),
+                    [tensors], batch_size, num_threads, enqueue_many, shapes, allow_smaller_final_batch, dynamic_pad,
+                    keep_input=keep_input)
+
+
+def maybe_shuffle_batch(tensors, batch_size: int, capacity: int, min_after_dequeue: int, keep_input,
+                        num_threads: int = 1, seed=None, enqueue_many: bool = False, shapes=None,
+                        allow_smaller_final_batch: bool = False, shared_name=None, name=None):
+    """``shuffle_batch`` of only the examples ``keep_input`` keeps."""
+    return _batcher(lambda dtypes, shp: RandomShuffleQueue(capacity, min_after_dequeue, dtypes, shp,
+                                                           seed=seed or 0, name=name or "shuffle_batch/queue"),
+                    [tensors], batch_size, num_threads, enqueue_many, shapes, allow_smaller_final_batch,
+                    keep_input=keep_input)

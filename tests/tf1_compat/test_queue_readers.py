@@ -257,6 +257,30 @@ def test_batch_join_reads_with_a_reader_per_thread(tmp_path, join):
     assert len(seen) == 3 * 120 and set(collections.Counter(seen.tolist()).values()) == {3}
 
 
+def test_maybe_batch_keeps_only_the_examples_asked_for(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_text("".join(f"{i}\n" for i in range(40)))
+    queue = tf.train.string_input_producer([str(path)], num_epochs=1)
+    (row_id,) = tf.decode_csv(tf.TextLineReader().read(queue)[1], [[0]])
+    kept = tf.train.maybe_batch([row_id], keep_input=tf.less(row_id, 20), batch_size=4)
+    window = tf.constant(np.arange(10, dtype=np.int32))
+    shuffled = tf.train.maybe_shuffle_batch([window], batch_size=5, capacity=20, min_after_dequeue=0,
+                                            keep_input=tf.constant(np.arange(10) % 2 == 0), enqueue_many=True)
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess=sess, coord=coord)
+        try:
+            drawn = np.concatenate([sess.run(shuffled[0]) for _ in range(4)])  # the runner enqueues it again and again
+            assert set(drawn.tolist()) <= {0, 2, 4, 6, 8} and len(set(drawn.tolist())) > 1
+            assert np.concatenate([sess.run(kept[0]) for _ in range(5)]).tolist() == list(range(20))
+            with pytest.raises(tf.errors.OutOfRangeError):
+                sess.run(kept)
+        finally:
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=10)
+
+
 def test_limit_epochs_identity_reader_and_reset():
     counted = tf.train.limit_epochs(tf.constant([1, 2]), num_epochs=2)
     queue = tf.FIFOQueue(4, [tf.string])
