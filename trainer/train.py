@@ -398,8 +398,8 @@ LAZY_ATTRIBUTES = {
         "SequenceExample")},
     **{name: ("trainer.input_producers", name) for name in (
         "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
-        "maybe_batch", "maybe_shuffle_batch", "range_input_producer", "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
-        "string_input_producer")},
+        "maybe_batch", "maybe_shuffle_batch", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
+        "slice_input_producer", "string_input_producer")},
     **{name: ("trainer.optimizers", name) for name in (
         "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
     **{name: ("trainer.checkpoint_utils", name) for name in (

@@ -19,13 +19,13 @@ import numpy as np
 
 from edge_runtime.kernels import kernel
 from schemas.ops.data import SEQUENCE, SPARSE
+from trainer.csv_records import decode_csv_records
 from trainer.data.dataset import Dataset
 from trainer.data.iterator import IteratorState, lookup_dataset
 from trainer.kernels.debugging import InvalidArgumentError
 from trainer.kernels.registry import stateful_kernel
 from trainer.parsing import FEATURE_LISTS
 from trainer.reader_state import ReaderState
-from trainer.csv_records import decode_csv_records
 
 __all__: list[str] = []
 
