@@ -317,3 +317,29 @@ def test_a_model_fed_by_a_reader_exports_from_its_placeholder_only(tmp_path):
         assert [n.op_type for n in model.graph.nodes] == ["MatMul"]  # queues and readers are not in it
         with pytest.raises(FreezeError, match="training-only op; export an output that does not depend on it"):
             freeze(sess, inputs={"x": serve_x}, outputs={"logits": train_logits})
+
+
+@pytest.mark.parametrize("session_kind", ["MonitoredTrainingSession", "MonitoredSession"])
+def test_monitored_sessions_run_the_pipeline_to_its_end_and_report_a_bad_record(tmp_path, session_kind):
+    def run(text: str) -> int:
+        tf.reset_default_graph()
+        path = tmp_path / "rows.csv"
+        path.write_text(text)
+        queue = tf.train.string_input_producer([str(path)], num_epochs=3, shuffle=False)
+        a, b = tf.decode_csv(tf.TextLineReader().read(queue)[1], [[0.0], [0.0]])
+        (x,) = tf.train.batch([tf.stack([a, b])], batch_size=2)
+        total = tf.Variable(tf.zeros([2]))
+        step = tf.train.get_or_create_global_step()
+        train_op = tf.group(total.assign_add(tf.reduce_sum(x, 0)), step.assign_add(1))
+        session = getattr(tf.train, session_kind)()
+        steps = 0
+        with session as sess:  # starts the queue runners; OutOfRangeError ends the block normally
+            while not sess.should_stop():
+                sess.run(train_op)
+                steps += 1
+                assert steps < 100
+        return steps
+
+    assert run("1,2\n3,4\n5,6\n7,8\n") == 6  # 3 epochs of 4 rows in batches of 2
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"not a valid float: 'x' \(record: '5,x'\)"):
+        run("1,2\n3,4\n5,x\n")
