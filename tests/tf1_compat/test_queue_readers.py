@@ -64,9 +64,10 @@ def test_csv_tutorial_trains_on_every_row_exactly_num_epochs_times(tmp_path, raw
                                            seed=3)
     else:
         ids, x, y = tf.train.batch([row_id, features, label], batch_size=6, capacity=200)
+    assert tuple(x.get_shape().as_list()) == (6, 64)  # a static batch, as the CIFAR-10 tutorial's reshape needs
     W = tf.Variable(tf.zeros([64, 10]))
     b = tf.Variable(tf.zeros([10]))
-    logits = tf.matmul(x, W) + b
+    logits = tf.matmul(tf.reshape(x, [x.get_shape().as_list()[0], -1]), W) + b
     loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(y, tf.int64), logits=logits))
     train_op = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
     with tf.Session() as sess:
