@@ -126,6 +126,18 @@ def test_tfrecord_examples_read_one_at_a_time_and_up_to_n_across_files(tmp_path,
     assert batches[3][0][100] == f"{paths[1]}:0".encode()
     np.testing.assert_array_equal(np.concatenate([b[1] for b in batches]), labels)
 
+    tf.reset_default_graph()  # a GZIP-compressed file, read through TFRecordOptions
+    options = tf.python_io.TFRecordOptions(tf.python_io.TFRecordCompressionType.GZIP)
+    with tf.python_io.TFRecordWriter(str(tmp_path / "c.tfrecord.gz"), options=options) as writer:
+        for i in range(5):
+            writer.write(pixels[i].astype(np.uint8).tobytes())
+    queue = tf.train.string_input_producer([str(tmp_path / "c.tfrecord.gz")], num_epochs=1)
+    _, values = tf.TFRecordReader(options=options).read_up_to(queue, 10)
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        (images,) = _run_to_the_end(sess, [tf.decode_raw(values, tf.uint8)])
+    np.testing.assert_array_equal(images[0], pixels[:5])
+
 
 def test_fixed_length_records_decode_raw_with_header_and_footer(tmp_path, raw_digits):
     pixels, labels = raw_digits
@@ -285,6 +297,10 @@ def test_maybe_batch_keeps_only_the_examples_asked_for(tmp_path):
 def test_limit_epochs_identity_reader_and_reset():
     counted = tf.train.limit_epochs(tf.constant([1, 2]), num_epochs=2)
     queue = tf.FIFOQueue(4, [tf.string])
+    runner = tf.train.QueueRunner(queue, [queue.enqueue(["unused"])])
+    tf.train.add_queue_runner(runner)  # already added when built: listed (and started) once
+    assert tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS) == [runner]
+    tf.get_collection_ref(tf.GraphKeys.QUEUE_RUNNERS).clear()
     reader = tf.IdentityReader()
     key, value = reader.read(queue)
     with tf.Session() as sess:
