@@ -14,6 +14,9 @@ import pytest
 import trainer as tf
 from exporter.freeze import FreezeError, freeze
 
+# A reader or queue bug shows as a run that waits forever: each test gets two minutes at most.
+pytestmark = pytest.mark.timeout(120)
+
 
 @pytest.fixture(scope="module")
 def raw_digits():
