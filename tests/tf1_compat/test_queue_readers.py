@@ -363,3 +363,30 @@ def test_monitored_sessions_run_the_pipeline_to_its_end_and_report_a_bad_record(
     assert run("1,2\n3,4\n5,6\n7,8\n") == 6  # 3 epochs of 4 rows in batches of 2
     with pytest.raises(tf.errors.InvalidArgumentError, match=r"not a valid float: 'x' \(record: '5,x'\)"):
         run("1,2\n3,4\n5,x\n")
+
+
+@pytest.mark.slow
+def test_an_estimator_trains_evaluates_and_predicts_from_reader_input_fns(tmp_path, raw_digits):
+    pixels, labels = raw_digits
+    train_csv = _write_csv(tmp_path / "train.csv", range(1400), pixels[:1400], labels[:1400])
+    test_csv = _write_csv(tmp_path / "test.csv", range(1400, 1797), pixels[1400:], labels[1400:])
+
+    def input_fn(path: str, num_epochs, shuffle: bool):
+        def fn():
+            queue = tf.train.string_input_producer([path], num_epochs=num_epochs, shuffle=shuffle)
+            columns = tf.decode_csv(tf.TextLineReader(skip_header_lines=1).read(queue)[1],
+                                    [[0]] + [[0.0]] * 64 + [[0]])
+            example = [tf.stack(columns[1:65]) / 16.0, columns[65]]
+            x, y = (tf.train.shuffle_batch(example, 32, capacity=256, min_after_dequeue=64) if shuffle
+                    else tf.train.batch(example, 1))
+            return {"pixels": x}, y
+        return fn
+
+    linear = tf.estimator.LinearClassifier([tf.feature_column.numeric_column("pixels", shape=[64])], n_classes=10,
+                                           model_dir=str(tmp_path / "linear"),
+                                           config=tf.estimator.RunConfig(tf_random_seed=0))
+    linear.train(input_fn(train_csv, None, True), steps=300)
+    metrics = linear.evaluate(input_fn(test_csv, 1, False))
+    predicted = [p["class_ids"][0] for p in linear.predict(input_fn(test_csv, 1, False))]
+    assert metrics["accuracy"] >= 0.85 and metrics["global_step"] == 300, metrics
+    assert len(predicted) == 397 and np.mean(np.array(predicted) == labels[1400:]) >= 0.85
