@@ -244,6 +244,15 @@ def test_a_malformed_line_stops_the_pipeline_with_an_error_naming_it(tmp_path):
             _run_to_the_end(sess, ys)
 
 
+def test_a_missing_file_in_the_queue_is_an_error_naming_it(tmp_path):
+    (tmp_path / "here.txt").write_text("a\n")
+    queue = tf.train.string_input_producer([str(tmp_path / "here.txt"), str(tmp_path / "gone.txt")], shuffle=False)
+    _, value = tf.TextLineReader().read(queue)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.OpError, match=r"TextLineReader 'TextLineReader': no file '.*gone.txt'"):
+            _run_to_the_end(sess, value)
+
+
 def test_num_epochs_needs_the_local_variables_initialized(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text("one\ntwo\n")
