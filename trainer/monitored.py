@@ -220,8 +220,8 @@ class MonitoredTrainingSession:
                 self.coord.join(self._queue_threads)  # re-raises a queue runner's error (a bad record)
             finally:
                 self.session.close()
-            if self.server is not None and not peer_failed:
-                self.server.done()
+                if self.server is not None and not peer_failed:
+                    self.server.done()
 
     def __enter__(self):
         return self

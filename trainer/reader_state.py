@@ -9,7 +9,6 @@ OutOfRangeError. Reads are serialized, so several queue-runner threads may share
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Callable, Iterator
 
@@ -77,10 +76,7 @@ class ReaderState:
 
     def _next_work(self, queue: QueueBuffer) -> Iterator[Record]:
         work = queue.take(1)[0][0][()]
-        work = work.decode() if isinstance(work, bytes) else str(work)
-        if self.kind != "IdentityReader" and not os.path.isfile(work):
-            raise FileNotFoundError(f"{self.kind} {self.name!r}: no file {work!r} (from queue {queue.name!r})")
-        return self.source(work, **self.attrs)
+        return self.source(work.decode() if isinstance(work, bytes) else str(work), **self.attrs)
 
     def read_up_to(self, queue: QueueBuffer, n: int) -> list[Record]:
         """Up to ``n`` records, moving on to the queue's next file as each ends; fewer only when the
@@ -100,6 +96,9 @@ class ReaderState:
                 except StopIteration:
                     self.records = None
                     self.completed += 1
+                except FileNotFoundError as e:
+                    self.records = None
+                    raise FileNotFoundError(f"{self.kind} {self.name!r}: no file {e.filename!r}") from None
                 except BaseException:
                     self.records = None  # a bad file is skipped by the next read, not re-read forever
                     raise
