@@ -24,9 +24,10 @@ import logging
 import time
 
 from trainer.checkpoint_index import remove_leftovers
+from trainer.errors import OutOfRangeError
 from trainer.graph import GraphKeys, get_default_graph
 from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
-from trainer.queues import Coordinator
+from trainer.queues import Coordinator, start_queue_runners
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
@@ -113,6 +114,7 @@ class MonitoredTrainingSession:
         # A hook may ask to stop before any step (a restarted job already at its StopAtStepHook's
         # last step): through the coordinator, as in TensorFlow.
         self.coord = Coordinator()
+        self._queue_threads = start_queue_runners(self.session, self.coord)  # the graph's input pipelines
         for hook in self.hooks:
             hook.after_create_session(self.session, self.coord)
 
@@ -213,9 +215,13 @@ class MonitoredTrainingSession:
             if self.writer is not None:
                 self.writer.close()
         finally:
-            self.session.close()
-            if self.server is not None and not peer_failed:
-                self.server.done()
+            try:
+                self.coord.request_stop()
+                self.coord.join(self._queue_threads)  # re-raises a queue runner's error (a bad record)
+            finally:
+                self.session.close()
+                if self.server is not None and not peer_failed:
+                    self.server.done()
 
     def __enter__(self):
         return self
@@ -225,7 +231,7 @@ class MonitoredTrainingSession:
 
         if self.server is None or not is_peer_failure(exc):
             self.close()
-            return False
+            return exc_type is OutOfRangeError  # the input pipeline ran out: a normal end, as in TensorFlow
         try:
             self.close(peer_failed=True)
         except Exception:  # noqa: BLE001 - the peer failure is what this task reports

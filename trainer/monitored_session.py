@@ -16,7 +16,7 @@ from trainer.checkpoint_index import latest_checkpoint
 from trainer.errors import OutOfRangeError
 from trainer.graph import Graph, get_default_graph
 from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
-from trainer.queues import Coordinator
+from trainer.queues import Coordinator, start_queue_runners
 from trainer.saver import Saver
 from trainer.session import Session
 from trainer.variables import (global_variables, global_variables_initializer, local_variables_initializer,
@@ -124,8 +124,10 @@ class MonitoredSession:
         self._session = self.session_creator.create_session()
         self.graph = self._session.graph
         self.coord = Coordinator()
+        self._queue_threads = start_queue_runners(self._session, self.coord)  # the graph's input pipelines
         self._stop = False
         self._closed = False
+        self.stop_grace_period_secs = stop_grace_period_secs
         for hook in self.hooks:
             hook.after_create_session(self._session, self.coord)
 
@@ -158,6 +160,14 @@ class MonitoredSession:
             for hook in self.hooks:
                 hook.end(self._session)
         finally:
+            self._stop_queue_runners()
+
+    def _stop_queue_runners(self) -> None:
+        """Stop and join the input pipelines' threads (re-raising one's error), then close the session."""
+        try:
+            self.coord.request_stop()
+            self.coord.join(self._queue_threads, stop_grace_period_secs=self.stop_grace_period_secs)
+        finally:
             self._session.close()
 
     def __enter__(self):
@@ -170,7 +180,7 @@ class MonitoredSession:
             self.close()
         else:
             self._closed = True
-            self._session.close()
+            self._stop_queue_runners()
         return exc_type is None
 
 

@@ -54,12 +54,11 @@ class FIFOQueue:
         vals = vals if isinstance(vals, (list, tuple)) else [vals]
         return self._op("QueueEnqueueMany", list(zip(vals, self.dtypes)), name=name)
 
-    def _typed(self, node, batch):
+    def _typed(self, node, outer: tuple):
+        """Type the outputs: ``outer`` dims (``()`` for one element, ``(n,)`` for a batch) + each shape."""
         for i, t in enumerate(node.outputs):
             shape = self.shapes[i] if self.shapes else None
-            if shape is not None and batch:
-                shape = (None,) + shape
-            t.type = TensorType(self.dtypes[i], shape)
+            t.type = TensorType(self.dtypes[i], None if shape is None else tuple(outer) + shape)
         outs = node.outputs
         return outs if len(outs) > 1 else outs[0]
 
@@ -69,7 +68,7 @@ class FIFOQueue:
         if timeout is not None:
             attrs["timeout_ms"] = max(0, int(timeout * 1000))
         node = self._op("QueueDequeue", [], n_out=len(self.dtypes), name=name, attrs=attrs)
-        return self._typed(node, False)
+        return self._typed(node, ())
 
     def dequeue_many(self, n, name=None):
         with self.graph.as_default():
@@ -77,7 +76,9 @@ class FIFOQueue:
         g = self.graph
         node = g.create_op("QueueDequeueMany", [self.handle, n_t], {"component_types": [d.name for d in self.dtypes]},
                            domain=TRAINER_DOMAIN, num_outputs=len(self.dtypes), name=name or f"{self.node.name}/DequeueMany")
-        return self._typed(node, True)
+        # A batch size known when the graph is built is the batch's static first dimension, as in
+        # TensorFlow (the CIFAR-10 tutorial reshapes to [images.get_shape()[0], -1]).
+        return self._typed(node, (int(n) if isinstance(n, (int, np.integer)) else None,))
 
     def close(self, cancel_pending_enqueues: bool = False, name=None):
         """Close the queue: later enqueues fail, dequeues drain what is left then raise

@@ -47,6 +47,7 @@ from trainer.initializers import (
     zeros_initializer,
 )
 from trainer.interactive import InteractiveSession, get_default_session
+from trainer.io_ops import decode_csv, matching_files, read_file, write_file
 from trainer.ops import convert_to_tensor
 from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
 from trainer.lookup_ops import tables_initializer
@@ -57,6 +58,8 @@ from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_place
 from trainer.train import clip_by_global_norm
 from trainer.random_ops import (get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform,
                                 set_random_seed, truncated_normal)
+from trainer.readers import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader, TFRecordReader,
+                             WholeFileReader)
 from trainer.variable_scopes import (
     AUTO_REUSE,
     VariableScope,
@@ -71,7 +74,7 @@ from trainer.tensor_array import TensorArray
 from trainer.case import case
 from trainer.template import make_template
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
-from trainer.variables import local_variables, local_variables_initializer
+from trainer.variables import count_up_to, local_variables, local_variables_initializer
 
 newaxis = None
 
@@ -163,6 +166,8 @@ def no_regularizer(_):
 
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | {
+    "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
+    "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",
     "RunOptions", "Summary", "TensorArray", "app", "as_string", "batch_to_space", "batch_to_space_nd", "case", "depth_to_space", "extract_image_patches", "make_template", "random_crop", "space_to_batch", "space_to_batch_nd", "space_to_depth", "disable_eager_execution", "disable_v2_behavior", "enable_v2_behavior", "lookup", "string_join", "string_split", "string_to_number", "strings", "tables_initializer", "SparseTensor", "SparseTensorValue", "sparse", "sparse_placeholder", "sparse_reduce_sum", "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example", "parse_single_example", "numpy_function", "py_func", "GraphDef", "NodeDef", "graph_util", "image", "import_graph_def", "linalg", "lite", "math", "random", "flags", "gfile", "io", "logging", "python_io", "add_to_collections", "all_variables", "clip_by_global_norm", "executing_eagerly",
     "get_collection_ref", "get_seed", "initialize_local_variables", "initialize_variables", "is_tensor",

@@ -7,7 +7,8 @@ string of whitespace-separated names per namespace. Submodules listed in a names
 
 TF1_SYMBOLS: dict[str, str] = {
     "tf": """
-AUTO_REUSE AggregationMethod Assert Print assert_greater_equal assert_less_equal assert_negative
+AUTO_REUSE AggregationMethod Assert Print FixedLengthRecordReader IdentityReader LMDBReader ReaderBase
+TFRecordReader TextLineReader WholeFileReader write_file assert_greater_equal assert_less_equal assert_negative
 assert_non_negative assert_non_positive assert_none_equal assert_positive ConditionalAccumulator DType DeviceSpec Dimension FIFOQueue FixedLenFeature
 FixedLenSequenceFeature GradientTape Graph GraphKeys IndexedSlices InteractiveSession Module NoGradient
 OpError Operation PaddingFIFOQueue PriorityQueue QueueBase RandomShuffleQueue RegisterGradient Session

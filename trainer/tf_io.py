@@ -6,12 +6,15 @@ from trainer import gfile
 from trainer.array_ops import decode_raw
 from trainer.data.tfrecord import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 from trainer.graph_def import write_graph
+from trainer.input_producers import match_filenames_once
+from trainer.io_ops import decode_csv, matching_files, read_file, write_file
 from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
 from trainer.queues import RandomShuffleQueue
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RandomShuffleQueue", "VarLenFeature", "parse_example",
            "parse_single_example", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "decode_raw", "gfile",
-           "tf_record_iterator", "write_graph"]
+           "tf_record_iterator", "write_graph", "decode_csv", "match_filenames_once", "matching_files", "read_file",
+           "write_file"]
 
 
 def __getattr__(name: str):

@@ -430,7 +430,9 @@ LAZY_ATTRIBUTES = {
         "BytesList", "Example", "Feature", "FeatureList", "FeatureLists", "Features", "FloatList", "Int64List",
         "SequenceExample")},
     **{name: ("trainer.input_producers", name) for name in (
-        "batch", "input_producer", "range_input_producer", "shuffle_batch", "slice_input_producer")},
+        "add_queue_runner", "batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
+        "maybe_batch", "maybe_shuffle_batch", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
+        "slice_input_producer", "string_input_producer")},
     **{name: ("trainer.optimizers", name) for name in (
         "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
     **{name: ("trainer.checkpoint_utils", name) for name in (

@@ -9,6 +9,7 @@ from trainer import ops, state_ops
 
 __all__ = [
     "Variable",
+    "count_up_to",
     "global_variables",
     "global_variables_initializer",
     "local_variables",
@@ -32,7 +33,7 @@ class Variable:
     save_slice_info = None
 
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
-                 collections=None):
+                 collections=None, validate_shape: bool = True):
         graph = get_default_graph()
         # A variable's initial value and initializer run once, outside any cond or while_loop
         # and any control_dependencies being built (as the slots an optimizer makes inside a
@@ -45,10 +46,13 @@ class Variable:
             else:
                 init = ops.constant(np.asarray(initial_value, dtype=dtype) if dtype is not None
                                     else _default_dtype(initial_value), name=(name or "Variable") + "/initial_value")
-            if init.shape is None or any(d is None for d in init.shape):
-                raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape}")
+            if validate_shape and (init.shape is None or any(d is None for d in init.shape)):
+                raise ValueError(f"variable {name!r}: the initial value needs a fully known shape, got {init.shape} "
+                                 "(or pass validate_shape=False)")
+            if init.shape is None:
+                raise ValueError(f"variable {name!r}: the initial value needs a known rank")
             node = graph.create_op(
-                "Variable", [], {"dtype": init.dtype.name, "shape": list(init.shape)},
+                "Variable", [], {"dtype": init.dtype.name, "shape": [-1 if d is None else d for d in init.shape]},
                 domain=TRAINER_DOMAIN, name=name or "Variable", in_context=False,
             )
             node.attrs["shared_name"] = node.name
@@ -154,6 +158,13 @@ class Variable:
     def scatter_nd_sub(self, indices, updates, name=None) -> Tensor:
         return state_ops.scatter_nd_sub(self, indices, updates, name=name)
 
+    def count_up_to(self, limit: int, name=None) -> Tensor:
+        """The value before adding 1; running it once the value reached ``limit`` raises OutOfRangeError."""
+        g = self.graph
+        with g.colocate_with(self.node), g.name_scope(self.node.name + "/"):
+            return g.create_op("CountUpTo", [self.tensor], {"limit": int(limit)}, domain=TRAINER_DOMAIN,
+                               name=name or "CountUpTo").outputs[0]
+
     def initialized_value(self) -> Tensor:
         """The initial value (a random initial value is drawn anew each time it is computed)."""
         return ops.identity(self.initial_value)
@@ -173,6 +184,11 @@ class Variable:
         return f"<tf.Variable {self.name!r} shape={self.get_shape()} dtype={self.dtype.name}_ref>"
 
     __hash__ = object.__hash__
+
+
+def count_up_to(ref: Variable, limit: int, name=None) -> Tensor:
+    """``tf.count_up_to``: ``ref.count_up_to(limit)``."""
+    return ref.count_up_to(limit, name=name)
 
 
 def _default_dtype(value):

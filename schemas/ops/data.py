@@ -71,3 +71,67 @@ op("ParseExample", domain=D, inputs=["serialized", "defaults*"], outputs=["value
    doc="Serialized tf.train.Example records (a scalar or any batch shape) to tensors per feature (keys, dtypes, "
        "shapes: a JSON list of shapes, kinds: FIXED, SEQUENCE or SPARSE, the last giving indices, values and "
        "dense_shape). defaults: one per feature, an empty array where there is none.")(_parsed_types)
+
+
+@op("DecodeCSV", domain=D, inputs=["records", "record_defaults+"], outputs=["output+"],
+   attrs={"field_delim": Attr("string", ","), "use_quote_delim": Attr("int", 1), "na_value": Attr("string", ""),
+          "select_cols": Attr("ints", ())},
+   doc="TensorFlow's DecodeCSV: each record (a string, any shape) split into one field per record_default; "
+       "output i has record_defaults[i]'s dtype and the records' shape. A default is one value, or none where "
+       "the field is required; an empty field or one equal to na_value takes the default.")
+def _decode_csv(ctx):
+    for i in range(1, ctx.num_inputs):
+        shape = ctx.input(i).shape
+        if shape is not None and (len(shape) > 1 or (shape and shape[0] not in (0, 1, None))):
+            raise ctx.fail(f"record_defaults[{i - 1}] must hold at most one value, got shape {shape}")
+    return [TensorType(ctx.input(i).dtype, ctx.input(0).shape) for i in range(1, ctx.num_inputs)]
+
+
+# -- TensorFlow 1.x's readers: session state reading the files a queue of filenames hands out ------
+# A reader op creates its ReaderState (trainer/reader_state.py) under ``shared_name``; ReaderRead
+# takes the next record, dequeuing the next file name (the "work") when the current one is done.
+_READER_ATTRS = {"shared_name": Attr("string", "")}
+
+
+def _reader_handle(ctx):
+    return [TensorType(_OBJECT, ())]
+
+
+op("TextLineReader", domain=D, inputs=[], outputs=["reader_handle"], stateful=True,
+   attrs={**_READER_ATTRS, "skip_header_lines": Attr("int", 0)},
+   doc="Records are a file's lines (without line endings), after skip_header_lines; keys 'file:line'.")(
+    _reader_handle)
+op("TFRecordReader", domain=D, inputs=[], outputs=["reader_handle"], stateful=True,
+   attrs={**_READER_ATTRS, "compression_type": Attr("string", "")},
+   doc="Records are a TFRecord file's records (checksums checked); keys 'file:offset'.")(_reader_handle)
+op("FixedLengthRecordReader", domain=D, inputs=[], outputs=["reader_handle"], stateful=True,
+   attrs={**_READER_ATTRS, "record_bytes": Attr("int", REQUIRED), "header_bytes": Attr("int", 0),
+          "footer_bytes": Attr("int", 0), "hop_bytes": Attr("int", 0), "encoding": Attr("string", "")},
+   doc="Records are record_bytes long, hop_bytes apart (0: record_bytes), between a header and a footer; "
+       "keys 'file:index'.")(_reader_handle)
+op("WholeFileReader", domain=D, inputs=[], outputs=["reader_handle"], stateful=True, attrs=_READER_ATTRS,
+   doc="One record per file: its whole contents, keyed by the file name.")(_reader_handle)
+op("IdentityReader", domain=D, inputs=[], outputs=["reader_handle"], stateful=True, attrs=_READER_ATTRS,
+   doc="One record per work item: the item itself as both key and value.")(_reader_handle)
+
+op("ReaderRead", domain=D, inputs=["reader_handle", "queue_handle"], outputs=["key", "value"], stateful=True,
+   doc="The reader's next (key, value); OutOfRangeError once the queue is closed and drained.")(
+    lambda ctx: [TensorType(_OBJECT, ()), TensorType(_OBJECT, ())])
+op("ReaderReadUpTo", domain=D, inputs=["reader_handle", "queue_handle", "num_records"], outputs=["keys", "values"],
+   stateful=True, doc="Up to num_records records, across files; fewer only when the queue runs out.")(
+    lambda ctx: [TensorType(_OBJECT, (None,)), TensorType(_OBJECT, (None,))])
+op("ReaderNumRecordsProduced", domain=D, inputs=["reader_handle"], outputs=["records_produced"], stateful=True)(
+    lambda ctx: [TensorType(np.dtype(np.int64), ())])
+op("ReaderNumWorkUnitsCompleted", domain=D, inputs=["reader_handle"], outputs=["units_completed"],
+   stateful=True)(lambda ctx: [TensorType(np.dtype(np.int64), ())])
+op("ReaderReset", domain=D, inputs=["reader_handle"], outputs=["done*"], stateful=True,
+   doc="Forget the current file and the counts.")(lambda ctx: [])
+
+# -- files: read, written and listed at run time (stateful: the file system is state) --------------
+op("ReadFile", domain=D, inputs=["filename"], outputs=["contents"], stateful=True,
+   doc="A file's whole contents as a scalar byte string.")(lambda ctx: [TensorType(_OBJECT, ())])
+op("WriteFile", domain=D, inputs=["filename", "contents"], outputs=["done*"], stateful=True,
+   doc="Write a scalar (byte) string as a file's whole contents, creating its folder.")(lambda ctx: [])
+op("MatchingFiles", domain=D, inputs=["pattern"], outputs=["filenames"], stateful=True,
+   doc="The sorted file names matching a glob pattern (or each of a 1-D list of them).")(
+    lambda ctx: [TensorType(_OBJECT, (None,))])

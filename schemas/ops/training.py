@@ -57,6 +57,9 @@ def _assign(ctx):
 
 op("AssignAdd", domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True)(same_as_input(0))
 op("AssignSub", domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True)(same_as_input(0))
+op("CountUpTo", domain=D, inputs=["ref"], outputs=["output"], stateful=True, attrs={"limit": Attr("int", REQUIRED)},
+   doc="The variable's value before adding 1; OutOfRangeError once it has reached limit (epoch counters).")(
+    lambda ctx: [TensorType(ctx.input(0).dtype, ())])
 
 # The fused optimizer updates: one kernel each, in place on the variable's (and slots') buffers.
 op("ApplyGradientDescent", domain=D, inputs=["var", "alpha", "delta"], outputs=["out"],

@@ -31,7 +31,7 @@ def test_fifo_queue_enqueue_dequeue_close():
     s.run(close)
     with pytest.raises(T.OutOfRangeError):
         s.run([batch_x, batch_y])  # one element left, two needed, queue closed
-    assert batch_x.shape == (None, 2)
+    assert batch_x.shape == (2, 2)  # dequeue_many(2): a static batch dimension, as in TensorFlow
 
 
 def test_queue_runner_feeds_training_concurrently():

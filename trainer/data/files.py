@@ -17,7 +17,7 @@ from trainer.data.dataset import Dataset, TensorSpec, positive_int
 from trainer.data.tfrecord import compression_name, open_stream, read_records
 from trainer.graph import Tensor
 
-__all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset"]
+__all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset", "fixed_length_records", "text_lines"]
 
 _STRING = TensorSpec(np.dtype(object), ())
 
@@ -68,9 +68,14 @@ class TextLineDataset(_FileDataset):
         super().__init__(filenames, compression_type)
 
     def _read(self, path):
-        with open_stream(path, self.compression) as f:
-            for line in f:
-                yield line.decode("utf-8").rstrip("\r\n")
+        return text_lines(path, self.compression)
+
+
+def text_lines(path: str, compression: str = "") -> Iterator[str]:
+    """The lines of ``path`` as ``str``, without their line endings."""
+    with open_stream(path, compression) as f:
+        for line in f:
+            yield line.decode("utf-8").rstrip("\r\n")
 
 
 class TFRecordDataset(_FileDataset):
@@ -93,11 +98,21 @@ class FixedLengthRecordDataset(_FileDataset):
         self.header, self.footer = int(header_bytes or 0), int(footer_bytes or 0)
 
     def _read(self, path):
-        with open_stream(path, self.compression) as f:
-            data = f.read()
-        body = data[self.header:len(data) - self.footer]
-        if len(body) % self.record:
-            raise ValueError(f"FixedLengthRecordDataset: {path!r} holds {len(body)} bytes between header and "
-                             f"footer, not a multiple of record_bytes={self.record}")
-        for i in range(0, len(body), self.record):
-            yield body[i:i + self.record]
+        return fixed_length_records(path, self.compression, self.record, self.header, self.footer)
+
+
+def fixed_length_records(path: str, compression: str, record: int, header: int = 0, footer: int = 0,
+                         hop: int = 0) -> Iterator[bytes]:
+    """The ``record``-byte records of ``path`` between ``header`` and ``footer`` bytes, each starting
+    ``hop`` bytes after the last (0: right after it); a tail shorter than a record is an error naming
+    the file, not a record silently lost."""
+    with open_stream(path, compression) as f:
+        data = f.read()
+    body = data[header:len(data) - footer]
+    step = hop or record
+    count = (len(body) - record) // step + 1 if len(body) >= record else 0
+    if ((count - 1) * step + record if count else 0) != len(body):
+        raise ValueError(f"{path!r} holds {len(body)} bytes between header and footer, which records of "
+                         f"record_bytes={record} every {step} bytes do not fill")
+    for i in range(count):
+        yield body[i * step:i * step + record]

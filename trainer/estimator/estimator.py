@@ -29,6 +29,7 @@ from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys, 
 from trainer.graph import Graph
 from trainer.metrics import mean
 from trainer.monitored import MonitoredTrainingSession
+from trainer.queues import Coordinator, start_queue_runners
 from trainer.saver import Saver, latest_checkpoint
 from trainer.session import Session
 from trainer.summary import FileWriter
@@ -252,6 +253,8 @@ class Estimator:
 
     def _evaluate_loop(self, g, spec, metrics, global_step, hooks, steps, checkpoint_path) -> dict:
         sess = self._restored_session(g, checkpoint_path)
+        coord = Coordinator()
+        threads = start_queue_runners(sess, coord)  # an input_fn's queue pipeline, as under TensorFlow
         runner = HookedRunner(list(hooks or ()) + list(spec.evaluation_hooks))
         runner.begin()
         try:
@@ -270,7 +273,7 @@ class Estimator:
             results["global_step"] = int(sess.run(global_step))
             runner.end(sess)
         finally:
-            sess.close()
+            _close(sess, coord, threads)
         return results
 
     def _write_eval_summaries(self, results: dict, name: str | None) -> None:
@@ -296,6 +299,8 @@ class Estimator:
                 raise ValueError(f"predict_keys {missing} are not among the predictions {sorted(predictions)}")
             predictions = {k: predictions[k] for k in predict_keys}
         sess = self._restored_session(g, checkpoint_path)
+        coord = Coordinator()
+        threads = start_queue_runners(sess, coord)  # an input_fn's queue pipeline, as under TensorFlow
         runner = HookedRunner(list(hooks or ()) + list(spec.prediction_hooks))
         try:
             with g.as_default():  # not across the yields: the caller's default graph is its own
@@ -314,7 +319,7 @@ class Estimator:
             with g.as_default():
                 runner.end(sess)
         finally:
-            sess.close()
+            _close(sess, coord, threads)
 
     # -- export ---------------------------------------------------------------------------------------
     def export_saved_model(self, export_dir_base: str, serving_input_receiver_fn: Callable, assets_extra=None,
@@ -350,6 +355,15 @@ class Estimator:
         return os.path.dirname(destination).encode()
 
     export_savedmodel = export_saved_model  # the TF 1.x spelling before 1.13
+
+
+def _close(sess: Session, coord: Coordinator, threads: list) -> None:
+    """Stop and join the queue runners (re-raising one's error, a bad record), then close ``sess``."""
+    try:
+        coord.request_stop()
+        coord.join(threads)
+    finally:
+        sess.close()
 
 
 def _served_outputs(spec: EstimatorSpec) -> dict:

@@ -19,7 +19,7 @@ from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, array_cr
                                        json_member, load_checkpoint, write_npz)
 from trainer.dataflow_executor import DEAD
 from trainer.devices import to_host
-from trainer.errors import FailedPreconditionError, InvalidArgumentError
+from trainer.errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError
 from trainer.kernels.random import op_generator
 from trainer.kernels.registry import stateful_kernel
 from trainer.queue_buffer import QueueBuffer
@@ -39,7 +39,7 @@ def variable(rctx, *, xp, dtype, shape, shared_name):
     except KeyError:
         raise FailedPreconditionError(
             f"variable {shared_name!r} is uninitialized; run global_variables_initializer() "
-            "(or restore a checkpoint) first"
+            "(local_variables_initializer() for local variables such as epoch counters) or restore a checkpoint first"
         ) from None
 
 
@@ -66,6 +66,16 @@ def assign_add(rctx, ref, value, *, xp):
 def assign_sub(rctx, ref, value, *, xp):
     xp.subtract(ref, value, out=ref)
     return ref
+
+
+@stateful_kernel("CountUpTo")
+def count_up_to(rctx, ref, *, xp, limit):
+    with rctx.state.lock:  # several queue-runner threads may count one epoch variable
+        value = ref.copy()
+        if int(value) >= limit:
+            raise OutOfRangeError(f"Reached limit of {limit}")
+        ref += 1
+    return value
 
 
 # -- fused optimizer updates, in place on the variable and slot buffers ------------------------
