@@ -18,6 +18,7 @@ import numpy as np
 import edge_runtime
 from exporter import flow_writer, ir
 from exporter.passes.graph_edit import copy_model
+from schemas import dtypes
 
 # float32 rounding accumulates with depth: MobileNetV2 with its batch norms folded differs from the
 # unfolded graph by up to 3.3e-5 of its logits' scale (ResNet-18 by 9e-7), where a rewrite that
@@ -225,7 +226,10 @@ def _generate(runtime: edge_runtime.Model, seed: int,
                 f"input {spec.name!r} is declared with shape {list(spec.shape)}: a generated sample would take "
                 f"{size:,} bytes (more than {MAX_GENERATED_SAMPLE_BYTES:,}); pass samples={{...}} (--sample)"
             )
-        if spec.dtype.kind == "f":
+        if dtypes.is_extended(spec.dtype):  # ml_dtypes' bfloat16, float8, int4...: drawn in float32, then cast
+            wide = rng.integers(0, 4, shape) if spec.dtype.name.startswith(("int", "uint")) else rng.standard_normal(shape)
+            feeds[spec.name] = wide.astype(np.float32).astype(spec.dtype)
+        elif spec.dtype.kind == "f":
             feeds[spec.name] = rng.standard_normal(shape).astype(spec.dtype)
         elif spec.dtype.kind in "iu":
             feeds[spec.name] = rng.integers(0, 4, shape).astype(spec.dtype)

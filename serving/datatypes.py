@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from schemas import dtypes
 from serving.errors import InvalidRequest, shown
 
 _TO_NUMPY = {
@@ -31,22 +32,31 @@ _TO_NUMPY = {
     "BYTES": np.dtype(object),
 }
 _FROM_NUMPY = {dtype: name for name, dtype in _TO_NUMPY.items()}
+# Datatypes whose NumPy dtype comes from ml_dtypes (the ``edge`` extra), looked up on first use.
+_EXTENDED = {"BF16": dtypes.BFLOAT16}
+_EXTENDED_BY_CODE = {code: name for name, code in _EXTENDED.items()}
+NAMES = sorted([*_TO_NUMPY, *_EXTENDED])
 
 # Triton's model configuration spells the same types TYPE_<NAME>, with STRING for BYTES.
-CONFIG_TYPE_NAMES = {name: ("TYPE_STRING" if name == "BYTES" else f"TYPE_{name}") for name in _TO_NUMPY}
+CONFIG_TYPE_NAMES = {name: ("TYPE_STRING" if name == "BYTES" else f"TYPE_{name}") for name in NAMES}
 # TensorFlow's DataType names, as TF Serving's metadata gives them.
 TF_TYPE_NAMES = {"BOOL": "DT_BOOL", "UINT8": "DT_UINT8", "UINT16": "DT_UINT16", "UINT32": "DT_UINT32",
                  "UINT64": "DT_UINT64", "INT8": "DT_INT8", "INT16": "DT_INT16", "INT32": "DT_INT32", "INT64": "DT_INT64",
-                 "FP16": "DT_HALF", "FP32": "DT_FLOAT", "FP64": "DT_DOUBLE", "BYTES": "DT_STRING"}
+                 "FP16": "DT_HALF", "BF16": "DT_BFLOAT16", "FP32": "DT_FLOAT", "FP64": "DT_DOUBLE", "BYTES": "DT_STRING"}
 
 
 def to_numpy(datatype: str, tensor: str = "") -> np.dtype:
     """The NumPy dtype for a protocol datatype name, or InvalidRequest naming the tensor."""
+    where = f"input {shown(tensor)}: " if tensor else ""
     try:
         return _TO_NUMPY[datatype]
     except (KeyError, TypeError):
-        where = f"input {shown(tensor)}: " if tensor else ""
-        raise InvalidRequest(f"{where}unknown datatype {shown(datatype)}; expected one of {sorted(_TO_NUMPY)}") from None
+        if datatype not in _EXTENDED:
+            raise InvalidRequest(f"{where}unknown datatype {shown(datatype)}; expected one of {NAMES}") from None
+    try:
+        return dtypes.to_numpy(_EXTENDED[datatype])
+    except dtypes.MissingDTypePackage as exc:
+        raise InvalidRequest(f"{where}datatype {datatype}: the server cannot hold it ({exc})") from None
 
 
 def from_numpy(dtype: np.dtype) -> str:
@@ -60,7 +70,10 @@ def from_numpy(dtype: np.dtype) -> str:
     try:
         return _FROM_NUMPY[dtype]
     except KeyError:
-        raise ValueError(f"dtype {dtype} has no KServe v2 datatype") from None
+        pass
+    if dtypes.is_extended(dtype) and dtypes.from_numpy(dtype) in _EXTENDED_BY_CODE:
+        return _EXTENDED_BY_CODE[dtypes.from_numpy(dtype)]
+    raise ValueError(f"dtype {dtype} has no KServe v2 datatype")
 
 
 # NumPy 1.x arrays have at most 32 dimensions (2.x: 64); a shape with more failed in reshape.
@@ -301,7 +314,8 @@ def to_raw(array: np.ndarray) -> bytes:
 
 def all_finite(arrays: Iterable[np.ndarray]) -> bool:
     """No NaN or infinity in any of the (float or complex) ``arrays``."""
-    return all(a.dtype.kind not in "fc" or bool(np.isfinite(a).all()) for a in arrays)
+    return all((a.dtype.kind not in "fc" and not dtypes.is_extended(a.dtype)) or bool(np.isfinite(a).all())
+               for a in arrays)
 
 
 def to_json(array: np.ndarray) -> list:

@@ -29,7 +29,7 @@ from serving.classification import class_count
 from serving import settings as log_and_trace
 from serving.core import InferenceCore, InferInput, InferRequest, InferResponse
 from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, ServingError, clipped, shown
-from serving.json_body import load_infer_body, load_json_object
+from serving.json_body import FLOAT_DATATYPES, load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from serving.shared_memory import region_ref
 
@@ -353,7 +353,7 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
             except (ValueError, TypeError) as exc:
                 raise InvalidRequest(f"input {shown(tensor)}: not a regular array: {exc}") from None
             shape = datatypes.check_shape(tensor, list(shape), max_elements)
-            if datatype in ("FP16", "FP32", "FP64"):
+            if datatype in FLOAT_DATATYPES:
                 value = np.asarray(value, dtype=np.float64) if _is_numeric(value) else value
             array = datatypes.from_json(tensor, datatype, shape, value)
         inputs.append(InferInput(tensor, datatype, shape, array))

@@ -21,7 +21,7 @@ import simdjson
 
 from serving.errors import InvalidRequest
 
-FLOAT_DATATYPES = frozenset({"FP16", "FP32", "FP64"})
+FLOAT_DATATYPES = frozenset({"FP16", "BF16", "FP32", "FP64"})
 _OBJECT, _ARRAY = simdjson.Object, simdjson.Array
 
 
