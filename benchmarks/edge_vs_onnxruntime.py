@@ -244,6 +244,18 @@ def ratio_table(rows: list[Row], what: str, worst_first: bool = False) -> str:
     return "\n".join(lines)
 
 
+def chosen_models(parser: argparse.ArgumentParser, given: str | None, known) -> list[str]:
+    """The sweeps' ``--models a,b``: those names in the order given (every known one when None); an
+    unknown name is a usage error naming the choices."""
+    if given is None:
+        return list(known)
+    names = [n.strip() for n in given.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}; choose from {', '.join(known)}")
+    return names
+
+
 def run_sweep(jobs: list[Callable[[], Row]], render_rows: Callable[[list[Row]], str]) -> int:
     """Print the machine, run each job printing its row's status as it ends, then the table;
     1 when a row failed (a conversion, or outputs that disagree with onnxruntime's), else 0."""

@@ -42,7 +42,7 @@ import onnx
 import torch
 from torch import nn
 
-from benchmarks.edge_vs_onnxruntime import ANSI_ESCAPE, flow_bytes, machine, ort_session
+from benchmarks.edge_vs_onnxruntime import ANSI_ESCAPE, chosen_models, flow_bytes, machine, ort_session
 from benchmarks.timing import PairRatios, Timing, time_pair
 from benchmarks.zoo import OPSET, export, trained_looking_parameters
 from edge_runtime import load
@@ -350,12 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dynamo", action="store_true", help=f"the dynamo exporter (opset {DYNAMO_OPSET})")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help=f"exports cache (default {DEFAULT_CACHE})")
     args = parser.parse_args(argv)
-    names = list(HF_ZOO)
-    if args.models is not None:
-        names = [n.strip() for n in args.models.split(",") if n.strip()]
-        unknown = [n for n in names if n not in HF_ZOO]
-        if unknown:
-            parser.error(f"unknown model(s) {unknown}; choose from {', '.join(HF_ZOO)}")
+    names = chosen_models(parser, args.models, HF_ZOO)
     budget = None if args.no_timing else (args.budget if args.budget is not None else (0.2 if args.quick else 3.0))
 
     print(machine(), flush=True)

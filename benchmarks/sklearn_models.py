@@ -32,7 +32,7 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from skl2onnx import to_onnx
 
-from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, ratio_table, run_sweep
+from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, chosen_models, ratio_table, run_sweep
 
 # name -> (model at full size, model for --quick, is it a regressor)
 SKLEARN_MODELS: dict[str, tuple[Callable[[], object], Callable[[], object], bool]] = {
@@ -98,10 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None, help="seconds of timed pairs a row (default 1, quick 0.1)")
     parser.add_argument("--quick", action="store_true", help="small models and budgets: a smoke run, not a measurement")
     args = parser.parse_args(argv)
-    names = list(SKLEARN_MODELS) if args.models is None else [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in SKLEARN_MODELS]
-    if unknown:
-        parser.error(f"unknown model(s) {unknown}; choose from {', '.join(SKLEARN_MODELS)}")
+    names = chosen_models(parser, args.models, SKLEARN_MODELS)
     budget = args.budget if args.budget is not None else (0.1 if args.quick else 1.0)
     jobs = [lambda name=name, batch=batch: run_model(name, args.quick, budget, (batch,))[0]
             for name in names for batch in BATCHES]

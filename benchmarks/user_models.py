@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, ratio_table, run_sweep
+from benchmarks.edge_vs_onnxruntime import Row, bench_onnx, chosen_models, ratio_table, run_sweep
 from benchmarks.zoo import export, trained_looking_parameters
 
 
@@ -190,10 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None, help="seconds of timed pairs a model (default 3, quick 0.2)")
     parser.add_argument("--quick", action="store_true", help="small inputs and budgets: a smoke run, not a measurement")
     args = parser.parse_args(argv)
-    names = list(USER_MODELS) if args.models is None else [n.strip() for n in args.models.split(",") if n.strip()]
-    unknown = [n for n in names if n not in USER_MODELS]
-    if unknown:
-        parser.error(f"unknown model(s) {unknown}; choose from {', '.join(USER_MODELS)}")
+    names = chosen_models(parser, args.models, USER_MODELS)
     budget = args.budget if args.budget is not None else (0.2 if args.quick else 3.0)
     return run_sweep([lambda name=name: run_model(name, args.quick, budget) for name in names], render)
 
