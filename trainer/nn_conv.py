@@ -140,7 +140,7 @@ def _conv_transpose(op: str, n: int, x, filt, output_shape, strides, padding, di
     ``in`` is ``x``'s channels, ``output_shape`` the (static) full shape of the result."""
     x, filt = _check_input(convert_to_tensor(x), n, op), convert_to_tensor(filt)
     last = _layout(data_format, n, op)
-    shape = [int(d) for d in (output_shape.numpy() if hasattr(output_shape, "numpy") else output_shape)]
+    shape = [-1 if d is None else int(d) for d in output_shape]  # the batch entry may be unknown
     if len(shape) != n + 2:
         raise ValueError(f"{op}: output_shape must have {n + 2} entries, got {shape}")
     w = _onnx_filter(filt, n, op)  # [out, in, k...] is ConvTranspose's [C_in, C_out, k...]
