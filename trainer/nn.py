@@ -554,7 +554,7 @@ LAZY_ATTRIBUTES = {
     **{name: ("trainer.nn_conv", name) for name in (
         "atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
         "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
-        "max_pool1d", "max_pool3d", "pool")},
+        "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool")},
 }
 
 

@@ -11,11 +11,11 @@ import numpy as np
 
 from trainer.graph import TRAINER_DOMAIN, Tensor
 from trainer.nn import depthwise_conv2d
-from trainer.ops import constant, convert_to_tensor, make_op
+from trainer.ops import cast, constant, convert_to_tensor, make_op
 
 __all__ = ["atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
            "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
-           "max_pool1d", "max_pool3d", "pool"]
+           "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool"]
 
 # data_format -> (spatial rank, channels last)
 _FORMATS = {"NWC": (1, True), "NCW": (1, False), "NHWC": (2, True), "NCHW": (2, False),
@@ -246,3 +246,35 @@ def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None) -> 
 
 def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None) -> Tensor:  # noqa: A002
     return _pool("avg_pool1d", 1, input, ksize, "AVG", padding, strides, None, data_format, name)
+
+
+def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC", Targmax=None,  # noqa: A002, N803
+                         name=None, output_dtype=None, include_batch_in_index: bool = False):
+    """TF1's ``tf.nn.max_pool_with_argmax``: the NHWC max pool and, per output, the flat index of its
+    maximum as TF flattens it, ``(y * width + x) * channels + c`` (plus ``b * height * width *
+    channels`` with ``include_batch_in_index``)."""
+    op = "max_pool_with_argmax"
+    x = _check_input(convert_to_tensor(input), 2, op)
+    if _layout(data_format, 2, op) is not True:
+        raise ValueError(f"{op}: only data_format='NHWC' is supported, as in TF, got {data_format!r}")
+    _, h, w, c = x.shape
+    if None in (h, w, c):
+        raise ValueError(f"{op}: input {x.name} needs static height, width and channels, got shape {x.shape}")
+    dtype = output_dtype if output_dtype is not None else Targmax if Targmax is not None else np.int64
+    attrs = {"kernel_shape": _spatial(ksize, 2, True, "ksize", op), "strides": _spatial(strides, 2, True, "strides",
+             op), "auto_pad": _auto_pad(padding, op)}
+    pooled = make_op("MaxPool", [make_op("Transpose", [x], {"perm": [0, 3, 1, 2]}).outputs[0]], attrs, num_outputs=2)
+    onnx_index = pooled.outputs[1]  # ((b * channels + c) * height + y) * width + x
+    plane = constant(np.asarray(h * w, np.int64))
+    position, image_channel = (make_op(kind, [onnx_index, plane]).outputs[0] for kind in ("Mod", "Div"))
+    channel = make_op("Mod", [image_channel, constant(np.asarray(c, np.int64))]).outputs[0]
+    index = make_op("Add", [make_op("Mul", [position, constant(np.asarray(c, np.int64))]).outputs[0],
+                            channel]).outputs[0]
+    if include_batch_in_index:
+        batch = make_op("Div", [image_channel, constant(np.asarray(c, np.int64))]).outputs[0]
+        index = make_op("Add", [index, make_op("Mul", [batch, constant(np.asarray(h * w * c, np.int64))]).outputs[0]
+                                ]).outputs[0]
+    back = {"perm": [0, 2, 3, 1]}
+    output = make_op("Transpose", [pooled.outputs[0]], back, name=name).outputs[0]
+    argmax = cast(make_op("Transpose", [index], back).outputs[0], dtype)
+    return output, argmax

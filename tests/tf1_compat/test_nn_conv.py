@@ -170,6 +170,7 @@ def test_gradients_of_conv3d_transposes_and_pools_match_finite_differences():
                             [(1, 3, 4, 4, 2)])
     _numeric_gradient_check(lambda x: tf.nn.pool(x, [3], "AVG", "SAME", strides=[2]), [(2, 7, 3)])
     _numeric_gradient_check(lambda x, w: tf.nn.atrous_conv2d(x, w, 2, "SAME"), [(1, 5, 5, 2), (2, 2, 2, 2)])
+    _numeric_gradient_check(lambda x: tf.nn.max_pool_with_argmax(x, 2, 2, "SAME")[0], [(2, 5, 4, 2)])
 
 
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])
@@ -181,11 +182,14 @@ def test_pools_match_direct_loops(padding):
                 tf.nn.avg_pool3d(x3, [1, 2, 3, 2, 1], [1, 2, 1, 2, 1], padding),
                 tf.nn.max_pool1d(x1, 3, 2, padding), tf.nn.avg_pool1d(x1, [1, 3, 1], [1, 2, 1], padding),
                 tf.nn.pool(x2, [3, 2], "MAX", padding, strides=[2, 1]),
-                tf.nn.pool(x2, [3, 2], "AVG", padding, strides=[2, 1]))
+                tf.nn.pool(x2, [3, 2], "AVG", padding, strides=[2, 1]),
+                tf.nn.max_pool2d(x2, [1, 3, 2, 1], [1, 2, 1, 1], padding),
+                tf.nn.avg_pool2d(x2, [1, 3, 2, 1], [1, 2, 1, 1], padding))
     refs = [pool_reference(x3, [2, 3, 2], [2, 1, 2], padding, "MAX"),
             pool_reference(x3, [2, 3, 2], [2, 1, 2], padding, "AVG"),
             pool_reference(x1, [3], [2], padding, "MAX"), pool_reference(x1, [3], [2], padding, "AVG"),
             pool_reference(x2, [3, 2], [2, 1], padding, "MAX"), pool_reference(x2, [3, 2], [2, 1], padding, "AVG")]
+    refs += refs[-2:]
     for got, ref in zip(outs, refs):
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
@@ -224,3 +228,20 @@ def test_bad_inputs_raise_value_errors_naming_the_op():
         tf.nn.max_pool3d(tf.zeros([2, 4, 4, 3]), 2, 2, "VALID")
     with pytest.raises(ValueError, match="conv3d_transpose: output_shape has 5 channels"):
         tf.nn.conv3d_transpose(tf.zeros([2, 2, 2, 2, 4]), w, [2, 4, 4, 4, 5], [1, 2, 2, 2, 1])
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_max_pool_with_argmax_flattens_indices_as_tf_does(padding):
+    x = RNG.standard_normal((2, 5, 6, 3)).astype(np.float32)
+    out, argmax = tf.nn.max_pool_with_argmax(x, [1, 2, 3, 1], [1, 2, 2, 1], padding)
+    _, with_batch = tf.nn.max_pool_with_argmax(x, [1, 2, 3, 1], [1, 2, 2, 1], padding, include_batch_in_index=True,
+                                               output_dtype=tf.int32)
+    o, a, b = _run(out, argmax, with_batch)
+    np.testing.assert_allclose(o, pool_reference(x, [2, 3], [2, 2], padding, "MAX"))
+    assert a.dtype == np.int64 and b.dtype == np.int32 and a.shape == o.shape
+    per_image = x.reshape(2, -1)
+    np.testing.assert_array_equal(np.take_along_axis(per_image, a.reshape(2, -1), 1), o.reshape(2, -1))
+    np.testing.assert_array_equal(x.reshape(-1)[b.reshape(-1)], o.reshape(-1))
+    np.testing.assert_array_equal(b - a, np.broadcast_to(np.arange(2).reshape(2, 1, 1, 1) * x[0].size, a.shape))
+    with pytest.raises(ValueError, match="max_pool_with_argmax: only data_format='NHWC'"):
+        tf.nn.max_pool_with_argmax(np.transpose(x, (0, 3, 1, 2)), 2, 2, "VALID", data_format="NCHW")
