@@ -542,7 +542,7 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False, name=N
 
 
 # The recurrent API lives in trainer.rnn / trainer.rnn_cell, N-D convolutions and pools in
-# trainer.nn_conv (all build on this module), reached as tf.nn.<name> on first use.
+# trainer.nn_conv, CTC in trainer.ctc (all build on this module), reached as tf.nn.<name> on first use.
 LAZY_ATTRIBUTES = {
     "rnn_cell": ("trainer.rnn_cell", None),
     "dynamic_rnn": ("trainer.rnn", "dynamic_rnn"),
@@ -555,6 +555,8 @@ LAZY_ATTRIBUTES = {
         "atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
         "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
         "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool")},
+    "ctc_loss": ("trainer.ctc", "ctc_loss"),
+    "ctc_greedy_decoder": ("trainer.ctc", "ctc_greedy_decoder"),
 }
 
 

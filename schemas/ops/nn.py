@@ -575,3 +575,33 @@ def _grid_sample_grad(ctx):
         "(None where that input is absent or a boolean mask).")
 def _attention_grad(ctx):
     return [ctx.input(i) for i in range(4, 10)][: ctx.num_outputs]
+
+
+@op("CTCLoss", domain=D, inputs=["logits", "labels_indices", "labels_values", "sequence_length"],
+    outputs=["loss", "gradient"],
+    attrs={"preprocess_collapse_repeated": Attr("int", 0), "ctc_merge_repeated": Attr("int", 1),
+           "ignore_longer_outputs_than_inputs": Attr("int", 0)},
+    differentiable=True,
+    doc="TensorFlow's CTCLoss: time-major logits [T, B, C] (blank = C - 1), sparse labels (indices [N, 2], "
+        "values [N]); the per-example loss [B] and its gradient with respect to the logits.")
+def _ctc_loss(ctx):
+    logits = ctx.input(0)
+    if logits.shape is not None and len(logits.shape) != 3:
+        raise ctx.fail(f"logits must be [max_time, batch, classes], got shape {logits.shape}")
+    batch = None if logits.shape is None else (logits.shape[1],)
+    return [TensorType(logits.dtype, batch), logits]
+
+
+@op("CTCGreedyDecoder", domain=D, inputs=["inputs", "sequence_length"],
+    outputs=["decoded_indices", "decoded_values", "decoded_shape", "log_probability"],
+    attrs={"merge_repeated": Attr("int", 1)},
+    doc="TensorFlow's CTCGreedyDecoder: the most likely class per frame of time-major inputs [T, B, C], "
+        "repeats merged and blanks (C - 1) removed, as a sparse [B, max length] tensor; log_probability [B, 1] "
+        "is minus the sum of each frame's largest logit.")
+def _ctc_greedy_decoder(ctx):
+    x = ctx.input(0)
+    if x.shape is not None and len(x.shape) != 3:
+        raise ctx.fail(f"inputs must be [max_time, batch, classes], got shape {x.shape}")
+    batch = None if x.shape is None else x.shape[1]
+    return [TensorType(INT64, (None, 2)), TensorType(INT64, (None,)), TensorType(INT64, (2,)),
+            TensorType(x.dtype, (batch, 1))]

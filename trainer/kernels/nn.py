@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from itertools import product
 
+import numpy as np
+
 from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels import kernel
 from edge_runtime.kernels.nn import pool_window, window_counts
@@ -185,3 +187,109 @@ def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     m = math.prod(x.shape[axis:])
     dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
     return dx.astype(x.dtype, copy=False), dscale, db
+
+
+def _ctc_targets(values, collapse: bool) -> list[int]:
+    labels = [int(v) for v in values]
+    if collapse:
+        labels = [v for i, v in enumerate(labels) if i == 0 or v != labels[i - 1]]
+    return labels
+
+
+def _shift(v, k: int, xp):
+    """``v`` moved ``k`` places along (back for negative ``k``), -inf where nothing moved in."""
+    out = xp.full_like(v, -np.inf)
+    if abs(k) < len(v):
+        if k > 0:
+            out[k:] = v[:-k]
+        else:
+            out[:k] = v[-k:]
+    return out
+
+
+def _ctc_one(log_probs, labels: list[int], blank: int, merge: bool, xp):
+    """CTC's forward-backward in log space for one example: (loss, d loss / d logits) of
+    ``log_probs`` [T, C] and the target ``labels``."""
+    steps = log_probs.shape[0]
+    ext = xp.full(2 * len(labels) + 1, blank, dtype=np.int64)
+    ext[1::2] = labels
+    size = len(ext)
+    # Transitions into s: from s (unless an unmerged label repeats), s - 1, and s - 2 past a blank
+    # between two different labels.
+    stay = xp.asarray([merge or e == blank for e in ext.tolist()])
+    skip = xp.asarray([s > 1 and ext[s] != blank and ext[s] != ext[s - 2] for s in range(size)])
+    emit = log_probs[:, ext]  # [T, S]
+    neg = -np.inf
+    alpha = xp.full((steps, size), neg)
+    alpha[0, :min(2, size)] = emit[0, :min(2, size)]
+    for t in range(1, steps):
+        prev = alpha[t - 1]
+        into = xp.logaddexp(xp.where(stay, prev, neg), _shift(prev, 1, xp))
+        alpha[t] = xp.logaddexp(into, xp.where(skip, _shift(prev, 2, xp), neg)) + emit[t]
+    beta = xp.full((steps, size), neg)
+    beta[-1, -min(2, size):] = emit[-1, -min(2, size):]
+    skip_from = xp.zeros_like(skip)  # s -> s + 2 allowed
+    skip_from[:-2] = skip[2:]
+    for t in range(steps - 2, -1, -1):
+        nxt = beta[t + 1]
+        out_of = xp.logaddexp(xp.where(stay, nxt, neg), _shift(nxt, -1, xp))
+        beta[t] = xp.logaddexp(out_of, xp.where(skip_from, _shift(nxt, -2, xp), neg)) + emit[t]
+    log_p = float(xp.logaddexp(alpha[-1, -1], alpha[-1, -2]) if size > 1 else alpha[-1, -1])
+    if not math.isfinite(log_p):
+        return np.inf, xp.zeros_like(log_probs)
+    both = alpha + beta - emit  # the log-probability of the paths through (t, s), times p
+    occupancy = xp.full(log_probs.shape, neg)
+    for s in range(size):
+        occupancy[:, ext[s]] = xp.logaddexp(occupancy[:, ext[s]], both[:, s])
+    return -log_p, xp.exp(log_probs) - xp.exp(occupancy - log_p)
+
+
+@kernel("CTCLoss", domain=D)
+def ctc_loss(logits, labels_indices, labels_values, sequence_length, *, xp, preprocess_collapse_repeated,
+             ctc_merge_repeated, ignore_longer_outputs_than_inputs):
+    steps, batch, classes = logits.shape
+    x = logits.astype(np.float64)
+    log_probs = x - x.max(axis=2, keepdims=True)
+    log_probs = log_probs - xp.log(xp.exp(log_probs).sum(axis=2, keepdims=True))
+    loss = xp.zeros(batch, dtype=np.float64)
+    grad = xp.zeros_like(x)
+    rows = labels_indices[:, 0] if len(labels_indices) else labels_indices.reshape(-1)
+    for b in range(batch):
+        length = int(sequence_length[b])
+        if not 0 <= length <= steps:
+            raise ValueError(f"CTCLoss: sequence_length[{b}] = {length} is outside [0, {steps}]")
+        labels = _ctc_targets(labels_values[rows == b], bool(preprocess_collapse_repeated))
+        if any(not 0 <= v < classes - 1 for v in labels):
+            raise ValueError(f"CTCLoss: labels of batch {b} must be in [0, {classes - 1}) (class {classes - 1} is the "
+                             f"blank), got {labels}")
+        required = len(labels) + sum(int(a == c) for a, c in zip(labels, labels[1:]))  # a blank between repeats
+        if length < required:
+            if ignore_longer_outputs_than_inputs:
+                continue
+            raise ValueError(f"CTCLoss: not enough time for target transition sequence in batch {b} (required: "
+                             f"{required}, available: {length}); pass ignore_longer_outputs_than_inputs=True to "
+                             f"skip such examples")
+        if length == 0:
+            continue
+        loss[b], grad[:length, b] = _ctc_one(log_probs[:length, b], labels, classes - 1, bool(ctc_merge_repeated), xp)
+    return loss.astype(logits.dtype), grad.astype(logits.dtype)
+
+
+@kernel("CTCGreedyDecoder", domain=D)
+def ctc_greedy_decoder(inputs, sequence_length, *, xp, merge_repeated):
+    steps, batch, classes = inputs.shape
+    best = inputs.argmax(axis=2)  # [T, B]
+    log_probability = xp.zeros((batch, 1), dtype=inputs.dtype)
+    indices, values, longest = [], [], 0
+    for b in range(batch):
+        length = int(sequence_length[b])
+        if not 0 <= length <= steps:
+            raise ValueError(f"CTCGreedyDecoder: sequence_length[{b}] = {length} is outside [0, {steps}]")
+        log_probability[b, 0] = -inputs[:length, b].max(axis=1).sum()
+        path = best[:length, b].tolist()
+        decoded = [c for t, c in enumerate(path) if c != classes - 1 and not (merge_repeated and t and path[t - 1] == c)]
+        indices += [(b, i) for i in range(len(decoded))]
+        values += decoded
+        longest = max(longest, len(decoded))
+    return (xp.asarray(indices, dtype=np.int64).reshape(-1, 2), xp.asarray(values, dtype=np.int64),
+            xp.asarray([batch, longest], dtype=np.int64), log_probability)

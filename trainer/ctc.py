@@ -1,0 +1,50 @@
+"""TensorFlow 1.15's connectionist temporal classification: ``tf.nn.ctc_loss`` (with its gradient)
+and ``tf.nn.ctc_greedy_decoder``, over the flowstack-domain CTCLoss and CTCGreedyDecoder ops.
+Labels are SparseTensors and class ``num_classes - 1`` is the blank, as in TF1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.graph import TRAINER_DOMAIN, Tensor
+from trainer.ops import cast, convert_to_tensor, make_op
+from trainer.sparse_tensor import SparseTensor
+
+__all__ = ["ctc_greedy_decoder", "ctc_loss"]
+
+
+def _time_major(x: Tensor, time_major: bool, op: str) -> Tensor:
+    if x.shape is None or len(x.shape) != 3:
+        raise ValueError(f"{op}: inputs must be rank 3 ([max_time, batch, classes] or batch major), got {x.shape}")
+    return x if time_major else make_op("Transpose", [x], {"perm": [1, 0, 2]}).outputs[0]
+
+
+def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repeated: bool = False,
+             ctc_merge_repeated: bool = True, ignore_longer_outputs_than_inputs: bool = False,
+             time_major: bool = True, logits=None) -> Tensor:
+    """TF1's ``tf.nn.ctc_loss``: the per-example negative log-likelihood [batch] of the sparse
+    ``labels`` given unnormalized ``inputs`` [max_time, batch, num_classes] (batch major with
+    ``time_major=False``), each example ``sequence_length`` frames long."""
+    if not isinstance(labels, SparseTensor):
+        raise TypeError("Expected labels (first argument) to be a SparseTensor")
+    x = convert_to_tensor(inputs if inputs is not None else logits)
+    if sequence_length is None:
+        raise ValueError("ctc_loss: sequence_length is required")
+    attrs = {"preprocess_collapse_repeated": int(preprocess_collapse_repeated),
+             "ctc_merge_repeated": int(ctc_merge_repeated),
+             "ignore_longer_outputs_than_inputs": int(ignore_longer_outputs_than_inputs)}
+    node = make_op("CTCLoss", [_time_major(x, time_major, "ctc_loss"), labels.indices, cast(labels.values, np.int64),
+                               cast(convert_to_tensor(sequence_length), np.int64)], attrs, domain=TRAINER_DOMAIN)
+    return node.outputs[0]
+
+
+def ctc_greedy_decoder(inputs, sequence_length, merge_repeated: bool = True):
+    """TF1's ``tf.nn.ctc_greedy_decoder``: ``([decoded], neg_sum_logits)``, ``decoded`` a
+    SparseTensor [batch, longest decoding] of each frame's best class, repeats merged (with
+    ``merge_repeated``) and blanks removed; ``neg_sum_logits`` [batch, 1] is minus the sum of each
+    frame's largest logit."""
+    x = _time_major(convert_to_tensor(inputs), True, "ctc_greedy_decoder")
+    node = make_op("CTCGreedyDecoder", [x, cast(convert_to_tensor(sequence_length), np.int64)],
+                   {"merge_repeated": int(merge_repeated)}, domain=TRAINER_DOMAIN, num_outputs=4)
+    indices, values, shape, log_probability = node.outputs
+    return [SparseTensor(indices, values, shape)], log_probability
