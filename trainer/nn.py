@@ -551,6 +551,7 @@ LAZY_ATTRIBUTES = {
     "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
     "log_uniform_candidate_sampler": ("trainer.random_ops", "log_uniform_candidate_sampler"),
     "embedding_lookup_sparse": ("trainer.sparse_tensor", "embedding_lookup_sparse"),
+    "safe_embedding_lookup_sparse": ("trainer.sparse_tensor", "safe_embedding_lookup_sparse"),
     **{name: ("trainer.nn_conv", name) for name in (
         "atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
         "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
