@@ -549,7 +549,9 @@ LAZY_ATTRIBUTES = {
     "static_rnn": ("trainer.rnn", "static_rnn"),
     "bidirectional_dynamic_rnn": ("trainer.rnn", "bidirectional_dynamic_rnn"),
     "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
-    "log_uniform_candidate_sampler": ("trainer.random_ops", "log_uniform_candidate_sampler"),
+    **{name: ("trainer.random_ops", name) for name in (
+        "compute_accidental_hits", "fixed_unigram_candidate_sampler", "log_uniform_candidate_sampler",
+        "uniform_candidate_sampler")},
     "embedding_lookup_sparse": ("trainer.sparse_tensor", "embedding_lookup_sparse"),
     "safe_embedding_lookup_sparse": ("trainer.sparse_tensor", "safe_embedding_lookup_sparse"),
     **{name: ("trainer.nn_conv", name) for name in (
