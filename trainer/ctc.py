@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.array_ops import boolean_mask, expand_dims, not_equal, range as arange, reduce_max, reduce_sum, \
+    scatter_nd, sequence_mask
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import cast, convert_to_tensor, make_op
+from trainer.ops import cast, concat, convert_to_tensor, make_op, ones_like, reshape, shape
 from trainer.sparse_tensor import SparseTensor
 
-__all__ = ["ctc_greedy_decoder", "ctc_loss"]
+__all__ = ["collapse_repeated", "ctc_greedy_decoder", "ctc_loss"]
 
 
 def _time_major(x: Tensor, time_major: bool, op: str) -> Tensor:
@@ -48,3 +50,21 @@ def ctc_greedy_decoder(inputs, sequence_length, merge_repeated: bool = True):
                    {"merge_repeated": int(merge_repeated)}, domain=TRAINER_DOMAIN, num_outputs=4)
     indices, values, shape, log_probability = node.outputs
     return [SparseTensor(indices, values, shape)], log_probability
+
+
+def collapse_repeated(labels, seq_length, name=None):
+    """TF1's ``tf.nn.collapse_repeated``: each row of ``labels`` [batch, max_time] (its first
+    ``seq_length`` entries) with runs of a repeated label merged into one, left-aligned and
+    zero-padded to the longest result, and the new lengths; composed as TF's ctc_ops.py does."""
+    labels, seq_length = convert_to_tensor(labels), convert_to_tensor(seq_length)
+    if labels.shape is None or len(labels.shape) != 2:
+        raise ValueError(f"collapse_repeated: labels must be rank 2 [batch, max_time], got shape {labels.shape}")
+    starts = concat([cast(ones_like(labels[:, :1]), np.bool_), not_equal(labels[:, 1:], labels[:, :-1])], 1)
+    keep = make_op("And", [starts, sequence_mask(seq_length, maxlen=shape(labels)[1])]).outputs[0]
+    new_length = reduce_sum(cast(keep, np.int32), axis=1)
+    new_max = reduce_max(new_length)
+    slots = reshape(sequence_mask(new_length, maxlen=new_max), [-1])
+    flat = scatter_nd(expand_dims(boolean_mask(arange(0, shape(slots)[0]), slots), 1),
+                      boolean_mask(reshape(labels, [-1]), reshape(keep, [-1])), shape(slots))
+    collapsed = reshape(flat, concat([shape(labels)[:1], reshape(cast(new_max, np.int64), [1])], 0))
+    return make_op("Identity", [collapsed], name=name).outputs[0], cast(new_length, seq_length.dtype)

@@ -161,3 +161,13 @@ def test_ctc_errors_name_the_problem():
     assert tf.Session().run(skipped).tolist() == [0.0]
     with pytest.raises(KernelError, match=r"labels of batch 0 must be in \[0, 3\)"):
         tf.Session().run(tf.nn.ctc_loss(sparse_labels([[3]]), logits, [3]))
+
+
+def test_collapse_repeated_merges_runs_within_each_length():
+    labels = np.array([[1, 1, 2, 2, 2, 3], [4, 4, 4, 4, 5, 5], [7, 6, 6, 7, 7, 0]], np.int32)
+    collapsed, lengths = tf.nn.collapse_repeated(labels, np.array([6, 3, 5], np.int64))
+    c, n = tf.Session().run([collapsed, lengths])
+    assert c.tolist() == [[1, 2, 3], [4, 0, 0], [7, 6, 7]] and n.tolist() == [3, 1, 3]
+    assert c.dtype == np.int32 and n.dtype == np.int64
+    with pytest.raises(ValueError, match="collapse_repeated: labels must be rank 2"):
+        tf.nn.collapse_repeated(np.zeros(3, np.int32), [3])
