@@ -283,8 +283,9 @@ def conv3d(inputs, filters: int, kernel_size, strides=(1, 1, 1), padding: str = 
 
 
 def conv3d_transpose(inputs, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid",
-                     data_format: str = "channels_last", activation=None, use_bias: bool = True, kernel_initializer=None,
-                     bias_initializer=None, *, trainable: bool = True, name: str | None = None, reuse=None):
+                     data_format: str = "channels_last", activation=None, use_bias: bool = True,
+                     kernel_initializer=None, bias_initializer=None, *, trainable: bool = True,
+                     name: str | None = None, reuse=None):
     """TF1's ``tf.layers.conv3d_transpose``: each spatial size becomes ``in * stride`` ("same") or
     ``(in - 1) * stride + kernel`` ("valid"); the ``kernel`` variable is [d, h, w, filters, in]."""
     fmt, ks, st = _format_3d(data_format), _triple(kernel_size), _triple(strides)

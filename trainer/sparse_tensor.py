@@ -16,8 +16,8 @@ import numpy as np
 from trainer.array_ops import expand_dims, less_equal, reduce_sum, scatter_nd
 from trainer.dtypes import as_dtype
 from trainer.graph import Tensor
-from trainer.ops import (cast, concat, constant, convert_to_tensor, gather, identity, make_op, ones_like, placeholder, reshape,
-                         shape, sqrt, transpose)
+from trainer.ops import (cast, concat, constant, convert_to_tensor, gather, identity, make_op, ones_like, placeholder,
+                         reshape, shape, sqrt, transpose)
 
 __all__ = ["SparseTensor", "SparseTensorValue", "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
            "sparse_placeholder", "sparse_reduce_sum",
@@ -148,9 +148,9 @@ def embedding_lookup_sparse(params, sp_ids: SparseTensor, sp_weights: SparseTens
     return identity(combined, name=name) if name else combined
 
 
-def safe_embedding_lookup_sparse(embedding_weights, sparse_ids: SparseTensor, sparse_weights: SparseTensor | None = None,
-                                 combiner: str = "mean", default_id=None, name=None, partition_strategy="div",
-                                 max_norm=None) -> Tensor:
+def safe_embedding_lookup_sparse(embedding_weights, sparse_ids: SparseTensor,
+                                 sparse_weights: SparseTensor | None = None, combiner: str = "mean", default_id=None,
+                                 name=None, partition_strategy="div", max_norm=None) -> Tensor:
     """TF1's ``tf.nn.safe_embedding_lookup_sparse``: ``embedding_lookup_sparse`` over [batch, n]
     ids that ignores invalid ids (< 0) and non-positive weights; a row left with no valid id is
     zeros, or the embedding of ``default_id`` when one is given."""

@@ -287,7 +287,8 @@ def ctc_greedy_decoder(inputs, sequence_length, *, xp, merge_repeated):
             raise ValueError(f"CTCGreedyDecoder: sequence_length[{b}] = {length} is outside [0, {steps}]")
         log_probability[b, 0] = -inputs[:length, b].max(axis=1).sum()
         path = best[:length, b].tolist()
-        decoded = [c for t, c in enumerate(path) if c != classes - 1 and not (merge_repeated and t and path[t - 1] == c)]
+        repeat = [bool(merge_repeated) and t > 0 and path[t - 1] == c for t, c in enumerate(path)]
+        decoded = [c for c, again in zip(path, repeat) if c != classes - 1 and not again]
         indices += [(b, i) for i in range(len(decoded))]
         values += decoded
         longest = max(longest, len(decoded))
