@@ -1,4 +1,5 @@
-"""Gradient helper kernels for convolution, pooling and normalization.
+"""Gradient helper kernels for convolution, pooling and normalization, and TensorFlow's CTC ops
+(CTCLoss, which returns its logits gradient with the loss, and CTCGreedyDecoder).
 
 They reuse the edge runtime's sliding-window machinery (``sliding_windows``): a convolution's filter
 gradient is one matmul against the im2col columns, its input gradient one matmul followed by a
