@@ -9,10 +9,10 @@ import numpy as np
 from trainer.array_ops import boolean_mask, expand_dims, not_equal, range as arange, reduce_max, reduce_sum, \
     scatter_nd, sequence_mask
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import cast, concat, convert_to_tensor, make_op, ones_like, reshape, shape
+from trainer.ops import cast, concat, constant, convert_to_tensor, make_op, ones_like, reshape, shape
 from trainer.sparse_tensor import SparseTensor
 
-__all__ = ["collapse_repeated", "ctc_greedy_decoder", "ctc_loss"]
+__all__ = ["collapse_repeated", "ctc_beam_search_decoder", "ctc_greedy_decoder", "ctc_loss"]
 
 
 def _time_major(x: Tensor, time_major: bool, op: str) -> Tensor:
@@ -68,3 +68,20 @@ def collapse_repeated(labels, seq_length, name=None):
                       boolean_mask(reshape(labels, [-1]), reshape(keep, [-1])), shape(slots))
     collapsed = reshape(flat, concat([shape(labels)[:1], reshape(cast(new_max, np.int64), [1])], 0))
     return make_op("Identity", [collapsed], name=name).outputs[0], cast(new_length, seq_length.dtype)
+
+
+def ctc_beam_search_decoder(inputs, sequence_length, beam_width: int = 100, top_paths: int = 1,
+                            merge_repeated: bool = True):
+    """TF1's ``tf.nn.ctc_beam_search_decoder``: ``(decoded, log_probability)``, ``decoded`` a list of
+    ``top_paths`` SparseTensors [batch, longest], the most likely labelings by prefix beam search
+    (best first), ``log_probability`` [batch, top_paths] their log-probabilities."""
+    x = _time_major(convert_to_tensor(inputs), True, "ctc_beam_search_decoder")
+    node = make_op("CTCBeamSearchDecoder", [x, cast(convert_to_tensor(sequence_length), np.int64)],
+                   {"beam_width": int(beam_width), "top_paths": int(top_paths), "merge_repeated": int(merge_repeated)},
+                   domain=TRAINER_DOMAIN, num_outputs=4)
+    indices, values, shapes, log_probability = node.outputs
+    decoded = []
+    for p in range(int(top_paths)):
+        mine = make_op("Equal", [indices[:, 0], constant(np.asarray(p, np.int64))]).outputs[0]
+        decoded.append(SparseTensor(boolean_mask(indices[:, 1:], mine), boolean_mask(values, mine), shapes[p]))
+    return decoded, log_probability

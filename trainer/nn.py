@@ -560,6 +560,7 @@ LAZY_ATTRIBUTES = {
         "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool")},
     "ctc_loss": ("trainer.ctc", "ctc_loss"),
     "ctc_greedy_decoder": ("trainer.ctc", "ctc_greedy_decoder"),
+    "ctc_beam_search_decoder": ("trainer.ctc", "ctc_beam_search_decoder"),
     "collapse_repeated": ("trainer.ctc", "collapse_repeated"),
 }
 

@@ -605,3 +605,18 @@ def _ctc_greedy_decoder(ctx):
     batch = None if x.shape is None else x.shape[1]
     return [TensorType(INT64, (None, 2)), TensorType(INT64, (None,)), TensorType(INT64, (2,)),
             TensorType(x.dtype, (batch, 1))]
+
+
+@op("CTCBeamSearchDecoder", domain=D, inputs=["inputs", "sequence_length"],
+    outputs=["decoded_indices", "decoded_values", "decoded_shapes", "log_probability"],
+    attrs={"beam_width": Attr("int", 100), "top_paths": Attr("int", 1), "merge_repeated": Attr("int", 1)},
+    doc="TensorFlow's CTCBeamSearchDecoder: the top_paths most likely labelings of time-major inputs [T, B, C] "
+        "(blank = C - 1) by prefix beam search, as one sparse tensor of indices [N, 3] (path, batch, position), "
+        "values [N] and each path's dense shape [top_paths, 2]; log_probability [B, top_paths].")
+def _ctc_beam_search_decoder(ctx):
+    x = ctx.input(0)
+    if x.shape is not None and len(x.shape) != 3:
+        raise ctx.fail(f"inputs must be [max_time, batch, classes], got shape {x.shape}")
+    batch, paths = (None if x.shape is None else x.shape[1]), ctx.attrs["top_paths"]
+    return [TensorType(INT64, (None, 3)), TensorType(INT64, (None,)), TensorType(INT64, (paths, 2)),
+            TensorType(x.dtype, (batch, paths))]

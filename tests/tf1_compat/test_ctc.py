@@ -171,3 +171,29 @@ def test_collapse_repeated_merges_runs_within_each_length():
     assert c.dtype == np.int32 and n.dtype == np.int64
     with pytest.raises(ValueError, match="collapse_repeated: labels must be rank 2"):
         tf.nn.collapse_repeated(np.zeros(3, np.int32), [3])
+
+
+def test_beam_search_finds_the_most_likely_labelings():
+    import itertools
+
+    logits = RNG.standard_normal((4, 2, 3)) * 2
+    lengths = [4, 3]
+    decoded, log_probability = tf.nn.ctc_beam_search_decoder(logits.astype(np.float32), lengths, beam_width=40,
+                                                             top_paths=3, merge_repeated=False)
+    dense = [tf.sparse_tensor_to_dense(d, default_value=-1) for d in decoded]
+    got, lp = tf.Session().run([dense, log_probability])
+    for b, n in enumerate(lengths):
+        labelings = [seq for k in range(n + 1) for seq in itertools.product([0, 1], repeat=k)]
+        scored = sorted(((-ctc_reference(logits[:n, b], list(seq)), seq) for seq in labelings), reverse=True)[:3]
+        np.testing.assert_allclose(lp[b], [s for s, _ in scored], rtol=1e-5)
+        assert [[c for c in g[b] if c >= 0] for g in got] == [list(seq) for _, seq in scored]
+
+
+def test_beam_search_merge_repeated_collapses_repeats_in_its_output():
+    logits = np.full((3, 1, 3), -5.0, np.float32)
+    logits[[0, 2], 0, 1] = 5.0
+    logits[1, 0, 2] = 5.0  # 1, blank, 1: the labeling [1, 1]
+    (kept,), _ = tf.nn.ctc_beam_search_decoder(logits, [3], beam_width=5, merge_repeated=False)
+    (merged,), _ = tf.nn.ctc_beam_search_decoder(logits, [3], beam_width=5)
+    k, m = tf.Session().run([tf.sparse_tensor_to_dense(kept), tf.sparse_tensor_to_dense(merged)])
+    assert k.tolist() == [[1, 1]] and m.tolist() == [[1]]

@@ -295,3 +295,57 @@ def ctc_greedy_decoder(inputs, sequence_length, *, xp, merge_repeated):
         longest = max(longest, len(decoded))
     return (xp.asarray(indices, dtype=np.int64).reshape(-1, 2), xp.asarray(values, dtype=np.int64),
             xp.asarray([batch, longest], dtype=np.int64), log_probability)
+
+
+def _prefix_beam_search(log_probs, blank: int, beam_width: int) -> list[tuple[tuple[int, ...], float]]:
+    """CTC prefix beam search over ``log_probs`` [T, C]: (labeling, log-probability) pairs, best
+    first, each prefix's probability split into paths ending in a blank and in its last label."""
+    neg = -np.inf
+    beams = {(): (0.0, neg)}  # prefix -> (log p ending in blank, log p ending in its last label)
+    for frame in log_probs:
+        grown: dict[tuple[int, ...], list[float]] = {}
+
+        def add(prefix, blank_lp, label_lp):
+            entry = grown.setdefault(prefix, [neg, neg])
+            entry[0], entry[1] = np.logaddexp(entry[0], blank_lp), np.logaddexp(entry[1], label_lp)
+
+        for prefix, (pb, pl) in beams.items():
+            total = np.logaddexp(pb, pl)
+            add(prefix, total + frame[blank], neg)
+            for c in range(len(frame)):
+                if c == blank:
+                    continue
+                if prefix and prefix[-1] == c:
+                    add(prefix, neg, pl + frame[c])  # the last label held
+                    add(prefix + (c,), neg, pb + frame[c])  # a repeat needs the blank between
+                else:
+                    add(prefix + (c,), neg, total + frame[c])
+        ranked = sorted(grown.items(), key=lambda kv: -np.logaddexp(*kv[1]))[:beam_width]
+        beams = {prefix: tuple(lp) for prefix, lp in ranked}
+    return sorted(((p, float(np.logaddexp(*lp))) for p, lp in beams.items()), key=lambda pl: -pl[1])
+
+
+@kernel("CTCBeamSearchDecoder", domain=D)
+def ctc_beam_search_decoder(inputs, sequence_length, *, xp, beam_width, top_paths, merge_repeated):
+    steps, batch, classes = inputs.shape
+    if not 1 <= top_paths <= beam_width:
+        raise ValueError(f"CTCBeamSearchDecoder: top_paths {top_paths} must be in [1, beam_width {beam_width}]")
+    x = np.asarray(inputs, np.float64)
+    log_probs = x - np.logaddexp.reduce(x, axis=2, keepdims=True)
+    log_probability = np.full((batch, top_paths), -np.inf)
+    indices, values, longest = [], [], [0] * top_paths
+    for b in range(batch):
+        length = int(sequence_length[b])
+        if not 0 <= length <= steps:
+            raise ValueError(f"CTCBeamSearchDecoder: sequence_length[{b}] = {length} is outside [0, {steps}]")
+        best = _prefix_beam_search(log_probs[:length, b], classes - 1, beam_width)[:top_paths]
+        for p, (labels, lp) in enumerate(best):
+            if merge_repeated:  # TF's beam search also merges repeats separated by a blank in its output
+                labels = tuple(c for i, c in enumerate(labels) if i == 0 or labels[i - 1] != c)
+            log_probability[b, p] = lp
+            indices += [(p, b, i) for i in range(len(labels))]
+            values += labels
+            longest[p] = max(longest[p], len(labels))
+    shapes = [[batch, n] for n in longest]
+    return (xp.asarray(np.asarray(indices, np.int64).reshape(-1, 3)), xp.asarray(np.asarray(values, np.int64)),
+            xp.asarray(np.asarray(shapes, np.int64)), xp.asarray(log_probability.astype(inputs.dtype)))
