@@ -577,6 +577,16 @@ def _attention_grad(ctx):
     return [ctx.input(i) for i in range(4, 10)][: ctx.num_outputs]
 
 
+def _time_major_input(ctx):
+    """Input 0 of a CTC op, [max_time, batch, classes], and its batch size (None where unknown)."""
+    x = ctx.input(0)
+    if x.shape is None:
+        return x, None
+    if len(x.shape) != 3:
+        raise ctx.fail(f"input must be [max_time, batch, classes], got shape {x.shape}")
+    return x, x.shape[1]
+
+
 @op("CTCLoss", domain=D, inputs=["logits", "labels_indices", "labels_values", "sequence_length"],
     outputs=["loss", "gradient"],
     attrs={"preprocess_collapse_repeated": Attr("int", 0), "ctc_merge_repeated": Attr("int", 1),
@@ -585,11 +595,9 @@ def _attention_grad(ctx):
     doc="TensorFlow's CTCLoss: time-major logits [T, B, C] (blank = C - 1), sparse labels (indices [N, 2], "
         "values [N]); the per-example loss [B] and its gradient with respect to the logits.")
 def _ctc_loss(ctx):
-    logits = ctx.input(0)
-    if logits.shape is not None and len(logits.shape) != 3:
-        raise ctx.fail(f"logits must be [max_time, batch, classes], got shape {logits.shape}")
-    batch = None if logits.shape is None else (logits.shape[1],)
-    return [TensorType(logits.dtype, batch), logits]
+    logits, batch = _time_major_input(ctx)
+    return [TensorType(logits.dtype, (batch,)), logits]
+
 
 
 @op("CTCGreedyDecoder", domain=D, inputs=["inputs", "sequence_length"],
@@ -599,10 +607,7 @@ def _ctc_loss(ctx):
         "repeats merged and blanks (C - 1) removed, as a sparse [B, max length] tensor; log_probability [B, 1] "
         "is minus the sum of each frame's largest logit.")
 def _ctc_greedy_decoder(ctx):
-    x = ctx.input(0)
-    if x.shape is not None and len(x.shape) != 3:
-        raise ctx.fail(f"inputs must be [max_time, batch, classes], got shape {x.shape}")
-    batch = None if x.shape is None else x.shape[1]
+    x, batch = _time_major_input(ctx)
     return [TensorType(INT64, (None, 2)), TensorType(INT64, (None,)), TensorType(INT64, (2,)),
             TensorType(x.dtype, (batch, 1))]
 
@@ -614,9 +619,7 @@ def _ctc_greedy_decoder(ctx):
         "(blank = C - 1) by prefix beam search, as one sparse tensor of indices [N, 3] (path, batch, position), "
         "values [N] and each path's dense shape [top_paths, 2]; log_probability [B, top_paths].")
 def _ctc_beam_search_decoder(ctx):
-    x = ctx.input(0)
-    if x.shape is not None and len(x.shape) != 3:
-        raise ctx.fail(f"inputs must be [max_time, batch, classes], got shape {x.shape}")
-    batch, paths = (None if x.shape is None else x.shape[1]), ctx.attrs["top_paths"]
+    x, batch = _time_major_input(ctx)
+    paths = ctx.attrs["top_paths"]
     return [TensorType(INT64, (None, 3)), TensorType(INT64, (None,)), TensorType(INT64, (paths, 2)),
             TensorType(x.dtype, (batch, paths))]
