@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.graph import TRAINER_DOMAIN, Tensor
+from trainer.graph import TRAINER_DOMAIN, Tensor, constant_value
 from trainer.nn import depthwise_conv2d
 from trainer.ops import cast, constant, convert_to_tensor, make_op
 
@@ -80,6 +80,17 @@ def _onnx_filter(filt: Tensor, n: int, op: str) -> Tensor:
     return make_op("Transpose", [filt], {"perm": [n + 1, n, *range(n)]}).outputs[0]
 
 
+def _static_sizes(sizes, what: str, op: str) -> list[int]:
+    """A shape argument (a list, an array or a constant tensor) as ints; -1 for an unknown entry."""
+    if isinstance(sizes, Tensor):
+        value = constant_value(sizes)
+        if value is None:
+            raise ValueError(f"{op}: {what} must be known when the graph is built (a list or a constant), got "
+                             f"tensor {sizes.name}")
+        sizes = value
+    return [-1 if d is None else int(d) for d in sizes]
+
+
 def _check_input(x: Tensor, n: int, op: str) -> Tensor:
     if _rank(x, op) != n + 2:
         raise ValueError(f"{op}: input must be rank {n + 2}, got shape {x.shape}")
@@ -140,7 +151,7 @@ def _conv_transpose(op: str, n: int, x, filt, output_shape, strides, padding, di
     ``in`` is ``x``'s channels, ``output_shape`` the (static) full shape of the result."""
     x, filt = _check_input(convert_to_tensor(x), n, op), convert_to_tensor(filt)
     last = _layout(data_format, n, op)
-    shape = [-1 if d is None else int(d) for d in output_shape]  # the batch entry may be unknown
+    shape = _static_sizes(output_shape, "output_shape", op)  # the batch entry may be unknown (-1)
     if len(shape) != n + 2:
         raise ValueError(f"{op}: output_shape must have {n + 2} entries, got {shape}")
     w = _onnx_filter(filt, n, op)  # [out, in, k...] is ConvTranspose's [C_in, C_out, k...]
@@ -178,8 +189,10 @@ def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=N
                           filters=None) -> Tensor:
     """TF1's ``tf.nn.conv2d_backprop_input``: the gradient of conv2d with respect to an input of
     (static) shape ``input_sizes``, ``filter`` [h, w, in, out]."""
-    return _conv_transpose("conv2d_backprop_input", 2, out_backprop, filter if filter is not None else filters,
-                           input_sizes, strides, padding, dilations, data_format, name)
+    op = "conv2d_backprop_input"
+    sizes = _static_sizes(input_sizes, "input_sizes", op)
+    return _conv_transpose(op, 2, out_backprop, filter if filter is not None else filters, sizes, strides, padding,
+                           dilations, data_format, name)
 
 
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
@@ -189,7 +202,7 @@ def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, 
     op = "conv2d_backprop_filter"
     x, dy = _check_input(convert_to_tensor(input), 2, op), _check_input(convert_to_tensor(out_backprop), 2, op)
     last = _layout(data_format, 2, op)
-    kh, kw, cin, cout = [int(d) for d in filter_sizes]
+    kh, kw, cin, cout = _static_sizes(filter_sizes, "filter_sizes", op)
     # ConvBackpropFilter reads only the shape of its W input.
     w_like = constant(np.zeros((cout, cin, kh, kw), x.dtype))
     attrs = {"strides": _spatial(strides, 2, last, "strides", op), "dilations": _spatial(dilations, 2, last,

@@ -110,8 +110,8 @@ def test_conv2d_backprop_ops_are_conv2d_gradients(padding):
     w = RNG.standard_normal((3, 2, 3, 4)).astype(np.float32)
     dy = RNG.standard_normal(tf.nn.conv2d(x, w, [1, 2, 2, 1], padding).shape).astype(np.float32)
     _, (gx, gw) = _input_and_filter_gradients(lambda a, b: tf.nn.conv2d(a, b, [1, 2, 2, 1], padding), x, w, dy)
-    bi = tf.nn.conv2d_backprop_input([2, 7, 6, 3], w, dy, [1, 2, 2, 1], padding)
-    bf = tf.nn.conv2d_backprop_filter(x, [3, 2, 3, 4], dy, [1, 2, 2, 1], padding)
+    bi = tf.nn.conv2d_backprop_input(tf.constant([2, 7, 6, 3]), w, dy, [1, 2, 2, 1], padding)
+    bf = tf.nn.conv2d_backprop_filter(x, np.array([3, 2, 3, 4]), dy, [1, 2, 2, 1], padding)
     assert bi.shape == x.shape and bf.shape == w.shape
     ex, ew, ax, aw = _run(gx, gw, bi, bf)
     np.testing.assert_allclose(ax, ex, rtol=1e-4, atol=1e-4)
@@ -226,6 +226,9 @@ def test_bad_inputs_raise_value_errors_naming_the_op():
         tf.nn.pool(x5, [2, 2, 2], "MIN", "SAME")
     with pytest.raises(ValueError, match="max_pool3d: input must be rank 5"):
         tf.nn.max_pool3d(tf.zeros([2, 4, 4, 3]), 2, 2, "VALID")
+    with pytest.raises(ValueError, match="conv2d_backprop_input: input_sizes must be known when the graph is built"):
+        tf.nn.conv2d_backprop_input(tf.shape(tf.placeholder(tf.float32, [None, 4, 4, 1])), tf.zeros([2, 2, 1, 1]),
+                                    tf.zeros([1, 4, 4, 1]), [1, 1, 1, 1], "SAME")
     with pytest.raises(ValueError, match="conv3d_transpose: output_shape has 5 channels"):
         tf.nn.conv3d_transpose(tf.zeros([2, 2, 2, 2, 4]), w, [2, 4, 4, 4, 5], [1, 2, 2, 2, 1])
 
