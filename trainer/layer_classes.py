@@ -13,8 +13,9 @@ from trainer.graph import get_default_graph
 from trainer.variable_scopes import VariableScope
 from trainer.variables import global_variables
 
-__all__ = ["AveragePooling1D", "AveragePooling2D", "BatchNormalization", "Conv1D", "Conv2D", "Conv2DTranspose",
-           "Dense", "Dropout", "Flatten", "Layer", "MaxPooling1D", "MaxPooling2D", "SeparableConv2D"]
+__all__ = ["AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "BatchNormalization", "Conv1D", "Conv2D",
+           "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Dense", "Dropout", "Flatten", "Layer", "MaxPooling1D",
+           "MaxPooling2D", "MaxPooling3D", "SeparableConv2D"]
 
 
 class Layer:
@@ -87,11 +88,15 @@ Dense = _layer_class("Dense", layers.dense)
 Conv1D = _layer_class("Conv1D", layers.conv1d)
 Conv2D = _layer_class("Conv2D", layers.conv2d)
 Conv2DTranspose = _layer_class("Conv2DTranspose", layers.conv2d_transpose)
+Conv3D = _layer_class("Conv3D", layers.conv3d)
+Conv3DTranspose = _layer_class("Conv3DTranspose", layers.conv3d_transpose)
 SeparableConv2D = _layer_class("SeparableConv2D", layers.separable_conv2d)
 BatchNormalization = _layer_class("BatchNormalization", layers.batch_normalization)
 MaxPooling1D = _layer_class("MaxPooling1D", layers.max_pooling1d, scoped=False)
 MaxPooling2D = _layer_class("MaxPooling2D", layers.max_pooling2d, scoped=False)
 AveragePooling1D = _layer_class("AveragePooling1D", layers.average_pooling1d, scoped=False)
 AveragePooling2D = _layer_class("AveragePooling2D", layers.average_pooling2d, scoped=False)
+MaxPooling3D = _layer_class("MaxPooling3D", layers.max_pooling3d, scoped=False)
+AveragePooling3D = _layer_class("AveragePooling3D", layers.average_pooling3d, scoped=False)
 Flatten = _layer_class("Flatten", layers.flatten, scoped=False)
 Dropout = _layer_class("Dropout", layers.dropout, scoped=False)

@@ -18,15 +18,16 @@ import math
 
 import numpy as np
 
-from trainer import init, nn
+from trainer import init, nn, nn_conv
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, Tensor, get_default_graph
 from trainer.array_ops import size
 from trainer.ops import cast, constant, convert_to_tensor, divide, make_op, maximum, multiply, subtract, where
 from trainer.variable_scopes import get_variable, variable_scope
 from trainer.variables import Variable
 
-__all__ = ["average_pooling1d", "average_pooling2d", "batch_normalization", "conv1d", "conv2d", "conv2d_transpose",
-           "dense", "dropout", "embedding", "flatten", "layer_norm", "max_pooling1d", "max_pooling2d", "separable_conv2d"]
+__all__ = ["average_pooling1d", "average_pooling2d", "average_pooling3d", "batch_normalization", "conv1d", "conv2d",
+           "conv2d_transpose", "conv3d", "conv3d_transpose", "dense", "dropout", "embedding", "flatten", "layer_norm",
+           "max_pooling1d", "max_pooling2d", "max_pooling3d", "separable_conv2d"]
 
 _ACTIVATIONS = {None: None, "relu": nn.relu, "tanh": nn.tanh, "sigmoid": nn.sigmoid, "softmax": nn.softmax}
 
@@ -96,9 +97,11 @@ def _pair(v):
 
 
 def glorot_uniform_hwio(shape, dtype=np.float32):
-    """Glorot-uniform values for a TF1 filter [h, w, in, out] (fans over the window, as TF1 counts them)."""
-    kh, kw, cin, cout = shape
-    return np.ascontiguousarray(init.glorot_uniform((cout, cin, kh, kw), dtype=dtype).transpose(2, 3, 1, 0))
+    """Glorot-uniform values for a TF1 filter [k..., in, out] ([h, w, in, out] in 2-D; fans over the
+    window, as TF1 counts them)."""
+    *ks, cin, cout = shape
+    n = len(ks)
+    return np.ascontiguousarray(init.glorot_uniform((cout, cin, *ks), dtype=dtype).transpose(*range(2, n + 2), 1, 0))
 
 
 def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
@@ -238,6 +241,81 @@ def average_pooling2d(inputs, pool_size, strides=None, padding: str = "valid", d
     ps, st = _pair(pool_size), _pair(strides)
     return _channels_first(inputs, data_format, lambda x: nn.avg_pool_nchw(x, ps, st, padding, name=name))
 
+
+
+# -- 3-D layers: NDHWC by default (NCDHW with channels_first), on trainer.nn_conv's N-D ops -------
+_FORMATS_3D = {"channels_last": "NDHWC", "channels_first": "NCDHW"}
+
+
+def _format_3d(data_format: str) -> str:
+    if data_format not in _FORMATS_3D:
+        raise ValueError(f"data_format must be one of {_FORMATS}, got {data_format!r}")
+    return _FORMATS_3D[data_format]
+
+
+def _triple(v) -> tuple:
+    return (int(v),) * 3 if isinstance(v, (int, np.integer)) else tuple(int(d) for d in v)
+
+
+def _padding_3d(padding: str) -> str:
+    _auto_pad(padding)
+    return padding.upper()
+
+
+def _add_bias(y: Tensor, b, fmt: str) -> Tensor:
+    return y if b is None else nn.bias_add(y, b, data_format="NCHW" if fmt == "NCDHW" else None)
+
+
+def conv3d(inputs, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid",
+           data_format: str = "channels_last", dilation_rate=(1, 1, 1), activation=None, use_bias: bool = True,
+           kernel_initializer=None, bias_initializer=None, *, trainable: bool = True, name: str | None = None,
+           reuse=None):
+    """TF1's ``tf.layers.conv3d``: the ``kernel`` variable is [d, h, w, in, filters]."""
+    fmt, ks = _format_3d(data_format), _triple(kernel_size)
+    x = convert_to_tensor(inputs)
+    cin = x.shape[-1] if fmt == "NDHWC" else x.shape[1]
+    with _layer_scope(x.graph, name, "conv3d", reuse):
+        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (cin, filters), x.dtype, "kernel", trainable)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        y = nn_conv.conv3d(x, w, strides=[1, *_triple(strides), 1] if fmt == "NDHWC" else [1, 1, *_triple(strides)],
+                           padding=_padding_3d(padding), data_format=fmt, dilations=_triple(dilation_rate))
+        return _activate(_add_bias(y, b, fmt), activation)
+
+
+def conv3d_transpose(inputs, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid",
+                     data_format: str = "channels_last", activation=None, use_bias: bool = True,
+                     kernel_initializer=None, bias_initializer=None, *, trainable: bool = True,
+                     name: str | None = None, reuse=None):
+    """TF1's ``tf.layers.conv3d_transpose``: each spatial size becomes ``in * stride`` ("same") or
+    ``(in - 1) * stride + kernel`` ("valid"); the ``kernel`` variable is [d, h, w, filters, in]."""
+    fmt, ks, st = _format_3d(data_format), _triple(kernel_size), _triple(strides)
+    pad = _padding_3d(padding)
+    x = convert_to_tensor(inputs)
+    last = fmt == "NDHWC"
+    cin, spatial = (x.shape[-1], x.shape[1:4]) if last else (x.shape[1], x.shape[2:])
+    if None in spatial:
+        raise ValueError(f"conv3d_transpose: input {x.name} needs static spatial dims, got shape {x.shape}")
+    out = [d * s if pad == "SAME" else (d - 1) * s + k for d, s, k in zip(spatial, st, ks)]
+    batch = -1 if x.shape[0] is None else x.shape[0]
+    with _layer_scope(x.graph, name, "conv3d_transpose", reuse):
+        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (filters, cin), x.dtype, "kernel", trainable)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        y = nn_conv.conv3d_transpose(x, w, [batch, *out, filters] if last else [batch, filters, *out], st, pad,
+                                     data_format=fmt)
+        return _activate(_add_bias(y, b, fmt), activation)
+
+
+def max_pooling3d(inputs, pool_size, strides, padding: str = "valid", data_format: str = "channels_last", name=None):
+    """TF1's ``tf.layers.max_pooling3d`` over NDHWC ``inputs`` (NCDHW with channels_first)."""
+    return nn_conv.max_pool3d(inputs, _triple(pool_size), _triple(strides), _padding_3d(padding),
+                              _format_3d(data_format), name=name)
+
+
+def average_pooling3d(inputs, pool_size, strides, padding: str = "valid", data_format: str = "channels_last",
+                      name=None):
+    """TF1's ``tf.layers.average_pooling3d`` over NDHWC ``inputs`` (padding excluded from "same" means)."""
+    return nn_conv.avg_pool3d(inputs, _triple(pool_size), _triple(strides), _padding_3d(padding),
+                              _format_3d(data_format), name=name)
 
 def flatten(inputs, name=None):
     return make_op("Flatten", [inputs], {"axis": 1}, name=name).outputs[0]
@@ -498,8 +576,9 @@ def dynamic_rnn(cell, inputs, initial_state):
 
 # TF1's layer objects (trainer/layer_classes.py builds them on the functions here).
 LAZY_ATTRIBUTES = {name: ("trainer.layer_classes", name) for name in (
-    "AveragePooling1D", "AveragePooling2D", "BatchNormalization", "Conv1D", "Conv2D", "Conv2DTranspose", "Dense",
-    "Dropout", "Flatten", "Layer", "MaxPooling1D", "MaxPooling2D", "SeparableConv2D")}
+    "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "BatchNormalization", "Conv1D", "Conv2D",
+    "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Dense", "Dropout", "Flatten", "Layer", "MaxPooling1D",
+    "MaxPooling2D", "MaxPooling3D", "SeparableConv2D")}
 
 
 def __getattr__(name: str):

@@ -541,16 +541,27 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False, name=N
     return make_op("Identity", [loss], name=name).outputs[0]
 
 
-# The recurrent API lives in trainer.rnn / trainer.rnn_cell (which build on this module), reached
-# as tf.nn.<name> on first use.
+# The recurrent API lives in trainer.rnn / trainer.rnn_cell, N-D convolutions and pools in
+# trainer.nn_conv, CTC in trainer.ctc (all build on this module), reached as tf.nn.<name> on first use.
 LAZY_ATTRIBUTES = {
     "rnn_cell": ("trainer.rnn_cell", None),
     "dynamic_rnn": ("trainer.rnn", "dynamic_rnn"),
     "static_rnn": ("trainer.rnn", "static_rnn"),
     "bidirectional_dynamic_rnn": ("trainer.rnn", "bidirectional_dynamic_rnn"),
     "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
-    "log_uniform_candidate_sampler": ("trainer.random_ops", "log_uniform_candidate_sampler"),
+    **{name: ("trainer.random_ops", name) for name in (
+        "compute_accidental_hits", "fixed_unigram_candidate_sampler", "log_uniform_candidate_sampler",
+        "uniform_candidate_sampler")},
     "embedding_lookup_sparse": ("trainer.sparse_tensor", "embedding_lookup_sparse"),
+    "safe_embedding_lookup_sparse": ("trainer.sparse_tensor", "safe_embedding_lookup_sparse"),
+    **{name: ("trainer.nn_conv", name) for name in (
+        "atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
+        "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
+        "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool")},
+    "ctc_loss": ("trainer.ctc", "ctc_loss"),
+    "ctc_greedy_decoder": ("trainer.ctc", "ctc_greedy_decoder"),
+    "ctc_beam_search_decoder": ("trainer.ctc", "ctc_beam_search_decoder"),
+    "collapse_repeated": ("trainer.ctc", "collapse_repeated"),
 }
 
 

@@ -26,7 +26,8 @@ from trainer.graph import TRAINER_DOMAIN, Graph, Tensor, get_default_graph
 from trainer.ops import add, cast, constant, convert_to_tensor, gather, make_op, multiply
 
 __all__ = [
-    "get_seed", "log_uniform_candidate_sampler", "multinomial", "random_crop", "random_normal", "random_shuffle",
+    "compute_accidental_hits", "fixed_unigram_candidate_sampler", "get_seed", "log_uniform_candidate_sampler",
+    "uniform_candidate_sampler", "multinomial", "random_crop", "random_normal", "random_shuffle",
     "random_uniform", "set_random_seed",
     "truncated_normal",
 ]
@@ -151,16 +152,56 @@ def multinomial(logits, num_samples: int, seed=None, name=None, output_dtype=np.
     return cast(make_op("Transpose", [ids], {"perm": [1, 0]}, name=name).outputs[0], as_numpy_dtype(output_dtype))
 
 
+def _candidate_sampler(op: str, true_classes, num_sampled: int, unique: bool, range_max: int, seed, name,
+                       **attrs):
+    true_classes = convert_to_tensor(true_classes)
+    seed1, seed2 = get_seed(seed, true_classes.graph)
+    node = make_op(op, [true_classes], {"num_sampled": int(num_sampled), "range_max": int(range_max),
+                                        "unique": int(bool(unique)), "seed": seed1, "seed2": seed2, **attrs},
+                   domain=TRAINER_DOMAIN, name=name or op, num_outputs=3)
+    node.attrs["stream"] = node.name
+    return tuple(node.outputs)
+
+
 def log_uniform_candidate_sampler(true_classes, num_true: int, num_sampled: int, unique: bool, range_max: int,
                                   seed=None, name=None):
     """(sampled_candidates, true_expected_count, sampled_expected_count): ``num_sampled`` class ids
     from P(k) = log((k + 2) / (k + 1)) / log(range_max + 1), for sampled softmax and NCE."""
-    true_classes = convert_to_tensor(true_classes)
-    g = true_classes.graph
-    seed1, seed2 = get_seed(seed, g)
-    node = make_op("LogUniformCandidateSampler", [true_classes],
-                   {"num_sampled": int(num_sampled), "range_max": int(range_max), "unique": int(bool(unique)),
-                    "seed": seed1, "seed2": seed2}, domain=TRAINER_DOMAIN, name=name or "LogUniformCandidateSampler",
-                   num_outputs=3)
-    node.attrs["stream"] = node.name
-    return tuple(node.outputs)
+    return _candidate_sampler("LogUniformCandidateSampler", true_classes, num_sampled, unique, range_max, seed, name)
+
+
+def uniform_candidate_sampler(true_classes, num_true: int, num_sampled: int, unique: bool, range_max: int,
+                              seed=None, name=None):
+    """TF1's ``tf.nn.uniform_candidate_sampler``: ``num_sampled`` class ids drawn uniformly from
+    [0, range_max), with the expected counts of the true and sampled classes."""
+    return _candidate_sampler("UniformCandidateSampler", true_classes, num_sampled, unique, range_max, seed, name)
+
+
+def fixed_unigram_candidate_sampler(true_classes, num_true: int, num_sampled: int, unique: bool, range_max: int,
+                                    vocab_file: str = "", distortion: float = 1.0, num_reserved_ids: int = 0,
+                                    num_shards: int = 1, shard: int = 0, unigrams=(), seed=None, name=None):
+    """TF1's ``tf.nn.fixed_unigram_candidate_sampler`` with ``unigrams=`` (no vocab file, one
+    shard): class ids drawn with probability proportional to ``unigrams ** distortion``."""
+    if vocab_file or num_shards != 1 or shard != 0:
+        raise NotImplementedError("fixed_unigram_candidate_sampler: pass unigrams= (vocab_file and shards are "
+                                  "not supported)")
+    return _candidate_sampler("FixedUnigramCandidateSampler", true_classes, num_sampled, unique, range_max, seed,
+                              name, unigrams=[float(u) for u in unigrams], distortion=float(distortion),
+                              num_reserved_ids=int(num_reserved_ids))
+
+
+def compute_accidental_hits(true_classes, sampled_candidates, num_true: int, seed=None, name=None):
+    """TF1's ``tf.nn.compute_accidental_hits``: (indices, ids, weights) of each sampled candidate
+    that equals one of its example's true classes: the example's row, the position in
+    ``sampled_candidates``, and a weight of -FLT_MAX to add to that logit."""
+    true_classes = cast(convert_to_tensor(true_classes), np.int64)
+    sampled = cast(convert_to_tensor(sampled_candidates), np.int64)
+    equal = make_op("Equal", [make_op("Unsqueeze", [true_classes, constant(np.asarray([2], np.int64))]).outputs[0],
+                              make_op("Reshape", [sampled, constant(np.asarray([1, 1, -1], np.int64))]).outputs[0]]
+                    ).outputs[0]  # [batch, num_true, num_sampled]
+    hit = make_op("ReduceMax", [cast(equal, np.int32), constant(np.asarray([1], np.int64))], {"keepdims": 0}).outputs[0]
+    where = make_op("Transpose", [make_op("NonZero", [hit]).outputs[0]], {"perm": [1, 0]}).outputs[0]  # [hits, 2]
+    rows, ids = gather(where, 0, axis=1), gather(where, 1, axis=1)
+    weights = make_op("Expand", [constant(np.asarray(-np.finfo(np.float32).max, np.float32)),
+                                 make_op("Shape", [ids]).outputs[0]]).outputs[0]
+    return cast(rows, np.int32), make_op("Identity", [ids], name=name).outputs[0], weights

@@ -16,10 +16,11 @@ import numpy as np
 from trainer.array_ops import expand_dims, less_equal, reduce_sum, scatter_nd
 from trainer.dtypes import as_dtype
 from trainer.graph import Tensor
-from trainer.ops import (cast, concat, convert_to_tensor, gather, identity, ones_like, placeholder, reshape, shape, sqrt,
-                         transpose)
+from trainer.ops import (cast, concat, constant, convert_to_tensor, gather, identity, make_op, ones_like, placeholder,
+                         reshape, shape, sqrt, transpose)
 
-__all__ = ["SparseTensor", "SparseTensorValue", "embedding_lookup_sparse", "sparse_placeholder", "sparse_reduce_sum",
+__all__ = ["SparseTensor", "SparseTensorValue", "embedding_lookup_sparse", "safe_embedding_lookup_sparse",
+           "sparse_placeholder", "sparse_reduce_sum",
            "sparse_tensor_dense_matmul", "sparse_tensor_to_dense"]
 
 SparseTensorValue = namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
@@ -144,4 +145,35 @@ def embedding_lookup_sparse(params, sp_ids: SparseTensor, sp_weights: SparseTens
     norm = per_row if combiner == "mean" else sqrt(per_row)
     safe = norm + cast(less_equal(norm, 0), table.dtype)  # a row with no ids stays zeros
     combined = total / expand_dims(safe, 1)
+    return identity(combined, name=name) if name else combined
+
+
+def safe_embedding_lookup_sparse(embedding_weights, sparse_ids: SparseTensor,
+                                 sparse_weights: SparseTensor | None = None, combiner: str = "mean", default_id=None,
+                                 name=None, partition_strategy="div", max_norm=None) -> Tensor:
+    """TF1's ``tf.nn.safe_embedding_lookup_sparse``: ``embedding_lookup_sparse`` over [batch, n]
+    ids that ignores invalid ids (< 0) and non-positive weights; a row left with no valid id is
+    zeros, or the embedding of ``default_id`` when one is given."""
+    if sparse_ids.shape is not None and len(sparse_ids.shape) != 2:
+        raise ValueError(f"safe_embedding_lookup_sparse: sparse_ids must be rank 2 ([batch, ids]), got shape "
+                         f"{sparse_ids.shape}")
+    table = convert_to_tensor(embedding_weights[0] if isinstance(embedding_weights, (list, tuple))
+                              and len(embedding_weights) == 1 else embedding_weights)
+    ids = cast(sparse_ids.values, np.int64)
+    zero_id, zero = constant(np.asarray(0, np.int64)), constant(np.asarray(0, table.dtype))
+    valid = make_op("GreaterOrEqual", [ids, zero_id]).outputs[0]
+    weights = ones_like(cast(ids, table.dtype)) if sparse_weights is None else cast(sparse_weights.values, table.dtype)
+    if sparse_weights is not None:
+        valid = make_op("And", [valid, make_op("Greater", [weights, zero]).outputs[0]]).outputs[0]
+    kept_ids = SparseTensor(sparse_ids.indices, make_op("Where", [valid, ids, zero_id]).outputs[0],
+                            sparse_ids.dense_shape)
+    kept_weights = SparseTensor(sparse_ids.indices, make_op("Where", [valid, weights, zero]).outputs[0],
+                                sparse_ids.dense_shape)
+    combined = embedding_lookup_sparse(table, kept_ids, kept_weights, combiner=combiner, max_norm=max_norm)
+    if default_id is not None:
+        rows = expand_dims(gather(sparse_ids.indices, 0, axis=1), 1)
+        counts = scatter_nd(rows, cast(valid, table.dtype), gather(sparse_ids.dense_shape, [0]))
+        empty = expand_dims(less_equal(counts, 0), 1)
+        fallback = gather(table, constant(np.asarray([int(default_id)], np.int64)))
+        combined = make_op("Where", [empty, fallback, combined]).outputs[0]
     return identity(combined, name=name) if name else combined

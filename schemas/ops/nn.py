@@ -575,3 +575,51 @@ def _grid_sample_grad(ctx):
         "(None where that input is absent or a boolean mask).")
 def _attention_grad(ctx):
     return [ctx.input(i) for i in range(4, 10)][: ctx.num_outputs]
+
+
+def _time_major_input(ctx):
+    """Input 0 of a CTC op, [max_time, batch, classes], and its batch size (None where unknown)."""
+    x = ctx.input(0)
+    if x.shape is None:
+        return x, None
+    if len(x.shape) != 3:
+        raise ctx.fail(f"input must be [max_time, batch, classes], got shape {x.shape}")
+    return x, x.shape[1]
+
+
+@op("CTCLoss", domain=D, inputs=["logits", "labels_indices", "labels_values", "sequence_length"],
+    outputs=["loss", "gradient"],
+    attrs={"preprocess_collapse_repeated": Attr("int", 0), "ctc_merge_repeated": Attr("int", 1),
+           "ignore_longer_outputs_than_inputs": Attr("int", 0)},
+    differentiable=True,
+    doc="TensorFlow's CTCLoss: time-major logits [T, B, C] (blank = C - 1), sparse labels (indices [N, 2], "
+        "values [N]); the per-example loss [B] and its gradient with respect to the logits.")
+def _ctc_loss(ctx):
+    logits, batch = _time_major_input(ctx)
+    return [TensorType(logits.dtype, (batch,)), logits]
+
+
+
+@op("CTCGreedyDecoder", domain=D, inputs=["inputs", "sequence_length"],
+    outputs=["decoded_indices", "decoded_values", "decoded_shape", "log_probability"],
+    attrs={"merge_repeated": Attr("int", 1)},
+    doc="TensorFlow's CTCGreedyDecoder: the most likely class per frame of time-major inputs [T, B, C], "
+        "repeats merged and blanks (C - 1) removed, as a sparse [B, max length] tensor; log_probability [B, 1] "
+        "is minus the sum of each frame's largest logit.")
+def _ctc_greedy_decoder(ctx):
+    x, batch = _time_major_input(ctx)
+    return [TensorType(INT64, (None, 2)), TensorType(INT64, (None,)), TensorType(INT64, (2,)),
+            TensorType(x.dtype, (batch, 1))]
+
+
+@op("CTCBeamSearchDecoder", domain=D, inputs=["inputs", "sequence_length"],
+    outputs=["decoded_indices", "decoded_values", "decoded_shapes", "log_probability"],
+    attrs={"beam_width": Attr("int", 100), "top_paths": Attr("int", 1), "merge_repeated": Attr("int", 1)},
+    doc="TensorFlow's CTCBeamSearchDecoder: the top_paths most likely labelings of time-major inputs [T, B, C] "
+        "(blank = C - 1) by prefix beam search, as one sparse tensor of indices [N, 3] (path, batch, position), "
+        "values [N] and each path's dense shape [top_paths, 2]; log_probability [B, top_paths].")
+def _ctc_beam_search_decoder(ctx):
+    x, batch = _time_major_input(ctx)
+    paths = ctx.attrs["top_paths"]
+    return [TensorType(INT64, (None, 3)), TensorType(INT64, (None,)), TensorType(INT64, (paths, 2)),
+            TensorType(x.dtype, (batch, paths))]

@@ -28,12 +28,25 @@ op("RandomUniform", domain=D, inputs=["shape"], outputs=["output"], stateful=Tru
    doc="Samples of U[0, 1)." + _SEEDED)(_random_of_shape)
 op("TruncatedNormal", domain=D, inputs=["shape"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
    doc="Samples of N(0, 1) redrawn until within 2 standard deviations." + _SEEDED)(_random_of_shape)
-op("LogUniformCandidateSampler", domain=D, inputs=["true_classes"],
-   outputs=["sampled_candidates", "true_expected_count", "sampled_expected_count"], stateful=True,
-   attrs={"num_sampled": Attr("int", REQUIRED), "range_max": Attr("int", REQUIRED), "unique": Attr("int", 1),
-          "seed": Attr("int", 0), "seed2": Attr("int", 0), "stream": Attr("string", "")},
+_SAMPLER_ATTRS = {"num_sampled": Attr("int", REQUIRED), "range_max": Attr("int", REQUIRED), "unique": Attr("int", 1),
+                  "seed": Attr("int", 0), "seed2": Attr("int", 0), "stream": Attr("string", "")}
+_SAMPLER_OUTPUTS = ["sampled_candidates", "true_expected_count", "sampled_expected_count"]
+_EXPECTED = ", with the expected counts of the true and sampled classes."
+
+
+def _sampler_rule(ctx):
+    return [TensorType(_INT64, (ctx.attrs["num_sampled"],)), TensorType(np.dtype(np.float32), ctx.input(0).shape),
+            TensorType(np.dtype(np.float32), (ctx.attrs["num_sampled"],))]
+
+
+op("LogUniformCandidateSampler", domain=D, inputs=["true_classes"], outputs=_SAMPLER_OUTPUTS, stateful=True,
+   attrs=_SAMPLER_ATTRS,
    doc="num_sampled class ids drawn from P(k) = log((k+2)/(k+1)) / log(range_max+1) (Zipf-like, for "
-       "sampled softmax / NCE), with the expected counts of the true and sampled classes.")(
-    lambda ctx: [TensorType(_INT64, (ctx.attrs["num_sampled"],)),
-                 TensorType(np.dtype(np.float32), ctx.input(0).shape),
-                 TensorType(np.dtype(np.float32), (ctx.attrs["num_sampled"],))])
+       "sampled softmax / NCE)" + _EXPECTED)(_sampler_rule)
+op("UniformCandidateSampler", domain=D, inputs=["true_classes"], outputs=_SAMPLER_OUTPUTS, stateful=True,
+   attrs=_SAMPLER_ATTRS, doc="num_sampled class ids drawn uniformly from [0, range_max)" + _EXPECTED)(_sampler_rule)
+op("FixedUnigramCandidateSampler", domain=D, inputs=["true_classes"], outputs=_SAMPLER_OUTPUTS, stateful=True,
+   attrs={**_SAMPLER_ATTRS, "unigrams": Attr("floats", REQUIRED), "distortion": Attr("float", 1.0),
+          "num_reserved_ids": Attr("int", 0)},
+   doc="num_sampled class ids drawn with probability proportional to unigrams ** distortion (ids below "
+       "num_reserved_ids never drawn)" + _EXPECTED)(_sampler_rule)

@@ -87,6 +87,8 @@ CASES = {
     "flowstack::BatchNormTraining": ([f(4, 3, 2, 2), pos(3), f(3)], {"epsilon": 1e-5}, [0, 1, 2]),
     "flowstack::SoftmaxCrossEntropyWithLogits": ([f(4, 5), np.eye(5)[[0, 3, 1, 4]]], {}, [0]),
     "flowstack::SparseSoftmaxCrossEntropyWithLogits": ([f(4, 5), ints([0, 3, 1, 4])], {}, [0]),
+    "flowstack::CTCLoss": ([f(6, 2, 4), np.array([[0, 0], [0, 1], [1, 0]], np.int64), ints([1, 2, 0]),
+                           ints([6, 4])], {}, [0]),
     "flowstack::SumToShape": ([f(3, 4), f(1, 4)], {}, [0]),
     "flowstack::TensorArrayScatter": ([f(4, 3), ints([2, 0]), f(2, 3), np.array(4, np.int64)], {"dynamic_size": 0},
                                       [0, 2]),

@@ -480,3 +480,10 @@ def _depth_to_space(node, grads):
 @reg("SpaceToDepth")
 def _space_to_depth(node, grads):
     return [onnx("DepthToSpace", [grads[0]], {"blocksize": node.attrs["blocksize"], "mode": node.attrs["mode"]})]
+
+
+@reg("CTCLoss", "flowstack")
+def _ctc_loss(node, grads):
+    # The kernel computes d loss / d logits with the loss, as TF's CTCLoss does; scale it per example.
+    scale = onnx("Unsqueeze", [grads[0], ints_const([0, 2])])
+    return [onnx("Mul", [node.outputs[1], scale]), None, None, None]

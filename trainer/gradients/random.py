@@ -4,4 +4,5 @@ from __future__ import annotations
 
 from trainer.gradients.helpers import zero_grad
 
-zero_grad("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "LogUniformCandidateSampler", domain="flowstack")
+zero_grad("RandomStandardNormal", "RandomUniform", "TruncatedNormal", "LogUniformCandidateSampler",
+          "UniformCandidateSampler", "FixedUnigramCandidateSampler", domain="flowstack")

@@ -1,4 +1,5 @@
-"""Gradient helper kernels for convolution, pooling and normalization.
+"""Gradient helper kernels for convolution, pooling and normalization, and TensorFlow's CTC ops
+(CTCLoss, which returns its logits gradient with the loss, and CTCGreedyDecoder).
 
 They reuse the edge runtime's sliding-window machinery (``sliding_windows``): a convolution's filter
 gradient is one matmul against the im2col columns, its input gradient one matmul followed by a
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import math
 from itertools import product
+
+import numpy as np
 
 from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels import kernel
@@ -185,3 +188,164 @@ def layer_norm_grad(dy, x, scale, *, xp, axis, epsilon):
     m = math.prod(x.shape[axis:])
     dx = inv_std / m * (m * g - g.sum(axis=axes, keepdims=True) - xhat * (g * xhat).sum(axis=axes, keepdims=True))
     return dx.astype(x.dtype, copy=False), dscale, db
+
+
+def _ctc_targets(values, collapse: bool) -> list[int]:
+    labels = [int(v) for v in values]
+    if collapse:
+        labels = [v for i, v in enumerate(labels) if i == 0 or v != labels[i - 1]]
+    return labels
+
+
+def _shift(v, k: int, xp):
+    """``v`` moved ``k`` places along (back for negative ``k``), -inf where nothing moved in."""
+    out = xp.full_like(v, -np.inf)
+    if abs(k) < len(v):
+        if k > 0:
+            out[k:] = v[:-k]
+        else:
+            out[:k] = v[-k:]
+    return out
+
+
+def _ctc_one(log_probs, labels: list[int], blank: int, merge: bool, xp):
+    """CTC's forward-backward in log space for one example: (loss, d loss / d logits) of
+    ``log_probs`` [T, C] and the target ``labels``."""
+    steps = log_probs.shape[0]
+    ext = xp.full(2 * len(labels) + 1, blank, dtype=np.int64)
+    ext[1::2] = labels
+    size = len(ext)
+    # Transitions into s: from s (unless an unmerged label repeats), s - 1, and s - 2 past a blank
+    # between two different labels.
+    stay = xp.asarray([merge or e == blank for e in ext.tolist()])
+    skip = xp.asarray([s > 1 and ext[s] != blank and ext[s] != ext[s - 2] for s in range(size)])
+    emit = log_probs[:, ext]  # [T, S]
+    neg = -np.inf
+    alpha = xp.full((steps, size), neg)
+    alpha[0, :min(2, size)] = emit[0, :min(2, size)]
+    for t in range(1, steps):
+        prev = alpha[t - 1]
+        into = xp.logaddexp(xp.where(stay, prev, neg), _shift(prev, 1, xp))
+        alpha[t] = xp.logaddexp(into, xp.where(skip, _shift(prev, 2, xp), neg)) + emit[t]
+    beta = xp.full((steps, size), neg)
+    beta[-1, -min(2, size):] = emit[-1, -min(2, size):]
+    skip_from = xp.zeros_like(skip)  # s -> s + 2 allowed
+    skip_from[:-2] = skip[2:]
+    for t in range(steps - 2, -1, -1):
+        nxt = beta[t + 1]
+        out_of = xp.logaddexp(xp.where(stay, nxt, neg), _shift(nxt, -1, xp))
+        beta[t] = xp.logaddexp(out_of, xp.where(skip_from, _shift(nxt, -2, xp), neg)) + emit[t]
+    log_p = float(xp.logaddexp(alpha[-1, -1], alpha[-1, -2]) if size > 1 else alpha[-1, -1])
+    if not math.isfinite(log_p):
+        return np.inf, xp.zeros_like(log_probs)
+    both = alpha + beta - emit  # the log-probability of the paths through (t, s), times p
+    occupancy = xp.full(log_probs.shape, neg)
+    for s in range(size):
+        occupancy[:, ext[s]] = xp.logaddexp(occupancy[:, ext[s]], both[:, s])
+    return -log_p, xp.exp(log_probs) - xp.exp(occupancy - log_p)
+
+
+@kernel("CTCLoss", domain=D)
+def ctc_loss(logits, labels_indices, labels_values, sequence_length, *, xp, preprocess_collapse_repeated,
+             ctc_merge_repeated, ignore_longer_outputs_than_inputs):
+    steps, batch, classes = logits.shape
+    x = logits.astype(np.float64)
+    log_probs = x - x.max(axis=2, keepdims=True)
+    log_probs = log_probs - xp.log(xp.exp(log_probs).sum(axis=2, keepdims=True))
+    loss = xp.zeros(batch, dtype=np.float64)
+    grad = xp.zeros_like(x)
+    rows = labels_indices[:, 0] if len(labels_indices) else labels_indices.reshape(-1)
+    for b in range(batch):
+        length = int(sequence_length[b])
+        if not 0 <= length <= steps:
+            raise ValueError(f"CTCLoss: sequence_length[{b}] = {length} is outside [0, {steps}]")
+        labels = _ctc_targets(labels_values[rows == b], bool(preprocess_collapse_repeated))
+        if any(not 0 <= v < classes - 1 for v in labels):
+            raise ValueError(f"CTCLoss: labels of batch {b} must be in [0, {classes - 1}) (class {classes - 1} is the "
+                             f"blank), got {labels}")
+        required = len(labels) + sum(int(a == c) for a, c in zip(labels, labels[1:]))  # a blank between repeats
+        if length < required:
+            if ignore_longer_outputs_than_inputs:
+                continue
+            raise ValueError(f"CTCLoss: not enough time for target transition sequence in batch {b} (required: "
+                             f"{required}, available: {length}); pass ignore_longer_outputs_than_inputs=True to "
+                             f"skip such examples")
+        if length == 0:
+            continue
+        loss[b], grad[:length, b] = _ctc_one(log_probs[:length, b], labels, classes - 1, bool(ctc_merge_repeated), xp)
+    return loss.astype(logits.dtype), grad.astype(logits.dtype)
+
+
+@kernel("CTCGreedyDecoder", domain=D)
+def ctc_greedy_decoder(inputs, sequence_length, *, xp, merge_repeated):
+    steps, batch, classes = inputs.shape
+    best = inputs.argmax(axis=2)  # [T, B]
+    log_probability = xp.zeros((batch, 1), dtype=inputs.dtype)
+    indices, values, longest = [], [], 0
+    for b in range(batch):
+        length = int(sequence_length[b])
+        if not 0 <= length <= steps:
+            raise ValueError(f"CTCGreedyDecoder: sequence_length[{b}] = {length} is outside [0, {steps}]")
+        log_probability[b, 0] = -inputs[:length, b].max(axis=1).sum()
+        path = best[:length, b].tolist()
+        repeat = [bool(merge_repeated) and t > 0 and path[t - 1] == c for t, c in enumerate(path)]
+        decoded = [c for c, again in zip(path, repeat) if c != classes - 1 and not again]
+        indices += [(b, i) for i in range(len(decoded))]
+        values += decoded
+        longest = max(longest, len(decoded))
+    return (xp.asarray(indices, dtype=np.int64).reshape(-1, 2), xp.asarray(values, dtype=np.int64),
+            xp.asarray([batch, longest], dtype=np.int64), log_probability)
+
+
+def _prefix_beam_search(log_probs, blank: int, beam_width: int) -> list[tuple[tuple[int, ...], float]]:
+    """CTC prefix beam search over ``log_probs`` [T, C]: (labeling, log-probability) pairs, best
+    first, each prefix's probability split into paths ending in a blank and in its last label."""
+    neg = -np.inf
+    beams = {(): (0.0, neg)}  # prefix -> (log p ending in blank, log p ending in its last label)
+    for frame in log_probs:
+        grown: dict[tuple[int, ...], list[float]] = {}
+
+        def add(prefix, blank_lp, label_lp):
+            entry = grown.setdefault(prefix, [neg, neg])
+            entry[0], entry[1] = np.logaddexp(entry[0], blank_lp), np.logaddexp(entry[1], label_lp)
+
+        for prefix, (pb, pl) in beams.items():
+            total = np.logaddexp(pb, pl)
+            add(prefix, total + frame[blank], neg)
+            for c in range(len(frame)):
+                if c == blank:
+                    continue
+                if prefix and prefix[-1] == c:
+                    add(prefix, neg, pl + frame[c])  # the last label held
+                    add(prefix + (c,), neg, pb + frame[c])  # a repeat needs the blank between
+                else:
+                    add(prefix + (c,), neg, total + frame[c])
+        ranked = sorted(grown.items(), key=lambda kv: -np.logaddexp(*kv[1]))[:beam_width]
+        beams = {prefix: tuple(lp) for prefix, lp in ranked}
+    return sorted(((p, float(np.logaddexp(*lp))) for p, lp in beams.items()), key=lambda pl: -pl[1])
+
+
+@kernel("CTCBeamSearchDecoder", domain=D)
+def ctc_beam_search_decoder(inputs, sequence_length, *, xp, beam_width, top_paths, merge_repeated):
+    steps, batch, classes = inputs.shape
+    if not 1 <= top_paths <= beam_width:
+        raise ValueError(f"CTCBeamSearchDecoder: top_paths {top_paths} must be in [1, beam_width {beam_width}]")
+    x = np.asarray(inputs, np.float64)
+    log_probs = x - np.logaddexp.reduce(x, axis=2, keepdims=True)
+    log_probability = np.full((batch, top_paths), -np.inf)
+    indices, values, longest = [], [], [0] * top_paths
+    for b in range(batch):
+        length = int(sequence_length[b])
+        if not 0 <= length <= steps:
+            raise ValueError(f"CTCBeamSearchDecoder: sequence_length[{b}] = {length} is outside [0, {steps}]")
+        best = _prefix_beam_search(log_probs[:length, b], classes - 1, beam_width)[:top_paths]
+        for p, (labels, lp) in enumerate(best):
+            if merge_repeated:  # TF's beam search also merges repeats separated by a blank in its output
+                labels = tuple(c for i, c in enumerate(labels) if i == 0 or labels[i - 1] != c)
+            log_probability[b, p] = lp
+            indices += [(p, b, i) for i in range(len(labels))]
+            values += labels
+            longest[p] = max(longest[p], len(labels))
+    shapes = [[batch, n] for n in longest]
+    return (xp.asarray(np.asarray(indices, np.int64).reshape(-1, 3)), xp.asarray(np.asarray(values, np.int64)),
+            xp.asarray(np.asarray(shapes, np.int64)), xp.asarray(log_probability.astype(inputs.dtype)))

@@ -58,6 +58,30 @@ def truncated_normal_kernel(rctx, shape, *, xp, dtype, seed, seed2, stream):
     return xp.asarray(v.astype(dtype))
 
 
+def _candidates(gen, prob, draw, true_classes, op: str, num_sampled: int, range_max: int, unique: int, xp):
+    """(sampled, true_expected_count, sampled_expected_count) of a candidate sampler drawing class ids
+    in [0, range_max) with ``draw(n)``, each id's probability ``prob(k)``."""
+    if unique:
+        if num_sampled > range_max:
+            raise ValueError(f"{op}: num_sampled {num_sampled} > range_max {range_max} with unique=True")
+        chosen: dict[int, None] = {}
+        tries = 0
+        while len(chosen) < num_sampled:
+            for k in draw(num_sampled):
+                tries += 1
+                if len(chosen) < num_sampled:
+                    chosen.setdefault(int(k))
+        sampled = np.fromiter(chosen, np.int64, num_sampled)
+        # Expected count of a class in `tries` draws with replacement (TensorFlow's approximation).
+        expected = lambda k: -np.expm1(tries * np.log1p(-np.minimum(prob(k), 1 - 1e-12)))  # noqa: E731
+    else:
+        sampled = draw(num_sampled)
+        expected = lambda k: prob(k) * num_sampled  # noqa: E731
+    true = np.asarray(true_classes, np.int64)
+    return (xp.asarray(sampled), xp.asarray(expected(true).astype(np.float32)),
+            xp.asarray(expected(sampled).astype(np.float32)))
+
+
 @stateful_kernel("LogUniformCandidateSampler")
 def log_uniform_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_max, unique, seed, seed2, stream):
     gen = op_generator(rctx, seed, seed2, stream)
@@ -69,23 +93,24 @@ def log_uniform_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_max
     def draw(n):
         return (np.exp(gen.random(n) * log_range).astype(np.int64) - 1) % range_max
 
-    if unique:
-        if num_sampled > range_max:
-            raise ValueError(f"LogUniformCandidateSampler: num_sampled {num_sampled} > range_max {range_max} "
-                             "with unique=True")
-        chosen: dict[int, None] = {}
-        tries = 0
-        while len(chosen) < num_sampled:
-            for k in draw(num_sampled):
-                tries += 1
-                if len(chosen) < num_sampled:
-                    chosen.setdefault(int(k))
-        sampled = np.fromiter(chosen, np.int64, num_sampled)
-        # Expected count of a class in `tries` draws with replacement (TensorFlow's approximation).
-        expected = lambda k: -np.expm1(tries * np.log1p(-prob(k)))  # noqa: E731
-    else:
-        sampled = draw(num_sampled)
-        expected = lambda k: prob(k) * num_sampled  # noqa: E731
-    true = np.asarray(true_classes, np.int64)
-    return (xp.asarray(sampled), xp.asarray(expected(true).astype(np.float32)),
-            xp.asarray(expected(sampled).astype(np.float32)))
+    return _candidates(gen, prob, draw, true_classes, "LogUniformCandidateSampler", num_sampled, range_max, unique, xp)
+
+
+@stateful_kernel("UniformCandidateSampler")
+def uniform_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_max, unique, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    return _candidates(gen, lambda k: np.full(np.shape(k), 1.0 / range_max), lambda n: gen.integers(0, range_max, n),
+                       true_classes, "UniformCandidateSampler", num_sampled, range_max, unique, xp)
+
+
+@stateful_kernel("FixedUnigramCandidateSampler")
+def fixed_unigram_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_max, unique, seed, seed2, stream,
+                                 unigrams, distortion, num_reserved_ids):
+    gen = op_generator(rctx, seed, seed2, stream)
+    weights = np.concatenate([np.zeros(num_reserved_ids), np.asarray(unigrams, np.float64) ** distortion])
+    if len(weights) != range_max or weights.sum() <= 0 or (weights < 0).any():
+        raise ValueError(f"FixedUnigramCandidateSampler: num_reserved_ids + len(unigrams) = {len(weights)} must equal "
+                         f"range_max {range_max}, with non-negative unigrams not all zero")
+    p = weights / weights.sum()
+    return _candidates(gen, lambda k: p[k], lambda n: gen.choice(range_max, n, p=p), true_classes,
+                       "FixedUnigramCandidateSampler", num_sampled, range_max, unique, xp)
