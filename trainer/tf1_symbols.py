@@ -252,6 +252,32 @@ HashTable IdTableWithHashBuckets KeyValueTensorInitializer MutableDenseHashTable
 TextFileIdTableInitializer TextFileIndex TextFileInitializer TextFileStringTableInitializer index_table_from_file
 index_table_from_tensor index_to_string index_to_string_table_from_file index_to_string_table_from_tensor
 """,
+    "tf.contrib.slim": """
+add_arg_scope arg_scope arg_scope_func_key arg_scoped_arguments current_arg_scope has_arg_scope
+VariableDeviceChooser add_model_variable assert_global_step assert_or_get_global_step assign_from_checkpoint
+assign_from_checkpoint_fn assign_from_values assign_from_values_fn create_global_step filter_variables
+get_global_step get_local_variables get_model_variables get_or_create_global_step get_trainable_variables
+get_unique_variable get_variable_full_name get_variables get_variables_by_name get_variables_by_suffix
+get_variables_to_restore global_variable local_variable model_variable variable zero_initializer
+apply_regularization avg_pool2d avg_pool3d batch_norm bias_add conv1d conv2d conv2d_in_plane conv2d_transpose
+conv3d conv3d_transpose convolution convolution1d convolution2d convolution2d_in_plane convolution2d_transpose
+convolution3d convolution3d_transpose dense_to_sparse dropout elu embed_sequence flatten fully_connected gdn
+group_norm images_to_sequence instance_norm l1_l2_regularizer l1_regularizer l2_regularizer layer_norm linear
+max_pool2d max_pool3d maxout one_hot_encoding optimize_loss pool relu relu6 repeat safe_embedding_lookup_sparse
+scale_gradient separable_conv2d separable_convolution2d sequence_to_images softmax spatial_softmax stack
+sum_regularizer summarize_activation summarize_tensor unit_norm variance_scaling_initializer xavier_initializer
+xavier_initializer_conv2d
+data_decoder data_provider dataset dataset_data_provider evaluation learning losses metrics model_analyzer
+parallel_reader prefetch_queue queues summaries tfexample_decoder
+""",
+    "tf.contrib.slim.learning": """
+add_gradients_summaries clip_gradient_norms create_train_op multiply_gradients train train_step
+""",
+    "tf.contrib.slim.losses": """
+absolute_difference add_loss compute_weighted_loss cosine_distance get_losses get_regularization_losses
+get_total_loss hinge_loss log_loss mean_pairwise_squared_error mean_squared_error sigmoid_cross_entropy
+softmax_cross_entropy sparse_softmax_cross_entropy
+""",
     "tf.feature_column": """
 bucketized_column categorical_column_with_hash_bucket categorical_column_with_identity
 categorical_column_with_vocabulary_file categorical_column_with_vocabulary_list crossed_column embedding_column

@@ -1,0 +1,161 @@
+"""TF-Slim scripts (``slim = tf.contrib.slim``) on scikit-learn's digits: arg_scope, slim's layers
+with their variable names and collections, slim.losses, create_train_op, restoring a subset of
+the variables from a checkpoint, and slim.learning.train."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trainer as tf
+
+slim = tf.contrib.slim
+
+
+def lenet(images, is_training):
+    with slim.arg_scope([slim.conv2d, slim.fully_connected], activation_fn=tf.nn.relu,
+                        weights_initializer=tf.truncated_normal_initializer(stddev=0.1),
+                        weights_regularizer=slim.l2_regularizer(0.0005)):
+        net = slim.conv2d(images, 16, [3, 3], scope="conv1")
+        net = slim.repeat(net, 2, slim.conv2d, 16, [3, 3], normalizer_fn=slim.batch_norm,
+                          normalizer_params={"is_training": is_training, "decay": 0.9}, scope="conv2")
+        net = slim.max_pool2d(net, [2, 2], scope="pool2")
+        net = slim.flatten(net)
+        net = slim.fully_connected(net, 64, scope="fc1")
+        net = slim.dropout(net, 0.8, is_training=is_training, scope="dropout1")
+        return slim.fully_connected(net, 10, activation_fn=None, scope="fc2")
+
+
+def build(is_training):
+    images = tf.placeholder(tf.float32, [None, 64])
+    labels = tf.placeholder(tf.float32, [None, 10])
+    logits = lenet(tf.reshape(images, [-1, 8, 8, 1]), is_training)
+    return images, labels, logits
+
+
+def accuracy(sess, images, logits, x, y):
+    return float(np.mean(sess.run(logits, {images: x}).argmax(1) == y))
+
+
+@pytest.mark.slow
+def test_a_slim_lenet_trains_with_create_train_op_and_names_its_variables_as_slim(digits):
+    tf.set_random_seed(0)
+    is_training = tf.placeholder_with_default(False, [])
+    images, labels, logits = build(is_training)
+    slim.losses.softmax_cross_entropy(logits, labels)
+    total_loss = slim.losses.get_total_loss()
+    train_op = slim.learning.create_train_op(total_loss, tf.train.AdamOptimizer(0.01))
+
+    model = [v.op.name for v in slim.get_model_variables()]
+    assert model == ["conv1/weights", "conv1/biases",
+                     "conv2/conv2_1/weights", "conv2/conv2_1/BatchNorm/beta", "conv2/conv2_1/BatchNorm/moving_mean",
+                     "conv2/conv2_1/BatchNorm/moving_variance",
+                     "conv2/conv2_2/weights", "conv2/conv2_2/BatchNorm/beta", "conv2/conv2_2/BatchNorm/moving_mean",
+                     "conv2/conv2_2/BatchNorm/moving_variance",
+                     "fc1/weights", "fc1/biases", "fc2/weights", "fc2/biases"]
+    assert [v.op.name for v in slim.get_variables_by_name("weights")] == [
+        "conv1/weights", "conv2/conv2_1/weights", "conv2/conv2_2/weights", "fc1/weights", "fc2/weights"]
+    assert len(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)) == 5  # one per weights variable
+    assert len(tf.get_collection(tf.GraphKeys.UPDATE_OPS)) == 4  # two moving averages per batch_norm
+    assert tf.get_collection(tf.GraphKeys.TRAIN_OP) == [train_op]
+
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        order = np.random.default_rng(0).permutation(len(digits["x_train"]))
+        for epoch in range(4):
+            for i in range(0, len(order), 50):
+                batch = order[i:i + 50]
+                loss = sess.run(train_op, {images: digits["x_train"][batch], labels: digits["y_train_1h"][batch],
+                                           is_training: True})
+        assert np.isfinite(loss)
+        assert sess.run(tf.train.get_global_step()) == 4 * 28
+        moving_mean = slim.get_unique_variable("conv2/conv2_1/BatchNorm/moving_mean")
+        assert np.abs(sess.run(moving_mean)).sum() > 0  # UPDATE_OPS ran with each step
+        assert accuracy(sess, images, logits, digits["x_test"], digits["y_test"]) > 0.93
+
+
+def test_arg_scopes_nest_merge_and_yield_to_explicit_arguments():
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    with slim.arg_scope([slim.conv2d, slim.fully_connected], activation_fn=None, trainable=False):
+        with slim.arg_scope([slim.conv2d], padding="VALID", biases_initializer=None) as scope:
+            valid = slim.conv2d(x, 2, [3, 3], scope="valid")
+            same = slim.conv2d(x, 2, [3, 3], padding="SAME", scope="same")
+        dense = slim.fully_connected(slim.flatten(x), 5, scope="dense")
+    outside = slim.conv2d(x, 2, [3, 3], scope="outside")
+    with slim.arg_scope(scope):  # a saved scope, re-entered: all three defaults again
+        again = slim.conv2d(x, 2, [3, 3], scope="again")
+
+    assert valid.shape == (None, 2, 2, 2) and same.shape == (None, 4, 4, 2) and outside.shape == (None, 4, 4, 2)
+    assert again.shape == (None, 2, 2, 2)
+    names = [v.op.name for v in tf.global_variables()]
+    assert names == ["valid/weights", "same/weights", "dense/weights", "dense/biases", "outside/weights",
+                     "outside/biases", "again/weights"]
+    assert [v.op.name for v in tf.trainable_variables()] == ["outside/weights", "outside/biases"]
+    assert outside.op.type == "Relu" and valid.op.type != "Relu" and dense.op.type != "Relu"
+    assert scope[slim.arg_scope_func_key(slim.conv2d)] == {"activation_fn": None, "trainable": False,
+                                                           "padding": "VALID", "biases_initializer": None}
+
+
+def test_arg_scope_refuses_undecorated_functions_and_bad_arguments_fail_the_call():
+    x = tf.placeholder(tf.float32, [None, 4])
+    with pytest.raises(ValueError, match="dense is not decorated with @add_arg_scope"):
+        with slim.arg_scope([tf.layers.dense], units=3):
+            pass
+    with slim.arg_scope([slim.fully_connected], weights_regularizr=None):
+        with pytest.raises(TypeError, match="weights_regularizr"):
+            slim.fully_connected(x, 3)
+    with pytest.raises(ValueError, match="kwargs must be empty"):
+        with slim.arg_scope({}, activation_fn=None):
+            pass
+
+    @slim.add_arg_scope
+    def scaled(value, factor=1.0):
+        return value * factor
+
+    with slim.arg_scope([scaled], factor=3.0):
+        assert scaled(2.0) == 6.0 and scaled(2.0, factor=0.5) == 1.0
+    assert scaled(2.0) == 2.0
+
+
+def test_variables_to_restore_with_exclude_restore_a_subset_into_a_new_graph(tmp_path):
+    images, labels, logits = build(False)
+    path = str(tmp_path / "model.ckpt")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saved = {v.op.name: sess.run(v) for v in slim.get_model_variables()}
+        tf.train.Saver().save(sess, path)
+
+    tf.reset_default_graph()
+    images, labels, logits = build(False)
+    restore = slim.get_variables_to_restore(exclude=["fc2"])
+    assert {v.op.name for v in restore} == set(saved) - {"fc2/weights", "fc2/biases"}
+    init_fn = slim.assign_from_checkpoint_fn(path, restore)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        init_fn(sess)
+        values = {v.op.name: sess.run(v) for v in slim.get_model_variables()}
+    for name in set(saved) - {"fc2/weights", "fc2/biases"}:
+        np.testing.assert_array_equal(values[name], saved[name], err_msg=name)
+    assert not np.array_equal(values["fc2/weights"], saved["fc2/weights"])  # a fresh head, not the checkpoint's
+
+
+def test_slim_layers_beyond_the_basics_build_with_slim_names():
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    up = slim.conv2d_transpose(x, 5, [3, 3], stride=2, scope="up")
+    sep = slim.separable_conv2d(x, 6, [3, 3], depth_multiplier=2, scope="sep")
+    depthwise = slim.separable_conv2d(x, None, [3, 3], scope="dw", outputs_collections="endpoints")
+    stacked = slim.stack(slim.flatten(x), slim.fully_connected, [8, (4,)], activation_fn=None, scope="fc")
+    onehot = slim.one_hot_encoding(tf.constant([0, 2]), 3)
+    unit = slim.unit_norm(stacked, 1)
+    assert up.shape == (None, 8, 8, 5) and sep.shape == (None, 4, 4, 6) and depthwise.shape == (None, 4, 4, 3)
+    assert [v.op.name for v in slim.get_model_variables()] == [
+        "up/weights", "up/biases", "sep/depthwise_weights", "sep/pointwise_weights", "sep/biases",
+        "dw/depthwise_weights", "dw/biases", "fc/fc_1/weights", "fc/fc_1/biases", "fc/fc_2/weights",
+        "fc/fc_2/biases"]
+    assert tf.get_collection("endpoints") == [depthwise]
+    xs = np.random.default_rng(0).standard_normal((2, 4, 4, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got_onehot, got_unit = sess.run([onehot, unit], {x: xs})
+    np.testing.assert_array_equal(got_onehot, [[1, 0, 0], [0, 0, 1]])
+    np.testing.assert_allclose(np.linalg.norm(got_unit, axis=1), 1.0, rtol=1e-5)
