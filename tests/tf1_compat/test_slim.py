@@ -193,3 +193,19 @@ def test_slim_learning_train_runs_an_input_pipeline_to_number_of_steps_and_resum
         np.testing.assert_array_equal(tf.train.load_variable(fresh, name), tf.train.load_variable(checkpoint, name))
     assert not np.array_equal(tf.train.load_variable(fresh, "fc2/weights"),
                               tf.train.load_variable(checkpoint, "fc2/weights"))
+
+
+def test_slim_metrics_aggregate_streaming_metrics_that_take_predictions_first():
+    predictions = tf.placeholder(tf.int64, [None])
+    labels = tf.placeholder(tf.int64, [None])
+    names_to_values, names_to_updates = slim.metrics.aggregate_metric_map({
+        "accuracy": slim.metrics.streaming_accuracy(predictions, labels),
+        "mse": slim.metrics.streaming_mean_squared_error(tf.to_float(predictions), tf.to_float(labels)),
+    })
+    values, updates = slim.metrics.aggregate_metrics(slim.metrics.streaming_mean(tf.to_float(labels)))
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        for p, y in (([0, 1, 2], [0, 1, 1]), ([3], [3])):
+            sess.run([names_to_updates, updates], {predictions: p, labels: y})
+        got = sess.run([names_to_values, values])
+    assert got[0] == pytest.approx({"accuracy": 0.75, "mse": 0.25}) and got[1] == pytest.approx([1.25])

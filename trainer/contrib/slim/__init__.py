@@ -3,9 +3,11 @@
 Slim is a surface over other parts, as in TensorFlow: the layers, initializers and regularizers
 of ``tf.contrib.layers`` (the same functions, so ``arg_scope`` defaults set for ``slim.conv2d``
 also apply to ``tf.contrib.layers.conv2d``), ``arg_scope``, the model-variable helpers,
-``slim.losses`` (``tf.contrib.losses``: logits first) and ``slim.learning``.
+``slim.losses`` (``tf.contrib.losses``: logits first), ``slim.metrics`` (``tf.contrib.metrics``)
+and ``slim.learning``.
 """
 
+from trainer.contrib import metrics
 from trainer.contrib.arg_scope import (add_arg_scope, arg_scope, arg_scope_func_key, arg_scoped_arguments,
                                        current_arg_scope, has_arg_scope)
 from trainer.contrib.layers import (apply_regularization, avg_pool2d, batch_norm, conv2d, conv2d_transpose,
@@ -28,7 +30,7 @@ __all__ = [
     "fully_connected", "get_global_step", "get_local_variables", "get_model_variables", "get_or_create_global_step",
     "get_trainable_variables", "get_unique_variable", "get_variables", "get_variables_by_name",
     "get_variables_by_suffix", "get_variables_to_restore", "has_arg_scope", "l1_regularizer", "l2_regularizer",
-    "layer_norm", "learning", "losses", "max_pool2d", "model_variable", "one_hot_encoding", "repeat",
+    "layer_norm", "learning", "losses", "max_pool2d", "metrics", "model_variable", "one_hot_encoding", "repeat",
     "separable_conv2d", "separable_convolution2d", "stack", "sum_regularizer", "unit_norm", "variable",
     "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
 ]
