@@ -209,3 +209,19 @@ def test_slim_metrics_aggregate_streaming_metrics_that_take_predictions_first():
             sess.run([names_to_updates, updates], {predictions: p, labels: y})
         got = sess.run([names_to_values, values])
     assert got[0] == pytest.approx({"accuracy": 0.75, "mse": 0.25}) and got[1] == pytest.approx([1.25])
+
+
+def test_batch_norm_updates_in_place_or_into_the_collection_asked():
+    x = tf.placeholder(tf.float32, [None, 3])
+    in_place = slim.batch_norm(x, decay=0.5, updates_collections=None, is_training=True)
+    elsewhere = slim.batch_norm(x, decay=0.5, updates_collections="my_updates", is_training=True)
+    assert tf.get_collection(tf.GraphKeys.UPDATE_OPS) == [] and len(tf.get_collection("my_updates")) == 2
+    assert [v.op.name for v in slim.get_variables_by_name("moving_mean")] == ["BatchNorm/moving_mean",
+                                                                            "BatchNorm_1/moving_mean"]
+    xs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([in_place, elsewhere], {x: xs})
+        means = sess.run(slim.get_variables_by_name("moving_mean"))
+    np.testing.assert_allclose(means[0], xs.mean(0) / 2)  # updated with the output: 0.5 * 0 + 0.5 * mean
+    np.testing.assert_array_equal(means[1], 0)  # its updates wait in my_updates

@@ -18,9 +18,9 @@ import numpy as np
 from trainer import initializers
 from trainer.array_ops import reduce_sum
 from trainer.contrib.arg_scope import add_arg_scope
-from trainer.graph import GraphKeys, get_default_graph
+from trainer.graph import GraphKeys, control_dependencies, get_default_graph
 from trainer.initializers import variance_scaling_initializer, xavier_initializer
-from trainer.ops import add_n, convert_to_tensor, make_op, multiply
+from trainer.ops import add_n, convert_to_tensor, identity, make_op, multiply
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
@@ -294,18 +294,33 @@ def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = 
                zero_debias_moving_mean: bool = False, scope=None, renorm: bool = False, renorm_clipping=None,
                renorm_decay: float = 0.99, adjustment=None):
     """Batch normalization over the last axis with ``BatchNorm/beta`` (``gamma`` only with
-    ``scale=True``) and moving statistics updated in UPDATE_OPS while ``is_training``."""
+    ``scale=True``) and moving statistics updated while ``is_training``: by the ops put in
+    ``updates_collections`` (UPDATE_OPS), or, with ``updates_collections=None``, before the output."""
     from trainer.layers import batch_normalization
 
     if data_format != "NHWC" or batch_weights is not None or renorm:
         raise NotImplementedError("contrib.layers.batch_norm: NHWC only, without batch_weights or renorm")
+    if param_regularizers:
+        raise NotImplementedError("contrib.layers.batch_norm: param_regularizers is not supported")
     inits = param_initializers or {}
+    graph = get_default_graph()
+    update_ops = graph.get_collection_ref(GraphKeys.UPDATE_OPS)
+    before = len(update_ops)
     with variable_scope(scope, default_name="BatchNorm", reuse=reuse) as opened:  # BatchNorm, BatchNorm_1, ...
         y = batch_normalization(inputs, axis=-1, momentum=decay, epsilon=epsilon, center=center, scale=scale,
                                 beta_initializer=inits.get("beta"), gamma_initializer=inits.get("gamma"),
                                 moving_mean_initializer=inits.get("moving_mean"),
                                 moving_variance_initializer=inits.get("moving_variance"), training=is_training,
                                 trainable=trainable, name=opened, reuse=reuse)
+    if updates_collections != GraphKeys.UPDATE_OPS:
+        moved = update_ops[before:]
+        del update_ops[before:]
+        if updates_collections is None:  # TensorFlow's in-place updates: the output waits for them
+            with control_dependencies(moved):
+                y = identity(y)
+        else:
+            for op in moved:
+                graph.add_to_collection(updates_collections, op)
     return y if activation_fn is None else activation_fn(y)
 
 
