@@ -147,18 +147,23 @@ def test_slim_layers_beyond_the_basics_build_with_slim_names():
     stacked = slim.stack(slim.flatten(x), slim.fully_connected, [8, (4,)], activation_fn=None, scope="fc")
     onehot = slim.one_hot_encoding(tf.constant([0, 2]), 3)
     unit = slim.unit_norm(stacked, 1)
+    with slim.arg_scope([slim.fully_connected], biases_initializer=None):  # linear and relu go through it
+        linear = slim.linear(slim.flatten(x), 2, scope="linear")
+        probabilities = slim.softmax(slim.bias_add(slim.relu(linear, 3, scope="relu"), initializer=tf.ones_initializer()))
     assert up.shape == (None, 8, 8, 5) and sep.shape == (None, 4, 4, 6) and depthwise.shape == (None, 4, 4, 3)
     assert [v.op.name for v in slim.get_model_variables()] == [
         "up/weights", "up/biases", "sep/depthwise_weights", "sep/pointwise_weights", "sep/biases",
         "dw/depthwise_weights", "dw/biases", "fc/fc_1/weights", "fc/fc_1/biases", "fc/fc_2/weights",
-        "fc/fc_2/biases"]
+        "fc/fc_2/biases", "linear/weights", "relu/weights", "BiasAdd/biases"]
+    assert linear.op.type != "Relu" and probabilities.shape == (None, 3)
     assert tf.get_collection("endpoints") == [depthwise]
     xs = np.random.default_rng(0).standard_normal((2, 4, 4, 3)).astype(np.float32)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        got_onehot, got_unit = sess.run([onehot, unit], {x: xs})
+        got_onehot, got_unit, got_probabilities = sess.run([onehot, unit, probabilities], {x: xs})
     np.testing.assert_array_equal(got_onehot, [[1, 0, 0], [0, 0, 1]])
     np.testing.assert_allclose(np.linalg.norm(got_unit, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(got_probabilities.sum(1), 1.0, rtol=1e-5)
 
 
 def test_slim_learning_train_runs_an_input_pipeline_to_number_of_steps_and_resumes(digits, tmp_path):
@@ -225,3 +230,16 @@ def test_batch_norm_updates_in_place_or_into_the_collection_asked():
         means = sess.run(slim.get_variables_by_name("moving_mean"))
     np.testing.assert_allclose(means[0], xs.mean(0) / 2)  # updated with the output: 0.5 * 0 + 0.5 * mean
     np.testing.assert_array_equal(means[1], 0)  # its updates wait in my_updates
+
+
+def test_slim_losses_take_predictions_first_and_weight_examples():
+    logits = tf.constant([[2.0, 0.0], [0.0, 2.0]])
+    onehot = tf.constant([[1.0, 0.0], [1.0, 0.0]])
+    xent = slim.losses.softmax_cross_entropy(logits, onehot, weights=tf.constant([1.0, 0.0]))
+    mse = slim.losses.mean_squared_error(tf.constant([1.0, 3.0]), tf.constant([1.0, 1.0]))
+    hinge = slim.losses.hinge_loss(tf.constant([0.5, -2.0]), tf.constant([1.0, 0.0]))
+    with tf.Session() as sess:
+        got = sess.run([xent, mse, hinge, slim.losses.get_total_loss()])
+    first = np.log1p(np.exp(-2.0))  # only the first example weighs
+    np.testing.assert_allclose(got, [first, 2.0, 0.25, first + 2.25], rtol=1e-5)
+    assert slim.losses.get_losses() == [xent, mse, hinge]

@@ -24,10 +24,10 @@ from trainer.ops import add_n, convert_to_tensor, identity, make_op, multiply
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
-    "apply_regularization", "avg_pool2d", "batch_norm", "conv2d", "conv2d_transpose", "convolution2d",
-    "convolution2d_transpose", "dropout", "embed_sequence", "flatten", "fully_connected", "l1_regularizer",
-    "l2_regularizer", "layer_norm", "max_pool2d", "one_hot_encoding", "repeat", "separable_conv2d",
-    "separable_convolution2d", "stack", "sum_regularizer", "unit_norm", "variance_scaling_initializer",
+    "apply_regularization", "avg_pool2d", "batch_norm", "bias_add", "conv2d", "conv2d_transpose", "convolution2d",
+    "convolution2d_transpose", "dropout", "elu", "embed_sequence", "flatten", "fully_connected", "l1_regularizer",
+    "l2_regularizer", "layer_norm", "linear", "max_pool2d", "one_hot_encoding", "relu", "relu6", "repeat",
+    "separable_conv2d", "separable_convolution2d", "softmax", "stack", "sum_regularizer", "unit_norm", "variance_scaling_initializer",
     "xavier_initializer", "xavier_initializer_conv2d",
 ]
 
@@ -147,6 +147,45 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
         return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
                                                biases_regularizer, trainable), activation_fn)
 
+
+
+def _fully_connected_with(activation_name: str | None):
+    """``fully_connected`` with another default activation (TensorFlow's ``linear``, ``relu``, ...)."""
+    from trainer import nn
+
+    activation = None if activation_name is None else getattr(nn, activation_name)
+    return functools.partial(fully_connected, activation_fn=activation)
+
+
+linear = _fully_connected_with(None)
+relu = _fully_connected_with("relu")
+relu6 = _fully_connected_with("relu6")
+elu = _fully_connected_with("elu")
+
+
+@_layer
+def bias_add(inputs, activation_fn=None, initializer=initializers.Zeros, regularizer=None, reuse=None,
+             variables_collections=None, outputs_collections=None, trainable: bool = True, data_format: str = "NHWC",
+             scope=None):
+    """``inputs`` plus ``BiasAdd/biases`` over the last axis (NHWC), then ``activation_fn``."""
+    from trainer.nn import bias_add as nn_bias_add
+
+    if data_format != "NHWC":
+        raise ValueError(f"contrib.layers.bias_add: only data_format='NHWC' is supported, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    with variable_scope(scope, default_name="BiasAdd", reuse=reuse):
+        b = get_variable("biases", [x.shape[-1]], dtype=x.dtype, initializer=initializer, regularizer=regularizer,
+                         trainable=trainable)
+        y = nn_bias_add(x, b)
+    return y if activation_fn is None else activation_fn(y)
+
+
+@_layer
+def softmax(logits, scope=None):
+    """Softmax over the last axis."""
+    from trainer.nn import softmax as nn_softmax
+
+    return nn_softmax(logits, axis=-1)
 
 
 def _normalized_or_biased(y, num_outputs: int, normalizer_fn, normalizer_params, biases_initializer,

@@ -10,11 +10,12 @@ and ``slim.learning``.
 from trainer.contrib import metrics
 from trainer.contrib.arg_scope import (add_arg_scope, arg_scope, arg_scope_func_key, arg_scoped_arguments,
                                        current_arg_scope, has_arg_scope)
-from trainer.contrib.layers import (apply_regularization, avg_pool2d, batch_norm, conv2d, conv2d_transpose,
-                                    convolution2d, convolution2d_transpose, dropout, embed_sequence, flatten,
-                                    fully_connected, l1_regularizer, l2_regularizer, layer_norm, max_pool2d,
-                                    one_hot_encoding, repeat, separable_conv2d, separable_convolution2d, stack,
-                                    sum_regularizer, unit_norm, variance_scaling_initializer, xavier_initializer,
+from trainer.contrib.layers import (apply_regularization, avg_pool2d, batch_norm, bias_add, conv2d,
+                                    conv2d_transpose, convolution2d, convolution2d_transpose, dropout, elu,
+                                    embed_sequence, flatten, fully_connected, l1_regularizer, l2_regularizer,
+                                    layer_norm, linear, max_pool2d, one_hot_encoding, relu, relu6, repeat,
+                                    separable_conv2d, separable_convolution2d, softmax, stack, sum_regularizer,
+                                    unit_norm, variance_scaling_initializer, xavier_initializer,
                                     xavier_initializer_conv2d)
 from trainer.contrib.model_variables import (add_model_variable, assign_from_checkpoint_fn, get_local_variables,
                                              get_model_variables, get_trainable_variables, get_unique_variable,
@@ -25,13 +26,14 @@ from trainer.train import get_global_step, get_or_create_global_step
 
 __all__ = [
     "add_arg_scope", "add_model_variable", "apply_regularization", "arg_scope", "arg_scope_func_key",
-    "arg_scoped_arguments", "assign_from_checkpoint_fn", "avg_pool2d", "batch_norm", "conv2d", "conv2d_transpose",
-    "convolution2d", "convolution2d_transpose", "current_arg_scope", "dropout", "embed_sequence", "flatten",
-    "fully_connected", "get_global_step", "get_local_variables", "get_model_variables", "get_or_create_global_step",
-    "get_trainable_variables", "get_unique_variable", "get_variables", "get_variables_by_name",
-    "get_variables_by_suffix", "get_variables_to_restore", "has_arg_scope", "l1_regularizer", "l2_regularizer",
-    "layer_norm", "learning", "losses", "max_pool2d", "metrics", "model_variable", "one_hot_encoding", "repeat",
-    "separable_conv2d", "separable_convolution2d", "stack", "sum_regularizer", "unit_norm", "variable",
+    "arg_scoped_arguments", "assign_from_checkpoint_fn", "avg_pool2d", "batch_norm", "bias_add", "conv2d",
+    "conv2d_transpose", "convolution2d", "convolution2d_transpose", "current_arg_scope", "dropout", "elu",
+    "embed_sequence", "flatten", "fully_connected", "get_global_step", "get_local_variables",
+    "get_model_variables", "get_or_create_global_step", "get_trainable_variables", "get_unique_variable",
+    "get_variables", "get_variables_by_name", "get_variables_by_suffix", "get_variables_to_restore",
+    "has_arg_scope", "l1_regularizer", "l2_regularizer", "layer_norm", "learning", "linear", "losses",
+    "max_pool2d", "metrics", "model_variable", "one_hot_encoding", "relu", "relu6", "repeat", "separable_conv2d",
+    "separable_convolution2d", "softmax", "stack", "sum_regularizer", "unit_norm", "variable",
     "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
 ]
 

@@ -8,12 +8,13 @@ collection, so ``get_total_loss`` (which adds REGULARIZATION_LOSSES) sees it.
 from __future__ import annotations
 
 from trainer import nn
+from trainer import losses as tf_losses
 from trainer.losses import (add_loss, compute_weighted_loss, get_losses, get_regularization_losses,
                             get_total_loss)
 from trainer.ops import convert_to_tensor, square, subtract
 
-__all__ = ["absolute_difference", "add_loss", "compute_weighted_loss", "get_losses", "get_regularization_losses",
-           "get_total_loss", "log_loss", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
+__all__ = ["absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance", "get_losses",
+           "get_regularization_losses", "get_total_loss", "hinge_loss", "log_loss", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
            "sparse_softmax_cross_entropy"]
 
 
@@ -57,6 +58,16 @@ def log_loss(predictions, labels=None, weights=1.0, epsilon: float = 1e-7, scope
 
     p = convert_to_tensor(predictions)
     return compute_weighted_loss(-(labels * log(p + epsilon)) - (1.0 - labels) * log(1.0 - p + epsilon), weights)
+
+
+def hinge_loss(logits, labels=None, scope=None):
+    """``max(0, 1 - (2 labels - 1) logits)`` for 0/1 labels, averaged."""
+    return tf_losses.hinge_loss(labels, logits)
+
+
+def cosine_distance(predictions, labels=None, axis=None, weights=1.0, scope=None, dim=None):
+    """``1 - sum(labels * predictions, axis)`` for unit-normalized inputs, averaged."""
+    return tf_losses.cosine_distance(labels, predictions, axis=axis, weights=weights, dim=dim)
 
 
 def __getattr__(name: str):
