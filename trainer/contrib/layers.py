@@ -27,8 +27,8 @@ __all__ = [
     "apply_regularization", "avg_pool2d", "batch_norm", "bias_add", "conv2d", "conv2d_transpose", "convolution2d",
     "convolution2d_transpose", "dropout", "elu", "embed_sequence", "flatten", "fully_connected", "l1_regularizer",
     "l2_regularizer", "layer_norm", "linear", "max_pool2d", "one_hot_encoding", "relu", "relu6", "repeat",
-    "separable_conv2d", "separable_convolution2d", "softmax", "stack", "sum_regularizer", "unit_norm", "variance_scaling_initializer",
-    "xavier_initializer", "xavier_initializer_conv2d",
+    "separable_conv2d", "separable_convolution2d", "softmax", "stack", "sum_regularizer", "unit_norm",
+    "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
 ]
 
 xavier_initializer_conv2d = xavier_initializer
@@ -148,7 +148,6 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
                                                biases_regularizer, trainable), activation_fn)
 
 
-
 def _fully_connected_with(activation_name: str | None):
     """``fully_connected`` with another default activation (TensorFlow's ``linear``, ``relu``, ...)."""
     from trainer import nn
@@ -235,6 +234,9 @@ def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME
 
 convolution2d = conv2d
 
+# A transposed convolution's output size from (input size, kernel, stride), per padding.
+_TRANSPOSED_SIZES = {"SAME": lambda n, k, s: n * s, "VALID": lambda n, k, s: (n - 1) * s + k}
+
 
 @_layer
 def conv2d_transpose(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME",
@@ -254,7 +256,9 @@ def conv2d_transpose(inputs, num_outputs: int, kernel_size, stride=1, padding: s
     if height is None or width is None:
         raise ValueError(f"contrib.layers.conv2d_transpose: input {x.name} needs a known height and width, "
                          f"got shape {x.shape}")
-    grow = {"SAME": lambda n, k, s: n * s, "VALID": lambda n, k, s: (n - 1) * s + k}[padding.upper()]
+    if padding.upper() not in _TRANSPOSED_SIZES:
+        raise ValueError(f"contrib.layers.conv2d_transpose: padding must be 'SAME' or 'VALID', got {padding!r}")
+    grow = _TRANSPOSED_SIZES[padding.upper()]
     with variable_scope(scope, default_name="Conv2d_transpose", reuse=reuse):
         w = get_variable("weights", [kh, kw, num_outputs, x.shape[-1]], dtype=x.dtype,
                          initializer=weights_initializer or initializers.GlorotUniform(),
