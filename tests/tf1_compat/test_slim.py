@@ -243,3 +243,18 @@ def test_slim_losses_take_predictions_first_and_weight_examples():
     first = np.log1p(np.exp(-2.0))  # only the first example weighs
     np.testing.assert_allclose(got, [first, 2.0, 0.25, first + 2.25], rtol=1e-5)
     assert slim.losses.get_losses() == [xent, mse, hinge]
+
+
+def test_slim_variables_land_in_the_collections_slim_puts_them_in():
+    with tf.variable_scope("block"):
+        weights = slim.model_variable("weights", [2, 3], initializer=tf.ones_initializer(),
+                                      regularizer=slim.l2_regularizer(0.5), collections=["mine"])
+        steps = slim.variable("steps", [], dtype=tf.int64, trainable=False)
+    counter = slim.local_variable(np.zeros(3, np.float32), name="counter")
+    assert slim.get_model_variables() == [weights] and slim.get_variables("block") == [weights, steps]
+    assert tf.get_collection("mine") == [weights] and slim.get_trainable_variables() == [weights]
+    assert slim.get_local_variables() == [counter] and slim.get_variable_full_name(steps) == "block/steps"
+    assert slim.get_variables_by_suffix("steps") == [steps] and slim.get_unique_variable("block/weights") is weights
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(slim.losses.get_regularization_losses()) == [pytest.approx(1.5)]  # 0.5 * 6 / 2

@@ -13,8 +13,8 @@ from trainer.graph import GraphKeys, get_default_graph
 from trainer.variable_scopes import VariableScope, get_variable
 
 __all__ = ["add_model_variable", "assign_from_checkpoint_fn", "get_local_variables", "get_model_variables", "get_trainable_variables", "get_unique_variable",
-           "get_variables", "get_variables_by_name", "get_variables_by_suffix", "get_variables_to_restore",
-           "model_variable", "variable"]
+           "get_variable_full_name", "get_variables", "get_variables_by_name", "get_variables_by_suffix",
+           "get_variables_to_restore", "global_variable", "local_variable", "model_variable", "variable"]
 
 
 def variable(name: str, shape=None, dtype=None, initializer=None, regularizer=None, trainable: bool = True,
@@ -39,6 +39,27 @@ def model_variable(name: str, shape=None, dtype=None, initializer=None, regulari
     checkpoints of the model hold."""
     return variable(name, shape, dtype, initializer, regularizer, trainable,
                     [GraphKeys.MODEL_VARIABLES] + list(collections or []), device=device, partitioner=partitioner)
+
+
+def local_variable(initial_value, validate_shape: bool = True, name=None, use_resource=None):
+    """A non-trainable variable in LOCAL_VARIABLES (a counter or a streaming metric's total)."""
+    from trainer.variables import Variable
+
+    return Variable(initial_value, trainable=False, name=name, collections=[GraphKeys.LOCAL_VARIABLES],
+                    validate_shape=validate_shape)
+
+
+def global_variable(initial_value, validate_shape: bool = True, name=None, use_resource=None):
+    """A non-trainable variable in GLOBAL_VARIABLES (saved in checkpoints, not trained)."""
+    from trainer.variables import Variable
+
+    return Variable(initial_value, trainable=False, name=name, collections=[GraphKeys.GLOBAL_VARIABLES],
+                    validate_shape=validate_shape)
+
+
+def get_variable_full_name(var) -> str:
+    """The name ``var`` is saved under: its op's name."""
+    return var.op.name
 
 
 def add_model_variable(var) -> None:

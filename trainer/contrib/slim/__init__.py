@@ -19,8 +19,9 @@ from trainer.contrib.layers import (apply_regularization, avg_pool2d, batch_norm
                                     xavier_initializer_conv2d)
 from trainer.contrib.model_variables import (add_model_variable, assign_from_checkpoint_fn, get_local_variables,
                                              get_model_variables, get_trainable_variables, get_unique_variable,
-                                             get_variables, get_variables_by_name, get_variables_by_suffix,
-                                             get_variables_to_restore, model_variable, variable)
+                                             get_variable_full_name, get_variables, get_variables_by_name,
+                                             get_variables_by_suffix, get_variables_to_restore, global_variable,
+                                             local_variable, model_variable, variable)
 from trainer.contrib.slim import learning, losses
 from trainer.train import get_global_step, get_or_create_global_step
 
@@ -30,11 +31,12 @@ __all__ = [
     "conv2d_transpose", "convolution2d", "convolution2d_transpose", "current_arg_scope", "dropout", "elu",
     "embed_sequence", "flatten", "fully_connected", "get_global_step", "get_local_variables",
     "get_model_variables", "get_or_create_global_step", "get_trainable_variables", "get_unique_variable",
-    "get_variables", "get_variables_by_name", "get_variables_by_suffix", "get_variables_to_restore",
-    "has_arg_scope", "l1_regularizer", "l2_regularizer", "layer_norm", "learning", "linear", "losses",
-    "max_pool2d", "metrics", "model_variable", "one_hot_encoding", "relu", "relu6", "repeat", "separable_conv2d",
-    "separable_convolution2d", "softmax", "stack", "sum_regularizer", "unit_norm", "variable",
-    "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
+    "get_variable_full_name", "get_variables", "get_variables_by_name", "get_variables_by_suffix",
+    "get_variables_to_restore", "global_variable", "has_arg_scope", "l1_regularizer", "l2_regularizer",
+    "layer_norm", "learning", "linear", "local_variable", "losses", "max_pool2d", "metrics", "model_variable",
+    "one_hot_encoding", "relu", "relu6", "repeat", "separable_conv2d", "separable_convolution2d", "softmax",
+    "stack", "sum_regularizer", "unit_norm", "variable", "variance_scaling_initializer", "xavier_initializer",
+    "xavier_initializer_conv2d",
 ]
 
 
