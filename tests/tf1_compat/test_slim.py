@@ -258,3 +258,22 @@ def test_slim_variables_land_in_the_collections_slim_puts_them_in():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(slim.losses.get_regularization_losses()) == [pytest.approx(1.5)]  # 0.5 * 6 / 2
+
+
+def test_create_train_op_scales_clips_and_limits_what_it_trains():
+    x = tf.constant(np.ones((4, 3), np.float32))
+    hidden = slim.fully_connected(x, 3, scope="fc1")
+    out = slim.fully_connected(hidden, 1, activation_fn=None, scope="fc2")
+    loss = slim.losses.mean_squared_error(out, tf.constant(np.full((4, 1), 5.0, np.float32)))
+    fc1_weights, fc2_weights = slim.get_variables_by_name("weights")
+    train_op = slim.learning.create_train_op(loss, tf.train.GradientDescentOptimizer(0.01), clip_gradient_norm=1.0,
+                                             gradient_multipliers={fc1_weights: 0.0},
+                                             variables_to_train=[fc1_weights, fc2_weights])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(slim.get_model_variables())
+        sess.run(train_op)
+        after = sess.run(slim.get_model_variables())
+    changed = [not np.array_equal(b, a) for b, a in zip(before, after)]
+    assert changed == [False, False, True, False]  # only fc2/weights: fc1's gradient is scaled to 0
+    assert np.linalg.norm(after[2] - before[2]) <= 0.01 * 1.0 + 1e-6  # a step of lr * the clipped norm at most
