@@ -149,7 +149,8 @@ def test_slim_layers_beyond_the_basics_build_with_slim_names():
     unit = slim.unit_norm(stacked, 1)
     with slim.arg_scope([slim.fully_connected], biases_initializer=None):  # linear and relu go through it
         linear = slim.linear(slim.flatten(x), 2, scope="linear")
-        probabilities = slim.softmax(slim.bias_add(slim.relu(linear, 3, scope="relu"), initializer=tf.ones_initializer()))
+        hidden = slim.relu(linear, 3, scope="relu")
+        probabilities = slim.softmax(slim.bias_add(hidden, initializer=tf.ones_initializer()))
     assert up.shape == (None, 8, 8, 5) and sep.shape == (None, 4, 4, 6) and depthwise.shape == (None, 4, 4, 3)
     assert [v.op.name for v in slim.get_model_variables()] == [
         "up/weights", "up/biases", "sep/depthwise_weights", "sep/pointwise_weights", "sep/biases",

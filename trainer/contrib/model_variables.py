@@ -7,22 +7,22 @@ from the start of a variable's name, ``suffix`` one matched at its end (before `
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from trainer.graph import GraphKeys, get_default_graph
 from trainer.variable_scopes import VariableScope, get_variable
 
-__all__ = ["add_model_variable", "assign_from_checkpoint_fn", "get_local_variables", "get_model_variables", "get_trainable_variables", "get_unique_variable",
-           "get_variable_full_name", "get_variables", "get_variables_by_name", "get_variables_by_suffix",
-           "get_variables_to_restore", "global_variable", "local_variable", "model_variable", "variable"]
+__all__ = ["add_model_variable", "assign_from_checkpoint_fn", "get_local_variables", "get_model_variables",
+           "get_trainable_variables", "get_unique_variable", "get_variable_full_name", "get_variables",
+           "get_variables_by_name", "get_variables_by_suffix", "get_variables_to_restore",
+           "global_variable", "local_variable", "model_variable", "variable"]
 
 
 def variable(name: str, shape=None, dtype=None, initializer=None, regularizer=None, trainable: bool = True,
              collections=None, caching_device=None, device=None, partitioner=None, custom_getter=None,
              use_resource=None, synchronization=None, aggregation=None):
     """``get_variable`` that also files the variable under ``collections`` (beside GLOBAL_VARIABLES)."""
-    import contextlib
-
     from trainer.graph import device as device_scope
 
     keys = list(dict.fromkeys([GraphKeys.GLOBAL_VARIABLES] + list(collections or [])

@@ -14,8 +14,8 @@ from trainer.losses import (add_loss, compute_weighted_loss, get_losses, get_reg
 from trainer.ops import convert_to_tensor, square, subtract
 
 __all__ = ["absolute_difference", "add_loss", "compute_weighted_loss", "cosine_distance", "get_losses",
-           "get_regularization_losses", "get_total_loss", "hinge_loss", "log_loss", "mean_squared_error", "sigmoid_cross_entropy", "softmax_cross_entropy",
-           "sparse_softmax_cross_entropy"]
+           "get_regularization_losses", "get_total_loss", "hinge_loss", "log_loss", "mean_squared_error",
+           "sigmoid_cross_entropy", "softmax_cross_entropy", "sparse_softmax_cross_entropy"]
 
 
 def _smoothed(labels, label_smoothing: float, num_classes):
