@@ -52,6 +52,10 @@ NAMESPACES: dict[str, str] = {
     "tf.strings": "trainer.tf_strings",
     "tf.lookup": "trainer.tf_lookup",
     "tf.contrib.lookup": "trainer.contrib.lookup",
+    "tf.contrib.metrics": "trainer.contrib.metrics",
+    "tf.contrib.slim": "trainer.contrib.slim",
+    "tf.contrib.slim.learning": "trainer.contrib.slim.learning",
+    "tf.contrib.slim.losses": "trainer.contrib.slim.losses",
     "tf.feature_column": "trainer.feature_column",
 }
 

@@ -1,9 +1,9 @@
-"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn``, ``contrib.layers``, ``contrib.lookup``
-and ``contrib.seq2seq``'s loss."""
+"""``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn``, ``contrib.layers``, ``contrib.lookup``,
+``contrib.metrics``, ``contrib.seq2seq``'s loss and ``contrib.slim``."""
 
-from trainer.contrib import layers, lookup, rnn, seq2seq
+from trainer.contrib import layers, lookup, metrics, rnn, seq2seq, slim
 
-__all__ = ["layers", "lookup", "rnn", "seq2seq"]
+__all__ = ["layers", "lookup", "metrics", "rnn", "seq2seq", "slim"]
 
 
 def __getattr__(name: str):

@@ -1,18 +1,33 @@
-"""``tf.contrib.layers``: initializers, regularizers and the two layers tutorials use most."""
+"""``tf.contrib.layers`` (which ``tf.contrib.slim`` re-exports): initializers, regularizers and the
+layers slim-era models are written with.
+
+Every layer takes ``arg_scope`` defaults (it is decorated with ``add_arg_scope``), puts the
+variables it creates into MODEL_VARIABLES (and ``variables_collections``: a list, or a dict keyed
+by the variable's short name such as ``weights``) and its output into ``outputs_collections``, as
+TensorFlow's do.
+"""
 
 from __future__ import annotations
+
+import functools
+import inspect
+import threading
 
 import numpy as np
 
 from trainer import initializers
 from trainer.array_ops import reduce_sum
+from trainer.contrib.arg_scope import add_arg_scope
+from trainer.graph import GraphKeys, control_dependencies, get_default_graph
 from trainer.initializers import variance_scaling_initializer, xavier_initializer
-from trainer.ops import add_n, convert_to_tensor, make_op, multiply
+from trainer.ops import add_n, convert_to_tensor, identity, make_op, multiply
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
-    "apply_regularization", "avg_pool2d", "batch_norm", "conv2d", "dropout", "embed_sequence", "flatten",
-    "fully_connected", "l1_regularizer", "l2_regularizer", "layer_norm", "max_pool2d", "sum_regularizer",
+    "apply_regularization", "avg_pool2d", "batch_norm", "bias_add", "conv2d", "conv2d_transpose", "convolution2d",
+    "convolution2d_transpose", "dropout", "elu", "embed_sequence", "flatten", "fully_connected", "l1_regularizer",
+    "l2_regularizer", "layer_norm", "linear", "max_pool2d", "one_hot_encoding", "relu", "relu6", "repeat",
+    "separable_conv2d", "separable_convolution2d", "softmax", "stack", "sum_regularizer", "unit_norm",
     "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d",
 ]
 
@@ -62,6 +77,53 @@ def apply_regularization(regularizer, weights_list=None):
     return add_n(parts)
 
 
+def _variables_collections(short_name: str, variables_collections) -> list[str]:
+    if isinstance(variables_collections, dict):
+        variables_collections = variables_collections.get(short_name)
+    if isinstance(variables_collections, str):
+        return [variables_collections]
+    return list(variables_collections or [])
+
+
+_nesting = threading.local()  # layer calls open in this thread (a normalizer_fn runs inside its layer)
+
+
+def _collect(graph, new_variables: list, variables_collections, output, outputs_collections) -> None:
+    """File a layer call's new variables under the caller's collections and, from the outermost
+    call (so in creation order), under MODEL_VARIABLES; and its output under ``outputs_collections``."""
+    outermost = _nesting.depth == 0
+    for var in new_variables:
+        short = var.op.name.rsplit("/", 1)[-1]
+        keys = ([GraphKeys.MODEL_VARIABLES] if outermost else []) + _variables_collections(short, variables_collections)
+        for key in keys:
+            if not any(v is var for v in graph.get_collection(key)):
+                graph.add_to_collection(key, var)
+    for key in [outputs_collections] if isinstance(outputs_collections, str) else (outputs_collections or []):
+        graph.add_to_collection(key, output)
+
+
+def _layer(func):
+    """A contrib layer: arg_scope-able, filing its variables and output as ``_collect`` says."""
+    signature = inspect.signature(func)
+
+    @functools.wraps(func)
+    def collecting(*args, **kwargs):
+        graph = get_default_graph()
+        before = len(graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
+        _nesting.depth = getattr(_nesting, "depth", 0) + 1
+        try:
+            output = func(*args, **kwargs)
+        finally:
+            _nesting.depth -= 1
+        arguments = signature.bind(*args, **kwargs).arguments
+        _collect(graph, graph.get_collection(GraphKeys.GLOBAL_VARIABLES)[before:],
+                 arguments.get("variables_collections"), output, arguments.get("outputs_collections"))
+        return output
+
+    return add_arg_scope(collecting)
+
+
+@_layer
 def flatten(inputs, outputs_collections=None, scope=None):
     """[batch, ...] to [batch, everything else]."""
     return make_op("Flatten", [inputs], {"axis": 1}).outputs[0]
@@ -70,6 +132,7 @@ def flatten(inputs, outputs_collections=None, scope=None):
 _RELU_DEFAULT = object()  # TensorFlow's default activation_fn is relu; None means linear
 
 
+@_layer
 def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, normalizer_fn=None, normalizer_params=None,
                     weights_initializer=None, weights_regularizer=None, biases_initializer=initializers.Zeros,
                     biases_regularizer=None, reuse=None, variables_collections=None, outputs_collections=None,
@@ -84,6 +147,44 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
         return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
                                                biases_regularizer, trainable), activation_fn)
 
+
+def _fully_connected_with(activation_name: str | None):
+    """``fully_connected`` with another default activation (TensorFlow's ``linear``, ``relu``, ...)."""
+    from trainer import nn
+
+    activation = None if activation_name is None else getattr(nn, activation_name)
+    return functools.partial(fully_connected, activation_fn=activation)
+
+
+linear = _fully_connected_with(None)
+relu = _fully_connected_with("relu")
+relu6 = _fully_connected_with("relu6")
+elu = _fully_connected_with("elu")
+
+
+@_layer
+def bias_add(inputs, activation_fn=None, initializer=initializers.Zeros, regularizer=None, reuse=None,
+             variables_collections=None, outputs_collections=None, trainable: bool = True, data_format: str = "NHWC",
+             scope=None):
+    """``inputs`` plus ``BiasAdd/biases`` over the last axis (NHWC), then ``activation_fn``."""
+    from trainer.nn import bias_add as nn_bias_add
+
+    if data_format != "NHWC":
+        raise ValueError(f"contrib.layers.bias_add: only data_format='NHWC' is supported, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    with variable_scope(scope, default_name="BiasAdd", reuse=reuse):
+        b = get_variable("biases", [x.shape[-1]], dtype=x.dtype, initializer=initializer, regularizer=regularizer,
+                         trainable=trainable)
+        y = nn_bias_add(x, b)
+    return y if activation_fn is None else activation_fn(y)
+
+
+@_layer
+def softmax(logits, scope=None):
+    """Softmax over the last axis."""
+    from trainer.nn import softmax as nn_softmax
+
+    return nn_softmax(logits, axis=-1)
 
 
 def _normalized_or_biased(y, num_outputs: int, normalizer_fn, normalizer_params, biases_initializer,
@@ -109,6 +210,7 @@ def _pair(v) -> list:
     return [int(v), int(v)] if isinstance(v, (int, np.integer)) else [int(d) for d in v]
 
 
+@_layer
 def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME", data_format=None, rate=1,
            activation_fn=_RELU_DEFAULT, normalizer_fn=None, normalizer_params=None, weights_initializer=None,
            weights_regularizer=None, biases_initializer=initializers.Zeros, biases_regularizer=None, reuse=None,
@@ -130,6 +232,82 @@ def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME
                                                biases_regularizer, trainable), activation_fn)
 
 
+convolution2d = conv2d
+
+# A transposed convolution's output size from (input size, kernel, stride), per padding.
+_TRANSPOSED_SIZES = {"SAME": lambda n, k, s: n * s, "VALID": lambda n, k, s: (n - 1) * s + k}
+
+
+@_layer
+def conv2d_transpose(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME",
+                     data_format: str = "NHWC", activation_fn=_RELU_DEFAULT, normalizer_fn=None,
+                     normalizer_params=None, weights_initializer=None, weights_regularizer=None,
+                     biases_initializer=initializers.Zeros, biases_regularizer=None, reuse=None,
+                     variables_collections=None, outputs_collections=None, trainable: bool = True, scope=None):
+    """The transposed NHWC convolution with ``Conv2d_transpose/weights`` [h, w, out, in]: each
+    spatial size becomes ``in * stride`` ("SAME") or ``(in - 1) * stride + kernel`` ("VALID")."""
+    from trainer.nn import conv2d_transpose as nn_conv2d_transpose
+
+    if data_format != "NHWC":
+        raise ValueError(f"contrib.layers.conv2d_transpose: only data_format='NHWC' is supported, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    (kh, kw), (sh, sw) = _pair(kernel_size), _pair(stride)
+    _, height, width, _ = x.shape
+    if height is None or width is None:
+        raise ValueError(f"contrib.layers.conv2d_transpose: input {x.name} needs a known height and width, "
+                         f"got shape {x.shape}")
+    if padding.upper() not in _TRANSPOSED_SIZES:
+        raise ValueError(f"contrib.layers.conv2d_transpose: padding must be 'SAME' or 'VALID', got {padding!r}")
+    grow = _TRANSPOSED_SIZES[padding.upper()]
+    with variable_scope(scope, default_name="Conv2d_transpose", reuse=reuse):
+        w = get_variable("weights", [kh, kw, num_outputs, x.shape[-1]], dtype=x.dtype,
+                         initializer=weights_initializer or initializers.GlorotUniform(),
+                         regularizer=weights_regularizer, trainable=trainable)
+        y = nn_conv2d_transpose(x, w, [-1, grow(height, kh, sh), grow(width, kw, sw), num_outputs],
+                                [1, sh, sw, 1], padding=padding.upper())
+        return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
+                                               biases_regularizer, trainable), activation_fn)
+
+
+convolution2d_transpose = conv2d_transpose
+
+
+@_layer
+def separable_conv2d(inputs, num_outputs, kernel_size, depth_multiplier: int = 1, stride=1, padding: str = "SAME",
+                     data_format: str = "NHWC", rate=1, activation_fn=_RELU_DEFAULT, normalizer_fn=None,
+                     normalizer_params=None, weights_initializer=None, pointwise_initializer=None,
+                     weights_regularizer=None, biases_initializer=initializers.Zeros, biases_regularizer=None,
+                     reuse=None, variables_collections=None, outputs_collections=None, trainable: bool = True,
+                     scope=None):
+    """A depthwise convolution (``SeparableConv2d/depthwise_weights`` [h, w, in, depth_multiplier])
+    then, unless ``num_outputs`` is None, a 1x1 one mixing channels (``pointwise_weights``)."""
+    from trainer.nn import conv2d as nn_conv2d, depthwise_conv2d
+
+    if data_format != "NHWC":
+        raise ValueError(f"contrib.layers.separable_conv2d: only data_format='NHWC' is supported, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    (kh, kw), (sh, sw), (dh, dw) = _pair(kernel_size), _pair(stride), _pair(rate)
+    cin = x.shape[-1]
+    with variable_scope(scope, default_name="SeparableConv2d", reuse=reuse):
+        depthwise = get_variable("depthwise_weights", [kh, kw, cin, depth_multiplier], dtype=x.dtype,
+                                 initializer=weights_initializer or initializers.GlorotUniform(),
+                                 regularizer=weights_regularizer, trainable=trainable)
+        y = depthwise_conv2d(x, depthwise, [1, sh, sw, 1], padding.upper(), dilations=[dh, dw])
+        channels = cin * depth_multiplier
+        if num_outputs is not None:
+            pointwise = get_variable("pointwise_weights", [1, 1, channels, num_outputs], dtype=x.dtype,
+                                     initializer=pointwise_initializer or weights_initializer or
+                                     initializers.GlorotUniform(), regularizer=weights_regularizer,
+                                     trainable=trainable)
+            y = nn_conv2d(y, pointwise, strides=[1, 1, 1, 1], padding="VALID")
+            channels = num_outputs
+        return _activate(_normalized_or_biased(y, channels, normalizer_fn, normalizer_params, biases_initializer,
+                                               biases_regularizer, trainable), activation_fn)
+
+
+separable_convolution2d = separable_conv2d
+
+
 def _pool(kind, inputs, kernel_size, stride, padding: str, data_format: str):
     from trainer import nn
 
@@ -139,16 +317,19 @@ def _pool(kind, inputs, kernel_size, stride, padding: str, data_format: str):
     return getattr(nn, kind)(convert_to_tensor(inputs), [1, kh, kw, 1], [1, sh, sw, 1], padding.upper())
 
 
+@_layer
 def max_pool2d(inputs, kernel_size, stride=2, padding: str = "VALID", data_format: str = "NHWC",
                outputs_collections=None, scope=None):
     return _pool("max_pool", inputs, kernel_size, stride, padding, data_format)
 
 
+@_layer
 def avg_pool2d(inputs, kernel_size, stride=2, padding: str = "VALID", data_format: str = "NHWC",
                outputs_collections=None, scope=None):
     return _pool("avg_pool", inputs, kernel_size, stride, padding, data_format)
 
 
+@_layer
 def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = False, epsilon: float = 0.001,
                activation_fn=None, param_initializers=None, param_regularizers=None, updates_collections="update_ops",
                is_training=True, reuse=None, variables_collections=None, outputs_collections=None,
@@ -156,25 +337,86 @@ def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = 
                zero_debias_moving_mean: bool = False, scope=None, renorm: bool = False, renorm_clipping=None,
                renorm_decay: float = 0.99, adjustment=None):
     """Batch normalization over the last axis with ``BatchNorm/beta`` (``gamma`` only with
-    ``scale=True``) and moving statistics updated in UPDATE_OPS while ``is_training``."""
+    ``scale=True``) and moving statistics updated while ``is_training``: by the ops put in
+    ``updates_collections`` (UPDATE_OPS), or, with ``updates_collections=None``, before the output."""
     from trainer.layers import batch_normalization
 
     if data_format != "NHWC" or batch_weights is not None or renorm:
         raise NotImplementedError("contrib.layers.batch_norm: NHWC only, without batch_weights or renorm")
+    if param_regularizers:
+        raise NotImplementedError("contrib.layers.batch_norm: param_regularizers is not supported")
     inits = param_initializers or {}
-    y = batch_normalization(inputs, axis=-1, momentum=decay, epsilon=epsilon, center=center, scale=scale,
-                            beta_initializer=inits.get("beta"), gamma_initializer=inits.get("gamma"),
-                            moving_mean_initializer=inits.get("moving_mean"),
-                            moving_variance_initializer=inits.get("moving_variance"), training=is_training,
-                            trainable=trainable, name=scope or "BatchNorm", reuse=reuse)
+    graph = get_default_graph()
+    update_ops = graph.get_collection_ref(GraphKeys.UPDATE_OPS)
+    before = len(update_ops)
+    with variable_scope(scope, default_name="BatchNorm", reuse=reuse) as opened:  # BatchNorm, BatchNorm_1, ...
+        y = batch_normalization(inputs, axis=-1, momentum=decay, epsilon=epsilon, center=center, scale=scale,
+                                beta_initializer=inits.get("beta"), gamma_initializer=inits.get("gamma"),
+                                moving_mean_initializer=inits.get("moving_mean"),
+                                moving_variance_initializer=inits.get("moving_variance"), training=is_training,
+                                trainable=trainable, name=opened, reuse=reuse)
+    if updates_collections != GraphKeys.UPDATE_OPS:
+        moved = update_ops[before:]
+        del update_ops[before:]
+        if updates_collections is None:  # TensorFlow's in-place updates: the output waits for them
+            with control_dependencies(moved):
+                y = identity(y)
+        else:
+            for op in moved:
+                graph.add_to_collection(updates_collections, op)
     return y if activation_fn is None else activation_fn(y)
 
 
+@_layer
 def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None, seed=None):
     """Inputs with a fraction ``1 - keep_prob`` zeroed (and the rest scaled) while ``is_training``."""
     from trainer.layers import dropout as layers_dropout
 
     return layers_dropout(inputs, rate=1 - keep_prob, noise_shape=noise_shape, seed=seed, training=is_training)
+
+
+def _layer_calls(inputs, layer, calls: list, scope, default_name: str, kwargs: dict):
+    """``layer`` applied once per argument list in ``calls``, as slim's repeat and stack do: inside
+    the variable scope ``scope`` (else ``default_name``), the calls scoped ``<scope>_1``, ``_2``, ...
+    where ``scope`` defaults to the layer's name."""
+    prefix = scope if scope is not None else getattr(layer, "__name__", default_name.lower())
+    with variable_scope(scope, default_name=default_name):
+        outputs = convert_to_tensor(inputs)
+        for i, args in enumerate(calls):
+            outputs = layer(outputs, *args, **{**kwargs, "scope": f"{prefix}_{i + 1}"})
+        return outputs
+
+
+def repeat(inputs, repetitions: int, layer, *args, **kwargs):
+    """``layer(inputs, *args, **kwargs)`` applied ``repetitions`` times in a row."""
+    scope = kwargs.pop("scope", None)
+    return _layer_calls(inputs, layer, [args] * repetitions, scope, "Repeat", kwargs)
+
+
+def stack(inputs, layer, stack_args, **kwargs):
+    """``layer`` applied once per entry of ``stack_args`` (a tuple is spread as its arguments)."""
+    scope = kwargs.pop("scope", None)
+    if not isinstance(stack_args, (list, tuple)):
+        raise ValueError(f"stack: stack_args must be a list or tuple, got {type(stack_args).__name__}")
+    calls = [entry if isinstance(entry, (list, tuple)) else [entry] for entry in stack_args]
+    return _layer_calls(inputs, layer, calls, scope, "Stack", kwargs)
+
+
+@_layer
+def one_hot_encoding(labels, num_classes: int, on_value: float = 1.0, off_value: float = 0.0,
+                     outputs_collections=None, scope=None):
+    """Float one-hot rows of ``num_classes`` for integer ``labels``."""
+    from trainer.array_ops import one_hot
+
+    return one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
+
+
+@_layer
+def unit_norm(inputs, dim: int, epsilon: float = 1e-7, scope=None):
+    """``inputs`` divided by their L2 norm along ``dim``."""
+    from trainer.nn import l2_normalize
+
+    return l2_normalize(inputs, axis=dim, epsilon=epsilon)
 
 
 def embed_sequence(ids, vocab_size=None, embed_dim=None, unique: bool = False, initializer=None, regularizer=None,
@@ -188,6 +430,7 @@ def embed_sequence(ids, vocab_size=None, embed_dim=None, unique: bool = False, i
         return embedding_lookup(table, ids)
 
 
+@_layer
 def layer_norm(inputs, center: bool = True, scale: bool = True, activation_fn=None, reuse=None,
                variables_collections=None, outputs_collections=None, trainable: bool = True,
                begin_norm_axis: int = 1, begin_params_axis: int = -1, scope=None):
