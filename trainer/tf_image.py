@@ -7,10 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import ops
+from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg, decode_png,
+                                       encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.array_ops import clip_by_value, pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
 from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
+    "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg",
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
     "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down",
     "grayscale_to_rgb", "pad_to_bounding_box", "per_image_standardization", "random_brightness", "random_contrast",
@@ -67,7 +70,11 @@ def _resize(images, size, method: int, align_corners: bool, half_pixel_centers: 
              "nearest_mode": "round_prefer_ceil" if align_corners else "floor",
              "cubic_coeff_a": -0.5, "axes": [rank - 3, rank - 2]}
     float_in = ops.cast(x, np.float32) if np.dtype(x.dtype).kind != "f" else x
-    return ops.make_op("Resize", [float_in, None, None, sizes], attrs, name=name or "resize").outputs[0]
+    out = ops.make_op("Resize", [float_in, None, None, sizes], attrs, name=name or "resize").outputs[0]
+    if x.shape is not None and isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
+        # A decoded image's height and width are unknown; a literal size still fixes the result's.
+        out.set_shape(tuple(x.shape[:-3]) + tuple(size) + (x.shape[-1],))
+    return out
 
 
 def resize_images(images, size, method: int = ResizeMethod.BILINEAR, align_corners: bool = False,
