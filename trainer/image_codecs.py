@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from trainer.kernels.debugging import InvalidArgumentError
+from trainer.png16 import bit_depth, read_png16, write_png16
 
 __all__ = ["FORMATS", "convert_pixels", "decode", "encode_jpeg", "encode_png", "image_format", "jpeg_shape",
            "to_channels",
@@ -82,7 +83,7 @@ def _load(op: str, kind: str, image, data: bytes, recover: Callable[[], object] 
 
 
 # Pillow modes whose pixels come out as they are; any other mode is converted to RGB(A) first.
-_NATIVE_MODES = ("L", "LA", "RGB", "RGBA", "I;16")
+_NATIVE_MODES = ("L", "LA", "RGB", "RGBA")
 
 
 def _native_pixels(image) -> np.ndarray:
@@ -124,6 +125,9 @@ def decode(op: str, data: bytes, accepted: tuple[str, ...], *, channels: int = 0
     kind, image = _open(op, data, accepted)
     if channels not in (0, 1, 3, 4):
         raise InvalidArgumentError(f"{op}: channels must be 0, 1, 3 or 4, got {channels}")
+    if kind == "png" and bit_depth(data) == 16:  # Pillow would keep 16 bits for gray images only
+        deep = to_channels(op, read_png16(op, data), channels)
+        return deep if sixteen_bit else (deep >> 8).astype(np.uint8)  # libpng's strip_16: the high byte
     if ratio not in (1, 2, 4, 8):
         raise InvalidArgumentError(f"{op}: ratio must be 1, 2, 4 or 8, got {ratio}")
     if kind == "jpeg":
@@ -143,9 +147,7 @@ def decode(op: str, data: bytes, accepted: tuple[str, ...], *, channels: int = 0
     if kind == "gif":  # TensorFlow decodes GIFs to RGB whatever their palette
         image = image.convert("RGB")
     pixels = to_channels(op, _native_pixels(image), channels)
-    if pixels.dtype == np.uint16 and not sixteen_bit:
-        pixels = (pixels >> 8).astype(np.uint8)
-    elif pixels.dtype == np.uint8 and sixteen_bit:
+    if sixteen_bit:  # an 8-bit PNG widened as libpng does: v * 257 maps 255 to 65535
         pixels = pixels.astype(np.uint16) * 257
     return np.ascontiguousarray(pixels)
 
@@ -192,9 +194,8 @@ def encode_png(op: str, pixels: np.ndarray, compression: int) -> bytes:
         raise InvalidArgumentError(f"{op}: compression must be -1 (the default) or 0 to 9, got {compression}")
     channels = pixels.shape[2]
     if pixels.dtype == np.uint16:
-        if channels != 1:
-            raise InvalidArgumentError(f"{op}: uint16 images are encoded with one channel only, got {channels}")
-    image = Image.fromarray(pixels[..., 0] if channels == 1 else pixels)  # L, LA, RGB, RGBA or I;16
+        return write_png16(pixels, compression)
+    image = Image.fromarray(pixels[..., 0] if channels == 1 else pixels)  # L, LA, RGB or RGBA
     out = io.BytesIO()
     image.save(out, format="PNG", compress_level=6 if compression < 0 else compression)
     return out.getvalue()

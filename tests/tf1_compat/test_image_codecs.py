@@ -166,19 +166,60 @@ def test_gray_png_gains_opaque_channels_and_uint16_round_trips_exactly():
     gray = _gradient()[..., :1]
     rgba = _decode(lambda c: tf.image.decode_png(c, channels=4), _encode(gray, "PNG"))
     np.testing.assert_array_equal(rgba, np.concatenate([np.repeat(gray, 3, -1), np.full_like(gray, 255)], -1))
-    deep = (np.arange(40 * 56, dtype=np.uint16).reshape(40, 56, 1) * 29) % 65535
-    image = tf.placeholder(tf.uint16, [40, 56, 1])
-    encoded = tf.image.encode_png(image, compression=9)
-    back = tf.image.decode_png(encoded, dtype=tf.uint16)
-    as_uint8 = tf.image.decode_png(encoded)
-    as_float = tf.image.decode_image(encoded, dtype=tf.float32)
-    with tf.Session() as sess:
-        png, back, low, flt = sess.run([encoded, back, as_uint8, as_float], {image: deep})
-    assert back.dtype == np.uint16 and back.shape == deep.shape
-    np.testing.assert_array_equal(back, deep)
-    np.testing.assert_array_equal(low, (deep >> 8).astype(np.uint8))
-    np.testing.assert_allclose(flt, deep / 65535.0, rtol=1e-6)
-    assert np.asarray(Image.open(io.BytesIO(png))).tolist() == deep[..., 0].tolist()
+    for channels in (1, 3, 4):
+        deep = ((np.arange(40 * 56 * channels, dtype=np.uint64) * 2654435761) % 65536).astype(np.uint16)
+        deep = deep.reshape(40, 56, channels)
+        image = tf.placeholder(tf.uint16, [40, 56, channels])
+        encoded = tf.image.encode_png(image, compression=9)
+        outputs = [encoded, tf.image.decode_png(encoded, dtype=tf.uint16), tf.image.decode_png(encoded),
+                   tf.image.decode_image(encoded, dtype=tf.float32)]
+        with tf.Session() as sess:
+            png, back, low, floats = sess.run(outputs, {image: deep})
+        assert back.dtype == np.uint16 and back.shape == deep.shape
+        np.testing.assert_array_equal(back, deep)
+        np.testing.assert_array_equal(low, (deep >> 8).astype(np.uint8))
+        np.testing.assert_allclose(floats, deep / 65535.0, rtol=1e-6)
+        if channels == 1:  # Pillow reads 16-bit gray exactly: our PNG is a standard one
+            np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png))), deep[..., 0])
+    # and a 16-bit PNG from another encoder (Pillow's, rows filtered), read back exactly
+    gray16 = ((np.add.outer(np.arange(40), np.arange(56)) * 977) % 65536).astype(np.uint16)
+    out = io.BytesIO()
+    Image.fromarray(gray16).save(out, format="PNG", optimize=True)
+    np.testing.assert_array_equal(_decode(lambda c: tf.io.decode_png(c, dtype=tf.uint16), out.getvalue())[..., 0],
+                                  gray16)
+
+
+def _png16_with_every_filter(pixels: np.ndarray) -> bytes:
+    """A 16-bit RGB PNG whose row y uses filter type y % 5 (None, Sub, Up, Average, Paeth)."""
+    import struct
+    import zlib
+
+    height, width, _ = pixels.shape
+    rows = pixels.astype(">u2").reshape(height, -1).view(np.uint8).astype(np.int64)
+    bpp, raw, prior = 6, b"", np.zeros(rows.shape[1], np.int64)
+    for y, row in enumerate(rows):
+        left = np.concatenate([np.zeros(bpp, np.int64), row[:-bpp]])
+        corner = np.concatenate([np.zeros(bpp, np.int64), prior[:-bpp]])
+        p = left + prior - corner
+        pa, pb, pc = abs(p - left), abs(p - prior), abs(p - corner)
+        paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prior, corner))
+        guess = [0, left, prior, (left + prior) // 2, paeth][y % 5]
+        raw += bytes([y % 5]) + ((row - guess) % 256).astype(np.uint8).tobytes()
+        prior = row
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def test_a_filtered_16_bit_rgb_png_decodes_exactly_and_a_cut_one_fails():
+    pixels = ((np.arange(10 * 7 * 3, dtype=np.uint64) * 40503) % 65536).astype(np.uint16).reshape(10, 7, 3)
+    png = _png16_with_every_filter(pixels)
+    np.testing.assert_array_equal(_decode(lambda c: tf.image.decode_png(c, dtype=tf.uint16), png), pixels)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="DecodePng: corrupt or truncated PNG data: chunk"):
+        _decode(lambda c: tf.image.decode_png(c, dtype=tf.uint16), png[:len(png) - 20])
 
 
 def test_gif_frames_and_decode_image_dispatch_by_magic_bytes():
