@@ -135,15 +135,14 @@ def decode(op: str, data: bytes, accepted: tuple[str, ...], *, channels: int = 0
         mode = {1: "L", 3: "RGB"}.get(channels, image.mode if image.mode in ("L", "RGB") else "RGB")
         size = (-(-image.width // ratio), -(-image.height // ratio))
         image.draft(mode, size)
-    recover = None
-    if kind == "jpeg" and recover_truncated:
-        def recover():
-            again = pillow(op).open(io.BytesIO(data + _EOI), formats=["JPEG"])
-            again.draft(image.mode, image.size)
-            return again
+    def reopen_with_end_marker():
+        again = pillow(op).open(io.BytesIO(data + _EOI), formats=["JPEG"])
+        again.draft(image.mode, image.size)
+        return again
+
     if kind == "gif" and all_frames:
         return _gif_frames(op, image, data)
-    image = _load(op, kind, image, data, recover)
+    image = _load(op, kind, image, data, reopen_with_end_marker if kind == "jpeg" and recover_truncated else None)
     if kind == "gif":  # TensorFlow decodes GIFs to RGB whatever their palette
         image = image.convert("RGB")
     pixels = to_channels(op, _native_pixels(image), channels)

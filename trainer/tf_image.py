@@ -7,12 +7,16 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import ops
+from trainer.image_adjust import (adjust_gamma, adjust_hue, adjust_jpeg_quality, adjust_saturation, convert_image_dtype,
+                                    hsv_to_rgb, image_gradients, psnr, random_hue, random_saturation, rgb_to_hsv,
+                                    rgb_to_yiq, rgb_to_yuv, total_variation, yiq_to_rgb, yuv_to_rgb)
 from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg, decode_png,
                                        encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
-from trainer.array_ops import clip_by_value, pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
+from trainer.array_ops import pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
 from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
+    "adjust_gamma", "adjust_hue", "adjust_jpeg_quality", "adjust_saturation", "hsv_to_rgb", "image_gradients", "psnr", "random_hue", "random_saturation", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "total_variation", "yiq_to_rgb", "yuv_to_rgb",
     "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg",
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
     "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down",
@@ -191,27 +195,6 @@ def central_crop(image, central_fraction: float):
     height, width = _static_hw(x, "central_crop")
     top, left = int((height - height * central_fraction) / 2), int((width - width * central_fraction) / 2)
     return crop_to_bounding_box(x, top, left, height - 2 * top, width - 2 * left)
-
-
-def convert_image_dtype(image, dtype, saturate: bool = False, name=None):
-    """Between integer images (0..max of the type) and float images (0..1), scaling as TF does."""
-    x = ops.convert_to_tensor(image)
-    src, dst = np.dtype(x.dtype), np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
-    if src == dst:
-        return ops.identity(x, name=name)
-    if src.kind == "f" and dst.kind == "f":
-        return ops.cast(x, dst, name=name)
-    if src.kind in "iu" and dst.kind == "f":
-        return ops.cast(x, dst) * float(1.0 / np.iinfo(src).max)
-    if src.kind == "f" and dst.kind in "iu":
-        scaled = x * float(np.iinfo(dst).max + 0.5)
-        if saturate:
-            scaled = clip_by_value(scaled, 0.0, float(np.iinfo(dst).max))
-        return ops.cast(scaled, dst, name=name)
-    # integer to integer: shift to keep the scale
-    shift = 8 * (np.dtype(dst).itemsize - np.dtype(src).itemsize)
-    scale = float(2.0 ** shift)
-    return ops.cast(ops.cast(x, np.float64) * scale, dst, name=name)
 
 
 def rgb_to_grayscale(images, name=None):

@@ -71,3 +71,56 @@ def test_random_flips_flip_each_image_or_leave_it():
     flipped = [np.array_equal(o, i[:, ::-1]) for o, i in zip(out, images)]
     kept = [np.array_equal(o, i) for o, i in zip(out, images)]
     assert all(f or k for f, k in zip(flipped, kept)) and 0 < sum(flipped) < 16
+
+
+def test_color_spaces_and_adjustments_match_their_formulas():
+    import colorsys
+
+    rgb = np.random.default_rng(1).random((2, 5, 6, 3)).astype(np.float32)
+    rgb[0, 0, 0] = [0.5, 0.5, 0.5]  # gray: hue 0
+    x = tf.constant(rgb)
+    with tf.Session() as sess:
+        hsv, back, yiq, yuv, gamma, hue, sat, grads, tv, score = sess.run([
+            tf.image.rgb_to_hsv(x), tf.image.hsv_to_rgb(tf.image.rgb_to_hsv(x)), tf.image.yiq_to_rgb(
+                tf.image.rgb_to_yiq(x)), tf.image.rgb_to_yuv(x), tf.image.adjust_gamma(x, 2.0, 0.5),
+            tf.image.adjust_hue(x, 0.25), tf.image.adjust_saturation(x, 0.5), tf.image.image_gradients(x),
+            tf.image.total_variation(x), tf.image.psnr(x, x * 0.9, 1.0)])
+    expected_hsv = np.array([colorsys.rgb_to_hsv(*p) for p in rgb.reshape(-1, 3)]).reshape(rgb.shape)
+    np.testing.assert_allclose(hsv, expected_hsv, atol=1e-5)
+    np.testing.assert_allclose(back, rgb, atol=1e-5)
+    np.testing.assert_allclose(yiq, rgb, atol=1e-4)  # to YIQ and back
+    np.testing.assert_allclose(yuv[..., 0], rgb @ [0.299, 0.587, 0.114], atol=1e-5)
+    np.testing.assert_allclose(gamma, 0.5 * rgb ** 2, rtol=1e-5)
+    shifted = expected_hsv.copy()
+    shifted[..., 0] = (shifted[..., 0] + 0.25) % 1.0
+    np.testing.assert_allclose(hue, np.array([colorsys.hsv_to_rgb(*p) for p in shifted.reshape(-1, 3)]).reshape(
+        rgb.shape), atol=1e-5)
+    desaturated = expected_hsv.copy()
+    desaturated[..., 1] *= 0.5
+    np.testing.assert_allclose(sat, np.array([colorsys.hsv_to_rgb(*p) for p in desaturated.reshape(-1, 3)]).reshape(
+        rgb.shape), atol=1e-5)
+    dy, dx = grads
+    np.testing.assert_allclose(dy[:, :-1], np.diff(rgb, axis=1), atol=1e-6)
+    assert not dy[:, -1].any() and not dx[:, :, -1].any()
+    np.testing.assert_allclose(tv, np.abs(np.diff(rgb, axis=1)).sum((1, 2, 3)) +
+                               np.abs(np.diff(rgb, axis=2)).sum((1, 2, 3)), rtol=1e-5)
+    mse = ((rgb * 0.1) ** 2).mean((1, 2, 3))
+    np.testing.assert_allclose(score, -10 * np.log10(mse), rtol=1e-5)
+
+
+def test_uint8_adjustments_keep_the_dtype_and_jpeg_quality_round_trips():
+    rng = np.random.default_rng(2)
+    image = np.clip(np.add.outer(np.arange(16), np.arange(24))[..., None] * [4, 6, 8] + rng.integers(0, 10, (16, 24, 3)),
+                    0, 255).astype(np.uint8)
+    x = tf.constant(image)
+    with tf.Session() as sess:
+        hue, sat, low, high, noisy = sess.run([
+            tf.image.random_hue(x, 0.2, seed=1), tf.image.random_saturation(x, 0.5, 1.5, seed=1),
+            tf.image.adjust_jpeg_quality(x, 10), tf.image.adjust_jpeg_quality(tf.image.convert_image_dtype(x, tf.float32), 95),
+            tf.image.psnr(x, tf.image.adjust_jpeg_quality(x, 10), 255)])
+    assert hue.dtype == sat.dtype == low.dtype == np.uint8 and hue.shape == image.shape
+    assert high.dtype == np.float32 and np.abs(high - image / 255).mean() < 0.02
+    assert np.abs(low.astype(int) - image).mean() > np.abs(high * 255 - image).mean()
+    assert 15 < noisy < 40
+    with pytest.raises(ValueError, match="max_delta must be in"):
+        tf.image.random_hue(x, 0.7)
