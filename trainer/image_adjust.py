@@ -36,7 +36,7 @@ def convert_image_dtype(image, dtype, saturate: bool = False, name=None):
             scaled = clip_by_value(scaled, 0.0, float(np.iinfo(dst).max))
         return ops.cast(scaled, dst, name=name)
     # integer to integer: shift to keep the scale
-    shift = 8 * (np.dtype(dst).itemsize - np.dtype(src).itemsize)
+    shift = int(np.iinfo(dst).max).bit_length() - int(np.iinfo(src).max).bit_length()  # int32 has 31 value bits
     scale = float(2.0 ** shift)
     return ops.cast(ops.cast(x, np.float64) * scale, dst, name=name)
 

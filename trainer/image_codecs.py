@@ -16,9 +16,7 @@ import numpy as np
 from trainer.kernels.debugging import InvalidArgumentError
 from trainer.png16 import bit_depth, read_png16, write_png16
 
-__all__ = ["FORMATS", "convert_pixels", "decode", "encode_jpeg", "encode_png", "image_format", "jpeg_shape",
-           "to_channels",
-           "pillow"]
+__all__ = ["FORMATS", "convert_pixels", "decode", "encode_jpeg", "encode_png", "image_format", "jpeg_shape", "pillow"]
 
 # The first bytes of each format, as TensorFlow's decode_image tells them apart.
 FORMATS: dict[str, tuple[bytes, ...]] = {
@@ -56,7 +54,7 @@ def _open(op: str, data: bytes, accepted: tuple[str, ...]):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             return kind, Image.open(io.BytesIO(data), formats=[kind.upper()])
-    except (OSError, SyntaxError, ValueError) as e:
+    except (OSError, SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as e:
         # Pillow's "cannot identify image file <BytesIO ...>" names no file here: say what it means.
         reason = "not a readable header" if isinstance(e, Image.UnidentifiedImageError) else str(e)
         raise InvalidArgumentError(f"{op}: corrupt or truncated {kind.upper()} header ({len(data)} bytes): "
@@ -69,14 +67,14 @@ def _load(op: str, kind: str, image, data: bytes, recover: Callable[[], object] 
     try:
         image.load()
         return image
-    except (OSError, SyntaxError, ValueError) as e:
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
         if recover is None or "truncated" not in str(e):
             raise InvalidArgumentError(f"{op}: corrupt or truncated {kind.upper()} data ({len(data)} bytes): "
                                        f"{e}") from None
     again = recover()
     try:
         again.load()
-    except (OSError, SyntaxError, ValueError) as e:
+    except (OSError, SyntaxError, ValueError, EOFError) as e:
         raise InvalidArgumentError(f"{op}: truncated {kind.upper()} data ({len(data)} bytes) could not be "
                                    f"recovered: {e}") from None
     return again
@@ -101,7 +99,7 @@ def _luma(rgb: np.ndarray) -> np.ndarray:
     return ((rgb.astype(np.uint64) @ weights + 0x8000) >> 16).astype(rgb.dtype)[..., None]
 
 
-def to_channels(op: str, pixels: np.ndarray, channels: int) -> np.ndarray:
+def _to_channels(op: str, pixels: np.ndarray, channels: int) -> np.ndarray:
     """``pixels`` [h, w, 1-4] with ``channels`` channels (0: as they are); an added alpha is opaque."""
     have = pixels.shape[2]
     if channels == 0 or channels == have:
@@ -123,10 +121,8 @@ def decode(op: str, data: bytes, accepted: tuple[str, ...], *, channels: int = 0
     """The image in ``data`` (one of the ``accepted`` formats) as [h, w, c], or [frames, h, w, 3]
     where ``all_frames`` and the data is a GIF. ``sixteen_bit``: PNGs keep 16 bits (uint16 out)."""
     kind, image = _open(op, data, accepted)
-    if channels not in (0, 1, 3, 4):
-        raise InvalidArgumentError(f"{op}: channels must be 0, 1, 3 or 4, got {channels}")
     if kind == "png" and bit_depth(data) == 16:  # Pillow would keep 16 bits for gray images only
-        deep = to_channels(op, read_png16(op, data), channels)
+        deep = _to_channels(op, read_png16(op, data), channels)
         return deep if sixteen_bit else (deep >> 8).astype(np.uint8)  # libpng's strip_16: the high byte
     if ratio not in (1, 2, 4, 8):
         raise InvalidArgumentError(f"{op}: ratio must be 1, 2, 4 or 8, got {ratio}")
@@ -135,6 +131,7 @@ def decode(op: str, data: bytes, accepted: tuple[str, ...], *, channels: int = 0
         mode = {1: "L", 3: "RGB"}.get(channels, image.mode if image.mode in ("L", "RGB") else "RGB")
         size = (-(-image.width // ratio), -(-image.height // ratio))
         image.draft(mode, size)
+
     def reopen_with_end_marker():
         again = pillow(op).open(io.BytesIO(data + _EOI), formats=["JPEG"])
         again.draft(image.mode, image.size)
@@ -145,7 +142,7 @@ def decode(op: str, data: bytes, accepted: tuple[str, ...], *, channels: int = 0
     image = _load(op, kind, image, data, reopen_with_end_marker if kind == "jpeg" and recover_truncated else None)
     if kind == "gif":  # TensorFlow decodes GIFs to RGB whatever their palette
         image = image.convert("RGB")
-    pixels = to_channels(op, _native_pixels(image), channels)
+    pixels = _to_channels(op, _native_pixels(image), channels)
     if sixteen_bit:  # an 8-bit PNG widened as libpng does: v * 257 maps 255 to 65535
         pixels = pixels.astype(np.uint16) * 257
     return np.ascontiguousarray(pixels)
@@ -178,7 +175,7 @@ def convert_pixels(pixels: np.ndarray, dtype: np.dtype) -> np.ndarray:
     top = float(np.iinfo(pixels.dtype).max)
     if dtype.kind == "f":
         return (pixels.astype(dtype) * dtype.type(1.0 / top)).astype(dtype)
-    shift = 8 * (dtype.itemsize - pixels.dtype.itemsize)
+    shift = int(np.iinfo(dtype).max).bit_length() - int(np.iinfo(pixels.dtype).max).bit_length()  # int32: 31 bits
     wide = pixels.astype(np.uint64)
     return (wide << shift if shift >= 0 else wide >> -shift).astype(dtype)
 

@@ -14,6 +14,7 @@ from PIL import Image
 
 import trainer as tf
 from exporter.freeze import FreezeError, freeze
+from tests.tf1_compat.queue_runs import run_to_the_end
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,21 +50,6 @@ def _decode(op, data: bytes):
         return sess.run(image, {contents: data})
 
 
-def _run_to_the_end(sess, fetch, limit: int = 1000):
-    coord = tf.train.Coordinator()
-    threads = tf.train.start_queue_runners(sess=sess, coord=coord)
-    results = []
-    try:
-        while not coord.should_stop() and len(results) < limit:
-            results.append(sess.run(fetch))
-    except tf.errors.OutOfRangeError:
-        pass
-    finally:
-        coord.request_stop()
-        coord.join(threads, stop_grace_period_secs=10)
-    return results
-
-
 def _label_of(name) -> np.int64:
     """The label in a file name "..._<label>.jpg" (py_func hands strings in as bytes or str)."""
     name = np.asarray(name).item()
@@ -96,7 +82,7 @@ def test_a_whole_file_reader_pipeline_decodes_resizes_batches_and_trains(tmp_pat
     train_op, loss = _classifier(images, batch_labels)
     with tf.Session() as sess:
         sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
-        losses = [value for _, value in _run_to_the_end(sess, [train_op, loss])]
+        losses = [value for _, value in run_to_the_end(sess, [train_op, loss])]
     assert len(losses) == 10  # 20 files, 5 epochs, batches of 10
     assert losses[-1] < 0.5 * losses[0]
 
