@@ -53,7 +53,7 @@ def decode_and_crop_jpeg(contents, crop_window, channels: int = 0, ratio: int = 
                          name: str | None = None) -> Tensor:
     """``decode_jpeg``, then the window ``crop_window`` = [y, x, height, width] of the image."""
     attrs = _jpeg_attrs(channels, ratio, fancy_upscaling, try_recover_truncated, acceptable_fraction, dct_method)
-    window = convert_to_tensor(np.asarray(crop_window, np.int32)) if not isinstance(crop_window, Tensor) else crop_window
+    window = crop_window if isinstance(crop_window, Tensor) else convert_to_tensor(np.asarray(crop_window, np.int32))
     return _op("DecodeAndCropJpeg", [_contents(contents), window], attrs, name)
 
 

@@ -201,9 +201,9 @@ def encode_png(op: str, pixels: np.ndarray, compression: int) -> bytes:
 _DENSITY_UNITS = {"in": 1, "cm": 2}
 
 
-def encode_jpeg(op: str, pixels: np.ndarray, *, format: str = "", quality: int = 95, progressive: bool = False,  # noqa: A002
-                optimize_size: bool = False, chroma_downsampling: bool = True, density_unit: str = "in",
-                x_density: int = 300, y_density: int = 300, xmp_metadata: str = "") -> bytes:
+def encode_jpeg(op: str, pixels: np.ndarray, *, format: str = "",  # noqa: A002  (TensorFlow's argument name)
+                quality: int = 95, progressive: bool = False, optimize_size: bool = False,
+                chroma_downsampling: bool = True, density_unit: str = "in", x_density: int = 300, y_density: int = 300, xmp_metadata: str = "") -> bytes:
     Image = pillow(op)
     if pixels.ndim != 3 or pixels.dtype != np.uint8:
         raise InvalidArgumentError(f"{op}: image must be uint8 [height, width, channels], got {pixels.dtype} "
@@ -226,6 +226,5 @@ def encode_jpeg(op: str, pixels: np.ndarray, *, format: str = "", quality: int =
         options["xmp"] = xmp_metadata.encode()
     image.save(out, format="JPEG", **options)
     data = out.getvalue()
-    if density_unit == "cm":  # the JFIF APP0 segment's unit byte (offset 13): 1 dots per inch, 2 per cm
-        data = data[:13] + bytes([2]) + data[14:]
-    return data
+    # Pillow writes dots per inch; the JFIF APP0 segment's unit byte (offset 13) says which unit.
+    return data[:13] + bytes([_DENSITY_UNITS[density_unit]]) + data[14:]

@@ -7,24 +7,28 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import ops
-from trainer.image_adjust import (adjust_gamma, adjust_hue, adjust_jpeg_quality, adjust_saturation, convert_image_dtype,
-                                    hsv_to_rgb, image_gradients, psnr, random_hue, random_saturation, rgb_to_hsv,
-                                    rgb_to_yiq, rgb_to_yuv, total_variation, yiq_to_rgb, yuv_to_rgb)
-from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg, decode_png,
-                                       encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.array_ops import pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
+from trainer.image_adjust import (adjust_gamma, adjust_hue, adjust_jpeg_quality, adjust_saturation,
+                                  convert_image_dtype, hsv_to_rgb, image_gradients, psnr, random_hue,
+                                  random_saturation, rgb_to_hsv, rgb_to_yiq, rgb_to_yuv, total_variation, yiq_to_rgb,
+                                  yuv_to_rgb)
+from trainer.image_boxes import non_max_suppression, non_max_suppression_with_scores
+from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg,
+                                     decode_png, encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
-    "adjust_gamma", "adjust_hue", "adjust_jpeg_quality", "adjust_saturation", "hsv_to_rgb", "image_gradients", "psnr", "random_hue", "random_saturation", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "total_variation", "yiq_to_rgb", "yuv_to_rgb",
-    "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg",
-    "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
-    "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down",
-    "grayscale_to_rgb", "pad_to_bounding_box", "per_image_standardization", "random_brightness", "random_contrast",
-    "random_crop", "random_flip_left_right", "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear",
-    "resize_image_with_crop_or_pad",
-    "resize_images", "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rot90", "transpose",
-    "transpose_image",
+    "ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
+    "adjust_jpeg_quality", "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
+    "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png",
+    "encode_jpeg", "encode_png", "extract_image_patches", "extract_jpeg_shape", "extract_patches",
+    "flip_left_right", "flip_up_down", "grayscale_to_rgb", "hsv_to_rgb", "image_gradients", "is_jpeg",
+    "non_max_suppression", "non_max_suppression_with_scores", "pad_to_bounding_box",
+    "per_image_standardization", "psnr", "random_brightness", "random_contrast", "random_crop",
+    "random_flip_left_right", "random_flip_up_down", "random_hue", "random_saturation", "resize",
+    "resize_bicubic", "resize_bilinear", "resize_image_with_crop_or_pad", "resize_images",
+    "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq",
+    "rgb_to_yuv", "rot90", "total_variation", "transpose", "transpose_image", "yiq_to_rgb", "yuv_to_rgb",
 ]
 
 

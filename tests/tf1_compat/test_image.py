@@ -124,3 +124,23 @@ def test_uint8_adjustments_keep_the_dtype_and_jpeg_quality_round_trips():
     assert 15 < noisy < 40
     with pytest.raises(ValueError, match="max_delta must be in"):
         tf.image.random_hue(x, 0.7)
+
+
+def test_non_max_suppression_keeps_the_best_of_overlapping_boxes_and_freezes():
+    from exporter.freeze import freeze
+
+    boxes = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+                      [0, 100, 1, 101]], np.float32)
+    scores = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
+    b, s = tf.placeholder(tf.float32, [None, 4], name="boxes"), tf.placeholder(tf.float32, [None], name="scores")
+    selected = tf.image.non_max_suppression(b, s, 3, iou_threshold=0.5)
+    above = tf.image.non_max_suppression(b, s, 10, score_threshold=0.55)
+    kept, kept_scores = tf.image.non_max_suppression_with_scores(b, s, 2)
+    feeds = {b: boxes, s: scores}
+    with tf.Session() as sess:
+        assert sess.run(selected, feeds).tolist() == [3, 0, 5]  # TensorFlow's documented greedy order
+        assert sess.run(above, feeds).tolist() == [3, 0]
+        np.testing.assert_allclose(sess.run(kept_scores, feeds), [0.95, 0.9])
+        model = freeze(sess, inputs={"boxes": b, "scores": s}, outputs={"selected": selected})
+    assert "NonMaxSuppression" in [n.op_type for n in model.graph.nodes]
+    assert selected.dtype == tf.int32 and kept.dtype == tf.int32
