@@ -1,13 +1,15 @@
-"""``tf.image``'s box selection: greedy non-max suppression over one image's boxes, as the ONNX
-``NonMaxSuppression`` op (one batch, one class) so a frozen detector keeps it on the edge."""
+"""``tf.image``'s boxes: greedy non-max suppression over one image's boxes, as the ONNX
+``NonMaxSuppression`` op (one batch, one class) so a frozen detector keeps it on the edge, and
+``draw_bounding_boxes`` (a trainer kernel: pictures for summaries)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from trainer import ops
+from trainer.graph import TRAINER_DOMAIN
 
-__all__ = ["non_max_suppression", "non_max_suppression_with_scores"]
+__all__ = ["draw_bounding_boxes", "non_max_suppression", "non_max_suppression_with_scores"]
 
 
 def non_max_suppression(boxes, scores, max_output_size, iou_threshold: float = 0.5,
@@ -35,3 +37,16 @@ def non_max_suppression_with_scores(boxes, scores, max_output_size, iou_threshol
         raise NotImplementedError("non_max_suppression_with_scores: soft_nms_sigma > 0 (Soft-NMS) is not supported")
     selected = non_max_suppression(boxes, scores, max_output_size, iou_threshold, score_threshold, name=name)
     return selected, ops.gather(ops.convert_to_tensor(scores), selected)
+
+
+def draw_bounding_boxes(images, boxes, name=None, colors=None):
+    """Outline each box [y_min, x_min, y_max, x_max] (fractions of the image) one pixel wide in the
+    float batch ``images`` [N, H, W, C], box i in ``colors[i % len(colors)]`` (RGBA rows) or in
+    TensorFlow's default table."""
+    x = ops.convert_to_tensor(images)
+    if np.dtype(x.dtype).kind != "f":
+        raise TypeError(f"draw_bounding_boxes: images must be float (convert_image_dtype first), got {x.dtype}")
+    b = ops.cast(ops.convert_to_tensor(boxes), np.float32)
+    c = None if colors is None else ops.cast(ops.convert_to_tensor(colors), np.float32)
+    node = ops.make_op("DrawBoundingBoxes", [x, b, c], domain=TRAINER_DOMAIN, name=name or "draw_bounding_boxes")
+    return node.outputs[0]

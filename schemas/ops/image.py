@@ -94,3 +94,14 @@ op("EncodeJpeg", domain=D, inputs=["image"], outputs=["contents"],
    doc="A uint8 image [h, w, 1 or 3] to JPEG bytes (format '' by channels, 'grayscale' or 'rgb').")(_encoded)
 op("EncodePng", domain=D, inputs=["image"], outputs=["contents"], attrs={"compression": Attr("int", -1)},
    doc="A uint8 or uint16 image [h, w, 1 to 4] to PNG bytes (compression -1: the default, 0-9).")(_encoded)
+
+
+@op("DrawBoundingBoxes", domain=D, inputs=["images", "boxes", "colors?"], outputs=["output"],
+    doc="Outlines of boxes [batch, n, 4] (y_min, x_min, y_max, x_max as fractions of the image) drawn one "
+        "pixel wide into float images [batch, h, w, depth]; box i in colors[i mod len] (RGBA rows), or "
+        "TensorFlow's table of ten.")
+def _draw_bounding_boxes(ctx):
+    images = ctx.input(0)
+    if images.shape is not None and len(images.shape) != 4:
+        raise ctx.fail(f"images must be [batch, height, width, depth], got shape {images.shape}")
+    return [images]

@@ -110,13 +110,14 @@ def test_color_spaces_and_adjustments_match_their_formulas():
 
 def test_uint8_adjustments_keep_the_dtype_and_jpeg_quality_round_trips():
     rng = np.random.default_rng(2)
-    image = np.clip(np.add.outer(np.arange(16), np.arange(24))[..., None] * [4, 6, 8] + rng.integers(0, 10, (16, 24, 3)),
-                    0, 255).astype(np.uint8)
+    ramps = np.add.outer(np.arange(16), np.arange(24))[..., None] * [4, 6, 8]
+    image = np.clip(ramps + rng.integers(0, 10, (16, 24, 3)), 0, 255).astype(np.uint8)
     x = tf.constant(image)
     with tf.Session() as sess:
         hue, sat, low, high, noisy = sess.run([
             tf.image.random_hue(x, 0.2, seed=1), tf.image.random_saturation(x, 0.5, 1.5, seed=1),
-            tf.image.adjust_jpeg_quality(x, 10), tf.image.adjust_jpeg_quality(tf.image.convert_image_dtype(x, tf.float32), 95),
+            tf.image.adjust_jpeg_quality(x, 10),
+            tf.image.adjust_jpeg_quality(tf.image.convert_image_dtype(x, tf.float32), 95),
             tf.image.psnr(x, tf.image.adjust_jpeg_quality(x, 10), 255)])
     assert hue.dtype == sat.dtype == low.dtype == np.uint8 and hue.shape == image.shape
     assert high.dtype == np.float32 and np.abs(high - image / 255).mean() < 0.02
@@ -144,3 +145,33 @@ def test_non_max_suppression_keeps_the_best_of_overlapping_boxes_and_freezes():
         model = freeze(sess, inputs={"boxes": b, "scores": s}, outputs={"selected": selected})
     assert "NonMaxSuppression" in [n.op_type for n in model.graph.nodes]
     assert selected.dtype == tf.int32 and kept.dtype == tf.int32
+
+
+def test_resize_image_with_pad_and_sobel_edges():
+    image = np.arange(4 * 8, dtype=np.float32).reshape(1, 4, 8, 1)
+    x = tf.constant(image)
+    padded = tf.image.resize_image_with_pad(x, 8, 8, method=tf.image.ResizeMethod.NEAREST_NEIGHBOR)
+    ramp = np.add.outer(np.arange(5, dtype=np.float32) * 2, np.arange(6, dtype=np.float32) * 3)[None, :, :, None]
+    edges = tf.image.sobel_edges(tf.constant(ramp))
+    with tf.Session() as sess:
+        out, sobel = sess.run([padded, edges])
+    assert out.shape == (1, 8, 8, 1) and padded.get_shape().as_list() == [1, 8, 8, 1]
+    assert not out[0, :2].any() and not out[0, 6:].any()  # 4x8 fits as 4x8, two zero rows above and below
+    np.testing.assert_array_equal(out[0, 2:6], image[0])
+    assert sobel.shape == (1, 5, 6, 1, 2)
+    np.testing.assert_allclose(sobel[0, 1:-1, 1:-1, 0, 0], 8 * 2)  # rows step 2: 1+2+1 times 2 rows apart
+    np.testing.assert_allclose(sobel[0, 1:-1, 1:-1, 0, 1], 8 * 3)
+
+
+def test_draw_bounding_boxes_outlines_each_box_in_its_color():
+    images = np.zeros((1, 5, 7, 3), np.float32)
+    boxes = np.array([[[0.0, 0.0, 0.5, 0.5], [0.25, 0.5, 1.0, 1.5], [2.0, 2.0, 3.0, 3.0]]], np.float32)
+    with tf.Session() as sess:
+        drawn = sess.run(tf.image.draw_bounding_boxes(tf.constant(images), boxes))
+        red = sess.run(tf.image.draw_bounding_boxes(tf.constant(images), boxes[:, :1], colors=[[1.0, 0, 0, 1]]))
+    yellow, blue = [1, 1, 0], [0, 0, 1]
+    expected = np.zeros((5, 7, 3), np.float32)
+    expected[0, 0:4] = expected[2, 0:4] = expected[0:3, 0] = expected[0:3, 3] = yellow  # rows 0-2, columns 0-3
+    expected[1, 3:7] = expected[4, 3:7] = expected[1:5, 3] = blue  # rows 1-4 from column 3; its right edge is outside
+    np.testing.assert_array_equal(drawn[0], expected)
+    assert red[0, 0, 0].tolist() == [1, 0, 0]

@@ -114,3 +114,31 @@ def encode_jpeg_kernel(image, *, xp, format, quality, progressive, optimize_size
 @kernel("EncodePng", domain=D)
 def encode_png_kernel(image, *, xp, compression):
     return _string(encode_png("EncodePng", np.asarray(image), compression))
+
+
+# TensorFlow's draw_bounding_boxes colors (RGBA), box i taking row i mod 10 when none are given.
+_BOX_COLORS = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1], [0.5, 0, 0.5, 1], [0.5, 0.5, 0, 1],
+                        [0.5, 0, 0, 1], [0, 0, 0.5, 1], [0, 1, 1, 1], [1, 0, 1, 1]])
+
+
+@kernel("DrawBoundingBoxes", domain=D)
+def draw_bounding_boxes(images, boxes, colors=None, *, xp):
+    batch, height, width, depth = images.shape
+    if boxes.ndim != 3 or boxes.shape[0] != batch or boxes.shape[2] != 4:
+        raise InvalidArgumentError(f"DrawBoundingBoxes: boxes must be [{batch}, boxes, 4], got shape {boxes.shape}")
+    table = _BOX_COLORS if colors is None or colors.size == 0 else np.asarray(colors, np.float64).reshape(-1, 4)
+    canvas = images.copy()
+    scale = np.array([height - 1, width - 1, height - 1, width - 1], np.float64)
+    for b in range(batch):
+        for i, (top, left, bottom, right) in enumerate(np.trunc(boxes[b].astype(np.float32) * scale).astype(np.int64)):
+            if top > bottom or left > right or top >= height or bottom < 0 or left >= width or right < 0:
+                continue
+            color = table[i % len(table), :depth].astype(images.dtype)
+            rows, cols = slice(max(top, 0), min(bottom, height - 1) + 1), slice(max(left, 0), min(right, width - 1) + 1)
+            for edge, inside in ((top, top >= 0), (bottom, bottom < height)):
+                if inside:
+                    canvas[b, edge, cols] = color
+            for edge, inside in ((left, left >= 0), (right, right < width)):
+                if inside:
+                    canvas[b, rows, edge] = color
+    return canvas
