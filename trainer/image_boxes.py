@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import ops
-from trainer.graph import TRAINER_DOMAIN
+from trainer.graph import TRAINER_DOMAIN, get_default_graph
+from trainer.random_ops import get_seed
 
-__all__ = ["draw_bounding_boxes", "non_max_suppression", "non_max_suppression_with_scores"]
+__all__ = ["draw_bounding_boxes", "non_max_suppression", "non_max_suppression_with_scores",
+           "sample_distorted_bounding_box"]
 
 
 def non_max_suppression(boxes, scores, max_output_size, iou_threshold: float = 0.5,
@@ -50,3 +52,26 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
     c = None if colors is None else ops.cast(ops.convert_to_tensor(colors), np.float32)
     node = ops.make_op("DrawBoundingBoxes", [x, b, c], domain=TRAINER_DOMAIN, name=name or "draw_bounding_boxes")
     return node.outputs[0]
+
+
+def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=None, min_object_covered=0.1,
+                                  aspect_ratio_range=None, area_range=None, max_attempts=None,
+                                  use_image_if_no_bounding_boxes=None, name=None):
+    """A random crop for data augmentation (Inception's): ``(begin, size, bboxes)``, ``begin`` and
+    ``size`` for ``tf.slice(image, begin, size)``, ``bboxes`` the crop as a box [1, 1, 4]. The crop
+    has an aspect ratio in ``aspect_ratio_range``, an area fraction in ``area_range`` and covers at
+    least ``min_object_covered`` of one of ``bounding_boxes`` [batch, n, 4]; the whole image when
+    ``max_attempts`` draws all fail."""
+    graph = get_default_graph()
+    seed1, op_seed = get_seed(seed, graph)
+    size = ops.convert_to_tensor(image_size)
+    attrs = {"aspect_ratio_range": [float(v) for v in aspect_ratio_range or (0.75, 1.33)],
+             "area_range": [float(v) for v in area_range or (0.05, 1.0)], "max_attempts": int(max_attempts or 100),
+             "use_image_if_no_bounding_boxes": int(bool(use_image_if_no_bounding_boxes)),
+             "seed": seed1, "seed2": int(seed2) if seed2 else op_seed}
+    inputs = [size, ops.cast(ops.convert_to_tensor(bounding_boxes), np.float32),
+              ops.cast(ops.convert_to_tensor(min_object_covered), np.float32)]
+    node = ops.make_op("SampleDistortedBoundingBox", inputs, attrs, domain=TRAINER_DOMAIN,
+                       name=name or "sample_distorted_bounding_box")
+    node.attrs["stream"] = node.name
+    return tuple(node.outputs)

@@ -12,7 +12,8 @@ from trainer.image_adjust import (adjust_gamma, adjust_hue, adjust_jpeg_quality,
                                   convert_image_dtype, hsv_to_rgb, image_gradients, psnr, random_hue,
                                   random_saturation, rgb_to_hsv, rgb_to_yiq, rgb_to_yuv, total_variation, yiq_to_rgb,
                                   yuv_to_rgb)
-from trainer.image_boxes import draw_bounding_boxes, non_max_suppression, non_max_suppression_with_scores
+from trainer.image_boxes import (draw_bounding_boxes, non_max_suppression, non_max_suppression_with_scores,
+                                 sample_distorted_bounding_box)
 from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg,
                                      decode_png, encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.random_ops import random_crop, random_uniform
@@ -28,7 +29,8 @@ __all__ = [
     "random_hue", "random_saturation", "resize", "resize_bicubic", "resize_bilinear",
     "resize_image_with_crop_or_pad", "resize_image_with_pad", "resize_images", "resize_nearest_neighbor",
     "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90",
-    "sobel_edges", "total_variation", "transpose", "transpose_image", "yiq_to_rgb", "yuv_to_rgb",
+    "sample_distorted_bounding_box", "sobel_edges", "total_variation", "transpose", "transpose_image",
+    "yiq_to_rgb", "yuv_to_rgb",
 ]
 
 

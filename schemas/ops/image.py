@@ -105,3 +105,17 @@ def _draw_bounding_boxes(ctx):
     if images.shape is not None and len(images.shape) != 4:
         raise ctx.fail(f"images must be [batch, height, width, depth], got shape {images.shape}")
     return [images]
+
+
+@op("SampleDistortedBoundingBox", domain=D, inputs=["image_size", "bounding_boxes", "min_object_covered"],
+    outputs=["begin", "size", "bboxes"], stateful=True,
+    attrs={"aspect_ratio_range": Attr("floats", (0.75, 1.33)), "area_range": Attr("floats", (0.05, 1.0)),
+           "max_attempts": Attr("int", 100), "use_image_if_no_bounding_boxes": Attr("int", 0),
+           "seed": Attr("int", 0), "seed2": Attr("int", 0), "stream": Attr("string", "")},
+    doc="A random crop of an image [h, w, c] covering at least min_object_covered of one of the boxes "
+        "[batch, n, 4], as TensorFlow draws it (whole image after max_attempts failures): begin [y, x, 0] "
+        "and size [h, w, -1] for slice, and the crop as a box [1, 1, 4]. Fresh crops every run from the "
+        "op's own generator, seeded by (seed, seed2) when either is set.")
+def _sample_distorted_bounding_box(ctx):
+    dtype = ctx.input(0).dtype
+    return [TensorType(dtype, (3,)), TensorType(dtype, (3,)), TensorType(np.dtype(np.float32), (1, 1, 4))]

@@ -175,3 +175,25 @@ def test_draw_bounding_boxes_outlines_each_box_in_its_color():
     expected[1, 3:7] = expected[4, 3:7] = expected[1:5, 3] = blue  # rows 1-4 from column 3; its right edge is outside
     np.testing.assert_array_equal(drawn[0], expected)
     assert red[0, 0, 0].tolist() == [1, 0, 0]
+
+
+def test_sample_distorted_bounding_box_crops_as_inception_preprocessing_does():
+    image = tf.constant(np.arange(60 * 80 * 3, dtype=np.float32).reshape(60, 80, 3))
+    boxes = tf.constant([[[0.1, 0.2, 0.6, 0.7]]])
+    begin, size, box = tf.image.sample_distorted_bounding_box(tf.shape(image), boxes, seed=3, min_object_covered=0.5,
+                                                              aspect_ratio_range=[0.5, 2.0], area_range=[0.1, 1.0])
+    crop = tf.slice(image, begin, size)
+    with tf.Session() as sess:
+        draws = [sess.run([begin, size, box, crop]) for _ in range(20)]
+    with tf.Session() as sess:
+        assert sess.run(begin).tolist() == draws[0][0].tolist()  # seeded: a new session replays the crops
+    assert len({tuple(b.tolist()) for b, _, _, _ in draws}) > 5
+    for (y, x, _), (h, w, depth), (((y0, x0, y1, x1),),), pixels in draws:
+        assert depth == -1 and pixels.shape == (h, w, 3)
+        assert 0.1 * 60 * 80 <= h * w <= 60 * 80 and 0.5 - 0.5 / h <= w / h <= 2.0 + 0.5 / h  # w: round(h * ratio)
+        covered = max(0, min(y + h, 36) - max(y, 6)) * max(0, min(x + w, 56) - max(x, 16)) / (30 * 40)
+        assert covered >= 0.5  # of the box in pixels: rows 6-36, columns 16-56
+        np.testing.assert_allclose([y0, x0, y1, x1], [y / 60, x / 80, (y + h) / 60, (x + w) / 80], rtol=1e-6)
+    no_boxes = tf.image.sample_distorted_bounding_box([60, 80, 3], tf.zeros([1, 0, 4]))
+    with tf.Session() as sess, pytest.raises(tf.errors.InvalidArgumentError, match="use_image_if_no_bounding_boxes"):
+        sess.run(no_boxes)

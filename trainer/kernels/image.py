@@ -8,6 +8,8 @@ import numpy as np
 from edge_runtime.kernels import kernel
 from trainer.image_codecs import convert_pixels, decode, encode_jpeg, encode_png, image_format, jpeg_shape
 from trainer.kernels.debugging import InvalidArgumentError
+from trainer.kernels.random import op_generator
+from trainer.kernels.registry import stateful_kernel
 
 __all__: list[str] = []
 
@@ -142,3 +144,73 @@ def draw_bounding_boxes(images, boxes, colors=None, *, xp):
                 if inside:
                     canvas[b, rows, edge] = color
     return canvas
+
+
+def _random_crop(gen, height: int, width: int, min_area: float, max_area: float, aspect: float):
+    """TensorFlow's GenerateRandomCrop: a crop (y, x, h, w) of about ``aspect`` and an area in
+    [min_area, max_area] pixels, or None; rounding as its lrintf does."""
+    crop_h = int(np.rint(np.sqrt(min_area / aspect)))
+    max_h = int(np.rint(np.sqrt(max_area / aspect)))
+    if np.rint(max_h * aspect) > width:
+        max_h = int((width + 0.5 - 1e-7) / aspect)
+        if np.rint(max_h * aspect) > width:
+            max_h -= 1
+    max_h = min(max_h, height)
+    crop_h = min(crop_h, max_h)
+    if crop_h < max_h:
+        crop_h += int(gen.integers(0, max_h - crop_h + 1))
+    crop_w = int(np.rint(crop_h * aspect))
+    if crop_w * crop_h < min_area:
+        crop_h += 1
+        crop_w = int(np.rint(crop_h * aspect))
+    if crop_w * crop_h > max_area:
+        crop_h -= 1
+        crop_w = int(np.rint(crop_h * aspect))
+    area = crop_w * crop_h
+    if not (min_area <= area <= max_area) or not (0 < crop_w <= width) or not (0 < crop_h <= height):
+        return None
+    y = int(gen.integers(0, height - crop_h)) if height > crop_h else 0
+    x = int(gen.integers(0, width - crop_w)) if width > crop_w else 0
+    return y, x, crop_h, crop_w
+
+
+def _covers(crop, boxes: np.ndarray, min_covered: float) -> bool:
+    """Whether the crop holds at least ``min_covered`` of some box's area (boxes as pixel y0, x0, y1, x1)."""
+    y, x, h, w = crop
+    for y0, x0, y1, x1 in boxes:
+        area = (y1 - y0) * (x1 - x0)
+        if area <= 0:
+            continue
+        inter = max(0, min(y + h, y1) - max(y, y0)) * max(0, min(x + w, x1) - max(x, x0))
+        if inter / area >= min_covered:
+            return True
+    return False
+
+
+@stateful_kernel("SampleDistortedBoundingBox")
+def sample_distorted_bounding_box(rctx, image_size, bounding_boxes, min_object_covered, *, xp, aspect_ratio_range,
+                                  area_range, max_attempts, use_image_if_no_bounding_boxes, seed, seed2, stream):
+    size = np.asarray(image_size).reshape(-1)
+    if size.size != 3 or size[0] <= 0 or size[1] <= 0:
+        raise InvalidArgumentError(f"SampleDistortedBoundingBox: image_size must be [height, width, channels] with "
+                                   f"a positive height and width, got {size.tolist()}")
+    height, width = int(size[0]), int(size[1])
+    boxes = np.asarray(bounding_boxes, np.float64).reshape(-1, 4)
+    if boxes.size == 0:
+        if not use_image_if_no_bounding_boxes:
+            raise InvalidArgumentError("SampleDistortedBoundingBox: no bounding boxes given; set "
+                                       "use_image_if_no_bounding_boxes=True to sample from the whole image")
+        boxes = np.array([[0.0, 0.0, 1.0, 1.0]])
+    pixel_boxes = (boxes * [height, width, height, width]).astype(np.int64)
+    gen = op_generator(rctx, seed, seed2, stream)
+    crop = None
+    for _ in range(max_attempts):
+        aspect = float(gen.uniform(aspect_ratio_range[0], aspect_ratio_range[1]))
+        found = _random_crop(gen, height, width, area_range[0] * height * width, area_range[1] * height * width, aspect)
+        if found is not None and _covers(found, pixel_boxes, float(min_object_covered)):
+            crop = found
+            break
+    y, x, crop_h, crop_w = crop if crop is not None else (0, 0, height, width)
+    dtype = size.dtype
+    box = np.array([[[y / height, x / width, (y + crop_h) / height, (x + crop_w) / width]]], np.float32)
+    return np.array([y, x, 0], dtype), np.array([crop_h, crop_w, -1], dtype), box
