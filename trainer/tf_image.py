@@ -7,17 +7,30 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import ops
-from trainer.array_ops import clip_by_value, pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
+from trainer.array_ops import pad, reduce_mean, reduce_sum, reverse, rsqrt, slice, tile, where  # noqa: A004
+from trainer.image_adjust import (adjust_gamma, adjust_hue, adjust_jpeg_quality, adjust_saturation,
+                                  convert_image_dtype, hsv_to_rgb, image_gradients, psnr, random_hue,
+                                  random_saturation, rgb_to_hsv, rgb_to_yiq, rgb_to_yuv, total_variation, yiq_to_rgb,
+                                  yuv_to_rgb)
+from trainer.image_boxes import (draw_bounding_boxes, non_max_suppression, non_max_suppression_with_scores,
+                                 sample_distorted_bounding_box)
+from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg,
+                                     decode_png, encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
-    "ResizeMethod", "adjust_brightness", "adjust_contrast", "central_crop", "convert_image_dtype",
-    "crop_to_bounding_box", "extract_image_patches", "extract_patches", "flip_left_right", "flip_up_down",
-    "grayscale_to_rgb", "pad_to_bounding_box", "per_image_standardization", "random_brightness", "random_contrast",
-    "random_crop", "random_flip_left_right", "random_flip_up_down", "resize", "resize_bicubic", "resize_bilinear",
-    "resize_image_with_crop_or_pad",
-    "resize_images", "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rot90", "transpose",
-    "transpose_image",
+    "ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_jpeg_quality",
+    "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box", "decode_and_crop_jpeg",
+    "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png", "draw_bounding_boxes", "encode_jpeg",
+    "encode_png", "extract_image_patches", "extract_jpeg_shape", "extract_patches", "flip_left_right",
+    "flip_up_down", "grayscale_to_rgb", "hsv_to_rgb", "image_gradients", "is_jpeg", "non_max_suppression",
+    "non_max_suppression_with_scores", "pad_to_bounding_box", "per_image_standardization", "psnr",
+    "random_brightness", "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
+    "random_hue", "random_saturation", "resize", "resize_bicubic", "resize_bilinear",
+    "resize_image_with_crop_or_pad", "resize_image_with_pad", "resize_images", "resize_nearest_neighbor",
+    "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "rot90",
+    "sample_distorted_bounding_box", "sobel_edges", "total_variation", "transpose", "transpose_image",
+    "yiq_to_rgb", "yuv_to_rgb",
 ]
 
 
@@ -67,7 +80,11 @@ def _resize(images, size, method: int, align_corners: bool, half_pixel_centers: 
              "nearest_mode": "round_prefer_ceil" if align_corners else "floor",
              "cubic_coeff_a": -0.5, "axes": [rank - 3, rank - 2]}
     float_in = ops.cast(x, np.float32) if np.dtype(x.dtype).kind != "f" else x
-    return ops.make_op("Resize", [float_in, None, None, sizes], attrs, name=name or "resize").outputs[0]
+    out = ops.make_op("Resize", [float_in, None, None, sizes], attrs, name=name or "resize").outputs[0]
+    if x.shape is not None and isinstance(size, (list, tuple)) and all(isinstance(n, int) for n in size):
+        # A decoded image's height and width are unknown; a literal size still fixes the result's.
+        out.set_shape(tuple(x.shape[:-3]) + tuple(size) + (x.shape[-1],))
+    return out
 
 
 def resize_images(images, size, method: int = ResizeMethod.BILINEAR, align_corners: bool = False,
@@ -186,27 +203,6 @@ def central_crop(image, central_fraction: float):
     return crop_to_bounding_box(x, top, left, height - 2 * top, width - 2 * left)
 
 
-def convert_image_dtype(image, dtype, saturate: bool = False, name=None):
-    """Between integer images (0..max of the type) and float images (0..1), scaling as TF does."""
-    x = ops.convert_to_tensor(image)
-    src, dst = np.dtype(x.dtype), np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
-    if src == dst:
-        return ops.identity(x, name=name)
-    if src.kind == "f" and dst.kind == "f":
-        return ops.cast(x, dst, name=name)
-    if src.kind in "iu" and dst.kind == "f":
-        return ops.cast(x, dst) * float(1.0 / np.iinfo(src).max)
-    if src.kind == "f" and dst.kind in "iu":
-        scaled = x * float(np.iinfo(dst).max + 0.5)
-        if saturate:
-            scaled = clip_by_value(scaled, 0.0, float(np.iinfo(dst).max))
-        return ops.cast(scaled, dst, name=name)
-    # integer to integer: shift to keep the scale
-    shift = 8 * (np.dtype(dst).itemsize - np.dtype(src).itemsize)
-    scale = float(2.0 ** shift)
-    return ops.cast(ops.cast(x, np.float64) * scale, dst, name=name)
-
-
 def rgb_to_grayscale(images, name=None):
     x = _image(images)
     weights = ops.constant(np.array([0.2989, 0.5870, 0.1140], np.dtype(x.dtype) if np.dtype(x.dtype).kind == "f"
@@ -271,3 +267,34 @@ def extract_image_patches(images=None, ksizes=None, strides=None, rates=None, pa
 def extract_patches(images, sizes, strides, rates, padding, name=None):
     """``tf.image.extract_patches``: ``extract_image_patches`` with ``sizes`` for ``ksizes``."""
     return extract_image_patches(images, sizes, strides, rates, padding, name=name)
+
+
+def resize_image_with_pad(image, target_height: int, target_width: int, method: int = ResizeMethod.BILINEAR,
+                          align_corners: bool = False):
+    """Resize to fit ``target_height`` x ``target_width`` keeping the aspect ratio, then zero-pad
+    (centered) to exactly that size, as TF 1.15 does."""
+    x = _image(image)
+    height, width = _static_hw(x, "resize_image_with_pad")
+    if target_height <= 0 or target_width <= 0:
+        raise ValueError(f"resize_image_with_pad: target size must be positive, got {target_height}x{target_width}")
+    ratio = max(width / target_width, height / target_height)
+    new_height, new_width = int(height / ratio), int(width / ratio)
+    resized = resize_images(x, [new_height, new_width], method=method, align_corners=align_corners)
+    return pad_to_bounding_box(resized, max(0, (target_height - new_height) // 2),
+                               max(0, (target_width - new_width) // 2), target_height, target_width)
+
+
+def sobel_edges(image):
+    """Sobel gradients of a float batch [N, H, W, C] as [N, H, W, C, 2] (dy, dx), the border reflected."""
+    from trainer.nn import depthwise_conv2d
+
+    x = _image(image)
+    if x.shape is None or len(x.shape) != 4 or x.shape[-1] is None:
+        raise ValueError(f"sobel_edges: expected a batch [N, H, W, C] with known channels, got shape {x.shape}")
+    channels = int(x.shape[-1])
+    dy = np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float64)
+    kernels = np.stack([dy, dy.T], axis=-1)  # [3, 3, 2]: dy then dx
+    weights = np.tile(kernels[:, :, None, :], (1, 1, channels, 1)).astype(np.dtype(x.dtype))  # [3, 3, C, 2]
+    padded = pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+    edges = depthwise_conv2d(padded, ops.constant(weights), [1, 1, 1, 1], "VALID")  # [N, H, W, C * 2]
+    return ops.reshape(edges, ops.concat([ops.shape(x), np.array([2], np.int64)], 0))

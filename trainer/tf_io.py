@@ -6,15 +6,20 @@ from trainer import gfile
 from trainer.array_ops import decode_raw
 from trainer.data.tfrecord import TFRecordCompressionType, TFRecordOptions, TFRecordWriter, tf_record_iterator
 from trainer.graph_def import write_graph
+from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg,
+                                     decode_png, encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.input_producers import match_filenames_once
 from trainer.io_ops import decode_csv, matching_files, read_file, write_file
 from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
 from trainer.queues import RandomShuffleQueue
 
-__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "RandomShuffleQueue", "VarLenFeature", "parse_example",
-           "parse_single_example", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "decode_raw", "gfile",
-           "tf_record_iterator", "write_graph", "decode_csv", "match_filenames_once", "matching_files", "read_file",
-           "write_file"]
+__all__ = [
+    "FixedLenFeature", "FixedLenSequenceFeature", "RandomShuffleQueue", "TFRecordCompressionType",
+    "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_and_crop_jpeg", "decode_bmp", "decode_csv",
+    "decode_gif", "decode_image", "decode_jpeg", "decode_png", "decode_raw", "encode_jpeg", "encode_png",
+    "extract_jpeg_shape", "gfile", "is_jpeg", "match_filenames_once", "matching_files", "parse_example",
+    "parse_single_example", "read_file", "tf_record_iterator", "write_file", "write_graph",
+]
 
 
 def __getattr__(name: str):

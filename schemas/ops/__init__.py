@@ -16,6 +16,7 @@ FAMILIES = (
     "debugging",
     "detection",
     "fused",
+    "image",
     "layout",
     "math",
     "ml",

@@ -13,6 +13,7 @@ import pytest
 
 import trainer as tf
 from exporter.freeze import FreezeError, freeze
+from tests.tf1_compat.queue_runs import run_to_the_end
 
 # A reader or queue bug shows as a run that waits forever: each test gets two minutes at most.
 pytestmark = pytest.mark.timeout(120)
@@ -31,23 +32,6 @@ def _write_csv(path, ids, pixels, labels):
     lines += [f"{i}," + ",".join(str(v) for v in px) + f",{lab}" for i, px, lab in zip(ids, pixels, labels)]
     path.write_text("\n".join(lines) + "\n")
     return str(path)
-
-
-def _run_to_the_end(sess, fetch, limit: int = 10_000):
-    """Run ``fetch`` until the input runs out, with the queue runners going; joins them (10 s at most)."""
-    coord = tf.train.Coordinator()
-    threads = tf.train.start_queue_runners(sess=sess, coord=coord)
-    results = []
-    try:
-        while not coord.should_stop() and len(results) < limit:
-            results.append(sess.run(fetch))
-    except tf.errors.OutOfRangeError:
-        pass
-    finally:
-        coord.request_stop()
-        coord.join(threads, stop_grace_period_secs=10)
-    assert len(results) < limit, "the input never ran out"
-    return results
 
 
 @pytest.mark.slow
@@ -75,7 +59,7 @@ def test_csv_tutorial_trains_on_every_row_exactly_num_epochs_times(tmp_path, raw
     train_op = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
     with tf.Session() as sess:
         sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
-        batches = _run_to_the_end(sess, [ids, x, y, train_op])
+        batches = run_to_the_end(sess, [ids, x, y, train_op])
         weights, bias = sess.run([W, b])
         assert sess.run(reader.num_work_units_completed()) == 4  # two files, two epochs
     seen = np.concatenate([bt[0] for bt in batches])
@@ -109,7 +93,7 @@ def test_tfrecord_examples_read_one_at_a_time_and_up_to_n_across_files(tmp_path,
     parsed = tf.parse_single_example(value, features=spec)
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
-        records = _run_to_the_end(sess, [key, parsed["image"], parsed["label"]])
+        records = run_to_the_end(sess, [key, parsed["image"], parsed["label"]])
     assert len(records) == len(labels)
     assert records[0][0] == f"{paths[0]}:0".encode() and records[1000][0] == f"{paths[1]}:0".encode()
     np.testing.assert_array_equal(np.stack([r[1] for r in records]), pixels)
@@ -122,7 +106,7 @@ def test_tfrecord_examples_read_one_at_a_time_and_up_to_n_across_files(tmp_path,
     batch = tf.parse_example(values, features=spec)
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
-        batches = _run_to_the_end(sess, [keys, batch["label"]])
+        batches = run_to_the_end(sess, [keys, batch["label"]])
         assert sess.run(reader.num_records_produced()) == len(labels)
     assert [len(b[0]) for b in batches] == [300] * 5 + [297]  # the 4th crosses from a.tfrecord to b.tfrecord
     assert batches[3][0][99].startswith(f"{paths[0]}:".encode())
@@ -138,7 +122,7 @@ def test_tfrecord_examples_read_one_at_a_time_and_up_to_n_across_files(tmp_path,
     _, values = tf.TFRecordReader(options=options).read_up_to(queue, 10)
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
-        (images,) = _run_to_the_end(sess, [tf.decode_raw(values, tf.uint8)])
+        (images,) = run_to_the_end(sess, [tf.decode_raw(values, tf.uint8)])
     np.testing.assert_array_equal(images[0], pixels[:5])
 
 
@@ -153,7 +137,7 @@ def test_fixed_length_records_decode_raw_with_header_and_footer(tmp_path, raw_di
     label, image = tf.cast(raw[0], tf.int32), tf.reshape(raw[1:], [8, 8])
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
-        read = _run_to_the_end(sess, [key, label, image])
+        read = run_to_the_end(sess, [key, label, image])
     assert [k for k, _, _ in read] == [f"{path}:{i}".encode() for i in range(len(labels))]
     np.testing.assert_array_equal([lab for _, lab, _ in read], labels)
     np.testing.assert_array_equal(np.stack([img for _, _, img in read]).reshape(-1, 64), pixels)
@@ -165,7 +149,7 @@ def test_fixed_length_records_decode_raw_with_header_and_footer(tmp_path, raw_di
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
         with pytest.raises(Exception, match="digits.bin.*record_bytes=65"):
-            _run_to_the_end(sess, value)
+            run_to_the_end(sess, value)
 
 
 def test_whole_files_matched_once_and_read_write_matching_files(tmp_path, raw_digits):
@@ -182,7 +166,7 @@ def test_whole_files_matched_once_and_read_write_matching_files(tmp_path, raw_di
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
         assert len(sess.run(filenames)) == 20
-        read = _run_to_the_end(sess, [key, image])
+        read = run_to_the_end(sess, [key, image])
     assert [k for k, _ in read] == [str(folder / f"digit_{i:03d}.bin").encode() for i in range(20)]
     np.testing.assert_array_equal(np.stack([img for _, img in read]), pixels[:20])
 
@@ -241,7 +225,7 @@ def test_a_malformed_line_stops_the_pipeline_with_an_error_naming_it(tmp_path):
         sess.run(tf.local_variables_initializer())
         with pytest.raises(tf.errors.InvalidArgumentError, match=r"Field 1 in record 0 is not a valid int32: 'oops' "
                                                                  r"\(record: '3.0,oops'\)"):
-            _run_to_the_end(sess, ys)
+            run_to_the_end(sess, ys)
 
 
 def test_a_missing_file_in_the_queue_is_an_error_naming_it(tmp_path):
@@ -250,7 +234,7 @@ def test_a_missing_file_in_the_queue_is_an_error_naming_it(tmp_path):
     _, value = tf.TextLineReader().read(queue)
     with tf.Session() as sess:
         with pytest.raises(tf.errors.OpError, match=r"TextLineReader 'TextLineReader': no file '.*gone.txt'"):
-            _run_to_the_end(sess, value)
+            run_to_the_end(sess, value)
 
 
 def test_num_epochs_needs_the_local_variables_initialized(tmp_path):
@@ -261,7 +245,7 @@ def test_num_epochs_needs_the_local_variables_initialized(tmp_path):
         sess.run(tf.global_variables_initializer())
         with pytest.raises(tf.errors.FailedPreconditionError,
                            match=r"input_producer/limit_epochs/epochs.*uninitialized.*local_variables_initializer"):
-            _run_to_the_end(sess, value)
+            run_to_the_end(sess, value)
 
 
 @pytest.mark.parametrize("join", ["batch_join", "shuffle_batch_join"])
@@ -278,7 +262,7 @@ def test_batch_join_reads_with_a_reader_per_thread(tmp_path, join):
         ids = tf.train.shuffle_batch_join(rows, batch_size=8, capacity=64, min_after_dequeue=16)
     with tf.Session() as sess:
         sess.run(tf.local_variables_initializer())
-        seen = np.concatenate([b[0] for b in _run_to_the_end(sess, ids)])
+        seen = np.concatenate([b[0] for b in run_to_the_end(sess, ids)])
     assert len(seen) == 3 * 120 and set(collections.Counter(seen.tolist()).values()) == {3}
 
 
