@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from schemas.ops.shape import onnx_slice
 from trainer import graph  # graph.create_op calls known_elements: read graph's names at call time
 
 if TYPE_CHECKING:
@@ -37,9 +38,9 @@ def known_elements(t: Tensor | None, depth: int = MAX_DEPTH) -> Elements | None:
     dtype = t.type.dtype
     if dtype is not None and np.dtype(dtype).kind not in "iu":
         return None
-    value = graph.constant_value(t)
+    value = _constant_ints(t)
     if value is not None:
-        return [int(v) for v in np.asarray(value).reshape(-1)]
+        return value
     rule = _RULES.get(t.node.op_type) if t.node.domain == "" else None
     found = rule(t.node, depth - 1) if rule is not None and t.index == 0 else None
     count = shape[0] if shape else 1
@@ -79,12 +80,7 @@ def _slice(node: Node, depth: int) -> Elements | None:
     steps = _constant_ints(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
     if None in (data, starts, ends, axes, steps) or len(starts) != 1 or axes[0] not in (0, -1) or steps[0] == 0:
         return None
-    n = len(data)
-    start, end, step = starts[0], ends[0], steps[0]
-    # ONNX clamps out-of-range bounds; a negative step starts and ends one further down
-    start = min(max(start + n if start < 0 else start, -1 if step < 0 else 0), n - 1 if step < 0 else n)
-    end = min(max(end + n if end < 0 else end, -1 if step < 0 else 0), n - 1 if step < 0 else n)
-    return [data[i] for i in range(start, end, step)]
+    return data[onnx_slice(len(data), starts[0], ends[0], steps[0])]
 
 
 def _gather(node: Node, depth: int) -> Elements | None:
