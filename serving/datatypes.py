@@ -71,8 +71,9 @@ def from_numpy(dtype: np.dtype) -> str:
         return _FROM_NUMPY[dtype]
     except KeyError:
         pass
-    if dtypes.is_extended(dtype) and dtypes.from_numpy(dtype) in _EXTENDED_BY_CODE:
-        return _EXTENDED_BY_CODE[dtypes.from_numpy(dtype)]
+    name = _EXTENDED_BY_CODE.get(dtypes.from_numpy(dtype)) if dtypes.is_extended(dtype) else None
+    if name is not None:
+        return name
     raise ValueError(f"dtype {dtype} has no KServe v2 datatype")
 
 
