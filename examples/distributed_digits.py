@@ -67,7 +67,7 @@ def main(argv=None) -> int:
                                           max_steps=total, save_secs=None, save_steps=args.save_steps) as sess:
         while not sess.should_stop():
             b = rng.integers(0, len(xtr), args.batch)
-            _, loss = sess.run([m["train"], m["loss"]], {m["x"]: xtr[b], m["y"]: ytr[b]})
+            _, loss = sess.run([m["train"], m["loss"]], {m["x"]: xtr[b], m["y"]: ytr[b], m["training"]: True})
             done += 1
             if done % 50 == 0:
                 print(f"global step {sess.step}, loss {float(loss):.4f}", flush=True)

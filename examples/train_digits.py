@@ -48,6 +48,7 @@ def build_model():
         T.init.set_seed(0)
         x = T.placeholder(np.float32, (None, 1, 8, 8), name="images")
         y = T.placeholder(np.int64, (None,), name="labels")
+        training = T.placeholder_with_default(False, (), name="training")  # fed True by training steps
 
         h = T.layers.conv2d(x, 32, 3, padding="same", activation="relu", name="conv1", data_format="channels_first",
                             kernel_initializer=he_normal_filters)
@@ -56,7 +57,7 @@ def build_model():
         h = T.layers.max_pooling2d(h, 2, data_format="channels_first")
         h = T.layers.flatten(h)
         h = T.layers.dense(h, 128, activation="relu", name="fc1")
-        h = T.layers.dropout(h, 0.3, training=True)
+        h = T.layers.dropout(h, 0.3, training=training)
         logits = T.layers.dense(h, 10, name="logits")
         probs = T.nn.softmax(logits, name="probabilities")
         loss = T.losses.sparse_softmax_cross_entropy(y, logits)
@@ -67,7 +68,7 @@ def build_model():
         T.summary.scalar("loss", loss)
         T.summary.scalar("learning_rate", lr)
         summaries = T.summary.merge_all()
-    return g, dict(x=x, y=y, logits=logits, probs=probs, loss=loss, accuracy=accuracy, train=train,
+    return g, dict(x=x, y=y, training=training, logits=logits, probs=probs, loss=loss, accuracy=accuracy, train=train,
                    summaries=summaries, step=step)
 
 
@@ -94,7 +95,7 @@ def main(argv=None) -> float:
             order = rng.permutation(len(xtr))
             for i in range(0, len(xtr), args.batch):
                 b = order[i:i + args.batch]
-                _, loss = sess.run([m["train"], m["loss"]], {m["x"]: xtr[b], m["y"]: ytr[b]})
+                _, loss = sess.run([m["train"], m["loss"]], {m["x"]: xtr[b], m["y"]: ytr[b], m["training"]: True})
                 bar.update(sess.step, loss=float(loss))
                 if sess.should_stop():
                     break

@@ -72,8 +72,8 @@ def test_async_digits_on_one_ps_and_two_workers_reach_single_process_accuracy(tm
     m = re.search(r"\[worker:0\] test accuracy (\d\.\d+) after (\d+) global steps", out)
     assert m, out
     # The single-process example's bar is 0.97 (tests/trainer/test_example_digits.py); asynchronous
-    # updates make the final weights vary from run to run (0.975-0.994 over 18 runs on 2 loaded
-    # cores, and once below 0.97 in CI), so the bar here is one point lower.
+    # updates make the final weights vary from run to run (0.975-0.997 over 30 runs, 12 of them with
+    # a core kept busy), so the bar here is one point lower.
     assert float(m.group(1)) >= 0.96, out
     ran = [int(x) for x in re.findall(r"\[worker:\d\] worker:\d ran (\d+) of", out)]
     assert len(ran) == 2 and min(ran) > 0  # both workers trained
