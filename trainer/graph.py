@@ -221,6 +221,8 @@ class Graph:
         self.conds: list = []
         self.version = 0  # bumps on every new node; sessions key plans on it
         self.seed: int | None = None  # graph-level random seed (set_random_seed)
+        # (seed, generator) of the initial values trainer.init computes in NumPy under that seed
+        self.initial_value_stream: tuple[int, np.random.Generator] | None = None
 
     # -- per-thread building state ----------------------------------------------------------
     def _state(self):

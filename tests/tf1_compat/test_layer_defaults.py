@@ -133,3 +133,26 @@ def test_batch_normalization_with_an_is_training_placeholder(digits):
         np.testing.assert_array_equal(sess.run(moving_mean), after_training)  # no update in inference runs
     variance = 0.5 + 0.5 * batch.var(axis=0, ddof=1)  # the moving variance after one (unbiased) update
     np.testing.assert_allclose(out, (batch - after_training) / np.sqrt(variance + 1e-3), rtol=1e-4, atol=1e-5)
+
+
+def seeded_dense_outputs(graph_seed: int | None) -> np.ndarray:
+    """tf.layers.dense + conv2d built in a fresh graph, run once from their initial values."""
+    g = tf.Graph()
+    with g.as_default():
+        if graph_seed is not None:
+            tf.set_random_seed(graph_seed)
+        images = tf.placeholder(tf.float32, [None, 6, 6, 2])
+        h = tf.layers.conv2d(images, 3, 3, activation=tf.nn.relu)
+        out = tf.layers.dense(tf.layers.flatten(h), 4)
+        with tf.Session(graph=g) as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(out, {images: np.linspace(-1, 1, 72, dtype=np.float32).reshape(1, 6, 6, 2)})
+
+
+def test_a_graph_seed_fixes_layer_initial_values_whatever_ran_before():
+    first = seeded_dense_outputs(7)
+    tf.init.glorot_uniform((50, 50))  # other models built in between draw from the process's stream
+    seeded_dense_outputs(None)
+    assert np.array_equal(seeded_dense_outputs(7), first)
+    assert not np.array_equal(seeded_dense_outputs(8), first)
+    assert not np.array_equal(seeded_dense_outputs(None), seeded_dense_outputs(None))  # unseeded: fresh values
