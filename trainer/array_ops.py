@@ -569,23 +569,58 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=np.int32, 
     return make_op("Bincount", [x, size, w], domain=TRAINER_DOMAIN, name=name or "bincount").outputs[0]
 
 
-def unsorted_segment_sum(data, segment_ids, num_segments: int, name=None) -> Tensor:
-    """Row ``i`` of the result sums the rows of ``data`` whose segment id is ``i``."""
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None) -> Tensor:
+    """Row ``i`` of the result sums the rows of ``data`` whose segment id is ``i``; rows with a
+    negative id are dropped, as in TensorFlow. ``num_segments`` is an int or a scalar tensor."""
+    from trainer.graph import constant_value
+
     x = convert_to_tensor(data)
-    ids = expand_dims(cast(convert_to_tensor(segment_ids), np.int64), -1)
-    zeros_ = zeros([int(num_segments)] + list(x.shape[1:]), x.dtype)
-    return make_op("ScatterND", [zeros_, ids, x], {"reduction": "add"}, name=name).outputs[0]
-
-
-def segment_sum(data, segment_ids, name=None) -> Tensor:
-    """As ``unsorted_segment_sum`` for sorted ids; the segment count comes from the ids' constant value."""
     ids = convert_to_tensor(segment_ids)
+    if x.shape is None or ids.shape is None:
+        raise ValueError("unsorted_segment_sum: the ranks of data and segment_ids must be known")
+    ids = ids if ids.dtype == np.int64 else cast(ids, np.int64)
+    known = constant_value(ids)
+    if known is None or (np.asarray(known) < 0).any():
+        x, ids = _drop_negative_ids(x, ids)
+    zeros_ = fill(_segment_result_shape(x, len(ids.shape), num_segments), np.zeros((), x.dtype))
+    return make_op("ScatterND", [zeros_, expand_dims(ids, -1), x], {"reduction": "add"}, name=name).outputs[0]
+
+
+def _drop_negative_ids(x: Tensor, ids: Tensor) -> tuple[Tensor, Tensor]:
+    """(``x`` with the rows of negative ids zeroed, the ids clipped at 0)."""
+    zero = constant(np.zeros((), np.int64), graph=ids.graph)
+    keep = greater_equal(ids, zero)
+    for _ in builtins.range(len(x.shape) - len(ids.shape)):
+        keep = expand_dims(keep, -1)
+    return ops.where(keep, x, ops.zeros_like(x)), ops.maximum(ids, zero)
+
+
+def _segment_result_shape(x: Tensor, ids_rank: int, num_segments):
+    """[num_segments, *x.shape[ids_rank:]]: a list when every size is known, else a shape tensor."""
+    inner = list(x.shape[ids_rank:])
+    if not isinstance(num_segments, Tensor) and all(d is not None for d in inner):
+        return [int(num_segments)] + [int(d) for d in inner]
+    count = ops.reshape(cast(convert_to_tensor(num_segments), np.int64), [1])
+    rest = make_op("Slice", [ops.shape(x), constant(np.array([ids_rank], np.int64), graph=x.graph),
+                             constant(np.array([np.iinfo(np.int64).max], np.int64), graph=x.graph)]).outputs[0]
+    return ops.concat([count, cast(rest, np.int64)], 0)
+
+
+def _segment_count(ids: Tensor):
+    """The row count of a sorted-segment result: the last id + 1, an int when the ids are constant."""
     from trainer.graph import constant_value
 
     value = constant_value(ids)
-    if value is None:
-        raise ValueError("segment_sum needs constant segment_ids here; use unsorted_segment_sum(num_segments=)")
-    return unsorted_segment_sum(data, ids, int(np.max(value)) + 1, name=name)
+    if value is not None:
+        return int(np.max(value)) + 1 if np.size(value) else 0
+    last = make_op("ReduceMax", [cast(ids, np.int64)], {"keepdims": 0}).outputs[0]
+    return ops.add(last, constant(np.ones((), np.int64), graph=ids.graph))
+
+
+def segment_sum(data, segment_ids, name=None) -> Tensor:
+    """As ``unsorted_segment_sum`` for sorted ids: the result has ``segment_ids[-1] + 1`` rows."""
+    ids = convert_to_tensor(segment_ids)
+    return unsorted_segment_sum(data, ids, _segment_count(ids), name=name)
 
 
 def sort(values, axis: int = -1, direction: str = "ASCENDING", name=None) -> Tensor:
@@ -763,22 +798,22 @@ def unique_with_counts(x, out_idx=np.int32, name=None):
     return y, cast(inverse, out_idx), cast(counts, out_idx)
 
 
-def unsorted_segment_mean(data, segment_ids, num_segments: int, name=None) -> Tensor:
+def unsorted_segment_mean(data, segment_ids, num_segments, name=None) -> Tensor:
+    """Each segment's mean (0 for an empty one); rows with a negative id are dropped."""
     x = convert_to_tensor(data)
-    total = unsorted_segment_sum(x, segment_ids, num_segments)
-    counts = unsorted_segment_sum(ones_like(cast(convert_to_tensor(segment_ids), x.dtype)), segment_ids, num_segments)
+    ids = convert_to_tensor(segment_ids)
+    total = unsorted_segment_sum(x, ids, num_segments)
+    counts = unsorted_segment_sum(ones_like(cast(ids, x.dtype)), ids, num_segments)
     counts = ops.maximum(counts, constant(np.ones((), x.dtype), graph=x.graph))
-    return ops.divide(total, ops.reshape(counts, [-1] + [1] * (len(x.shape) - 1)), name=name)
+    for _ in builtins.range(len(x.shape) - len(ids.shape)):
+        counts = expand_dims(counts, -1)
+    return ops.divide(total, counts, name=name)
 
 
 def segment_mean(data, segment_ids, name=None) -> Tensor:
-    from trainer.graph import constant_value
-
+    """As ``unsorted_segment_mean`` for sorted ids: the result has ``segment_ids[-1] + 1`` rows."""
     ids = convert_to_tensor(segment_ids)
-    value = constant_value(ids)
-    if value is None:
-        raise ValueError("segment_mean needs constant segment_ids here; use unsorted_segment_mean(num_segments=)")
-    return unsorted_segment_mean(data, ids, int(np.max(value)) + 1, name=name)
+    return unsorted_segment_mean(data, ids, _segment_count(ids), name=name)
 
 
 def confusion_matrix(labels, predictions, num_classes: int | None = None, weights=None, dtype=np.int32,

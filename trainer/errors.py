@@ -15,7 +15,8 @@ from __future__ import annotations
 from schemas.registry import UnsupportedOpError
 
 __all__ = [
-    "DataLossError", "DeadlineExceededError", "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelError", "OpError",
+    "DataLossError", "DeadlineExceededError", "FailedPreconditionError", "GraphError", "InvalidArgumentError", "KernelArgumentError", "KernelError",
+    "OpError",
     "OutOfRangeError", "UnimplementedError", "UnknownError", "node_error",
 ]
 
@@ -44,7 +45,12 @@ class DataLossError(RuntimeError):
     """Stored data is corrupt or truncated (a TFRecord whose checksum does not match)."""
 
 
-InvalidArgumentError = GraphError  # a bad feed, fetch or graph
+class KernelArgumentError(GraphError, KernelError):
+    """A kernel refused its inputs at run time (an index out of range, shapes that do not fit):
+    TensorFlow's InvalidArgumentError, and still a ``KernelError`` naming the node."""
+
+
+InvalidArgumentError = GraphError  # a bad feed, fetch or graph, or a kernel's bad inputs
 UnimplementedError = UnsupportedOpError
 UnknownError = KernelError  # a kernel failed (the message names the node)
 OpError = (DataLossError, DeadlineExceededError, OutOfRangeError, FailedPreconditionError, GraphError, UnsupportedOpError, KernelError)
@@ -55,4 +61,6 @@ def node_error(node, e: Exception) -> Exception:
     where = f"node {node.name!r} ({node.op_type})"
     if isinstance(e, (DeadlineExceededError, FailedPreconditionError, OutOfRangeError)):
         return type(e)(f"{where}: {e}")
+    if isinstance(e, (IndexError, ValueError)):  # ShapeError too: the inputs, not the kernel, are wrong
+        return KernelArgumentError(f"{where} failed: {type(e).__name__}: {e}")
     return KernelError(f"{where} failed: {type(e).__name__}: {e}")

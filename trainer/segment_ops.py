@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.array_ops import expand_dims, greater_equal, unsorted_segment_sum
+from trainer.array_ops import expand_dims, unsorted_segment_sum
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import cast, convert_to_tensor, divide, make_op, maximum, multiply, sqrt
+from trainer.ops import cast, convert_to_tensor, divide, make_op, maximum, ones_like, sqrt
 
 __all__ = ["dynamic_partition", "dynamic_stitch", "segment_max", "segment_min", "segment_prod",
            "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n"]
@@ -76,10 +76,9 @@ def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None) -> Tenso
     ids = convert_to_tensor(segment_ids)
     if x.shape is None or ids.shape is None:
         raise ValueError("unsorted_segment_sqrt_n: the ranks of data and segment_ids must be known")
-    kept = cast(greater_equal(ids, np.zeros((), ids.dtype)), x.dtype)
-    clipped = maximum(ids, np.zeros((), ids.dtype))
-    total = unsorted_segment_sum(multiply(x, _per_row(kept, len(x.shape) - len(ids.shape))), clipped, num_segments)
-    counts = _per_row(unsorted_segment_sum(kept, clipped, num_segments), len(x.shape) - len(ids.shape))
+    total = unsorted_segment_sum(x, ids, num_segments)
+    counts = _per_row(unsorted_segment_sum(ones_like(cast(ids, x.dtype)), ids, num_segments),
+                      len(x.shape) - len(ids.shape))
     return divide(total, sqrt(maximum(counts, np.ones((), x.dtype))), name=name)
 
 

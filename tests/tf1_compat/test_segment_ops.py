@@ -44,6 +44,32 @@ def test_unsorted_segments_take_any_order_and_drop_negative_ids():
     np.testing.assert_allclose(sqrt_n, _reference(value, 4, np.sum, 0.0) / np.sqrt(np.maximum(counts, 1)))
 
 
+def test_sums_and_means_drop_negative_ids_and_take_fed_ids():
+    ids = tf.placeholder(tf.int32, [5])
+    value = np.array([2, -1, 0, 2, 0])
+    x = tf.placeholder(tf.float64, [5, 2])
+    total = tf.unsorted_segment_sum(x, ids, 4)
+    counted = tf.unsorted_segment_sum(x, ids, tf.constant(4))  # a tensor num_segments
+    mean = tf.unsorted_segment_mean(x, ids, 4)
+    grad = tf.gradients(tf.reduce_sum(total * np.arange(8.0).reshape(4, 2)), x)[0]
+    with tf.Session() as sess:
+        t, c, m, g = sess.run([total, counted, mean, grad], {x: DATA, ids: value})
+    counts = np.bincount(value[value >= 0], minlength=4)[:, None]
+    np.testing.assert_array_equal(t, _reference(value, 4, np.sum, 0.0))
+    np.testing.assert_array_equal(c, t)
+    np.testing.assert_allclose(m, t / np.maximum(counts, 1))
+    np.testing.assert_array_equal(g, [[4, 5], [0, 0], [0, 1], [4, 5], [0, 1]])  # the dropped row gets none
+
+
+def test_sorted_sums_and_means_take_ids_known_only_when_run():
+    ids = tf.placeholder(tf.int64, [None])
+    total, mean = tf.segment_sum(DATA, ids), tf.segment_mean(DATA, ids)
+    with tf.Session() as sess:
+        t, m = sess.run([total, mean], {ids: [0, 0, 2, 2, 3]})
+    np.testing.assert_array_equal(t, _reference(np.array([0, 0, 2, 2, 3]), 4, np.sum, 0.0))
+    np.testing.assert_array_equal(m, _reference(np.array([0, 0, 2, 2, 3]), 4, np.mean, 0.0))
+
+
 def test_max_gradient_is_shared_among_ties():
     x = tf.placeholder(tf.float64, [4])
     y = tf.segment_max(x, [0, 0, 0, 1])
@@ -69,9 +95,11 @@ def test_product_gradient_with_zeros_in_a_segment():
      r"SegmentMax: segment ids are not increasing: segment_ids\[2\] = 0 follows 1"),
     (lambda: tf.unsorted_segment_prod(DATA, tf.constant([0, 1, 5, 2, 2]), 3), tf.errors.InvalidArgumentError,
      r"UnsortedSegmentProd: segment_ids\[2\] = 5 is out of range \[0, 3\)"),
-    # The edge runtime's kernel (a frozen embedding lookup runs it) fails as a kernel error, naming the node.
-    (lambda: tf.dynamic_partition(DATA, tf.constant([0, 1, 2, 0, 0]), 2)[0], tf.errors.UnknownError,
-     r"DynamicPartition: partition index 2 is outside \[0, 2\)"),
+    # The edge runtime's kernel (a frozen embedding lookup runs it) refuses the ids, naming the node.
+    (lambda: tf.dynamic_partition(DATA, tf.constant([0, 1, 2, 0, 0]), 2)[0], tf.errors.InvalidArgumentError,
+     r"node 'DynamicPartition'.*partition index 2 is outside \[0, 2\)"),
+    (lambda: tf.unsorted_segment_sum(DATA, tf.constant([0, 1, 5, 2, 2]), 3), tf.errors.InvalidArgumentError,
+     r"ScatterND.*index 5 is out of bounds"),
 ])
 def test_bad_ids_fail_the_run_naming_the_op(build, error, message):
     with pytest.raises(error, match=message):
