@@ -13,7 +13,9 @@ model. At convert time, then:
   value is in that range already.
 
 The result computes in float what onnxruntime approximates in int8: the weights keep their int8
-values, the activations lose their rounding. ``convert`` reports the difference.
+values, the activations lose their rounding. ``convert`` reports the difference. The grids of the
+folded weights are kept, so the file stores the weights as integers again once the model is
+optimized (``exporter.quantized_storage``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from exporter.passes.graph_edit import (
     remove_nodes,
     rename_uses,
 )
+from exporter.quantized_storage import WeightGrid, dequantized_weight_grids
 from schemas import get_schema
 
 # The integer product ops of quantize_dynamic, the float op each stands for, and the axis of
@@ -207,7 +210,8 @@ def hoist_dequantization(graph: ir.Graph) -> int:
     return total
 
 
-def _dynamic_product(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node) -> ir.Node | None:
+def _dynamic_product(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node,
+                     grids: list[WeightGrid] | None) -> ir.Node | None:
     """The float MatMul/Conv that ``node`` (the final scale Mul of quantize_dynamic's pattern)
     computes, with dequantized weights; None where ``node`` is not that pattern."""
     if node.op_type != "Mul" or node.domain or len(node.inputs) != 2:
@@ -240,6 +244,9 @@ def _dynamic_product(graph: ir.Graph, made: dict[str, ir.Node], node: ir.Node) -
             shape[axis] = scale.size
             scale = scale.reshape(shape)
         dequantized = ((weight.astype(np.float32) - zero.astype(np.float32)) * scale.astype(np.float32))
+        grid = WeightGrid.of(weight_scale.reshape(-1), weight_zero.reshape(-1), weight)
+        if grids is not None and grid is not None:
+            grids.append(grid)
         name = add_constant(graph, f"{inputs[1]}/dequantized", dequantized.astype(np.float32))
         return ir.Node(float_op, [dynamic.inputs[0], name], list(node.outputs), dict(integer.attrs), name=integer.name)
     return None
@@ -263,11 +270,11 @@ def _absorb_bias(graph: ir.Graph, conv: ir.Node) -> ir.Node | None:
     return add
 
 
-def rewrite_dynamic_products(graph: ir.Graph) -> int:
+def rewrite_dynamic_products(graph: ir.Graph, grids: list[WeightGrid] | None = None) -> int:
     made = producers(graph)
     rewritten = []
     for index, node in enumerate(graph.nodes):
-        replacement = _dynamic_product(graph, made, node)
+        replacement = _dynamic_product(graph, made, node, grids)
         if replacement is not None:
             graph.nodes[index] = replacement
             rewritten.append(replacement)
@@ -276,15 +283,18 @@ def rewrite_dynamic_products(graph: ir.Graph) -> int:
     return len(rewritten)
 
 
-def dequantize_imported(model: ir.Model) -> tuple[ir.Model, int]:
+def dequantize_imported(model: ir.Model) -> tuple[ir.Model, int, list[WeightGrid]]:
     """``model`` with onnxruntime's quantization folded to float (see the module doc); the
-    input is left as it was. Returns the model and how many rewrites were made."""
+    input is left as it was. Returns the model, how many rewrites were made and the integer
+    grids of the weights folded (``exporter.quantized_storage`` stores them back on those)."""
     if not any(node.op_type in QUANTIZATION_OPS and not node.domain for node in model.graph.nodes):
-        return model, 0
+        return model, 0, []
+    grids = dequantized_weight_grids(model.graph)
     model, _ = fold_constants(model)  # quantize_dynamic's reshaped biases become constants to absorb
     graph = model.graph
-    changes = rewrite_dynamic_products(graph) + hoist_dequantization(graph)
+    changes = rewrite_dynamic_products(graph, grids) + hoist_dequantization(graph)
+    grids += dequantized_weight_grids(graph)  # those hoisted over a Gather read constants now
     changes += fold_constant_dequantization(graph) + bypass_round_trips(graph)
     if changes:
         model, _ = eliminate_dead_code(model)
-    return model, changes
+    return model, changes, grids

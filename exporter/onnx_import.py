@@ -334,9 +334,9 @@ def convert_onnx(
     from exporter.verify import sample_inputs
 
     imported = import_onnx(source)
-    model, folded = dequantize_imported(imported)
+    model, folded, grids = dequantize_imported(imported)
     report = export(model, destination, optimize_graph=optimize_graph, verify=verify, samples=samples,
-                    verbose=verbose, quantization=quantization)
+                    verbose=verbose, quantization=quantization, weight_grids=grids)
     if folded and verify:
         report.folded_quantization = measure_accuracy(
             imported, model, [samples] if samples is not None else [sample_inputs(imported)],

@@ -176,11 +176,17 @@ def _store_float16(graph: ir.Graph, name: str, weight: np.ndarray, summary: Quan
     summary.weights.append(name)
 
 
+def store_quantized(graph: ir.Graph, name: str, q: np.ndarray, scale: np.ndarray, zero_point: np.ndarray,
+                    axis: int) -> None:
+    """Replace the float constant ``name`` by the integers ``q`` read through ``DequantizeLinear``."""
+    inputs = [add_constant(graph, f"{name}/{q.dtype.name}", q), add_constant(graph, f"{name}/scale", scale),
+              add_constant(graph, f"{name}/zero_point", zero_point)]
+    _read_through(graph, name, "DequantizeLinear", inputs, {"axis": axis})
+
+
 def _store_int8(graph: ir.Graph, name: str, weight: np.ndarray, axis: int, summary: QuantizationSummary) -> None:
     q, scale = quantize_per_channel(weight, axis)
-    inputs = [add_constant(graph, f"{name}/int8", q), add_constant(graph, f"{name}/scale", scale),
-              add_constant(graph, f"{name}/zero_point", np.zeros(scale.shape, np.int8))]
-    _read_through(graph, name, "DequantizeLinear", inputs, {"axis": axis})
+    store_quantized(graph, name, q, scale, np.zeros(scale.shape, np.int8), axis)
     summary.weights.append(name)
 
 

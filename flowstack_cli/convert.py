@@ -32,7 +32,7 @@ def run(args) -> int:
     if args.verbose:
         print(report)  # the file, what each pass changed, the parity check
     else:
-        print(f"wrote {report.path} ({report.size:,} bytes)")
+        print(report.headline())
         for check in report.checks():
             print(check)
     return 0

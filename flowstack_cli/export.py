@@ -58,7 +58,7 @@ def run(args) -> int:
                             labels=labels, samples=parse_named_arrays(args.sample, "--sample") or None,
                             quantization=quantize_flags.request(args))
     # With --verbose the pass manager has printed its report already.
-    print(f"wrote {report.path} ({report.size:,} bytes)")
+    print(report.headline())
     if report.passes is not None and not args.verbose:
         print(f"ops: {report.passes.nodes_before} frozen -> {report.passes.nodes_after} optimized")
     if report.parity is not None and args.verbose:
