@@ -50,8 +50,11 @@ class AccuracyReport:
     title: str  # what was measured against what
     samples: int = 0
     outputs: dict[str, OutputAccuracy] = field(default_factory=dict)
+    not_measured: str | None = None  # why the comparison could not run
 
     def __str__(self) -> str:
+        if self.not_measured is not None:
+            return f"accuracy: {self.title}: not measured ({self.not_measured})"
         lines = [f"accuracy: {self.title}, {self.samples} batch(es):"]
         for out in self.outputs.values():
             line = f"  {out.name}: max abs diff {out.max_abs:.3g}, relative RMS error {out.relative_rms:.3g}"

@@ -328,7 +328,8 @@ def convert_onnx(
     from the signature. ``quantization`` (an ``exporter.quantize.QuantizationRequest``) quantizes
     the optimized model. A model quantized by onnxruntime is folded to float first
     (``exporter.onnx_dequantize``) and the report's ``folded_quantization`` says what that changed."""
-    from exporter.accuracy import measure_accuracy
+    from edge_runtime.format import ModelFormatError
+    from exporter.accuracy import AccuracyReport, measure_accuracy
     from exporter.onnx_dequantize import dequantize_imported
     from exporter.pipeline import export
     from exporter.verify import sample_inputs
@@ -338,7 +339,10 @@ def convert_onnx(
     report = export(model, destination, optimize_graph=optimize_graph, verify=verify, samples=samples,
                     verbose=verbose, quantization=quantization, weight_grids=grids)
     if folded and verify:
-        report.folded_quantization = measure_accuracy(
-            imported, model, [samples] if samples is not None else [sample_inputs(imported)],
-            "float (onnxruntime's quantization folded) against the quantized model as imported")
+        title = "float (onnxruntime's quantization folded) against the quantized model as imported"
+        try:
+            report.folded_quantization = measure_accuracy(
+                imported, model, [samples] if samples is not None else [sample_inputs(model)], title)
+        except ModelFormatError as exc:  # e.g. a quantization scale of inf the folded model no longer has
+            report.folded_quantization = AccuracyReport(title, not_measured=f"the model as imported does not load: {exc}")
     return report

@@ -143,3 +143,26 @@ def test_an_onnxruntime_dynamic_quantized_model_converts_to_an_int8_sized_file(t
     float_out = edge_runtime.load(tmp_path / "float.flow").run({"x": x})["y"]
     got = edge_runtime.load(tmp_path / "dynamic.flow").run({"x": x})["y"]
     assert np.abs(got - float_out).max() < 0.05 * np.abs(float_out).max()  # int8 weights, float activations
+
+
+def test_a_round_trip_scale_of_inf_converts_and_says_why_it_was_not_compared(tmp_path):
+    """onnxruntime's quantize_static gives an attention mask's -inf fill a scale of inf; the fold
+    drops that round trip, so the model converts, and the comparison with the model as imported
+    (which the runtime refuses to load) is reported as not measured, naming the tensor."""
+    rng = np.random.default_rng(4)
+    inits, dequantize, w = _quantized_weight(rng, "int8", "w", (K, N), per_channel=True)
+    inits += [numpy_helper.from_array(np.asarray(np.inf, np.float32), "inf_scale"),
+              numpy_helper.from_array(np.asarray(0, np.int8), "zero")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "inf_scale", "zero"], ["xq"], name="mask_quantize"),
+             helper.make_node("DequantizeLinear", ["xq", "inf_scale", "zero"], ["xd"]),
+             helper.make_node("Relu", ["xd"], ["r"]), dequantize, helper.make_node("MatMul", ["x", "w"], ["m"]),
+             helper.make_node("Add", ["m", "r2"], ["y"]), helper.make_node("Slice", ["r", "zero64", "n64", "one64"], ["r2"])]
+    inits += [numpy_helper.from_array(np.array([0], np.int64), "zero64"), numpy_helper.from_array(np.array([N], np.int64), "n64"),
+              numpy_helper.from_array(np.array([1], np.int64), "one64")]
+    source = _save(tmp_path, nodes, inits, ["y"])
+    report = convert_onnx(source, tmp_path / "model.flow")
+    assert report.stored_quantized == 1
+    assert "not measured (the model as imported does not load" in str(report.folded_quantization)
+    assert "scale inf" in str(report.folded_quantization)
+    x = rng.standard_normal((2, K)).astype(np.float32)
+    assert edge_runtime.load(tmp_path / "model.flow").run({"x": x})["y"].shape == (2, N)
