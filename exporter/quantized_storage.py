@@ -22,9 +22,10 @@ import numpy as np
 from edge_runtime.kernels import get_kernel
 from exporter import ir
 from exporter.passes.graph_edit import constant, copy_model
-from exporter.quantize import store_quantized
+from exporter.quantize import METADATA_KEY, store_quantized
 from schemas import get_schema
 
+SCHEME = "imported"  # the quantization metadata `flowstack inspect` shows
 # Weights smaller than this stay float: a DequantizeLinear node and its scale cost more than they save.
 MIN_STORED_ELEMENTS = 1024
 SAMPLE = 64  # elements checked on every candidate grid before the whole tensor
@@ -190,4 +191,6 @@ def store_on_grids(model: ir.Model, grids: Sequence[WeightGrid]) -> tuple[ir.Mod
         q, axis, grid = found
         store_quantized(model.graph, name, q, grid.scale, grid.zero_point, axis)
         stored += 1
+    if stored:
+        model.metadata[METADATA_KEY] = SCHEME
     return model, stored

@@ -68,6 +68,7 @@ def test_integer_weights_stay_integers_and_compute_the_same(tmp_path, kind, per_
     at_load = edge_runtime.load(tmp_path / "model.flow").run({"x": x})["y"]
     per_call = edge_runtime.load(tmp_path / "model.flow", dequantize="per_call").run({"x": x})["y"]
     np.testing.assert_array_equal(at_load, per_call)
+    assert edge_runtime.load(tmp_path / "model.flow").definition.metadata.get("quantization") == "imported"
     np.testing.assert_allclose(at_load, x.astype(np.float64) @ w.astype(np.float64), rtol=1e-5, atol=1e-4)
 
 
