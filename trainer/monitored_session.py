@@ -140,7 +140,7 @@ class MonitoredSession:
             if request is not None and request.feed_dict:
                 feeds.update(request.feed_dict)
         extra = [[] if r is None or r.fetches is None else [r.fetches] for r in requests]
-        out, extra_values = self._session.run([fetches, extra], feeds or None)
+        out, extra_values = self._session.run([fetches, extra], feeds or None, options, run_metadata)
         for hook, values in zip(self.hooks, extra_values):
             hook.after_run(context, SessionRunValues(values[0] if values else None, options, run_metadata))
         self._stop = self._stop or context.stop_requested

@@ -23,6 +23,7 @@ from trainer.placement import CostModel, Placer
 from trainer.plan import FlatPlan, TaskName
 from trainer.rendezvous import Rendezvous
 from trainer.state import RunContext, SessionState
+from trainer.step_stats import StepStats, step_stats_of
 
 __all__ = ["Session"]
 
@@ -158,8 +159,12 @@ class Session:
         self.parallel_ops = parallel_ops
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, fetches, feed_dict=None, *, trace: bool = False):
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None, *, trace: bool = False):
         """Fetch values (same structure as ``fetches``) running only what they need.
+
+        With ``options`` asking for a trace (``RunOptions(trace_level=FULL_TRACE)``) and a
+        ``run_metadata``, the run times each kernel into ``run_metadata.step_stats``
+        (``trainer.step_stats``); ``trace`` times them into the placer's cost model only.
 
         >>> import numpy as np, trainer
         >>> g = trainer.Graph()
@@ -186,8 +191,9 @@ class Session:
         plan = compiled.plan
         feed_values = [spec.convert(feed_dict[k]) for spec, k in zip(plan.feeds, feed_keys)] if feed_keys else ()
         rctx = RunContext(self, Rendezvous() if plan.needs_rendezvous else None)
-        if trace:
-            values = self._run_traced(plan, feed_values, rctx)
+        wants_stats = run_metadata is not None and getattr(options, "trace_level", 0) > 0
+        if trace or wants_stats:
+            values = self._run_traced(plan, feed_values, rctx, run_metadata if wants_stats else None)
         else:
             values = plan.run(feed_values, rctx, self._pool)
         if self._devices.keys() - {"CPU:0"}:
@@ -219,18 +225,21 @@ class Session:
                 self._plans[key] = compiled
         return compiled
 
-    def _run_traced(self, plan, feed_values, rctx):
-        """Runs step by step, timing each kernel into the cost model (single partition only)."""
+    def _run_traced(self, plan, feed_values, rctx, run_metadata=None):
+        """Runs step by step, timing each kernel into the cost model and, given ``run_metadata``,
+        its ``step_stats`` (single partition only; other plans run untimed, with empty stats)."""
         if not isinstance(plan, FlatPlan) or len(plan.partitions) != 1:
+            if run_metadata is not None:
+                run_metadata.step_stats = StepStats()
             return plan.run(feed_values, rctx, self._pool)
         timings = []
         orig = plan.fast[0]
         wrapped = []
         for (fn, ins, outs, attrs, wants), step in zip(orig, plan.partitions[0][1]):
             def timed(*a, _fn=fn, _node=step.node, **kw):
-                t0 = time.perf_counter()
+                t0 = time.time()
                 r = _fn(*a, **kw)
-                timings.append((_node, time.perf_counter() - t0))
+                timings.append((_node, t0, time.time()))
                 return r
             wrapped.append((timed, ins, outs, attrs, wants))
         plan.fast[0] = wrapped
@@ -238,8 +247,10 @@ class Session:
             return plan.run(feed_values, rctx, self._pool)
         finally:
             plan.fast[0] = orig
-            for node, dt in timings:
-                self.cost_model.record(node, dt)
+            for node, start, end in timings:
+                self.cost_model.record(node, end - start)
+            if run_metadata is not None:
+                run_metadata.step_stats = step_stats_of(str(plan.partitions[0][0]), timings)
 
     # -- state access (exporter, saver) ------------------------------------------------------
     def variable_values(self) -> dict[str, np.ndarray]:

@@ -123,6 +123,13 @@ class FileWriter:
         """Record ``graph`` as a GraphDef, which TensorBoard's Graphs tab draws."""
         self._writer.add_event(_event(step=global_step or 0, graph_def=encode_graph_def(graph.nodes)))
 
+    def add_run_metadata(self, run_metadata, tag: str, global_step: int | None = None) -> None:
+        """Record a traced run's ``RunMetadata`` under ``tag`` (TensorBoard's per-run compute times)."""
+        from trainer.step_stats import run_metadata_bytes
+
+        tagged = tensorboard_proto("event_pb2").TaggedRunMetadata(tag=tag, run_metadata=run_metadata_bytes(run_metadata))
+        self._writer.add_event(_event(step=global_step or 0, tagged_run_metadata=tagged))
+
     def get_logdir(self) -> str:
         return self._writer.get_logdir()
 
