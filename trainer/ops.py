@@ -275,8 +275,8 @@ def transpose(x, perm=None, name=None) -> Tensor:
     return make_op("Transpose", [x], attrs, name=name).outputs[0]
 
 
-def concat(xs, axis: int, name=None) -> Tensor:
-    return make_op("Concat", list(xs), {"axis": axis}, name=name).outputs[0]
+def concat(values, axis: int, name=None) -> Tensor:
+    return make_op("Concat", list(values), {"axis": int(axis)}, name=name).outputs[0]
 
 
 def gather(params, indices, axis: int = 0, name=None) -> Tensor:
