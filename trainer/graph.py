@@ -20,7 +20,7 @@ from trainer.devices import DeviceSpec
 from trainer.dtypes import tensor_dtype
 from trainer.errors import GraphError
 from trainer.partial_values import known_elements
-from trainer.tensor_shape import as_shape_tuple, merge_shapes, shapes_compatible
+from trainer.tensor_shape import as_shape_tuple, merge_shapes, shapes_compatible, static_shape
 
 __all__ = [
     "Graph",
@@ -97,7 +97,9 @@ class Tensor:
 
     @property
     def shape(self) -> tuple[int | None, ...] | None:
-        return self.type.shape
+        """The static shape: a tuple of ints and None (None for an unknown rank) that also has
+        TF1's TensorShape methods (``x.shape.as_list()``, ``x.shape[-1].value``)."""
+        return static_shape(self.type.shape)
 
     def set_shape(self, shape) -> None:
         """TF1's ``set_shape``: add what ``shape`` (a TensorShape, list or None) says to what is known

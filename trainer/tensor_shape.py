@@ -1,27 +1,33 @@
 """``tf.TensorShape`` and ``tf.Dimension``: what ``tensor.get_shape()`` returns in TensorFlow 1.x.
 
-A TensorShape is a tuple of ints (None where unknown), so it compares and indexes like the
-trainer's own shapes, with TF1's methods on top (``as_list``, ``ndims``, ``is_fully_defined``).
+A TensorShape is a tuple of ints (None where unknown), so it compares and iterates like the
+trainer's own shapes, with TF1's methods on top (``as_list``, ``ndims``, ``is_fully_defined``);
+indexing it gives a ``Dimension``, as in TensorFlow 1.x (``x.get_shape()[1].value``).
 
 >>> s = TensorShape([None, 784])
->>> s.as_list(), s.ndims, s.is_fully_defined(), s[1]
-([None, 784], 2, False, 784)
+>>> s.as_list(), s.ndims, s.is_fully_defined(), s[1], s[1].value, s[0].value
+([None, 784], 2, False, Dimension(784), 784, None)
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 
-__all__ = ["Dimension", "TensorShape", "as_shape_tuple", "dimension_value", "merge_shapes", "shapes_compatible"]
+__all__ = ["Dimension", "KnownDimension", "StaticShape", "TensorShape", "as_shape_tuple", "dimension_value",
+           "merge_shapes", "shapes_compatible", "static_shape"]
 
 
 class Dimension:
-    """One dimension: ``value`` is its size or None."""
+    """One dimension: ``value`` is its size or None. Arithmetic with ints or Dimensions gives a
+    Dimension (unknown if either side is), and comparisons with an unknown one give None, as in
+    TensorFlow 1.x."""
 
     __slots__ = ("value",)
 
     def __init__(self, value):
-        self.value = None if value is None else int(value)
+        self.value = dimension_value(value)
 
     def __int__(self) -> int:
         if self.value is None:
@@ -30,9 +36,15 @@ class Dimension:
 
     __index__ = __int__
 
-    def __eq__(self, other) -> bool:
-        other = other.value if isinstance(other, Dimension) else other
+    def __eq__(self, other) -> bool | None:
+        other = dimension_value(other) if isinstance(other, (Dimension, int)) else other
+        if self.value is None or other is None:
+            return None
         return self.value == other
+
+    def __ne__(self, other) -> bool | None:
+        equal = self.__eq__(other)
+        return None if equal is None else not equal
 
     def __hash__(self) -> int:
         return hash(self.value)
@@ -42,6 +54,73 @@ class Dimension:
 
     def __str__(self) -> str:
         return "?" if self.value is None else str(self.value)
+
+    def _combine(self, other, fn, reverse: bool = False) -> Dimension:
+        other = dimension_value(other)
+        if self.value is None or other is None:
+            return Dimension(None)
+        return Dimension(fn(other, self.value) if reverse else fn(self.value, other))
+
+    def _compare(self, other, fn) -> bool | None:
+        other = dimension_value(other)
+        return None if self.value is None or other is None else fn(self.value, other)
+
+    def __add__(self, other):
+        return self._combine(other, operator.add)
+
+    def __radd__(self, other):
+        return self._combine(other, operator.add, reverse=True)
+
+    def __sub__(self, other):
+        return self._combine(other, operator.sub)
+
+    def __rsub__(self, other):
+        return self._combine(other, operator.sub, reverse=True)
+
+    def __mul__(self, other):
+        return self._combine(other, operator.mul)
+
+    def __rmul__(self, other):
+        return self._combine(other, operator.mul, reverse=True)
+
+    def __floordiv__(self, other):
+        return self._combine(other, operator.floordiv)
+
+    def __rfloordiv__(self, other):
+        return self._combine(other, operator.floordiv, reverse=True)
+
+    __truediv__ = __floordiv__  # TF1's Dimension divides as integers
+    __rtruediv__ = __rfloordiv__
+
+    def __mod__(self, other):
+        return self._combine(other, operator.mod)
+
+    def __rmod__(self, other):
+        return self._combine(other, operator.mod, reverse=True)
+
+    def __lt__(self, other):
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other):
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other):
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other):
+        return self._compare(other, operator.ge)
+
+    def is_compatible_with(self, other) -> bool:
+        other = dimension_value(other)
+        return self.value is None or other is None or self.value == other
+
+    def assert_is_compatible_with(self, other) -> None:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {Dimension(other)} are not compatible")
+
+    def merge_with(self, other) -> Dimension:
+        self.assert_is_compatible_with(other)
+        return Dimension(self.value if self.value is not None else dimension_value(other))
 
 
 class TensorShape(tuple):
@@ -55,6 +134,14 @@ class TensorShape(tuple):
         obj = super().__new__(cls, tuple(dimension_value(d) for d in dims))
         obj._unknown_rank = False
         return obj
+
+    def __getitem__(self, key):
+        """A Dimension for an index (``shape[1].value``, TF1's idiom), a TensorShape for a slice."""
+        if isinstance(key, slice):
+            return TensorShape(None) if self._unknown_rank else TensorShape(tuple.__getitem__(self, key))
+        if self._unknown_rank:
+            return Dimension(None)
+        return Dimension(tuple.__getitem__(self, key))
 
     @property
     def ndims(self) -> int | None:
@@ -86,6 +173,36 @@ class TensorShape(tuple):
             return "<unknown>"
         dims = ["?" if d is None else str(d) for d in self]
         return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
+
+
+class KnownDimension(int):
+    """A known size in ``Tensor.shape``: an int that also answers TF1's ``.value``."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+class StaticShape(TensorShape):
+    """``Tensor.shape``: a TensorShape whose entries stay ints and None, as the trainer indexes
+    shapes, and also answer TF1's idioms (``x.shape.as_list()``, ``x.shape[-1].value``)."""
+
+    def __new__(cls, dims):
+        obj = tuple.__new__(cls, tuple(None if d is None else KnownDimension(d) for d in dims))
+        obj._unknown_rank = False
+        return obj
+
+    __getitem__ = tuple.__getitem__
+    __repr__ = tuple.__repr__
+    __str__ = tuple.__repr__
+
+
+@functools.lru_cache(maxsize=4096)
+def static_shape(shape: tuple | None) -> StaticShape | None:
+    """The shared StaticShape of a shape tuple (None, an unknown rank, stays None)."""
+    return None if shape is None else StaticShape(shape)
 
 
 def dimension_value(dimension):
