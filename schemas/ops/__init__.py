@@ -30,6 +30,7 @@ FAMILIES = (
     "signal",
     "sparse",
     "squeeze_excite",
+    "strings",
     "summary",
     "tensor_array",
     "text",
