@@ -14,7 +14,8 @@ from trainer.ops import convert_to_tensor, make_op
 from trainer.sparse_tensor import SparseTensor
 
 __all__ = ["as_string", "bytes_split", "decode_base64", "decode_compressed", "encode_base64", "format", "length",
-           "lower", "reduce_join", "regex_full_match", "regex_replace", "split", "string_join", "string_split",
+           "lower", "parse_tensor", "reduce_join", "regex_full_match", "regex_replace", "serialize_tensor", "split",
+           "string_join", "string_split",
            "string_length", "string_strip", "string_to_hash_bucket", "string_to_hash_bucket_fast",
            "string_to_hash_bucket_strong", "string_to_number", "strip", "substr", "to_hash_bucket",
            "to_hash_bucket_fast", "to_hash_bucket_strong", "to_number", "unicode_decode", "unicode_encode",
@@ -335,11 +336,25 @@ def unicode_transcode(input, input_encoding: str, output_encoding: str, errors: 
                    "replace_control_characters": int(bool(replace_control_characters))}, name)
 
 
+def serialize_tensor(tensor, name=None):
+    """The tensor as a scalar string of TensorProto bytes (TensorFlow reads them back, and the other way round)."""
+    return make_op("SerializeTensor", [convert_to_tensor(tensor)], domain=D,
+                   name=name or "SerializeTensor").outputs[0]
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor a scalar string of TensorProto bytes holds; a dtype other than ``out_type`` fails the run."""
+    dtype = np.dtype(as_dtype(out_type).as_numpy_dtype)
+    return make_op("ParseTensor", [_strings("ParseTensor", "serialized", serialized)], {"out_type": dtype.name},
+                   domain=D, name=name or "ParseTensor").outputs[0]
+
+
 # TF 1.15's top-level spellings of these (tf.substr, tf.string_to_hash_bucket_fast, ...).
 string_length = length
 string_strip = strip
 string_to_hash_bucket = to_hash_bucket
 string_to_hash_bucket_fast = to_hash_bucket_fast
 string_to_hash_bucket_strong = to_hash_bucket_strong
-TF_LEVEL_NAMES = ("decode_base64", "encode_base64", "reduce_join", "regex_replace", "string_strip",
+TF_LEVEL_NAMES = ("decode_base64", "encode_base64", "parse_tensor", "reduce_join", "regex_replace",
+                  "serialize_tensor", "string_strip",
                   "string_to_hash_bucket", "string_to_hash_bucket_fast", "string_to_hash_bucket_strong", "substr")

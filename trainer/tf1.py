@@ -54,8 +54,9 @@ from trainer.lookup_ops import tables_initializer
 from trainer.py_func import numpy_function, py_func
 from trainer.string_ops import as_string, string_join, string_split, string_to_number
 from trainer.string_ops import TF_LEVEL_NAMES as _STRING_OPS
-from trainer.string_ops import (decode_base64, encode_base64, reduce_join, regex_replace, string_strip,  # noqa: F401
-                                string_to_hash_bucket, string_to_hash_bucket_fast, string_to_hash_bucket_strong, substr)
+from trainer.tensor_proto import make_ndarray, make_tensor_proto  # noqa: F401
+from trainer.string_ops import (decode_base64, encode_base64, parse_tensor, reduce_join, regex_replace,  # noqa: F401
+                                serialize_tensor, string_strip, string_to_hash_bucket, string_to_hash_bucket_fast, string_to_hash_bucket_strong, substr)
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
@@ -169,6 +170,7 @@ def no_regularizer(_):
 
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | set(_STRING_OPS) | {
+    "make_ndarray", "make_tensor_proto",
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
     "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",

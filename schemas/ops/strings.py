@@ -161,3 +161,18 @@ op("UnicodeTranscode", domain=D, inputs=["input"], outputs=["output"],
           "errors": Attr("string", "replace"), "replacement_char": Attr("int", 65533),
           "replace_control_characters": Attr("int", 0)},
    doc="Each string decoded from input_encoding and encoded in output_encoding.")(_same_shape(STRING))
+
+
+@op("SerializeTensor", domain=D, inputs=["tensor"], outputs=["serialized"],
+    doc="The tensor as the bytes of a TensorProto (a scalar string), as TensorFlow writes it.")
+def _serialize_tensor(ctx):
+    return [TensorType(STRING, ())]
+
+
+@op("ParseTensor", domain=D, inputs=["serialized"], outputs=["output"], attrs={"out_type": Attr("string", REQUIRED)},
+    doc="The tensor a scalar string of TensorProto bytes holds; its dtype must be out_type.")
+def _parse_tensor(ctx):
+    shape = ctx.input(0).shape
+    if shape is not None and len(shape) != 0:
+        raise ctx.fail(f"serialized must be a scalar string, got shape {shape}")
+    return [TensorType(np.dtype(ctx.attrs["out_type"]), None)]
