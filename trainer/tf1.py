@@ -55,6 +55,7 @@ from trainer.py_func import numpy_function, py_func
 from trainer.string_ops import as_string, string_join, string_split, string_to_number
 from trainer.string_ops import TF_LEVEL_NAMES as _STRING_OPS
 from trainer.tensor_proto import make_ndarray, make_tensor_proto  # noqa: F401
+from trainer.queues import PaddingFIFOQueue, PriorityQueue, QueueBase
 from trainer.sparse_ops import TF_LEVEL_NAMES as _SPARSE_OPS
 from trainer.sparse_ops import fill_empty_rows as sparse_fill_empty_rows  # noqa: F401 - TF 1.15's tf.sparse_* names
 from trainer.sparse_ops import mask as sparse_mask  # noqa: F401
@@ -184,7 +185,7 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | {
-    "make_ndarray", "make_tensor_proto",
+    "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
     "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",

@@ -11,11 +11,12 @@ from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gi
 from trainer.input_producers import match_filenames_once
 from trainer.io_ops import decode_csv, matching_files, read_file, write_file
 from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
-from trainer.queues import RandomShuffleQueue
+from trainer.queues import PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
 from trainer.string_ops import decode_base64, decode_compressed, encode_base64, parse_tensor, serialize_tensor
 
 __all__ = [
-    "FixedLenFeature", "FixedLenSequenceFeature", "RandomShuffleQueue", "TFRecordCompressionType",
+    "FixedLenFeature", "FixedLenSequenceFeature", "PaddingFIFOQueue", "PriorityQueue", "QueueBase",
+    "RandomShuffleQueue", "TFRecordCompressionType",
     "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_and_crop_jpeg", "decode_base64", "decode_bmp",
     "decode_compressed", "decode_csv", "encode_base64",
     "decode_gif", "decode_image", "decode_jpeg", "decode_png", "decode_raw", "encode_jpeg", "encode_png",
