@@ -26,6 +26,7 @@ FAMILIES = (
     "random",
     "recurrent",
     "reduce",
+    "sequence_examples",
     "shape",
     "signal",
     "sparse",
