@@ -176,3 +176,26 @@ def _parse_tensor(ctx):
     if shape is not None and len(shape) != 0:
         raise ctx.fail(f"serialized must be a scalar string, got shape {shape}")
     return [TensorType(np.dtype(ctx.attrs["out_type"]), None)]
+
+
+@op("SerializeManySparse", domain=D, inputs=["sparse_indices", "sparse_values", "sparse_shape"],
+    outputs=["serialized_sparse"],
+    doc="A SparseTensor of rank >= 2 as [N, 3] strings: for each row of its first dimension, the "
+        "TensorProto bytes of that row's indices, values and dense_shape (one rank less).")
+def _serialize_many_sparse(ctx):
+    shape = ctx.input(2).shape
+    if shape is not None and shape[0] is not None and shape[0] < 2:
+        raise ctx.fail(f"the SparseTensor must have rank >= 2 (a minibatch of rows), got rank {shape[0]}")
+    return [TensorType(STRING, (None, 3))]
+
+
+@op("DeserializeManySparse", domain=D, inputs=["serialized_sparse"], outputs=["indices", "values", "dense_shape"],
+    attrs={"dtype": Attr("string", REQUIRED)},
+    doc="[N, 3] serialized SparseTensors (one rank each) joined into one SparseTensor whose first dimension is "
+        "N; each other dimension is the largest of the rows'.")
+def _deserialize_many_sparse(ctx):
+    shape = ctx.input(0).shape
+    if shape is not None and (len(shape) != 2 or shape[1] not in (3, None)):
+        raise ctx.fail(f"serialized_sparse must be [N, 3], got shape {shape}")
+    return [TensorType(INT64, (None, None)), TensorType(np.dtype(ctx.attrs["dtype"]), (None,)),
+            TensorType(INT64, (None,))]

@@ -91,3 +91,48 @@ def test_a_tf1_script_stores_tensors_in_tfrecords(tmp_path):
             np.testing.assert_array_equal(sess.run(item), a)
         with pytest.raises(tf.errors.OutOfRangeError):
             sess.run(item)
+
+
+def test_serialize_sparse_parts_are_tensor_protos():
+    tensor_pb2 = pytest.importorskip("tensorboard.compat.proto.tensor_pb2")
+    sp = tf.SparseTensor([[0, 1], [2, 0]], [1.5, -2.0], [3, 4])
+    parts = run(tf.io.serialize_sparse(sp))
+    assert parts.shape == (3,)
+    indices, values, shape = (tensor_pb2.TensorProto.FromString(p) for p in parts)
+    assert np.frombuffer(indices.tensor_content, "<i8").tolist() == [0, 1, 2, 0]
+    assert np.frombuffer(values.tensor_content, "<f4").tolist() == [1.5, -2.0]
+    assert np.frombuffer(shape.tensor_content, "<i8").tolist() == [3, 4]
+
+
+def test_deserialize_many_sparse_matches_tfs_documented_example():
+    a = tf.SparseTensor([[0], [10], [20]], [1, 2, 3], [50])
+    b = tf.SparseTensor([[2], [10]], [4, 5], [30])
+    joined = tf.io.deserialize_many_sparse(tf.stack([tf.io.serialize_sparse(a), tf.io.serialize_sparse(b)]),
+                                           tf.int64, rank=2)
+    assert joined.indices.shape == (None, 2)
+    out = run(joined)
+    assert out.indices.tolist() == [[0, 0], [0, 10], [0, 20], [1, 2], [1, 10]]
+    assert out.values.tolist() == [1, 2, 3, 4, 5] and out.dense_shape.tolist() == [2, 50]
+
+
+def test_serialize_many_sparse_round_trips_a_minibatch():
+    sp = tf.SparseTensor([[0, 0, 1], [1, 1, 0], [1, 0, 2]], ["a", "b", "c"], [3, 2, 3])
+    rows = tf.io.serialize_many_sparse(sp)
+    back = run(tf.io.deserialize_many_sparse(rows, tf.string))
+    assert run(rows).shape == (3, 3)
+    assert back.indices.tolist() == [[0, 0, 1], [1, 1, 0], [1, 0, 2]]
+    assert back.values.tolist() == [b"a", b"b", b"c"]
+    assert back.dense_shape.tolist() == [3, 2, 3]
+
+
+def test_sparse_serialization_rejects_bad_input():
+    with pytest.raises(ValueError, match="serialized_sparse must be \\[N, 3\\]"):
+        tf.io.deserialize_many_sparse(tf.constant([["a", "b"]]), tf.int32)
+    with pytest.raises(ValueError, match="out_type must be tf.string"):
+        tf.io.serialize_sparse(tf.SparseTensor([[0]], [1], [2]), out_type=tf.int32)
+    with pytest.raises(ValueError, match="must have rank >= 2"):
+        tf.io.serialize_many_sparse(tf.SparseTensor([[0]], [1], [2]))
+    mixed = tf.stack([tf.io.serialize_sparse(tf.SparseTensor([[0]], [1], [2])),
+                      tf.io.serialize_sparse(tf.SparseTensor([[0, 0]], [1], [2, 2]))])
+    with pytest.raises(tf.errors.OpError, match="the rows have different ranks"):
+        run(tf.io.deserialize_many_sparse(mixed, tf.int64))
