@@ -218,9 +218,7 @@ def _float_text(value, digits: int, more: int) -> str:
 
 def _element_text(value, dtype: np.dtype) -> str:
     if dtype == object:
-        data = as_bytes(value)
-        return '"' + data.decode("utf-8", "backslashreplace").encode("unicode_escape").decode("ascii")\
-            .replace('"', '\\"') + '"'
+        return '"' + utf8_safe_c_hex_escape(as_bytes(value)) + '"'
     if dtype.kind == "b":
         return "1" if value else "0"
     if dtype.kind == "f":
@@ -228,6 +226,26 @@ def _element_text(value, dtype: np.dtype) -> str:
             return _float_text(np.float64(value), 15, 17)
         return _float_text(np.float32(value), 6, 9)
     return str(value)
+
+
+_C_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "'": "\\'", "\\": "\\\\"}
+
+
+def utf8_safe_c_hex_escape(data: bytes) -> str:
+    """absl's Utf8SafeCHexEscape: C escapes and \\xNN for control characters and invalid bytes,
+    valid UTF-8 beyond ASCII kept as it is."""
+    out = []
+    for c in data.decode("utf-8", "surrogateescape"):
+        code = ord(c)
+        if c in _C_ESCAPES:
+            out.append(_C_ESCAPES[c])
+        elif 0xDC80 <= code <= 0xDCFF:  # an invalid byte, kept by surrogateescape
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(c)
+    return "".join(out)
 
 
 def _spacing(dim: int, rank: int) -> str:
@@ -240,25 +258,25 @@ def tensor_summary(x: np.ndarray, summarize: int) -> str:
     if x.ndim == 0:
         return _element_text(x[()], x.dtype)
     out: list[str] = []
-    _print_nested(x, 0, x.ndim, x.size if summarize < 0 else summarize, out)
+    _print_nested(x, x.dtype, 0, x.ndim, x.size if summarize < 0 else summarize, out)
     return "".join(out)
 
 
-def _print_nested(x: np.ndarray, dim: int, rank: int, ends: int, out: list) -> None:
-    if dim == rank:
-        out.append(_element_text(x[()], x.dtype))
+def _print_nested(x, dtype: np.dtype, dim: int, rank: int, ends: int, out: list) -> None:
+    if dim == rank:  # an element (NumPy gives an object array's elements as they are)
+        out.append(_element_text(x[()] if isinstance(x, np.ndarray) else x, dtype))
         return
     n = x.shape[0]
     out.append("[")
     for i in range(min(ends, n)):
         if i:
             out.append(_spacing(dim, rank))
-        _print_nested(x[i], dim + 1, rank, ends, out)
+        _print_nested(x[i], dtype, dim + 1, rank, ends, out)
     if n > 2 * ends:
         out.append(_spacing(dim, rank) + "...")
     for i in range(max(ends, n - ends), n):
         out.append(_spacing(dim, rank))
-        _print_nested(x[i], dim + 1, rank, ends, out)
+        _print_nested(x[i], dtype, dim + 1, rank, ends, out)
     out.append("]")
 
 

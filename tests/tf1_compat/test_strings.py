@@ -170,6 +170,9 @@ def test_format_prints_as_tf_print():
     assert out[2] == b'"hi" and [0.1 2 1e-08]'
     assert out[3] == b"[1 0] 0.33333333333333331"
     assert out[4] == b"[0 1 2 3 4 5 6]"
+    # strings as absl's Utf8SafeCHexEscape writes them: C escapes, UTF-8 kept, bad bytes as \xNN
+    escaped = run(tf.strings.format("{}", tf.constant(np.array([b'q"\n', "h\u00e9".encode(), b"\xff"], object))))
+    assert escaped == '["q\\"\\n" "h\u00e9" "\\xff"]'.encode()
     with pytest.raises(ValueError, match="1 placeholder"):
         tf.strings.format("{}", [tf.range(2), tf.range(3)])
 
