@@ -250,6 +250,6 @@ def index_to_string_table_from_file(vocabulary_file, vocab_size=None, default_va
     return HashTable(init, np.array(default_value, dtype=object), name=name)
 
 
-def index_to_string(tensor, mapping, default_value: str = "UNK", name=None):
+def index_to_string(tensor, mapping, default_value: str = "UNK", name=None) -> Tensor:
     """The tokens ``mapping`` holds at the ids of ``tensor`` (``default_value`` past its end)."""
     return index_to_string_table_from_tensor(mapping, default_value).lookup(tensor, name=name)

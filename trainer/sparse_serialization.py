@@ -8,6 +8,7 @@ import numpy as np
 
 from trainer.array_ops import stack
 from trainer.dtypes import as_dtype
+from trainer.graph import Tensor
 from trainer.ops import convert_to_tensor, make_op
 from trainer.sparse_tensor import SparseTensor
 from trainer.string_ops import serialize_tensor
@@ -23,14 +24,14 @@ def _string_out(op: str, sp_input, out_type) -> SparseTensor:
     return sp_input
 
 
-def serialize_sparse(sp_input, name=None, out_type=object):
+def serialize_sparse(sp_input, name=None, out_type=object) -> Tensor:
     """A [3] string vector: the serialized indices, values and dense_shape."""
     sp = _string_out("serialize_sparse", sp_input, out_type)
     return stack([serialize_tensor(sp.indices), serialize_tensor(sp.values), serialize_tensor(sp.dense_shape)],
                  name=name or "SerializeSparse")
 
 
-def serialize_many_sparse(sp_input, name=None, out_type=object):
+def serialize_many_sparse(sp_input, name=None, out_type=object) -> Tensor:
     """[N, 3] strings, one serialized SparseTensor (rank one less) per row of the first dimension."""
     sp = _string_out("serialize_many_sparse", sp_input, out_type)
     return make_op("SerializeManySparse", [sp.indices, sp.values, sp.dense_shape], domain="flowstack",

@@ -75,7 +75,7 @@ def _string_bytes(value) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
-def tensor_content_proto(array: np.ndarray, what: str = "serialize_tensor"):
+def tensor_content_proto(array: np.ndarray, what: str = "serialize_tensor") -> TensorProto:
     """The TensorProto TensorFlow's AsProtoTensorContent writes: raw little-endian bytes in
     tensor_content (string tensors: one string_val each)."""
     array = np.asarray(array)
@@ -93,7 +93,7 @@ def serialize_array(array: np.ndarray) -> bytes:
     return tensor_content_proto(array).SerializeToString()
 
 
-def make_ndarray(tensor) -> np.ndarray:
+def make_ndarray(tensor: TensorProto) -> np.ndarray:
     """The array a TensorProto holds: tensor_content, or its typed value list (the last value
     repeated to fill the shape, as TensorFlow reads a short list)."""
     dtype = _DTYPE_OF.get(tensor.dtype)
@@ -139,7 +139,8 @@ def parse_tensor_proto(data: bytes, out_type: np.dtype) -> np.ndarray:
     return make_ndarray(proto)
 
 
-def make_tensor_proto(values, dtype=None, shape=None, verify_shape: bool = False, allow_broadcast: bool = False):
+def make_tensor_proto(values, dtype=None, shape=None, verify_shape: bool = False,
+                      allow_broadcast: bool = False) -> TensorProto:
     """``tf.make_tensor_proto``: ``values`` (cast to ``dtype``, broadcast or filled to ``shape``) as a TensorProto."""
     np_dtype = None if dtype is None else np.dtype(as_dtype(dtype).as_numpy_dtype)
     array = np.asarray(values, dtype=np_dtype)
