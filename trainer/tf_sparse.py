@@ -3,12 +3,12 @@ the rest resolve to flowstack's ``tf.sparse_*`` functions."""
 
 from __future__ import annotations
 
-from trainer.sparse_ops import (fill_empty_rows, from_dense, mask, reduce_max_sparse, reduce_sum_sparse, reorder,
+from trainer.sparse_ops import (cross, fill_empty_rows, from_dense, mask, reduce_max_sparse, reduce_sum_sparse, reorder,
                                 reset_shape, retain, segment_mean, segment_sqrt_n, segment_sum, to_indicator)
 from trainer.tf1_aliases import resolve
 
-__all__ = ["fill_empty_rows", "from_dense", "mask", "reduce_max_sparse", "reduce_sum_sparse", "reorder",
-           "reset_shape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "to_indicator"]
+__all__ = ["cross", "fill_empty_rows", "from_dense", "mask", "reduce_max_sparse", "reduce_sum_sparse",
+           "reorder", "reset_shape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "to_indicator"]
 
 _RENAMED = {"placeholder": "sparse_placeholder", "to_dense": "sparse_tensor_to_dense", "reduce_sum": "sparse_reduce_sum",
             "sparse_dense_matmul": "sparse_tensor_dense_matmul", "matmul": "sparse_tensor_dense_matmul"}

@@ -131,6 +131,20 @@ def test_mask_and_sparse_to_dense():
     assert out[2].tolist() == [0, 0, 0, 1.5, 0]
 
 
+def test_cross_matches_tfs_documented_example():
+    a = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], ["a", "b", "c"], [2, 2])
+    b = tf.SparseTensor([[0, 0], [1, 0]], ["d", "e"], [2, 1])
+    crossed, with_ints = run([tf.sparse.cross([a, b, tf.constant([["f"], ["g"]])]),
+                              tf.sparse.cross([tf.constant([["x"], ["y"]]), tf.constant([[1, 2], [3, 4]], tf.int64)])])
+    assert crossed.indices.tolist() == [[0, 0], [1, 0], [1, 1]] and crossed.dense_shape.tolist() == [2, 2]
+    assert crossed.values.tolist() == [b"a_X_d_X_f", b"b_X_e_X_g", b"c_X_e_X_g"]
+    assert with_ints.values.tolist() == [b"x_X_1", b"x_X_2", b"y_X_3", b"y_X_4"]
+    with pytest.raises(TypeError, match="input 0 must hold int64 or string values"):
+        tf.sparse.cross([tf.constant([[1.5]])])
+    with pytest.raises(tf.errors.OpError, match="different batch sizes"):
+        run(tf.sparse.cross([a, tf.constant([["f"]])]))
+
+
 def test_gradients_match_finite_differences():
     idx = [[1, 0], [0, 2], [0, 0], [3, 1]]
     numeric_gradient_check(lambda v: tf.sparse.reorder(tf.SparseTensor(idx, v, [4, 3])).values,
