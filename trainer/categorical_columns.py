@@ -96,7 +96,7 @@ def categorical_column_with_vocabulary_file(key: str, vocabulary_file, vocabular
 
 
 def categorical_column_with_hash_bucket(key: str, hash_bucket_size: int, dtype=None) -> CategoricalColumn:
-    """Ids by a stable hash of each entry (BLAKE2b; TensorFlow's are Fingerprint64's, so ids differ)."""
+    """Ids by FarmHash Fingerprint64 of each entry (an integer as its decimal text), as TensorFlow's."""
     if hash_bucket_size < 1:
         raise ValueError(f"categorical_column_with_hash_bucket {key!r}: hash_bucket_size must be at least 1")
     def to_ids(values):

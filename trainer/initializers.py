@@ -253,8 +253,15 @@ def variables(var_list, name: str = "init"):
     return variables_initializer(var_list, name=name)
 
 
+def tables_initializer(name: str = "init_all_tables"):
+    """``tf.initializers.tables_initializer``: the op that readies the graph's lookup tables."""
+    from trainer.lookup_ops import tables_initializer as initialize_tables
+
+    return initialize_tables(name=name)
+
+
 __all__ += ["Identity", "Orthogonal", "UniformUnitScaling", "global_variables", "identity", "identity_initializer",
-            "local_variables", "orthogonal", "orthogonal_initializer",
+            "local_variables", "orthogonal", "orthogonal_initializer", "tables_initializer",
             "uniform_unit_scaling", "uniform_unit_scaling_initializer", "variables"]
 
 

@@ -17,7 +17,7 @@ from trainer.array_ops import boolean_mask, expand_dims
 from trainer.graph import GraphKeys, Tensor, get_default_graph
 from trainer.io_ops import matching_files
 from trainer.ops import convert_to_tensor, gather, identity, reshape
-from trainer.queues import FIFOQueue, QueueRunner, RandomShuffleQueue
+from trainer.queues import FIFOQueue, PaddingFIFOQueue, QueueRunner, RandomShuffleQueue
 from trainer.random_ops import random_shuffle
 from trainer.variables import Variable
 
@@ -129,8 +129,8 @@ def _batcher(queue_factory, tensors_list, batch_size, threads_per_input, enqueue
              allow_smaller_final_batch, dynamic_pad=False, keep_input=None):
     """Batches from one queue that ``threads_per_input`` threads per entry of ``tensors_list`` fill
     (with only the examples ``keep_input`` keeps, when given)."""
-    if allow_smaller_final_batch or dynamic_pad:
-        raise ValueError("batch: allow_smaller_final_batch and dynamic_pad are not supported")
+    if allow_smaller_final_batch:
+        raise ValueError("batch: allow_smaller_final_batch is not supported")
     flats = []
     for tensors in tensors_list:
         flat, rebuild = _structure(tensors)
@@ -143,8 +143,9 @@ def _batcher(queue_factory, tensors_list, batch_size, threads_per_input, enqueue
     if keep_input is not None:
         flats = [_kept(f, keep_input, enqueue_many) for f in flats]
         enqueue_many = True
-    if any(s is None or None in s for s in shapes):
-        raise ValueError(f"batch: every example needs a static shape (pass shapes=), got {shapes}")
+    if any(s is None or (None in s and not dynamic_pad) for s in shapes):
+        raise ValueError(f"batch: every example needs a static shape (pass shapes=, or dynamic_pad=True to pad "
+                         f"unknown dimensions), got {shapes}")
     queue = queue_factory([t.dtype for t in flats[0]], [tuple(s) for s in shapes])
     enqueues = [queue.enqueue_many(f) if enqueue_many else queue.enqueue(f) for f in flats]
     QueueRunner(queue, enqueues * threads_per_input)
@@ -152,18 +153,24 @@ def _batcher(queue_factory, tensors_list, batch_size, threads_per_input, enqueue
     return rebuild(outs if isinstance(outs, list) else [outs])
 
 
+def _fifo(dynamic_pad: bool) -> type:
+    """The queue a FIFO batcher uses: with ``dynamic_pad``, one that pads each batch to its
+    longest example along the unknown dimensions (PaddingFIFOQueue), as TF's does."""
+    return PaddingFIFOQueue if dynamic_pad else FIFOQueue
+
+
 def batch(tensors, batch_size: int, num_threads: int = 1, capacity: int = 32, enqueue_many: bool = False,
           shapes=None, dynamic_pad: bool = False, allow_smaller_final_batch: bool = False, shared_name=None,
           name=None):
     """Batches of ``batch_size`` examples, in order, from a FIFO queue filled by ``num_threads`` threads."""
-    return _batcher(lambda dtypes, shp: FIFOQueue(capacity, dtypes, shp, name=name or "batch/fifo_queue"),
+    return _batcher(lambda dtypes, shp: _fifo(dynamic_pad)(capacity, dtypes, shp, name=name or "batch/fifo_queue"),
                     [tensors], batch_size, num_threads, enqueue_many, shapes, allow_smaller_final_batch, dynamic_pad)
 
 
 def batch_join(tensors_list, batch_size: int, capacity: int = 32, enqueue_many: bool = False, shapes=None,
                dynamic_pad: bool = False, allow_smaller_final_batch: bool = False, shared_name=None, name=None):
     """Batches from a FIFO queue that one thread per entry of ``tensors_list`` (e.g. one reader each) fills."""
-    return _batcher(lambda dtypes, shp: FIFOQueue(capacity, dtypes, shp, name=name or "batch_join/fifo_queue"),
+    return _batcher(lambda dtypes, shp: _fifo(dynamic_pad)(capacity, dtypes, shp, name=name or "batch_join/fifo_queue"),
                     list(tensors_list), batch_size, 1, enqueue_many, shapes, allow_smaller_final_batch, dynamic_pad)
 
 
@@ -189,7 +196,7 @@ def maybe_batch(tensors, keep_input, batch_size: int, num_threads: int = 1, capa
                 enqueue_many: bool = False, shapes=None, dynamic_pad: bool = False,
                 allow_smaller_final_batch: bool = False, shared_name=None, name=None):
     """``batch`` of only the examples ``keep_input`` (a bool scalar, or vector with enqueue_many) keeps."""
-    return _batcher(lambda dtypes, shp: FIFOQueue(capacity, dtypes, shp, name=name or "batch/fifo_queue"),
+    return _batcher(lambda dtypes, shp: _fifo(dynamic_pad)(capacity, dtypes, shp, name=name or "batch/fifo_queue"),
                     [tensors], batch_size, num_threads, enqueue_many, shapes, allow_smaller_final_batch, dynamic_pad,
                     keep_input=keep_input)
 

@@ -20,24 +20,52 @@ from trainer.errors import OutOfRangeError
 from trainer.graph import TRAINER_DOMAIN, GraphKeys, get_default_graph
 from trainer.ops import constant, convert_to_tensor
 
-__all__ = ["Coordinator", "FIFOQueue", "QueueRunner", "RandomShuffleQueue", "start_queue_runners"]
+__all__ = ["Coordinator", "FIFOQueue", "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "QueueRunner",
+           "RandomShuffleQueue", "start_queue_runners"]
 
 
-class FIFOQueue:
-    """A first-in first-out queue of tuples of tensors with the given dtypes (and optional shapes)."""
+class QueueBase:
+    """What every queue does, given its handle (``queue_ref``): enqueue, dequeue, close, size.
 
-    op_type = "FIFOQueue"
+    ``QueueBase.from_list(index, queues)`` is the queue among ``queues`` that ``index`` picks when
+    the step runs (a handle is the queue's shared name, so picking one is a gather).
+    """
 
-    def __init__(self, capacity: int, dtypes, shapes=None, name: str = "fifo_queue", **extra):
-        g = get_default_graph()
+    def __init__(self, dtypes, shapes, names, queue_ref):
+        if names is not None:
+            raise ValueError("QueueBase: named components (names=) are not supported; pass tuples of tensors")
         self.dtypes = [np.dtype(d) for d in dtypes]
         self.shapes = [tuple(s) for s in shapes] if shapes is not None else None
-        attrs = {"component_types": [d.name for d in self.dtypes], "capacity": capacity,
-                 "shapes": [json.dumps(list(s)) for s in self.shapes] if self.shapes else [], **extra}
-        self.node = g.create_op(self.op_type, [], attrs, domain=TRAINER_DOMAIN, name=name)
-        self.node.attrs["shared_name"] = self.node.name
-        self.handle = self.node.outputs[0]
-        self.graph = g
+        self.names = None
+        self.handle = queue_ref
+        self.node = queue_ref.node
+        self.graph = queue_ref.graph
+
+    @property
+    def queue_ref(self):
+        return self.handle
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @staticmethod
+    def from_list(index, queues) -> QueueBase:
+        """The queue of ``queues`` (same dtypes) at ``index``, chosen when the step runs."""
+        from trainer.array_ops import stack
+        from trainer.ops import gather
+
+        queues = list(queues)
+        if not queues or not all(isinstance(q, QueueBase) for q in queues):
+            raise TypeError("QueueBase.from_list: queues must be a non-empty list of queues")
+        for i, q in enumerate(queues[1:], start=1):
+            if q.dtypes != queues[0].dtypes:
+                raise TypeError(f"QueueBase.from_list: queue {i} has dtypes {[d.name for d in q.dtypes]}, queue 0 "
+                                f"has {[d.name for d in queues[0].dtypes]}")
+        shapes = queues[0].shapes if all(q.shapes == queues[0].shapes for q in queues) else None
+        with queues[0].graph.as_default():
+            handle = gather(stack([q.handle for q in queues]), convert_to_tensor(index))
+        return QueueBase(queues[0].dtypes, shapes, None, handle)
 
     def _op(self, op_type, inputs, n_out=1, name=None, attrs=None):
         g = self.graph
@@ -89,6 +117,59 @@ class FIFOQueue:
 
     def size(self, name=None):
         return self._op("QueueSize", [], name=name).outputs[0]
+
+
+class FIFOQueue(QueueBase):
+    """A first-in first-out queue of tuples of tensors with the given dtypes (and optional shapes)."""
+
+    op_type = "FIFOQueue"
+
+    def __init__(self, capacity: int, dtypes, shapes=None, name: str = "fifo_queue", **extra):
+        g = get_default_graph()
+        dtypes = [np.dtype(d) for d in dtypes]
+        shapes = [tuple(s) for s in shapes] if shapes is not None else None
+        attrs = {"component_types": [d.name for d in dtypes], "capacity": capacity,
+                 "shapes": [json.dumps(list(s)) for s in shapes] if shapes else [], **extra}
+        node = g.create_op(self.op_type, [], attrs, domain=TRAINER_DOMAIN, name=name)
+        node.attrs["shared_name"] = node.name
+        super().__init__(dtypes, shapes, None, node.outputs[0])
+
+
+class PaddingFIFOQueue(FIFOQueue):
+    """A FIFO queue whose ``shapes`` may leave dimensions unknown (None): ``dequeue_many`` pads
+    each component to the batch's largest size along them, with zeros (empty strings)."""
+
+    op_type = "PaddingFIFOQueue"
+
+    def __init__(self, capacity: int, dtypes, shapes, names=None, shared_name=None,
+                 name: str = "padding_fifo_queue"):
+        if shapes is None or len(shapes) != len(dtypes):
+            raise ValueError(f"PaddingFIFOQueue: shapes must give one shape per dtype ({len(dtypes)}), got {shapes}")
+        if names is not None:
+            raise ValueError("PaddingFIFOQueue: named components (names=) are not supported")
+        super().__init__(capacity, dtypes, [tuple(None if d is None or d == -1 else int(d) for d in _dims(s))
+                                            for s in shapes], name=name)
+
+
+class PriorityQueue(FIFOQueue):
+    """Elements leave smallest priority first: each element is ``(priority, *components)`` with an
+    int64 scalar priority (dequeues give it back as component 0); equal priorities leave in
+    arrival order."""
+
+    op_type = "PriorityQueue"
+
+    def __init__(self, capacity: int, types, shapes=None, names=None, shared_name=None,
+                 name: str = "priority_queue"):
+        if names is not None:
+            raise ValueError("PriorityQueue: named components (names=) are not supported")
+        if shapes is not None and len(shapes) != len(types):
+            raise ValueError(f"PriorityQueue: shapes must give one shape per type ({len(types)}), got {shapes}")
+        super().__init__(capacity, [np.int64, *types], None if shapes is None else [(), *shapes], name=name)
+
+
+def _dims(shape) -> list:
+    dims = getattr(shape, "dims", shape)
+    return [getattr(d, "value", d) for d in dims]
 
 
 class RandomShuffleQueue(FIFOQueue):

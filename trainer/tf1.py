@@ -53,6 +53,24 @@ from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeat
 from trainer.lookup_ops import tables_initializer
 from trainer.py_func import numpy_function, py_func
 from trainer.string_ops import as_string, string_join, string_split, string_to_number
+from trainer.string_ops import TF_LEVEL_NAMES as _STRING_OPS
+from trainer.tensor_proto import make_ndarray, make_tensor_proto  # noqa: F401
+from trainer.queues import PaddingFIFOQueue, PriorityQueue, QueueBase
+from trainer.sparse_ops import TF_LEVEL_NAMES as _SPARSE_OPS
+from trainer.sparse_ops import fill_empty_rows as sparse_fill_empty_rows  # noqa: F401 - TF 1.15's tf.sparse_* names
+from trainer.sparse_ops import mask as sparse_mask  # noqa: F401
+from trainer.sparse_ops import reduce_max_sparse as sparse_reduce_max_sparse  # noqa: F401
+from trainer.sparse_ops import reduce_sum_sparse as sparse_reduce_sum_sparse  # noqa: F401
+from trainer.sparse_ops import reorder as sparse_reorder  # noqa: F401
+from trainer.sparse_ops import reset_shape as sparse_reset_shape  # noqa: F401
+from trainer.sparse_ops import retain as sparse_retain  # noqa: F401
+from trainer.sparse_ops import segment_mean as sparse_segment_mean  # noqa: F401
+from trainer.sparse_ops import segment_sqrt_n as sparse_segment_sqrt_n  # noqa: F401
+from trainer.sparse_ops import segment_sum as sparse_segment_sum  # noqa: F401
+from trainer.sparse_ops import sparse_to_dense, to_indicator as sparse_to_indicator  # noqa: F401
+from trainer.string_ops import (decode_base64, encode_base64, parse_tensor, reduce_join, regex_replace,  # noqa: F401
+                                serialize_tensor, string_strip, string_to_hash_bucket, string_to_hash_bucket_fast,
+                                string_to_hash_bucket_strong, substr)
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
@@ -165,7 +183,9 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | {
+__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
+                set(_STRING_OPS) | set(_SPARSE_OPS) | {
+    "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
     "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",

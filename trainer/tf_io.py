@@ -11,14 +11,20 @@ from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gi
 from trainer.input_producers import match_filenames_once
 from trainer.io_ops import decode_csv, matching_files, read_file, write_file
 from trainer.parsing import FixedLenFeature, FixedLenSequenceFeature, VarLenFeature, parse_example, parse_single_example
-from trainer.queues import RandomShuffleQueue
+from trainer.queues import PaddingFIFOQueue, PriorityQueue, QueueBase, RandomShuffleQueue
+from trainer.sequence_parsing import parse_sequence_example, parse_single_sequence_example
+from trainer.sparse_serialization import deserialize_many_sparse, serialize_many_sparse, serialize_sparse
+from trainer.string_ops import decode_base64, decode_compressed, encode_base64, parse_tensor, serialize_tensor
 
 __all__ = [
-    "FixedLenFeature", "FixedLenSequenceFeature", "RandomShuffleQueue", "TFRecordCompressionType",
-    "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_and_crop_jpeg", "decode_bmp", "decode_csv",
-    "decode_gif", "decode_image", "decode_jpeg", "decode_png", "decode_raw", "encode_jpeg", "encode_png",
-    "extract_jpeg_shape", "gfile", "is_jpeg", "match_filenames_once", "matching_files", "parse_example",
-    "parse_single_example", "read_file", "tf_record_iterator", "write_file", "write_graph",
+    "FixedLenFeature", "FixedLenSequenceFeature", "PaddingFIFOQueue", "PriorityQueue", "QueueBase",
+    "RandomShuffleQueue", "TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "VarLenFeature",
+    "decode_and_crop_jpeg", "decode_base64", "decode_bmp", "decode_compressed", "decode_csv", "decode_gif",
+    "decode_image", "decode_jpeg", "decode_png", "decode_raw", "deserialize_many_sparse", "encode_base64",
+    "encode_jpeg", "encode_png", "extract_jpeg_shape", "gfile", "is_jpeg", "match_filenames_once", "matching_files",
+    "parse_example", "parse_sequence_example", "parse_single_example", "parse_single_sequence_example",
+    "parse_tensor", "read_file", "serialize_many_sparse", "serialize_sparse", "serialize_tensor",
+    "tf_record_iterator", "write_file", "write_graph",
 ]
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from trainer.lookup_ops import KeyValueTensorInitializer, StaticHashTable
+from trainer.lookup_ops import (KeyValueTensorInitializer, StaticHashTable, StaticVocabularyTable, TextFileIndex,
+                                TextFileInitializer)
 
-__all__ = ["KeyValueTensorInitializer", "StaticHashTable"]
+__all__ = ["KeyValueTensorInitializer", "StaticHashTable", "StaticVocabularyTable", "TextFileIndex",
+           "TextFileInitializer"]
 
 
 def __getattr__(name: str):

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from trainer.string_ops import as_string, split, string_join, to_number
+from trainer.string_ops import (as_string, bytes_split, format, length, lower, reduce_join, regex_full_match,
+                                regex_replace, split, string_join, strip, substr, to_hash_bucket, to_hash_bucket_fast,
+                                to_hash_bucket_strong, to_number, unicode_decode, unicode_encode, unicode_split,
+                                unicode_transcode, upper)
 
 join = string_join
 
-__all__ = ["as_string", "join", "split", "to_number"]
+__all__ = ["as_string", "bytes_split", "format", "join", "length", "lower", "reduce_join", "regex_full_match",
+           "regex_replace", "split", "strip", "substr", "to_hash_bucket", "to_hash_bucket_fast",
+           "to_hash_bucket_strong", "to_number", "unicode_decode", "unicode_encode", "unicode_split",
+           "unicode_transcode", "upper"]
 
 
 def __getattr__(name: str):

@@ -7,12 +7,12 @@ n-grams, weighting) are array operations.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 import numpy as np
 
 from edge_runtime.kernels.registry import kernel
+from edge_runtime.string_hashes import fingerprint64
 from schemas.registry import UnsupportedOpError
 
 _CASE_CHANGE = {"NONE": lambda s: s, "LOWER": str.lower, "UPPER": str.upper}
@@ -233,8 +233,10 @@ _TABLES = _TableCache()
 
 
 def _bucket(key, buckets: int) -> int:
+    """TensorFlow's out-of-vocabulary bucket: Fingerprint64 of the key (an integer key as its decimal
+    text, as TF's as_string gives it) modulo the buckets."""
     data = key if isinstance(key, bytes) else str(key).encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") % buckets
+    return fingerprint64(data) % buckets
 
 
 @kernel("LookupTableFind", domain="flowstack")

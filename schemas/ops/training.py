@@ -171,6 +171,12 @@ op("FIFOQueue", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_Q
 op("RandomShuffleQueue", domain=D, inputs=[], outputs=["handle"], stateful=True,
    attrs={**_QUEUE_ATTRS, "min_after_dequeue": Attr("int", 0), "seed": Attr("int", 0)})(
     lambda ctx: [TensorType(_OBJECT, ())])
+op("PaddingFIFOQueue", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_QUEUE_ATTRS,
+   doc="A FIFO queue whose shapes may leave dimensions unknown; dequeue_many pads along them.")(
+    lambda ctx: [TensorType(_OBJECT, ())])
+op("PriorityQueue", domain=D, inputs=[], outputs=["handle"], stateful=True, attrs=_QUEUE_ATTRS,
+   doc="A queue that dequeues the smallest int64 priority (component 0) first.")(
+    lambda ctx: [TensorType(_OBJECT, ())])
 op("QueueEnqueue", domain=D, inputs=["handle", "components+"], outputs=["done*"], stateful=True)(
     lambda ctx: [])
 op("QueueEnqueueMany", domain=D, inputs=["handle", "components+"], outputs=["done*"], stateful=True)(

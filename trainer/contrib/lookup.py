@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from trainer.lookup_ops import (
     HashTable,
+    IdTableWithHashBuckets,
     KeyValueTensorInitializer,
+    TextFileIdTableInitializer,
+    TextFileIndex,
+    TextFileInitializer,
+    TextFileStringTableInitializer,
     index_table_from_file,
     index_table_from_tensor,
+    index_to_string,
+    index_to_string_table_from_file,
     index_to_string_table_from_tensor,
 )
 
-__all__ = ["HashTable", "KeyValueTensorInitializer", "index_table_from_file", "index_table_from_tensor",
+__all__ = ["HashTable", "IdTableWithHashBuckets", "KeyValueTensorInitializer", "TextFileIdTableInitializer",
+           "TextFileIndex", "TextFileInitializer", "TextFileStringTableInitializer", "index_table_from_file",
+           "index_table_from_tensor", "index_to_string", "index_to_string_table_from_file",
            "index_to_string_table_from_tensor"]
 
 

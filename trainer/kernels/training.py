@@ -282,7 +282,8 @@ def dropout_mask(rctx, x, rate, *, xp, seed, seed2, stream):
 
 # -- queues --------------------------------------------------------------------------------------
 def _queue(rctx, handle) -> QueueBuffer:
-    return rctx.state.resources[str(handle[()])]
+    # a handle picked at run time (QueueBase.from_list gathers one) may come as a bare string
+    return rctx.state.resources[str(handle[()] if isinstance(handle, np.ndarray) else handle)]
 
 
 def _create(rctx, name, factory):
@@ -304,6 +305,18 @@ def fifo_queue(rctx, *, xp, component_types, shapes, capacity, shared_name):
 def random_shuffle_queue(rctx, *, xp, component_types, shapes, capacity, shared_name, min_after_dequeue, seed):
     return _create(rctx, shared_name, lambda: QueueBuffer(shared_name, capacity, component_types, shapes,
                                                              True, min_after_dequeue, seed))
+
+
+@stateful_kernel("PaddingFIFOQueue")
+def padding_fifo_queue(rctx, *, xp, component_types, shapes, capacity, shared_name):
+    return _create(rctx, shared_name, lambda: QueueBuffer(shared_name, capacity, component_types, shapes,
+                                                             padding=True))
+
+
+@stateful_kernel("PriorityQueue")
+def priority_queue(rctx, *, xp, component_types, shapes, capacity, shared_name):
+    return _create(rctx, shared_name, lambda: QueueBuffer(shared_name, capacity, component_types, shapes,
+                                                             priority=True))
 
 
 @stateful_kernel("QueueEnqueue")
@@ -331,11 +344,7 @@ def queue_dequeue(rctx, handle, *, xp, component_types, timeout_ms):
 @stateful_kernel("QueueDequeueMany")
 def queue_dequeue_many(rctx, handle, n, *, xp, component_types):
     q = _queue(rctx, handle)
-    items = q.take(int(n))
-    if not items and q.shapes is not None:  # dequeue_many(0): an empty batch of the right shape
-        out = tuple(np.empty((0,) + sh, d) for sh, d in zip(q.shapes, q.dtypes))
-    else:
-        out = tuple(np.stack([it[i] for it in items]) for i in range(len(component_types)))
+    out = q.batch(q.take(int(n)))  # dequeue_many(0): an empty batch of the declared shapes
     return out if len(out) > 1 else out[0]
 
 
@@ -346,7 +355,7 @@ def queue_close(rctx, handle, *, xp, cancel_pending_enqueues):
 
 @stateful_kernel("QueueSize")
 def queue_size(rctx, handle, *, xp):
-    return np.asarray(len(_queue(rctx, handle).items), dtype=np.int64)
+    return np.asarray(len(_queue(rctx, handle)), dtype=np.int64)
 
 
 # -- Save / Restore kernels ---------------------------------------------------------------------
