@@ -334,6 +334,7 @@ def log1p(x, name=None) -> Tensor:
 
 def _binary(op_type: str):
     def build(x, y, name=None) -> Tensor:
+        x, y = ops.align_integer_operands(x, y)
         return make_op(op_type, [x, y], name=name).outputs[0]
 
     build.__doc__ = f"Elementwise {op_type} with broadcasting."
@@ -353,7 +354,16 @@ def not_equal(x, y, name=None) -> Tensor:
 
 
 def floordiv(x, y, name=None) -> Tensor:
+    """``x // y``, rounding toward minus infinity for integers too (Div truncates them)."""
+    x, y = ops.align_integer_operands(x, y)
+    if _is_integer(x) or _is_integer(y):
+        return ops.divide(ops.subtract(x, mod(x, y)), y, name=name)
     return floor(ops.divide(x, y), name=name)
+
+
+def _is_integer(x) -> bool:
+    dtype = x.dtype if isinstance(x, Tensor) else np.asarray(x).dtype
+    return dtype is not None and np.dtype(dtype).kind in "iu"
 
 
 def squared_difference(x, y, name=None) -> Tensor:
@@ -452,6 +462,9 @@ def logical_xor(x, y, name=None) -> Tensor:
 
 def floormod(x, y, name=None) -> Tensor:
     """``x - floor(x / y) * y`` (the sign of ``y``, as Python's %)."""
+    x, y = ops.align_integer_operands(x, y)
+    if _is_integer(x) or _is_integer(y):
+        return mod(x, y, name=name)  # Mod with fmod=0: the sign of the divisor
     return ops.subtract(x, ops.multiply(floordiv(x, y), y), name=name)
 
 
@@ -754,18 +767,34 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     if ellipsis_mask or new_axis_mask:
         raise ValueError("strided_slice: ellipsis_mask and new_axis_mask are not supported; index with [..., None]")
     x = convert_to_tensor(input_)
-    n = len(begin)
+    n = _slice_spec_length(begin)
+    begin, end = _slice_spec(begin, n), _slice_spec(end, n)
     strides = [1] * n if strides is None else list(strides)
     key = []
     for i in builtins.range(n):
         if shrink_axis_mask >> i & 1:
-            key.append(int(begin[i]))
+            key.append(begin[i])
             continue
-        b = None if begin_mask >> i & 1 else int(begin[i])
-        e = None if end_mask >> i & 1 else int(end[i])
+        b = None if begin_mask >> i & 1 else begin[i]
+        e = None if end_mask >> i & 1 else end[i]
         key.append(builtins.slice(b, e, int(strides[i])))
     out = ops.getitem(x, builtins.tuple(key))
     return out if name is None else ops.identity(out, name=name)
+
+
+def _slice_spec_length(spec) -> int:
+    if isinstance(spec, Tensor):
+        if spec.shape is None or spec.shape[0] is None:
+            raise ValueError(f"strided_slice: the length of begin ({spec.name}) must be known")
+        return int(spec.shape[0])
+    return len(spec)
+
+
+def _slice_spec(spec, n: int) -> list:
+    """A begin or end as n entries: ints, or scalar tensors (``x[i * k:(i + 1) * k]`` for a tensor i)."""
+    if isinstance(spec, Tensor):
+        return [spec[i] for i in builtins.range(n)]
+    return [v if isinstance(v, Tensor) or hasattr(v, "as_tensor") else int(v) for v in spec]
 
 
 def scatter_nd(indices, updates, shape, name=None) -> Tensor:

@@ -55,13 +55,13 @@ class GraphKeys:
     TRAIN_OP = "train_op"
 
 
-def _operator(op: str, node_name: str, *, reflected: bool = False):
-    """A binary operator method of Tensor that builds ``trainer.ops.<op>`` (operands swapped if
-    ``reflected``) as a node named ``node_name``: TensorFlow's name for it (``x + b`` is "add")."""
+def _operator(op: str, node_name: str, *, reflected: bool = False, module: str = "ops"):
+    """A binary operator method of Tensor that builds ``trainer.<module>.<op>`` (operands swapped
+    if ``reflected``) as a node named ``node_name``: TensorFlow's name for it (``x + b`` is "add")."""
 
     def method(self, other):
-        from trainer import ops
-        build = getattr(ops, op)
+        import importlib
+        build = getattr(importlib.import_module(f"trainer.{module}"), op)
         return build(other, self, name=node_name) if reflected else build(self, other, name=node_name)
 
     return method
@@ -130,8 +130,30 @@ class Tensor:
     __truediv__, __rtruediv__ = _operator("divide", "truediv"), _operator("divide", "truediv", reflected=True)
     __matmul__ = _operator("matmul", "matmul")
     __pow__ = _operator("pow", "pow")
+    __rmatmul__ = _operator("matmul", "matmul", reflected=True)
+    __rpow__ = _operator("pow", "pow", reflected=True)
+    __floordiv__ = _operator("floordiv", "floordiv", module="array_ops")
+    __rfloordiv__ = _operator("floordiv", "floordiv", reflected=True, module="array_ops")
+    __mod__ = _operator("floormod", "mod", module="array_ops")
+    __rmod__ = _operator("floormod", "mod", reflected=True, module="array_ops")
     __lt__ = _operator("less", "Less")
     __gt__ = _operator("greater", "Greater")
+    __le__ = _operator("less_equal", "LessEqual", module="array_ops")
+    __ge__ = _operator("greater_equal", "GreaterEqual", module="array_ops")
+    __and__ = _operator("logical_and", "LogicalAnd", module="array_ops")
+    __rand__ = _operator("logical_and", "LogicalAnd", reflected=True, module="array_ops")
+    __or__ = _operator("logical_or", "LogicalOr", module="array_ops")
+    __ror__ = _operator("logical_or", "LogicalOr", reflected=True, module="array_ops")
+    __xor__ = _operator("logical_xor", "LogicalXor", module="array_ops")
+    __rxor__ = _operator("logical_xor", "LogicalXor", reflected=True, module="array_ops")
+
+    def __invert__(self):
+        from trainer import array_ops
+        return array_ops.logical_not(self)
+
+    def __abs__(self):
+        from trainer import ops
+        return ops.abs(self)
 
     def __neg__(self):
         from trainer import ops
@@ -529,8 +551,12 @@ def reset_default_graph() -> None:
     _global_default = Graph()
 
 
-def name_scope(name: str | None):
-    return get_default_graph().name_scope(name)
+def name_scope(name: str | None, default_name: str | None = None, values=None):
+    """TF1's ``tf.name_scope(name, default_name=None, values=None)``: ``name``, or ``default_name``
+    when ``name`` is None (a library function's own scope, made unique); built in the graph of the
+    tensors in ``values`` if there are any, else the default graph."""
+    graph = next((v.graph for v in values or () if isinstance(v, Tensor)), None) or get_default_graph()
+    return graph.name_scope(name if name else default_name)
 
 
 def control_dependencies(deps):

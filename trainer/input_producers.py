@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.array_ops import boolean_mask, expand_dims
+from trainer.array_ops import range as range_op
 from trainer.graph import GraphKeys, Tensor, get_default_graph
 from trainer.io_ops import matching_files
-from trainer.ops import convert_to_tensor, gather, identity, reshape
+from trainer.ops import cast, convert_to_tensor, gather, identity, reshape
 from trainer.queues import FIFOQueue, PaddingFIFOQueue, QueueRunner, RandomShuffleQueue
 from trainer.random_ops import random_shuffle
 from trainer.variables import Variable
@@ -88,11 +89,15 @@ def match_filenames_once(pattern, name=None) -> Tensor:
     return found.as_tensor()
 
 
-def range_input_producer(limit: int, num_epochs=None, shuffle: bool = True, seed=None, capacity: int = 32,
+def range_input_producer(limit, num_epochs=None, shuffle: bool = True, seed=None, capacity: int = 32,
                          shared_name=None, name=None) -> FIFOQueue:
-    """A queue of the integers 0 .. limit-1 (int32), each epoch."""
-    return input_producer(np.arange(limit, dtype=np.int32), None, num_epochs, shuffle, seed, capacity,
-                          name=name or "range_input_producer")
+    """A queue of the integers 0 .. limit-1 (int32), each epoch; ``limit`` may be a scalar tensor
+    (the PTB tutorial's epoch size, computed from the data)."""
+    if isinstance(limit, Tensor):
+        values = range_op(cast(limit, np.int32), dtype=np.int32)
+    else:
+        values = np.arange(limit, dtype=np.int32)
+    return input_producer(values, (), num_epochs, shuffle, seed, capacity, name=name or "range_input_producer")
 
 
 def slice_input_producer(tensor_list, num_epochs=None, shuffle: bool = True, seed=None, capacity: int = 32,

@@ -130,7 +130,7 @@ def unary_op(op_type: str, domain: str = ""):
     return build
 
 
-def _integer_operands(a, b):
+def align_integer_operands(a, b):
     """Integer operands of an elementwise op meet at one dtype: a Python int takes the other
     operand's, and the narrower of two integer tensors is cast to the wider. (Python ints make
     int64 constants here, where TensorFlow makes int32, so ``tf.constant(0) < n`` must work for an
@@ -153,7 +153,7 @@ def _integer_operands(a, b):
 
 def _binary(op_type: str):
     def build(a, b, name: str | None = None) -> Tensor:
-        a, b = _integer_operands(a, b)
+        a, b = align_integer_operands(a, b)
         return make_op(op_type, [a, b], name=name).outputs[0]
 
     build.__name__ = op_type.lower()
@@ -334,12 +334,22 @@ def getitem(x: Tensor, key) -> Tensor:
             axes.append(axis)
             steps.append(1)
             squeeze_axes.append(axis)
+        elif _is_tensor_like(k) and convert_to_tensor(k).shape == ():  # x[i] for a scalar tensor i
+            with x.graph.as_default():
+                i = cast(convert_to_tensor(k), np.int64)
+                last = equal(i, constant(np.int64(-1)))
+                starts.append(i)
+                ends.append(where(last, constant(np.iinfo(np.int64).max), add(i, constant(np.int64(1)))))
+            axes.append(axis)
+            steps.append(1)
+            squeeze_axes.append(axis)
         else:
             raise GraphError(f"unsupported index {k!r} for tensor {x.name}")
     if not axes:
         return x
-    with x.graph.as_default():
-        c = [constant(np.asarray(v, np.int64)) for v in (starts, ends, axes, steps)]
+    with x.graph.as_default():  # bounds may be tensors (x[:n] for a tensor n): packed into one
+        c = [pack(v, np.int64) if holds_tensors(v) else constant(np.asarray(v, np.int64))
+             for v in (starts, ends, axes, steps)]
     out = make_op("Slice", [x, *c]).outputs[0]
     return squeeze(out, squeeze_axes) if squeeze_axes else out
 

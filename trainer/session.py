@@ -40,7 +40,9 @@ class _FetchMapper:
         if isinstance(f, (list, tuple)):
             parts = [self._parse(graph, x) for x in f]
             kind = type(f)
-            return lambda vals: kind(p(vals) for p in parts) if kind is tuple else [p(vals) for p in parts]
+            if isinstance(f, tuple) and hasattr(f, "_fields"):  # a namedtuple (LSTMStateTuple) comes back as one
+                return lambda vals: kind(*(p(vals) for p in parts))
+            return lambda vals: tuple(p(vals) for p in parts) if isinstance(f, tuple) else [p(vals) for p in parts]
         if isinstance(f, dict):
             parts = {k: self._parse(graph, v) for k, v in f.items()}
             return lambda vals: {k: p(vals) for k, p in parts.items()}
