@@ -36,6 +36,7 @@ from trainer.graph import GraphKeys, Tensor, get_default_graph
 from trainer.graph import Node as Operation
 from trainer.device_spec import DeviceSpec
 from trainer.errors import OpError
+from trainer.initialization_checks import is_variable_initialized, report_uninitialized_variables
 from trainer.gradient_overrides import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
 from trainer.tf1_gradients import AggregationMethod, UnconnectedGradients, gradients, hessians
 from trainer.graph_def import GraphDef, NodeDef, import_graph_def
@@ -172,7 +173,8 @@ def no_regularizer(_):
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | {
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
-    "UnconnectedGradients", "gradients", "hessians", "no_gradient",
+    "UnconnectedGradients", "gradients", "hessians", "is_variable_initialized", "no_gradient",
+    "report_uninitialized_variables",
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
     "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",

@@ -447,7 +447,12 @@ LAZY_ATTRIBUTES = {
         "maybe_batch", "maybe_shuffle_batch", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
         "slice_input_producer", "string_input_producer")},
     **{name: ("trainer.optimizers", name) for name in (
-        "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
+        "AdadeltaOptimizer", "AdagradDAOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
+        "ProximalGradientDescentOptimizer")},
+    **{name: ("trainer.session_manager", name) for name in ("SessionManager", "WorkerSessionCreator")},
+    **{name: ("trainer.training_loops", name) for name in ("LooperThread", "basic_train_loop")},
+    **{name: ("trainer.step_schedules", name) for name in ("assert_global_step", "noisy_linear_cosine_decay")},
+    "summary_iterator": ("trainer.summary_events", "summary_iterator"),
     **{name: ("trainer.checkpoint_utils", name) for name in (
         "checkpoint_exists", "checkpoints_iterator", "get_checkpoint_mtimes", "get_checkpoint_state",
         "init_from_checkpoint", "list_variables", "load_variable", "remove_checkpoint", "update_checkpoint_state")},
