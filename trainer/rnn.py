@@ -99,9 +99,10 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         if sequence_length is None and type(cell) in FUSED_CELLS:
             outputs, state = _fused_lstm(cell, xt, state0)
             return (outputs if time_major else transpose(outputs, [1, 0, 2])), state
-        out0 = zeros([steps if steps is not None else n_time, batch, units], xt.dtype)
         lengths = None if sequence_length is None else cast(convert_to_tensor(sequence_length), np.int64)
         flat0 = flatten_state(state0)
+        # outputs take the state's dtype, as TF's (the inputs may be ids an EmbeddingWrapper looks up)
+        out0 = zeros([steps if steps is not None else n_time, batch, units], flat0[0].dtype)
 
         def cond_fn(t, out, *flat):
             return less(t, n_time)
@@ -192,10 +193,11 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, in
     if sequence_length is not None:
         raise ValueError("static_bidirectional_rnn: sequence_length is not supported; use bidirectional_dynamic_rnn")
     with variable_scope(scope or "bidirectional_rnn"):
-        with variable_scope("fw"):
-            out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype)
-        with variable_scope("bw"):
-            out_bw, state_bw = static_rnn(cell_bw, list(reversed(inputs)), initial_state_bw, dtype)
+        # each direction runs in its own scope itself, as TF's (bidirectional_rnn/fw/<cell>/kernel)
+        with variable_scope("fw") as fw_scope:
+            out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype, scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            out_bw, state_bw = static_rnn(cell_bw, list(reversed(inputs)), initial_state_bw, dtype, scope=bw_scope)
     outputs = [concat([f, b], axis=1) for f, b in zip(out_fw, reversed(out_bw))]
     return outputs, state_fw, state_bw
 
