@@ -285,3 +285,77 @@ def test_a_tf1_sequence_classifier_trains_with_a_layer_norm_lstm():
             sess.run(train, {x: xs, y: ys})
         last = sess.run(loss, {x: xs, y: ys})
     assert last < 0.5 * first  # measured ~0.05 of the first loss (seeded)
+
+
+def test_lstm_block_fused_cell_is_time_major_with_sequence_lengths():
+    xt = tf.placeholder(tf.float64, [4, 3, 5])  # [time, batch, depth]
+    lengths = tf.placeholder(tf.int32, [3])
+    cell = tf.contrib.rnn.LSTMBlockFusedCell(4, forget_bias=0.3)
+    outputs, state = cell(xt, dtype=tf.float64, sequence_length=lengths)
+    full, _ = cell(xt, dtype=tf.float64)  # the same variables on a second call
+    assert [v.op.name for v in tf.trainable_variables()] == ["lstm_fused_cell/kernel", "lstm_fused_cell/bias"]
+    assert outputs.shape == (4, 3, 4)
+    value, lens = np.transpose(X, [1, 0, 2]), np.array([4, 2, 0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        kernel, bias = sess.run(tf.trainable_variables())
+        bias = RNG.uniform(-0.5, 0.5, bias.shape)
+        sess.run(tf.trainable_variables()[1].assign(bias))
+        got, (c_got, h_got), got_full = sess.run([outputs, state, full], {xt: value, lengths: lens})
+    c, h = np.zeros((3, 4)), np.zeros((3, 4))
+    expected = np.zeros((4, 3, 4))
+    for t in range(4):
+        i, j, f, o = np.split(np.concatenate([value[t], h], 1) @ kernel + bias, 4, axis=1)
+        new_c = c * sig(f + 0.3) + sig(i) * np.tanh(j)
+        new_h = np.tanh(new_c) * sig(o)
+        running = (t < lens)[:, None]
+        c, h = np.where(running, new_c, c), np.where(running, new_h, h)
+        expected[t] = np.where(running, new_h, 0.0)
+        np.testing.assert_allclose(got_full[t, 0], new_h[0], rtol=1e-8)  # batch 0 runs all four steps
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(c_got, c, rtol=1e-8)
+    np.testing.assert_allclose(h_got, h, rtol=1e-8)
+    with pytest.raises(ValueError, match="Either initial_state or dtype"):
+        cell(xt)
+    with pytest.raises(ValueError, match="use_peephole"):
+        tf.contrib.rnn.LSTMBlockFusedCell(4, use_peephole=True)
+
+
+def test_a_user_layer_rnn_cell_builds_in_its_own_scope():
+    class MinimalRNNCell(tf.contrib.rnn.LayerRNNCell):
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        @property
+        def state_size(self):
+            return self.units
+
+        @property
+        def output_size(self):
+            return self.units
+
+        def build(self, inputs_shape):
+            self.kernel = self.add_variable("kernel", [inputs_shape[-1], self.units])
+            self.recurrent_kernel = self.add_weight("recurrent_kernel", [self.units, self.units],
+                                                    initializer=tf.zeros_initializer())
+            self.built = True
+
+        def call(self, inputs, state):
+            h = tf.tanh(tf.matmul(inputs, self.kernel) + tf.matmul(state, self.recurrent_kernel))
+            return h, h
+
+    x = tf.placeholder(tf.float64, X.shape)
+    cell = MinimalRNNCell(3)
+    outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float64)
+    assert [v.op.name for v in tf.trainable_variables()] == ["rnn/minimal_rnn_cell/kernel",
+                                                             "rnn/minimal_rnn_cell/recurrent_kernel"]
+    assert cell.built and cell.dtype == np.float64
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        kernel = sess.run(cell.kernel)
+        got = sess.run(outputs, {x: X})
+    np.testing.assert_allclose(got, np.tanh(X @ kernel), rtol=1e-10)  # a zero recurrent kernel
+    named = MinimalRNNCell(2, name="custom")
+    tf.nn.dynamic_rnn(named, x, dtype=tf.float64, scope="other")
+    assert named.variables[0].op.name == "other/custom/kernel"

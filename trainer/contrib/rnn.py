@@ -5,7 +5,9 @@ from trainer.contrib.rnn_cells import (
     EmbeddingWrapper,
     HighwayWrapper,
     IntersectionRNNCell,
+    LSTMBlockFusedCell,
     LayerNormBasicLSTMCell,
+    LayerRNNCell,
     NASCell,
     UGRNNCell,
 )
@@ -36,6 +38,7 @@ GRUBlockCell = GRUBlockCellV2 = GRUCell
 
 __all__ = [
     "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
+    "LSTMBlockFusedCell", "LayerRNNCell",
     "LayerNormBasicLSTMCell", "NASCell", "UGRNNCell", "stack_bidirectional_rnn",
     "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUBlockCell", "GRUBlockCellV2", "GRUCell",
     "InputProjectionWrapper", "LSTMBlockCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",

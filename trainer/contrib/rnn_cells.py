@@ -10,6 +10,7 @@ themselves. Layer normalization is contrib's ``layer_norm`` over the last axis (
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -18,11 +19,11 @@ from trainer import initializers, nn
 from trainer.array_ops import clip_by_value, split
 from trainer.graph import Tensor
 from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tanh
-from trainer.rnn_cell import CellWrapper, LSTMStateTuple, RNNCell
+from trainer.rnn_cell import BasicLSTMCell, CellWrapper, LSTMStateTuple, RNNCell
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = ["CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
-           "LayerNormBasicLSTMCell", "NASCell", "UGRNNCell"]
+           "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell", "UGRNNCell"]
 
 
 def _layer_norm(x: Tensor, gamma, beta) -> Tensor:
@@ -353,3 +354,130 @@ class EmbeddingWrapper(RNNCell):
 
         embedded = embedding_lookup(self.embedding, reshape(inputs, [-1]))
         return self.cell(embedded, state)
+
+
+def _tf_to_block_gates(t, axis: int):
+    """TF's LSTM gate columns (i, j, f, o) reordered to flowstack's LSTMBlockCell ops' (i, f, j, o)."""
+    i, j, f, o = split(t, 4, axis=axis)
+    return concat([i, f, j, o], axis=axis)
+
+
+class _TFLayoutLSTMCell(BasicLSTMCell):
+    """A BasicLSTMCell whose variables hold TF's gate layout (i, j, f, o), reordered for the ops."""
+
+    def _make_variables(self, input_depth, dtype):
+        n = self._num_units
+        kernel = self._variable("kernel", [input_depth + n, 4 * n], dtype)
+        bias = self._variable("bias", [4 * n], dtype, initializers.Zeros())
+        self.kernel, self.bias = _tf_to_block_gates(kernel, 1), _tf_to_block_gates(bias, 0)
+
+
+class LSTMBlockFusedCell:
+    """TF's time-major fused LSTM: ``cell(inputs [time, batch, depth], initial_state=None,
+    dtype=None, sequence_length=None)`` -> (outputs [time, batch, num_units], LSTMStateTuple(c, h)),
+    variables ``lstm_fused_cell/kernel`` [depth + num_units, 4 num_units] and ``bias`` in TF's gate
+    layout (i, j, f, o: a TF checkpoint's values). Without ``sequence_length`` the sequence runs as
+    one LSTMBlockFused op; with it, step by step, zero outputs and a kept state past each length."""
+
+    def __init__(self, num_units: int, forget_bias: float = 1.0, cell_clip=None, use_peephole: bool = False,
+                 reuse=None, dtype=None, name: str = "lstm_fused_cell"):
+        if cell_clip is not None and cell_clip > 0:
+            raise ValueError("LSTMBlockFusedCell: cell_clip is not supported (the fused op does not clip)")
+        if use_peephole:
+            raise ValueError("LSTMBlockFusedCell: use_peephole=True is not supported")
+        self._num_units = num_units
+        self._cell = _TFLayoutLSTMCell(num_units, forget_bias=forget_bias, name=name, dtype=dtype)
+
+    @property
+    def num_units(self) -> int:
+        return self._num_units
+
+    @property
+    def variables(self) -> list:
+        return self._cell.variables
+
+    def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+        from trainer.ops import make_op
+        from trainer.rnn import dynamic_rnn
+
+        x = convert_to_tensor(inputs)
+        if x.shape is None or len(x.shape) != 3 or x.shape[2] is None:
+            raise ValueError(f"LSTMBlockFusedCell: inputs must be time-major [time, batch, depth] with a known "
+                             f"depth, got shape {x.shape}")
+        if initial_state is None and dtype is None:
+            raise ValueError("Either initial_state or dtype needs to be specified")
+        cell = self._cell
+        with variable_scope(scope) if scope is not None else contextlib.nullcontext():
+            cell.build(int(x.shape[2]), dtype or x.dtype)  # lstm_fused_cell/kernel where the cell is called
+            if sequence_length is not None:
+                return dynamic_rnn(cell, x, sequence_length=sequence_length, initial_state=initial_state,
+                                   dtype=dtype, time_major=True, scope="fused")
+            if initial_state is None:
+                batch = x.shape[1] if x.shape[1] is not None else make_op("Shape", [x]).outputs[0][1]
+                initial_state = cell.zero_state(batch, dtype)
+            c0, h0 = initial_state
+            y, h, c = make_op("LSTMBlockFused", [x, h0, c0, cell.kernel, cell.bias],
+                              {"forget_bias": cell.forget_bias}, domain="flowstack").outputs[:3]
+            return y, LSTMStateTuple(c, h)
+
+
+class LayerRNNCell(RNNCell):
+    """TF's base class for user cells that make their variables in ``build(inputs_shape)`` with
+    ``add_variable`` (or ``add_weight``) and set ``self.built = True``; ``call(inputs, state)``
+    runs one step. The variables sit under the class name in snake case (``rnn/my_cell/kernel``) or
+    ``name``. A subclass's ``build`` is adapted to the runners' ``build(input_depth, dtype)``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        user_build = cls.__dict__.get("build")
+        if user_build is not None and user_build is not LayerRNNCell.build:
+            cls.layer_build = user_build
+            cls.build = LayerRNNCell.build
+
+    def __init__(self, trainable: bool = True, name: str | None = None, dtype=None, **kwargs):
+        import re
+
+        snake = re.sub("([a-z])([A-Z])", r"\1_\2", re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", type(self).__name__))
+        super().__init__(0, None, kwargs.get("_reuse"), name or snake.lower(), dtype)
+        self.trainable = trainable
+
+    def layer_build(self, inputs_shape) -> None:
+        """Override: make the variables with ``add_variable``; the input depth is ``inputs_shape[-1]``."""
+
+    def build(self, input_depth, dtype=np.float32) -> None:
+        from trainer.tensor_shape import TensorShape
+
+        if isinstance(input_depth, (tuple, list)):  # super().build(inputs_shape) from a subclass's build
+            self.built = True
+            return
+        if self.built:
+            return
+        if input_depth is None:
+            raise ValueError(f"{type(self).__name__}: the inputs' last dimension must be known to build the cell")
+        self._dtype = self._dtype or np.dtype(dtype)
+        with variable_scope(None, default_name=self._name):
+            self.layer_build(TensorShape([None, int(input_depth)]))
+        self.built = True
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def add_variable(self, name: str, shape, dtype=None, initializer=None, regularizer=None, trainable=None,
+                     **kwargs):
+        """A variable of this cell, made in its scope (``get_variable``)."""
+        v = get_variable(name, list(shape), dtype=np.dtype(dtype or self._dtype or np.float32),
+                         initializer=initializer, regularizer=regularizer,
+                         trainable=self.trainable if trainable is None else trainable)
+        self.variables.append(v)
+        return v
+
+    add_weight = add_variable
+
+    @property
+    def state_size(self):
+        raise NotImplementedError(f"{type(self).__name__} must define state_size")
+
+    @property
+    def output_size(self):
+        raise NotImplementedError(f"{type(self).__name__} must define output_size")
