@@ -602,6 +602,7 @@ LAZY_ATTRIBUTES = {
     "static_rnn": ("trainer.rnn", "static_rnn"),
     "bidirectional_dynamic_rnn": ("trainer.rnn", "bidirectional_dynamic_rnn"),
     "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
+    "raw_rnn": ("trainer.raw_rnn", "raw_rnn"),
     **{name: ("trainer.random_ops", name) for name in (
         "compute_accidental_hits", "fixed_unigram_candidate_sampler", "log_uniform_candidate_sampler",
         "uniform_candidate_sampler")},
