@@ -613,6 +613,7 @@ LAZY_ATTRIBUTES = {
         "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
         "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool", "with_space_to_batch")},
     **{name: ("trainer.morphology", name) for name in ("dilation2d", "erosion2d")},
+    **{name: ("trainer.fractional_pool", name) for name in ("fractional_avg_pool", "fractional_max_pool")},
     "ctc_loss": ("trainer.ctc", "ctc_loss"),
     "ctc_greedy_decoder": ("trainer.ctc", "ctc_greedy_decoder"),
     "ctc_beam_search_decoder": ("trainer.ctc", "ctc_beam_search_decoder"),
