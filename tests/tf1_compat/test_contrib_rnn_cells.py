@@ -359,3 +359,37 @@ def test_a_user_layer_rnn_cell_builds_in_its_own_scope():
     named = MinimalRNNCell(2, name="custom")
     tf.nn.dynamic_rnn(named, x, dtype=tf.float64, scope="other")
     assert named.variables[0].op.name == "other/custom/kernel"
+
+
+def test_attention_cell_wrapper_matches_its_equations():
+    out, final, v = run_cell(tf.contrib.rnn.AttentionCellWrapper(tf.nn.rnn_cell.BasicRNNCell(4), attn_length=3,
+                                                                 attn_vec_size=2))
+    p = "attention_cell_wrapper/"
+    assert sorted(v) == sorted(p + n for n in (
+        "kernel", "bias", "basic_rnn_cell/kernel", "basic_rnn_cell/bias", "attention/attn_w", "attention/attn_v",
+        "attention/kernel", "attention/bias", "attn_output_projection/kernel", "attn_output_projection/bias"))
+    assert v[p + "attention/attn_w"].shape == (1, 1, 4, 2) and v[p + "kernel"].shape == (9, 5)
+
+    def step(x, state):
+        h, attns, window = state
+        window = window.reshape(3, 3, 4)
+        mixed = np.concatenate([x, attns], 1) @ v[p + "kernel"] + v[p + "bias"]
+        h = np.tanh(np.concatenate([mixed, h], 1) @ v[p + "basic_rnn_cell/kernel"] + v[p + "basic_rnn_cell/bias"])
+        features = window @ v[p + "attention/attn_w"][0, 0]
+        y = h @ v[p + "attention/kernel"] + v[p + "attention/bias"]
+        scores = (v[p + "attention/attn_v"] * np.tanh(features + y[:, None])).sum(axis=2)
+        weights = np.exp(scores - scores.max(1, keepdims=True))
+        weights /= weights.sum(1, keepdims=True)
+        read = (weights[:, :, None] * window).sum(axis=1)
+        output = np.concatenate([h, read], 1) @ v[p + "attn_output_projection/kernel"] + \
+            v[p + "attn_output_projection/bias"]
+        window = np.concatenate([window[:, 1:], output[:, None]], 1).reshape(3, 12)
+        return output, (h, read, window)
+
+    expected, (h, read, window) = unroll(step, (np.zeros((3, 4)), np.zeros((3, 4)), np.zeros((3, 12))))
+    np.testing.assert_allclose(out, expected, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(final[2], window, rtol=1e-8, atol=1e-12)
+    with pytest.raises(ValueError, match="attn_length should be greater than zero"):
+        tf.contrib.rnn.AttentionCellWrapper(tf.nn.rnn_cell.BasicRNNCell(4), attn_length=0)
+    with pytest.raises(TypeError, match="not RNNCell"):
+        tf.contrib.rnn.AttentionCellWrapper("cell", attn_length=2)

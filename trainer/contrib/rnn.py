@@ -1,6 +1,7 @@
 """``tf.contrib.rnn``: the recurrent cells and the unrolled runners."""
 
 from trainer.contrib.rnn_cells import (
+    AttentionCellWrapper,
     CoupledInputForgetGateLSTMCell,
     EmbeddingWrapper,
     HighwayWrapper,
@@ -37,7 +38,7 @@ LSTMBlockCell = BasicLSTMCell
 GRUBlockCell = GRUBlockCellV2 = GRUCell
 
 __all__ = [
-    "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
+    "AttentionCellWrapper", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
     "LSTMBlockFusedCell", "LayerRNNCell",
     "LayerNormBasicLSTMCell", "NASCell", "UGRNNCell", "stack_bidirectional_rnn",
     "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUBlockCell", "GRUBlockCellV2", "GRUCell",

@@ -22,7 +22,7 @@ from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tan
 from trainer.rnn_cell import BasicLSTMCell, CellWrapper, LSTMStateTuple, RNNCell
 from trainer.variable_scopes import get_variable, variable_scope
 
-__all__ = ["CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
+__all__ = ["AttentionCellWrapper", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
            "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell", "UGRNNCell"]
 
 
@@ -305,6 +305,78 @@ class HighwayWrapper(CellWrapper):
         transform = 1.0 - carry if self._coupled else sigmoid(nn.xw_plus_b(inputs, self.transform_w,
                                                                           self.transform_b))
         return inputs * carry + output * transform, new_state
+
+
+class AttentionCellWrapper(RNNCell):
+    """Bahdanau-style attention over the cell's last ``attn_length`` outputs (TF's LSTMA): the input
+    is mixed with the previous attention (``kernel``/``bias``), the cell runs (its own scope
+    inside), the concatenated new state queries the window (``attention/attn_w``, ``attn_v``,
+    ``kernel``, ``bias``) and the output is projected with the attention read
+    (``attn_output_projection/``); the output then joins the window. State: (cell state, attention
+    read [batch, attn_size], window [batch, attn_length * attn_size])."""
+
+    default_name = "attention_cell_wrapper"
+
+    def __init__(self, cell, attn_length: int, attn_size=None, attn_vec_size=None, input_size=None,
+                 state_is_tuple: bool = True, reuse=None):
+        if not isinstance(cell, RNNCell):
+            raise TypeError("The parameter cell is not RNNCell.")
+        _tuple_state_only(state_is_tuple, "AttentionCellWrapper")
+        if attn_length <= 0:
+            raise ValueError(f"attn_length should be greater than zero, got {attn_length}")
+        super().__init__(0, None, reuse)
+        self.cell, self._length = cell, int(attn_length)
+        self._attn_size = int(attn_size if attn_size is not None else cell.output_size)
+        self._vec_size = int(attn_vec_size if attn_vec_size is not None else self._attn_size)
+        self._input_size = input_size
+
+    @property
+    def state_size(self):
+        return (self.cell.state_size, self._attn_size, self._attn_size * self._length)
+
+    @property
+    def output_size(self):
+        return self._attn_size
+
+    def _make_variables(self, input_depth, dtype):
+        from trainer.rnn_cell import flatten_state
+
+        size, vec = self._attn_size, self._vec_size
+        mixed = int(self._input_size or input_depth)
+        self.in_kernel = self._variable("kernel", [input_depth + size, mixed], dtype)
+        self.in_bias = self._variable("bias", [mixed], dtype, initializers.Zeros())
+        self.cell.build(mixed, dtype)
+        self.variables += self.cell.variables
+        query = sum(int(s) for s in flatten_state(self.cell.state_size))
+        with variable_scope("attention"):
+            self.attn_w = self._variable("attn_w", [1, 1, size, vec], dtype)
+            self.attn_v = self._variable("attn_v", [vec], dtype)
+            self.query_kernel = self._variable("kernel", [query, vec], dtype)
+            self.query_bias = self._variable("bias", [vec], dtype, initializers.Zeros())
+        with variable_scope("attn_output_projection"):
+            self.out_kernel = self._variable("kernel", [self.cell.output_size + size, size], dtype)
+            self.out_bias = self._variable("bias", [size], dtype, initializers.Zeros())
+
+    def call(self, inputs, state):
+        from trainer.array_ops import expand_dims, reduce_sum
+        from trainer.rnn_cell import flatten_state
+
+        cell_state, attns, window = state
+        window = reshape(window, [-1, self._length, self._attn_size])
+        mixed = nn.bias_add(matmul(concat([inputs, attns], axis=1), self.in_kernel), self.in_bias)
+        cell_output, new_cell_state = self.cell(mixed, cell_state)
+        query = concat(flatten_state(new_cell_state), axis=1)
+        features = matmul(reshape(window, [-1, self._attn_size]), reshape(self.attn_w, [self._attn_size,
+                                                                                       self._vec_size]))
+        features = reshape(features, [-1, self._length, self._vec_size])
+        y = nn.bias_add(matmul(query, self.query_kernel), self.query_bias)
+        scores = reduce_sum(self.attn_v * tanh(features + expand_dims(y, 1)), axis=[2])
+        weights = nn.softmax(scores)
+        read = reduce_sum(expand_dims(weights, 2) * window, axis=[1])
+        output = nn.bias_add(matmul(concat([cell_output, read], axis=1), self.out_kernel), self.out_bias)
+        new_window = reshape(concat([window[:, 1:], expand_dims(output, 1)], axis=1),
+                             [-1, self._length * self._attn_size])
+        return output, (new_cell_state, read, new_window)
 
 
 class EmbeddingWrapper(RNNCell):
