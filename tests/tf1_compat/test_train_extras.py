@@ -126,7 +126,7 @@ def test_a_tf1_linear_model_trains_with_adagrad_da():
         for _ in range(200):
             sess.run(train, {x: xs, y: ys})
         last = sess.run(loss, {x: xs, y: ys})
-    assert last < 0.05 * first  # measured ~1e-3 of the first loss; a deterministic run
+    assert last < 0.05 * first  # measured 1e-14 of the first loss; a deterministic run
 
 
 def test_noisy_linear_cosine_decay_follows_tf_formula():
@@ -142,7 +142,7 @@ def test_noisy_linear_cosine_decay_follows_tf_formula():
             np.testing.assert_allclose(sess.run(lr, {step: t}), expected, rtol=1e-5, atol=1e-7)
         draws = np.array([sess.run(noisy, {step: 0}) for _ in range(400)])
     # at t = 0: 0.5 * ((1 + eps) * 1 + 0.001), eps ~ N(0, 1): mean 0.5005, std 0.5
-    assert abs(draws.mean() - 0.5005) < 0.15 and 0.35 < draws.std() < 0.65  # measured 0.50 / 0.49 (seeded)
+    assert abs(draws.mean() - 0.5005) < 0.15 and 0.35 < draws.std() < 0.65  # measured 0.49 / 0.49 (seeded)
     with pytest.raises(ValueError, match="global_step is required"):
         tf.train.noisy_linear_cosine_decay(0.1, None, 10)
 

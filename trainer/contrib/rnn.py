@@ -2,6 +2,10 @@
 
 from trainer.contrib.rnn_cells import (
     AttentionCellWrapper,
+    Conv1DLSTMCell,
+    Conv2DLSTMCell,
+    Conv3DLSTMCell,
+    ConvLSTMCell,
     CoupledInputForgetGateLSTMCell,
     EmbeddingWrapper,
     HighwayWrapper,
@@ -38,7 +42,7 @@ LSTMBlockCell = BasicLSTMCell
 GRUBlockCell = GRUBlockCellV2 = GRUCell
 
 __all__ = [
-    "AttentionCellWrapper", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
+    "AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
     "LSTMBlockFusedCell", "LayerRNNCell",
     "LayerNormBasicLSTMCell", "NASCell", "UGRNNCell", "stack_bidirectional_rnn",
     "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUBlockCell", "GRUBlockCellV2", "GRUCell",

@@ -22,7 +22,8 @@ from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tan
 from trainer.rnn_cell import BasicLSTMCell, CellWrapper, LSTMStateTuple, RNNCell
 from trainer.variable_scopes import get_variable, variable_scope
 
-__all__ = ["AttentionCellWrapper", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
+__all__ = ["AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell",
+           "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
            "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell", "UGRNNCell"]
 
 
@@ -377,6 +378,89 @@ class AttentionCellWrapper(RNNCell):
         new_window = reshape(concat([window[:, 1:], expand_dims(output, 1)], axis=1),
                              [-1, self._length * self._attn_size])
         return output, (new_cell_state, read, new_window)
+
+
+class ConvLSTMCell(RNNCell):
+    """A convolutional LSTM (Shi et al. 2015): the gates are SAME convolutions of [inputs, h] with
+    ``kernel`` (``kernel_shape`` + [in + out, 4 out]) plus ``biases``; inputs, state and output are
+    [batch, *spatial, channels] (``input_shape`` excludes the batch). ``skip_connection`` appends
+    the inputs to the output. TF's Conv1D/2D/3DLSTMCell do not pass their name on, so all of them
+    make their variables under ``conv_lstm_cell``, as here."""
+
+    default_name = "conv_lstm_cell"
+
+    def __init__(self, conv_ndims: int, input_shape, output_channels: int, kernel_shape, use_bias: bool = True,
+                 skip_connection: bool = False, forget_bias: float = 1.0, initializers=None,
+                 name: str = "conv_lstm_cell"):
+        if conv_ndims != len(input_shape) - 1:
+            raise ValueError(f"Invalid input_shape {input_shape} for conv_ndims={conv_ndims}.")
+        if len(kernel_shape) != conv_ndims:
+            raise ValueError(f"ConvLSTMCell: kernel_shape {kernel_shape} must have {conv_ndims} entries")
+        super().__init__(0, None, None, name)
+        self._ndims, self._input_shape = conv_ndims, [int(d) for d in input_shape]
+        self._out, self._kernel_shape = int(output_channels), [int(k) for k in kernel_shape]
+        self._use_bias, self._skip, self._forget_bias = use_bias, skip_connection, float(forget_bias)
+
+    @property
+    def state_size(self):
+        from trainer.tensor_shape import TensorShape
+
+        shape = TensorShape(self._input_shape[:-1] + [self._out])
+        return LSTMStateTuple(shape, shape)
+
+    @property
+    def output_size(self):
+        from trainer.tensor_shape import TensorShape
+
+        extra = self._input_shape[-1] if self._skip else 0
+        return TensorShape(self._input_shape[:-1] + [self._out + extra])
+
+    def zero_state(self, batch_size, dtype=np.float32):
+        from trainer.array_ops import zeros
+
+        shape = [batch_size] + self._input_shape[:-1] + [self._out]
+        return LSTMStateTuple(zeros(shape, dtype), zeros(shape, dtype))
+
+    def _make_variables(self, input_depth, dtype):
+        self.kernel = self._variable("kernel", self._kernel_shape + [input_depth + self._out, 4 * self._out], dtype)
+        if self._use_bias:
+            self.biases = self._variable("biases", [4 * self._out], dtype, initializers.Zeros())
+
+    def call(self, inputs, state):
+        from trainer.nn_conv import convolution
+
+        cell, hidden = state
+        gates = convolution(concat([inputs, hidden], axis=self._ndims + 1), self.kernel, "SAME")
+        if self._use_bias:
+            gates = gates + self.biases
+        input_gate, new_input, forget_gate, output_gate = split(gates, 4, axis=self._ndims + 1)
+        new_cell = sigmoid(forget_gate + self._forget_bias) * cell + sigmoid(input_gate) * tanh(new_input)
+        output = tanh(new_cell) * sigmoid(output_gate)
+        new_state = LSTMStateTuple(new_cell, output)
+        if self._skip:
+            output = concat([output, inputs], axis=-1)
+        return output, new_state
+
+
+class Conv1DLSTMCell(ConvLSTMCell):
+    """``ConvLSTMCell`` over [batch, width, channels] steps."""
+
+    def __init__(self, name: str = "conv_1d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=1, **kwargs)
+
+
+class Conv2DLSTMCell(ConvLSTMCell):
+    """``ConvLSTMCell`` over [batch, height, width, channels] steps."""
+
+    def __init__(self, name: str = "conv_2d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=2, **kwargs)
+
+
+class Conv3DLSTMCell(ConvLSTMCell):
+    """``ConvLSTMCell`` over [batch, depth, height, width, channels] steps."""
+
+    def __init__(self, name: str = "conv_3d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=3, **kwargs)
 
 
 class EmbeddingWrapper(RNNCell):
