@@ -273,18 +273,19 @@ def test_a_tf1_sequence_classifier_trains_with_a_layer_norm_lstm():
     ys = (xs.sum(axis=(1, 2)) > 0).astype(np.int64)
     x = tf.placeholder(tf.float32, [None, 6, 1])
     y = tf.placeholder(tf.int64, [None])
-    tf.set_random_seed(1)
-    _, state = tf.nn.dynamic_rnn(tf.contrib.rnn.LayerNormBasicLSTMCell(8), x, dtype=tf.float32)
-    logits = tf.layers.dense(state.h, 2)
+    # explicit seeds: a graph-level seed alone gives op seeds that depend on what ran before
+    with tf.variable_scope("model", initializer=tf.glorot_uniform_initializer(seed=1)):
+        _, state = tf.nn.dynamic_rnn(tf.contrib.rnn.LayerNormBasicLSTMCell(8), x, dtype=tf.float32)
+        logits = tf.layers.dense(state.h, 2, kernel_initializer=tf.glorot_uniform_initializer(seed=11))
     loss = tf.losses.sparse_softmax_cross_entropy(y, logits)
     train = tf.train.AdamOptimizer(0.05).minimize(loss)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         first = sess.run(loss, {x: xs, y: ys})
-        for _ in range(60):
+        for _ in range(100):
             sess.run(train, {x: xs, y: ys})
         last = sess.run(loss, {x: xs, y: ys})
-    assert last < 0.5 * first  # measured 0.065 of the first loss (seeded)
+    assert last < 0.5 * first  # measured 0.068 (seeds 1-6: 0.001-0.14) of the first loss
 
 
 def test_lstm_block_fused_cell_is_time_major_with_sequence_lengths():
@@ -437,12 +438,12 @@ def test_conv2d_lstm_cell_trains_on_images():
     rng = np.random.default_rng(2)
     frames = rng.uniform(size=(4, 3, 5, 5, 1)).astype(np.float32)
     targets = np.cumsum(frames, axis=1) / np.arange(1, 4)[None, :, None, None, None]
-    tf.set_random_seed(3)
     x = tf.placeholder(tf.float32, [None, 3, 5, 5, 1])
     y = tf.placeholder(tf.float32, [None, 3, 5, 5, 1])
-    cell = tf.contrib.rnn.ConvLSTMCell(2, input_shape=[5, 5, 1], output_channels=4, kernel_shape=[3, 3])
-    outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
-    prediction = tf.layers.conv3d(outputs, 1, 1)
+    with tf.variable_scope("model", initializer=tf.glorot_uniform_initializer(seed=1)):
+        cell = tf.contrib.rnn.ConvLSTMCell(2, input_shape=[5, 5, 1], output_channels=4, kernel_shape=[3, 3])
+        outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        prediction = tf.layers.conv3d(outputs, 1, 1, kernel_initializer=tf.glorot_uniform_initializer(seed=11))
     loss = tf.reduce_mean(tf.square(prediction - y))
     train = tf.train.AdamOptimizer(0.05).minimize(loss)
     with tf.Session() as sess:
@@ -451,4 +452,4 @@ def test_conv2d_lstm_cell_trains_on_images():
         for _ in range(40):
             sess.run(train, {x: frames, y: targets})
         last = sess.run(loss, {x: frames, y: targets})
-    assert last < 0.3 * first  # measured 0.087 of the first loss (seeded)
+    assert last < 0.3 * first  # measured 0.040 (seeds 1-5: 0.03-0.10) of the first loss
