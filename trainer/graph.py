@@ -257,6 +257,7 @@ class Graph:
             st.device = []
             st.cf = []
             st.colocate = []
+            st.gradient_override = {}
         return st
 
     def as_default(self):
@@ -380,6 +381,8 @@ class Graph:
             node.outputs = [Tensor(node, i, t) for i, t in enumerate(output_types)]
             if st.colocate:
                 node.colocate_with = st.colocate[-1]
+            if op_type in st.gradient_override:
+                node.gradient_override = st.gradient_override[op_type]
             if ctx is not None:
                 node.cf_context = ctx
                 ctx.add_node(node)
@@ -430,7 +433,7 @@ class Graph:
         if callable(name_or_function):
             entry = name_or_function
         else:
-            entry = DeviceSpec.parse(name_or_function) if name_or_function else None
+            entry = DeviceSpec.parse(str(name_or_function)) if name_or_function else None  # a tf.DeviceSpec too
         with _pushed(st.device, entry):
             yield
 
@@ -446,6 +449,24 @@ class Graph:
         st = self._state()
         with _pushed(st.cf, ctx):
             yield ctx
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]):
+        """Ops of a type in ``op_type_map`` built inside take their gradient from the function
+        registered under the mapped name (``RegisterGradient``, trainer/gradient_overrides.py)."""
+        if not isinstance(op_type_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError(f"gradient_override_map: expected a dict of op type strings to gradient names, "
+                            f"got {op_type_map!r}")
+        from trainer.gradient_overrides import flowstack_op_type
+
+        st = self._state()
+        saved = st.gradient_override
+        st.gradient_override = {**saved, **{flowstack_op_type(k): v for k, v in op_type_map.items()}}
+        try:
+            yield
+        finally:
+            st.gradient_override = saved
 
     def current_control_flow_context(self):
         """The innermost cond or while_loop context being built, or None outside any."""

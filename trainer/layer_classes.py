@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from trainer import layers
 from trainer.graph import get_default_graph
+from trainer.separable_conv1d import separable_conv1d
 from trainer.variable_scopes import VariableScope
 from trainer.variables import global_variables
 
 __all__ = ["AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "BatchNormalization", "Conv1D", "Conv2D",
            "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Dense", "Dropout", "Flatten", "Layer", "MaxPooling1D",
-           "MaxPooling2D", "MaxPooling3D", "SeparableConv2D"]
+           "MaxPooling2D", "MaxPooling3D", "SeparableConv1D", "SeparableConv2D"]
 
 
 class Layer:
@@ -90,6 +91,7 @@ Conv2D = _layer_class("Conv2D", layers.conv2d)
 Conv2DTranspose = _layer_class("Conv2DTranspose", layers.conv2d_transpose)
 Conv3D = _layer_class("Conv3D", layers.conv3d)
 Conv3DTranspose = _layer_class("Conv3DTranspose", layers.conv3d_transpose)
+SeparableConv1D = _layer_class("SeparableConv1D", separable_conv1d)
 SeparableConv2D = _layer_class("SeparableConv2D", layers.separable_conv2d)
 BatchNormalization = _layer_class("BatchNormalization", layers.batch_normalization)
 MaxPooling1D = _layer_class("MaxPooling1D", layers.max_pooling1d, scoped=False)

@@ -578,7 +578,8 @@ def dynamic_rnn(cell, inputs, initial_state):
 LAZY_ATTRIBUTES = {name: ("trainer.layer_classes", name) for name in (
     "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "BatchNormalization", "Conv1D", "Conv2D",
     "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Dense", "Dropout", "Flatten", "Layer", "MaxPooling1D",
-    "MaxPooling2D", "MaxPooling3D", "SeparableConv2D")}
+    "MaxPooling2D", "MaxPooling3D", "SeparableConv1D", "SeparableConv2D")}
+LAZY_ATTRIBUTES["separable_conv1d"] = ("trainer.separable_conv1d", "separable_conv1d")
 
 
 def __getattr__(name: str):

@@ -15,6 +15,7 @@ import abc
 from trainer.checkpoint_index import latest_checkpoint
 from trainer.errors import OutOfRangeError
 from trainer.graph import Graph, get_default_graph
+from trainer.initialization_checks import report_uninitialized_variables
 from trainer.hooks import SessionRunArgs, SessionRunContext, SessionRunValues
 from trainer.queues import Coordinator, start_queue_runners
 from trainer.saver import Saver
@@ -22,14 +23,15 @@ from trainer.session import Session
 from trainer.variables import (global_variables, global_variables_initializer, local_variables_initializer,
                                variables_initializer)
 
-__all__ = ["ChiefSessionCreator", "MonitoredSession", "Scaffold", "SessionCreator", "SingularMonitoredSession"]
+__all__ = ["ChiefSessionCreator", "check_ready", "MonitoredSession", "Scaffold", "SessionCreator", "SingularMonitoredSession"]
 
 
 class Scaffold:
-    """What a monitored session needs to make a model ready: init and local-init ops, a saver.
-    Anything left None gets TensorFlow's default in ``finalize``. ``ready_op`` and
-    ``ready_for_local_init_op`` are kept but not run: a restore is followed by initializing the
-    variables the saver does not hold, so the model is always ready."""
+    """What a monitored session needs to make a model ready: init and local-init ops, a saver,
+    and the ready checks. Anything left None gets TensorFlow's default in ``finalize`` (the ready
+    checks: ``report_uninitialized_variables()`` of all variables, and of the global ones before
+    the local init). A chief's restore is followed by initializing the variables the saver does
+    not hold, so a restored model is ready."""
 
     def __init__(self, init_op=None, init_feed_dict=None, init_fn=None, ready_op=None,
                  ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None,
@@ -40,6 +42,8 @@ class Scaffold:
             init_op = init_op or copy_from_scaffold.init_op
             init_feed_dict = init_feed_dict or copy_from_scaffold.init_feed_dict
             init_fn = init_fn or copy_from_scaffold.init_fn
+            ready_op = ready_op or copy_from_scaffold.ready_op
+            ready_for_local_init_op = ready_for_local_init_op or copy_from_scaffold.ready_for_local_init_op
             local_init_op = local_init_op or copy_from_scaffold.local_init_op
             summary_op = summary_op or copy_from_scaffold.summary_op
             saver = saver or copy_from_scaffold.saver
@@ -58,6 +62,10 @@ class Scaffold:
                 self.init_op = global_variables_initializer()
             if self.local_init_op is None:
                 self.local_init_op = local_variables_initializer()
+            if self.ready_op is None:
+                self.ready_op = report_uninitialized_variables()
+            if self.ready_for_local_init_op is None:
+                self.ready_for_local_init_op = report_uninitialized_variables(global_variables(self.graph))
             if self.saver is None and global_variables(self.graph):
                 self.saver = Saver(graph=self.graph)
             saved = set() if self.saver is None else {id(v) for v in self.saver.var_list}
@@ -104,8 +112,18 @@ class ChiefSessionCreator(SessionCreator):
             session.run(scaffold.init_op, scaffold.init_feed_dict)
             if scaffold.init_fn is not None:
                 scaffold.init_fn(scaffold, session)
-        session.run(scaffold.local_init_op)
+        check_ready(scaffold, session)
         return session
+
+
+def check_ready(scaffold: Scaffold, session: Session) -> None:
+    """Run the local init once the global variables are ready, then check the whole model is (TF's
+    ``SessionManager.prepare_session`` errors where not)."""
+    from trainer.session_manager import SessionManager
+
+    manager = SessionManager(local_init_op=scaffold.local_init_op, ready_op=scaffold.ready_op,
+                             ready_for_local_init_op=scaffold.ready_for_local_init_op, graph=scaffold.graph)
+    manager.make_ready(session, scaffold.init_op, scaffold.init_fn)
 
 
 class MonitoredSession:

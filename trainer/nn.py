@@ -541,6 +541,59 @@ def log_poisson_loss(targets, log_input, compute_full_loss: bool = False, name=N
     return make_op("Identity", [loss], name=name).outputs[0]
 
 
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None, variance_epsilon=None,
+                                         scale_after_normalization=None, name=None, input=None,  # noqa: A002
+                                         mean=None, variance=None) -> Tensor:
+    """TF1's deprecated batch norm: ``(t - m) / sqrt(v + epsilon) * gamma + beta``, gamma used only
+    with ``scale_after_normalization``; ``input``/``mean``/``variance`` are the v2 names of t/m/v."""
+    t = t if t is not None else input
+    m = m if m is not None else mean
+    v = v if v is not None else variance
+    missing = [what for what, value in (("t", t), ("m", m), ("v", v), ("beta", beta), ("gamma", gamma),
+                                        ("variance_epsilon", variance_epsilon),
+                                        ("scale_after_normalization", scale_after_normalization)) if value is None]
+    if missing:
+        raise ValueError(f"batch_norm_with_global_normalization: missing {', '.join(missing)}")
+    return batch_normalization(t, m, v, beta, gamma if scale_after_normalization else None, variance_epsilon,
+                               name=name)
+
+
+def compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None) -> Tensor:
+    """sum(per_example_loss * sample_weight) / global_batch_size (default: the batch size, one
+    replica), in the loss's dtype (TF's ``tf.nn.compute_average_loss``)."""
+    from trainer.ops import cast
+
+    loss = convert_to_tensor(per_example_loss)
+    if loss.shape is not None and len(loss.shape) == 0:
+        raise ValueError("Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, "
+                         f"received: {loss}")
+    if sample_weight is not None:
+        weight = convert_to_tensor(sample_weight)
+        loss = multiply(loss, weight if weight.dtype == loss.dtype else cast(weight, loss.dtype))
+    if global_batch_size is None:
+        global_batch_size = make_op("Gather", [make_op("Shape", [loss]).outputs[0],
+                                               constant(np.int64(0))]).outputs[0]
+    elif isinstance(global_batch_size, (int, float)) and global_batch_size <= 0:
+        raise ValueError(f"compute_average_loss: global_batch_size must be positive, got {global_batch_size}")
+    size = convert_to_tensor(global_batch_size)
+    return make_op("Div", [reduce_sum(loss), size if size.dtype == loss.dtype else cast(size, loss.dtype)]).outputs[0]
+
+
+def all_candidate_sampler(true_classes, num_true: int, num_sampled: int, unique: bool, seed=None, name=None):
+    """TF1's sampler that "samples" every class: ``(range(num_sampled) as int64, ones like
+    true_classes, ones [num_sampled])``, the expected counts all 1 (for testing samplers' users)."""
+    true = convert_to_tensor(true_classes)
+    if true.shape is not None and (len(true.shape) != 2 or true.shape[1] not in (None, num_true)):
+        raise ValueError(f"all_candidate_sampler: true_classes must be [batch_size, num_true={num_true}], "
+                         f"got shape {true.shape}")
+    if num_sampled < 1:
+        raise ValueError(f"all_candidate_sampler: num_sampled must be >= 1, got {num_sampled}")
+    sampled = constant(np.arange(num_sampled, dtype=np.int64), name=name)
+    true_expected = make_op("ConstantOfShape", [make_op("Shape", [true]).outputs[0]],
+                            {"value": np.ones(1, np.float32)}).outputs[0]
+    return sampled, true_expected, constant(np.ones(num_sampled, np.float32))
+
+
 # The recurrent API lives in trainer.rnn / trainer.rnn_cell, N-D convolutions and pools in
 # trainer.nn_conv, CTC in trainer.ctc (all build on this module), reached as tf.nn.<name> on first use.
 LAZY_ATTRIBUTES = {
@@ -549,15 +602,18 @@ LAZY_ATTRIBUTES = {
     "static_rnn": ("trainer.rnn", "static_rnn"),
     "bidirectional_dynamic_rnn": ("trainer.rnn", "bidirectional_dynamic_rnn"),
     "static_bidirectional_rnn": ("trainer.rnn", "static_bidirectional_rnn"),
+    "raw_rnn": ("trainer.raw_rnn", "raw_rnn"),
     **{name: ("trainer.random_ops", name) for name in (
         "compute_accidental_hits", "fixed_unigram_candidate_sampler", "log_uniform_candidate_sampler",
         "uniform_candidate_sampler")},
     "embedding_lookup_sparse": ("trainer.sparse_tensor", "embedding_lookup_sparse"),
     "safe_embedding_lookup_sparse": ("trainer.sparse_tensor", "safe_embedding_lookup_sparse"),
     **{name: ("trainer.nn_conv", name) for name in (
-        "atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
+        "atrous_conv2d", "atrous_conv2d_transpose", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
         "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
-        "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool")},
+        "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool", "with_space_to_batch")},
+    **{name: ("trainer.morphology", name) for name in ("dilation2d", "erosion2d")},
+    **{name: ("trainer.fractional_pool", name) for name in ("fractional_avg_pool", "fractional_max_pool")},
     "ctc_loss": ("trainer.ctc", "ctc_loss"),
     "ctc_greedy_decoder": ("trainer.ctc", "ctc_greedy_decoder"),
     "ctc_beam_search_decoder": ("trainer.ctc", "ctc_beam_search_decoder"),

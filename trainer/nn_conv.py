@@ -13,9 +13,9 @@ from trainer.graph import TRAINER_DOMAIN, Tensor, constant_value
 from trainer.nn import depthwise_conv2d
 from trainer.ops import cast, constant, convert_to_tensor, make_op
 
-__all__ = ["atrous_conv2d", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
+__all__ = ["atrous_conv2d", "atrous_conv2d_transpose", "avg_pool1d", "avg_pool3d", "conv1d_transpose", "conv2d_backprop_filter",
            "conv2d_backprop_input", "conv3d", "conv3d_transpose", "convolution", "depthwise_conv2d_native",
-           "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool"]
+           "max_pool1d", "max_pool3d", "max_pool_with_argmax", "pool", "with_space_to_batch"]
 
 # data_format -> (spatial rank, channels last)
 _FORMATS = {"NWC": (1, True), "NCW": (1, False), "NHWC": (2, True), "NCHW": (2, False),
@@ -135,6 +135,58 @@ def atrous_conv2d(value, filters, rate: int, padding, name=None) -> Tensor:
     if int(rate) < 1:
         raise ValueError(f"atrous_conv2d: rate must be >= 1, got {rate}")
     return _conv("atrous_conv2d", value, filters, 1, padding, [int(rate)] * 2, "NHWC", name)
+
+
+def atrous_conv2d_transpose(value, filters, output_shape, rate: int, padding, name=None) -> Tensor:
+    """TF1's ``tf.nn.atrous_conv2d_transpose``: the transpose (gradient) of ``atrous_conv2d``,
+    ``filters`` [h, w, out_channels, in_channels], ``output_shape`` the static NHWC result shape."""
+    if int(rate) < 1:
+        raise ValueError(f"atrous_conv2d_transpose: rate must be >= 1, got {rate}")
+    return _conv_transpose("atrous_conv2d_transpose", 2, value, filters, output_shape, 1, padding, [int(rate)] * 2,
+                           "NHWC", name)
+
+
+def with_space_to_batch(input, dilation_rate, padding, op, filter_shape=None, spatial_dims=None,  # noqa: A002
+                        data_format=None) -> Tensor:
+    """TF1's ``tf.nn.with_space_to_batch``: ``op(converted, num_spatial_dims, "VALID")`` run on
+    ``input`` rearranged by ``space_to_batch_nd`` with block ``dilation_rate`` (so a VALID op acts
+    as its dilated version), and the result rearranged back; SAME padding first pads by the dilated
+    ``filter_shape`` as conv2d would. ``op(input, num_spatial_dims, padding)`` directly when every
+    rate is 1. The spatial dimensions are 1..n (channels last) or 2..n+1 (``data_format`` "NC...")."""
+    from trainer.space_batch import batch_to_space_nd, space_to_batch_nd
+
+    where = "with_space_to_batch"
+    rates = [int(r) for r in np.asarray(_static_sizes(dilation_rate, "dilation_rate", where)).reshape(-1)]
+    n = len(rates)
+    if n == 0 or min(rates) < 1:
+        raise ValueError(f"{where}: dilation_rate must be a non-empty list of positive ints, got {rates}")
+    padding = str(padding).upper()
+    if padding not in _PADDINGS:
+        raise ValueError(f"{where}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    first = 2 if data_format is not None and str(data_format).startswith("NC") else 1
+    dims = list(range(first, first + n)) if spatial_dims is None else [int(d) for d in spatial_dims]
+    if dims != list(range(first, first + n)):
+        raise ValueError(f"{where}: spatial_dims must be the {n} consecutive dimensions from {first}, got {dims}")
+    if all(r == 1 for r in rates):
+        return op(input, n, padding)
+    x = convert_to_tensor(input)
+    if x.shape is None or any(x.shape[d] is None for d in dims):
+        raise ValueError(f"{where}: the spatial dimensions of input must be static, got shape {x.shape}")
+    base = np.zeros((n, 2), np.int64)
+    if padding == "SAME":
+        if filter_shape is None:
+            raise ValueError(f"{where}: filter_shape must be specified for SAME padding")
+        kernel = np.asarray(_static_sizes(filter_shape, "filter_shape", where)[:n])
+        extra = kernel + (kernel - 1) * (np.asarray(rates) - 1) - 1
+        base[:, 0], base[:, 1] = extra // 2, extra - extra // 2
+    sizes = np.asarray([int(x.shape[d]) for d in dims]) + base.sum(axis=1)
+    pad_end_extra = (np.asarray(rates) - sizes % rates) % rates
+    paddings = [[int(base[i, 0]), int(base[i, 1] + pad_end_extra[i])] for i in range(n)]
+    crops = [[0, int(pad_end_extra[i])] for i in range(n)]
+    if first == 2:  # the channels dimension sits between batch and space: a block of 1 over it
+        rates, paddings, crops = [1] + rates, [[0, 0]] + paddings, [[0, 0]] + crops
+    converted = space_to_batch_nd(x, rates, paddings)
+    return batch_to_space_nd(op(converted, n, "VALID"), rates, crops)
 
 
 def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002

@@ -1,5 +1,6 @@
 """More of ``tf.train``'s optimizers, composed from graph ops (no fused kernel of their own):
-Adadelta, FTRL-Proximal and proximal gradient descent, with TensorFlow 1.x's update rules.
+Adadelta, FTRL-Proximal, proximal gradient descent, proximal Adagrad and Adagrad dual averaging,
+with TensorFlow 1.x's update rules.
 
 Each update reads snapshots of its slots (``read_value``) before assigning them, so the rule sees
 the old values exactly as TensorFlow's fused kernels do.
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.ops import constant, group, make_op, multiply, sqrt, subtract
-from trainer.train import Optimizer
+from trainer.gradients import IndexedSlices
+from trainer.ops import cast, constant, convert_to_tensor, group, make_op, multiply, sqrt, subtract
+from trainer.train import Optimizer, deduplicate_indexed_slices
 
-__all__ = ["AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer"]
+__all__ = ["AdadeltaOptimizer", "AdagradDAOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
+           "ProximalGradientDescentOptimizer"]
 
 
 def _sign(x):
@@ -95,3 +98,98 @@ class ProximalGradientDescentOptimizer(Optimizer):
         prox = subtract(var.read_value(), multiply(g, self._lr))
         shrink = make_op("Relu", [_abs(prox) - self._lr * float(self.l1)]).outputs[0]
         return var.assign(_sign(prox) * shrink / (self._lr * float(self.l2) + 1.0))
+
+
+def _relu(x):
+    return make_op("Relu", [x]).outputs[0]
+
+
+def _row_update(var, grad, slots, rule):
+    """Apply ``rule(g, var, *slots) -> [new var, *new slots]`` elementwise: to whole tensors for a
+    dense gradient, to the touched rows only for IndexedSlices (duplicate rows summed first, as
+    TF's ``_apply_sparse_duplicate_indices`` does). Every new value is computed from the old ones
+    before any is written."""
+    from trainer.state_ops import scatter_update
+
+    targets = [var, *slots]
+    graph = var.graph
+    with graph.colocate_with(var.node):
+        if isinstance(grad, IndexedSlices):
+            values, indices = deduplicate_indexed_slices(grad, var)
+            olds = [make_op("Gather", [t.read_value(), indices]).outputs[0] for t in targets]
+            news = rule(values, *olds)
+            with graph.control_dependencies(news):
+                return group(*[scatter_update(t, indices, n) for t, n in zip(targets, news)])
+        news = rule(grad, *[t.read_value() for t in targets])
+        with graph.control_dependencies(news):
+            return group(*[t.assign(n) for t, n in zip(targets, news)])
+
+
+class ProximalAdagradOptimizer(Optimizer):
+    """TF's ApplyProximalAdagrad (FOBOS with Adagrad's rate): accum += g^2; a = lr / sqrt(accum);
+    v = var - a g; var = sign(v) max(|v| - a l1, 0) / (1 + a l2)."""
+
+    name = "ProximalAdagrad"
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, l1_regularization_strength=0.0,
+                 l2_regularization_strength=0.0, use_locking=False, name="ProximalAdagrad"):
+        if initial_accumulator_value <= 0:
+            raise ValueError(f"ProximalAdagradOptimizer: initial_accumulator_value must be positive, "
+                             f"got {initial_accumulator_value}")
+        super().__init__(learning_rate, use_locking, name)
+        self.initial, self.l1, self.l2 = initial_accumulator_value, l1_regularization_strength, l2_regularization_strength
+
+    def _apply(self, grad, var):
+        accum = self._slot(var, "accumulator", self.initial)
+        l1, l2 = float(self.l1), float(self.l2)
+
+        def rule(g, v, acc):
+            new_acc = acc + g * g
+            rate = self._lr * make_op("Reciprocal", [sqrt(new_acc)]).outputs[0]
+            prox = v - g * rate
+            if l1 > 0:
+                new_v = _sign(prox) * _relu(_abs(prox) - rate * l1) / (rate * l2 + 1.0)
+            else:
+                new_v = prox / (rate * l2 + 1.0)
+            return [new_v, new_acc]
+
+        return _row_update(var, grad, [accum], rule)
+
+
+class AdagradDAOptimizer(Optimizer):
+    """Adagrad dual averaging (TF's ApplyAdagradDA), for sparse linear models: with g, gg the
+    accumulated gradients and squared gradients and T = global_step + 1,
+    var = lr sign(-g) max(|g| - l1 T, 0) / (l2 T lr + sqrt(gg))."""
+
+    name = "AdagradDA"
+
+    def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0, use_locking=False,
+                 name="AdagradDA"):
+        if initial_gradient_squared_accumulator_value <= 0:
+            raise ValueError(f"AdagradDAOptimizer: initial_gradient_squared_accumulator_value must be positive, "
+                             f"got {initial_gradient_squared_accumulator_value}")
+        if global_step is None:
+            raise ValueError("AdagradDAOptimizer: global_step is required (pass tf.train.get_or_create_global_step())")
+        super().__init__(learning_rate, use_locking, name)
+        self.global_step = global_step
+        self.initial = initial_gradient_squared_accumulator_value
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
+
+    def _apply(self, grad, var):
+        g_acc = self._slot(var, "gradient_accumulator")
+        gg_acc = self._slot(var, "gradient_squared_accumulator", self.initial)
+        step = convert_to_tensor(self.global_step)
+        t = cast(step + constant(np.asarray(1, step.dtype)), var.dtype)
+        l1, l2 = float(self.l1), float(self.l2)
+
+        def rule(g, v, acc, sq_acc):
+            new_acc, new_sq = acc + g, sq_acc + g * g
+            denom = t * self._lr * l2 + sqrt(new_sq)
+            if l1 > 0:
+                new_v = self._lr * _sign(-new_acc) * _relu(_abs(new_acc) - t * l1) / denom
+            else:
+                new_v = -new_acc * self._lr / denom
+            return [new_v, new_acc, new_sq]
+
+        return _row_update(var, grad, [g_acc, gg_acc], rule)

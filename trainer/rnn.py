@@ -45,7 +45,11 @@ def _initial_state(cell, batch, dtype, initial_state, what: str):
 
 def _masked(step_mask, new, old):
     """``new`` where the example is still running at this step, else ``old`` ([batch, ...] tensors)."""
-    return where(expand_dims(step_mask, 1), new, old)
+    rank = len(new.shape) if new.shape is not None else 2
+    mask = step_mask
+    for _ in range(rank - 1):
+        mask = expand_dims(mask, -1)
+    return where(mask, new, old)
 
 
 def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
@@ -81,10 +85,11 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     """Run ``cell`` over ``inputs`` [batch, time, depth] (or [time, batch, depth] with ``time_major``)
     in a while_loop: (outputs in the inputs' layout, final state)."""
     x = convert_to_tensor(inputs)
-    if x.shape is None or len(x.shape) != 3:
-        raise ValueError(f"dynamic_rnn: inputs must be rank 3, got shape {x.shape}")
-    xt = x if time_major else transpose(x, [1, 0, 2])
-    steps, batch, depth = xt.shape
+    if x.shape is None or len(x.shape) < 3:
+        raise ValueError(f"dynamic_rnn: inputs must be at least rank 3, got shape {x.shape}")
+    swap = [1, 0] + list(range(2, len(x.shape)))  # [batch, time, ...] <-> [time, batch, ...]
+    xt = x if time_major else transpose(x, swap)
+    steps, batch, depth = xt.shape[0], xt.shape[1], xt.shape[-1]  # a ConvLSTM's step is [batch, h, w, c]
     with variable_scope(scope or "rnn"):
         # a batch or a length known only at run time (placeholders of [None, None, depth]) is read
         # from the input's shape in the graph, as TensorFlow does
@@ -99,9 +104,11 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         if sequence_length is None and type(cell) in FUSED_CELLS:
             outputs, state = _fused_lstm(cell, xt, state0)
             return (outputs if time_major else transpose(outputs, [1, 0, 2])), state
-        out0 = zeros([steps if steps is not None else n_time, batch, units], xt.dtype)
         lengths = None if sequence_length is None else cast(convert_to_tensor(sequence_length), np.int64)
         flat0 = flatten_state(state0)
+        # outputs take the state's dtype, as TF's (the inputs may be ids an EmbeddingWrapper looks up)
+        unit_dims = [units] if isinstance(units, (int, np.integer)) else [int(d) for d in units]
+        out0 = zeros([steps if steps is not None else n_time, batch] + unit_dims, flat0[0].dtype)
 
         def cond_fn(t, out, *flat):
             return less(t, n_time)
@@ -120,7 +127,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
 
         t0 = constant(np.asarray(0, np.int64))
         results = while_loop(cond_fn, body_fn, [t0, out0] + flat0, name="while")
-    outputs = results[1] if time_major else transpose(results[1], [1, 0, 2])
+    outputs = results[1] if time_major else transpose(results[1], [1, 0] + list(range(2, len(results[1].shape))))
     return outputs, pack_state(state0, list(results[2:]))
 
 
@@ -192,10 +199,11 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None, in
     if sequence_length is not None:
         raise ValueError("static_bidirectional_rnn: sequence_length is not supported; use bidirectional_dynamic_rnn")
     with variable_scope(scope or "bidirectional_rnn"):
-        with variable_scope("fw"):
-            out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype)
-        with variable_scope("bw"):
-            out_bw, state_bw = static_rnn(cell_bw, list(reversed(inputs)), initial_state_bw, dtype)
+        # each direction runs in its own scope itself, as TF's (bidirectional_rnn/fw/<cell>/kernel)
+        with variable_scope("fw") as fw_scope:
+            out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype, scope=fw_scope)
+        with variable_scope("bw") as bw_scope:
+            out_bw, state_bw = static_rnn(cell_bw, list(reversed(inputs)), initial_state_bw, dtype, scope=bw_scope)
     outputs = [concat([f, b], axis=1) for f, b in zip(out_fw, reversed(out_bw))]
     return outputs, state_fw, state_bw
 

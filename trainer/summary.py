@@ -141,6 +141,19 @@ class FileWriter:
         summary_pb2 = tensorboard_proto("summary_pb2")
         self._writer.add_event(_event(step=global_step or 0, summary=summary_pb2.Summary.FromString(data)))
 
+    def add_event(self, event) -> None:
+        """Append an ``Event`` as it is (``tf.summary.Event``; its wall_time and step are the caller's)."""
+        if not hasattr(event, "SerializeToString") or type(event).__name__ != "Event":
+            raise TypeError(f"FileWriter.add_event: expected a tf.summary.Event, got {type(event).__name__}")
+        self._writer.add_event(event)
+
+    def add_session_log(self, session_log, global_step: int | None = None) -> None:
+        """Record a ``SessionLog`` (START, STOP or CHECKPOINT, as TensorBoard reads restarts)."""
+        if type(session_log).__name__ != "SessionLog":
+            raise TypeError(f"FileWriter.add_session_log: expected a tf.summary.SessionLog, "
+                            f"got {type(session_log).__name__}")
+        self._writer.add_event(_event(step=global_step or 0, session_log=session_log))
+
     def add_scalar(self, tag: str, value: float, global_step: int | None = None) -> None:
         self.add_summary(scalar_summary(tag, value), global_step)
 
@@ -179,5 +192,11 @@ def __getattr__(name: str):
     if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
         raise AttributeError(name)
     from trainer.compat import missing_symbol
+    from trainer.summary_events import EVENT_MESSAGES, event_message
 
+    if name in EVENT_MESSAGES:
+        try:
+            return event_message(name)
+        except ImportError:
+            pass  # no tensorboard: the symbol is unsupported here
     raise missing_symbol("tf.summary", name, globals())

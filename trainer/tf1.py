@@ -33,6 +33,12 @@ from trainer.state_ops import *  # noqa: F403 - tf.scatter_update & co.
 from trainer.state_ops import __all__ as _STATE_OPS
 from trainer.functional_ops import foldl, foldr, map_fn, scan
 from trainer.graph import GraphKeys, Tensor, get_default_graph
+from trainer.graph import Node as Operation
+from trainer.device_spec import DeviceSpec
+from trainer.errors import OpError
+from trainer.initialization_checks import is_variable_initialized, report_uninitialized_variables
+from trainer.gradient_overrides import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
+from trainer.tf1_gradients import AggregationMethod, UnconnectedGradients, gradients, hessians
 from trainer.graph_def import GraphDef, NodeDef, import_graph_def
 from trainer.initializers import (
     constant_initializer,
@@ -186,6 +192,9 @@ def no_regularizer(_):
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
+    "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
+    "UnconnectedGradients", "gradients", "hessians", "is_variable_initialized", "no_gradient",
+    "report_uninitialized_variables",
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
     "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",

@@ -12,13 +12,18 @@ from trainer.image_adjust import (adjust_gamma, adjust_hue, adjust_jpeg_quality,
                                   convert_image_dtype, hsv_to_rgb, image_gradients, psnr, random_hue,
                                   random_saturation, rgb_to_hsv, rgb_to_yiq, rgb_to_yuv, total_variation, yiq_to_rgb,
                                   yuv_to_rgb)
-from trainer.image_boxes import (draw_bounding_boxes, non_max_suppression, non_max_suppression_with_scores,
-                                 sample_distorted_bounding_box)
+from trainer.image_boxes import (combined_non_max_suppression, draw_bounding_boxes, non_max_suppression,
+                                 non_max_suppression_overlaps, non_max_suppression_padded,
+                                 non_max_suppression_with_scores, sample_distorted_bounding_box)
+from trainer.image_quality import ssim, ssim_multiscale
+from trainer.image_resampling import crop_and_resize, resize_area
 from trainer.image_codec_ops import (decode_and_crop_jpeg, decode_bmp, decode_gif, decode_image, decode_jpeg,
                                      decode_png, encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
 from trainer.random_ops import random_crop, random_uniform
 
 __all__ = [
+    "combined_non_max_suppression", "crop_and_resize", "non_max_suppression_overlaps", "non_max_suppression_padded",
+    "resize_area", "ssim", "ssim_multiscale",
     "ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_jpeg_quality",
     "adjust_saturation", "central_crop", "convert_image_dtype", "crop_to_bounding_box", "decode_and_crop_jpeg",
     "decode_bmp", "decode_gif", "decode_image", "decode_jpeg", "decode_png", "draw_bounding_boxes", "encode_jpeg",
@@ -66,9 +71,11 @@ def _static_hw(x, what: str) -> tuple[int, int]:
 
 def _resize(images, size, method: int, align_corners: bool, half_pixel_centers: bool, name):
     x = _image(images)
+    if method == ResizeMethod.AREA:
+        return resize_area(x, size, align_corners=align_corners, name=name)
     if method not in _MODES:
-        raise NotImplementedError(f"tf.image resize method {method}: flowstack has BILINEAR, NEAREST_NEIGHBOR and "
-                                  f"BICUBIC (no AREA)")
+        raise ValueError(f"tf.image resize method {method!r}: expected one of tf.image.ResizeMethod's BILINEAR, "
+                         f"NEAREST_NEIGHBOR, BICUBIC, AREA")
     if align_corners and half_pixel_centers:
         raise ValueError("resize: align_corners and half_pixel_centers cannot both be True")
     rank = len(x.shape) if x.shape is not None else 4

@@ -122,11 +122,20 @@ class Optimizer:
         if name is not None:
             self.name = name
 
-    def compute_gradients(self, loss, var_list=None):
+    GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2  # TF's gating modes: scheduling only, the values are the same
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
+                          colocate_gradients_with_ops=False, grad_loss=None):
+        from trainer.tf1_gradients import check_aggregation_method
+
+        check_aggregation_method(aggregation_method, f"{type(self).__name__}.compute_gradients")
+        if gate_gradients not in (self.GATE_NONE, self.GATE_OP, self.GATE_GRAPH):
+            raise ValueError(f"gate_gradients must be one of Optimizer.GATE_NONE, GATE_OP, GATE_GRAPH; "
+                             f"got {gate_gradients!r}")
         var_list = _flatten(var_list) if var_list is not None else trainable_variables(convert_to_tensor(loss).graph)
         if not var_list:
             raise ValueError("no trainable variables to optimize")
-        grads = gradients(loss, var_list)
+        grads = gradients(loss, var_list, grad_loss)
         return list(zip(grads, var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
@@ -143,8 +152,12 @@ class Optimizer:
                     return group(global_step.assign_add(np.asarray(1, global_step.dtype)), name="train_op")
             return group(*finish, name="train_op")
 
-    def minimize(self, loss, global_step=None, var_list=None, name=None):
-        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step=global_step, name=name)
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP, aggregation_method=None,
+                 colocate_gradients_with_ops=False, name=None, grad_loss=None):
+        grads = self.compute_gradients(loss, var_list, gate_gradients=gate_gradients,
+                                       aggregation_method=aggregation_method,
+                                       colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
+        return self.apply_gradients(grads, global_step=global_step, name=name)
 
     # -- subclass hooks ----------------------------------------------------------------------
     def _prepare(self, graph, dtype):
@@ -434,7 +447,12 @@ LAZY_ATTRIBUTES = {
         "maybe_batch", "maybe_shuffle_batch", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
         "slice_input_producer", "string_input_producer")},
     **{name: ("trainer.optimizers", name) for name in (
-        "AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer")},
+        "AdadeltaOptimizer", "AdagradDAOptimizer", "FtrlOptimizer", "ProximalAdagradOptimizer",
+        "ProximalGradientDescentOptimizer")},
+    **{name: ("trainer.session_manager", name) for name in ("SessionManager", "WorkerSessionCreator")},
+    **{name: ("trainer.training_loops", name) for name in ("LooperThread", "basic_train_loop")},
+    **{name: ("trainer.step_schedules", name) for name in ("assert_global_step", "noisy_linear_cosine_decay")},
+    "summary_iterator": ("trainer.summary_events", "summary_iterator"),
     **{name: ("trainer.checkpoint_utils", name) for name in (
         "checkpoint_exists", "checkpoints_iterator", "get_checkpoint_mtimes", "get_checkpoint_state",
         "init_from_checkpoint", "list_variables", "load_variable", "remove_checkpoint", "update_checkpoint_state")},

@@ -63,6 +63,75 @@ def non_max_suppression(boxes, scores, max_output_boxes_per_class, iou_threshold
     return xp.asarray(selected, dtype=xp.int64).reshape(-1, 3)
 
 
+def _greedy(order, limit: int, suppressed_by) -> list[int]:
+    """Keep the best remaining candidate, drop those ``suppressed_by(candidates, kept)`` flags, repeat."""
+    kept: list[int] = []
+    while order.size and len(kept) < limit:
+        best = int(order[0])
+        kept.append(best)
+        rest = order[1:]
+        order = rest[~suppressed_by(rest, best)]
+    return kept
+
+
+def _scalar(value, default):
+    return default if value is None or value.size == 0 else value.reshape(-1)[0]
+
+
+@kernel("NonMaxSuppressionWithOverlaps", "flowstack")
+def non_max_suppression_with_overlaps(overlaps, scores, max_output_size, overlap_threshold, score_threshold, *, xp):
+    if overlaps.ndim != 2 or overlaps.shape[0] != overlaps.shape[1] or scores.shape != overlaps.shape[:1]:
+        raise ValueError(f"NonMaxSuppressionWithOverlaps: overlaps must be [n, n] and scores [n], got "
+                         f"{overlaps.shape} and {scores.shape}")
+    limit = int(_scalar(max_output_size, 0))
+    if limit < 0:
+        raise ValueError(f"NonMaxSuppressionWithOverlaps: max_output_size must be >= 0, got {limit}")
+    threshold = float(_scalar(overlap_threshold, 0.5))
+    order = xp.argsort(-scores, kind="stable")
+    order = order[scores[order] > float(_scalar(score_threshold, -math.inf))]
+    # TF compares a candidate with each kept box as overlaps[candidate, kept]
+    kept = _greedy(order, limit, lambda rest, best: overlaps[rest, best] > threshold)
+    return xp.asarray(kept, dtype=xp.int32)
+
+
+@kernel("CombinedNonMaxSuppression", "flowstack")
+def combined_non_max_suppression(boxes, scores, max_output_size_per_class, max_total_size, iou_threshold,
+                                 score_threshold, *, xp, pad_per_class, clip_boxes):
+    batch, num_boxes, q, _ = boxes.shape
+    classes = scores.shape[2]
+    if scores.shape[:2] != (batch, num_boxes) or q not in (1, classes):
+        raise ValueError(f"CombinedNonMaxSuppression: boxes {boxes.shape} and scores {scores.shape} disagree: "
+                         "boxes must be [batch, num_boxes, 1 or num_classes, 4], scores [batch, num_boxes, num_classes]")
+    per_class, total = int(_scalar(max_output_size_per_class, 0)), int(_scalar(max_total_size, 0))
+    if per_class <= 0 or total <= 0:
+        raise ValueError(f"CombinedNonMaxSuppression: max_output_size_per_class ({per_class}) and max_total_size "
+                         f"({total}) must be positive")
+    iou, floor = float(_scalar(iou_threshold, 0.5)), float(_scalar(score_threshold, -math.inf))
+    size = min(total, per_class * classes) if pad_per_class else total
+    out_boxes = xp.zeros((batch, size, 4), xp.float32)
+    out_scores = xp.zeros((batch, size), xp.float32)
+    out_classes = xp.zeros((batch, size), xp.float32)
+    valid = xp.zeros((batch,), xp.int32)
+    for b in range(batch):
+        found = []  # (score, box index, class)
+        for c in range(classes):
+            class_boxes = boxes[b, :, c if q > 1 else 0].astype(xp.float32)
+            s = scores[b, :, c]
+            suppresses = _suppresses(class_boxes, xp, 0, iou)
+            order = xp.argsort(-s, kind="stable")
+            order = order[s[order] > floor]
+            for i in _greedy(order, per_class, lambda rest, best: suppresses[best, rest]):
+                found.append((float(s[i]), i, c))
+        found.sort(key=lambda item: -item[0])
+        found = found[:size]
+        valid[b] = len(found)
+        for k, (score, i, c) in enumerate(found):
+            box = boxes[b, i, c if q > 1 else 0]
+            out_boxes[b, k] = xp.clip(box, 0.0, 1.0) if clip_boxes else box
+            out_scores[b, k], out_classes[b, k] = score, c
+    return out_boxes, out_scores, out_classes, valid
+
+
 # ------------------------------------------------------------------------------------- RoiAlign
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from schemas.ops.nn import conv_output_types
 from schemas.ops.rules import INT64
 from schemas.registry import Attr, TensorType, op
@@ -56,3 +58,35 @@ def _roi_align(ctx):
 )
 def _deform_conv(ctx):
     return conv_output_types(ctx)
+
+
+D = "flowstack"
+
+
+@op("CombinedNonMaxSuppression", domain=D,
+    inputs=["boxes", "scores", "max_output_size_per_class", "max_total_size", "iou_threshold", "score_threshold"],
+    outputs=["nmsed_boxes", "nmsed_scores", "nmsed_classes", "valid_detections"],
+    attrs={"pad_per_class": Attr("int", 0), "clip_boxes": Attr("int", 1)},
+    doc="TF's batched per-class NMS: boxes [batch, n, q, 4], scores [batch, n, classes]; the best "
+        "max_total_size detections of each image across classes, zero-padded, and how many are valid.")
+def _combined_non_max_suppression(ctx):
+    boxes, scores = ctx.input(0), ctx.input(1)
+    if boxes.shape is not None and (len(boxes.shape) != 4 or boxes.shape[3] not in (4, None)):
+        raise ctx.fail(f"boxes must be [batch, num_boxes, q, 4], got shape {boxes.shape}")
+    if scores.shape is not None and len(scores.shape) != 3:
+        raise ctx.fail(f"scores must be [batch, num_boxes, num_classes], got shape {scores.shape}")
+    batch = None if boxes.shape is None else boxes.shape[0]
+    total, per_class = ctx.value(3), ctx.value(2)
+    classes = None if scores.shape is None else scores.shape[2]
+    size = None if total is None else int(total)
+    if size is not None and ctx.attrs["pad_per_class"]:
+        size = None if per_class is None or classes is None else min(size, int(per_class) * classes)
+    return [TensorType(np.dtype(np.float32), (batch, size, 4)), TensorType(np.dtype(np.float32), (batch, size)),
+            TensorType(np.dtype(np.float32), (batch, size)), TensorType(np.dtype(np.int32), (batch,))]
+
+
+op("NonMaxSuppressionWithOverlaps", domain=D,
+   inputs=["overlaps", "scores", "max_output_size", "overlap_threshold", "score_threshold"],
+   outputs=["selected_indices"],
+   doc="Greedy NMS over a given [n, n] overlap matrix (TF's): int32 indices, best score first.")(
+    lambda ctx: [TensorType(np.dtype(np.int32), (None,))])

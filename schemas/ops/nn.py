@@ -623,3 +623,45 @@ def _ctc_beam_search_decoder(ctx):
     paths = ctx.attrs["top_paths"]
     return [TensorType(INT64, (None, 3)), TensorType(INT64, (None,)), TensorType(INT64, (paths, 2)),
             TensorType(x.dtype, (batch, paths))]
+
+
+# -- TF's fractional pooling (Graham 2014): random pooling regions, the sequences returned ---------
+_FRACTIONAL_ATTRS = {"pooling_ratio": Attr("floats", REQUIRED), "pseudo_random": Attr("int", 0),
+                     "overlapping": Attr("int", 0), "deterministic": Attr("int", 0), "seed": Attr("int", 0),
+                     "seed2": Attr("int", 0), "stream": Attr("string", "")}
+
+
+def _fractional_pool(ctx):
+    x = ctx.input(0)
+    ratio = list(ctx.attrs["pooling_ratio"])
+    if len(ratio) != 4 or ratio[0] != 1.0 or ratio[3] != 1.0 or min(ratio) < 1.0:
+        raise ctx.fail(f"pooling_ratio must be [1.0, row_ratio, col_ratio, 1.0] with ratios >= 1, got {ratio}")
+    if x.shape is not None and len(x.shape) != 4:
+        raise ctx.fail(f"value must be 4-D [batch, height, width, channels], got shape {x.shape}")
+    dims = x.shape or (None,) * 4
+    out = tuple(None if d is None else int(math.floor(d / r)) for d, r in zip(dims, ratio))
+    if any(d is not None and d <= 0 for d in out):
+        raise ctx.fail(f"pooling_ratio {ratio} leaves no output for an input of shape {x.shape}")
+    int64 = np.dtype(np.int64)
+    return [TensorType(x.dtype, out), TensorType(int64, (None if out[1] is None else out[1] + 1,)),
+            TensorType(int64, (None if out[2] is None else out[2] + 1,))]
+
+
+op("FractionalMaxPool", domain=D, inputs=["value"], outputs=["output", "row_pooling_sequence",
+                                                             "col_pooling_sequence"],
+   attrs=_FRACTIONAL_ATTRS, stateful=True, differentiable=True,
+   doc="Max over random regions of floor(in / ratio) rows and columns (TF's): the output and the "
+       "cumulative row and column boundaries drawn this run (the same ones every run when deterministic).")(
+    _fractional_pool)
+op("FractionalAvgPool", domain=D, inputs=["value"], outputs=["output", "row_pooling_sequence",
+                                                             "col_pooling_sequence"],
+   attrs=_FRACTIONAL_ATTRS, stateful=True, differentiable=True,
+   doc="FractionalMaxPool's regions, averaged.")(_fractional_pool)
+op("FractionalMaxPoolGrad", domain=D, inputs=["orig_input", "out_backprop", "row_pooling_sequence",
+                                              "col_pooling_sequence"], outputs=["dX"],
+   attrs={"overlapping": Attr("int", 0)},
+   doc="Each region's gradient to the first position holding its max.")(same_as_input(0))
+op("FractionalAvgPoolGrad", domain=D, inputs=["orig_input", "out_backprop", "row_pooling_sequence",
+                                              "col_pooling_sequence"], outputs=["dX"],
+   attrs={"overlapping": Attr("int", 0)},
+   doc="Each region's gradient spread evenly over it.")(same_as_input(0))

@@ -43,6 +43,12 @@ def _variable(ctx):
     return [TensorType(np.dtype(ctx.attrs["dtype"]), _shape_attr(ctx.attrs["shape"]))]
 
 
+op("IsVariableInitialized", domain=D, inputs=[], outputs=["is_initialized"], stateful=True,
+   attrs={"shared_name": Attr("string", REQUIRED)},
+   doc="Whether variable shared_name has a value in this session (built beside the variable).")(
+    lambda ctx: [TensorType(np.dtype(bool), ())])
+
+
 @op("Assign", domain=D, inputs=["ref", "value"], outputs=["output_ref"], stateful=True,
     attrs={"validate_shape": Attr("int", 1)}, doc="ref <- value (in place when shapes agree).")
 def _assign(ctx):

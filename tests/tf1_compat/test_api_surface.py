@@ -115,9 +115,9 @@ def test_unsupported_symbol_names_itself_and_the_nearest_alternative():
         tf.nn.quantized_conv2d  # noqa: B018
     with pytest.raises(AttributeError, match="nearest supported: tf.random_normal"):
         tf.random_norml  # noqa: B018
-    with pytest.raises(AttributeError, match="tf.contrib.rnn.NASCell is a TensorFlow 1.x symbol"):
-        tf.contrib.rnn.NASCell  # noqa: B018
-    assert hasattr(tf.train, "SyncReplicasOptimizer") and not hasattr(tf.train, "SessionManager")
+    with pytest.raises(AttributeError, match="tf.contrib.rnn.GridLSTMCell is a TensorFlow 1.x symbol"):
+        tf.contrib.rnn.GridLSTMCell  # noqa: B018
+    assert hasattr(tf.train, "SyncReplicasOptimizer") and not hasattr(tf.train, "sdca_optimizer")
 
 
 def test_compatibility_doc_is_generated_from_the_code():

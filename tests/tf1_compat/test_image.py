@@ -25,8 +25,10 @@ def test_resizing_samples_as_tensorflow_1_does():
     np.testing.assert_allclose(corners, [[0, .5, 1], [1, 1.5, 2], [2, 2.5, 3]])
     one_image = run(tf.image.resize_images(tf.constant(np.arange(12, dtype=np.uint8).reshape(2, 2, 3)), [4, 6]))
     assert one_image.shape == (4, 6, 3) and one_image.dtype == np.float32
-    with pytest.raises(NotImplementedError, match="no AREA"):
-        tf.image.resize_images(x, [4, 4], method=tf.image.ResizeMethod.AREA)
+    area = run(tf.image.resize_images(x, [1, 1], method=tf.image.ResizeMethod.AREA))[0, :, :, 0]
+    np.testing.assert_allclose(area, [[1.5]])  # the mean of the four pixels
+    with pytest.raises(ValueError, match="expected one of tf.image.ResizeMethod"):
+        tf.image.resize_images(x, [4, 4], method=7)
 
 
 def test_a_resize_is_differentiable():

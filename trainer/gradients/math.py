@@ -361,12 +361,53 @@ zero_grad("ZerosLike", "OnesLike", domain="flowstack")
 
 
 def _xent(node, grads):
-    g = grads[0]
-    if g is None:
+    """d/d logits: g * backprop; where a gradient reaches ``backprop`` too (a second derivative),
+    TensorFlow's extra term (gg - sum(gg * softmax)) * softmax is added."""
+    g, gg = grads
+    if g is None and gg is None:
         return [None, None]
-    backprop = node.outputs[1]
-    return [onnx("Unsqueeze", [g, ints_const([-1])]) * backprop, None]
+    out = None if g is None else onnx("Unsqueeze", [g, ints_const([-1])]) * node.outputs[1]
+    if gg is not None:
+        softmax = onnx("Softmax", [node.inputs[0]], {"axis": -1})
+        inner = onnx("ReduceSum", [gg * softmax, ints_const([-1])], {"keepdims": 1})
+        term = (gg - inner) * softmax
+        out = term if out is None else out + term
+    return [out, None]
 
 
 reg("SoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
 reg("SparseSoftmaxCrossEntropyWithLogits", "flowstack")(_xent)
+
+
+# Second derivatives (tf.hessians, gradient penalties): the rules of the helper ops first-order
+# rules build, each linear in dY.
+@reg("ReluGrad", "flowstack")
+def _relu_grad(node, grads):
+    return [fs("ReluGrad", [grads[0], node.inputs[1]]), None]
+
+
+@reg("SigmoidGrad", "flowstack")
+def _sigmoid_grad(node, grads):
+    dy, y = node.inputs
+    return [fs("SigmoidGrad", [grads[0], y]), grads[0] * dy * (1.0 - 2.0 * y)]
+
+
+@reg("TanhGrad", "flowstack")
+def _tanh_grad(node, grads):
+    dy, y = node.inputs
+    return [fs("TanhGrad", [grads[0], y]), grads[0] * dy * y * -2.0]
+
+
+@reg("BroadcastReduceGrad", "flowstack")
+def _broadcast_reduce_grad(node, grads):
+    """The forward op spreads dY over the reduced axes: its transpose reduces them back."""
+    dy, x = node.inputs
+    axes = node.attrs.get("axes")
+    if not axes:
+        rank = None if x.shape is None else len(x.shape)
+        if rank is None:
+            return [None, None]  # unknown rank: TensorFlow's reshape-based rule needs it too
+        axes = list(range(rank))
+    op = "ReduceMean" if node.attrs.get("scale") == "mean" else "ReduceSum"
+    reduced = onnx(op, [grads[0], ints_const(axes)], {"keepdims": 1})
+    return [onnx("Reshape", [reduced, onnx("Shape", [dy])]), None]

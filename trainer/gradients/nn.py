@@ -487,3 +487,17 @@ def _ctc_loss(node, grads):
     # The kernel computes d loss / d logits with the loss, as TF's CTCLoss does; scale it per example.
     scale = onnx("Unsqueeze", [grads[0], ints_const([0, 2])])
     return [onnx("Mul", [node.outputs[1], scale]), None, None, None]
+
+
+def _fractional(grad_op: str):
+    def rule(node, grads):
+        if grads[0] is None:
+            return [None]
+        _, rows, cols = node.outputs
+        return [fs(grad_op, [node.inputs[0], grads[0], rows, cols], {"overlapping": node.attrs["overlapping"]})]
+
+    return rule
+
+
+reg("FractionalMaxPool", "flowstack")(_fractional("FractionalMaxPoolGrad"))
+reg("FractionalAvgPool", "flowstack")(_fractional("FractionalAvgPoolGrad"))

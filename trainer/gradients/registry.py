@@ -181,12 +181,15 @@ def _between(ys: Sequence[Tensor], xs: Sequence[Tensor], stop: set) -> set:
     return back & fwd
 
 
-def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
+def gradients(ys, xs, grad_ys=None, stop_gradients=(), *, name: str = "gradients") -> list:
     """d(sum of ys)/d(x) for each x, summing partial gradients over all paths.
 
     Returns a Tensor per x (an ``IndexedSlices`` where the gradient is sparse, e.g. through
-    Gather), or None where y does not depend on x.
+    Gather), or None where y does not depend on x. The backward ops are built under the name
+    scope ``name``; a node's rule is the one ``trainer.gradient_overrides.gradient_rule`` picks
+    (a ``gradient_override_map`` entry, a ``RegisterGradient`` function, else the table's).
     """
+    from trainer.gradient_overrides import gradient_rule
     from trainer.gradients.dataflow import while_loop_gradient
     from trainer.ops import convert_to_tensor, ones_like
 
@@ -205,7 +208,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
     stop |= {n for n in graph if getattr(n, "stop_gradient", False)}
     x_set = set(xs_t)
     grads: dict[Tensor, list] = {}
-    with graph.as_default(), graph.name_scope("gradients"):
+    with graph.as_default(), graph.name_scope(name or "gradients"):
         for y, gy in zip(ys, grad_ys):
             grads.setdefault(y, []).append(ones_like(y) if gy is None else convert_to_tensor(gy, graph=graph))
         todo = _between(ys, xs_t, stop)
@@ -227,7 +230,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
                 continue
             if not any(t is not None and t.node in todo for t in node.inputs):
                 continue  # an x itself (or a source): nothing further back needs a gradient
-            rule = get_gradient(node.op_type, node.domain)
+            rule = gradient_rule(node)
             dense = [_dense(g) for g in out_grads]
             with graph.name_scope(node.name.replace("/", "_") + "_grad"):
                 in_grads = rule(node, dense)
@@ -238,4 +241,4 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=()) -> list:
             for t, g in zip(node.inputs, in_grads):
                 if t is not None and g is not None and t.node in todo:
                     grads.setdefault(t, []).append(g)
-    return [_aggregate(grads.get(x, []), True) for x in xs_t]
+        return [_aggregate(grads.get(x, []), True) for x in xs_t]

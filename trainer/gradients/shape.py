@@ -239,3 +239,17 @@ def _center_crop_pad(node, grads):
     else:
         size = onnx("Gather", [onnx("Shape", [x]), ints_const(axes)], {"axis": 0})
     return [onnx("CenterCropPad", [grads[0], size], {"axes": axes}), None]
+
+
+@reg("SliceGrad", "flowstack")
+def _slice_grad(node, grads):
+    """SliceGrad writes dY into zeros: its transpose slices the same window back out (second derivatives)."""
+    attrs = node.attrs
+    inputs = [grads[0], ints_const(attrs["starts"]), ints_const(attrs["ends"])]
+    if attrs.get("axes"):
+        inputs.append(ints_const(attrs["axes"]))
+    if attrs.get("steps"):
+        if len(inputs) == 3:
+            inputs.append(ints_const(list(range(len(attrs["starts"])))))
+        inputs.append(ints_const(attrs["steps"]))
+    return [onnx("Slice", inputs), None]

@@ -19,6 +19,8 @@ from edge_runtime.kernels import sliding_windows
 from edge_runtime.kernels import kernel
 from edge_runtime.kernels.nn import pool_window, window_counts
 from trainer.kernels.math import sum_to_shape
+from trainer.kernels.random import op_generator
+from trainer.kernels.registry import stateful_kernel
 
 D = "flowstack"
 
@@ -349,3 +351,87 @@ def ctc_beam_search_decoder(inputs, sequence_length, *, xp, beam_width, top_path
     shapes = [[batch, n] for n in longest]
     return (xp.asarray(np.asarray(indices, np.int64).reshape(-1, 3)), xp.asarray(np.asarray(values, np.int64)),
             xp.asarray(np.asarray(shapes, np.int64)), xp.asarray(log_probability.astype(inputs.dtype)))
+
+
+# -- fractional pooling ---------------------------------------------------------------------------
+def _pooling_sequence(n_in: int, n_out: int, gen, pseudo_random: bool) -> np.ndarray:
+    """TF's GeneratePoolingSequence: cumulative region boundaries [n_out + 1], each region k or k + 1
+    wide (k = n_in // n_out); pseudo-random ones are ceil(alpha (i + u)) for one u, random ones a
+    shuffled mix of k and k + 1."""
+    k = n_in // n_out
+    if n_in % n_out == 0:
+        widths = np.full(n_out, k, np.int64)
+    elif pseudo_random:
+        alpha = n_in / n_out
+        max_u = min((k + 2) / alpha - 1, (n_in + 1 - k) / alpha - (n_out - 1))
+        u = gen.random() * max_u
+        cum = np.array([1] + [math.ceil(alpha * (i + u)) for i in range(1, n_out)] + [n_in + 1], np.int64)
+        widths = np.diff(cum)
+    else:
+        widths = np.full(n_out, k, np.int64)
+        widths[: n_in % n_out] += 1
+        gen.shuffle(widths)
+    return np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+
+
+def _regions(seq: np.ndarray, size: int, overlapping: int):
+    """(start, end) inclusive of each region; overlapping regions share their boundary row."""
+    for start, nxt in zip(seq[:-1], seq[1:]):
+        yield int(start), int(min(nxt if overlapping else nxt - 1, size - 1))
+
+
+def _fractional_pool(rctx, value, pooling_ratio, pseudo_random, overlapping, deterministic, seed, seed2, stream,
+                     reduce):
+    _, height, width, _ = value.shape
+    out_h, out_w = int(height // pooling_ratio[1]), int(width // pooling_ratio[2])
+    if out_h <= 0 or out_w <= 0:
+        raise ValueError(f"fractional pooling: pooling_ratio {list(pooling_ratio)} leaves no output for an input "
+                         f"of shape {value.shape}")
+    gen = np.random.default_rng([seed, seed2]) if deterministic else op_generator(rctx, seed, seed2, stream)
+    rows = _pooling_sequence(height, out_h, gen, bool(pseudo_random))
+    cols = _pooling_sequence(width, out_w, gen, bool(pseudo_random))
+    out = np.empty((value.shape[0], out_h, out_w, value.shape[3]), value.dtype)
+    for r, (r0, r1) in enumerate(_regions(rows, height, overlapping)):
+        for c, (c0, c1) in enumerate(_regions(cols, width, overlapping)):
+            out[:, r, c] = reduce(value[:, r0:r1 + 1, c0:c1 + 1], axis=(1, 2))
+    return out, rows, cols
+
+
+@stateful_kernel("FractionalMaxPool")
+def fractional_max_pool(rctx, value, *, xp, pooling_ratio, pseudo_random, overlapping, deterministic, seed, seed2,
+                        stream):
+    return _fractional_pool(rctx, np.asarray(value), pooling_ratio, pseudo_random, overlapping, deterministic, seed,
+                            seed2, stream, np.max)
+
+
+@stateful_kernel("FractionalAvgPool")
+def fractional_avg_pool(rctx, value, *, xp, pooling_ratio, pseudo_random, overlapping, deterministic, seed, seed2,
+                        stream):
+    return _fractional_pool(rctx, np.asarray(value), pooling_ratio, pseudo_random, overlapping, deterministic, seed,
+                            seed2, stream, np.mean)
+
+
+@kernel("FractionalMaxPoolGrad", domain=D)
+def fractional_max_pool_grad(orig_input, out_backprop, rows, cols, *, xp, overlapping):
+    _, height, width, depth = orig_input.shape
+    grad = np.zeros(orig_input.shape, out_backprop.dtype)
+    batch_index = np.arange(orig_input.shape[0])[:, None]
+    channel = np.arange(depth)[None, :]
+    for r, (r0, r1) in enumerate(_regions(rows, height, overlapping)):
+        for c, (c0, c1) in enumerate(_regions(cols, width, overlapping)):
+            window = orig_input[:, r0:r1 + 1, c0:c1 + 1].reshape(orig_input.shape[0], -1, depth)
+            first = window.argmax(axis=1)  # the first max in row-major order, as TF's
+            wr, wc = np.divmod(first, c1 - c0 + 1)
+            np.add.at(grad, (batch_index, r0 + wr, c0 + wc, channel), out_backprop[:, r, c])
+    return grad
+
+
+@kernel("FractionalAvgPoolGrad", domain=D)
+def fractional_avg_pool_grad(orig_input, out_backprop, rows, cols, *, xp, overlapping):
+    _, height, width, _ = orig_input.shape
+    grad = np.zeros(orig_input.shape, out_backprop.dtype)
+    for r, (r0, r1) in enumerate(_regions(rows, height, overlapping)):
+        for c, (c0, c1) in enumerate(_regions(cols, width, overlapping)):
+            count = (r1 - r0 + 1) * (c1 - c0 + 1)
+            grad[:, r0:r1 + 1, c0:c1 + 1] += (out_backprop[:, r, c] / count)[:, None, None, :]
+    return grad

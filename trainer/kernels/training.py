@@ -43,6 +43,11 @@ def variable(rctx, *, xp, dtype, shape, shared_name):
         ) from None
 
 
+@stateful_kernel("IsVariableInitialized")
+def is_variable_initialized(rctx, *, xp, shared_name):
+    return np.asarray(shared_name in rctx.state.variables)
+
+
 @stateful_kernel("Assign")
 def assign(rctx, ref, value, *, xp, validate_shape, _var):
     variables = rctx.state.variables
