@@ -28,6 +28,7 @@ FAMILIES = (
     "reduce",
     "shape",
     "signal",
+    "special",
     "sparse",
     "squeeze_excite",
     "summary",
