@@ -28,6 +28,8 @@ from trainer.segment_ops import *  # noqa: F403 - tf.segment_max & co.
 from trainer.segment_ops import __all__ as _SEGMENT_OPS
 from trainer.special_math import *  # noqa: F403 - tf.lgamma, tf.atan2 & co.
 from trainer.special_math import __all__ as _SPECIAL_MATH
+from trainer.linalg_ops import *  # noqa: F403 - tf.cholesky, tf.svd & co.
+from trainer.linalg_ops import __all__ as _LINALG_OPS
 from trainer.space_batch import batch_to_space, batch_to_space_nd, space_to_batch, space_to_batch_nd
 from trainer.nn import depth_to_space, space_to_depth
 from trainer.tf_image import extract_image_patches
@@ -167,7 +169,7 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | set(_SPECIAL_MATH) | {
+__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",
     "count_up_to", "decode_csv", "matching_files", "read_file", "write_file",
     "AUTO_REUSE", "ConfigProto", "Dimension", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunMetadata",

@@ -18,6 +18,7 @@ FAMILIES = (
     "fused",
     "image",
     "layout",
+    "linalg",
     "math",
     "ml",
     "nn",

@@ -195,6 +195,15 @@ CASES = {
     "flowstack::BesselI1e": ([f(3, 4, lo=-3.0, hi=3.0)], {}, [0]),
     "flowstack::Atan2": ([f(3, 4), pos(4)], {}, [0, 1]),
     "flowstack::CumulativeLogsumexp": ([f(3, 4, lo=-3.0, hi=3.0), ints(1)], {"reverse": 1}, [0]),
+    # linalg (schemas/ops/linalg.py): ops reading one triangle get their gradient on it
+    "flowstack::Cholesky": ([(lambda m: m @ m.T + 3 * np.eye(3))(f(3, 3))], {}, [0]),
+    "flowstack::MatrixTriangularSolve": ([f(2, 3, 3) + 3 * np.eye(3), f(2, 3, 2)], {"lower": 0, "adjoint": 1}, [0, 1]),
+    "flowstack::LogMatrixDeterminant": ([f(2, 3, 3) + 2 * np.eye(3)], {}, [0], None, 2e-4, 2e-6, True),
+    "flowstack::Svd": ([f(2, 4, 3)], {}, [0], None, 2e-4, 2e-6, True),
+    "flowstack::SelfAdjointEigV2": ([(lambda m: m + m.T)(f(3, 3))], {}, [0], None, 2e-4, 2e-6, True),
+    "flowstack::MatrixSetDiag": ([f(2, 3, 4), f(2, 3)], {}, [0, 1]),
+    "flowstack::MatrixDiagPart": ([f(2, 4, 3)], {}, [0]),
+    "flowstack::MatrixExponential": ([f(2, 3, 3)], {}, [0]),
 }
 
 NO_ROI, NO_SCALES = np.zeros(0), np.zeros(0)
