@@ -122,14 +122,16 @@ def _igamma_series(a, x):
     """P(a, x) and dP/da by the power series (for x <= 1 or x <= a)."""
     r, c, total = a.copy(), np.ones_like(a), np.ones_like(a)
     dc, dtotal = np.zeros_like(a), np.zeros_like(a)
+    done = np.zeros(a.shape, bool)
     for _ in range(2000):
         r = r + 1.0
         term = x / r
-        dc = term * dc - (x / (r * r)) * c
-        c = c * term
+        dc = np.where(done, 0.0, term * dc - (x / (r * r)) * c)
+        c = np.where(done, 0.0, c * term)
         total = total + c
         dtotal = dtotal + dc
-        if np.all((c <= EPS / 2 * total) & (np.abs(dc) <= EPS / 2 * np.abs(dtotal))):
+        done |= (c <= EPS / 2 * total) & (np.abs(dc) <= EPS / 2 * np.abs(dtotal))
+        if np.all(done):
             break
     logax = _log_x_pow_a_exp_minus_x(a, x, lgamma(a + 1.0))
     ax = np.exp(logax)
@@ -144,6 +146,7 @@ def _igammac_fraction(a, x):
     ans = pkm1 / qkm1
     dpkm2, dqkm2, dpkm1, dqkm1 = np.zeros_like(a), np.zeros_like(a), np.zeros_like(a), -x
     dans = (dpkm1 - ans * dqkm1) / qkm1
+    done = np.zeros(a.shape, bool)
     big, biginv = 1.0 / EPS, EPS
     for _ in range(2000):
         c, y, z = c + 1.0, y + 1.0, z + 2.0
@@ -152,11 +155,12 @@ def _igammac_fraction(a, x):
         qk = qkm1 * z - qkm2 * yc
         dpk = dpkm1 * z - pkm1 - dpkm2 * yc + pkm2 * c
         dqk = dqkm1 * z - qkm1 - dqkm2 * yc + qkm2 * c
-        ok = qk != 0
+        ok = (qk != 0) & ~done  # a converged element keeps its value (the criterion can flicker at rounding)
         safe_q = np.where(ok, qk, 1.0)
         new_ans = np.where(ok, pk / safe_q, ans)
         new_dans = np.where(ok, (dpk - new_ans * dqk) / safe_q, dans)
-        done = (np.abs(new_ans - ans) <= EPS / 2 * np.abs(new_ans)) & (np.abs(new_dans - dans) <= EPS / 2 * np.abs(new_dans))
+        done |= (np.abs(new_ans - ans) <= EPS * np.abs(new_ans)) & \
+            (np.abs(new_dans - dans) <= EPS * np.maximum(1.0, np.abs(new_dans)))
         ans, dans = new_ans, new_dans
         pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
         dpkm2, dpkm1, dqkm2, dqkm1 = dpkm1, dpk, dqkm1, dqk

@@ -60,8 +60,8 @@ from trainer.string_ops import as_string, string_join, string_split, string_to_n
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
-from trainer.random_ops import (get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform,
-                                set_random_seed, truncated_normal)
+from trainer.random_ops import (get_seed, multinomial, random_crop, random_gamma, random_normal, random_poisson,
+                                random_shuffle, random_uniform, set_random_seed, truncated_normal)
 from trainer.readers import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader, TFRecordReader,
                              WholeFileReader)
 from trainer.variable_scopes import (
@@ -179,7 +179,7 @@ __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_O
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
     "initializers", "local_variables", "local_variables_initializer", "orthogonal_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
-    "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
+    "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_gamma", "random_poisson", "random_uniform",
     "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",
 })

@@ -109,7 +109,8 @@ def _svd_grad(ctx):
 def _eigh(ctx):
     x = _matrix(ctx, 0, square=True)
     e = None if x.shape is None else tuple(x.shape[:-1])
-    return [TensorType(None if x.dtype is None else np.finfo(x.dtype).dtype, e), TensorType(x.dtype, x.shape if ctx.attrs["compute_v"] else None)]
+    values = TensorType(None if x.dtype is None else np.finfo(x.dtype).dtype, e)
+    return [values, TensorType(x.dtype, x.shape if ctx.attrs["compute_v"] else None)]
 
 
 @op("SelfAdjointEigV2Grad", domain=D, inputs=["e", "v", "grad_e", "grad_v"], outputs=["output"],

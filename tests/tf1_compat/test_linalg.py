@@ -57,8 +57,8 @@ def test_triangular_solve_reads_one_triangle(lower, adjoint):
     got = run(tf.linalg.triangular_solve(m, rhs, lower=lower, adjoint=adjoint))
     tri = np.tril(m) if lower else np.triu(m)
     for i in range(3):
-        np.testing.assert_allclose(got[i], sla.solve_triangular(tri[i], rhs[i], lower=lower, trans="T" if adjoint else "N"),
-                                   rtol=1e-10)
+        want = sla.solve_triangular(tri[i], rhs[i], lower=lower, trans="T" if adjoint else "N")
+        np.testing.assert_allclose(got[i], want, rtol=1e-10)
     assert tf.matrix_triangular_solve is tf.linalg.triangular_solve
 
 
