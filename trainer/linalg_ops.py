@@ -193,3 +193,53 @@ def normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002
 def expm(input, name=None) -> Tensor:  # noqa: A002
     """The matrix exponential of each square matrix (scaling and squaring, [13/13] Pade)."""
     return _op("MatrixExponential", [input], name)
+
+
+def _compact_diagonals(diagonals, diagonals_format: str, what: str) -> Tensor:
+    """[..., 3, M] (superdiagonal, diagonal, subdiagonal) from TensorFlow's three formats."""
+    if diagonals_format == "compact":
+        return convert_to_tensor(diagonals)
+    if diagonals_format == "sequence":
+        if not isinstance(diagonals, (list, tuple)) or len(diagonals) != 3:
+            raise ValueError(f"{what}: Expected diagonals to be a sequence of length 3.")
+        parts = [convert_to_tensor(t) for t in diagonals]
+        return A.stack(parts, axis=-2)
+    if diagonals_format == "matrix":
+        m = convert_to_tensor(diagonals)
+        rows, cols = _static_dims(m, what)
+        if rows != cols:
+            raise ValueError(f"{what}: Expected last two dimensions of diagonals to be same, got {rows} and {cols}")
+        main = _op("MatrixDiagPart", [m])
+        upper = _op("MatrixDiagPart", [m[..., :-1, 1:]])
+        lower = _op("MatrixDiagPart", [m[..., 1:, :-1]])
+        zero = A.zeros_like(main[..., :1])
+        return A.stack([ops.concat([upper, zero], -1), main, ops.concat([zero, lower], -1)], axis=-2)
+    raise ValueError(f"{what}: Unrecognized diagonals_format: {diagonals_format}")
+
+
+def tridiagonal_solve(diagonals, rhs, diagonals_format="compact", transpose_rhs=False, conjugate_rhs=False,
+                      name=None, partial_pivoting=True) -> Tensor:
+    """x with A @ x = rhs for tridiagonal A ('compact' [..., 3, M], 'sequence' or 'matrix' diagonals);
+    rhs [..., M, K] or [..., M]; LAPACK's elimination with partial pivoting (Thomas' without)."""
+    d = _compact_diagonals(diagonals, diagonals_format, "tridiagonal_solve")
+    b = convert_to_tensor(rhs)
+    vector = b.shape is not None and len(b.shape) == len(d.shape) - 1
+    if vector:
+        b = A.expand_dims(b, -1)
+    elif transpose_rhs:
+        b = A.matrix_transpose(b)
+    if conjugate_rhs:
+        b = conj(b)
+    x = _op("TridiagonalSolve", [d, b], None, {"partial_pivoting": int(bool(partial_pivoting))})
+    return A.squeeze(x, axis=-1, name=name) if vector else ops.identity(x, name=name)
+
+
+def tridiagonal_matmul(diagonals, rhs, diagonals_format="compact", name=None) -> Tensor:
+    """A @ rhs for tridiagonal A given by its diagonals, rhs [..., M, N] (composed, so differentiable)."""
+    d = _compact_diagonals(diagonals, diagonals_format, "tridiagonal_matmul")
+    b = convert_to_tensor(rhs)
+    zero_row = A.zeros_like(b[..., :1, :])
+    below = ops.concat([b[..., 1:, :], zero_row], -2)  # row i + 1 of rhs, for the superdiagonal
+    above = ops.concat([zero_row, b[..., :-1, :]], -2)  # row i - 1, for the subdiagonal
+    column = [A.expand_dims(d[..., k, :], -1) for k in range(3)]
+    return ops.add_n([column[0] * below, column[1] * b, column[2] * above], name=name)

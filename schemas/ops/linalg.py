@@ -148,3 +148,23 @@ def _diag_part(ctx):
         return [TensorType(x.dtype, None)]
     *batch, m, n = x.shape
     return [TensorType(x.dtype, (*batch, None if m is None or n is None else min(m, n)))]
+
+
+@op("TridiagonalSolve", domain=D, inputs=["diagonals", "rhs"], outputs=["output"], differentiable=True,
+    attrs={"partial_pivoting": Attr("int", 1)},
+    doc="x with A @ x = rhs for tridiagonal A given compactly as diagonals [..., 3, M] (superdiagonal, "
+        "diagonal, subdiagonal; the last superdiagonal and first subdiagonal entries unused), rhs [..., M, K].")
+def _tridiagonal_solve(ctx):
+    d, rhs = ctx.input(0), _matrix(ctx, 1)
+    if d.shape is not None and (len(d.shape) < 2 or d.shape[-2] not in (None, 3)):
+        raise ctx.fail(f"diagonals must have shape [..., 3, M], got {d.shape}")
+    if d.shape is not None and rhs.shape is not None and None not in (d.shape[-1], rhs.shape[-2]) \
+            and d.shape[-1] != rhs.shape[-2]:
+        raise ctx.fail(f"diagonals {d.shape} and rhs {rhs.shape} disagree on M")
+    return [rhs]
+
+
+op("TridiagonalSolveGrad", domain=D, inputs=["diagonals", "x", "grad"], outputs=["grad_diagonals", "grad_rhs"],
+   attrs={"partial_pivoting": Attr("int", 1)},
+   doc="The gradients of TridiagonalSolve: grad_rhs solves the transposed system, grad_diagonals is the "
+       "three diagonals of -grad_rhs @ x^T.")(lambda ctx: [ctx.input(0), ctx.input(2)])

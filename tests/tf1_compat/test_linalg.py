@@ -138,6 +138,36 @@ def test_expm_matches_scipy_including_large_norms():
     np.testing.assert_allclose(got, [sla.expm(m) for m in x], rtol=1e-10)
 
 
+def _dense_tridiagonal(d):
+    m = d.shape[-1]
+    out = np.zeros(d.shape[:-2] + (m, m))
+    i = np.arange(m)
+    out[..., i, i] = d[..., 1, :]
+    out[..., i[:-1], i[:-1] + 1] = d[..., 0, :-1]
+    out[..., i[1:], i[1:] - 1] = d[..., 2, 1:]
+    return out
+
+
+def test_tridiagonal_solve_and_matmul_in_all_three_formats():
+    d = R.normal(size=(2, 3, 6))
+    d[:, 1, 2] = 1e-9  # a tiny pivot: right only with row swaps (partial pivoting, the default)
+    a, b = _dense_tridiagonal(d), R.normal(size=(2, 6, 3))
+    want = np.linalg.solve(a, b)
+    got = run([tf.linalg.tridiagonal_solve(d, b),
+               tf.linalg.tridiagonal_solve(a, b, diagonals_format="matrix"),
+               tf.linalg.tridiagonal_solve((d[:, 0], d[:, 1], d[:, 2]), b[..., 0], diagonals_format="sequence"),
+               tf.linalg.tridiagonal_solve(d, np.swapaxes(b, -1, -2), transpose_rhs=True),
+               tf.linalg.tridiagonal_matmul(d, b)])
+    for x in (got[0], got[1], got[3]):
+        np.testing.assert_allclose(x, want, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got[2], want[..., 0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got[4], a @ b, rtol=1e-12)
+    dominant = d.copy()
+    dominant[:, 1, :] += 5.0
+    np.testing.assert_allclose(run(tf.linalg.tridiagonal_solve(dominant, b, partial_pivoting=False)),
+                               np.linalg.solve(_dense_tridiagonal(dominant), b), rtol=1e-10)
+
+
 # -- gradients --------------------------------------------------------------------------------------
 def test_gradients_of_composed_solvers():
     check_gradient(lambda a, b: tf.linalg.cholesky_solve(tf.cholesky(tf.matmul(a, a, transpose_b=True) + 3.0 *
@@ -161,6 +191,9 @@ def test_gradients_of_decompositions_wide_and_symmetric():
                    R.normal(size=(3, 3)))
     check_gradient(lambda x: tf.linalg.expm(x), R.normal(size=(3, 3)))
     check_gradient(lambda x: tf.linalg.tensor_diag_part(x), R.normal(size=(2, 3, 2, 3)))
+    diagonals = R.normal(size=(3, 5)) + np.array([0.0, 4.0, 0.0])[:, None]
+    check_gradient(lambda d, b: tf.linalg.tridiagonal_solve(d, b), diagonals, R.normal(size=(5, 2)))
+    check_gradient(lambda d, b: tf.linalg.tridiagonal_matmul(d, b), diagonals, R.normal(size=(5, 2)))
 
 
 # -- errors -----------------------------------------------------------------------------------------
@@ -185,6 +218,12 @@ def test_bad_inputs_name_the_op_and_argument():
         tf.matrix_set_diag(tf.zeros([3, 4]), tf.zeros([4]))
     with pytest.raises(ValueError, match="only the main diagonal"):
         tf.matrix_set_diag(tf.zeros([3, 3]), tf.zeros([3]), k=1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="TridiagonalSolve: The matrix is not invertible"):
+        run(tf.linalg.tridiagonal_solve(np.zeros((3, 4)), np.ones((4, 1))))
+    with pytest.raises(ValueError, match="tridiagonal_solve: Unrecognized diagonals_format: banded"):
+        tf.linalg.tridiagonal_solve(np.zeros((3, 4)), np.ones((4, 1)), diagonals_format="banded")
+    with pytest.raises(ValueError, match="TridiagonalSolve.*diagonals must have shape \\[..., 3, M\\]"):
+        tf.linalg.tridiagonal_solve(np.zeros((2, 4)), np.ones((4, 1)))
     with pytest.raises(tf.errors.InvalidArgumentError, match="Lu: Input is not invertible"):
         run(tf.linalg.lu(np.zeros((2, 2))))
     x = tf.placeholder(tf.float64, [4, 3])

@@ -204,6 +204,7 @@ CASES = {
     "flowstack::MatrixSetDiag": ([f(2, 3, 4), f(2, 3)], {}, [0, 1]),
     "flowstack::MatrixDiagPart": ([f(2, 4, 3)], {}, [0]),
     "flowstack::MatrixExponential": ([f(2, 3, 3)], {}, [0]),
+    "flowstack::TridiagonalSolve": ([f(2, 3, 4) + np.array([0.0, 3.0, 0.0])[:, None], f(2, 4, 2)], {}, [0, 1]),
 }
 
 NO_ROI, NO_SCALES = np.zeros(0), np.zeros(0)

@@ -103,3 +103,11 @@ def _set_diag(node, grads):
 
 reg("MatrixDiagPart", D)(lambda node, grads: [fs("MatrixSetDiag", [fs("ZerosLike", [node.inputs[0]]), grads[0]])])
 reg("MatrixExponential", D)(lambda node, grads: [fs("MatrixExponentialGrad", [node.inputs[0], grads[0]])])
+
+
+@reg("TridiagonalSolve", D)
+def _tridiagonal_solve(node, grads):
+    diagonals, rhs = node.inputs
+    grad_diagonals, grad_rhs = fs("TridiagonalSolveGrad", [diagonals, node.outputs[0], grads[0]],
+                                  {"partial_pivoting": node.attrs["partial_pivoting"]}, n=2)
+    return [unbroadcast(grad_diagonals, diagonals, grad_diagonals), unbroadcast(grad_rhs, rhs, grad_rhs)]

@@ -206,3 +206,72 @@ def matrix_exponential_grad(x, g, *, xp):
     block[..., n:, n:] = ah
     block[..., :n, n:] = g
     return xp.asarray(_expm(block)[..., :n, n:].astype(x.dtype))
+
+
+def _gtsv(diagonals: np.ndarray, rhs: np.ndarray, pivoting: bool) -> np.ndarray:
+    """Tridiagonal solves batched over leading axes: LAPACK gtsv's elimination, swapping rows where
+    the subdiagonal entry is the larger pivot (never without ``pivoting``, which is Thomas' algorithm)."""
+    du = np.array(diagonals[..., 0, :-1], np.result_type(diagonals, rhs))
+    d = np.array(diagonals[..., 1, :], du.dtype)
+    dl = np.array(diagonals[..., 2, 1:], du.dtype)
+    b = np.array(np.broadcast_to(rhs, d.shape[:-1] + rhs.shape[-2:]), du.dtype)
+    n = d.shape[-1]
+    fill = np.zeros_like(dl)  # the second superdiagonal that row swaps create
+    for i in range(n - 1):
+        swap = (np.abs(d[..., i]) < np.abs(dl[..., i])) if pivoting else np.zeros(d.shape[:-1], bool)
+        keep = ~swap
+        if np.any(keep & (d[..., i] == 0)):
+            raise InvalidArgumentError("TridiagonalSolve: The matrix is not invertible (a zero pivot)")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fact = np.where(swap, d[..., i] / dl[..., i], dl[..., i] / d[..., i])
+        bi, bn = b[..., i, :].copy(), b[..., i + 1, :].copy()
+        di1, dui = d[..., i + 1].copy(), du[..., i].copy()
+        next_du = du[..., i + 1].copy() if i < n - 2 else np.zeros_like(dui)
+        # no swap: eliminate row i + 1 with row i
+        d_keep = di1 - fact * dui
+        b_keep = bn - fact[..., None] * bi
+        # swap: row i + 1 becomes the pivot row
+        d[..., i] = np.where(swap, dl[..., i], d[..., i])
+        d[..., i + 1] = np.where(swap, dui - fact * di1, d_keep)
+        if i < n - 2:
+            fill[..., i] = np.where(swap, next_du, 0.0)
+            du[..., i + 1] = np.where(swap, -fact * next_du, next_du)
+        du[..., i] = np.where(swap, di1, dui)
+        b[..., i, :] = np.where(swap[..., None], bn, bi)
+        b[..., i + 1, :] = np.where(swap[..., None], bi - fact[..., None] * bn, b_keep)
+    if np.any(d[..., n - 1] == 0):
+        raise InvalidArgumentError("TridiagonalSolve: The matrix is not invertible (a zero pivot)")
+    b[..., n - 1, :] /= d[..., n - 1, None]
+    if n > 1:
+        b[..., n - 2, :] = (b[..., n - 2, :] - du[..., n - 2, None] * b[..., n - 1, :]) / d[..., n - 2, None]
+    for i in range(n - 3, -1, -1):
+        b[..., i, :] = (b[..., i, :] - du[..., i, None] * b[..., i + 1, :] - fill[..., i, None] * b[..., i + 2, :]) \
+            / d[..., i, None]
+    return b
+
+
+@kernel("TridiagonalSolve", domain=D)
+def tridiagonal_solve(diagonals, rhs, *, xp, partial_pivoting):
+    if rhs.shape[-2] == 0:
+        return xp.asarray(np.array(rhs))
+    return xp.asarray(_gtsv(np.asarray(diagonals), np.asarray(rhs), bool(partial_pivoting)).astype(rhs.dtype))
+
+
+def _transposed_diagonals(diagonals: np.ndarray) -> np.ndarray:
+    """The compact diagonals of A^T: the superdiagonal becomes the subdiagonal shifted by one, and back."""
+    out = np.zeros_like(diagonals)
+    out[..., 0, :-1] = diagonals[..., 2, 1:]
+    out[..., 1, :] = diagonals[..., 1, :]
+    out[..., 2, 1:] = diagonals[..., 0, :-1]
+    return out
+
+
+@kernel("TridiagonalSolveGrad", domain=D)
+def tridiagonal_solve_grad(diagonals, x, grad, *, xp, partial_pivoting):
+    grad_rhs = _gtsv(_transposed_diagonals(np.asarray(diagonals)), np.asarray(grad), bool(partial_pivoting))
+    grad_diagonals = np.zeros(np.broadcast_shapes(diagonals.shape, grad_rhs.shape[:-2] + (3, x.shape[-2])),
+                              diagonals.dtype)
+    grad_diagonals[..., 0, :-1] = -np.sum(grad_rhs[..., :-1, :] * x[..., 1:, :], axis=-1)
+    grad_diagonals[..., 1, :] = -np.sum(grad_rhs * x, axis=-1)
+    grad_diagonals[..., 2, 1:] = -np.sum(grad_rhs[..., 1:, :] * x[..., :-1, :], axis=-1)
+    return xp.asarray(grad_diagonals), xp.asarray(grad_rhs.astype(grad.dtype))
