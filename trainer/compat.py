@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainer.tensor_shape import Dimension, TensorShape, dimension_value  # noqa: F401 - tf.compat's too
 from trainer.tf1_symbols import TF1_SYMBOLS
 
 __all__ = ["NAMESPACES", "as_bytes", "as_str", "as_str_any", "as_text", "bytes_or_text_types", "compatibility_table",
@@ -190,17 +191,8 @@ real_types = (numbers.Real, np.integer, np.floating)
 complex_types = (numbers.Complex, np.number)
 
 
-def dimension_value(dimension):
-    """``tf.compat.dimension_value``: a Dimension's int (or None); anything else as it is."""
-    from trainer.tensor_shape import Dimension
-
-    return dimension.value if isinstance(dimension, Dimension) else dimension
-
-
-def dimension_at_index(shape, index: int):
+def dimension_at_index(shape, index: int) -> Dimension:
     """``tf.compat.dimension_at_index``: ``shape``'s Dimension at ``index`` (Dimension(None) for an unknown rank)."""
-    from trainer.tensor_shape import Dimension, TensorShape
-
     shape = shape if isinstance(shape, TensorShape) else TensorShape(shape)
     return Dimension(None) if shape.ndims is None else shape.dims[index]
 

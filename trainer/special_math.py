@@ -27,13 +27,13 @@ def _op(op_type: str, inputs, name=None, attrs=None) -> Tensor:
 
 
 def _same_dtype(*values):
-    """Tensors of one dtype, Python numbers taking the tensors' (as TensorFlow's binary ops do)."""
-    tensors = [v for v in values if isinstance(v, Tensor)]
-    if not tensors:
-        tensors = [convert_to_tensor(next(v for v in values if not isinstance(v, (int, float))))] \
-            if any(not isinstance(v, (int, float)) for v in values) else [convert_to_tensor(values[0])]
-    dtype, graph = tensors[0].dtype, tensors[0].graph
-    return [v if isinstance(v, Tensor) else convert_to_tensor(np.asarray(v, dtype), graph=graph) for v in values]
+    """Tensors of one dtype: the first tensor's (or, with none, the first array's or number's), which
+    Python numbers and arrays then take, as TensorFlow's binary ops convert their operands."""
+    leader = next((v for v in values if isinstance(v, Tensor)), None)
+    if leader is None:
+        leader = convert_to_tensor(next((v for v in values if not isinstance(v, (int, float))), values[0]))
+    return [v if isinstance(v, Tensor) else convert_to_tensor(np.asarray(v, leader.dtype), graph=leader.graph)
+            for v in values]
 
 
 def lgamma(x, name=None) -> Tensor:
