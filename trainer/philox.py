@@ -146,17 +146,18 @@ def stateless_truncated_normal(seed, shape, dtype=np.float32) -> np.ndarray:
 
 
 def stateless_multinomial(seed, logits: np.ndarray, num_samples: int) -> np.ndarray:
-    """Inverse-CDF sampling per row as TensorFlow's multinomial kernel: a double uniform (two uint32
-    in sequence) scaled by the row's unnormalized total, found in the running sum of exp(logit - max)."""
+    """Inverse-CDF sampling as TensorFlow's multinomial kernel (run as one shard): rows in order, each
+    sample a double uniform (two uint32 in sequence) scaled by the row's unnormalized total and found
+    in the running sum of exp(logit - max) over the finite logits."""
     batch, classes = logits.shape
+    words = _blocks(seed, 0, (2 * batch * num_samples + 3) // 4).reshape(-1)[: 2 * batch * num_samples]
+    u = _uint64_to_double(words[0::2], words[1::2]).reshape(batch, num_samples)
     out = np.zeros((batch, num_samples), np.int64)
-    per_row = (num_samples + 3) // 4  # TensorFlow's skip between rows, in blocks
     for b in range(batch):
         row = logits[b].astype(np.float64)
         finite = np.isfinite(row)
         top = row[finite].max() if finite.any() else 0.0
         cdf = np.cumsum(np.where(finite, np.exp(np.where(finite, row - top, 0.0)), 0.0))
-        words = _blocks(seed, b * per_row, (2 * num_samples + 3) // 4).reshape(-1)[: 2 * num_samples]
-        u = _uint64_to_double(words[0::2], words[1::2])
-        out[b] = np.searchsorted(cdf, u * cdf[-1], side="right") if classes else 0
+        if classes:
+            out[b] = np.searchsorted(cdf, u[b] * cdf[-1], side="right")
     return np.minimum(out, max(classes - 1, 0))
