@@ -12,16 +12,24 @@ not support, and suggests the nearest names that exist.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import difflib
 import importlib
+import numbers
 import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from trainer.tensor_shape import Dimension, TensorShape, dimension_value  # noqa: F401 - tf.compat's too
 from trainer.tf1_symbols import TF1_SYMBOLS
 
-__all__ = ["NAMESPACES", "as_bytes", "as_str", "as_text", "compatibility_table", "markdown", "missing_symbol",
-           "path_to_str", "supported"]
+__all__ = ["NAMESPACES", "as_bytes", "as_str", "as_str_any", "as_text", "bytes_or_text_types", "compatibility_table",
+           "complex_types", "dimension_at_index", "dimension_value", "forward_compatibility_horizon",
+           "forward_compatible", "integral_types", "markdown", "missing_symbol", "path_to_str", "real_types",
+           "supported"]
 
 # TF1 namespace -> the flowstack module that plays it ("trainer.data" etc. may not exist yet).
 NAMESPACES: dict[str, str] = {
@@ -170,6 +178,44 @@ as_str = as_text
 
 def path_to_str(path) -> str:
     return os.fspath(path) if hasattr(path, "__fspath__") else path
+
+
+def as_str_any(value) -> str:
+    """``tf.compat.as_str_any``: bytes decoded, anything else through ``str``."""
+    return as_str(value) if isinstance(value, bytes) else str(value)
+
+
+bytes_or_text_types = (bytes, str)
+integral_types = (numbers.Integral, np.integer)
+real_types = (numbers.Real, np.integer, np.floating)
+complex_types = (numbers.Complex, np.number)
+
+
+def dimension_at_index(shape, index: int) -> Dimension:
+    """``tf.compat.dimension_at_index``: ``shape``'s Dimension at ``index`` (Dimension(None) for an unknown rank)."""
+    shape = shape if isinstance(shape, TensorShape) else TensorShape(shape)
+    return Dimension(None) if shape.ndims is None else shape.dims[index]
+
+
+# TensorFlow 1.15's forward-compatibility horizon (its release, October 2019), moved on by
+# TF_FORWARD_COMPATIBILITY_DELTA_DAYS as in TensorFlow; forward_compatibility_horizon overrides it.
+_BASE_HORIZON = datetime.date(2019, 10, 15)
+_horizon = [_BASE_HORIZON + datetime.timedelta(days=int(os.environ.get("TF_FORWARD_COMPATIBILITY_DELTA_DAYS", 0)))]
+
+
+def forward_compatible(year: int, month: int, day: int) -> bool:
+    """Whether the forward-compatibility window has passed ``year-month-day`` (the horizon is later)."""
+    return _horizon[-1] > datetime.date(year, month, day)
+
+
+@contextlib.contextmanager
+def forward_compatibility_horizon(year: int, month: int, day: int):
+    """Within the block, forward_compatible answers as if the horizon were ``year-month-day``."""
+    _horizon.append(datetime.date(year, month, day))
+    try:
+        yield
+    finally:
+        _horizon.pop()
 
 
 def __getattr__(name: str):

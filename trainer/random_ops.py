@@ -27,7 +27,8 @@ from trainer.ops import add, cast, constant, convert_to_tensor, gather, make_op,
 
 __all__ = [
     "compute_accidental_hits", "fixed_unigram_candidate_sampler", "get_seed", "log_uniform_candidate_sampler",
-    "uniform_candidate_sampler", "multinomial", "random_crop", "random_normal", "random_shuffle",
+    "uniform_candidate_sampler", "multinomial", "random_crop", "random_gamma", "random_normal", "random_poisson",
+    "random_shuffle",
     "random_uniform", "set_random_seed",
     "truncated_normal",
 ]
@@ -51,7 +52,8 @@ def get_seed(op_seed: int | None, graph: Graph | None = None) -> tuple[int, int]
     return 0, 0
 
 
-def _shape_tensor(shape, graph: Graph) -> Tensor:
+def shape_tensor(shape, graph: Graph) -> Tensor:
+    """A random op's shape argument (a list, TensorShape or int tensor) as an int64 tensor."""
     if isinstance(shape, Tensor) or hasattr(shape, "as_tensor"):
         t = convert_to_tensor(shape)
         return t if t.dtype == np.int64 else cast(t, np.int64)
@@ -63,7 +65,7 @@ def _random(op_type: str, shape, dtype, seed, name) -> Tensor:
     g = get_default_graph()
     seed1, seed2 = get_seed(seed, g)
     dt = as_numpy_dtype(dtype)
-    node = make_op(op_type, [_shape_tensor(shape, g)],
+    node = make_op(op_type, [shape_tensor(shape, g)],
                    {"dtype": dt.name, "seed": seed1, "seed2": seed2}, domain=TRAINER_DOMAIN, name=name or op_type)
     node.attrs["stream"] = node.name
     return node.outputs[0]
@@ -127,6 +129,42 @@ def random_crop(value, size, seed=None, name=None) -> Tensor:
     out = slice_(x, floormod(draws, limit), crop, name=name or "random_crop")
     out.set_shape(crop)
     return out
+
+
+def _random_with_param(op_type: str, shape, param: Tensor, dtype, seed, name) -> Tensor:
+    g = param.graph
+    seed1, seed2 = get_seed(seed, g)
+    node = make_op(op_type, [shape_tensor(shape, g), param], {"dtype": as_numpy_dtype(dtype).name, "seed": seed1,
+                                                               "seed2": seed2}, domain=TRAINER_DOMAIN, name=name)
+    node.attrs["stream"] = node.name
+    return node.outputs[0]
+
+
+def random_gamma(shape, alpha, beta=None, dtype=np.float32, seed=None, name=None) -> Tensor:
+    """Samples of Gamma(alpha, rate beta), of shape ``shape + broadcast(alpha, beta).shape``; differentiable
+    in alpha (implicit reparameterization) and beta, as in TensorFlow."""
+    from trainer.array_ops import zeros_like
+
+    dt = as_numpy_dtype(dtype)
+    if dt not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"random_gamma: dtype must be float16, float32 or float64, got {dt}")
+    alpha = convert_to_tensor(alpha, dtype=dt)
+    beta = convert_to_tensor(beta if beta is not None else 1.0, dtype=dt, graph=alpha.graph)
+    alpha_broadcast = add(alpha, zeros_like(beta))
+    sample = _random_with_param("RandomGamma", shape, alpha_broadcast, dt, seed, None)
+    tiny = constant(np.asarray(np.finfo(dt).tiny, dt), graph=alpha.graph)
+    return make_op("Max", [make_op("Div", [sample, beta]).outputs[0], tiny], name=name).outputs[0]
+
+
+def random_poisson(lam, shape, dtype=np.float32, seed=None, name=None) -> Tensor:
+    """Samples of Poisson(lam), of shape ``shape + lam.shape``, in ``dtype`` (float or integer)."""
+    dt = as_numpy_dtype(dtype)
+    if dt.kind not in "fi":
+        raise TypeError(f"random_poisson: dtype must be a float or signed integer type, got {dt}")
+    rate = convert_to_tensor(lam)
+    if rate.dtype.kind != "f":
+        rate = cast(rate, np.float64)
+    return _random_with_param("RandomPoisson", shape, rate, dt, seed, name)
 
 
 def random_shuffle(value, seed=None, name=None) -> Tensor:

@@ -26,6 +26,10 @@ from trainer.dtypes import *  # noqa: F403 - tf.float32 & co.
 from trainer.dtypes import __all__ as _DTYPES
 from trainer.segment_ops import *  # noqa: F403 - tf.segment_max & co.
 from trainer.segment_ops import __all__ as _SEGMENT_OPS
+from trainer.special_math import *  # noqa: F403 - tf.lgamma, tf.atan2 & co.
+from trainer.special_math import __all__ as _SPECIAL_MATH
+from trainer.linalg_ops import *  # noqa: F403 - tf.cholesky, tf.svd & co.
+from trainer.linalg_ops import __all__ as _LINALG_OPS
 from trainer.space_batch import batch_to_space, batch_to_space_nd, space_to_batch, space_to_batch_nd
 from trainer.nn import depth_to_space, space_to_depth
 from trainer.tf_image import extract_image_patches
@@ -80,8 +84,8 @@ from trainer.string_ops import (decode_base64, encode_base64, parse_tensor, redu
 from trainer.sparse_tensor import (SparseTensor, SparseTensorValue, sparse_placeholder, sparse_reduce_sum,
                                    sparse_tensor_dense_matmul, sparse_tensor_to_dense)
 from trainer.train import clip_by_global_norm
-from trainer.random_ops import (get_seed, multinomial, random_crop, random_normal, random_shuffle, random_uniform,
-                                set_random_seed, truncated_normal)
+from trainer.random_ops import (get_seed, multinomial, random_crop, random_gamma, random_normal, random_poisson,
+                                random_shuffle, random_uniform, set_random_seed, truncated_normal)
 from trainer.readers import (FixedLengthRecordReader, IdentityReader, ReaderBase, TextLineReader, TFRecordReader,
                              WholeFileReader)
 from trainer.variable_scopes import (
@@ -190,7 +194,7 @@ def no_regularizer(_):
 
 
 __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
-                set(_STRING_OPS) | set(_SPARSE_OPS) | {
+                set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
     "UnconnectedGradients", "gradients", "hessians", "is_variable_initialized", "no_gradient",
@@ -204,7 +208,7 @@ __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_O
     "convert_to_tensor", "foldl", "foldr", "get_collection", "get_default_session", "get_local_variable", "get_variable",
     "get_variable_scope", "glorot_normal_initializer", "glorot_uniform_initializer", "initialize_all_variables",
     "initializers", "local_variables", "local_variables_initializer", "orthogonal_initializer", "map_fn", "multinomial", "newaxis", "ones_initializer",
-    "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_uniform",
+    "placeholder_with_default", "random_normal", "random_normal_initializer", "random_shuffle", "random_gamma", "random_poisson", "random_uniform",
     "random_uniform_initializer", "scan", "set_random_seed", "truncated_normal", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",
 })

@@ -50,3 +50,55 @@ op("FixedUnigramCandidateSampler", domain=D, inputs=["true_classes"], outputs=_S
           "num_reserved_ids": Attr("int", 0)},
    doc="num_sampled class ids drawn with probability proportional to unigrams ** distortion (ids below "
        "num_reserved_ids never drawn)" + _EXPECTED)(_sampler_rule)
+
+
+def _shape_then_param(ctx):
+    """Rule: the sample shape (input 0's value) followed by the parameter's (input 1) shape."""
+    sample = _random_of_shape(ctx)[0].shape
+    param = ctx.input(1).shape
+    dims = None if sample is None or param is None else tuple(sample) + tuple(param)
+    return [TensorType(np.dtype(ctx.attrs["dtype"]), dims)]
+
+
+op("RandomGamma", domain=D, inputs=["shape", "alpha"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
+   doc="Samples of Gamma(alpha, 1), shape + alpha.shape. Its gradient with respect to alpha (registered, "
+       "RandomGammaGrad) is the implicit reparameterization one; not marked differentiable because a "
+       "stateful op cannot be checked by finite differences." + _SEEDED)(_shape_then_param)
+op("RandomPoisson", domain=D, inputs=["shape", "rate"], outputs=["output"], stateful=True, attrs=_RANDOM_ATTRS,
+   doc="Samples of Poisson(rate), shape + rate.shape, in dtype." + _SEEDED)(_shape_then_param)
+op("RandomGammaGrad", domain=D, inputs=["alpha", "sample"], outputs=["output"],
+   doc="d sample / d alpha of Gamma(alpha, 1) samples at a fixed CDF value: -dP(alpha, x)/dalpha over the "
+       "density at x.")(lambda ctx: [TensorType(ctx.input(1).dtype, ctx.input(1).shape)])
+
+
+# -- stateless: the same [2]-int seed gives the same values, from TensorFlow's Philox4x32-10 stream ---
+def _stateless_of_shape(ctx):
+    seed = ctx.input(1)
+    if seed.dtype is not None and seed.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise ctx.fail(f"seed must be int32 or int64, got {seed.dtype}")
+    if seed.shape is not None and tuple(seed.shape) not in ((2,), (None,)):
+        raise ctx.fail(f"seed must have shape [2], got {list(seed.shape)}")
+    return _random_of_shape(ctx)
+
+
+_STATELESS_ATTRS = {"dtype": Attr("string", "float32")}
+op("StatelessRandomUniform", domain=D, inputs=["shape", "seed"], outputs=["output"], attrs=_STATELESS_ATTRS,
+   doc="Samples of U[0, 1), a function of seed only.")(_stateless_of_shape)
+op("StatelessRandomNormal", domain=D, inputs=["shape", "seed"], outputs=["output"], attrs=_STATELESS_ATTRS,
+   doc="Samples of N(0, 1) (Box-Muller), a function of seed only.")(_stateless_of_shape)
+op("StatelessTruncatedNormal", domain=D, inputs=["shape", "seed"], outputs=["output"], attrs=_STATELESS_ATTRS,
+   doc="Samples of N(0, 1) within 2 standard deviations, a function of seed only.")(_stateless_of_shape)
+op("StatelessRandomUniformInt", domain=D, inputs=["shape", "seed", "minval", "maxval"], outputs=["output"],
+   attrs=_STATELESS_ATTRS, doc="Integers uniform in [minval, maxval), a function of seed only.")(_stateless_of_shape)
+
+
+@op("StatelessMultinomial", domain=D, inputs=["logits", "num_samples", "seed"], outputs=["output"],
+    attrs={"output_dtype": Attr("string", "int64")},
+    doc="num_samples class ids per row of logits [batch, classes], a function of seed only.")
+def _stateless_multinomial(ctx):
+    logits = ctx.input(0)
+    if logits.shape is not None and len(logits.shape) != 2:
+        raise ctx.fail(f"logits must be 2-D [batch_size, num_classes], got shape {logits.shape}")
+    n = ctx.known_ints(1)
+    batch = None if logits.shape is None else logits.shape[0]
+    return [TensorType(np.dtype(ctx.attrs["output_dtype"]), (batch, n[0] if n else None))]

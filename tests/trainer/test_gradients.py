@@ -183,6 +183,28 @@ CASES = {
     "flowstack::MatrixInverse": ([f(2, 3, 3) + 3 * np.eye(3)], {}, [0]),
     "Resize": ([f(1, 1, 3, 4), np.zeros(0), np.array([1.0, 1.0, 2.0, 1.5])], {"mode": "linear"}, [0]),
     "Upsample": ([f(1, 1, 2, 3), np.array([1.0, 1.0, 2.0, 2.0])], {"mode": "nearest"}, [0]),
+    # special functions (schemas/ops/special.py); TensorFlow gives Polygamma's a, Zeta's x and Betainc's a, b none
+    "flowstack::Lgamma": ([pos(3, 4)], {}, [0]),
+    "flowstack::Digamma": ([pos(3, 4)], {}, [0]),
+    "flowstack::Polygamma": ([np.array([[1.0], [2.0], [3.0]]), pos(3, 4)], {}, [1]),
+    "flowstack::Zeta": ([np.array([2.5, 3.0, 4.5]), pos(2, 3)], {}, [1]),
+    "flowstack::Igamma": ([pos(3, 4), pos(3, 4)], {}, [0, 1]),
+    "flowstack::Igammac": ([pos(3, 4), f(3, 4, lo=1.5, hi=4.0)], {}, [0, 1]),
+    "flowstack::Betainc": ([pos(3, 1), pos(4), f(3, 4, lo=0.1, hi=0.9)], {}, [2]),
+    "flowstack::BesselI0e": ([f(3, 4, lo=-3.0, hi=3.0)], {}, [0]),
+    "flowstack::BesselI1e": ([f(3, 4, lo=-3.0, hi=3.0)], {}, [0]),
+    "flowstack::Atan2": ([f(3, 4), pos(4)], {}, [0, 1]),
+    "flowstack::CumulativeLogsumexp": ([f(3, 4, lo=-3.0, hi=3.0), ints(1)], {"reverse": 1}, [0]),
+    # linalg (schemas/ops/linalg.py): ops reading one triangle get their gradient on it
+    "flowstack::Cholesky": ([(lambda m: m @ m.T + 3 * np.eye(3))(f(3, 3))], {}, [0]),
+    "flowstack::MatrixTriangularSolve": ([f(2, 3, 3) + 3 * np.eye(3), f(2, 3, 2)], {"lower": 0, "adjoint": 1}, [0, 1]),
+    "flowstack::LogMatrixDeterminant": ([f(2, 3, 3) + 2 * np.eye(3)], {}, [0], None, 2e-4, 2e-6, True),
+    "flowstack::Svd": ([f(2, 4, 3)], {}, [0], None, 2e-4, 2e-6, True),
+    "flowstack::SelfAdjointEigV2": ([(lambda m: m + m.T)(f(3, 3))], {}, [0], None, 2e-4, 2e-6, True),
+    "flowstack::MatrixSetDiag": ([f(2, 3, 4), f(2, 3)], {}, [0, 1]),
+    "flowstack::MatrixDiagPart": ([f(2, 4, 3)], {}, [0]),
+    "flowstack::MatrixExponential": ([f(2, 3, 3)], {}, [0]),
+    "flowstack::TridiagonalSolve": ([f(2, 3, 4) + np.array([0.0, 3.0, 0.0])[:, None], f(2, 4, 2)], {}, [0, 1]),
 }
 
 NO_ROI, NO_SCALES = np.zeros(0), np.zeros(0)

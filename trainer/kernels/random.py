@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_runtime.kernels import kernel
+from trainer import philox
+from trainer import special_functions as sf
+from trainer.errors import InvalidArgumentError
 from trainer.kernels.registry import stateful_kernel
 
 __all__ = ["op_generator"]
@@ -114,3 +118,61 @@ def fixed_unigram_sampler_kernel(rctx, true_classes, *, xp, num_sampled, range_m
     p = weights / weights.sum()
     return _candidates(gen, lambda k: p[k], lambda n: gen.choice(range_max, n, p=p), true_classes,
                        "FixedUnigramCandidateSampler", num_sampled, range_max, unique, xp)
+
+
+@stateful_kernel("RandomGamma")
+def random_gamma_kernel(rctx, shape, alpha, *, xp, dtype, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    a = np.asarray(alpha, np.float64)
+    if np.any(a <= 0):
+        raise InvalidArgumentError(f"RandomGamma: alpha must be positive, got {a[a <= 0].reshape(-1)[0]}")
+    return xp.asarray(gen.standard_gamma(np.broadcast_to(a, _dims(shape) + a.shape)).astype(dtype))
+
+
+@stateful_kernel("RandomPoisson")
+def random_poisson_kernel(rctx, shape, rate, *, xp, dtype, seed, seed2, stream):
+    gen = op_generator(rctx, seed, seed2, stream)
+    lam = np.asarray(rate, np.float64)
+    if np.any(lam < 0):
+        raise InvalidArgumentError(f"RandomPoisson: rate must be non-negative, got {lam[lam < 0].reshape(-1)[0]}")
+    return xp.asarray(gen.poisson(np.broadcast_to(lam, _dims(shape) + lam.shape)).astype(dtype))
+
+
+@kernel("RandomGammaGrad", domain="flowstack")
+def random_gamma_grad(alpha, sample, *, xp):
+    """d x / d alpha at fixed P(alpha, x): -(dP/dalpha) / (x^(alpha-1) e^-x / Gamma(alpha))."""
+    a, x = np.broadcast_arrays(np.asarray(alpha, np.float64), np.asarray(sample, np.float64))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        log_density = (a - 1.0) * np.log(x) - x - sf.lgamma(a)
+        grad = -sf.igamma_grad_a(a, x) * np.exp(-log_density)
+    return xp.asarray(np.where(x > 0, grad, 0.0).astype(np.asarray(sample).dtype))
+
+
+def _stateless(draw):
+    def run(shape, seed, *, xp, dtype):
+        return xp.asarray(draw(np.asarray(seed), _dims(shape), np.dtype(dtype)))
+
+    return run
+
+
+kernel("StatelessRandomUniform", domain="flowstack")(_stateless(philox.stateless_uniform))
+kernel("StatelessRandomNormal", domain="flowstack")(_stateless(philox.stateless_normal))
+kernel("StatelessTruncatedNormal", domain="flowstack")(_stateless(philox.stateless_truncated_normal))
+
+
+@kernel("StatelessRandomUniformInt", domain="flowstack")
+def stateless_random_uniform_int(shape, seed, minval, maxval, *, xp, dtype):
+    lo, hi = int(minval), int(maxval)
+    if hi <= lo:
+        raise InvalidArgumentError(f"StatelessRandomUniformInt: Need minval < maxval: {lo} >= {hi}")
+    return xp.asarray(philox.stateless_uniform_int(np.asarray(seed), _dims(shape), lo, hi, np.dtype(dtype)))
+
+
+@kernel("StatelessMultinomial", domain="flowstack")
+def stateless_multinomial(logits, num_samples, seed, *, xp, output_dtype):
+    n = int(num_samples)
+    if n < 0:
+        raise InvalidArgumentError(f"StatelessMultinomial: num_samples should be nonnegative, got {n}")
+    if logits.shape[1] == 0 and n:
+        raise InvalidArgumentError("StatelessMultinomial: num_classes should be positive, got 0")
+    return xp.asarray(philox.stateless_multinomial(np.asarray(seed), np.asarray(logits), n).astype(output_dtype))
