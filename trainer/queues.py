@@ -126,6 +126,10 @@ class FIFOQueue(QueueBase):
 
     def __init__(self, capacity: int, dtypes, shapes=None, name: str = "fifo_queue", **extra):
         g = get_default_graph()
+        if not isinstance(dtypes, (list, tuple)):  # FIFOQueue(10, tf.float32): one component, as in TF
+            dtypes = [dtypes]
+        if shapes is not None and all(d is None or isinstance(d, (int, np.integer)) for d in shapes):
+            shapes = [shapes]  # one shape given bare ([2], not [[2]])
         dtypes = [np.dtype(d) for d in dtypes]
         shapes = [tuple(s) for s in shapes] if shapes is not None else None
         attrs = {"component_types": [d.name for d in dtypes], "capacity": capacity,

@@ -118,3 +118,11 @@ def test_ptb_producer_feeds_a_static_rnn_language_model():
     rows = raw[: batch_size * (len(raw) // batch_size)].reshape(batch_size, -1)
     assert [int(v) for v in firsts[:epoch]] == [int(rows[0, k * num_steps]) for k in range(epoch)]  # in order
     assert vals["cost"] < first  # it learns the sequence it sees again each epoch
+
+
+def test_a_queue_of_one_component_takes_a_bare_dtype_and_shape():
+    q = tf.FIFOQueue(3, tf.float32, shapes=[2])
+    enqueue, batch = q.enqueue([[1.0, 2.0]]), q.dequeue_many(1)
+    with tf.Session() as sess:
+        sess.run(enqueue)
+        assert sess.run(batch).tolist() == [[1.0, 2.0]] and batch.shape == (1, 2)
