@@ -29,7 +29,7 @@ from tests.conformance.test_onnx_backend import expected_failures
 ort = pytest.importorskip("onnxruntime")
 RNG = np.random.default_rng(3)
 MAX_IR_VERSION = 13  # the newest IR version onnxruntime 1.31 reads
-STANDARD_DOMAINS = ("", "ai.onnx.ml")
+STANDARD_DOMAINS = ("", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
 # Cases whose export is right but which a round trip cannot check, with the reason.
 UNCHECKABLE = {
@@ -94,7 +94,7 @@ def _assert_close(got, want, rtol: float, atol: float) -> None:
 def check_valid(exported: onnx.ModelProto) -> None:
     """What every exported model must be: checked, strictly inferable, readable by onnxruntime 1.31
     (unless an op is only defined in a newer opset), with unique initializers and standard ops only
-    (the default domain's, and ai.onnx.ml's: scikit-learn's models)."""
+    (the default domain's, ai.onnx.ml's for scikit-learn's models, and ONNX's preview domains')."""
     onnx.checker.check_model(exported, full_check=True)
     onnx.shape_inference.infer_shapes(exported, check_type=True, strict_mode=True)
     version = exported.opset_import[0].version
