@@ -1015,6 +1015,59 @@ def _time_major(packed, head_shape, xp, dtype):
     return xp.ascontiguousarray(xp.moveaxis(heads, 1, 0), dtype=dtype)
 
 
+# --------------------------------------------------------------------------- FlexAttention
+
+
+@kernel("FlexAttention", domain="ai.onnx.preview")
+def flex_attention(q, k, v, *, xp, prob_mod, scale, score_mod, softmax_precision):
+    """Attention whose scores and probabilities pass through the node's own subgraphs (masks, biases,
+    soft caps), run by the runtime as Loop runs its body. Q and K are each scaled by sqrt(scale) in
+    the input type, then the scores are widened to the softmax precision (float32 for 16-bit
+    inputs), as ONNX's reference does. A group of query heads sharing a key/value head is one
+    product against it, as in Attention: no repeated copy of K and V."""
+    for name, t in (("Q", q), ("K", k), ("V", v)):
+        if t.ndim != 4:
+            raise ValueError(f"FlexAttention: {name} must be rank 4 (batch, heads, sequence, head size), "
+                             f"got shape {t.shape}")
+    batch, q_heads, length, head = q.shape
+    kv_heads, kv_length = k.shape[1], k.shape[2]
+    if k.shape[0] != batch or v.shape[0] != batch or k.shape[3] != head or v.shape[1:3] != k.shape[1:3]:
+        raise ValueError(f"FlexAttention: K must be (batch, kv_heads, kv_length, {head}) and V (batch, kv_heads, "
+                         f"kv_length, v_head_size) with Q's batch {batch}; got K {k.shape}, V {v.shape}")
+    if q_heads % kv_heads:
+        raise ValueError(f"FlexAttention: Q's {q_heads} heads are not a multiple of K and V's {kv_heads}")
+    if softmax_precision is None:
+        precision = q.dtype if q.dtype.kind == "f" and q.dtype.itemsize >= 4 else np.dtype(np.float32)
+    elif softmax_precision in _ONNX_FLOAT_DTYPES:
+        precision = np.dtype(_ONNX_FLOAT_DTYPES[softmax_precision])
+    else:
+        raise ValueError(f"FlexAttention: softmax_precision must be one of {sorted(_ONNX_FLOAT_DTYPES)} "
+                         f"(an ONNX float type), got {softmax_precision}")
+    root = q.dtype.type(math.sqrt(np.float32(1 / math.sqrt(head) if scale is None else scale)))
+    grouped = (q * root).reshape(batch, kv_heads, -1, head)  # (B, H_kv, G * L, E)
+    scores = xp.matmul(grouped, (k * root).transpose(0, 1, 3, 2)).astype(q.dtype, copy=False)
+    scores = scores.reshape(batch, q_heads, length, kv_length).astype(precision)
+    if score_mod is not None:
+        scores = _modified("score_mod", score_mod, scores, xp)
+    probs = _softmax_rows(scores, xp)
+    if prob_mod is not None:
+        probs = _modified("prob_mod", prob_mod, probs, xp)
+    y = xp.matmul(probs.reshape(batch, kv_heads, -1, kv_length), v.astype(precision, copy=False))
+    return y.reshape(batch, q_heads, length, v.shape[3]).astype(v.dtype, copy=False)
+
+
+def _modified(which, graph, values, xp):
+    """``graph``'s one output for ``values``, checked to keep their shape, in their type."""
+    outs = graph(values)
+    if len(outs) != 1:
+        raise ValueError(f"FlexAttention: {which} returned {len(outs)} values; it must return one")
+    out = xp.asarray(outs[0])
+    if out.shape != values.shape:
+        raise ValueError(f"FlexAttention: {which} returned shape {out.shape} for input shape {values.shape}; "
+                         f"it must keep the shape")
+    return out.astype(values.dtype, copy=False)
+
+
 @kernel("RotaryEmbedding")
 def rotary_embedding(x, cos_cache, sin_cache, position_ids, *, xp, interleaved, num_heads, rotary_embedding_dim):
     if _rotates_whole_heads(x, cos_cache, position_ids, interleaved, rotary_embedding_dim):

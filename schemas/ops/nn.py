@@ -521,6 +521,29 @@ def _linear_attention(ctx):
 
 
 @op(
+    "FlexAttention",
+    domain="ai.onnx.preview",
+    inputs=["Q", "K", "V"],
+    outputs=["Y"],
+    attrs={
+        "prob_mod": Attr("graph"),
+        "scale": Attr("float"),
+        "score_mod": Attr("graph"),
+        "softmax_precision": Attr("int"),
+    },
+)
+def _flex_attention(ctx):
+    """softmax(score_mod(Q Kᵀ * scale)) then prob_mod, times V, over rank-4 heads (ai.onnx.preview 1)."""
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    for name, t in (("Q", q), ("K", k), ("V", v)):
+        if t.shape is not None and len(t.shape) != 4:
+            raise ctx.fail(f"{name} must be rank 4 (batch, heads, sequence, head size), got shape {t.shape}")
+    if q.shape is None or v.shape is None:
+        return [TensorType(q.dtype, None)]
+    return [TensorType(q.dtype, (*q.shape[:3], v.shape[3]))]
+
+
+@op(
     "RotaryEmbedding",
     inputs=["X", "cos_cache", "sin_cache", "position_ids?"],
     outputs=["Y"],
