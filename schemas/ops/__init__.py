@@ -21,6 +21,7 @@ FAMILIES = (
     "math",
     "ml",
     "nn",
+    "optimizers",
     "py_func",
     "quantize",
     "random",
