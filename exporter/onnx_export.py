@@ -39,6 +39,10 @@ MAX_OPSET = 26
 
 _FUSED_BASE = {"FusedConv": "Conv", "FusedGemm": "Gemm"}
 
+# ONNX's own domains beside the default one: their ops are written as they are, in their domain
+# (FlexAttention, the training optimizers), at version 1 of the preview ones unless the model says.
+ONNX_DOMAINS = (ML_DOMAIN, "ai.onnx.preview", "ai.onnx.preview.training")
+
 _ATTR_TYPES = {
     "int": onnx.AttributeProto.INT,
     "float": onnx.AttributeProto.FLOAT,
@@ -67,6 +71,8 @@ def to_onnx(model: ir.Model, opset: int | None = None) -> onnx.ModelProto:
     ml_ops = {n.op_type for n in every_node(graph) if n.domain == ML_DOMAIN}
     if ml_ops and ML_DOMAIN not in model.opset_imports:  # a graph built here: TreeEnsemble needs ai.onnx.ml 5
         opsets.append(helper.make_opsetid(ML_DOMAIN, 5 if "TreeEnsemble" in ml_ops else 3))
+    preview = {n.domain for n in every_node(graph)} & set(ONNX_DOMAINS[1:])
+    opsets += [helper.make_opsetid(d, 1) for d in sorted(preview - set(model.opset_imports))]
     proto = helper.make_model(graph, opset_imports=opsets, producer_name="flowstack", producer_version="0.1.0")
     proto.ir_version = helper.find_min_ir_version_for(list(proto.opset_import), ignore_unknown=True)
     for key, value in model.metadata.items():
@@ -144,14 +150,14 @@ class _GraphWriter:
             return _EXPANSIONS[node.op_type](self, g, node, initializers)
         if node.domain in ("", "ai.onnx") and node.op_type in _REPLACEMENTS:
             node = _REPLACEMENTS[node.op_type](node)
-        if node.domain not in ("", "ai.onnx", ML_DOMAIN):
+        if node.domain not in ("", "ai.onnx", *ONNX_DOMAINS):
             # Ops the edge runtime runs (MatrixInverse) have no standard equivalent; the rest are training ops.
             hint = ("no standard ONNX op computes it" if has_kernel(node.op_type, node.domain)
                     else "export the inference graph (freeze prunes training ops)")
             raise UnsupportedOpError(f"node {node.name!r} (op {node.domain}::{node.op_type}) has no ONNX form; {hint}")
         attrs = [self._attribute(node, k, v) for k, v in node.attrs.items() if v is not None]
         proto = helper.make_node(node.op_type, node.inputs, node.outputs, name=node.name or None,
-                                 domain=node.domain if node.domain == ML_DOMAIN else None)
+                                 domain=node.domain if node.domain in ONNX_DOMAINS else None)
         proto.attribute.extend(attrs)
         return [proto]
 

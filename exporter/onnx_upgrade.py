@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from exporter import ir
+from schemas import UnsupportedOpError, dtypes
 
 Upgrader = Callable[["UpgradeContext", ir.Node], list[ir.Node]]
 _UPGRADERS: dict[str, list[tuple[int, Upgrader]]] = {}
@@ -182,8 +183,6 @@ def _legacy_broadcast(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
     axis = node.attrs.pop("axis")
     rank_a, rank_b = ctx.rank(node.inputs[0]), ctx.rank(node.inputs[1])
     if rank_a is None or rank_b is None:
-        from schemas import UnsupportedOpError
-
         raise UnsupportedOpError(f"node {node.name!r} ({node.op_type}): legacy broadcast with axis={axis} needs known ranks")
     trailing = rank_a - (axis % rank_a) - rank_b
     if trailing > 0:
@@ -256,3 +255,58 @@ def _dft_axis_input(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
         node.inputs.append("")
     node.inputs[2:3] = [ctx.constant(f"{node.name or 'DFT'}_axis", np.asarray(axis, np.int64))]
     return [node]
+
+
+@upgrader("Scan", below=9)
+def _batched_scan(ctx: UpgradeContext, node: ir.Node) -> list[ir.Node]:
+    """Scan-8 (inputs: sequence_lens?, states, scan inputs, every one batched on axis 0, sequences
+    on axis 1) as a Loop over the batch whose body slices one example and runs Scan-9 on it with the
+    original body. The Loop stacks each example's final states and scan outputs back along axis 0;
+    with sequence_lens, each example's inputs are cut to its length and its scan outputs padded with
+    zeros back to the longest, as Scan-8 specifies."""
+    base = node.name or "Scan"
+    lengths, operands = node.inputs[0], list(node.inputs[1:])
+    scans = node.attrs.get("num_scan_inputs")
+    if not isinstance(scans, int) or not 0 < scans <= len(operands):
+        raise UnsupportedOpError(f"node {base!r} (Scan, opset 8): num_scan_inputs is {scans}, but it must count "
+                                 f"1 to {len(operands)} of its {len(operands)} state and scan inputs")
+    states = len(operands) - scans
+    body = ir.Graph(name=f"{base}/example")
+    index, cond = f"{base}/i", f"{base}/cond"
+    body.values[index] = ir.Value(index, dtypes.INT64, ())
+    body.values[cond] = ir.Value(cond, dtypes.BOOL, ())
+    body.inputs = [index, cond]
+
+    def constant(hint: str, value) -> str:
+        name = f"{base}/{hint}"
+        body.values[name] = ir.Value(name, data=np.asarray(value, np.int64))
+        return name
+
+    def add(op_type: str, inputs: list[str], hint: str, **attrs) -> str:
+        out = f"{base}/{hint}"
+        body.nodes.append(ir.Node(op_type, inputs, [out], attrs, out))
+        return out
+
+    examples = [add("Gather", [v, index], f"example{k}", axis=0) for k, v in enumerate(operands)]
+    if lengths:
+        length = add("Reshape", [add("Gather", [lengths, index], "length", axis=0), constant("one", [1])],
+                     "length_1d")
+        zero, axis0 = constant("zero", [0]), constant("axis0", [0])
+        full = add("Shape", [examples[states]], "full_length", start=0, end=1)
+        for k in range(states, len(examples)):
+            examples[k] = add("Slice", [examples[k], zero, length, axis0], f"cut{k}")
+    scan_outputs = [f"{base}/out{k}" for k in range(len(node.outputs))]
+    attrs = {"body": node.attrs["body"], "num_scan_inputs": scans}
+    if node.attrs.get("directions"):
+        attrs["scan_input_directions"] = list(node.attrs["directions"])
+    body.nodes.append(ir.Node("Scan", examples, list(scan_outputs), attrs, f"{base}/scan"))
+    if lengths:
+        pads = add("Concat", [zero, add("Sub", [full, length], "gap")], "pads", axis=0)
+        for k in range(states, len(scan_outputs)):
+            scan_outputs[k] = add("Pad", [scan_outputs[k], pads, "", axis0], f"padded{k}")
+    body.outputs = [add("Identity", [cond], "cond_out"), *scan_outputs]
+    batch = ctx.fresh(f"{base}_batch")
+    shape = ctx.fresh(f"{base}_shape")
+    return [ir.Node("Shape", [operands[-1]], [shape], {"start": 0, "end": 1}, f"{base}/shape"),
+            ir.Node("Squeeze", [shape], [batch], {}, f"{base}/batch"),
+            ir.Node("Loop", [batch, ""], list(node.outputs), {"body": body}, f"{base}/batches")]

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from edge_runtime.codecs.pixels import luma
 from trainer.kernels.debugging import InvalidArgumentError
 from trainer.png16 import bit_depth, read_png16, write_png16
 
@@ -93,12 +94,6 @@ def _native_pixels(image) -> np.ndarray:
     return a[..., None] if a.ndim == 2 else a
 
 
-def _luma(rgb: np.ndarray) -> np.ndarray:
-    """ITU-R 601-2 luma in Pillow's fixed point (what its RGB to L conversion gives)."""
-    weights = np.array([19595, 38470, 7471], np.uint64)
-    return ((rgb.astype(np.uint64) @ weights + 0x8000) >> 16).astype(rgb.dtype)[..., None]
-
-
 def _to_channels(op: str, pixels: np.ndarray, channels: int) -> np.ndarray:
     """``pixels`` [h, w, 1-4] with ``channels`` channels (0: as they are); an added alpha is opaque."""
     have = pixels.shape[2]
@@ -108,7 +103,7 @@ def _to_channels(op: str, pixels: np.ndarray, channels: int) -> np.ndarray:
         raise InvalidArgumentError(f"{op}: channels must be 0, 1, 3 or 4, got {channels}")
     color = pixels[..., :3] if have >= 3 else np.repeat(pixels[..., :1], 3, axis=2)
     if channels == 1:
-        return _luma(color) if have >= 3 else pixels[..., :1]
+        return luma(color) if have >= 3 else pixels[..., :1]
     if channels == 3:
         return color
     alpha = pixels[..., -1:] if have in (2, 4) else np.full(pixels.shape[:2] + (1,), np.iinfo(pixels.dtype).max,

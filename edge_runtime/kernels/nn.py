@@ -19,7 +19,7 @@ from edge_runtime.kernels.math import SOFTMAX_MIN_SHIFTED_SUM
 from edge_runtime.kernels.registry import kernel
 from edge_runtime.kernels.row_moments import (affine_rows, inverse_std, row_mean_square, row_means, row_moments,
                                               standardize_rows)
-from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS
+from schemas.ops.nn import CAUSAL_CONV_ACTIVATIONS, LINEAR_ATTENTION_RULES
 
 # ----------------------------------------------------------------------------------- convolution
 
@@ -902,10 +902,7 @@ def attention(
     biased = scores if bias is None else scores + bias
     precision = _ONNX_FLOAT_DTYPES.get(softmax_precision, dtype) if softmax_precision else dtype
     logits = biased.astype(precision, copy=False)
-    row_max = logits.max(axis=-1, keepdims=True)
-    e = xp.exp(logits - xp.where(xp.isneginf(row_max), xp.zeros((), dtype=logits.dtype), row_max))
-    total = e.sum(axis=-1, keepdims=True)
-    probs = e / xp.where(total == 0, xp.ones((), dtype=total.dtype), total)
+    probs = _softmax_rows(logits, xp)
     if bias is not None:
         # A row with no allowed key yields zeros, not NaN (0/0).
         probs = xp.where(xp.isneginf(bias.max(axis=-1, keepdims=True)), xp.zeros((), dtype=probs.dtype), probs)
@@ -915,6 +912,160 @@ def attention(
         y = y.transpose(0, 2, 1, 3).reshape(batch, q_len, -1)
     qk = {2: biased, 3: probs}.get(qk_matmul_output_mode, scores)
     return y, present_key, present_value, qk.astype(dtype)
+
+
+def _softmax_rows(logits, xp):
+    """Softmax over the last axis, each row shifted by its maximum; a row of -inf gives zeros, not NaN."""
+    row_max = logits.max(axis=-1, keepdims=True)
+    e = xp.exp(logits - xp.where(xp.isneginf(row_max), xp.zeros((), dtype=logits.dtype), row_max))
+    total = e.sum(axis=-1, keepdims=True)
+    return e / xp.where(total == 0, xp.ones((), dtype=total.dtype), total)
+
+
+# ------------------------------------------------------------------------- LinearAttention
+
+
+@kernel("LinearAttention")
+def linear_attention(
+    query, key, value, past_state, decay, beta, *, xp, chunk_size, kv_num_heads, q_num_heads, scale, update_rule,
+):
+    """The recurrence token by token, as the spec defines it (``chunk_size`` is a tuning hint for
+    chunk-parallel GPU kernels; the result does not depend on it). Each step is a few batched
+    products over all (batch, key/value head) pairs; a group of query heads reads its shared
+    state as the rows of one product, so grouped-query attention repeats no state. Accumulates in
+    float32 (float64 for float64 inputs), as ONNX's reference does."""
+    batch, steps, d_k, d_v = _linear_attention_dims(query, key, value, decay, beta, q_num_heads, kv_num_heads,
+                                                    update_rule)
+    wide = xp.float64 if query.dtype == xp.float64 else xp.float32
+    group = q_num_heads // kv_num_heads
+    # Time-major, so that step t reads one contiguous (B, H_kv, ...) block of each input.
+    q = _time_major(query, (kv_num_heads, group, d_k), xp, wide)  # (T, B, H_kv, G, d_k)
+    k = _time_major(key, (kv_num_heads, d_k), xp, wide)
+    v = _time_major(value, (kv_num_heads, d_v), xp, wide)
+    # decay as kept fractions, (T, B, H_kv, d_k or 1, 1); beta as (T, B, H_kv or 1, 1)
+    kept = None if decay is None else xp.exp(_time_major(decay, (kv_num_heads, -1, 1), xp, wide))
+    rate = None if beta is None else _time_major(beta, (-1, 1), xp, wide)
+    state_shape = (batch, kv_num_heads, d_k, d_v)
+    if past_state is None:
+        state = xp.zeros(state_shape, dtype=wide)
+    elif tuple(past_state.shape) != state_shape:
+        raise ValueError(f"LinearAttention: past_state must have shape {state_shape} (B, kv_num_heads, d_k, d_v), "
+                         f"got {tuple(past_state.shape)}")
+    else:
+        state = past_state.astype(wide)  # a copy: the loop updates it in place
+    out = xp.empty((steps, batch, kv_num_heads, group, d_v), dtype=wide)
+    for t in range(steps):
+        if kept is not None:
+            state *= kept[t]
+        update = v[t]
+        if rate is not None:  # beta * (v - Sᵀk): what the state already recalls for k, corrected towards v
+            update = rate[t] * (update - xp.matmul(k[t][:, :, None, :], state)[:, :, 0, :])
+        state += k[t][..., :, None] * update[..., None, :]
+        xp.matmul(q[t], state, out=out[t])
+    factor = 1 / math.sqrt(d_k) if scale == 0 else scale
+    output = (out * wide(factor)).transpose(1, 0, 2, 3, 4).reshape(batch, steps, q_num_heads * d_v)
+    state_dtype = query.dtype if past_state is None else past_state.dtype
+    return output.astype(query.dtype), state.astype(state_dtype, copy=False)
+
+
+def _linear_attention_dims(query, key, value, decay, beta, q_num_heads, kv_num_heads, update_rule):
+    """(B, T, d_k, d_v) of a LinearAttention node, every input and attribute checked against them."""
+    if update_rule not in LINEAR_ATTENTION_RULES:
+        raise ValueError(f"LinearAttention: update_rule must be one of {tuple(LINEAR_ATTENTION_RULES)}, "
+                         f"got {update_rule!r}")
+    if q_num_heads <= 0 or kv_num_heads <= 0 or q_num_heads % kv_num_heads:
+        raise ValueError(f"LinearAttention: q_num_heads ({q_num_heads}) must be a positive multiple of "
+                         f"kv_num_heads ({kv_num_heads})")
+    for name, given, needed in zip(("decay", "beta"), (decay is not None, beta is not None),
+                                   LINEAR_ATTENTION_RULES[update_rule]):
+        if given != needed:
+            raise ValueError(f"LinearAttention: update_rule {update_rule!r} "
+                             f"{'requires' if needed else 'takes no'} {name} input")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.ndim != 3 or t.shape[:2] != query.shape[:2]:
+            raise ValueError(f"LinearAttention: {name} must be (B, T, H * D) with query's (B, T) = "
+                             f"{query.shape[:2]}, got shape {t.shape}")
+    batch, steps = query.shape[:2]
+    d_k, d_v = _head_size("query", query, q_num_heads), _head_size("value", value, kv_num_heads)
+    if key.shape[2] != kv_num_heads * d_k:
+        raise ValueError(f"LinearAttention: key's last dimension must be kv_num_heads * d_k = "
+                         f"{kv_num_heads * d_k}, got shape {key.shape}")
+    if decay is not None and (decay.ndim != 3 or decay.shape[:2] != (batch, steps)
+                              or decay.shape[2] not in (kv_num_heads, kv_num_heads * d_k)):
+        raise ValueError(f"LinearAttention: decay must be (B, T, kv_num_heads) or (B, T, kv_num_heads * d_k) = "
+                         f"({batch}, {steps}, {kv_num_heads}) or ({batch}, {steps}, {kv_num_heads * d_k}), "
+                         f"got shape {decay.shape}")
+    if beta is not None and (beta.ndim != 3 or beta.shape[:2] != (batch, steps)
+                             or beta.shape[2] not in (kv_num_heads, 1)):
+        raise ValueError(f"LinearAttention: beta must be (B, T, kv_num_heads) or (B, T, 1), got shape {beta.shape}")
+    return batch, steps, d_k, d_v
+
+
+def _head_size(name, packed, heads):
+    if packed.shape[2] % heads:
+        raise ValueError(f"LinearAttention: {name}'s last dimension {packed.shape[2]} does not split into "
+                         f"{heads} heads")
+    return packed.shape[2] // heads
+
+
+def _time_major(packed, head_shape, xp, dtype):
+    """(B, T, H * D) -> (T, B, *head_shape) in ``dtype``, contiguous."""
+    batch, steps = packed.shape[:2]
+    heads = packed.reshape(batch, steps, *head_shape)
+    return xp.ascontiguousarray(xp.moveaxis(heads, 1, 0), dtype=dtype)
+
+
+# --------------------------------------------------------------------------- FlexAttention
+
+
+@kernel("FlexAttention", domain="ai.onnx.preview")
+def flex_attention(q, k, v, *, xp, prob_mod, scale, score_mod, softmax_precision):
+    """Attention whose scores and probabilities pass through the node's own subgraphs (masks, biases,
+    soft caps), run by the runtime as Loop runs its body. Q and K are each scaled by sqrt(scale) in
+    the input type, then the scores are widened to the softmax precision (float32 for 16-bit
+    inputs), as ONNX's reference does. A group of query heads sharing a key/value head is one
+    product against it, as in Attention: no repeated copy of K and V."""
+    for name, t in (("Q", q), ("K", k), ("V", v)):
+        if t.ndim != 4:
+            raise ValueError(f"FlexAttention: {name} must be rank 4 (batch, heads, sequence, head size), "
+                             f"got shape {t.shape}")
+    batch, q_heads, length, head = q.shape
+    kv_heads, kv_length = k.shape[1], k.shape[2]
+    if k.shape[0] != batch or v.shape[0] != batch or k.shape[3] != head or v.shape[1:3] != k.shape[1:3]:
+        raise ValueError(f"FlexAttention: K must be (batch, kv_heads, kv_length, {head}) and V (batch, kv_heads, "
+                         f"kv_length, v_head_size) with Q's batch {batch}; got K {k.shape}, V {v.shape}")
+    if q_heads % kv_heads:
+        raise ValueError(f"FlexAttention: Q's {q_heads} heads are not a multiple of K and V's {kv_heads}")
+    if softmax_precision is None:
+        precision = q.dtype if q.dtype.kind == "f" and q.dtype.itemsize >= 4 else np.dtype(np.float32)
+    elif softmax_precision in _ONNX_FLOAT_DTYPES:
+        precision = np.dtype(_ONNX_FLOAT_DTYPES[softmax_precision])
+    else:
+        raise ValueError(f"FlexAttention: softmax_precision must be one of {sorted(_ONNX_FLOAT_DTYPES)} "
+                         f"(an ONNX float type), got {softmax_precision}")
+    root = q.dtype.type(math.sqrt(np.float32(1 / math.sqrt(head) if scale is None else scale)))
+    grouped = (q * root).reshape(batch, kv_heads, -1, head)  # (B, H_kv, G * L, E)
+    scores = xp.matmul(grouped, (k * root).transpose(0, 1, 3, 2)).astype(q.dtype, copy=False)
+    scores = scores.reshape(batch, q_heads, length, kv_length).astype(precision)
+    if score_mod is not None:
+        scores = _modified("score_mod", score_mod, scores, xp)
+    probs = _softmax_rows(scores, xp)
+    if prob_mod is not None:
+        probs = _modified("prob_mod", prob_mod, probs, xp)
+    y = xp.matmul(probs.reshape(batch, kv_heads, -1, kv_length), v.astype(precision, copy=False))
+    return y.reshape(batch, q_heads, length, v.shape[3]).astype(v.dtype, copy=False)
+
+
+def _modified(which, graph, values, xp):
+    """``graph``'s one output for ``values``, checked to keep their shape, in their type."""
+    outs = graph(values)
+    if len(outs) != 1:
+        raise ValueError(f"FlexAttention: {which} returned {len(outs)} values; it must return one")
+    out = xp.asarray(outs[0])
+    if out.shape != values.shape:
+        raise ValueError(f"FlexAttention: {which} returned shape {out.shape} for input shape {values.shape}; "
+                         f"it must keep the shape")
+    return out.astype(values.dtype, copy=False)
 
 
 @kernel("RotaryEmbedding")

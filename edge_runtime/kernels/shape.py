@@ -354,4 +354,5 @@ def bit_cast(x, *, xp, to):
     if dtype.itemsize != x.dtype.itemsize or dtype == object:
         raise ShapeError(f"BitCast: cannot reinterpret {x.dtype} as {dtype}: bit widths differ")
     # ONNX defines the bytes as little endian, which is what NumPy uses on every supported host.
-    return xp.ascontiguousarray(x).view(dtype)
+    # (ascontiguousarray makes a 0-d array 1-d: reshape keeps a scalar a scalar.)
+    return xp.ascontiguousarray(x).reshape(x.shape).view(dtype)

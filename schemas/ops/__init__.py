@@ -22,6 +22,7 @@ FAMILIES = (
     "math",
     "ml",
     "nn",
+    "optimizers",
     "py_func",
     "quantize",
     "random",

@@ -2,6 +2,9 @@
 to an image [height, width, channels] and back. Kernels: trainer/kernels/image.py (Pillow, in the
 trainer only, so a frozen model whose output depends on a decoder is refused at export).
 
+ONNX's ImageDecoder (opset 20) runs in the edge runtime (edge_runtime/kernels/image.py): PNG, BMP
+and the anymaps in NumPy alone, JPEG, TIFF, WebP and JPEG 2000 through Pillow where it is installed.
+
 Height and width depend on the data, so they are unknown; the channels are known when the
 ``channels`` attribute names them (0: as the file stores them).
 """
@@ -119,3 +122,19 @@ def _draw_bounding_boxes(ctx):
 def _sample_distorted_bounding_box(ctx):
     dtype = ctx.input(0).dtype
     return [TensorType(dtype, (3,)), TensorType(dtype, (3,)), TensorType(np.dtype(np.float32), (1, 1, 4))]
+
+
+# ImageDecoder's pixel formats -> channels of its output
+_IMAGE_DECODER_CHANNELS = {"RGB": 3, "BGR": 3, "Grayscale": 1}
+
+
+@op("ImageDecoder", inputs=["encoded_stream"], outputs=["image"], attrs={"pixel_format": Attr("string", "RGB")})
+def _image_decoder(ctx):
+    """Encoded image bytes (a uint8 vector) to uint8 (height, width, channels), channels last."""
+    pixel_format = ctx.attrs["pixel_format"]
+    if pixel_format not in _IMAGE_DECODER_CHANNELS:
+        raise ctx.fail(f"pixel_format must be one of {tuple(_IMAGE_DECODER_CHANNELS)}, got {pixel_format!r}")
+    shape = ctx.input(0).shape
+    if shape is not None and len(shape) != 1:
+        raise ctx.fail(f"encoded_stream must be a 1-D uint8 tensor of the file's bytes, got shape {shape}")
+    return [TensorType(_UINT8, (None, None, _IMAGE_DECODER_CHANNELS[pixel_format]))]

@@ -476,6 +476,73 @@ def _attention(ctx):
     return [y, *rest][: ctx.num_outputs]
 
 
+# LinearAttention's update rules -> (decays the state by exp(decay), corrects by beta * (v - Sᵀk)).
+LINEAR_ATTENTION_RULES = {
+    "linear": (False, False),
+    "gated": (True, False),
+    "delta": (False, True),
+    "gated_delta": (True, True),
+}
+
+
+@op(
+    "LinearAttention",
+    inputs=["query", "key", "value", "past_state?", "decay?", "beta?"],
+    outputs=["output", "present_state"],
+    attrs={
+        "chunk_size": Attr("int", 64),
+        "kv_num_heads": Attr("int", REQUIRED),
+        "q_num_heads": Attr("int", REQUIRED),
+        "scale": Attr("float", 0.0),
+        "update_rule": Attr("string", "gated_delta"),
+    },
+)
+def _linear_attention(ctx):
+    """Recurrent linear attention over packed (B, T, H * D) heads with a (B, H_kv, d_k, d_v) state (opset 27)."""
+    rule, hq, hkv = ctx.attrs["update_rule"], ctx.attrs["q_num_heads"], ctx.attrs["kv_num_heads"]
+    if rule not in LINEAR_ATTENTION_RULES:
+        raise ctx.fail(f"update_rule must be one of {tuple(LINEAR_ATTENTION_RULES)}, got {rule!r}")
+    if hq <= 0 or hkv <= 0 or hq % hkv:
+        raise ctx.fail(f"q_num_heads ({hq}) must be a positive multiple of kv_num_heads ({hkv})")
+    for index, name in ((4, "decay"), (5, "beta")):
+        needed = LINEAR_ATTENTION_RULES[rule][index - 4]
+        if needed != ctx.has_input(index):
+            raise ctx.fail(f"update_rule {rule!r} {'requires' if needed else 'takes no'} {name} input")
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if t.shape is not None and len(t.shape) != 3:
+            raise ctx.fail(f"{name} must be rank 3 (B, T, H * D), got shape {t.shape}")
+    d_k = None if q.shape is None or q.shape[2] is None else q.shape[2] // hq
+    d_v = None if v.shape is None or v.shape[2] is None else v.shape[2] // hkv
+    batch, steps = (None, None) if q.shape is None else q.shape[:2]
+    state_dtype = ctx.input(3).dtype if ctx.has_input(3) else q.dtype
+    return [TensorType(q.dtype, (batch, steps, None if d_v is None else hq * d_v)),
+            TensorType(state_dtype, (batch, hkv, d_k, d_v))]
+
+
+@op(
+    "FlexAttention",
+    domain="ai.onnx.preview",
+    inputs=["Q", "K", "V"],
+    outputs=["Y"],
+    attrs={
+        "prob_mod": Attr("graph"),
+        "scale": Attr("float"),
+        "score_mod": Attr("graph"),
+        "softmax_precision": Attr("int"),
+    },
+)
+def _flex_attention(ctx):
+    """softmax(score_mod(Q Kᵀ * scale)) then prob_mod, times V, over rank-4 heads (ai.onnx.preview 1)."""
+    q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+    for name, t in (("Q", q), ("K", k), ("V", v)):
+        if t.shape is not None and len(t.shape) != 4:
+            raise ctx.fail(f"{name} must be rank 4 (batch, heads, sequence, head size), got shape {t.shape}")
+    if q.shape is None or v.shape is None:
+        return [TensorType(q.dtype, None)]
+    return [TensorType(q.dtype, (*q.shape[:3], v.shape[3]))]
+
+
 @op(
     "RotaryEmbedding",
     inputs=["X", "cos_cache", "sin_cache", "position_ids?"],

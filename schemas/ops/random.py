@@ -1,9 +1,12 @@
-"""Random ops (domain ``flowstack``, TensorFlow's names): stateful, each draws from its own generator."""
+"""Random ops. TensorFlow's (domain ``flowstack``) are stateful, each drawing from its own generator
+(trainer/kernels/random.py); ONNX's RandomUniformLike and Bernoulli are pure kernels of the edge
+runtime (edge_runtime/kernels/random.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from schemas.ops.shape import dtype_from_code
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
 D = "flowstack"
@@ -102,3 +105,20 @@ def _stateless_multinomial(ctx):
     n = ctx.known_ints(1)
     batch = None if logits.shape is None else logits.shape[0]
     return [TensorType(np.dtype(ctx.attrs["output_dtype"]), (batch, n[0] if n else None))]
+
+
+# -- ONNX's random ops (default domain): pure kernels drawing from a generator of their own ------
+def _random_like(ctx):
+    """The input's shape, in ``dtype`` where given, else in the input's type."""
+    x = ctx.input(0)
+    dtype = dtype_from_code(ctx.attrs["dtype"], ctx.schema.name) if ctx.attrs["dtype"] is not None else x.dtype
+    return [TensorType(dtype, x.shape)]
+
+
+_ONNX_SEEDED = (" A seed draws the same values on every run (NumPy's RandomState(seed), as ONNX's reference "
+                "evaluator); without one, fresh values each run.")
+op("RandomUniformLike", inputs=["input"], outputs=["output"],
+   attrs={"dtype": Attr("int"), "high": Attr("float", 1.0), "low": Attr("float", 0.0), "seed": Attr("float")},
+   doc="Samples of U[low, high) shaped like the input." + _ONNX_SEEDED)(_random_like)
+op("Bernoulli", inputs=["input"], outputs=["output"], attrs={"dtype": Attr("int"), "seed": Attr("float")},
+   doc="1 with probability input, else 0, elementwise." + _ONNX_SEEDED)(_random_like)

@@ -137,6 +137,13 @@ def test_constant_and_bitcast_errors_name_the_problem():
     assert run("BitCast", np.float32([1.0]), to=6).item() == 0x3F800000
 
 
+def test_bitcast_keeps_a_scalar_a_scalar():
+    y = run("BitCast", np.float32(1.0), to=6)
+    assert y.shape == () and y.dtype == np.int32 and y.item() == 0x3F800000
+    transposed = np.arange(6, dtype=np.float32).reshape(2, 3).T  # not C-contiguous
+    np.testing.assert_array_equal(run("BitCast", transposed, to=6), transposed.view(np.int32))
+
+
 def test_expand_returns_writable_array():
     out = run("Expand", np.float32([1, 2]), i64(3, 1))
     out[0, 0] = 5
