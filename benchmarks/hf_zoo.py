@@ -54,6 +54,7 @@ TOLERANCE = 1e-4
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "flowstack_hf_zoo"
 CHECK_BATCH = 2  # exported with a dynamic batch: checked at batch 1 (timed) and at this one too
 DYNAMO_OPSET = 18  # the lowest opset the dynamo exporter translates to directly
+SHOWN_INPUTS = 3  # the report's input column: the first inputs' shapes (a KV cache has two per layer)
 
 Inputs = Callable[[bool, int], dict[str, np.ndarray]]
 
@@ -478,7 +479,8 @@ def bench(spec: HfModel, quick: bool, cache: Path, budget_s: float | None, dynam
     except Exception as exc:  # torch's exporters refuse some models: a row, not a crash
         row.status = f"export failed: {ANSI_ESCAPE.sub('', first_line(exc))}"
         return row
-    row.shape = " ".join("x".join(map(str, x.shape)) for x in feeds.values())
+    shapes = ["x".join(map(str, x.shape)) for x in feeds.values()]
+    row.shape = " ".join(shapes[:SHOWN_INPUTS]) + (f" +{len(shapes) - SHOWN_INPUTS}" if len(shapes) > SHOWN_INPUTS else "")
     start = time.perf_counter()
     try:
         flow = load(flow_bytes(model, optimized=True))
