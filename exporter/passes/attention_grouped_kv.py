@@ -10,7 +10,8 @@ Applies to an Attention node whose K and V are both such chains (never one alone
 as many key heads as value heads), where the Unsqueeze inserts axis 2 of a value known to be 4-D,
 the Expand's target is ``kv``'s own dims 0, 1, 3 and 4 read from ``Shape(kv)`` around a constant n
 (bare, or through the exporter's ``Where(Equal(shape, -1), 1, shape)``) and the Reshape's target
-keeps ``kv``'s dims 0, 2 and 3. A chain whose values something else reads too (a Shape of the
+keeps ``kv``'s dims 0, 2 and 3, and the node takes no past_key/past_value (those have as many heads
+as K and V). A chain whose values something else reads too (a Shape of the
 repeated values, as a Llama export with a cache has) stays for that reader; the others go. Anything
 else stays as it is.
 """
@@ -26,6 +27,7 @@ from exporter.passes.graph_edit import all_graphs, constant, copy_model, readers
 from exporter.passes.pattern import ChainReader
 
 KEY_AND_VALUE = (1, 2)  # Attention's inputs K and V
+PAST_KEY_AND_VALUE = (4, 5)  # its own cache, which has as many heads as K and V
 
 
 def hand_attention_grouped_kv(model: ir.Model) -> tuple[ir.Model, int]:
@@ -38,6 +40,8 @@ def hand_attention_grouped_kv(model: ir.Model) -> tuple[ir.Model, int]:
         chains: dict[str, list[ir.Node]] = {}  # repeated value -> repeat_kv's nodes, for those rewired
         for node in graph.nodes:
             if node.domain != "" or node.op_type != "Attention" or len(node.inputs) < 3:
+                continue
+            if any(slot < len(node.inputs) and node.inputs[slot] for slot in PAST_KEY_AND_VALUE):
                 continue
             matches = [_repeated(reader, node.inputs[slot]) for slot in KEY_AND_VALUE]
             if any(match is None for match in matches):

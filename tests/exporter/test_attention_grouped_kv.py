@@ -107,6 +107,18 @@ def test_near_misses_keep_both_repeats(near_miss) -> None:
     assert ops(after).count("Expand") == 2
 
 
+def test_attention_with_its_own_cache_keeps_its_repeats() -> None:
+    """past_key/past_value have as many heads as K and V: unrepeated K would not line up with them."""
+    before = gqa()
+    attention = next(n for n in before.graph.nodes if n.op_type == "Attention")
+    attention.inputs += ["", "past_key", "past_value"]
+    for name in ("past_key", "past_value"):
+        before.graph.inputs.append(name)
+        before.graph.values[name] = ir.Value(name, before.graph.values["q"].dtype, (B, HQ, 2, D))
+    after, count = hand_attention_grouped_kv(before)
+    assert count == 0 and ops(after).count("Expand") == 2
+
+
 def test_repeated_keys_read_by_another_node_stay_for_it() -> None:
     """A Llama export with a cache reads the repeated values' Shape too: Attention reads the groups,
     and the chain stays for that reader alone."""
