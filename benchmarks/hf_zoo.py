@@ -332,7 +332,10 @@ HF_ZOO: dict[str, HfModel] = {
                 {"d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
                  "decoder_attention_heads": 12, "encoder_ffn_dim": 3072, "decoder_ffn_dim": 3072},
                 _TINY_SEQ2SEQ, _seq2seq(64, 16, 50265)),
-        HfModel("marian", "MarianMTModel", "MarianConfig", {"pad_token_id": 0, "decoder_start_token_id": 0},
+        HfModel("marian", "MarianMTModel", "MarianConfig",  # opus-mt-en-de's shape (the config's default is 2x wider)
+                {"d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
+                 "decoder_attention_heads": 8, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "pad_token_id": 0,
+                 "decoder_start_token_id": 0},
                 {**_TINY_SEQ2SEQ, "pad_token_id": 0, "decoder_start_token_id": 0}, _seq2seq(64, 16, 58101)),
         HfModel("t5_small", "T5ForConditionalGeneration", "T5Config", {"decoder_start_token_id": 0},
                 {"vocab_size": 99, "d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2, "num_heads": 4,
