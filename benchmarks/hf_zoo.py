@@ -9,7 +9,9 @@
 
 Each model is a ``transformers`` model class built from its default (or a checkpoint's) config
 with seeded random weights (never ``from_pretrained``: nothing is downloaded), wrapped to return its
-first output (the last hidden state), exported by ``torch.onnx.export`` (the TorchScript exporter at
+first output (the last hidden state, or the logits of a model with a head), or for a causal LM as
+one generation step with a KV cache (``DecodeStep``: the cache in, the logits and grown cache out),
+exported by ``torch.onnx.export`` (the TorchScript exporter at
 opset 17, as ``benchmarks.zoo`` exports, or with ``--dynamo`` the dynamo exporter), converted as
 ``flowstack convert`` converts it (``import_onnx`` + the exporter's passes + the flow writer),
 checked against onnxruntime at batch 1 and 2 (the largest difference relative to the output's
