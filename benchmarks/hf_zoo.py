@@ -9,7 +9,9 @@
 
 Each model is a ``transformers`` model class built from its default (or a checkpoint's) config
 with seeded random weights (never ``from_pretrained``: nothing is downloaded), wrapped to return its
-first output (the last hidden state), exported by ``torch.onnx.export`` (the TorchScript exporter at
+first output (the last hidden state, or the logits of a model with a head), or for a causal LM as
+one generation step with a KV cache (``DecodeStep``: the cache in, the logits and grown cache out),
+exported by ``torch.onnx.export`` (the TorchScript exporter at
 opset 17, as ``benchmarks.zoo`` exports, or with ``--dynamo`` the dynamo exporter), converted as
 ``flowstack convert`` converts it (``import_onnx`` + the exporter's passes + the flow writer),
 checked against onnxruntime at batch 1 and 2 (the largest difference relative to the output's
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import math
 import os
@@ -53,6 +56,7 @@ TOLERANCE = 1e-4
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "flowstack_hf_zoo"
 CHECK_BATCH = 2  # exported with a dynamic batch: checked at batch 1 (timed) and at this one too
 DYNAMO_OPSET = 18  # the lowest opset the dynamo exporter translates to directly
+SHOWN_INPUTS = 3  # the report's input column: the first inputs' shapes (a KV cache has two per layer)
 
 Inputs = Callable[[bool, int], dict[str, np.ndarray]]
 
@@ -69,6 +73,7 @@ class HfModel:
     full: dict[str, Any]
     quick: dict[str, Any]
     inputs: Inputs  # (quick, batch) -> feeds
+    wrapper: type[nn.Module] | None = None  # FirstOutput unless given (DecodeStep for a generation step)
 
     def config(self, quick: bool = False) -> Any:
         import transformers
@@ -87,7 +92,7 @@ class HfModel:
         model = getattr(transformers, class_name)(self.config(quick))
         model = getattr(model, part) if part else model
         trained_looking_parameters(model, seed)
-        return FirstOutput(model.eval(), list(self.feeds(quick)))
+        return (self.wrapper or FirstOutput)(model.eval(), list(self.feeds(quick)))
 
     def cache_key(self, quick: bool = False, dynamo: bool = False) -> str:
         import transformers
@@ -113,6 +118,55 @@ class FirstOutput(nn.Module):
         return self.model(**dict(zip(self.input_names, inputs)))[0]
 
 
+class DecodeStep(nn.Module):
+    """A causal LM's generation step with a KV cache, as generation exports it: new token ids, the
+    attention mask over cached and new tokens, and each layer's cached keys and values in
+    (``past.<layer>.key``/``.value``, (batch, kv heads, past, head size)); the logits and each
+    layer's grown cache out. The batch, the new tokens and the past length are dynamic."""
+
+    def __init__(self, model: nn.Module, input_names: list[str]):
+        super().__init__()
+        self.model = model
+        self.layers = (len(input_names) - 2) // 2
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *past: torch.Tensor
+                ) -> tuple[torch.Tensor, ...]:
+        from transformers import DynamicCache
+
+        cache = DynamicCache(ddp_cache_data=list(zip(past[0::2], past[1::2])), config=self.model.config)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
+        return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
+
+    def output_names(self) -> list[str]:
+        return ["output", *[f"present.{i}.{kind}" for i in range(self.layers) for kind in ("key", "value")]]
+
+    def dynamic_axes(self) -> dict[str, dict[int, str]]:
+        """The TorchScript exporter's dynamic axes of every input and output."""
+        axes = {"input_ids": {0: "batch", 1: "new"}, "attention_mask": {0: "batch", 1: "total"},
+                "output": {0: "batch", 1: "new"}}
+        for i in range(self.layers):
+            for kind in ("key", "value"):
+                axes[f"past.{i}.{kind}"] = {0: "batch", 2: "past"}
+                axes[f"present.{i}.{kind}"] = {0: "batch", 2: "total"}
+        return axes
+
+    def dynamic_shapes(self) -> dict[str, Any]:
+        """The dynamo exporter's dynamic shapes, by forward's parameters."""
+        auto = torch.export.Dim.AUTO
+        return {"input_ids": {0: auto, 1: auto}, "attention_mask": {0: auto, 1: auto},
+                "past": tuple({0: auto, 2: auto} for _ in range(2 * self.layers))}
+
+    def export(self, feeds: dict[str, np.ndarray]) -> onnx.ModelProto:
+        """Exported by the TorchScript exporter at ``OPSET`` with ``dynamic_axes``."""
+        buffer = io.BytesIO()
+        with warnings.catch_warnings():  # the tracer's warnings on the cache's Python control flow
+            warnings.simplefilter("ignore")
+            torch.onnx.export(self, tuple(torch.from_numpy(x) for x in feeds.values()), buffer,
+                              input_names=list(feeds), output_names=self.output_names(), opset_version=OPSET,
+                              dynamic_axes=self.dynamic_axes(), dynamo=False)
+        return onnx.load_from_string(buffer.getvalue())
+
+
 def _images(size: int, quick_size: int = 32) -> Inputs:
     def make(quick: bool, batch: int) -> dict[str, np.ndarray]:
         side = quick_size if quick else size
@@ -120,16 +174,49 @@ def _images(size: int, quick_size: int = 32) -> Inputs:
     return make
 
 
-def _tokens(seq: int, vocab: int, mask: bool, quick_seq: int = 8, quick_vocab: int = 99) -> Inputs:
-    """Token ids; with ``mask``, an attention mask whose last quarter is padding (the last half on
-    a second row)."""
+def _tokens(seq: int, vocab: int, mask: bool, quick_seq: int = 8, quick_vocab: int = 99, segments: bool = False,
+            name: str = "input_ids") -> Inputs:
+    """Token ids (under ``name``); with ``mask``, an attention mask whose last quarter is padding (the
+    last half on a second row); with ``segments``, token type ids 0 then 1 (a sentence pair)."""
 
     def make(quick: bool, batch: int) -> dict[str, np.ndarray]:
         n, v = (quick_seq, quick_vocab) if quick else (seq, vocab)
-        feeds = {"input_ids": np.random.default_rng(batch).integers(0, v, (batch, n), dtype=np.int64)}
+        feeds = {name: np.random.default_rng(batch).integers(0, v, (batch, n), dtype=np.int64)}
         if mask:
             lengths = n - n // 4 - np.arange(batch) * (n // 4)
             feeds["attention_mask"] = (np.arange(n)[None, :] < lengths[:, None]).astype(np.int64)
+        if segments:
+            feeds["token_type_ids"] = np.repeat((np.arange(n) >= n // 2)[None, :], batch, axis=0).astype(np.int64)
+        return feeds
+    return make
+
+
+def _merged(*parts: Inputs) -> Inputs:
+    """The feeds of several inputs helpers together (an encoder-decoder's tokens, CLIP's text and image)."""
+
+    def make(quick: bool, batch: int) -> dict[str, np.ndarray]:
+        return {name: x for part in parts for name, x in part(quick, batch).items()}
+    return make
+
+
+def _decode_step(past: int, vocab: int, layers: int, kv_heads: int, head_size: int,
+                 quick: tuple[int, int, int] = (2, 2, 8)) -> Inputs:
+    """One new token after ``past`` cached ones (quick: 6) for ``DecodeStep``; ``quick`` is the tiny
+    config's (layers, kv heads, head size). A second row is left-padded by 2 tokens, as batched
+    generation pads, and each batch row beyond the first caches 3 more tokens: the check at
+    ``CHECK_BATCH`` runs another past length than the export's."""
+
+    def make(is_quick: bool, batch: int) -> dict[str, np.ndarray]:
+        n_layers, heads, size = quick if is_quick else (layers, kv_heads, head_size)
+        cached = (6 if is_quick else past) + 3 * (batch - 1)
+        rng = np.random.default_rng(batch)
+        mask = np.ones((batch, cached + 1), np.int64)
+        mask[1:, :2] = 0
+        feeds = {"input_ids": rng.integers(0, 99 if is_quick else vocab, (batch, 1), dtype=np.int64),
+                 "attention_mask": mask}
+        for i in range(n_layers):
+            for kind in ("key", "value"):
+                feeds[f"past.{i}.{kind}"] = rng.standard_normal((batch, heads, cached, size)).astype(np.float32)
         return feeds
     return make
 
@@ -143,6 +230,28 @@ def _signal(name: str, shape: tuple[int, ...], quick_shape: tuple[int, ...]) -> 
 
 _TINY_TEXT = {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
               "intermediate_size": 64}
+
+_TINY_VIT = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64,
+             "image_size": 32, "patch_size": 8}
+_VIT_TINY = {"hidden_size": 192, "num_hidden_layers": 12, "num_attention_heads": 3, "intermediate_size": 768}
+_TINY_SEQ2SEQ = {"vocab_size": 99, "d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+                 "decoder_attention_heads": 4, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64}
+_TINY_WAV2VEC2 = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64,
+                  "conv_dim": [16, 16], "conv_kernel": [10, 3], "conv_stride": [5, 2], "num_feat_extract_layers": 2,
+                  "num_conv_pos_embeddings": 8, "num_conv_pos_embedding_groups": 4}
+# DeBERTa-v3's disentangled attention (v2's config defaults to none)
+_DEBERTA_V3 = {"relative_attention": True, "pos_att_type": ["p2c", "c2p"], "norm_rel_ebd": "layer_norm",
+               "share_att_key": True, "max_relative_positions": -1}
+# a small Llama-family LM (TinyStories-sized): grouped-query attention, 8 query and 2 key/value heads
+_SMALL_LM = {"vocab_size": 32000, "hidden_size": 512, "intermediate_size": 1376, "num_hidden_layers": 4,
+             "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64}
+
+
+def _seq2seq(source: int, target: int, vocab: int) -> Inputs:
+    """An encoder-decoder's full forward: masked source tokens and the decoder's input ids."""
+    return _merged(_tokens(source, vocab, mask=True),
+                   _tokens(target, vocab, mask=False, quick_seq=4, name="decoder_input_ids"))
+
 
 HF_ZOO: dict[str, HfModel] = {
     spec.name: spec
@@ -205,6 +314,96 @@ HF_ZOO: dict[str, HfModel] = {
                  "conv_dim": [16, 16], "conv_kernel": [10, 3], "conv_stride": [5, 2], "num_feat_extract_layers": 2,
                  "num_conv_pos_embeddings": 8, "num_conv_pos_embedding_groups": 4},
                 _signal("input_values", (16000,), (400,))),
+        # session 20: more of what users export. Text encoders at 128 tokens, batch 1
+        HfModel("bert_minilm", "BertModel", "BertConfig",  # all-MiniLM-L6-v2's shape, a sentence pair
+                {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536},
+                _TINY_TEXT, _tokens(128, 30522, mask=True, segments=True)),
+        HfModel("roberta_base", "RobertaModel", "RobertaConfig", {}, _TINY_TEXT, _tokens(128, 50265, mask=True)),
+        HfModel("albert_base", "AlbertModel", "AlbertConfig",
+                {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072},
+                {**_TINY_TEXT, "embedding_size": 16}, _tokens(128, 30000, mask=True)),
+        HfModel("electra_small", "ElectraModel", "ElectraConfig", {}, {**_TINY_TEXT, "embedding_size": 16},
+                _tokens(128, 30522, mask=True)),
+        HfModel("deberta_v3_small", "DebertaV2Model", "DebertaV2Config",
+                {**_DEBERTA_V3, "hidden_size": 768, "num_hidden_layers": 6, "num_attention_heads": 12,
+                 "intermediate_size": 3072, "vocab_size": 128100, "position_buckets": 256},
+                {**_DEBERTA_V3, **_TINY_TEXT, "position_buckets": 8}, _tokens(128, 128100, mask=True)),
+        HfModel("mpnet_base", "MPNetModel", "MPNetConfig", {}, _TINY_TEXT, _tokens(128, 30527, mask=True)),
+        # encoder-decoders, a full forward (64 source tokens, 16 target ones): the logits
+        HfModel("bart_base", "BartForConditionalGeneration", "BartConfig",
+                {"d_model": 768, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 12,
+                 "decoder_attention_heads": 12, "encoder_ffn_dim": 3072, "decoder_ffn_dim": 3072},
+                _TINY_SEQ2SEQ, _seq2seq(64, 16, 50265)),
+        HfModel("marian", "MarianMTModel", "MarianConfig",  # opus-mt-en-de's shape (the config's default is 2x wider)
+                {"d_model": 512, "encoder_layers": 6, "decoder_layers": 6, "encoder_attention_heads": 8,
+                 "decoder_attention_heads": 8, "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "pad_token_id": 0,
+                 "decoder_start_token_id": 0},
+                {**_TINY_SEQ2SEQ, "pad_token_id": 0, "decoder_start_token_id": 0}, _seq2seq(64, 16, 58101)),
+        HfModel("t5_small", "T5ForConditionalGeneration", "T5Config", {"decoder_start_token_id": 0},
+                {"vocab_size": 99, "d_model": 32, "d_kv": 8, "d_ff": 64, "num_layers": 2, "num_heads": 4,
+                 "decoder_start_token_id": 0}, _seq2seq(64, 16, 32128)),
+        HfModel("whisper_tiny", "WhisperForConditionalGeneration", "WhisperConfig",
+                {"d_model": 384, "encoder_layers": 4, "decoder_layers": 4, "encoder_attention_heads": 6,
+                 "decoder_attention_heads": 6, "encoder_ffn_dim": 1536, "decoder_ffn_dim": 1536},
+                {"d_model": 32, "encoder_layers": 2, "encoder_attention_heads": 4, "decoder_layers": 1,
+                 "decoder_attention_heads": 4, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64, "vocab_size": 99,
+                 "num_mel_bins": 8, "max_source_positions": 16, "pad_token_id": 0, "bos_token_id": 1,
+                 "eos_token_id": 2, "decoder_start_token_id": 1},
+                _merged(_signal("input_features", (80, 3000), (8, 32)),
+                        _tokens(4, 51865, mask=False, quick_seq=4, name="decoder_input_ids"))),
+        # causal LMs, one generation step with a KV cache of 127 tokens (quick: 6)
+        HfModel("gpt2_decode", "GPT2LMHeadModel", "GPT2Config", {},
+                {"vocab_size": 99, "n_embd": 32, "n_layer": 2, "n_head": 4}, _decode_step(127, 50257, 12, 12, 64, (2, 4, 8)),
+                DecodeStep),
+        HfModel("llama_decode", "LlamaForCausalLM", "LlamaConfig", _SMALL_LM,
+                {**_TINY_TEXT, "num_key_value_heads": 2, "head_dim": 8}, _decode_step(127, 32000, 4, 2, 64),
+                DecodeStep),
+        HfModel("qwen2_decode", "Qwen2ForCausalLM", "Qwen2Config", _SMALL_LM,
+                {**_TINY_TEXT, "num_key_value_heads": 2, "head_dim": 8}, _decode_step(127, 32000, 4, 2, 64),
+                DecodeStep),
+        HfModel("gemma_decode", "GemmaForCausalLM", "GemmaConfig", {**_SMALL_LM, "num_key_value_heads": 1},
+                {**_TINY_TEXT, "num_key_value_heads": 1, "head_dim": 8}, _decode_step(127, 32000, 4, 1, 64, (2, 1, 8)),
+                DecodeStep),
+        HfModel("phi_decode", "PhiForCausalLM", "PhiConfig",
+                {**_SMALL_LM, "num_key_value_heads": 8, "partial_rotary_factor": 0.5},
+                {**_TINY_TEXT, "partial_rotary_factor": 0.5}, _decode_step(127, 32000, 4, 8, 64, (2, 4, 8)),
+                DecodeStep),
+        HfModel("pythia_70m_decode", "GPTNeoXForCausalLM", "GPTNeoXConfig",
+                {"vocab_size": 50304, "hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+                 "intermediate_size": 2048}, _TINY_TEXT, _decode_step(127, 50304, 6, 8, 64, (2, 4, 8)), DecodeStep),
+        HfModel("opt_decode", "OPTForCausalLM", "OPTConfig",
+                {"vocab_size": 32000, "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                 "ffn_dim": 2048, "word_embed_proj_dim": 512},
+                {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "ffn_dim": 64, "word_embed_proj_dim": 32}, _decode_step(127, 32000, 4, 8, 64, (2, 4, 8)), DecodeStep),
+        HfModel("bloom_decode", "BloomForCausalLM", "BloomConfig",
+                {"vocab_size": 32000, "hidden_size": 512, "n_layer": 4, "n_head": 8},
+                {"vocab_size": 99, "hidden_size": 32, "n_layer": 2, "n_head": 4},
+                _decode_step(127, 32000, 4, 8, 64, (2, 4, 8)), DecodeStep),
+        HfModel("falcon_decode", "FalconForCausalLM", "FalconConfig",
+                {"vocab_size": 32000, "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                 "new_decoder_architecture": False, "multi_query": True},
+                {"vocab_size": 99, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "new_decoder_architecture": False, "multi_query": True},
+                _decode_step(127, 32000, 4, 1, 64, (2, 1, 8)), DecodeStep),
+        # vision, batch 1
+        HfModel("vit_tiny", "ViTModel", "ViTConfig", _VIT_TINY, _TINY_VIT, _images(224)),
+        HfModel("deit_tiny", "DeiTModel", "DeiTConfig", _VIT_TINY, _TINY_VIT, _images(224)),
+        HfModel("beit_tiny", "BeitModel", "BeitConfig", {**_VIT_TINY, "use_relative_position_bias": True},
+                {**_TINY_VIT, "use_relative_position_bias": True}, _images(224)),
+        HfModel("segformer_b0", "SegformerForSemanticSegmentation", "SegformerConfig", {"num_labels": 150},
+                {"depths": [1, 1, 1, 1], "hidden_sizes": [8, 16, 16, 32], "num_attention_heads": [1, 1, 2, 2],
+                 "decoder_hidden_size": 32, "num_labels": 5}, _images(512, 64)),
+        HfModel("yolos_tiny", "YolosForObjectDetection", "YolosConfig", {**_VIT_TINY, "image_size": [320, 320]},
+                {**_TINY_VIT, "image_size": [32, 32], "num_detection_tokens": 5}, _images(320)),
+        HfModel("clip_b32", "CLIPModel", "CLIPConfig", {},
+                {"text_config": {**_TINY_TEXT, "max_position_embeddings": 16},
+                 "vision_config": {**_TINY_VIT, "image_size": 32}, "projection_dim": 16},
+                _merged(_tokens(16, 49408, mask=True), _images(224))),
+        # audio, 1 s at 16 kHz
+        HfModel("wav2vec2_ctc", "Wav2Vec2ForCTC", "Wav2Vec2Config", {}, {**_TINY_WAV2VEC2, "vocab_size": 20},
+                _signal("input_values", (16000,), (400,))),
+        HfModel("hubert_base", "HubertModel", "HubertConfig", {}, _TINY_WAV2VEC2, _signal("input_values", (16000,), (400,))),
     )
 }
 
@@ -237,11 +436,15 @@ def export_dynamo(module: nn.Module, feeds: dict[str, np.ndarray]) -> onnx.Model
     It traces at the given feeds' batch: torch.export specializes a dim of size 1, so callers
     pass feeds at ``CHECK_BATCH``."""
     args = tuple(torch.from_numpy(x) for x in feeds.values())
+    if isinstance(module, DecodeStep):
+        outputs, dynamic = module.output_names(), module.dynamic_shapes()
+    else:
+        outputs, dynamic = ["output"], {"inputs": tuple({0: torch.export.Dim.AUTO} for _ in args)}
     with warnings.catch_warnings():  # the exporter's own deprecation and tracer warnings
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
-            module, args, input_names=list(feeds), output_names=["output"], opset_version=DYNAMO_OPSET,
-            dynamic_shapes={"inputs": tuple({0: torch.export.Dim.AUTO} for _ in args)}, dynamo=True, verbose=False)
+            module, args, input_names=list(feeds), output_names=outputs, opset_version=DYNAMO_OPSET,
+            dynamic_shapes=dynamic, dynamo=True, verbose=False)
     return program.model_proto
 
 
@@ -253,7 +456,10 @@ def exported(spec: HfModel, quick: bool, cache: Path, dynamo: bool = False
     path = cache / f"{spec.cache_key(quick, dynamo)}.onnx"
     if not path.exists():
         module = spec.build(quick)
-        model = export_dynamo(module, spec.feeds(quick, CHECK_BATCH)) if dynamo else export(module, feeds)
+        if dynamo:
+            model = export_dynamo(module, spec.feeds(quick, CHECK_BATCH))
+        else:
+            model = module.export(feeds) if isinstance(module, DecodeStep) else export(module, feeds)
         cache.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".partial")
         onnx.save(model, str(partial))
@@ -278,7 +484,8 @@ def bench(spec: HfModel, quick: bool, cache: Path, budget_s: float | None, dynam
     except Exception as exc:  # torch's exporters refuse some models: a row, not a crash
         row.status = f"export failed: {ANSI_ESCAPE.sub('', first_line(exc))}"
         return row
-    row.shape = " ".join("x".join(map(str, x.shape)) for x in feeds.values())
+    shapes = ["x".join(map(str, x.shape)) for x in feeds.values()]
+    row.shape = " ".join(shapes[:SHOWN_INPUTS]) + (f" +{len(shapes) - SHOWN_INPUTS}" if len(shapes) > SHOWN_INPUTS else "")
     start = time.perf_counter()
     try:
         flow = load(flow_bytes(model, optimized=True))

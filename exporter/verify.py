@@ -42,10 +42,16 @@ def _nhwc_spatial(rank: int, axis: int) -> int:
     return 32 if rank == 4 and axis in (1, 2) else 1
 
 
+def _empty_cache(rank: int, axis: int) -> int:
+    return 0 if rank == 4 and axis == 2 else 1
+
+
 # How a generated sample fills a dynamic dimension (given the input's rank and the axis), tried in
 # order until the reference runs on it: 1 is cheapest, but a conv net with dynamic H and W needs
-# room for its kernels and strides, and 32 is enough for the usual few downsamplings.
-DYNAMIC_DIM_FILLS: tuple[Callable[[int, int], int], ...] = (_ones, _nchw_spatial, _nhwc_spatial)
+# room for its kernels and strides, and 32 is enough for the usual few downsamplings. A causal LM's
+# generation step takes a KV cache (batch, heads, past, head size) beside an attention mask over
+# past and new tokens, which 1 everywhere makes 1 long where the model needs 2: an empty cache fits.
+DYNAMIC_DIM_FILLS: tuple[Callable[[int, int], int], ...] = (_ones, _nchw_spatial, _nhwc_spatial, _empty_cache)
 
 
 class ParityError(RuntimeError):

@@ -6,62 +6,72 @@ K and V, n times their size, before every attention. ONNX ``Attention`` takes 4-
 fewer heads than Q and gives query head i the key/value head i // n, which is what the repeat
 builds (head h * n + r is a copy of head h); so the chain goes and Attention reads ``kv`` itself.
 
-Applies where the Unsqueeze inserts axis 2 of a value known to be 4-D, the Expand's target is ``kv``'s own
-dims 0, 1, 3 and 4 read from ``Shape(kv)`` around a constant n (bare, or through the exporter's
-``Where(Equal(shape, -1), 1, shape)``), the Reshape's target keeps ``kv``'s dims 0, 2 and 3, and the
-repeated value is read by Attention nodes alone (as K or V). Anything else stays as it is.
+Applies to an Attention node whose K and V are both such chains (never one alone: Attention takes
+as many key heads as value heads), where the Unsqueeze inserts axis 2 of a value known to be 4-D,
+the Expand's target is ``kv``'s own dims 0, 1, 3 and 4 read from ``Shape(kv)`` around a constant n
+(bare, or through the exporter's ``Where(Equal(shape, -1), 1, shape)``) and the Reshape's target
+keeps ``kv``'s dims 0, 2 and 3, and the node takes no past_key/past_value (those have as many heads
+as K and V). A chain whose values something else reads too (a Shape of the
+repeated values, as a Llama export with a cache has) stays for that reader; the others go. Anything
+else stays as it is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from exporter import ir
-from exporter.passes.graph_edit import all_graphs, constant, copy_model, remove_nodes
+from exporter.passes.graph_edit import all_graphs, constant, copy_model, readers, remove_nodes
 from exporter.passes.pattern import ChainReader
 
 KEY_AND_VALUE = (1, 2)  # Attention's inputs K and V
+PAST_KEY_AND_VALUE = (4, 5)  # its own cache, which has as many heads as K and V
 
 
 def hand_attention_grouped_kv(model: ir.Model) -> tuple[ir.Model, int]:
-    """Let Attention read the key/value heads that repeat_kv would copy; returns the model and how many."""
+    """Let Attention read the key/value heads that repeat_kv would copy; returns the model and how
+    many K or V inputs it rewired."""
     model = copy_model(model)
     found = 0
     for graph in all_graphs(model.graph):
         reader = ChainReader(graph)
-        doomed: list[ir.Node] = []
-        unrepeated: dict[str, str] = {}  # repeated value -> kv, for every Attention that reads it
+        chains: dict[str, list[ir.Node]] = {}  # repeated value -> repeat_kv's nodes, for those rewired
         for node in graph.nodes:
-            if node.domain != "" or node.op_type != "Attention":
+            if node.domain != "" or node.op_type != "Attention" or len(node.inputs) < 3:
                 continue
-            for slot in KEY_AND_VALUE:
-                name = node.inputs[slot] if slot < len(node.inputs) else ""
-                if name and name not in unrepeated:
-                    match = _repeated(reader, name)
-                    if match is None:
-                        continue
-                    unrepeated[name] = match[0]
-                    doomed += match[1]
-                    found += 1
-                if name in unrepeated:
-                    node.inputs[slot] = unrepeated[name]
-        remove_nodes(graph, doomed)
+            if any(slot < len(node.inputs) and node.inputs[slot] for slot in PAST_KEY_AND_VALUE):
+                continue
+            matches = [_repeated(reader, node.inputs[slot]) for slot in KEY_AND_VALUE]
+            if any(match is None for match in matches):
+                continue
+            for slot, (kv, chain) in zip(KEY_AND_VALUE, matches):
+                chains[node.inputs[slot]] = chain
+                node.inputs[slot] = kv
+                found += 1
+        remove_nodes(graph, _unread_chains(graph, chains.values()))
     return model, found
 
 
+def _unread_chains(graph: ir.Graph, chains: Iterable[list[ir.Node]]) -> list[ir.Node]:
+    """The nodes of those ``chains`` whose values nothing outside the chain reads any more."""
+    read = readers(graph)
+    doomed = []
+    for chain in chains:
+        inside = {id(n) for n in chain}
+        if not any(out in graph.outputs or any(id(r) not in inside for r in read.get(out, []))
+                   for n in chain for out in n.outputs):
+            doomed += chain
+    return doomed
+
+
 def _repeated(reader: ChainReader, name: str) -> tuple[str, list[ir.Node]] | None:
-    """``name`` as repeat_kv(kv): kv and the chain's three nodes, where Attention nodes alone read ``name``."""
-    users = reader.read.get(name, [])
-    if name in reader.graph.outputs or not users or any(u.op_type != "Attention" or u.domain != "" for u in users):
-        return None
-    if any(name not in u.inputs[1:3] or name in u.inputs[:1] + u.inputs[3:] for u in users):
-        return None
-    reshape = reader.producer(name, "Reshape")
+    """``name`` as repeat_kv(kv): kv and the chain's three nodes (Unsqueeze, Expand, Reshape)."""
+    reshape = reader.producer(name, "Reshape") if name else None
     expand = reader.producer(reshape.inputs[0], "Expand") if reshape is not None else None
     unsqueeze = reader.producer(expand.inputs[0], "Unsqueeze") if expand is not None else None
     if unsqueeze is None or len(unsqueeze.inputs) != 2:
-        return None
-    if not (reader.only_read_by(reshape.inputs[0], reshape) and reader.only_read_by(expand.inputs[0], expand)):
         return None
     kv = unsqueeze.inputs[0]
     axes = constant(reader.graph, unsqueeze.inputs[1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_runtime.kernels import get_kernel, has_kernel
+from edge_runtime.kernels import get_kernel, has_kernel, wants_output_count
 from exporter import ir
 from exporter.passes.graph_edit import constant, copy_model, remove_nodes
 from schemas import get_schema, has_schema
@@ -65,6 +65,8 @@ def _evaluate(graph: ir.Graph, node: ir.Node, outer: dict[str, np.ndarray]) -> l
         args += [None] * (schema.max_inputs - len(args))
     try:
         attrs = schema.resolve_attrs(node.attrs)
+        if wants_output_count(node.op_type, node.domain):  # as the runtime's plan passes it
+            attrs["n_outputs"] = len(node.outputs)
         result = get_kernel(node.op_type, node.domain)(*args, xp=np, **attrs)
     except Exception:  # a node that cannot run now is left for the runtime, which reports it properly
         return None

@@ -81,3 +81,18 @@ def test_dynamo_export_converts_and_matches(tmp_path) -> None:
     assert row.status == "ok" and row.matches, row
     (cached,) = tmp_path.glob("*.onnx")
     assert cached.name.startswith("resnet50-quick-dynamo-")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama_decode", "gpt2_decode"])
+def test_generation_step_with_a_kv_cache_converts_and_matches(name: str, tmp_path) -> None:
+    """A causal LM's decode step: past keys/values in, the grown cache out, the past axis dynamic
+    (checked at batch 1 and at CHECK_BATCH, whose rows cache 3 more tokens, one row left-padded)."""
+    spec = hf_zoo.HF_ZOO[name]
+    row = hf_zoo.bench(spec, quick=True, cache=tmp_path, budget_s=None)
+    assert row.status == "ok" and row.matches, row
+    model, feeds = hf_zoo.exported(spec, quick=True, cache=tmp_path)
+    past = next(i for i in model.graph.input if i.name == "past.0.key")
+    assert past.type.tensor_type.shape.dim[2].dim_param, "the past length is a dynamic axis"
+    assert [o.name for o in model.graph.output][:3] == ["output", "present.0.key", "present.0.value"]
+    assert feeds["attention_mask"].shape[1] == feeds["past.0.key"].shape[2] + 1

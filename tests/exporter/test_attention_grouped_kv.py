@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from exporter import ir
+from edge_runtime import load
+from exporter import flow_writer, ir
 from exporter.passes import hand_attention_grouped_kv, optimize
 from tests.exporter.test_passes import assert_same_outputs, graph, model, ops, randn
 
@@ -93,16 +94,52 @@ def test_optimize_leaves_no_shape_arithmetic_behind() -> None:
     [
         pytest.param(lambda: gqa(expand_dims_of="v"), id="expanded to another tensor's dims"),
         pytest.param(lambda: gqa(reshape_dims=(0, 3, 2)), id="reshaped with the last two dims swapped"),
-        pytest.param(lambda: gqa(extra_reader=True), id="repeated keys read by another node"),
     ],
 )
-def test_near_misses_keep_their_repeat(near_miss) -> None:
+def test_near_misses_keep_both_repeats(near_miss) -> None:
+    """K's chain is no repeat_kv, so V's stays too: Attention takes as many key heads as value heads
+    (V alone rewired gave the runtime 2 value heads against 6 key heads, and a crash)."""
     before = near_miss()
     after, count = hand_attention_grouped_kv(before)
-    assert count == 1  # V still goes; K's chain stays
+    assert count == 0
     attention = next(n for n in after.graph.nodes if n.op_type == "Attention")
-    assert attention.inputs == ["q", "k_rep", "v", "mask"]
+    assert attention.inputs == ["q", "k_rep", "v_rep", "mask"]
+    assert ops(after).count("Expand") == 2
+
+
+def test_attention_with_its_own_cache_keeps_its_repeats() -> None:
+    """past_key/past_value have as many heads as K and V: unrepeated K would not line up with them."""
+    before = gqa()
+    attention = next(n for n in before.graph.nodes if n.op_type == "Attention")
+    attention.inputs += ["", "past_key", "past_value"]
+    for name in ("past_key", "past_value"):
+        before.graph.inputs.append(name)
+        before.graph.values[name] = ir.Value(name, before.graph.values["q"].dtype, (B, HQ, 2, D))
+    after, count = hand_attention_grouped_kv(before)
+    assert count == 0 and ops(after).count("Expand") == 2
+
+
+def test_repeated_keys_read_by_another_node_stay_for_it() -> None:
+    """A Llama export with a cache reads the repeated values' Shape too: Attention reads the groups,
+    and the chain stays for that reader alone."""
+    before = gqa(extra_reader=True)
+    after, count = hand_attention_grouped_kv(before)
+    assert count == 2
+    attention = next(n for n in after.graph.nodes if n.op_type == "Attention")
+    assert attention.inputs == ["q", "k", "v", "mask"]
     assert ops(after).count("Expand") == 1
+    assert_same_outputs(before, after, **feeds())
+
+
+def test_rewired_attention_runs_on_the_edge_runtime() -> None:
+    """The model after the pass converts and matches the model before it on the edge runtime."""
+    before = gqa(extra_reader=True)
+    after, _ = optimize(before)
+    inputs = feeds()
+    want = load(flow_writer.to_bytes(before)).run(inputs)
+    got = load(flow_writer.to_bytes(after)).run(inputs)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 def fixed_shape_gqa(expand_target=(B, HKV, REPEAT, S, D), reshape_target=(B, HQ, S, D)) -> ir.Model:
