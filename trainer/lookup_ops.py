@@ -4,8 +4,8 @@
 
 A table's keys and values are tensors of the graph (a vocabulary file is read when the table is
 built), so a table needs no initializing run: ``tf.tables_initializer()`` is a no-op kept for the
-scripts that run it. Out-of-vocabulary buckets hash a key with BLAKE2b, not TensorFlow's
-Fingerprint64: ids past the vocabulary are stable here but differ from TensorFlow's.
+scripts that run it. Out-of-vocabulary buckets hash a key with FarmHash Fingerprint64, as
+TensorFlow's do, so ids past the vocabulary match TensorFlow's.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ once frozen. The sparse optimizer updates are stateful and stay in trainer/kerne
 
 from __future__ import annotations
 
+import itertools
+
+from edge_runtime.fingerprint import fingerprint64, fingerprint_cat64
 from edge_runtime.kernels.registry import kernel
 from schemas.registry import ShapeError
 
@@ -46,3 +49,36 @@ def unsorted_segment_sum(data, segment_ids, num_segments, *, xp):
     out = xp.zeros((n,) + tuple(inner), dtype=data.dtype)
     xp.add.at(out, ids, data.reshape((ids.size,) + tuple(inner)))
     return out
+
+
+def _feature_hash(value) -> int:
+    """What SparseCross folds for one entry: a string's Fingerprint64, an integer's own 64 bits."""
+    if isinstance(value, (str, bytes)):
+        return fingerprint64(value)
+    return int(value) & ((1 << 64) - 1)
+
+
+@kernel("SparseCross", domain=D)
+def sparse_cross(*inputs, xp, N, num_buckets, hash_key):
+    indices, values, shapes = inputs[:N], inputs[N:2 * N], inputs[2 * N:]
+    batch = int(shapes[0].reshape(-1)[0])
+    if any(int(s.reshape(-1)[0]) != batch for s in shapes):
+        raise ShapeError(f"SparseCross: the inputs' batch sizes differ: {[int(s.reshape(-1)[0]) for s in shapes]}")
+    rows: list[list[list[int]]] = [[[] for _ in range(N)] for _ in range(batch)]
+    for column, (idx, vals) in enumerate(zip(indices, values)):
+        for row, value in zip(idx[:, 0].tolist(), vals.reshape(-1).tolist()):
+            rows[row][column].append(_feature_hash(value))
+    modulus = num_buckets if num_buckets > 0 else (1 << 63) - 1
+    out_indices, out_values = [], []
+    width = 0
+    for row, features in enumerate(rows):
+        # the last input varies fastest, as TF's
+        for position, combination in enumerate(itertools.product(*features)):
+            hashed = hash_key & ((1 << 64) - 1)
+            for feature in combination:
+                hashed = fingerprint_cat64(hashed, feature)
+            out_indices.append((row, position))
+            out_values.append(hashed % modulus)
+            width = max(width, position + 1)
+    return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, 2), xp.asarray(out_values, dtype=xp.int64),
+            xp.asarray([batch, width], dtype=xp.int64))

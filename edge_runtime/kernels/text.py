@@ -7,11 +7,11 @@ n-grams, weighting) are array operations.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 import numpy as np
 
+from edge_runtime.fingerprint import fingerprint64
 from edge_runtime.kernels.registry import kernel
 from schemas.registry import UnsupportedOpError
 
@@ -233,8 +233,8 @@ _TABLES = _TableCache()
 
 
 def _bucket(key, buckets: int) -> int:
-    data = key if isinstance(key, bytes) else str(key).encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little") % buckets
+    """TensorFlow's OOV bucket: Fingerprint64 of the key (an integer as its decimal text) modulo buckets."""
+    return fingerprint64(key if isinstance(key, bytes) else str(key)) % buckets
 
 
 @kernel("LookupTableFind", domain="flowstack")
@@ -288,3 +288,9 @@ def as_string(input, *, xp, precision, scientific, shortest, width, fill):  # no
     else:
         text = [fmt % v for v in flat]
     return _strings(np, text, input.shape)
+
+
+@kernel("StringToHashBucketFast", domain="flowstack")
+def string_to_hash_bucket_fast(x, *, xp, num_buckets):
+    flat = [fingerprint64(s) % num_buckets for s in x.reshape(-1).tolist()]
+    return xp.asarray(flat, dtype=xp.int64).reshape(x.shape)

@@ -123,3 +123,13 @@ def _as_string(ctx):
     if x.dtype is not None and x.dtype.kind not in "iubfc":
         raise ctx.fail(f"input must be a number or bool, got {x.dtype}")
     return [TensorType(STRING, x.shape)]
+
+
+@op("StringToHashBucketFast", domain="flowstack", inputs=["input"], outputs=["output"],
+    attrs={"num_buckets": Attr("int", REQUIRED)},
+    doc="TensorFlow's StringToHashBucketFast: FarmHash Fingerprint64 of each string's UTF-8 bytes modulo "
+        "num_buckets, as int64 of the input's shape.")
+def _string_to_hash_bucket_fast(ctx):
+    if ctx.attrs["num_buckets"] < 1:
+        raise ctx.fail(f"num_buckets must be >= 1, got {ctx.attrs['num_buckets']}")
+    return [TensorType(INT64, ctx.input(0).shape)]
