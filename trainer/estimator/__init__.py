@@ -14,6 +14,10 @@ from trainer.estimator import export, inputs
 from trainer.estimator.canned import (DNNClassifier, DNNLinearCombinedClassifier, DNNLinearCombinedRegressor,
                                       DNNRegressor, LinearClassifier, LinearRegressor)
 from trainer.estimator.estimator import Estimator, add_metrics
+from trainer.estimator.head_estimators import (BaselineClassifier, BaselineEstimator, BaselineRegressor, DNNEstimator,
+                                               DNNLinearCombinedEstimator, LinearEstimator)
+from trainer.estimator.head_v2 import (BinaryClassHead, Head, MultiClassHead, MultiLabelHead, PoissonRegressionHead,
+                                       RegressionHead)
 from trainer.estimator.hooks import (CheckpointSaverHook, CheckpointSaverListener, FeedFnHook, FinalOpsHook,
                                      GlobalStepWaiterHook, LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook,
                                      SecondOrStepTimer, SessionRunArgs, SessionRunContext, SessionRunHook,
@@ -21,9 +25,13 @@ from trainer.estimator.hooks import (CheckpointSaverHook, CheckpointSaverListene
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
 from trainer.estimator.export import Exporter, FinalExporter, LatestExporter
+from trainer.estimator.parsing_specs import classifier_parse_example_spec, regressor_parse_example_spec
 from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
+    "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead", "DNNEstimator",
+    "DNNLinearCombinedEstimator", "Head", "LinearEstimator", "MultiClassHead", "MultiLabelHead",
+    "PoissonRegressionHead", "RegressionHead", "classifier_parse_example_spec", "regressor_parse_example_spec",
     "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "FeedFnHook", "GlobalStepWaiterHook",
     "SecondOrStepTimer", "SummarySaverHook", "DNNLinearCombinedClassifier",
     "DNNLinearCombinedRegressor", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "Exporter",
