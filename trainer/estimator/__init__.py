@@ -25,13 +25,15 @@ from trainer.estimator.hooks import (CheckpointSaverHook, CheckpointSaverListene
 from trainer.estimator.run_config import RunConfig
 from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
 from trainer.estimator.export import Exporter, FinalExporter, LatestExporter
+from trainer.warm_starting import VocabInfo, WarmStartSettings
 from trainer.estimator.parsing_specs import classifier_parse_example_spec, regressor_parse_example_spec
 from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
     "BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "BinaryClassHead", "DNNEstimator",
     "DNNLinearCombinedEstimator", "Head", "LinearEstimator", "MultiClassHead", "MultiLabelHead",
-    "PoissonRegressionHead", "RegressionHead", "classifier_parse_example_spec", "regressor_parse_example_spec",
+    "PoissonRegressionHead", "RegressionHead", "VocabInfo", "WarmStartSettings", "classifier_parse_example_spec",
+    "regressor_parse_example_spec",
     "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "FeedFnHook", "GlobalStepWaiterHook",
     "SecondOrStepTimer", "SummarySaverHook", "DNNLinearCombinedClassifier",
     "DNNLinearCombinedRegressor", "DNNRegressor", "Estimator", "EstimatorSpec", "EstimatorSpecError", "EvalSpec", "Exporter",

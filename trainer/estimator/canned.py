@@ -153,36 +153,41 @@ def checked_columns(feature_columns) -> list:
 class DNNClassifier(Estimator):
     def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes: int = 2, optimizer="Adagrad",
                  activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05,
-                 label_vocabulary=None):
+                 label_vocabulary=None, warm_start_from=None):
         head = ClassificationHead(n_classes, check_label_vocabulary("DNNClassifier", label_vocabulary, n_classes))
         super().__init__(_classifier_fn(dnn_logits_fn(checked_columns(feature_columns), list(hidden_units), head.logits_dimension,
                                              activation_fn, dropout), head, minimize_fn(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class LinearClassifier(Estimator):
     def __init__(self, feature_columns, model_dir=None, n_classes: int = 2, optimizer="Adagrad", config=None,
-                 learning_rate: float = 0.2, label_vocabulary=None):
+                 learning_rate: float = 0.2, label_vocabulary=None, warm_start_from=None):
         head = ClassificationHead(n_classes, check_label_vocabulary("LinearClassifier", label_vocabulary, n_classes))
         super().__init__(_classifier_fn(dnn_logits_fn(linear_columns(checked_columns(feature_columns)), [], head.logits_dimension,
                                              None, None), head, minimize_fn(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class DNNRegressor(Estimator):
     def __init__(self, hidden_units, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad",
-                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05):
+                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05,
+                 warm_start_from=None):
         super().__init__(_regressor_fn(dnn_logits_fn(checked_columns(feature_columns), list(hidden_units), label_dimension,
                                             activation_fn, dropout), label_dimension, minimize_fn(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class LinearRegressor(Estimator):
     def __init__(self, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad", config=None,
-                 learning_rate: float = 0.2):
+                 learning_rate: float = 0.2, warm_start_from=None):
         super().__init__(_regressor_fn(dnn_logits_fn(linear_columns(checked_columns(feature_columns)), [], label_dimension, None, None),
                                        label_dimension, minimize_fn(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 def wide_and_deep_columns(name: str, linear_feature_columns, dnn_feature_columns, dnn_hidden_units) -> tuple:
@@ -202,7 +207,7 @@ class DNNLinearCombinedClassifier(Estimator):
     def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
                  dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
                  n_classes: int = 2, config=None, linear_learning_rate: float = 0.2, dnn_learning_rate: float = 0.05,
-                 label_vocabulary=None):
+                 label_vocabulary=None, warm_start_from=None):
         head = ClassificationHead(n_classes, check_label_vocabulary("DNNLinearCombinedClassifier", label_vocabulary,
                                                                     n_classes))
         linear, dnn = wide_and_deep_columns("DNNLinearCombinedClassifier", linear_feature_columns,
@@ -211,7 +216,8 @@ class DNNLinearCombinedClassifier(Estimator):
                                    dnn_dropout)
         train_fn = minimize_each_fn({"linear": (linear_optimizer, linear_learning_rate),
                                    "dnn": (dnn_optimizer, dnn_learning_rate)})
-        super().__init__(_classifier_fn(logits_fn, head, train_fn), model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(logits_fn, head, train_fn), model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class DNNLinearCombinedRegressor(Estimator):
@@ -220,11 +226,12 @@ class DNNLinearCombinedRegressor(Estimator):
     def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
                  dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
                  label_dimension: int = 1, config=None, linear_learning_rate: float = 0.2,
-                 dnn_learning_rate: float = 0.05):
+                 dnn_learning_rate: float = 0.05, warm_start_from=None):
         linear, dnn = wide_and_deep_columns("DNNLinearCombinedRegressor", linear_feature_columns,
                                              dnn_feature_columns, dnn_hidden_units)
         logits_fn = wide_and_deep_logits_fn(linear, dnn, list(dnn_hidden_units or ()), label_dimension, dnn_activation_fn,
                                    dnn_dropout)
         train_fn = minimize_each_fn({"linear": (linear_optimizer, linear_learning_rate),
                                    "dnn": (dnn_optimizer, dnn_learning_rate)})
-        super().__init__(_regressor_fn(logits_fn, label_dimension, train_fn), model_dir=model_dir, config=config)
+        super().__init__(_regressor_fn(logits_fn, label_dimension, train_fn), model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)

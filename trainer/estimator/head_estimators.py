@@ -45,33 +45,36 @@ def head_model_fn(head: Head, logits_fn: Callable, train_fn: Callable) -> Callab
 
 class DNNEstimator(Estimator):
     def __init__(self, head, hidden_units, feature_columns, model_dir=None, optimizer="Adagrad",
-                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05):
-        logits_fn = dnn_logits_fn(checked_columns(feature_columns), list(hidden_units), checked_head(head).logits_dimension,
-                                  activation_fn, dropout)
+                 activation_fn=nn.relu, dropout: float | None = None, config=None, warm_start_from=None,
+                 learning_rate: float = 0.05):
+        logits_fn = dnn_logits_fn(checked_columns(feature_columns), list(hidden_units),
+                                  checked_head(head).logits_dimension, activation_fn, dropout)
         super().__init__(head_model_fn(head, logits_fn, minimize_fn(optimizer, learning_rate)), model_dir=model_dir,
-                         config=config)
+                         config=config, warm_start_from=warm_start_from)
 
 
 class LinearEstimator(Estimator):
-    def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl", config=None,
+    def __init__(self, head, feature_columns, model_dir=None, optimizer="Ftrl", config=None, warm_start_from=None,
                  learning_rate: float = 0.2):
-        logits_fn = dnn_logits_fn(linear_columns(checked_columns(feature_columns)), [], checked_head(head).logits_dimension,
-                                  None, None)
+        logits_fn = dnn_logits_fn(linear_columns(checked_columns(feature_columns)), [],
+                                  checked_head(head).logits_dimension, None, None)
         super().__init__(head_model_fn(head, logits_fn, minimize_fn(optimizer, learning_rate)), model_dir=model_dir,
-                         config=config)
+                         config=config, warm_start_from=warm_start_from)
 
 
 class DNNLinearCombinedEstimator(Estimator):
     def __init__(self, head, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
                  dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu,
-                 dnn_dropout=None, config=None, linear_learning_rate: float = 0.2, dnn_learning_rate: float = 0.05):
+                 dnn_dropout=None, config=None, warm_start_from=None, linear_learning_rate: float = 0.2,
+                 dnn_learning_rate: float = 0.05):
         linear, dnn = wide_and_deep_columns("DNNLinearCombinedEstimator", linear_feature_columns, dnn_feature_columns,
                                             dnn_hidden_units)
-        logits_fn = wide_and_deep_logits_fn(linear, dnn, list(dnn_hidden_units or ()), checked_head(head).logits_dimension,
-                                            dnn_activation_fn, dnn_dropout)
+        logits_fn = wide_and_deep_logits_fn(linear, dnn, list(dnn_hidden_units or ()),
+                                            checked_head(head).logits_dimension, dnn_activation_fn, dnn_dropout)
         train_fn = minimize_each_fn({"linear": (linear_optimizer, linear_learning_rate),
                                      "dnn": (dnn_optimizer, dnn_learning_rate)})
-        super().__init__(head_model_fn(head, logits_fn, train_fn), model_dir=model_dir, config=config)
+        super().__init__(head_model_fn(head, logits_fn, train_fn), model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 def baseline_logits_fn(units: int) -> Callable:
@@ -92,21 +95,23 @@ def baseline_logits_fn(units: int) -> Callable:
 class BaselineEstimator(Estimator):
     """The head's loss minimized by one bias per output: what a model learns from the labels alone."""
 
-    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None, learning_rate: float = 0.3):
+    def __init__(self, head, model_dir=None, optimizer="Ftrl", config=None, warm_start_from=None,
+                 learning_rate: float = 0.3):
         super().__init__(head_model_fn(head, baseline_logits_fn(checked_head(head).logits_dimension),
-                                       minimize_fn(optimizer, learning_rate)), model_dir=model_dir, config=config)
+                                       minimize_fn(optimizer, learning_rate)), model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class BaselineClassifier(BaselineEstimator):
     def __init__(self, model_dir=None, n_classes: int = 2, weight_column=None, label_vocabulary=None,
-                 optimizer="Ftrl", config=None, loss_reduction=SUM, learning_rate: float = 0.3):
+                 optimizer="Ftrl", config=None, loss_reduction=SUM, warm_start_from=None, learning_rate: float = 0.3):
         head = (BinaryClassHead(weight_column, label_vocabulary=label_vocabulary, loss_reduction=loss_reduction)
                 if n_classes == 2 else MultiClassHead(n_classes, weight_column, label_vocabulary, loss_reduction))
-        super().__init__(head, model_dir, optimizer, config, learning_rate)
+        super().__init__(head, model_dir, optimizer, config, warm_start_from, learning_rate)
 
 
 class BaselineRegressor(BaselineEstimator):
     def __init__(self, model_dir=None, label_dimension: int = 1, weight_column=None, optimizer="Ftrl", config=None,
-                 loss_reduction=SUM, learning_rate: float = 0.3):
+                 loss_reduction=SUM, warm_start_from=None, learning_rate: float = 0.3):
         super().__init__(RegressionHead(label_dimension, weight_column, loss_reduction), model_dir, optimizer, config,
-                         learning_rate)
+                         warm_start_from, learning_rate)
