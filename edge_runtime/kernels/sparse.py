@@ -82,3 +82,42 @@ def sparse_cross(*inputs, xp, N, num_buckets, hash_key):
             width = max(width, position + 1)
     return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, 2), xp.asarray(out_values, dtype=xp.int64),
             xp.asarray([batch, width], dtype=xp.int64))
+
+
+def _groups(indices, values) -> dict[tuple, set]:
+    """Each group's (leading index) set of values."""
+    groups: dict[tuple, set] = {}
+    for index, value in zip(indices[:, :-1].tolist(), values.reshape(-1).tolist()):
+        groups.setdefault(tuple(index), set()).add(value)
+    return groups
+
+
+_SET_OPERATIONS = {"a-b": lambda a, b: a - b, "b-a": lambda a, b: b - a, "intersection": lambda a, b: a & b,
+                   "union": lambda a, b: a | b}
+
+
+@kernel("SetOperation", domain=D)
+def set_operation(a_indices, a_values, a_shape, b_indices, b_values, b_shape, *, xp, set_operation):
+    if list(a_shape[:-1]) != list(b_shape[:-1]):
+        raise ShapeError(f"SetOperation: a's leading shape {list(a_shape[:-1])} differs from b's {list(b_shape[:-1])}")
+    a, b = _groups(a_indices, a_values), _groups(b_indices, b_values)
+    combine = _SET_OPERATIONS[set_operation]
+    out_indices, out_values, width = [], [], 0
+    for group in sorted(set(a) | set(b)):
+        members = sorted(combine(a.get(group, set()), b.get(group, set())))
+        out_indices.extend((*group, i) for i in range(len(members)))
+        out_values.extend(members)
+        width = max(width, len(members))
+    values = xp.empty(len(out_values), dtype=a_values.dtype)
+    values[:] = out_values
+    rank = len(a_shape)
+    return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, rank), values,
+            xp.asarray([*a_shape[:-1].tolist(), width], dtype=xp.int64))
+
+
+@kernel("SetSize", domain=D)
+def set_size(set_indices, set_values, set_shape, *, xp):
+    sizes = xp.zeros(tuple(int(d) for d in set_shape[:-1]), xp.int32)
+    for group, members in _groups(set_indices, set_values).items():
+        sizes[group] = len(members)
+    return sizes
