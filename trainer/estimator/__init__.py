@@ -27,12 +27,13 @@ from trainer.estimator.spec import EstimatorSpec, EstimatorSpecError, ModeKeys
 from trainer.estimator.best_exporter import BestExporter
 from trainer.estimator.export import Exporter, FinalExporter, LatestExporter
 from trainer.warm_starting import VocabInfo, WarmStartSettings
+from trainer.estimator.multi_head import MultiHead
 from trainer.estimator.parsing_specs import classifier_parse_example_spec, regressor_parse_example_spec
 from trainer.estimator.training import EvalSpec, TrainSpec, train_and_evaluate
 
 __all__ = [
     "BaselineClassifier", "BaselineEstimator", "BestExporter", "BaselineRegressor", "BinaryClassHead", "DNNEstimator",
-    "DNNLinearCombinedEstimator", "Head", "LinearEstimator", "MultiClassHead", "MultiLabelHead",
+    "DNNLinearCombinedEstimator", "Head", "LinearEstimator", "MultiClassHead", "MultiHead", "MultiLabelHead",
     "PoissonRegressionHead", "RegressionHead", "VocabInfo", "WarmStartSettings", "classifier_parse_example_spec",
     "regressor_parse_example_spec",
     "CheckpointSaverHook", "CheckpointSaverListener", "DNNClassifier", "FeedFnHook", "GlobalStepWaiterHook",

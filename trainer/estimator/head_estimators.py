@@ -29,7 +29,9 @@ __all__ = ["BaselineClassifier", "BaselineEstimator", "BaselineRegressor", "DNNE
 
 
 def checked_head(head) -> Head:
-    if not isinstance(head, Head):
+    from trainer.estimator.multi_head import MultiHead
+
+    if not isinstance(head, (Head, MultiHead)):
         raise TypeError(f"head must be a tf.estimator head (BinaryClassHead, MultiClassHead, ...), given "
                         f"{type(head).__name__}")
     return head

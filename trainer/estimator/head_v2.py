@@ -26,7 +26,8 @@ from trainer.graph import Tensor
 from trainer.ops import add_n, cast, convert_to_tensor, exp, group, maximum, ones_like, reshape, square, subtract
 from trainer.train import get_or_create_global_step
 
-__all__ = ["BinaryClassHead", "Head", "MultiClassHead", "MultiLabelHead", "PoissonRegressionHead", "RegressionHead"]
+__all__ = ["BinaryClassHead", "Head", "MultiClassHead", "MultiLabelHead", "PoissonRegressionHead", "RegressionHead",
+           "train_spec"]
 
 SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
 SUM = "sum"
@@ -113,20 +114,25 @@ class Head:
             if regularization_losses:
                 found["regularization_loss"] = metrics.mean(add_n(list(regularization_losses)))
             return EstimatorSpec(mode, predictions=predictions, loss=regularized, eval_metric_ops=found)
-        if mode != ModeKeys.TRAIN:
-            raise ValueError(f"mode must be one of ModeKeys.TRAIN/EVAL/PREDICT, given {mode!r}")
-        if optimizer is not None and train_op_fn is not None:
-            raise ValueError("train_op_fn and optimizer cannot both be set.")
-        if optimizer is not None:
-            train_op = optimizer.minimize(regularized, global_step=get_or_create_global_step(),
-                                          var_list=trainable_variables)
-        elif train_op_fn is not None:
-            train_op = train_op_fn(regularized)
-        else:
-            raise ValueError("train_op_fn and optimizer cannot both be None.")
-        if update_ops:
-            train_op = group(train_op, *update_ops)
-        return EstimatorSpec(mode, predictions=predictions, loss=regularized, train_op=train_op)
+        return train_spec(mode, predictions, regularized, optimizer, train_op_fn, trainable_variables, update_ops)
+
+
+def train_spec(mode, predictions, loss, optimizer, train_op_fn, trainable_variables, update_ops) -> EstimatorSpec:
+    """The TRAIN EstimatorSpec: ``optimizer.minimize(loss)`` or ``train_op_fn(loss)`` (exactly one), then the
+    update ops."""
+    if mode != ModeKeys.TRAIN:
+        raise ValueError(f"mode must be one of ModeKeys.TRAIN/EVAL/PREDICT, given {mode!r}")
+    if optimizer is not None and train_op_fn is not None:
+        raise ValueError("train_op_fn and optimizer cannot both be set.")
+    if optimizer is not None:
+        train_op = optimizer.minimize(loss, global_step=get_or_create_global_step(), var_list=trainable_variables)
+    elif train_op_fn is not None:
+        train_op = train_op_fn(loss)
+    else:
+        raise ValueError("train_op_fn and optimizer cannot both be None.")
+    if update_ops:
+        train_op = group(train_op, *update_ops)
+    return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
 
 
 def _threshold_metrics(thresholds, labels, scores, weights) -> dict:
