@@ -12,6 +12,7 @@ is a dense one-hot and a categorical column over a numeric one.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Callable
 
@@ -48,21 +49,24 @@ def _kept(ids: SparseTensor) -> SparseTensor:
     return SparseTensor(boolean_mask(ids.indices, keep), boolean_mask(ids.values, keep), ids.dense_shape)
 
 
-class IdColumn:
+class IdColumn(abc.ABC):
     """What every categorical column offers: ``ids(features)``, a [batch, k] SparseTensor of ids in
-    ``[0, num_buckets)``, and ``id_weights`` (those ids with a SparseTensor of their weights, or None)."""
+    ``[0, num_buckets)``, ``id_weights`` (those ids with a SparseTensor of their weights, or None)
+    and the ``parse_example_spec`` of the features it reads."""
 
     name: str
     num_buckets: int
 
+    @abc.abstractmethod
     def ids(self, features: dict) -> SparseTensor:
-        raise NotImplementedError(f"{type(self).__name__} must define ids()")
+        """The [batch, k] ids."""
 
     def id_weights(self, features: dict) -> tuple[SparseTensor, SparseTensor | None]:
         return self.ids(features), None
 
+    @abc.abstractmethod
     def parse_example_spec(self) -> dict:
-        raise NotImplementedError(f"{type(self).__name__} must define parse_example_spec()")
+        """{feature key: FixedLenFeature or VarLenFeature} of the features the column reads."""
 
 
 @dataclass(frozen=True)
