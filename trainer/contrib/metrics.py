@@ -118,6 +118,8 @@ def aggregate_metric_map(names_to_tuples: dict) -> tuple[dict, dict]:
 LAZY_ATTRIBUTES = {name: ("trainer.contrib.metrics_curves", name) for name in (
     "accuracy", "confusion_matrix", "count", "f1_score", "precision_at_recall", "recall_at_precision",
     "streaming_covariance", "streaming_curve_points", "streaming_pearson_correlation")}
+LAZY_ATTRIBUTES.update({name: ("trainer.contrib.metrics_concat", name) for name in (
+    "streaming_concat", "streaming_dynamic_auc")})
 LAZY_ATTRIBUTES.update({name: ("trainer.set_ops", name) for name in (
     "set_difference", "set_intersection", "set_size", "set_union")})
 
