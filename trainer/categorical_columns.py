@@ -12,6 +12,7 @@ is a dense one-hot and a categorical column over a numeric one.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from trainer.array_ops import (boolean_mask, expand_dims, gather_nd, greater_equal, logical_and, not_equal, reduce_sum,
                                scatter_nd, stack, where)
-from trainer.lookup_ops import HashTable, KeyValueTensorInitializer, index_table_from_tensor, read_vocabulary
+from trainer.lookup_ops import index_table_from_tensor, read_vocabulary
 from trainer.ops import cast, convert_to_tensor, gather, less, ones_like, reshape, shape
 from trainer.sparse_tensor import SparseTensor, embedding_lookup_sparse
 
@@ -48,8 +49,28 @@ def _kept(ids: SparseTensor) -> SparseTensor:
     return SparseTensor(boolean_mask(ids.indices, keep), boolean_mask(ids.values, keep), ids.dense_shape)
 
 
+class IdColumn(abc.ABC):
+    """What every categorical column offers: ``ids(features)``, a [batch, k] SparseTensor of ids in
+    ``[0, num_buckets)``, ``id_weights`` (those ids with a SparseTensor of their weights, or None)
+    and the ``parse_example_spec`` of the features it reads."""
+
+    name: str
+    num_buckets: int
+
+    @abc.abstractmethod
+    def ids(self, features: dict) -> SparseTensor:
+        """The [batch, k] ids."""
+
+    def id_weights(self, features: dict) -> tuple[SparseTensor, SparseTensor | None]:
+        return self.ids(features), None
+
+    @abc.abstractmethod
+    def parse_example_spec(self) -> dict:
+        """{feature key: FixedLenFeature or VarLenFeature} of the features the column reads."""
+
+
 @dataclass(frozen=True)
-class CategoricalColumn:
+class CategoricalColumn(IdColumn):
     """``key``'s entries as ids in ``[0, num_buckets)``, through ``to_ids`` (a tensor of entries ->
     int64 ids, -1 for none)."""
 
@@ -62,11 +83,20 @@ class CategoricalColumn:
     def name(self) -> str:
         return self.key
 
-    def ids(self, features: dict) -> SparseTensor:
+    def entry_ids(self, features: dict) -> SparseTensor:
+        """Every entry's id, -1 where it has none (``ids`` drops those)."""
         if self.key not in features:
             raise KeyError(f"feature column {self.key!r} is not among the features {sorted(features)}")
         entries = _entries(features[self.key])
-        return _kept(SparseTensor(entries.indices, self.to_ids(entries.values), entries.dense_shape))
+        return SparseTensor(entries.indices, self.to_ids(entries.values), entries.dense_shape)
+
+    def ids(self, features: dict) -> SparseTensor:
+        return _kept(self.entry_ids(features))
+
+    def parse_example_spec(self) -> dict:
+        from trainer.parsing import VarLenFeature
+
+        return {self.key: VarLenFeature(self.dtype)}
 
 
 def _vocabulary_ids(keys: np.ndarray, num_oov_buckets: int, default_value: int):
@@ -96,14 +126,17 @@ def categorical_column_with_vocabulary_file(key: str, vocabulary_file, vocabular
 
 
 def categorical_column_with_hash_bucket(key: str, hash_bucket_size: int, dtype=None) -> CategoricalColumn:
-    """Ids by FarmHash Fingerprint64 of each entry (an integer as its decimal text), as TensorFlow's."""
+    """Ids by FarmHash Fingerprint64 of each entry modulo ``hash_bucket_size`` (an integer entry
+    hashed as its decimal text), as TensorFlow's, so the ids match TF's."""
+    from trainer.hashing_ops import hash_bucket_ids
+
     if hash_bucket_size < 1:
         raise ValueError(f"categorical_column_with_hash_bucket {key!r}: hash_bucket_size must be at least 1")
-    def to_ids(values):
-        empty = KeyValueTensorInitializer(np.zeros(0, dtype=object), np.zeros(0, np.int64))
-        return HashTable(empty, -1, num_oov_buckets=hash_bucket_size).lookup(values)
-
-    return CategoricalColumn(key, hash_bucket_size, to_ids)
+    kind = np.dtype(object) if dtype is None else np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+    if kind != object and kind.kind not in "iu":
+        raise ValueError(f"categorical_column_with_hash_bucket {key!r}: dtype must be string or integer, got {kind}")
+    return CategoricalColumn(key, int(hash_bucket_size), lambda values: hash_bucket_ids(values, hash_bucket_size),
+                             kind)
 
 
 def categorical_column_with_identity(key: str, num_buckets: int, default_value=None) -> CategoricalColumn:
@@ -130,15 +163,17 @@ class IndicatorColumn:
         return self.categorical_column.num_buckets
 
     def dense(self, features: dict, scope_variable):
-        """The multi-hot (counts of each id) [batch, num_buckets]."""
-        return _multi_hot(self.categorical_column.ids(features), self.size)
+        """The multi-hot (counts of each id, or the sums of their weights) [batch, num_buckets]."""
+        ids, weights = self.categorical_column.id_weights(features)
+        return _multi_hot(ids, self.size, weights)
 
 
-def _multi_hot(ids: SparseTensor, buckets: int):
+def _multi_hot(ids: SparseTensor, buckets: int, weights: SparseTensor | None = None):
     rows = gather(ids.indices, 0, axis=1)
     target = stack([rows, ids.values], axis=1)
     out_shape = stack([gather(ids.dense_shape, 0), convert_to_tensor(np.int64(buckets))])
-    return scatter_nd(target, cast(ones_like(ids.values), np.float32), out_shape)
+    updates = cast(ones_like(ids.values), np.float32) if weights is None else weights.values
+    return scatter_nd(target, updates, out_shape)
 
 
 @dataclass(frozen=True)
@@ -161,7 +196,8 @@ class EmbeddingColumn:
         """Each example's ids' rows of the ``embedding_weights`` variable, combined."""
         weights = scope_variable(f"{self.name}/embedding_weights", (self.categorical_column.num_buckets, self.dimension),
                                  self.initializer, self.trainable)
-        return embedding_lookup_sparse(weights, self.categorical_column.ids(features), None, combiner=self.combiner)
+        ids, id_weights = self.categorical_column.id_weights(features)
+        return embedding_lookup_sparse(weights, ids, id_weights, combiner=self.combiner)
 
 
 @dataclass(frozen=True)
@@ -201,17 +237,22 @@ def make_parse_example_spec(feature_columns) -> dict:
     """What ``parse_example`` needs to read the columns' features: a FixedLenFeature per numeric
     column, a VarLenFeature per categorical one."""
     from trainer.feature_column import NumericColumn
-    from trainer.parsing import FixedLenFeature, VarLenFeature
+    from trainer.parsing import FixedLenFeature
 
     spec: dict = {}
     for column in feature_columns:
-        source = getattr(column, "categorical_column", None) or getattr(column, "source_column", None) or column
+        source = column if isinstance(column, IdColumn) else (
+            getattr(column, "categorical_column", None) or getattr(column, "source_column", None) or column)
         if isinstance(source, NumericColumn):
-            spec[source.key] = FixedLenFeature(source.shape, source.dtype, source.default_value)
-        elif isinstance(source, CategoricalColumn):
-            spec[source.key] = VarLenFeature(source.dtype)
+            wanted = {source.key: FixedLenFeature(source.shape, source.dtype, source.default_value)}
+        elif isinstance(source, IdColumn):
+            wanted = source.parse_example_spec()
         else:
             raise TypeError(f"make_parse_example_spec: unsupported feature column {type(column).__name__}")
+        for key, feature in wanted.items():
+            if spec.get(key, feature) != feature:
+                raise ValueError(f"make_parse_example_spec: feature {key!r} is wanted as both {spec[key]} and {feature}")
+            spec[key] = feature
     return spec
 
 

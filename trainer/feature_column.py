@@ -19,7 +19,7 @@ from trainer.graph import Tensor
 from trainer.ops import cast, concat, convert_to_tensor, reshape
 from trainer.variable_scopes import AUTO_REUSE
 
-__all__ = ["NumericColumn", "input_layer", "linear_columns", "numeric_column"]
+__all__ = ["NumericColumn", "column_variables", "dense_value", "input_layer", "linear_columns", "numeric_column"]
 
 
 @dataclass(frozen=True)
@@ -54,50 +54,59 @@ def numeric_column(key: str, shape=(1,), default_value=None, dtype=np.float32, n
 def input_layer(features: dict, feature_columns, weight_collections=None, trainable: bool = True) -> Tensor:
     """The columns' values side by side: a float32 tensor of shape (batch, sum of column sizes).
     Embedding columns make their ``embedding_weights`` under the ``input_layer`` variable scope."""
-    from trainer.categorical_columns import CategoricalColumn
-    from trainer.variable_scopes import get_variable, variable_scope
+    from trainer.variable_scopes import variable_scope
 
     columns = list(feature_columns)
     if not columns:
         raise ValueError("input_layer needs at least one feature column")
     if not isinstance(features, dict):
         raise TypeError(f"input_layer: features must be a dict of name -> tensor, got {type(features).__name__}")
+    with variable_scope("input_layer", reuse=AUTO_REUSE):
+        parts = [dense_value(column, features, column_variables(trainable)) for column in columns]
+    return parts[0] if len(parts) == 1 else concat(parts, axis=1)
+
+
+def column_variables(trainable: bool) -> Callable:
+    """The ``scope_variable(name, shape, initializer, column_trainable)`` a dense column makes its
+    variables with (truncated normal of stddev 1/sqrt(last dim) unless an initializer is given)."""
+    from trainer import init
+    from trainer.variable_scopes import get_variable
 
     def scope_variable(name: str, shape: tuple, initializer, column_trainable: bool):
-        from trainer import init
-
         return get_variable(name, shape, dtype=np.float32, trainable=trainable and column_trainable,
                             initializer=initializer or (lambda s, dtype=np.float32: init.truncated_normal(
                                 s, stddev=1 / math.sqrt(shape[-1]), dtype=dtype)))
 
-    parts = []
-    with variable_scope("input_layer", reuse=AUTO_REUSE):
-        for column in columns:
-            if isinstance(column, CategoricalColumn):
-                raise TypeError(f"input_layer: feature column {column.name!r} is categorical; wrap it with "
-                                f"indicator_column or embedding_column")
-            if hasattr(column, "dense"):
-                parts.append(reshape(column.dense(features, scope_variable), (-1, column.size)))
-                continue
-            if not isinstance(column, NumericColumn):
-                raise TypeError(f"input_layer: unsupported feature column {type(column).__name__}")
-            if column.key not in features:
-                raise KeyError(f"feature column {column.key!r} is not among the features {sorted(features)}")
-            value = convert_to_tensor(features[column.key])
-            if value.dtype != np.float32:
-                value = cast(value, np.float32)
-            if column.normalizer_fn is not None:
-                value = column.normalizer_fn(value)
-            parts.append(reshape(value, (-1, column.size)))
-    return parts[0] if len(parts) == 1 else concat(parts, axis=1)
+    return scope_variable
+
+
+def dense_value(column, features: dict, scope_variable: Callable) -> Tensor:
+    """One dense column's float32 (batch, size) value (a categorical one must be wrapped first)."""
+    from trainer.categorical_columns import IdColumn
+
+    if isinstance(column, IdColumn):
+        raise TypeError(f"input_layer: feature column {column.name!r} is categorical; wrap it with "
+                        f"indicator_column or embedding_column")
+    if hasattr(column, "dense"):
+        return reshape(column.dense(features, scope_variable), (-1, column.size))
+    if not isinstance(column, NumericColumn):
+        raise TypeError(f"input_layer: unsupported feature column {type(column).__name__}")
+    if column.key not in features:
+        raise KeyError(f"feature column {column.key!r} is not among the features {sorted(features)}")
+    value = convert_to_tensor(features[column.key])
+    if value.dtype != np.float32:
+        value = cast(value, np.float32)
+    if column.normalizer_fn is not None:
+        value = column.normalizer_fn(value)
+    return reshape(value, (-1, column.size))
 
 
 def linear_columns(feature_columns) -> list:
     """The columns as a linear model reads them: a categorical column as its indicator (one weight
     per id, as TF's linear model keeps them)."""
-    from trainer.categorical_columns import CategoricalColumn, indicator_column
+    from trainer.categorical_columns import IdColumn, indicator_column
 
-    return [indicator_column(c) if isinstance(c, CategoricalColumn) else c for c in feature_columns]
+    return [indicator_column(c) if isinstance(c, IdColumn) else c for c in feature_columns]
 
 
 # The categorical columns and their dense wrappers, as tf.feature_column names them.
@@ -105,6 +114,10 @@ LAZY_ATTRIBUTES = {name: ("trainer.categorical_columns", name) for name in (
     "bucketized_column", "categorical_column_with_hash_bucket", "categorical_column_with_identity",
     "categorical_column_with_vocabulary_file", "categorical_column_with_vocabulary_list", "embedding_column",
     "indicator_column", "make_parse_example_spec")}
+LAZY_ATTRIBUTES.update({name: ("trainer.crossed_columns", name) for name in (
+    "crossed_column", "weighted_categorical_column")})
+LAZY_ATTRIBUTES.update({"linear_model": ("trainer.linear_model", "linear_model"),
+                        "shared_embedding_columns": ("trainer.shared_embedding_columns", "shared_embedding_columns")})
 
 
 def __getattr__(name: str):

@@ -34,12 +34,13 @@ _EPSILON = 1e-7  # TensorFlow's, in AUC's rates
 METRIC_VARIABLES = "metric_variables"  # TensorFlow's GraphKeys.METRIC_VARIABLES
 
 
-def _local(shape, name: str) -> Variable:
-    return Variable(np.zeros(shape, np.float32), trainable=False, name=name,
+def metric_variable(shape, name: str, dtype=np.float32) -> Variable:
+    """A zeroed local variable in GraphKeys.LOCAL_VARIABLES and METRIC_VARIABLES (a metric's running total)."""
+    return Variable(np.zeros(shape, dtype), trainable=False, name=name,
                     collections=[GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES])
 
 
-def _float(x) -> Tensor:
+def as_float(x) -> Tensor:
     x = convert_to_tensor(x)
     return x if x.dtype == np.float32 else cast(x, np.float32)
 
@@ -49,7 +50,7 @@ def _weighted(values: Tensor, weights) -> tuple[Tensor, Tensor]:
     ones = ones_like(values)
     if weights is None:
         return reduce_sum(values), reduce_sum(ones)
-    w = _float(weights) * ones  # broadcast, as TensorFlow does
+    w = as_float(weights) * ones  # broadcast, as TensorFlow does
     return reduce_sum(values * w), reduce_sum(w)
 
 
@@ -58,7 +59,7 @@ def _ratio(num: Tensor, den: Tensor) -> Tensor:
     return num / maximum(den, np.float32(1e-30))
 
 
-def _collect(value, update, metrics_collections, updates_collections):
+def collected(value, update, metrics_collections, updates_collections):
     g = get_default_graph()
     for key in metrics_collections or ():
         g.add_to_collection(key, value)
@@ -67,20 +68,20 @@ def _collect(value, update, metrics_collections, updates_collections):
     return value, update
 
 
-def _streaming_mean(values: Tensor, weights, name: str, metrics_collections, updates_collections):
+def streaming_mean(values: Tensor, weights, name: str, metrics_collections, updates_collections):
     with name_scope(name):
-        total, count = _local((), "total"), _local((), "count")
+        total, count = metric_variable((), "total"), metric_variable((), "count")
         batch_total, batch_count = _weighted(values, weights)
         value = _ratio(total.value(), count.value())
         updates = [total.assign_add(batch_total), count.assign_add(batch_count)]
         with control_dependencies(updates):
             update = _ratio(total.value() * 1.0, count.value() * 1.0)
-    return _collect(value, update, metrics_collections, updates_collections)
+    return collected(value, update, metrics_collections, updates_collections)
 
 
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """The (weighted) mean of every value seen."""
-    return _streaming_mean(_float(values), weights, name or "mean", metrics_collections, updates_collections)
+    return streaming_mean(as_float(values), weights, name or "mean", metrics_collections, updates_collections)
 
 
 def accuracy(labels, predictions, weights=None, metrics_collections=None, updates_collections=None, name=None):
@@ -96,14 +97,14 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None, update
         predictions = argmax(predictions, axis=-1)
     if predictions.dtype != labels.dtype:
         predictions = cast(predictions, labels.dtype)
-    return _streaming_mean(cast(equal(predictions, labels), np.float32), weights, name or "accuracy",
+    return streaming_mean(cast(equal(predictions, labels), np.float32), weights, name or "accuracy",
                            metrics_collections, updates_collections)
 
 
 def mean_squared_error(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
                        name=None):
-    diff = subtract(_float(predictions), _float(labels))
-    return _streaming_mean(diff * diff, weights, name or "mean_squared_error", metrics_collections,
+    diff = subtract(as_float(predictions), as_float(labels))
+    return streaming_mean(diff * diff, weights, name or "mean_squared_error", metrics_collections,
                            updates_collections)
 
 
@@ -111,20 +112,20 @@ def mean_absolute_error(labels, predictions, weights=None, metrics_collections=N
                         name=None):
     from trainer.ops import abs as abs_
 
-    return _streaming_mean(abs_(subtract(_float(predictions), _float(labels))), weights,
+    return streaming_mean(abs_(subtract(as_float(predictions), as_float(labels))), weights,
                            name or "mean_absolute_error", metrics_collections, updates_collections)
 
 
 def root_mean_squared_error(labels, predictions, weights=None, metrics_collections=None, updates_collections=None,
                             name=None):
     value, update = mean_squared_error(labels, predictions, weights, name=name or "root_mean_squared_error")
-    return _collect(sqrt(value), sqrt(update), metrics_collections, updates_collections)
+    return collected(sqrt(value), sqrt(update), metrics_collections, updates_collections)
 
 
 # -- confusion counts at one threshold (labels and predictions are booleans, or 0/1) ------------------
 def _as_bool_float(x) -> Tensor:
     x = convert_to_tensor(x)
-    return cast(x, np.float32) if x.dtype == np.bool_ else cast(greater(_float(x), np.float32(0.5)), np.float32)
+    return cast(x, np.float32) if x.dtype == np.bool_ else cast(greater(as_float(x), np.float32(0.5)), np.float32)
 
 
 def _count(kind: str):
@@ -133,11 +134,11 @@ def _count(kind: str):
         hit = {"true_positives": lab * pred, "false_positives": (1.0 - lab) * pred,
                "true_negatives": (1.0 - lab) * (1.0 - pred), "false_negatives": lab * (1.0 - pred)}[kind]
         with name_scope(name or kind):
-            total = _local((), "count")
+            total = metric_variable((), "count")
             batch, _ = _weighted(hit, weights)
             update = total.assign_add(batch)
             value = total.value() * 1.0
-        return _collect(value, update, metrics_collections, updates_collections)
+        return collected(value, update, metrics_collections, updates_collections)
 
     metric.__name__ = kind
     metric.__doc__ = f"The (weighted) number of {kind.replace('_', ' ')} seen (predictions > 0.5 count as true)."
@@ -157,7 +158,7 @@ def _rate(name: str, other: str):
             miss, miss_update = _count(other)(labels, predictions, weights)
             value = _ratio(tp, tp + miss)
             update = _ratio(tp_update, tp_update + miss_update)
-        return _collect(value, update, metrics_collections, updates_collections)
+        return collected(value, update, metrics_collections, updates_collections)
 
     metric.__name__ = name
     return metric
@@ -169,16 +170,16 @@ recall = _rate("recall", "false_negatives")
 recall.__doc__ = "tp / (tp + fn) over everything seen."
 
 
-def _confusion_at_thresholds(labels, predictions, thresholds, weights, kinds):
+def confusion_at_thresholds(labels, predictions, thresholds, weights, kinds):
     """Local (len(thresholds),) totals of each of ``kinds`` ("tp", "fp", "fn", "tn"): predictions above a
     threshold count as positive. Returns ({kind: variable}, [their update ops])."""
-    pred = reshape(_float(predictions), (-1, 1))
+    pred = reshape(as_float(predictions), (-1, 1))
     lab = reshape(_as_bool_float(labels), (-1, 1))
     above = cast(greater(pred, constant(np.asarray(thresholds, np.float32).reshape(1, -1))), np.float32)
-    w = 1.0 if weights is None else reshape(_float(weights), (-1, 1))
+    w = 1.0 if weights is None else reshape(as_float(weights), (-1, 1))
     hits = {"tp": lambda: above * lab, "fp": lambda: above * (1.0 - lab),
             "fn": lambda: (1.0 - above) * lab, "tn": lambda: (1.0 - above) * (1.0 - lab)}
-    totals = {k: _local((len(thresholds),), k) for k in kinds}
+    totals = {k: metric_variable((len(thresholds),), k) for k in kinds}
     updates = [totals[k].assign_add(reduce_sum(hits[k]() * w, axis=0)) for k in kinds]
     return totals, updates
 
@@ -187,8 +188,8 @@ def _at_thresholds(kind: str, tf_name: str):
     def metric(labels, predictions, thresholds, weights=None, metrics_collections=None, updates_collections=None,
                name=None):
         with name_scope(name or tf_name):
-            totals, updates = _confusion_at_thresholds(labels, predictions, list(thresholds), weights, [kind])
-        return _collect(totals[kind].value() * 1.0, updates[0], metrics_collections, updates_collections)
+            totals, updates = confusion_at_thresholds(labels, predictions, list(thresholds), weights, [kind])
+        return collected(totals[kind].value() * 1.0, updates[0], metrics_collections, updates_collections)
 
     metric.__name__ = tf_name
     metric.__doc__ = f"The (weighted) {kind} count at each threshold (predictions above it are positive)."
@@ -205,12 +206,12 @@ def _rate_at_thresholds(other: str, tf_name: str):
     def metric(labels, predictions, thresholds, weights=None, metrics_collections=None, updates_collections=None,
                name=None):
         with name_scope(name or tf_name):
-            totals, updates = _confusion_at_thresholds(labels, predictions, list(thresholds), weights, ["tp", other])
+            totals, updates = confusion_at_thresholds(labels, predictions, list(thresholds), weights, ["tp", other])
             tp, miss = totals["tp"].value(), totals[other].value()
             value = _ratio(tp * 1.0, tp + miss)
             with control_dependencies(updates):
                 update = _ratio(tp * 1.0, tp + miss)
-        return _collect(value, update, metrics_collections, updates_collections)
+        return collected(value, update, metrics_collections, updates_collections)
 
     metric.__name__ = tf_name
     return metric
@@ -235,11 +236,11 @@ def auc(labels, predictions, weights=None, num_thresholds: int = 200, metrics_co
     inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
     thresholds = [-_EPSILON] + inner + [1.0 + _EPSILON]
     with name_scope(name or "auc"):
-        totals, updates = _confusion_at_thresholds(labels, predictions, thresholds, weights, ["tp", "fp", "fn", "tn"])
+        totals, updates = confusion_at_thresholds(labels, predictions, thresholds, weights, ["tp", "fp", "fn", "tn"])
         value = _area({k: v.value() for k, v in totals.items()}, curve, num_thresholds)
         with control_dependencies(updates):
             update = _area({k: v.value() * 1.0 for k, v in totals.items()}, curve, num_thresholds)
-    return _collect(value, update, metrics_collections, updates_collections)
+    return collected(value, update, metrics_collections, updates_collections)
 
 
 def _area(c: dict, curve: str, n: int) -> Tensor:
@@ -253,25 +254,25 @@ def _area(c: dict, curve: str, n: int) -> Tensor:
 
 def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """The element-wise (weighted) mean of every ``values`` tensor seen (all of one shape)."""
-    values = _float(values)
+    values = as_float(values)
     if values.shape is None or any(d is None for d in values.shape):
         raise ValueError(f"mean_tensor needs values of a fully known shape, got {values.shape}")
     with name_scope(name or "mean"):
-        total, count = _local(values.shape, "total_tensor"), _local(values.shape, "count_tensor")
-        w = ones_like(values) if weights is None else _float(weights) * ones_like(values)
+        total, count = metric_variable(values.shape, "total_tensor"), metric_variable(values.shape, "count_tensor")
+        w = ones_like(values) if weights is None else as_float(weights) * ones_like(values)
         updates = [total.assign_add(values * w), count.assign_add(w)]
         value = _ratio(total.value(), count.value())
         with control_dependencies(updates):
             update = _ratio(total.value() * 1.0, count.value() * 1.0)
-    return _collect(value, update, metrics_collections, updates_collections)
+    return collected(value, update, metrics_collections, updates_collections)
 
 
 def percentage_below(values, threshold, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """The fraction of values less than ``threshold``."""
     from trainer.ops import less
 
-    below = cast(less(_float(values), np.float32(threshold)), np.float32)
-    return _streaming_mean(below, weights, name or "percentage_below_threshold", metrics_collections,
+    below = cast(less(as_float(values), np.float32(threshold)), np.float32)
+    return streaming_mean(below, weights, name or "percentage_below_threshold", metrics_collections,
                            updates_collections)
 
 
@@ -280,11 +281,11 @@ def mean_relative_error(labels, predictions, normalizer, weights=None, metrics_c
     """The mean of |predictions - labels| / normalizer (0 where the normalizer is 0)."""
     from trainer.ops import abs as abs_, where
 
-    norm = _float(normalizer)
-    err = abs_(subtract(_float(predictions), _float(labels)))
+    norm = as_float(normalizer)
+    err = abs_(subtract(as_float(predictions), as_float(labels)))
     zero = equal(norm, np.float32(0))
     relative = where(zero, err * 0.0, err / where(zero, norm * 0.0 + 1.0, norm))
-    return _streaming_mean(relative, weights, name or "mean_relative_error", metrics_collections, updates_collections)
+    return streaming_mean(relative, weights, name or "mean_relative_error", metrics_collections, updates_collections)
 
 
 def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None, metrics_collections=None,
@@ -299,9 +300,9 @@ def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None,
     classes = constant(np.arange(num_classes, dtype=labels.dtype).reshape(1, -1))
     member = cast(equal(reshape(labels, (-1, 1)), classes), np.float32)  # (n, classes)
     right = member * reshape(cast(equal(predictions, labels), np.float32), (-1, 1))
-    w = 1.0 if weights is None else reshape(_float(weights), (-1, 1))
+    w = 1.0 if weights is None else reshape(as_float(weights), (-1, 1))
     with name_scope(name or "mean_accuracy"):
-        total, count = _local((num_classes,), "total"), _local((num_classes,), "count")
+        total, count = metric_variable((num_classes,), "total"), metric_variable((num_classes,), "count")
         updates = [total.assign_add(reduce_sum(right * w, axis=0)), count.assign_add(reduce_sum(member * w, axis=0))]
 
         def per_class_mean(t, c):
@@ -310,4 +311,22 @@ def mean_per_class_accuracy(labels, predictions, num_classes: int, weights=None,
         value = per_class_mean(total.value() * 1.0, count.value() * 1.0)
         with control_dependencies(updates):
             update = per_class_mean(total.value() * 1.0, count.value() * 1.0)
-    return _collect(value, update, metrics_collections, updates_collections)
+    return collected(value, update, metrics_collections, updates_collections)
+
+
+# The metrics of their own modules: at k (top-k ranking) and the others.
+LAZY_ATTRIBUTES = {name: ("trainer.metrics_at_k", name) for name in (
+    "average_precision_at_k", "precision_at_k", "precision_at_top_k", "recall_at_k", "recall_at_top_k",
+    "sparse_average_precision_at_k", "sparse_precision_at_k")}
+LAZY_ATTRIBUTES.update({name: ("trainer.metrics_more", name) for name in (
+    "mean_cosine_distance", "mean_iou", "sensitivity_at_specificity", "specificity_at_sensitivity")})
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
+        raise AttributeError(name)
+    from trainer.compat import missing_symbol, resolve_lazy
+
+    if name in LAZY_ATTRIBUTES:
+        return resolve_lazy(name, LAZY_ATTRIBUTES)
+    raise missing_symbol("tf.metrics", name, globals())

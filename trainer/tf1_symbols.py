@@ -292,6 +292,10 @@ absolute_difference add_loss compute_weighted_loss cosine_distance get_losses ge
 get_total_loss hinge_loss log_loss mean_pairwise_squared_error mean_squared_error sigmoid_cross_entropy
 softmax_cross_entropy sparse_softmax_cross_entropy
 """,
+    "tf.contrib.crf": """
+CrfDecodeBackwardRnnCell CrfDecodeForwardRnnCell CrfForwardRnnCell crf_binary_score crf_decode crf_log_likelihood
+crf_log_norm crf_multitag_sequence_score crf_sequence_score crf_unary_score viterbi_decode
+""",
     "tf.feature_column": """
 bucketized_column categorical_column_with_hash_bucket categorical_column_with_identity
 categorical_column_with_vocabulary_file categorical_column_with_vocabulary_list crossed_column embedding_column

@@ -460,6 +460,7 @@ LAZY_ATTRIBUTES = {
         "ChiefSessionCreator", "MonitoredSession", "Scaffold", "SessionCreator", "SingularMonitoredSession")},
     **{name: ("trainer.meta_graph", name) for name in ("export_meta_graph", "import_meta_graph")},
     "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),
+    **{name: ("trainer.warm_starting", name) for name in ("VocabInfo", "warm_start")},
 }
 
 

@@ -52,7 +52,9 @@ class Variable:
             if init.shape is None:
                 raise ValueError(f"variable {name!r}: the initial value needs a known rank")
             node = graph.create_op(
-                "Variable", [], {"dtype": init.dtype.name, "shape": [-1 if d is None else d for d in init.shape]},
+                # validate_shape=False: the value may change shape, so only the rank is known (TF: unknown)
+                "Variable", [], {"dtype": init.dtype.name,
+                                 "shape": [-1 if d is None or not validate_shape else d for d in init.shape]},
                 domain=TRAINER_DOMAIN, name=name or "Variable", in_context=False,
             )
             node.attrs["shared_name"] = node.name

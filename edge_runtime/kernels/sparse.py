@@ -4,6 +4,9 @@ once frozen. The sparse optimizer updates are stateful and stay in trainer/kerne
 
 from __future__ import annotations
 
+import itertools
+
+from edge_runtime.string_hashes import fingerprint64, fingerprint_cat64
 from edge_runtime.kernels.registry import kernel
 from schemas.registry import ShapeError
 
@@ -46,3 +49,75 @@ def unsorted_segment_sum(data, segment_ids, num_segments, *, xp):
     out = xp.zeros((n,) + tuple(inner), dtype=data.dtype)
     xp.add.at(out, ids, data.reshape((ids.size,) + tuple(inner)))
     return out
+
+
+def _feature_hash(value) -> int:
+    """What SparseCross folds for one entry: a string's Fingerprint64, an integer's own 64 bits."""
+    if isinstance(value, (str, bytes)):
+        return fingerprint64(value.encode("utf-8") if isinstance(value, str) else value)
+    return int(value) & ((1 << 64) - 1)
+
+
+@kernel("SparseCross", domain=D)
+def sparse_cross(*inputs, xp, N, num_buckets, hash_key):
+    indices, values, shapes = inputs[:N], inputs[N:2 * N], inputs[2 * N:]
+    batch = int(shapes[0].reshape(-1)[0])
+    if any(int(s.reshape(-1)[0]) != batch for s in shapes):
+        raise ShapeError(f"SparseCross: the inputs' batch sizes differ: {[int(s.reshape(-1)[0]) for s in shapes]}")
+    rows: list[list[list[int]]] = [[[] for _ in range(N)] for _ in range(batch)]
+    for column, (idx, vals) in enumerate(zip(indices, values)):
+        for row, value in zip(idx[:, 0].tolist(), vals.reshape(-1).tolist()):
+            rows[row][column].append(_feature_hash(value))
+    modulus = num_buckets if num_buckets > 0 else (1 << 63) - 1
+    out_indices, out_values = [], []
+    width = 0
+    for row, features in enumerate(rows):
+        # the last input varies fastest, as TF's
+        for position, combination in enumerate(itertools.product(*features)):
+            hashed = hash_key & ((1 << 64) - 1)
+            for feature in combination:
+                hashed = fingerprint_cat64(hashed, feature)
+            out_indices.append((row, position))
+            out_values.append(hashed % modulus)
+            width = max(width, position + 1)
+    return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, 2), xp.asarray(out_values, dtype=xp.int64),
+            xp.asarray([batch, width], dtype=xp.int64))
+
+
+def _groups(indices, values) -> dict[tuple, set]:
+    """Each group's (leading index) set of values."""
+    groups: dict[tuple, set] = {}
+    for index, value in zip(indices[:, :-1].tolist(), values.reshape(-1).tolist()):
+        groups.setdefault(tuple(index), set()).add(value)
+    return groups
+
+
+_SET_OPERATIONS = {"a-b": lambda a, b: a - b, "b-a": lambda a, b: b - a, "intersection": lambda a, b: a & b,
+                   "union": lambda a, b: a | b}
+
+
+@kernel("SetOperation", domain=D)
+def set_operation(a_indices, a_values, a_shape, b_indices, b_values, b_shape, *, xp, set_operation):
+    if list(a_shape[:-1]) != list(b_shape[:-1]):
+        raise ShapeError(f"SetOperation: a's leading shape {list(a_shape[:-1])} differs from b's {list(b_shape[:-1])}")
+    a, b = _groups(a_indices, a_values), _groups(b_indices, b_values)
+    combine = _SET_OPERATIONS[set_operation]
+    out_indices, out_values, width = [], [], 0
+    for group in sorted(set(a) | set(b)):
+        members = sorted(combine(a.get(group, set()), b.get(group, set())))
+        out_indices.extend((*group, i) for i in range(len(members)))
+        out_values.extend(members)
+        width = max(width, len(members))
+    values = xp.empty(len(out_values), dtype=a_values.dtype)
+    values[:] = out_values
+    rank = len(a_shape)
+    return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, rank), values,
+            xp.asarray([*a_shape[:-1].tolist(), width], dtype=xp.int64))
+
+
+@kernel("SetSize", domain=D)
+def set_size(set_indices, set_values, set_shape, *, xp):
+    sizes = xp.zeros(tuple(int(d) for d in set_shape[:-1]), xp.int32)
+    for group, members in _groups(set_indices, set_values).items():
+        sizes[group] = len(members)
+    return sizes

@@ -10,8 +10,10 @@ optimizer sums duplicates first). Their kernels are stateful (they write session
 
 from __future__ import annotations
 
+import numpy as np
 
-from schemas.ops.rules import const_ints, same_as_input
+
+from schemas.ops.rules import INT64, const_ints, same_as_input
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
 D = "flowstack"
@@ -127,3 +129,42 @@ op("SparseApplyAdam", domain=D,
     same_as_input(0))
 
 
+
+
+@op("SparseCross", domain=D, inputs=["inputs+"], outputs=["output_indices", "output_values", "output_shape"],
+    attrs={"N": Attr("int", REQUIRED), "num_buckets": Attr("int", 0), "hash_key": Attr("int", REQUIRED)},
+    doc="TensorFlow's hashed SparseCross: inputs are N [nnz, 2] index tensors, N value tensors (strings or "
+        "int64) and N dense shapes of [batch, k] sparse features; each row's output holds one id per "
+        "combination of one entry from every input (the last varying fastest), FingerprintCat64 folded from "
+        "hash_key, modulo num_buckets (or int64 max when 0).")
+def _sparse_cross(ctx):
+    n = ctx.attrs["N"]
+    if n < 1 or ctx.num_inputs != 3 * n:
+        raise ctx.fail(f"needs N={n} indices, N values and N dense shapes, got {ctx.num_inputs} inputs")
+    if ctx.attrs["num_buckets"] < 0:
+        raise ctx.fail(f"num_buckets must be >= 0, got {ctx.attrs['num_buckets']}")
+    return [TensorType(INT64, (None, 2)), TensorType(INT64, (None,)), TensorType(INT64, (2,))]
+
+
+@op("SetOperation", domain=D, inputs=["a_indices", "a_values", "a_shape", "b_indices", "b_values", "b_shape"],
+    outputs=["result_indices", "result_values", "result_shape"],
+    attrs={"set_operation": Attr("string", REQUIRED)},
+    doc="TensorFlow's SparseToSparseSetOperation: for each group of the last dimension of two sparse "
+        "tensors (same leading shape), the sorted a-b, b-a, intersection or union of their values.")
+def _set_operation(ctx):
+    kind = ctx.attrs["set_operation"]
+    if kind not in ("a-b", "b-a", "intersection", "union"):
+        raise ctx.fail(f"set_operation must be a-b, b-a, intersection or union, got {kind!r}")
+    a, b = ctx.input(1).dtype, ctx.input(4).dtype
+    if a is not None and b is not None and a != b:
+        raise ctx.fail(f"a and b must hold one dtype, got {a} and {b}")
+    rank = ctx.input(2).shape[0] if ctx.input(2).shape else None
+    return [TensorType(INT64, (None, rank)), TensorType(a, (None,)), TensorType(INT64, (rank,))]
+
+
+@op("SetSize", domain=D, inputs=["set_indices", "set_values", "set_shape"], outputs=["size"],
+    doc="TensorFlow's SetSize: the number of distinct values in each group of the last dimension of a "
+        "sparse tensor, as int32 of its leading shape.")
+def _set_size(ctx):
+    rank = ctx.input(2).shape[0] if ctx.input(2).shape else None
+    return [TensorType(np.dtype(np.int32), None if rank is None else (None,) * (rank - 1))]

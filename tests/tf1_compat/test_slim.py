@@ -262,6 +262,7 @@ def test_slim_variables_land_in_the_collections_slim_puts_them_in():
 
 
 def test_create_train_op_scales_clips_and_limits_what_it_trains():
+    tf.set_random_seed(2)  # fc1's ReLUs must not all start dead (then fc2's weights get no gradient)
     x = tf.constant(np.ones((4, 3), np.float32))
     hidden = slim.fully_connected(x, 3, scope="fc1")
     out = slim.fully_connected(hidden, 1, activation_fn=None, scope="fc2")

@@ -66,12 +66,12 @@ def _logits(features, feature_columns, hidden_units, units, activation_fn, dropo
     return layers.dense(h, units, name="logits")
 
 
-def _dnn(feature_columns, hidden_units, units, activation_fn, dropout) -> Callable:
+def dnn_logits_fn(feature_columns, hidden_units, units, activation_fn, dropout) -> Callable:
     """The ``logits_fn(features, mode)`` of dense layers over the columns (none: a linear model)."""
     return lambda features, mode: _logits(features, feature_columns, hidden_units, units, activation_fn, dropout, mode)
 
 
-def _wide_and_deep(linear_feature_columns, dnn_feature_columns, hidden_units, units, activation_fn, dropout) -> Callable:
+def wide_and_deep_logits_fn(linear_feature_columns, dnn_feature_columns, hidden_units, units, activation_fn, dropout) -> Callable:
     """The sum of a linear model's logits (variables under ``linear/``) and a DNN's (under ``dnn/``)."""
     def logits_fn(features, mode):
         parts = []
@@ -86,12 +86,12 @@ def _wide_and_deep(linear_feature_columns, dnn_feature_columns, hidden_units, un
     return logits_fn
 
 
-def _minimize(optimizer, learning_rate: float) -> Callable:
+def minimize_fn(optimizer, learning_rate: float) -> Callable:
     """The ``train_fn(loss)`` of one optimizer over every trainable variable."""
     return lambda loss: _optimizer(optimizer, learning_rate).minimize(loss, global_step=get_or_create_global_step())
 
 
-def _minimize_each(optimizers: dict) -> Callable:
+def minimize_each_fn(optimizers: dict) -> Callable:
     """``train_fn(loss)`` giving each variable scope (``linear``, ``dnn``) its own optimizer, then one step."""
     def train_fn(loss):
         updates = []
@@ -143,7 +143,7 @@ def _regressor_fn(logits_fn, label_dimension, train_fn):
     return model_fn
 
 
-def _columns(feature_columns) -> list:
+def checked_columns(feature_columns) -> list:
     columns = list(feature_columns or ())
     if not columns:
         raise ValueError("feature_columns must name at least one feature column")
@@ -153,39 +153,44 @@ def _columns(feature_columns) -> list:
 class DNNClassifier(Estimator):
     def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes: int = 2, optimizer="Adagrad",
                  activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05,
-                 label_vocabulary=None):
+                 label_vocabulary=None, warm_start_from=None):
         head = ClassificationHead(n_classes, check_label_vocabulary("DNNClassifier", label_vocabulary, n_classes))
-        super().__init__(_classifier_fn(_dnn(_columns(feature_columns), list(hidden_units), head.logits_dimension,
-                                             activation_fn, dropout), head, _minimize(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(dnn_logits_fn(checked_columns(feature_columns), list(hidden_units), head.logits_dimension,
+                                             activation_fn, dropout), head, minimize_fn(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class LinearClassifier(Estimator):
     def __init__(self, feature_columns, model_dir=None, n_classes: int = 2, optimizer="Adagrad", config=None,
-                 learning_rate: float = 0.2, label_vocabulary=None):
+                 learning_rate: float = 0.2, label_vocabulary=None, warm_start_from=None):
         head = ClassificationHead(n_classes, check_label_vocabulary("LinearClassifier", label_vocabulary, n_classes))
-        super().__init__(_classifier_fn(_dnn(linear_columns(_columns(feature_columns)), [], head.logits_dimension,
-                                             None, None), head, _minimize(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(dnn_logits_fn(linear_columns(checked_columns(feature_columns)), [], head.logits_dimension,
+                                             None, None), head, minimize_fn(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class DNNRegressor(Estimator):
     def __init__(self, hidden_units, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad",
-                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05):
-        super().__init__(_regressor_fn(_dnn(_columns(feature_columns), list(hidden_units), label_dimension,
-                                            activation_fn, dropout), label_dimension, _minimize(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+                 activation_fn=nn.relu, dropout: float | None = None, config=None, learning_rate: float = 0.05,
+                 warm_start_from=None):
+        super().__init__(_regressor_fn(dnn_logits_fn(checked_columns(feature_columns), list(hidden_units), label_dimension,
+                                            activation_fn, dropout), label_dimension, minimize_fn(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class LinearRegressor(Estimator):
     def __init__(self, feature_columns, model_dir=None, label_dimension: int = 1, optimizer="Adagrad", config=None,
-                 learning_rate: float = 0.2):
-        super().__init__(_regressor_fn(_dnn(linear_columns(_columns(feature_columns)), [], label_dimension, None, None),
-                                       label_dimension, _minimize(optimizer, learning_rate)),
-                         model_dir=model_dir, config=config)
+                 learning_rate: float = 0.2, warm_start_from=None):
+        super().__init__(_regressor_fn(dnn_logits_fn(linear_columns(checked_columns(feature_columns)), [], label_dimension, None, None),
+                                       label_dimension, minimize_fn(optimizer, learning_rate)),
+                         model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
-def _wide_and_deep_columns(name: str, linear_feature_columns, dnn_feature_columns, dnn_hidden_units) -> tuple:
+def wide_and_deep_columns(name: str, linear_feature_columns, dnn_feature_columns, dnn_hidden_units) -> tuple:
     linear, dnn = list(linear_feature_columns or ()), list(dnn_feature_columns or ())
     if not linear and not dnn:
         raise ValueError(f"{name}: give linear_feature_columns, dnn_feature_columns or both")
@@ -202,16 +207,17 @@ class DNNLinearCombinedClassifier(Estimator):
     def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
                  dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
                  n_classes: int = 2, config=None, linear_learning_rate: float = 0.2, dnn_learning_rate: float = 0.05,
-                 label_vocabulary=None):
+                 label_vocabulary=None, warm_start_from=None):
         head = ClassificationHead(n_classes, check_label_vocabulary("DNNLinearCombinedClassifier", label_vocabulary,
                                                                     n_classes))
-        linear, dnn = _wide_and_deep_columns("DNNLinearCombinedClassifier", linear_feature_columns,
+        linear, dnn = wide_and_deep_columns("DNNLinearCombinedClassifier", linear_feature_columns,
                                              dnn_feature_columns, dnn_hidden_units)
-        logits_fn = _wide_and_deep(linear, dnn, list(dnn_hidden_units or ()), head.logits_dimension, dnn_activation_fn,
+        logits_fn = wide_and_deep_logits_fn(linear, dnn, list(dnn_hidden_units or ()), head.logits_dimension, dnn_activation_fn,
                                    dnn_dropout)
-        train_fn = _minimize_each({"linear": (linear_optimizer, linear_learning_rate),
+        train_fn = minimize_each_fn({"linear": (linear_optimizer, linear_learning_rate),
                                    "dnn": (dnn_optimizer, dnn_learning_rate)})
-        super().__init__(_classifier_fn(logits_fn, head, train_fn), model_dir=model_dir, config=config)
+        super().__init__(_classifier_fn(logits_fn, head, train_fn), model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
 
 
 class DNNLinearCombinedRegressor(Estimator):
@@ -220,11 +226,12 @@ class DNNLinearCombinedRegressor(Estimator):
     def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl", dnn_feature_columns=None,
                  dnn_optimizer="Adagrad", dnn_hidden_units=None, dnn_activation_fn=nn.relu, dnn_dropout=None,
                  label_dimension: int = 1, config=None, linear_learning_rate: float = 0.2,
-                 dnn_learning_rate: float = 0.05):
-        linear, dnn = _wide_and_deep_columns("DNNLinearCombinedRegressor", linear_feature_columns,
+                 dnn_learning_rate: float = 0.05, warm_start_from=None):
+        linear, dnn = wide_and_deep_columns("DNNLinearCombinedRegressor", linear_feature_columns,
                                              dnn_feature_columns, dnn_hidden_units)
-        logits_fn = _wide_and_deep(linear, dnn, list(dnn_hidden_units or ()), label_dimension, dnn_activation_fn,
+        logits_fn = wide_and_deep_logits_fn(linear, dnn, list(dnn_hidden_units or ()), label_dimension, dnn_activation_fn,
                                    dnn_dropout)
-        train_fn = _minimize_each({"linear": (linear_optimizer, linear_learning_rate),
+        train_fn = minimize_each_fn({"linear": (linear_optimizer, linear_learning_rate),
                                    "dnn": (dnn_optimizer, dnn_learning_rate)})
-        super().__init__(_regressor_fn(logits_fn, label_dimension, train_fn), model_dir=model_dir, config=config)
+        super().__init__(_regressor_fn(logits_fn, label_dimension, train_fn), model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)

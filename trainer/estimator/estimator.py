@@ -68,8 +68,7 @@ class Estimator:
                  params: dict | None = None, warm_start_from=None):
         if not callable(model_fn):
             raise TypeError(f"Estimator: model_fn must be callable, got {type(model_fn).__name__}")
-        if warm_start_from is not None:
-            raise ValueError("Estimator: warm_start_from is not supported; restore through model_dir")
+        self._warm_start = _warm_start_settings(warm_start_from)
         config = config or RunConfig()
         if (model_dir is not None and config.model_dir is not None
                 and os.path.abspath(model_dir) != os.path.abspath(config.model_dir)):
@@ -191,6 +190,10 @@ class Estimator:
 
             scalar_summary("loss", spec.loss)
             summaries = merge_all(g)
+            if self._warm_start is not None and self.latest_checkpoint() is None:  # a first run only, as TF's
+                from trainer.warm_starting import warm_start
+
+                warm_start(*self._warm_start)
         with g.as_default():  # hooks build their fetches in the estimator's graph, as in TensorFlow
             self._train_loop(g, spec, global_step, summaries, hooks, steps, max_steps)
         return self
@@ -355,6 +358,17 @@ class Estimator:
         return os.path.dirname(destination).encode()
 
     export_savedmodel = export_saved_model  # the TF 1.x spelling before 1.13
+
+
+def _warm_start_settings(warm_start_from):
+    """``warm_start_from`` as WarmStartSettings: a checkpoint path warm-starts every trainable variable."""
+    from trainer.warm_starting import WarmStartSettings
+
+    if warm_start_from is None or isinstance(warm_start_from, WarmStartSettings):
+        return warm_start_from
+    if isinstance(warm_start_from, (str, os.PathLike)):
+        return WarmStartSettings(os.fspath(warm_start_from))
+    raise ValueError(f"warm_start_from must be a string or a WarmStartSettings, instead got {type(warm_start_from)}")
 
 
 def _close(sess: Session, coord: Coordinator, threads: list) -> None:

@@ -92,7 +92,9 @@ def _checked_predictions(predictions):
     if isinstance(predictions, dict):
         out = {}
         for k, v in predictions.items():
-            if not isinstance(k, str) or not _is_tensor(v):
+            # a MultiHead keys its heads' predictions by (head name, key)
+            named = isinstance(k, str) or (isinstance(k, tuple) and all(isinstance(p, str) for p in k))
+            if not named or not _is_tensor(v):
                 raise EstimatorSpecError(f"EstimatorSpec.predictions[{k!r}] must be a Tensor under a string key, "
                                          f"got {type(v).__name__}")
             out[k] = _tensor(v)
