@@ -9,8 +9,6 @@ layers' projections, 7 GFLOP of constant work on every run of deberta-v3-small.
 
 from __future__ import annotations
 
-import numpy as np
-
 from exporter import ir
 from exporter.passes import fold_constants
 from tests.exporter.test_passes import assert_same_outputs, graph, model, ops, randn
