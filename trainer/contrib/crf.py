@@ -59,9 +59,9 @@ class _CellWithoutVariables:
         return self.call(inputs, state)
 
 
-class CrfForwardRnnCell(_CellWithoutVariables):
-    """One step of the forward algorithm: alphas' = inputs + logsumexp over the previous tag of
-    (alphas + transition_params)."""
+class _TransitionCell(_CellWithoutVariables):
+    """A cell stepping over tags with a [num_tags, num_tags] transition matrix: one state and one
+    output per tag."""
 
     def __init__(self, transition_params):
         transition_params = convert_to_tensor(transition_params)
@@ -75,6 +75,11 @@ class CrfForwardRnnCell(_CellWithoutVariables):
     @property
     def output_size(self) -> int:
         return self._num_tags
+
+
+class CrfForwardRnnCell(_TransitionCell):
+    """One step of the forward algorithm: alphas' = inputs + logsumexp over the previous tag of
+    (alphas + transition_params)."""
 
     def call(self, inputs, state):
         scores = expand_dims(state, 2) + self._transition_params
@@ -82,22 +87,9 @@ class CrfForwardRnnCell(_CellWithoutVariables):
         return new_alphas, new_alphas
 
 
-class CrfDecodeForwardRnnCell(_CellWithoutVariables):
+class CrfDecodeForwardRnnCell(_TransitionCell):
     """One Viterbi step: state' = inputs + max over the previous tag of (state + transition_params);
     the output is each tag's best previous tag (int32 backpointers)."""
-
-    def __init__(self, transition_params):
-        transition_params = convert_to_tensor(transition_params)
-        self._transition_params = expand_dims(transition_params, 0)
-        self._num_tags = transition_params.shape[0]
-
-    @property
-    def state_size(self) -> int:
-        return self._num_tags
-
-    @property
-    def output_size(self) -> int:
-        return self._num_tags
 
     def call(self, inputs, state):
         scores = expand_dims(state, 2) + self._transition_params  # [B, previous tag, tag]
