@@ -37,6 +37,18 @@ def _tuple_state_only(state_is_tuple: bool, cell: str) -> None:
         raise ValueError(f"{cell}: state_is_tuple=False (concatenated states) is not supported")
 
 
+class _ProjectedLSTMState:
+    """``state_size`` and ``output_size`` of an LSTM whose output may be projected to ``num_proj``."""
+
+    @property
+    def state_size(self):
+        return LSTMStateTuple(self._num_units, self._num_proj or self._num_units)
+
+    @property
+    def output_size(self):
+        return self._num_proj or self._num_units
+
+
 class _NormedCell(RNNCell):
     """A cell with layer-norm gains and shifts ``<scope>/gamma`` and ``<scope>/beta``."""
 
@@ -52,7 +64,7 @@ class _NormedCell(RNNCell):
         return _layer_norm(x, *self._norms[scope])
 
 
-class CoupledInputForgetGateLSTMCell(_NormedCell):
+class CoupledInputForgetGateLSTMCell(_ProjectedLSTMState, _NormedCell):
     """An LSTM whose input gate is one minus its forget gate (Greff et al.): c = f c' + (1 - f) g,
     optional peepholes (``W_F_diag``, ``W_O_diag``), projection (``W_P_0``) and layer norm."""
 
@@ -69,14 +81,6 @@ class CoupledInputForgetGateLSTMCell(_NormedCell):
         self._shards, self._proj_shards = int(num_unit_shards), int(num_proj_shards)
         self._forget_bias, self._layer_norm = float(forget_bias), layer_norm
         self._gain, self._shift = norm_gain, norm_shift
-
-    @property
-    def state_size(self):
-        return LSTMStateTuple(self._num_units, self._num_proj or self._num_units)
-
-    @property
-    def output_size(self):
-        return self._num_proj or self._num_units
 
     def _sharded(self, name: str, shape: list, shards: int, dtype):
         """TF's ``_get_concat_variable``: ``name_0``... row blocks of one matrix (``name_0`` alone for one shard)."""
@@ -166,7 +170,7 @@ class LayerNormBasicLSTMCell(_NormedCell):
         return new_h, LSTMStateTuple(new_c, new_h)
 
 
-class NASCell(RNNCell):
+class NASCell(_ProjectedLSTMState, RNNCell):
     """The recurrent cell found by Neural Architecture Search (Zoph & Le 2017): eight input and
     eight recurrent projections combined in a fixed tree; optional output projection."""
 
@@ -175,14 +179,6 @@ class NASCell(RNNCell):
     def __init__(self, num_units: int, num_proj=None, use_biases: bool = False, reuse=None):
         super().__init__(num_units, None, reuse)
         self._num_proj, self._use_biases = num_proj, use_biases
-
-    @property
-    def state_size(self):
-        return LSTMStateTuple(self._num_units, self._num_proj or self._num_units)
-
-    @property
-    def output_size(self):
-        return self._num_proj or self._num_units
 
     def _make_variables(self, input_depth, dtype):
         n, proj = self._num_units, self._num_proj or self._num_units
