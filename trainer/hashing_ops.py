@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.array_ops import expand_dims, gather_nd, where
+from trainer.array_ops import expand_dims
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import convert_to_tensor, equal, make_op, shape
+from trainer.ops import convert_to_tensor, make_op
+from trainer.sparse_ops import as_sparse_rows
 from trainer.sparse_tensor import SparseTensor
 from trainer.string_ops import as_string, to_hash_bucket_fast
 
@@ -25,14 +26,11 @@ def hash_bucket_ids(values: Tensor, num_buckets: int) -> Tensor:
 
 
 def _every_entry(value) -> SparseTensor:
-    """A dense [batch, k] feature as a SparseTensor of all its entries (SparseCross keeps every element)."""
+    """A dense [batch] or [batch, k] feature as a SparseTensor of all its entries (SparseCross keeps every element)."""
     dense = convert_to_tensor(value)
     if dense.shape is not None and len(dense.shape) == 1:
         dense = expand_dims(dense, 1)
-    if dense.shape is not None and len(dense.shape) != 2:
-        raise ValueError(f"sparse_cross_hashed: a dense input must be [batch] or [batch, k], got shape {dense.shape}")
-    indices = where(equal(dense, dense))  # every position
-    return SparseTensor(indices, gather_nd(dense, indices), shape(dense))
+    return as_sparse_rows(dense, "sparse_cross_hashed")
 
 
 def sparse_cross_hashed(inputs, num_buckets: int = 0, hash_key: int | None = None, name=None) -> SparseTensor:
@@ -49,6 +47,7 @@ def sparse_cross_hashed(inputs, num_buckets: int = 0, hash_key: int | None = Non
         raise ValueError(f"sparse_cross_hashed: num_buckets must be >= 0, got {num_buckets}")
     key = DEFAULT_HASH_KEY if hash_key is None else int(hash_key)
     flat = [p.indices for p in parts] + [p.values for p in parts] + [p.dense_shape for p in parts]
-    op = make_op("SparseCross", flat, {"N": len(parts), "num_buckets": int(num_buckets), "hash_key": key},
+    op = make_op("SparseCross", flat, {"N": len(parts), "hashed_output": 1, "num_buckets": int(num_buckets),
+                                       "hash_key": key},
                  domain=TRAINER_DOMAIN, name=name or "SparseCross")
     return SparseTensor(*op.outputs)

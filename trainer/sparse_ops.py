@@ -257,13 +257,13 @@ def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0
 
 
 
-def _as_sparse_rows(x) -> SparseTensor:
+def as_sparse_rows(x, what: str = "sparse.cross") -> SparseTensor:
     """A SparseTensor as it is; a dense [batch, n] tensor as a SparseTensor holding every entry."""
     if isinstance(x, SparseTensor):
         return x
     dense = convert_to_tensor(x)
     if dense.shape is not None and len(dense.shape) != 2:
-        raise ValueError(f"sparse.cross: a dense input must be 2-D [batch, n], got shape {dense.shape}")
+        raise ValueError(f"{what}: a dense input must be 2-D [batch, n], got shape {dense.shape}")
     every = where(make_op("ConstantOfShape", [shape(dense)], {"value": np.ones(1, bool)}).outputs[0])
     return SparseTensor(every, reshape(dense, [-1]), cast(shape(dense), I64))
 
@@ -271,15 +271,15 @@ def _as_sparse_rows(x) -> SparseTensor:
 def cross(inputs, name=None) -> SparseTensor:
     """Each row's feature crosses: every combination of the inputs' row values (int64 or string,
     SparseTensors or dense [batch, n] tensors), joined by ``"_X_"``, the last input varying fastest."""
-    parts = [_as_sparse_rows(x) for x in inputs]
+    parts = [as_sparse_rows(x) for x in inputs]
     if not parts:
         raise ValueError("sparse.cross: inputs is empty")
     for k, p in enumerate(parts):
         if p.values.dtype is not None and p.values.dtype != np.dtype(object) and p.values.dtype.kind not in "iu":
             raise TypeError(f"sparse.cross: input {k} must hold int64 or string values, got {p.values.dtype}")
     indices, values, dense_shape = make_op(
-        "SparseCrossStrings", [p.indices for p in parts] + [p.values for p in parts] + [p.dense_shape for p in parts],
-        {"num_inputs": len(parts)}, domain="flowstack", name=name or "SparseCross", num_outputs=3).outputs
+        "SparseCross", [p.indices for p in parts] + [p.values for p in parts] + [p.dense_shape for p in parts],
+        {"N": len(parts), "hashed_output": 0}, domain="flowstack", name=name or "SparseCross", num_outputs=3).outputs
     return SparseTensor(indices, values, dense_shape)
 
 # TF 1.15's top-level spellings (tf.sparse_reorder, ...), imported by trainer/tf1.py.

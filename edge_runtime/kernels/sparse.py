@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from edge_runtime.string_hashes import fingerprint64, fingerprint_cat64
 from edge_runtime.kernels.registry import kernel
 from schemas.registry import ShapeError
@@ -52,36 +54,58 @@ def unsorted_segment_sum(data, segment_ids, num_segments, *, xp):
 
 
 def _feature_hash(value) -> int:
-    """What SparseCross folds for one entry: a string's Fingerprint64, an integer's own 64 bits."""
+    """What a hashed SparseCross folds for one entry: a string's Fingerprint64, an integer's own 64 bits."""
     if isinstance(value, (str, bytes)):
         return fingerprint64(value.encode("utf-8") if isinstance(value, str) else value)
     return int(value) & ((1 << 64) - 1)
 
 
+def _feature_text(value) -> bytes:
+    """What a string SparseCross joins for one entry: the string's bytes, an integer's decimal text."""
+    if isinstance(value, (str, bytes)):
+        return value.encode("utf-8") if isinstance(value, str) else value
+    return str(int(value)).encode("ascii")
+
+
+def _hashed_cross(hash_key: int, num_buckets: int):
+    modulus = num_buckets if num_buckets > 0 else (1 << 63) - 1
+
+    def combine(combination) -> int:
+        hashed = hash_key & ((1 << 64) - 1)
+        for feature in combination:
+            hashed = fingerprint_cat64(hashed, feature)
+        return hashed % modulus
+    return combine
+
+
 @kernel("SparseCross", domain=D)
-def sparse_cross(*inputs, xp, N, num_buckets, hash_key):
+def sparse_cross(*inputs, xp, N, hashed_output, num_buckets, hash_key):
     indices, values, shapes = inputs[:N], inputs[N:2 * N], inputs[2 * N:]
-    batch = int(shapes[0].reshape(-1)[0])
-    if any(int(s.reshape(-1)[0]) != batch for s in shapes):
-        raise ShapeError(f"SparseCross: the inputs' batch sizes differ: {[int(s.reshape(-1)[0]) for s in shapes]}")
-    rows: list[list[list[int]]] = [[[] for _ in range(N)] for _ in range(batch)]
+    for k, dense_shape in enumerate(shapes):
+        if dense_shape.size != 2:
+            raise ShapeError(f"SparseCross: input {k} must be 2-D [batch, n], got rank {dense_shape.size}")
+    batches = sorted({int(s.reshape(-1)[0]) for s in shapes})
+    if len(batches) != 1:
+        raise ShapeError(f"SparseCross: the inputs have different batch sizes {batches}")
+    batch = batches[0]
+    feature = _feature_hash if hashed_output else _feature_text
+    combine = _hashed_cross(hash_key, num_buckets) if hashed_output else b"_X_".join
+    rows: list[list[list]] = [[[] for _ in range(N)] for _ in range(batch)]
     for column, (idx, vals) in enumerate(zip(indices, values)):
         for row, value in zip(idx[:, 0].tolist(), vals.reshape(-1).tolist()):
-            rows[row][column].append(_feature_hash(value))
-    modulus = num_buckets if num_buckets > 0 else (1 << 63) - 1
-    out_indices, out_values = [], []
-    width = 0
+            rows[row][column].append(feature(value))
+    out_indices, out_values, width = [], [], 0
     for row, features in enumerate(rows):
-        # the last input varies fastest, as TF's
-        for position, combination in enumerate(itertools.product(*features)):
-            hashed = hash_key & ((1 << 64) - 1)
-            for feature in combination:
-                hashed = fingerprint_cat64(hashed, feature)
-            out_indices.append((row, position))
-            out_values.append(hashed % modulus)
-            width = max(width, position + 1)
-    return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, 2), xp.asarray(out_values, dtype=xp.int64),
-            xp.asarray([batch, width], dtype=xp.int64))
+        crosses = [combine(c) for c in itertools.product(*features)]  # the last input varies fastest, as TF's
+        out_indices += [(row, position) for position in range(len(crosses))]
+        out_values += crosses
+        width = max(width, len(crosses))
+    if hashed_output:
+        out = xp.asarray(out_values, dtype=xp.int64)
+    else:
+        out = np.empty(len(out_values), dtype=object)
+        out[:] = out_values
+    return (xp.asarray(out_indices, dtype=xp.int64).reshape(-1, 2), out, xp.asarray([batch, width], dtype=xp.int64))
 
 
 def _groups(indices, values) -> dict[tuple, set]:

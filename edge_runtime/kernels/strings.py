@@ -12,7 +12,6 @@ import binascii
 import codecs
 import functools
 import gzip
-import itertools
 import re
 import zlib
 
@@ -475,33 +474,3 @@ def unicode_transcode(input, *, xp, input_encoding, output_encoding, errors, rep
                            bool(replace_control_characters))
         return encode_code_points("UnicodeTranscode", map(ord, text), output_encoding, errors, replacement_char)
     return _map_strings(input, run)
-
-
-# -- SparseCross (string output) --------------------------------------------------------------------
-def _cross_text(value) -> bytes:
-    return as_bytes(value) if isinstance(value, (bytes, str)) else str(int(value)).encode("ascii")
-
-
-@kernel("SparseCrossStrings", domain=D)
-def sparse_cross_strings(*parts, xp, num_inputs):
-    indices, values, shapes = parts[:num_inputs], parts[num_inputs:2 * num_inputs], parts[2 * num_inputs:]
-    batches = {int(s[0]) for s in shapes}
-    if len(batches) != 1:
-        raise ValueError(f"SparseCross: the inputs have different batch sizes {sorted(batches)}")
-    batch = batches.pop()
-    rows_of = []
-    for k, (idx, vals, shape) in enumerate(zip(indices, values, shapes)):
-        if len(shape) != 2:
-            raise ValueError(f"SparseCross: input {k} must be 2-D [batch, n], got rank {len(shape)}")
-        rows: list[list[bytes]] = [[] for _ in range(batch)]
-        for (b, _), v in zip(idx.tolist(), vals.tolist()):
-            rows[b].append(_cross_text(v))
-        rows_of.append(rows)
-    out_indices, out_values, width = [], [], 0
-    for b in range(batch):
-        crosses = [b"_X_".join(combo) for combo in itertools.product(*(rows[b] for rows in rows_of))]
-        out_indices += [(b, j) for j in range(len(crosses))]
-        out_values += crosses
-        width = max(width, len(crosses))
-    return (np.asarray(out_indices, np.int64).reshape(-1, 2), _objects(out_values, (len(out_values),)),
-            np.asarray([batch, width], np.int64))

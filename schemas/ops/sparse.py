@@ -16,6 +16,8 @@ import numpy as np
 from schemas.ops.rules import INT64, const_ints, same_as_input
 from schemas.registry import REQUIRED, Attr, TensorType, op
 
+STRING = np.dtype(object)
+
 D = "flowstack"
 
 
@@ -132,18 +134,21 @@ op("SparseApplyAdam", domain=D,
 
 
 @op("SparseCross", domain=D, inputs=["inputs+"], outputs=["output_indices", "output_values", "output_shape"],
-    attrs={"N": Attr("int", REQUIRED), "num_buckets": Attr("int", 0), "hash_key": Attr("int", REQUIRED)},
-    doc="TensorFlow's hashed SparseCross: inputs are N [nnz, 2] index tensors, N value tensors (strings or "
-        "int64) and N dense shapes of [batch, k] sparse features; each row's output holds one id per "
-        "combination of one entry from every input (the last varying fastest), FingerprintCat64 folded from "
-        "hash_key, modulo num_buckets (or int64 max when 0).")
+    attrs={"N": Attr("int", REQUIRED), "hashed_output": Attr("int", 1), "num_buckets": Attr("int", 0),
+           "hash_key": Attr("int", 0)},
+    doc="TensorFlow's SparseCross: inputs are N [nnz, 2] index tensors, N value tensors (strings or int64) "
+        "and N dense shapes of [batch, k] sparse features; each row's output holds one entry per combination "
+        "of one entry from every input (the last varying fastest). Hashed (hashed_output=1): FingerprintCat64 "
+        "folded from hash_key, modulo num_buckets (or int64 max when 0), as int64. Otherwise the entries' "
+        "text joined by '_X_', as strings.")
 def _sparse_cross(ctx):
     n = ctx.attrs["N"]
     if n < 1 or ctx.num_inputs != 3 * n:
         raise ctx.fail(f"needs N={n} indices, N values and N dense shapes, got {ctx.num_inputs} inputs")
     if ctx.attrs["num_buckets"] < 0:
         raise ctx.fail(f"num_buckets must be >= 0, got {ctx.attrs['num_buckets']}")
-    return [TensorType(INT64, (None, 2)), TensorType(INT64, (None,)), TensorType(INT64, (2,))]
+    values = INT64 if ctx.attrs["hashed_output"] else STRING
+    return [TensorType(INT64, (None, 2)), TensorType(values, (None,)), TensorType(INT64, (2,))]
 
 
 @op("SetOperation", domain=D, inputs=["a_indices", "a_values", "a_shape", "b_indices", "b_values", "b_shape"],

@@ -199,15 +199,3 @@ def _deserialize_many_sparse(ctx):
         raise ctx.fail(f"serialized_sparse must be [N, 3], got shape {shape}")
     return [TensorType(INT64, (None, None)), TensorType(np.dtype(ctx.attrs["dtype"]), (None,)),
             TensorType(INT64, (None,))]
-
-
-@op("SparseCrossStrings", domain=D, inputs=["parts+"], outputs=["indices", "values", "dense_shape"],
-    attrs={"num_inputs": Attr("int", REQUIRED)},
-    doc="TensorFlow's SparseCross with string output: parts are the indices of num_inputs [batch, n] "
-        "SparseTensors, then their values, then their dense shapes; row b of the output holds every "
-        "combination of the inputs' row-b values (the last input varying fastest), joined by '_X_'.")
-def _sparse_cross_strings(ctx):
-    n = ctx.attrs["num_inputs"]
-    if n < 1 or ctx.num_inputs != 3 * n:
-        raise ctx.fail(f"needs 3 parts for each of num_inputs={n} SparseTensors, got {ctx.num_inputs}")
-    return [TensorType(INT64, (None, 2)), TensorType(STRING, (None,)), TensorType(INT64, (2,))]
