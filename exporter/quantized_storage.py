@@ -120,9 +120,8 @@ def on_grid(values: np.ndarray, grid: WeightGrid) -> tuple[np.ndarray, int] | No
 def _row_on(row: np.ndarray, grid: WeightGrid) -> bool:
     """Whether the 1-D ``row`` lies exactly on the per-tensor ``grid`` (float32 arithmetic)."""
     for part in (row[:8], row):
-        q = np.rint(part.astype(np.float64) / float(grid.scale)) + float(grid.zero_point)
-        low, high = _integer_range(grid.zero_point.dtype)
-        if not np.isfinite(q).all() or q.min() < low or q.max() > high:
+        q = _on_axis(part, grid, 0)
+        if q is None:
             return False
         back = (q.astype(np.float32) - grid.zero_point.astype(np.float32)) * grid.scale
         if not np.array_equal(back, part):
