@@ -23,10 +23,11 @@ __all__ = ["aggregate_metric_map", "aggregate_metrics", "streaming_accuracy", "s
 
 
 def _predictions_first(metric: Callable, name: str) -> Callable:
-    """``metric(labels, predictions, ...)`` as ``name(predictions, labels, ...)``."""
+    """``metric(labels, predictions, ...)`` as ``name(predictions, labels, ...)`` (what follows: the
+    weights, or the thresholds, k, num_classes, ... of the metrics that take one)."""
 
-    def streaming(predictions, labels, weights=None, **kwargs):
-        return metric(labels, predictions, weights, **kwargs)
+    def streaming(predictions, labels, *args, **kwargs):
+        return metric(labels, predictions, *args, **kwargs)
 
     streaming.__name__ = streaming.__qualname__ = name
     streaming.__doc__ = f"``tf.metrics.{metric.__name__}`` with the predictions first: (value, update_op)."
@@ -50,44 +51,30 @@ streaming_mean_tensor = metrics.mean_tensor
 streaming_percentage_less = metrics.percentage_below
 
 
-def _predictions_first_and_arg(metric: Callable, name: str) -> Callable:
-    """``metric(labels, predictions, arg, ...)`` as ``name(predictions, labels, arg, ...)`` (arg: the
-    thresholds, k, num_classes, ...)."""
-
-    def streaming(predictions, labels, arg, *args, **kwargs):
-        return metric(labels, predictions, arg, *args, **kwargs)
-
-    streaming.__name__ = streaming.__qualname__ = name
-    streaming.__doc__ = f"``tf.metrics.{metric.__name__}`` with the predictions first: (value, update_op)."
-    return streaming
-
-
-streaming_true_positives_at_thresholds = _predictions_first_and_arg(metrics.true_positives_at_thresholds,
-                                                      "streaming_true_positives_at_thresholds")
-streaming_false_positives_at_thresholds = _predictions_first_and_arg(metrics.false_positives_at_thresholds,
-                                                       "streaming_false_positives_at_thresholds")
-streaming_true_negatives_at_thresholds = _predictions_first_and_arg(metrics.true_negatives_at_thresholds,
-                                                      "streaming_true_negatives_at_thresholds")
-streaming_false_negatives_at_thresholds = _predictions_first_and_arg(metrics.false_negatives_at_thresholds,
-                                                       "streaming_false_negatives_at_thresholds")
-streaming_precision_at_thresholds = _predictions_first_and_arg(metrics.precision_at_thresholds,
-                                                               "streaming_precision_at_thresholds")
-streaming_recall_at_thresholds = _predictions_first_and_arg(metrics.recall_at_thresholds,
-                                                            "streaming_recall_at_thresholds")
-streaming_mean_relative_error = _predictions_first_and_arg(metrics.mean_relative_error, "streaming_mean_relative_error")
-streaming_mean_cosine_distance = _predictions_first_and_arg(metrics.mean_cosine_distance,
-                                                            "streaming_mean_cosine_distance")
-streaming_mean_iou = _predictions_first_and_arg(metrics.mean_iou, "streaming_mean_iou")
-streaming_sensitivity_at_specificity = _predictions_first_and_arg(metrics.sensitivity_at_specificity,
-                                                    "streaming_sensitivity_at_specificity")
-streaming_specificity_at_sensitivity = _predictions_first_and_arg(metrics.specificity_at_sensitivity,
-                                                    "streaming_specificity_at_sensitivity")
+streaming_true_positives_at_thresholds = _predictions_first(metrics.true_positives_at_thresholds,
+                                                            "streaming_true_positives_at_thresholds")
+streaming_false_positives_at_thresholds = _predictions_first(metrics.false_positives_at_thresholds,
+                                                             "streaming_false_positives_at_thresholds")
+streaming_true_negatives_at_thresholds = _predictions_first(metrics.true_negatives_at_thresholds,
+                                                            "streaming_true_negatives_at_thresholds")
+streaming_false_negatives_at_thresholds = _predictions_first(metrics.false_negatives_at_thresholds,
+                                                             "streaming_false_negatives_at_thresholds")
+streaming_precision_at_thresholds = _predictions_first(metrics.precision_at_thresholds,
+                                                       "streaming_precision_at_thresholds")
+streaming_recall_at_thresholds = _predictions_first(metrics.recall_at_thresholds, "streaming_recall_at_thresholds")
+streaming_mean_relative_error = _predictions_first(metrics.mean_relative_error, "streaming_mean_relative_error")
+streaming_mean_cosine_distance = _predictions_first(metrics.mean_cosine_distance, "streaming_mean_cosine_distance")
+streaming_mean_iou = _predictions_first(metrics.mean_iou, "streaming_mean_iou")
+streaming_sensitivity_at_specificity = _predictions_first(metrics.sensitivity_at_specificity,
+                                                          "streaming_sensitivity_at_specificity")
+streaming_specificity_at_sensitivity = _predictions_first(metrics.specificity_at_sensitivity,
+                                                          "streaming_specificity_at_sensitivity")
 
 
-streaming_sparse_precision_at_k = _predictions_first_and_arg(metrics.precision_at_k, "streaming_sparse_precision_at_k")
-streaming_sparse_recall_at_k = _predictions_first_and_arg(metrics.recall_at_k, "streaming_sparse_recall_at_k")
-streaming_sparse_average_precision_at_k = _predictions_first_and_arg(metrics.average_precision_at_k,
-                                                "streaming_sparse_average_precision_at_k")
+streaming_sparse_precision_at_k = _predictions_first(metrics.precision_at_k, "streaming_sparse_precision_at_k")
+streaming_sparse_recall_at_k = _predictions_first(metrics.recall_at_k, "streaming_sparse_recall_at_k")
+streaming_sparse_average_precision_at_k = _predictions_first(metrics.average_precision_at_k,
+                                                             "streaming_sparse_average_precision_at_k")
 
 
 def streaming_recall_at_k(predictions, labels, k: int, weights=None, metrics_collections=None,
