@@ -71,6 +71,10 @@ class Tensor:
     """Output ``index`` of ``node``: a symbolic value with a static dtype and (partial) shape."""
 
     __slots__ = ("node", "index", "type", "__weakref__")
+    # NumPy hands arithmetic with an array on the left to the tensor's reflected operator
+    # (``weights * t`` builds a Mul node, as in TensorFlow) instead of looping over the array and
+    # building one node per element; a NumPy function called on a tensor raises TypeError.
+    __array_ufunc__ = None
 
     def __init__(self, node: "Node", index: int, type: TensorType):
         self.node = node

@@ -209,8 +209,13 @@ def _delegate(name):
     return method
 
 
-for _m in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-           "__rtruediv__", "__matmul__", "__neg__", "__pow__", "__getitem__", "__lt__", "__gt__"):
+# A variable reads as its tensor in every operator the tensor has (the reflected ones included:
+# NumPy defers ``array * variable`` to them, as it does for tensors).
+Variable.__array_ufunc__ = None
+for _m in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+           "__matmul__", "__rmatmul__", "__pow__", "__rpow__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__",
+           "__lt__", "__gt__", "__le__", "__ge__", "__and__", "__rand__", "__or__", "__ror__", "__xor__", "__rxor__",
+           "__neg__", "__invert__", "__abs__", "__getitem__"):
     setattr(Variable, _m, _delegate(_m))
 
 
