@@ -191,6 +191,20 @@ def _initial_value(name: str, shape, dtype: np.dtype, initializer) -> Tensor:
     return convert_to_tensor(value)
 
 
+def _value_dtype(initializer) -> np.dtype | None:
+    """The dtype of an initial value given as the initializer (a tensor, array or number), as
+    TensorFlow takes a variable's dtype from it when no dtype is given; None for an initializer
+    function. Python floats are float32, as ``tf.constant`` makes them."""
+    if initializer is None or callable(initializer):
+        return None
+    if isinstance(initializer, Tensor) or hasattr(initializer, "as_tensor"):
+        return as_numpy_dtype(initializer.dtype)
+    value = np.asarray(initializer)
+    if value.dtype == np.float64 and not isinstance(initializer, (np.ndarray, np.generic)):
+        return np.dtype(np.float32)
+    return None if value.dtype.kind in "OUS" else value.dtype
+
+
 def get_variable(name: str, shape=None, dtype=None, initializer=None, regularizer=None, trainable=None,
                  collections=None, caching_device=None, partitioner=None, validate_shape=True, use_resource=None,
                  custom_getter=None, constraint=None, synchronization=None, aggregation=None):
@@ -215,10 +229,11 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
     if reuse is True:
         raise ValueError(f"Variable {full} does not exist, or was not created with tf.get_variable(). Did you "
                          "mean to set reuse=tf.AUTO_REUSE in VarScope?")
-    dt = as_numpy_dtype(dtype) or as_numpy_dtype(scope.dtype) or np.dtype(np.float32)
+    initializer = initializer if initializer is not None else scope.initializer
+    dt = (as_numpy_dtype(dtype) or as_numpy_dtype(scope.dtype) or _value_dtype(initializer)
+          or np.dtype(np.float32))
     trainable = True if trainable is None else trainable
     partitioner = partitioner if partitioner is not None else scope.partitioner
-    initializer = initializer if initializer is not None else scope.initializer
     # The initializer's ops, as the variable's, never wait on the control dependencies around.
     with graph.control_dependencies(None):
         var = _new_variable(graph, scope, full, name, shape, dt, initializer, partitioner, trainable, collections)

@@ -1,5 +1,6 @@
 """TF 1.x semantics at the seams with NumPy and Python values: arithmetic with an array on the
-left builds one node (not one per element)."""
+left builds one node (not one per element) and a variable made from a constant takes the
+constant's dtype."""
 
 from __future__ import annotations
 
@@ -50,3 +51,24 @@ def test_numpy_scalars_and_python_numbers_on_the_left_too() -> None:
 def test_a_numpy_function_on_a_tensor_is_refused() -> None:
     with pytest.raises(TypeError):
         np.add(np.ones(2, np.float32), tf.constant([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("initializer, dtype", [
+    (np.int64(0), np.int64), (0.25, np.float32), (np.float64(1.0), np.float64),
+    (np.array([1, 2], np.int32), np.int32), (lambda: tf.constant(3, dtype=tf.int32), np.int32),
+])
+def test_a_variable_from_a_constant_takes_its_dtype(initializer, dtype) -> None:
+    value = initializer() if callable(initializer) else initializer
+    v = tf.get_variable("v", initializer=value)
+    assert v.dtype == dtype
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(v), np.asarray(tf.Session().run(value) if isinstance(value, tf.Tensor)
+                                                              else value, dtype))
+
+
+def test_an_explicit_dtype_still_wins_and_functions_default_to_float32() -> None:
+    assert tf.get_variable("a", initializer=np.int64(1), dtype=tf.float32).dtype == np.float32
+    assert tf.get_variable("b", shape=[2]).dtype == np.float32
+    with tf.variable_scope("s", dtype=tf.float64):
+        assert tf.get_variable("c", initializer=np.float32(1)).dtype == np.float64
