@@ -33,23 +33,33 @@ def _clean_tag(name: str) -> str:
     return _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
 
 
-def _summary(op_type: str, tag: str, value, collections):
-    tag = _clean_tag(tag)
-    t = make_op(op_type, [convert_to_tensor(value)], {"tag": tag}, domain=TRAINER_DOMAIN,
-                name="summary_" + tag.replace("/", "_")).outputs[0]
-    for c in collections:
-        t.graph.add_to_collection(c, t)
-    return t
+def _scoped_tag(name: str, family: str | None, graph) -> str:
+    """A summary's tag as TensorFlow 1.x makes it: the name scope the summary opens, so the enclosing
+    scopes prefix it and a repeated name in one scope becomes ``name_1`` (``family``, when given,
+    goes before the name and again in front)."""
+    name = _clean_tag(name)
+    if family is None:
+        return graph.unique_name(name)
+    family = _clean_tag(family)
+    return f"{family}/{graph.unique_name(f'{family}/{name}')}"
 
 
-def scalar(tag: str, value, collections=(GraphKeys.SUMMARIES,)):
-    """A summary op recording a scalar tensor under ``tag``."""
-    return _summary("ScalarSummary", tag, value, collections)
+def _summary_op(op_type: str, name: str, inputs: list, attrs: dict, collections, family=None):
+    graph = inputs[0].graph
+    tag = _scoped_tag(name, family, graph)
+    t = make_op(op_type, inputs, {"tag": tag, **attrs}, domain=TRAINER_DOMAIN,
+                name="summary_" + tag.rsplit("/", 1)[-1]).outputs[0]
+    return _collect(t, collections)
 
 
-def histogram(tag: str, values, collections=(GraphKeys.SUMMARIES,)):
-    """A summary op recording the distribution of ``values`` under ``tag``."""
-    return _summary("HistogramSummary", tag, values, collections)
+def scalar(name: str, tensor, collections=(GraphKeys.SUMMARIES,), family=None):
+    """A summary op recording a scalar tensor under ``name`` (scoped as ``_scoped_tag`` says)."""
+    return _summary_op("ScalarSummary", name, [convert_to_tensor(tensor)], {}, collections, family)
+
+
+def histogram(name: str, values, collections=(GraphKeys.SUMMARIES,), family=None):
+    """A summary op recording the distribution of ``values`` under ``name``."""
+    return _summary_op("HistogramSummary", name, [convert_to_tensor(values)], {}, collections, family)
 
 
 def tensor_summary(name: str, tensor, summary_description=None, collections=(GraphKeys.SUMMARIES,)):
@@ -59,29 +69,21 @@ def tensor_summary(name: str, tensor, summary_description=None, collections=(Gra
 
 def image(name: str, tensor, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):
     """Up to ``max_outputs`` images of a [batch, height, width, channels] tensor, under ``name/image/i``."""
-    name = _clean_tag(name)
-    t = make_op("ImageSummary", [convert_to_tensor(tensor)], {"tag": name, "max_images": max_outputs},
-                domain=TRAINER_DOMAIN, name="summary_" + name.replace("/", "_")).outputs[0]
-    return _collect(t, collections)
+    return _summary_op("ImageSummary", name, [convert_to_tensor(tensor)], {"max_images": max_outputs}, collections,
+                       family)
 
 
 def audio(name: str, tensor, sample_rate, max_outputs: int = 3, collections=(GraphKeys.SUMMARIES,), family=None):
     """Up to ``max_outputs`` clips of a [batch, frames(, channels)] tensor in [-1, 1], as WAV."""
-    name = _clean_tag(name)
     x = convert_to_tensor(tensor)
     rate = convert_to_tensor(np.asarray(sample_rate, np.float32), graph=x.graph)
-    t = make_op("AudioSummary", [x, rate], {"tag": name, "max_outputs": max_outputs}, domain=TRAINER_DOMAIN,
-                name="summary_" + name.replace("/", "_")).outputs[0]
-    return _collect(t, collections)
+    return _summary_op("AudioSummary", name, [x, rate], {"max_outputs": max_outputs}, collections, family)
 
 
 def text(name: str, tensor, collections=(GraphKeys.SUMMARIES,)):
     """A string tensor for TensorBoard's Text tab."""
-    name = _clean_tag(name)
     value = tensor if hasattr(tensor, "graph") else np.asarray(tensor, dtype=object)
-    t = make_op("TextSummary", [convert_to_tensor(value)], {"tag": name}, domain=TRAINER_DOMAIN,
-                name="summary_" + name.replace("/", "_")).outputs[0]
-    return _collect(t, collections)
+    return _summary_op("TextSummary", name, [convert_to_tensor(value)], {}, collections)
 
 
 def _collect(t, collections):

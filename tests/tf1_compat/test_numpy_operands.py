@@ -1,11 +1,12 @@
 """TF 1.x semantics at the seams with NumPy and Python values: arithmetic with an array on the
-left builds one node (not one per element) and a variable made from a constant takes the
-constant's dtype."""
+left builds one node (not one per element), a variable made from a constant takes the constant's
+dtype, and a summary's tag carries the name scope it was made in."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from tensorboard.compat.proto.summary_pb2 import Summary
 
 import trainer as tf
 
@@ -72,3 +73,21 @@ def test_an_explicit_dtype_still_wins_and_functions_default_to_float32() -> None
     assert tf.get_variable("b", shape=[2]).dtype == np.float32
     with tf.variable_scope("s", dtype=tf.float64):
         assert tf.get_variable("c", initializer=np.float32(1)).dtype == np.float64
+
+
+def _tags(summary_op) -> list[str]:
+    with tf.Session() as sess:
+        return [v.tag for v in Summary.FromString(np.asarray(sess.run(summary_op), dtype=object)[()]).value]
+
+
+def test_summary_tags_carry_their_name_scope_and_are_made_unique() -> None:
+    x = tf.constant(1.0)
+    with tf.name_scope("train"):
+        tf.summary.scalar("loss", x)
+        tf.summary.scalar("loss", x)
+        tf.summary.histogram("weights", tf.constant([1.0, 2.0]))
+    with tf.variable_scope("model"):
+        tf.summary.scalar("accuracy", x, family="eval")
+    tf.summary.scalar("top", x)
+    assert _tags(tf.summary.merge_all()) == ["train/loss", "train/loss_1", "train/weights", "eval/model/eval/accuracy",
+                                             "top"]
