@@ -53,6 +53,11 @@ class GraphKeys:
     LOCAL_VARIABLES = "local_variables"
     MODEL_VARIABLES = "model_variables"
     TRAIN_OP = "train_op"
+    METRIC_VARIABLES = "metric_variables"
+    # filled by the caller (a layer's outputs_collections / variables_collections), as in TensorFlow
+    ACTIVATIONS = "activations"
+    WEIGHTS = "weights"
+    BIASES = "biases"
 
 
 def _operator(op: str, node_name: str, *, reflected: bool = False, module: str = "ops"):

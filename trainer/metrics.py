@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 _EPSILON = 1e-7  # TensorFlow's, in AUC's rates
-METRIC_VARIABLES = "metric_variables"  # TensorFlow's GraphKeys.METRIC_VARIABLES
+METRIC_VARIABLES = GraphKeys.METRIC_VARIABLES
 
 
 def metric_variable(shape, name: str, dtype=np.float32) -> Variable:

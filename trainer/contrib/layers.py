@@ -34,7 +34,7 @@ __all__ = [
 xavier_initializer_conv2d = xavier_initializer
 
 
-def _regularizer(name: str, scale: float, penalty):
+def make_regularizer(name: str, scale: float, penalty):
     """A regularizer: ``penalty(w)`` for a weight tensor ``w``, None where ``scale`` is 0."""
     if scale < 0:
         raise ValueError(f"{name}: scale must be >= 0, got {scale}")
@@ -49,13 +49,13 @@ def _regularizer(name: str, scale: float, penalty):
 
 def l2_regularizer(scale: float, scope=None):
     """``w -> scale * sum(w**2) / 2`` (TensorFlow's l2_loss scaled)."""
-    return _regularizer("l2_regularizer", scale, lambda w: multiply(
+    return make_regularizer("l2_regularizer", scale, lambda w: multiply(
         reduce_sum(multiply(w, w)), np.asarray(0.5 * scale, w.dtype), name="l2_regularizer"))
 
 
 def l1_regularizer(scale: float, scope=None):
     """``w -> scale * sum(|w|)``."""
-    return _regularizer("l1_regularizer", scale, lambda w: multiply(
+    return make_regularizer("l1_regularizer", scale, lambda w: multiply(
         reduce_sum(make_op("Abs", [w]).outputs[0]), np.asarray(scale, w.dtype), name="l1_regularizer"))
 
 
@@ -102,7 +102,7 @@ def _collect(graph, new_variables: list, variables_collections, output, outputs_
         graph.add_to_collection(key, output)
 
 
-def _layer(func):
+def contrib_layer(func):
     """A contrib layer: arg_scope-able, filing its variables and output as ``_collect`` says."""
     signature = inspect.signature(func)
 
@@ -123,17 +123,17 @@ def _layer(func):
     return add_arg_scope(collecting)
 
 
-@_layer
+@contrib_layer
 def flatten(inputs, outputs_collections=None, scope=None):
     """[batch, ...] to [batch, everything else]."""
     return make_op("Flatten", [inputs], {"axis": 1}).outputs[0]
 
 
-_RELU_DEFAULT = object()  # TensorFlow's default activation_fn is relu; None means linear
+RELU_DEFAULT = object()  # TensorFlow's default activation_fn is relu; None means linear
 
 
-@_layer
-def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, normalizer_fn=None, normalizer_params=None,
+@contrib_layer
+def fully_connected(inputs, num_outputs: int, activation_fn=RELU_DEFAULT, normalizer_fn=None, normalizer_params=None,
                     weights_initializer=None, weights_regularizer=None, biases_initializer=initializers.Zeros,
                     biases_regularizer=None, reuse=None, variables_collections=None, outputs_collections=None,
                     trainable: bool = True, scope=None):
@@ -144,7 +144,7 @@ def fully_connected(inputs, num_outputs: int, activation_fn=_RELU_DEFAULT, norma
                          initializer=weights_initializer or initializers.GlorotUniform(),
                          regularizer=weights_regularizer, trainable=trainable)
         y = make_op("MatMul", [x, w]).outputs[0]
-        return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
+        return activate(normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
                                                biases_regularizer, trainable), activation_fn)
 
 
@@ -162,7 +162,7 @@ relu6 = _fully_connected_with("relu6")
 elu = _fully_connected_with("elu")
 
 
-@_layer
+@contrib_layer
 def bias_add(inputs, activation_fn=None, initializer=initializers.Zeros, regularizer=None, reuse=None,
              variables_collections=None, outputs_collections=None, trainable: bool = True, data_format: str = "NHWC",
              scope=None):
@@ -179,7 +179,7 @@ def bias_add(inputs, activation_fn=None, initializer=initializers.Zeros, regular
     return y if activation_fn is None else activation_fn(y)
 
 
-@_layer
+@contrib_layer
 def softmax(logits, scope=None):
     """Softmax over the last axis."""
     from trainer.nn import softmax as nn_softmax
@@ -187,7 +187,7 @@ def softmax(logits, scope=None):
     return nn_softmax(logits, axis=-1)
 
 
-def _normalized_or_biased(y, num_outputs: int, normalizer_fn, normalizer_params, biases_initializer,
+def normalized_or_biased(y, num_outputs: int, normalizer_fn, normalizer_params, biases_initializer,
                           biases_regularizer, trainable: bool):
     """A layer's product normalized by ``normalizer_fn``, else plus its ``biases`` (in the open scope)."""
     if normalizer_fn is not None:
@@ -199,10 +199,10 @@ def _normalized_or_biased(y, num_outputs: int, normalizer_fn, normalizer_params,
     return make_op("Add", [y, b]).outputs[0]
 
 
-def _activate(y, activation_fn):
+def activate(y, activation_fn):
     from trainer.nn import relu
 
-    act = relu if activation_fn is _RELU_DEFAULT else activation_fn
+    act = relu if activation_fn is RELU_DEFAULT else activation_fn
     return y if act is None else act(y)
 
 
@@ -210,9 +210,9 @@ def _pair(v) -> list:
     return [int(v), int(v)] if isinstance(v, (int, np.integer)) else [int(d) for d in v]
 
 
-@_layer
+@contrib_layer
 def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME", data_format=None, rate=1,
-           activation_fn=_RELU_DEFAULT, normalizer_fn=None, normalizer_params=None, weights_initializer=None,
+           activation_fn=RELU_DEFAULT, normalizer_fn=None, normalizer_params=None, weights_initializer=None,
            weights_regularizer=None, biases_initializer=initializers.Zeros, biases_regularizer=None, reuse=None,
            variables_collections=None, outputs_collections=None, trainable: bool = True, scope=None):
     """NHWC convolution with ``Conv/weights`` [h, w, in, out] (and ``Conv/biases``, or the
@@ -228,7 +228,7 @@ def conv2d(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME
                          initializer=weights_initializer or initializers.GlorotUniform(),
                          regularizer=weights_regularizer, trainable=trainable)
         y = nn_conv2d(x, w, strides=[1, sh, sw, 1], padding=padding.upper(), dilations=[1, dh, dw, 1])
-        return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
+        return activate(normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
                                                biases_regularizer, trainable), activation_fn)
 
 
@@ -238,9 +238,9 @@ convolution2d = conv2d
 _TRANSPOSED_SIZES = {"SAME": lambda n, k, s: n * s, "VALID": lambda n, k, s: (n - 1) * s + k}
 
 
-@_layer
+@contrib_layer
 def conv2d_transpose(inputs, num_outputs: int, kernel_size, stride=1, padding: str = "SAME",
-                     data_format: str = "NHWC", activation_fn=_RELU_DEFAULT, normalizer_fn=None,
+                     data_format: str = "NHWC", activation_fn=RELU_DEFAULT, normalizer_fn=None,
                      normalizer_params=None, weights_initializer=None, weights_regularizer=None,
                      biases_initializer=initializers.Zeros, biases_regularizer=None, reuse=None,
                      variables_collections=None, outputs_collections=None, trainable: bool = True, scope=None):
@@ -265,16 +265,16 @@ def conv2d_transpose(inputs, num_outputs: int, kernel_size, stride=1, padding: s
                          regularizer=weights_regularizer, trainable=trainable)
         y = nn_conv2d_transpose(x, w, [-1, grow(height, kh, sh), grow(width, kw, sw), num_outputs],
                                 [1, sh, sw, 1], padding=padding.upper())
-        return _activate(_normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
+        return activate(normalized_or_biased(y, num_outputs, normalizer_fn, normalizer_params, biases_initializer,
                                                biases_regularizer, trainable), activation_fn)
 
 
 convolution2d_transpose = conv2d_transpose
 
 
-@_layer
+@contrib_layer
 def separable_conv2d(inputs, num_outputs, kernel_size, depth_multiplier: int = 1, stride=1, padding: str = "SAME",
-                     data_format: str = "NHWC", rate=1, activation_fn=_RELU_DEFAULT, normalizer_fn=None,
+                     data_format: str = "NHWC", rate=1, activation_fn=RELU_DEFAULT, normalizer_fn=None,
                      normalizer_params=None, weights_initializer=None, pointwise_initializer=None,
                      weights_regularizer=None, biases_initializer=initializers.Zeros, biases_regularizer=None,
                      reuse=None, variables_collections=None, outputs_collections=None, trainable: bool = True,
@@ -301,7 +301,7 @@ def separable_conv2d(inputs, num_outputs, kernel_size, depth_multiplier: int = 1
                                      trainable=trainable)
             y = nn_conv2d(y, pointwise, strides=[1, 1, 1, 1], padding="VALID")
             channels = num_outputs
-        return _activate(_normalized_or_biased(y, channels, normalizer_fn, normalizer_params, biases_initializer,
+        return activate(normalized_or_biased(y, channels, normalizer_fn, normalizer_params, biases_initializer,
                                                biases_regularizer, trainable), activation_fn)
 
 
@@ -317,19 +317,19 @@ def _pool(kind, inputs, kernel_size, stride, padding: str, data_format: str):
     return getattr(nn, kind)(convert_to_tensor(inputs), [1, kh, kw, 1], [1, sh, sw, 1], padding.upper())
 
 
-@_layer
+@contrib_layer
 def max_pool2d(inputs, kernel_size, stride=2, padding: str = "VALID", data_format: str = "NHWC",
                outputs_collections=None, scope=None):
     return _pool("max_pool", inputs, kernel_size, stride, padding, data_format)
 
 
-@_layer
+@contrib_layer
 def avg_pool2d(inputs, kernel_size, stride=2, padding: str = "VALID", data_format: str = "NHWC",
                outputs_collections=None, scope=None):
     return _pool("avg_pool", inputs, kernel_size, stride, padding, data_format)
 
 
-@_layer
+@contrib_layer
 def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = False, epsilon: float = 0.001,
                activation_fn=None, param_initializers=None, param_regularizers=None, updates_collections="update_ops",
                is_training=True, reuse=None, variables_collections=None, outputs_collections=None,
@@ -367,7 +367,7 @@ def batch_norm(inputs, decay: float = 0.999, center: bool = True, scale: bool = 
     return y if activation_fn is None else activation_fn(y)
 
 
-@_layer
+@contrib_layer
 def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True, outputs_collections=None, scope=None, seed=None):
     """Inputs with a fraction ``1 - keep_prob`` zeroed (and the rest scaled) while ``is_training``."""
     from trainer.layers import dropout as layers_dropout
@@ -402,7 +402,7 @@ def stack(inputs, layer, stack_args, **kwargs):
     return _layer_calls(inputs, layer, calls, scope, "Stack", kwargs)
 
 
-@_layer
+@contrib_layer
 def one_hot_encoding(labels, num_classes: int, on_value: float = 1.0, off_value: float = 0.0,
                      outputs_collections=None, scope=None):
     """Float one-hot rows of ``num_classes`` for integer ``labels``."""
@@ -411,7 +411,7 @@ def one_hot_encoding(labels, num_classes: int, on_value: float = 1.0, off_value:
     return one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
 
 
-@_layer
+@contrib_layer
 def unit_norm(inputs, dim: int, epsilon: float = 1e-7, scope=None):
     """``inputs`` divided by their L2 norm along ``dim``."""
     from trainer.nn import l2_normalize
@@ -430,7 +430,7 @@ def embed_sequence(ids, vocab_size=None, embed_dim=None, unique: bool = False, i
         return embedding_lookup(table, ids)
 
 
-@_layer
+@contrib_layer
 def layer_norm(inputs, center: bool = True, scale: bool = True, activation_fn=None, reuse=None,
                variables_collections=None, outputs_collections=None, trainable: bool = True,
                begin_norm_axis: int = 1, begin_params_axis: int = -1, scope=None):
@@ -451,6 +451,22 @@ def layer_norm(inputs, center: bool = True, scale: bool = True, activation_fn=No
         y = batch_normalization(x, mean, variance, beta, gamma, 1e-12)
     return y if activation_fn is None else activation_fn(y)
 
+
+# The rest of the namespace lives in modules of its own, built on the helpers above (so imported last).
+from trainer.contrib.layers_extra import (avg_pool3d, conv1d, conv3d, convolution, convolution1d,  # noqa: E402
+                                          convolution3d, dense_to_sparse, group_norm, instance_norm,
+                                          l1_l2_regularizer, max_pool3d, maxout, pool, summarize_activation,
+                                          summarize_activations, summarize_collection, summarize_tensor,
+                                          summarize_tensors)
+from trainer.contrib.optimize_loss import OPTIMIZER_CLS_NAMES, OPTIMIZER_SUMMARIES, optimize_loss  # noqa: E402
+from trainer.nn import safe_embedding_lookup_sparse  # noqa: E402
+
+__all__ += [
+    "OPTIMIZER_CLS_NAMES", "OPTIMIZER_SUMMARIES", "avg_pool3d", "conv1d", "conv3d", "convolution", "convolution1d",
+    "convolution3d", "dense_to_sparse", "group_norm", "instance_norm", "l1_l2_regularizer", "max_pool3d", "maxout",
+    "optimize_loss", "pool", "safe_embedding_lookup_sparse", "summarize_activation", "summarize_activations",
+    "summarize_collection", "summarize_tensor", "summarize_tensors",
+]
 
 def __getattr__(name: str):
     if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup

@@ -22,8 +22,13 @@ from trainer.contrib.model_variables import (add_model_variable, assign_from_che
                                              get_variable_full_name, get_variables, get_variables_by_name,
                                              get_variables_by_suffix, get_variables_to_restore, global_variable,
                                              local_variable, model_variable, variable)
+from trainer.contrib.layers_extra import (avg_pool3d, conv1d, conv3d, convolution, convolution1d, convolution3d,
+                                          dense_to_sparse, group_norm, instance_norm, l1_l2_regularizer, max_pool3d,
+                                          maxout, pool, summarize_activation, summarize_tensor)
+from trainer.contrib.optimize_loss import optimize_loss
 from trainer.contrib.slim import learning, losses
-from trainer.train import get_global_step, get_or_create_global_step
+from trainer.nn import safe_embedding_lookup_sparse
+from trainer.train import assert_global_step, create_global_step, get_global_step, get_or_create_global_step
 
 __all__ = [
     "add_arg_scope", "add_model_variable", "apply_regularization", "arg_scope", "arg_scope_func_key",
@@ -37,6 +42,9 @@ __all__ = [
     "one_hot_encoding", "relu", "relu6", "repeat", "separable_conv2d", "separable_convolution2d", "softmax",
     "stack", "sum_regularizer", "unit_norm", "variable", "variance_scaling_initializer", "xavier_initializer",
     "xavier_initializer_conv2d",
+    "assert_global_step", "avg_pool3d", "conv1d", "conv3d", "convolution", "convolution1d", "convolution3d",
+    "create_global_step", "dense_to_sparse", "group_norm", "instance_norm", "l1_l2_regularizer", "max_pool3d",
+    "maxout", "optimize_loss", "pool", "safe_embedding_lookup_sparse", "summarize_activation", "summarize_tensor",
 ]
 
 
