@@ -17,6 +17,7 @@ def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_v
     cosine = (1 + cos(2 pi num_periods t / decay_steps)) / 2, the rate is
     ``lr * ((alpha + linear + eps) * cosine + beta)``."""
     from trainer.random_ops import random_normal
+    from trainer.train import rate_tensor
 
     if global_step is None:
         raise ValueError("global_step is required for noisy_linear_cosine_decay.")
@@ -28,7 +29,7 @@ def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_v
     variance = float(initial_variance) / make_op("Pow", [step + 1.0, constant(np.float32(variance_decay))]).outputs[0]
     noisy = linear + random_normal([]) * make_op("Sqrt", [variance]).outputs[0]
     cosine = (make_op("Cos", [step * float(2.0 * np.pi * num_periods / decay_steps)]).outputs[0] + 1.0) * 0.5
-    return multiply(constant(np.float32(learning_rate)), (noisy + float(alpha)) * cosine + float(beta), name=name)
+    return multiply(rate_tensor(learning_rate), (noisy + float(alpha)) * cosine + float(beta), name=name)
 
 
 def assert_global_step(global_step_tensor) -> None:

@@ -67,13 +67,24 @@ def clip_by_global_norm(tensors, clip_norm):
     return out, norm
 
 
-def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False):
+def rate_tensor(learning_rate):
+    """A schedule's starting rate as a float32 graph value: a number as a constant, a tensor or
+    variable (optimize_loss's learning_rate variable, another schedule) as it is, cast to float32
+    if it is another dtype, so the schedules take either as TensorFlow's do."""
+    if isinstance(learning_rate, (int, float, np.number)) and not isinstance(learning_rate, bool):
+        return constant(np.float32(learning_rate))
+    rate = convert_to_tensor(learning_rate)
+    return rate if rate.dtype == np.float32 else cast(rate, np.float32)
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
     """``lr * decay_rate ** (step / decay_steps)`` as a graph value (recomputed every step)."""
     step = cast(convert_to_tensor(global_step), np.float32)
     p = step / float(decay_steps)
     if staircase:
         p = make_op("Floor", [p]).outputs[0]
-    return multiply(constant(np.float32(learning_rate)), make_op("Pow", [constant(np.float32(decay_rate)), p]).outputs[0])
+    return multiply(rate_tensor(learning_rate), make_op("Pow", [constant(np.float32(decay_rate)), p]).outputs[0],
+                    name=name)
 
 
 def piecewise_constant(global_step, boundaries, values):
@@ -363,13 +374,13 @@ def _step_fraction(global_step, decay_steps, staircase: bool = False, cap: bool 
 def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
     """``lr / (1 + decay_rate * step / decay_steps)``."""
     p = _step_fraction(global_step, decay_steps, staircase)
-    return make_op("Div", [constant(np.float32(learning_rate)), p * float(decay_rate) + 1.0], name=name).outputs[0]
+    return make_op("Div", [rate_tensor(learning_rate), p * float(decay_rate) + 1.0], name=name).outputs[0]
 
 
 def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
     """``lr * exp(-decay_rate * step / decay_steps)``."""
     p = _step_fraction(global_step, decay_steps, staircase)
-    return multiply(constant(np.float32(learning_rate)), make_op("Exp", [p * -float(decay_rate)]).outputs[0])
+    return multiply(rate_tensor(learning_rate), make_op("Exp", [p * -float(decay_rate)]).outputs[0], name=name)
 
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False,
@@ -379,14 +390,14 @@ def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=
         raise ValueError("polynomial_decay: cycle=True is not supported")
     p = _step_fraction(global_step, decay_steps, cap=True)
     frac = make_op("Pow", [1.0 - p, constant(np.float32(power))]).outputs[0]
-    return frac * float(learning_rate - end_learning_rate) + float(end_learning_rate)
+    return (rate_tensor(learning_rate) - float(end_learning_rate)) * frac + float(end_learning_rate)
 
 
 def cosine_decay(learning_rate, global_step, decay_steps, alpha=0.0, name=None):
     """``lr * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha)``."""
     p = _step_fraction(global_step, decay_steps, cap=True)
     cosine = make_op("Cos", [p * float(np.pi)]).outputs[0]
-    return multiply(constant(np.float32(learning_rate)), (cosine + 1.0) * (0.5 * (1.0 - alpha)) + float(alpha))
+    return multiply(rate_tensor(learning_rate), (cosine + 1.0) * (0.5 * (1.0 - alpha)) + float(alpha), name=name)
 
 
 def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2.0, m_mul=1.0, alpha=0.0, name=None):
@@ -405,7 +416,7 @@ def cosine_decay_restarts(learning_rate, global_step, first_decay_steps, t_mul=2
         fraction = (fraction - (1.0 - period) / (1.0 - t_mul)) / period
     peak = make_op("Pow", [constant(np.float32(m_mul)), restart]).outputs[0]
     cosine = (make_op("Cos", [fraction * float(np.pi)]).outputs[0] + 1.0) * peak * 0.5
-    return multiply(constant(np.float32(learning_rate)), cosine * (1.0 - alpha) + float(alpha), name=name)
+    return multiply(rate_tensor(learning_rate), cosine * (1.0 - alpha) + float(alpha), name=name)
 
 
 def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5, alpha=0.0, beta=0.001, name=None):
@@ -415,7 +426,7 @@ def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5
         raise ValueError("global_step is required for linear_cosine_decay.")
     fraction = _step_fraction(global_step, decay_steps, cap=True)
     cosine = (make_op("Cos", [fraction * float(2.0 * np.pi * num_periods)]).outputs[0] + 1.0) * 0.5
-    return multiply(constant(np.float32(learning_rate)), (1.0 - fraction + float(alpha)) * cosine + float(beta),
+    return multiply(rate_tensor(learning_rate), (1.0 - fraction + float(alpha)) * cosine + float(beta),
                     name=name)
 
 

@@ -158,3 +158,25 @@ def test_linear_cosine_decay_follows_tf_formula():
             np.testing.assert_allclose(sess.run(lr, {step: s}), expected, rtol=1e-5)
     with pytest.raises(ValueError, match="global_step is required for linear_cosine_decay"):
         tf.train.linear_cosine_decay(0.1, None, 10)
+
+
+SCHEDULES = {  # each schedule at step 30 from a rate of 0.2, by TF 1.15's formula
+    "exponential_decay": (lambda lr, s: tf.train.exponential_decay(lr, s, 10, 0.5), 0.2 * 0.5 ** 3),
+    "inverse_time_decay": (lambda lr, s: tf.train.inverse_time_decay(lr, s, 10, 0.5), 0.2 / (1 + 0.5 * 3)),
+    "natural_exp_decay": (lambda lr, s: tf.train.natural_exp_decay(lr, s, 10, 0.5), 0.2 * np.exp(-1.5)),
+    "polynomial_decay": (lambda lr, s: tf.train.polynomial_decay(lr, s, 60, 0.02), (0.2 - 0.02) * 0.5 + 0.02),
+    "cosine_decay": (lambda lr, s: tf.train.cosine_decay(lr, s, 60), 0.2 * 0.5 * (1 + np.cos(np.pi * 0.5))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+@pytest.mark.parametrize("rate", ["float", "variable", "float64 tensor"])
+def test_schedules_start_from_a_number_a_variable_or_a_tensor(name, rate):
+    """optimize_loss hands its schedule a learning-rate variable; TF's schedules take any of these."""
+    make, expected = SCHEDULES[name]
+    lr = {"float": lambda: 0.2, "variable": lambda: tf.Variable(0.2, trainable=False),
+          "float64 tensor": lambda: tf.constant(0.2, dtype=tf.float64)}[rate]()
+    step = tf.placeholder(tf.int64, [])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(make(lr, step), {step: 30}), expected, rtol=1e-5)
