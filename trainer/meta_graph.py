@@ -13,8 +13,10 @@ JSON) with two more keys in that JSON:
 
 - ``"meta_collections"``: ``{key: [item, ...]}`` for every collection whose items can be named:
   ``{"variable": op name}``, ``{"tensor": "op:0"}``, ``{"op": op name}``, ``{"partitioned":
-  {name, shape, dtype, axis, variables: [shard op names]}}`` or ``{"value": str | int | float | bool}``. Items of other kinds (queue runners, Python objects) are left out, with a logged
-  warning, as TensorFlow does.
+  {name, shape, dtype, axis, variables: [shard op names]}}``, ``{"value": str | int | float | bool}`` or
+  ``{"queue_runner": {queue, enqueue_ops, close_op, cancel_op}}`` (op names, as TensorFlow's
+  QueueRunnerDef). Items of other kinds (Python objects, a runner feeding Python values) are left
+  out, with a logged warning, as TensorFlow does.
 - ``"saver"``: ``{"variables": {name in the checkpoint: [variable op names]}}`` (several: the
   shards of a partitioned variable) for the saver that wrote the file, so ``import_meta_graph``
   returns a Saver restoring the same checkpoint names.
@@ -35,6 +37,7 @@ from trainer import tf_logging
 from trainer.checkpoint_format import atomic_write, json_member, write_npz
 from trainer.graph import Graph, GraphError, Node, Tensor, get_default_graph
 from trainer.partitioned_variables import PartitionedVariable, SaveSliceInfo
+from trainer.queues import QueueRunner
 from trainer.saver import Saver, graph_from_dict, graph_to_dict, variable_from_node
 from trainer.variables import Variable, global_variables
 
@@ -63,14 +66,22 @@ _ENCODERS = (  # (kinds, item -> (kind, JSON value)); a collection item takes th
         "name": item.name, "shape": list(item.shape), "dtype": np.dtype(item.dtype).name, "axis": item.axis,
         "variables": [v.node.name for v in item]})),
     ((str, bool, int, float), lambda item: ("value", item)),
+    # a runner of graph ops only: one feeding Python values each run (feed_fn) cannot be written
+    (QueueRunner, lambda item: ("queue_runner", None if item.feed_fn is not None else {
+        "queue": item.queue.node.name, "enqueue_ops": [_op_name(op) for op in item.enqueue_ops],
+        "close_op": _op_name(item.close_op), "cancel_op": _op_name(item.cancel_op)})),
 )
+
+
+def _op_name(op) -> str:
+    return op.node.name if isinstance(op, Tensor) else op.name
 
 
 def _encode_item(item) -> dict | None:
     for kinds, encode in _ENCODERS:
         if isinstance(item, kinds):
             kind, value = encode(item)
-            return {kind: value}
+            return None if value is None else {kind: value}
     return None
 
 
@@ -87,6 +98,8 @@ _DECODERS = {
     "partitioned": lambda graph, d: PartitionedVariable(d["name"], d["shape"], d["dtype"],
                                                         [_variable(graph, n) for n in d["variables"]], d["axis"]),
     "value": lambda graph, value: value,
+    "queue_runner": lambda graph, d: QueueRunner.from_graph(graph, d["queue"], d["enqueue_ops"], d["close_op"],
+                                                            d["cancel_op"]),
 }
 
 

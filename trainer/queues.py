@@ -198,6 +198,21 @@ class QueueRunner:
         self.errors: list[BaseException] = []
         queue.graph.add_to_collection(GraphKeys.QUEUE_RUNNERS, self)
 
+    @classmethod
+    def from_graph(cls, graph, queue: str, enqueue_ops, close_op: str, cancel_op: str) -> "QueueRunner":
+        """The runner a meta graph describes, over ops already in ``graph`` (named as written), not
+        added to QUEUE_RUNNERS: the meta graph's import files it where it was."""
+        node = graph.node(queue)
+        shapes = node.attrs.get("shapes") or []
+        runner = cls.__new__(cls)
+        runner.queue = QueueBase(node.attrs["component_types"], [json.loads(s) for s in shapes] or None, None,
+                                 node.outputs[0])
+        runner.enqueue_ops = [graph.node(name) for name in enqueue_ops]
+        runner.feed_fn = None
+        runner.close_op, runner.cancel_op = graph.node(close_op), graph.node(cancel_op)
+        runner.threads, runner.errors = [], []
+        return runner
+
     def create_threads(self, sess, coord=None, start=True):
         coord = coord or Coordinator()
         remaining = [len(self.enqueue_ops)]

@@ -275,6 +275,44 @@ def test_collection_items_that_cannot_be_written_are_left_out_with_a_warning(tmp
     assert tf.get_collection("mixed") == [tf.get_default_graph().get_tensor_by_name("y:0")]
 
 
+
+def test_queue_runners_go_through_the_meta_graph(tmp_path, tf_log):
+    """An input pipeline of queues restores with its runners, as TF's QueueRunnerDef carries them:
+    import_meta_graph, start_queue_runners, and the batches flow again."""
+    values = tf.constant(np.arange(12, dtype=np.float32).reshape(6, 2))
+    (row,) = tf.train.slice_input_producer([values], shuffle=False)
+    (batch,) = tf.train.batch([row], batch_size=3, name="rows")
+    tf.identity(batch, name="out")
+    prefix = str(tmp_path / "model.ckpt")
+    tf.train.export_meta_graph(prefix + ".meta")
+    assert "cannot be written" not in tf_log.text
+    runners = len(tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS))
+    assert runners == 2  # the producer's and the batch's
+
+    tf.reset_default_graph()
+    tf.train.import_meta_graph(prefix + ".meta")
+    restored = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
+    assert len(restored) == runners
+    out = tf.get_default_graph().get_tensor_by_name("out:0")
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        got = [sess.run(out) for _ in range(4)]
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+    np.testing.assert_array_equal(np.concatenate(got[:2]), np.arange(12, dtype=np.float32).reshape(6, 2))
+
+
+def test_a_runner_feeding_python_values_is_left_out_with_a_warning(tmp_path, tf_log):
+    from trainer.queues import QueueRunner
+
+    queue = tf.FIFOQueue(4, tf.float32)
+    value = tf.placeholder(tf.float32, [])
+    QueueRunner(queue, [queue.enqueue(value)], feed_fn=lambda: {value: 1.0})  # flowstack's feeding runner
+    tf.train.export_meta_graph(str(tmp_path / "graph.meta"))
+    assert "holds a QueueRunner, which cannot be written" in tf_log.text
+
 def test_a_saver_over_named_variables_keeps_its_names_through_the_meta_graph(tmp_path):
     x, w, y, loss, step, train_op = _linear_model()
     saver = tf.train.Saver({"weights": w})
