@@ -147,3 +147,20 @@ def test_a_graph_the_exporter_cannot_freeze_still_saves_and_loads(tmp_path, tf_l
     with tf.Session(graph=tf.Graph()) as s:
         meta = tf.saved_model.loader.load(s, ["serve"], str(tmp_path / "m"))
         assert set(meta.signature_def["serving_default"].outputs) == {"y"}
+
+
+def test_an_export_path_given_as_bytes_saves_and_loads(tmp_path):
+    """Estimator.export_saved_model returns the export folder as bytes (as TensorFlow's does), and
+    scripts hand that straight to the loader."""
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    y = tf.identity(x * 2.0, name="y")
+    folder = os.fsencode(tmp_path / "sm")
+    with tf.Session() as sess:
+        tf.saved_model.simple_save(sess, folder, inputs={"x": x}, outputs={"y": y})
+    assert tf.saved_model.loader.maybe_saved_model_directory(folder)
+    tf.reset_default_graph()
+    with tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, [tf.saved_model.tag_constants.SERVING], folder)
+        signature = meta.signature_def["serving_default"]
+        got = sess.run(signature.outputs["y"].name, {signature.inputs["x"].name: [[1.0, -2.0]]})
+    np.testing.assert_array_equal(got, [[2.0, -4.0]])

@@ -63,7 +63,7 @@ class SavedModelBuilder:
     ``add_meta_graph`` for more tag sets, then ``save``."""
 
     def __init__(self, export_dir):
-        self._export_dir = os.fspath(export_dir)
+        self._export_dir = os.fsdecode(export_dir)
         if os.path.exists(self._export_dir):
             if not os.path.isdir(self._export_dir) or os.listdir(self._export_dir):
                 raise AssertionError(f"Export directory already exists, and isn't empty. Please choose a different "

@@ -48,7 +48,7 @@ def write_description(export_dir: str, meta_graphs: list[dict], served: dict | N
 
 def read_description(export_dir: str) -> dict:
     """The folder's description, checked enough that a reader can index it."""
-    path = os.path.join(os.fspath(export_dir), DESCRIPTION_FILE)
+    path = os.path.join(os.fsdecode(export_dir), DESCRIPTION_FILE)
     if not os.path.isfile(path):
         raise SavedModelError(f"SavedModel file does not exist at: {export_dir} (no {DESCRIPTION_FILE}; "
                               f"tf.saved_model.simple_save or SavedModelBuilder.save writes it)")

@@ -28,13 +28,13 @@ class LoadedMetaGraph:
 
 def maybe_saved_model_directory(export_dir) -> bool:
     """Whether ``export_dir`` holds a SavedModel (its description file)."""
-    return os.path.isfile(os.path.join(os.fspath(export_dir), DESCRIPTION_FILE))
+    return os.path.isfile(os.path.join(os.fsdecode(export_dir), DESCRIPTION_FILE))
 
 
 def load(sess, tags, export_dir, import_scope=None, **saver_kwargs) -> LoadedMetaGraph:
     """Import the meta graph saved under exactly ``tags`` into ``sess.graph``, restore its variables
     into ``sess`` and run its init op (``main_op``/``legacy_init_op``)."""
-    export_dir = os.fspath(export_dir)
+    export_dir = os.fsdecode(export_dir)  # bytes too: export_saved_model returns the path as bytes
     desc = read_description(export_dir)
     wanted = tag_list(tags)
     record = next((m for m in desc["meta_graphs"] if sorted(m["tags"]) == wanted), None)
