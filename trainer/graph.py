@@ -306,6 +306,10 @@ class Graph:
 
     get_tensor_by_name = tensor
 
+    def get_name_scope(self) -> str:
+        """The name scope open in this thread ("" at the top), without the trailing slash."""
+        return "/".join(self._state().scope)
+
     def unique_name(self, name: str) -> str:
         st = self._state()
         full = "/".join(st.scope + [name]) if st.scope else name

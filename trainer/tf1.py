@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from trainer import app, contrib, flags, gfile, graph_util, initializers, python_io
+from trainer.contrib.framework import is_tensor
 from trainer import tf_image as image
 from trainer import tf_linalg as linalg
 from trainer import tf_lite as lite
@@ -164,10 +165,6 @@ def model_variables(scope=None) -> list:
 
 def moving_average_variables(scope=None) -> list:
     return get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
-
-
-def is_tensor(x) -> bool:
-    return isinstance(x, Tensor) or hasattr(x, "as_tensor")
 
 
 def executing_eagerly() -> bool:

@@ -22,13 +22,16 @@ from trainer.contrib.model_variables import (add_model_variable, assign_from_che
                                              get_variable_full_name, get_variables, get_variables_by_name,
                                              get_variables_by_suffix, get_variables_to_restore, global_variable,
                                              local_variable, model_variable, variable)
+from trainer.contrib.framework import (VariableDeviceChooser, assert_or_get_global_step, assign_from_checkpoint,
+                                       assign_from_values, assign_from_values_fn, create_global_step, filter_variables,
+                                       zero_initializer)
 from trainer.contrib.layers_extra import (avg_pool3d, conv1d, conv3d, convolution, convolution1d, convolution3d,
                                           dense_to_sparse, group_norm, instance_norm, l1_l2_regularizer, max_pool3d,
                                           maxout, pool, summarize_activation, summarize_tensor)
 from trainer.contrib.optimize_loss import optimize_loss
 from trainer.contrib.slim import learning, losses
 from trainer.nn import safe_embedding_lookup_sparse
-from trainer.train import assert_global_step, create_global_step, get_global_step, get_or_create_global_step
+from trainer.train import assert_global_step, get_global_step, get_or_create_global_step
 
 __all__ = [
     "add_arg_scope", "add_model_variable", "apply_regularization", "arg_scope", "arg_scope_func_key",
@@ -45,6 +48,8 @@ __all__ = [
     "assert_global_step", "avg_pool3d", "conv1d", "conv3d", "convolution", "convolution1d", "convolution3d",
     "create_global_step", "dense_to_sparse", "group_norm", "instance_norm", "l1_l2_regularizer", "max_pool3d",
     "maxout", "optimize_loss", "pool", "safe_embedding_lookup_sparse", "summarize_activation", "summarize_tensor",
+    "VariableDeviceChooser", "assert_or_get_global_step", "assign_from_checkpoint", "assign_from_values",
+    "assign_from_values_fn", "filter_variables", "zero_initializer",
 ]
 
 
