@@ -3,7 +3,8 @@
 Each step's result is written into a [n, ...] buffer with ScatterND, so the loop's gradient runs
 through the while_loop gradient machinery like ``dynamic_rnn``'s. ``map_fn`` learns its result's
 shape and dtype by building ``fn`` once on the first element outside the loop (those ops are never
-run); ``fn`` must return one tensor and must not create variables.
+run); ``fn`` must not create variables. Elements, results and accumulators may be nests (tuples,
+lists, dicts) of tensors, as in TensorFlow.
 
 >>> import trainer as tf
 >>> g = tf.Graph()
@@ -21,7 +22,9 @@ import numpy as np
 from trainer.array_ops import expand_dims, fill, reverse
 from trainer.control_flow import while_loop
 from trainer.graph import Tensor
+from trainer.nest import flatten, pack_as
 from trainer.ops import cast, concat, constant, convert_to_tensor, gather, less, make_op, reshape
+from trainer.dtypes import as_numpy_dtype
 
 __all__ = ["foldl", "foldr", "map_fn", "scan"]
 
@@ -44,52 +47,79 @@ def _write(buffer: Tensor, t: Tensor, value: Tensor) -> Tensor:
     return make_op("ScatterND", [buffer, index, expand_dims(value, 0)]).outputs[0]
 
 
-def _single(elems, what: str) -> Tensor:
-    if isinstance(elems, (list, tuple, dict)):
-        raise ValueError(f"{what}: only a single tensor of elements is supported, got a {type(elems).__name__}")
-    return convert_to_tensor(elems)
+def _flat_elements(elems, what: str) -> tuple[list[Tensor], Tensor]:
+    """``elems`` (a tensor, or a tuple/list/dict nest of them) flattened, and their common length."""
+    flat = [convert_to_tensor(e) for e in flatten(elems)]
+    if not flat:
+        raise ValueError(f"{what}: elems must hold at least one tensor")
+    n = _length(flat[0])
+    lengths = {x.shape[0] for x in flat if x.shape is not None and x.shape[0] is not None}
+    if len(lengths) > 1:
+        raise ValueError(f"{what}: the tensors of elems must have the same length along axis 0, got {sorted(lengths)}")
+    return flat, n
+
+
+def _element(elems, flat: list[Tensor], t) -> object:
+    """Element ``t`` of every tensor of ``elems``, in ``elems``' nesting."""
+    return pack_as(elems, [gather(x, t, axis=0) for x in flat])
+
+
+def _flat_result(value) -> list[Tensor]:
+    return [convert_to_tensor(v) for v in flatten(value)]
 
 
 def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap_memory=False,
-           infer_shape=True, name=None) -> Tensor:
-    """``stack([fn(e) for e in elems])`` for elements along axis 0."""
-    x = _single(elems, "map_fn")
-    probe = convert_to_tensor(fn(gather(x, constant(np.asarray(0, np.int64), graph=x.graph), axis=0)))
-    n = _length(x)
+           infer_shape=True, name=None):
+    """``stack([fn(e) for e in elems])`` for elements along axis 0. ``elems`` may be a nest (tuple,
+    list or dict) of tensors of one length, passed to ``fn`` sliced in the same nest; ``fn`` may
+    return a nest, ``dtype`` giving its dtypes where they differ from ``elems``'."""
+    flat, n = _flat_elements(elems, "map_fn")
+    zero = constant(np.asarray(0, np.int64), graph=flat[0].graph)
+    probe = fn(_element(elems, flat, zero))
+    probes = _flat_result(probe)
+    dtypes = [None] * len(probes) if dtype is None else [as_numpy_dtype(d) for d in flatten(dtype)]
+    if len(dtypes) != len(probes):
+        raise ValueError(f"map_fn: dtype has {len(dtypes)} entries but fn returns {len(probes)} tensors")
+    buffers = [_buffer(n, p if d is None or p.dtype == d else cast(p, d)) for p, d in zip(probes, dtypes)]
 
-    def body(t, out):
-        y = convert_to_tensor(fn(gather(x, t, axis=0)))
-        if y.dtype != out.dtype:
-            y = cast(y, out.dtype)
-        return [t + np.asarray(1, np.int64), _write(out, t, y)]
+    def body(t, *outs):
+        ys = _flat_result(fn(_element(elems, flat, t)))
+        ys = [y if y.dtype == out.dtype else cast(y, out.dtype) for y, out in zip(ys, outs)]
+        return [t + np.asarray(1, np.int64)] + [_write(out, t, y) for out, y in zip(outs, ys)]
 
     t0 = constant(np.asarray(0, np.int64))
-    return while_loop(lambda t, out: less(t, n), body, [t0, _buffer(n, probe)], name=name or "map")[1]
+    results = while_loop(lambda t, *outs: less(t, n), body, [t0] + buffers, name=name or "map")[1:]
+    return pack_as(probe, list(results))
 
 
 def scan(fn, elems, initializer=None, parallel_iterations=None, back_prop=True, swap_memory=False,
-         infer_shape=True, reverse=False, name=None) -> Tensor:  # noqa: A002 - TF's keyword
-    """Every ``a = fn(a, e)`` along axis 0, stacked (``a`` starts at ``initializer`` or elems[0])."""
-    x = _single(elems, "scan")
+         infer_shape=True, reverse=False, name=None):  # noqa: A002 - TF's keyword
+    """Every ``a = fn(a, e)`` along axis 0, stacked (``a`` starts at ``initializer`` or elems[0]).
+    ``elems``, ``initializer`` and ``a`` may be nests, as in ``map_fn``."""
+    flat, n = _flat_elements(elems, "scan")
     backwards = reverse
     if backwards:
-        x = reverse_axis0(x)
-    n = _length(x)
+        flat = [reverse_axis0(x) for x in flat]
+    zero = constant(np.asarray(0, np.int64))
     if initializer is None:
-        a0, t0 = gather(x, constant(np.asarray(0, np.int64)), axis=0), 1
+        state, t0 = _element(elems, flat, zero), 1
     else:
-        a0, t0 = convert_to_tensor(initializer), 0
-    out0 = _buffer(n, a0)
+        state, t0 = initializer, 0
+    a0 = _flat_result(state)
+    outs0 = [_buffer(n, a) for a in a0]
     if t0 == 1:
-        out0 = _write(out0, constant(np.asarray(0, np.int64)), a0)
+        outs0 = [_write(out, zero, a) for out, a in zip(outs0, a0)]
+    k = len(a0)
 
-    def body(t, a, out):
-        a = convert_to_tensor(fn(a, gather(x, t, axis=0)))
-        return [t + np.asarray(1, np.int64), a, _write(out, t, a)]
+    def body(t, *vars_):
+        a = _flat_result(fn(pack_as(state, list(vars_[:k])), _element(elems, flat, t)))
+        return [t + np.asarray(1, np.int64)] + a + [_write(out, t, v) for out, v in zip(vars_[k:], a)]
 
     start = constant(np.asarray(t0, np.int64))
-    out = while_loop(lambda t, a, out: less(t, n), body, [start, a0, out0], name=name or "scan")[2]
-    return reverse_axis0(out) if backwards else out
+    results = list(while_loop(lambda t, *vars_: less(t, n), body, [start] + a0 + outs0, name=name or "scan")[1 + k:])
+    if backwards:
+        results = [reverse_axis0(r) for r in results]
+    return pack_as(state, results)
 
 
 def reverse_axis0(x: Tensor) -> Tensor:
@@ -97,23 +127,29 @@ def reverse_axis0(x: Tensor) -> Tensor:
 
 
 def foldl(fn, elems, initializer=None, parallel_iterations=None, back_prop=True, swap_memory=False,
-          name=None) -> Tensor:
-    """The final ``a = fn(a, e)`` over elements along axis 0, first to last."""
-    x = _single(elems, "foldl")
-    n = _length(x)
-    if initializer is None:
-        a0, t0 = gather(x, constant(np.asarray(0, np.int64)), axis=0), 1
-    else:
-        a0, t0 = convert_to_tensor(initializer), 0
-
-    def body(t, a):
-        return [t + np.asarray(1, np.int64), convert_to_tensor(fn(a, gather(x, t, axis=0)))]
-
-    start = constant(np.asarray(t0, np.int64))
-    return while_loop(lambda t, a: less(t, n), body, [start, a0], name=name or "foldl")[1]
+          name=None):
+    """The final ``a = fn(a, e)`` over elements along axis 0, first to last (nests as in ``scan``)."""
+    flat, n = _flat_elements(elems, "foldl")
+    return _fold(fn, elems, flat, n, initializer, name or "foldl")
 
 
 def foldr(fn, elems, initializer=None, parallel_iterations=None, back_prop=True, swap_memory=False,
-          name=None) -> Tensor:
+          name=None):
     """As ``foldl``, last element first."""
-    return foldl(fn, reverse_axis0(_single(elems, "foldr")), initializer, name=name or "foldr")
+    flat, n = _flat_elements(elems, "foldr")
+    return _fold(fn, elems, [reverse_axis0(x) for x in flat], n, initializer, name or "foldr")
+
+
+def _fold(fn, elems, flat: list[Tensor], n, initializer, name: str):
+    zero = constant(np.asarray(0, np.int64))
+    if initializer is None:
+        state, t0 = _element(elems, flat, zero), 1
+    else:
+        state, t0 = initializer, 0
+    a0 = _flat_result(state)
+
+    def body(t, *a):
+        return [t + np.asarray(1, np.int64)] + _flat_result(fn(pack_as(state, list(a)), _element(elems, flat, t)))
+
+    start = constant(np.asarray(t0, np.int64))
+    return pack_as(state, list(while_loop(lambda t, *a: less(t, n), body, [start] + a0, name=name)[1:]))
