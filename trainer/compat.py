@@ -44,6 +44,7 @@ NAMESPACES: dict[str, str] = {
     "tf.summary": "trainer.summary",
     "tf.initializers": "trainer.initializers",
     "tf.data": "trainer.data",
+    "tf.data.experimental": "trainer.data.experimental",
     "tf.io": "trainer.tf_io",
     "tf.python_io": "trainer.python_io",
     "tf.estimator": "trainer.estimator",

@@ -161,6 +161,18 @@ TFRecordCompressionType TFRecordOptions TFRecordWriter tf_record_iterator
 Dataset FixedLengthRecordDataset Iterator Options TFRecordDataset TextLineDataset experimental
 get_output_classes get_output_shapes get_output_types make_initializable_iterator make_one_shot_iterator
 """,
+    # the v1 API golden file (tensorflow.data.experimental.pbtxt), less the names added after 1.15
+    "tf.data.experimental": """
+AUTOTUNE CheckpointInputPipelineHook Counter CsvDataset DatasetStructure INFINITE_CARDINALITY
+MapVectorizationOptions OptimizationOptions Optional OptionalStructure RandomDataset Reducer SparseTensorStructure
+SqlDataset StatsAggregator StatsOptions Structure TFRecordWriter TensorArrayStructure TensorStructure
+ThreadingOptions UNKNOWN_CARDINALITY bucket_by_sequence_length bytes_produced_stats cardinality choose_from_datasets
+copy_to_device dense_to_sparse_batch enumerate_dataset get_next_as_optional get_single_element group_by_reducer
+group_by_window ignore_errors latency_stats make_batched_features_dataset make_csv_dataset
+make_saveable_from_iterator map_and_batch map_and_batch_with_legacy_function parallel_interleave
+parse_example_dataset prefetch_to_device rejection_resample sample_from_datasets scan shuffle_and_repeat
+take_while unbatch unique
+""",
     "tf.estimator": """
 BaselineClassifier BaselineEstimator BaselineRegressor BestExporter BinaryClassHead BoostedTreesClassifier
 BoostedTreesRegressor CheckpointSaverHook CheckpointSaverListener DNNClassifier DNNEstimator

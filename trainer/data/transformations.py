@@ -11,6 +11,7 @@ import numpy as np
 
 from trainer.data.dataset import AUTOTUNE, Dataset, RowSource, TensorSpec, positive_int, shuffle_buffer, thread_count
 from trainer.data.functions import TracedFunction
+from trainer.graph import Tensor
 from trainer.data.rows import regroup, shuffle_blocks, skip_blocks, take_blocks
 from trainer.data.structure import (DataStructureError, describe, flatten, flatten_shapes, map_structure, pack_as,
                                     shapes_like)
@@ -251,18 +252,31 @@ class ShuffleDataset(Dataset):
             source.close()
 
 
+def _count_or_tensor(count):
+    """A count given as a number, kept as an int, or as a scalar tensor (read when the pipeline runs:
+    ``from_tensors(x).repeat(n)`` inside ``flat_map``), kept as the tensor."""
+    return count if isinstance(count, Tensor) else int(count)
+
+
+def _count(ctx, count) -> int:
+    return int(np.asarray(ctx.value(count)).reshape(())) if isinstance(count, Tensor) else count
+
+
 class RepeatDataset(Dataset):
     def __init__(self, input: Dataset, count):
         self.input = input
-        self.count = None if count is None or int(count) < 0 else int(count)
+        self.count = -1 if count is None else _count_or_tensor(count)  # below 0: forever
         self.element_spec = input.element_spec
 
     def input_datasets(self):
         return [self.input]
 
+    def _own_captured(self):
+        return [self.count] if isinstance(self.count, Tensor) else []
+
     def _epochs(self, ctx, one_pass: Callable) -> Iterator:
-        epoch = 0
-        while self.count is None or epoch < self.count:
+        epoch, count = 0, _count(ctx, self.count)
+        while count < 0 or epoch < count:
             produced = False
             for item in one_pass(ctx):
                 produced = True
@@ -292,30 +306,34 @@ class CountedRowsDataset(Dataset):
     select_blocks: Callable
 
     def __init__(self, input: Dataset, count):
-        self.input, self.count = input, int(count)
+        self.input, self.count = input, _count_or_tensor(count)
         self.element_spec = input.element_spec
 
     def input_datasets(self):
         return [self.input]
 
+    def _own_captured(self):
+        return [self.count] if isinstance(self.count, Tensor) else []
+
     def row_source(self, ctx):
         source = self.input.row_source(ctx)
         if source is None:
             return None
-        return RowSource(source.arrays, self.select_blocks(source.indices, self.count))
+        return RowSource(source.arrays, self.select_blocks(source.indices, _count(ctx, self.count)))
 
 
 class TakeDataset(CountedRowsDataset):
     select_blocks = staticmethod(take_blocks)
 
     def elements(self, ctx):
-        if self.count == 0:
+        count = _count(ctx, self.count)
+        if count == 0:
             return
         source = self.input.elements(ctx)
         try:
             for n, comps in enumerate(source, 1):
                 yield comps
-                if n == self.count:
+                if n == count:
                     return
         finally:
             source.close()
@@ -325,8 +343,9 @@ class SkipDataset(CountedRowsDataset):
     select_blocks = staticmethod(skip_blocks)
 
     def elements(self, ctx):
+        count = _count(ctx, self.count)
         for n, comps in enumerate(self.input.elements(ctx)):
-            if self.count >= 0 and n >= self.count:
+            if count >= 0 and n >= count:
                 yield comps
 
 
