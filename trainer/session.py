@@ -96,6 +96,13 @@ class _Compiled:
         self.plan, self.mapper, self.feed_tensors, self.single = plan, mapper, feed_tensors, single
 
 
+
+def _quiet_floats() -> None:
+    """A session worker thread's NumPy floating-point state: TensorFlow computes inf and nan silently
+    (tf.debugging.check_numerics is how a graph asks for them to fail), so NumPy's warnings about
+    them are noise, and errors where a program turns warnings into errors."""
+    np.seterr(all="ignore")
+
 class Session:
     """Runs a graph: ``with Session(graph) as sess: sess.run(train_op, {x: batch})``.
 
@@ -152,7 +159,7 @@ class Session:
         self._plan_lock = threading.Lock()
         self._compile_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=max(inter_op_threads, len(names)),
-                                        thread_name_prefix="flowstack-partition")
+                                        thread_name_prefix="flowstack-partition", initializer=_quiet_floats)
         self._closed = False
         # Loops without nested control flow run as one step (flat sub-plans per iteration);
         # False keeps every loop on the frame-tagged dataflow executor (iterations may overlap).
@@ -194,10 +201,11 @@ class Session:
         feed_values = [spec.convert(feed_dict[k]) for spec, k in zip(plan.feeds, feed_keys)] if feed_keys else ()
         rctx = RunContext(self, Rendezvous() if plan.needs_rendezvous else None)
         wants_stats = run_metadata is not None and getattr(options, "trace_level", 0) > 0
-        if trace or wants_stats:
-            values = self._run_traced(plan, feed_values, rctx, run_metadata if wants_stats else None)
-        else:
-            values = plan.run(feed_values, rctx, self._pool)
+        with np.errstate(all="ignore"):  # inf and nan are values in TensorFlow, not warnings
+            if trace or wants_stats:
+                values = self._run_traced(plan, feed_values, rctx, run_metadata if wants_stats else None)
+            else:
+                values = plan.run(feed_values, rctx, self._pool)
         if self._devices.keys() - {"CPU:0"}:
             values = [v if isinstance(v, np.ndarray) or v is None else _to_host(v) for v in values]
         values = [as_fetched_strings(v) if isinstance(v, np.ndarray) and v.dtype == object else v for v in values]
