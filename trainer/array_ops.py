@@ -673,6 +673,14 @@ def identity_n(input, name=None) -> list[Tensor]:  # noqa: A002
     return [ops.identity(t) for t in input]
 
 
+def identity_n_node(tensors, name=None) -> list[Tensor]:
+    """``tensors`` through one IdentityN node (a gradient override sees them all at once)."""
+    tensors = [ops.convert_to_tensor(t) for t in tensors]
+    node = tensors[0].graph.create_op("IdentityN", tensors, {"num_outputs": len(tensors)}, domain="flowstack",
+                                      num_outputs=len(tensors), name=name or "IdentityN")
+    return list(node.outputs)
+
+
 def where_v2(condition, x=None, y=None, name=None) -> Tensor:
     """``where(c, x, y)`` elementwise; with only ``condition``, the [n, rank] indices of its True entries."""
     if x is None and y is None:

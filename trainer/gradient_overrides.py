@@ -16,12 +16,14 @@ the TF names whose flowstack op is the same op under another name.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from typing import Callable
 
 from trainer.gradients.registry import NO_GRADIENT, get_gradient, has_gradient
 
-__all__ = ["NoGradient", "NotDifferentiable", "OP_TYPE_ALIASES", "RegisterGradient", "flowstack_op_type",
-           "gradient_rule", "no_gradient"]
+__all__ = ["NoGradient", "NotDifferentiable", "OP_TYPE_ALIASES", "RegisterGradient", "custom_gradient",
+           "flowstack_op_type", "gradient_rule", "no_gradient"]
 
 # TF 1.15 op type -> the flowstack op type of the same op.
 OP_TYPE_ALIASES = {
@@ -120,3 +122,43 @@ def gradient_rule(node):
                               f"{override!r}, but no gradient is registered under that name")
         return get_gradient(builtin)
     return _entry_rule(node.op_type) or get_gradient(node.op_type, node.domain)
+
+
+_CUSTOM_GRADIENTS = itertools.count()
+
+
+def custom_gradient(f: Callable) -> Callable:
+    """``@tf.custom_gradient``: ``f(*inputs)`` returns ``(outputs, grad_fn)``, and the gradients of
+    the decorated call's outputs are ``grad_fn(*dys)`` (one per input) instead of those of the ops
+    ``f`` built. As TensorFlow builds it in a graph: the outputs and the inputs go through one
+    IdentityN node whose gradient, overridden, gives the inputs ``grad_fn``'s gradients and stops at
+    the outputs, so nothing flows back through ``f``'s own ops."""
+    from trainer.array_ops import identity_n_node
+    from trainer.nest import flatten, pack_as
+    from trainer.ops import convert_to_tensor
+
+    @functools.wraps(f)
+    def decorated(*args, **kwargs):
+        if kwargs:
+            raise ValueError(f"custom_gradient {f.__name__}: the decorated function takes tensors as positional "
+                             f"arguments only (graph mode), got keywords {sorted(kwargs)}")
+        inputs = [convert_to_tensor(a) for a in args]
+        result, grad_fn = f(*inputs)
+        outputs = [convert_to_tensor(r) for r in flatten(result)]
+        name = f"CustomGradient-{next(_CUSTOM_GRADIENTS)}"
+
+        def gradient(op, *dys):
+            dxs = grad_fn(*dys[:len(outputs)])
+            dxs = list(dxs) if isinstance(dxs, (list, tuple)) else [dxs]
+            if len(dxs) != len(inputs):
+                raise ValueError(f"custom_gradient {f.__name__}: grad_fn returned {len(dxs)} gradients for "
+                                 f"{len(inputs)} inputs")
+            return [None] * len(outputs) + [None if dx is None else convert_to_tensor(dx) for dx in dxs]
+
+        RegisterGradient(name)(gradient)
+        graph = outputs[0].graph
+        with graph.gradient_override_map({"IdentityN": name}):
+            passed = identity_n_node(outputs + inputs)
+        return pack_as(result, passed[:len(outputs)])
+
+    return decorated

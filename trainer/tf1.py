@@ -42,7 +42,7 @@ from trainer.graph import Node as Operation
 from trainer.device_spec import DeviceSpec
 from trainer.errors import OpError
 from trainer.initialization_checks import is_variable_initialized, report_uninitialized_variables
-from trainer.gradient_overrides import NoGradient, NotDifferentiable, RegisterGradient, no_gradient
+from trainer.gradient_overrides import NoGradient, NotDifferentiable, RegisterGradient, custom_gradient, no_gradient
 from trainer.tf1_gradients import AggregationMethod, UnconnectedGradients, gradients, hessians
 from trainer.graph_def import GraphDef, NodeDef, import_graph_def
 from trainer.initializers import (
@@ -194,6 +194,7 @@ __all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_O
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
+    "custom_gradient",
     "UnconnectedGradients", "gradients", "hessians", "is_variable_initialized", "no_gradient",
     "report_uninitialized_variables",
     "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader", "TextLineReader", "WholeFileReader",

@@ -278,6 +278,11 @@ def identity(x, *, xp):
     return x
 
 
+@kernel("IdentityN", "flowstack")
+def identity_n(*inputs, xp, num_outputs):
+    return tuple(inputs)
+
+
 @kernel("OneHot", host_inputs=(1,))
 def one_hot(indices, depth, values, *, xp, axis):
     depth = int(depth.reshape(-1)[0].item())

@@ -450,6 +450,11 @@ def _constant_of_shape(ctx):
 
 
 op("Identity", inputs=["input"], outputs=["output"], differentiable=True)(same_as_input(0))
+op("IdentityN", domain="flowstack", inputs=["input*"], outputs=["output*"], differentiable=True,
+   attrs={"num_outputs": Attr("int", 0)}, output_count_attr="num_outputs",
+   doc="Its inputs, unchanged, as one node (TensorFlow's IdentityN): a gradient override on it maps the "
+       "gradients of all its outputs at once, which tf.custom_gradient uses.")(
+    lambda ctx: [ctx.input(i) for i in range(ctx.num_inputs)])
 
 
 @op("OneHot", inputs=["indices", "depth", "values"], outputs=["output"], attrs={"axis": Attr("int", -1)})

@@ -40,6 +40,7 @@ CASES = {
     "Pow": ([pos(3, 4), f(3, 4)], {}, [0, 1]),
     "Neg": ([f(3, 4)], {}, [0]),
     "Identity": ([f(3, 4)], {}, [0]),
+    "flowstack::IdentityN": ([f(3, 4), f(2)], {"num_outputs": 2}, [0, 1], 2, 2e-4, 2e-6, True),  # both outputs
     "Relu": ([f(3, 4)], {}, [0]),
     "LeakyRelu": ([f(3, 4)], {"alpha": 0.1}, [0]),
     "Elu": ([f(3, 4)], {"alpha": 0.7}, [0]),

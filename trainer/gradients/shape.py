@@ -88,6 +88,7 @@ def _expand(node, grads):
 
 zero_grad("Shape", "Size", "ConstantOfShape")
 reg("Identity")(unary(lambda g, x, y: g))
+register_gradient("IdentityN", "flowstack")(lambda node, grads: list(grads))
 
 
 @reg("Tile")
