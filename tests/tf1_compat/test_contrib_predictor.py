@@ -82,3 +82,9 @@ def test_wrong_keys_and_signatures_are_named(estimator, tmp_path) -> None:
         tf.contrib.predictor.from_saved_model(export_dir, signature_def_key="nope")
     with pytest.raises(ValueError, match=r"output_names \['probabilities'\] are not in"):
         tf.contrib.predictor.from_saved_model(export_dir, output_names=["probabilities"])
+
+
+def test_the_session_loader_points_an_estimator_export_at_the_predictor(estimator, tmp_path) -> None:
+    export_dir = estimator.export_saved_model(str(tmp_path / "export"), _receiver())
+    with tf.Session() as sess, pytest.raises(tf.saved_model.SavedModelError, match="is an Estimator export .* tf.contrib.predictor"):
+        tf.saved_model.loader.load(sess, ["serve"], export_dir)

@@ -50,7 +50,12 @@ def read_description(export_dir: str) -> dict:
     """The folder's description, checked enough that a reader can index it."""
     path = os.path.join(os.fsdecode(export_dir), DESCRIPTION_FILE)
     if not os.path.isfile(path):
-        raise SavedModelError(f"SavedModel file does not exist at: {export_dir} (no {DESCRIPTION_FILE}; "
+        folder = os.fsdecode(export_dir)
+        if os.path.isfile(os.path.join(folder, "model.flow")):
+            raise SavedModelError(f"{folder} is an Estimator export (model.flow), not a SavedModel of graphs: "
+                                  "call it with tf.contrib.predictor.from_saved_model, serve it, or load it with "
+                                  "edge_runtime.load")
+        raise SavedModelError(f"SavedModel file does not exist at: {folder} (no {DESCRIPTION_FILE}; "
                               f"tf.saved_model.simple_save or SavedModelBuilder.save writes it)")
     try:
         with open(path, "rb") as f:
