@@ -47,8 +47,8 @@ def _layer_scope(graph, name: str | None, base: str, reuse):
 
 
 def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_initializer=None,
-          bias_initializer=None, kernel_regularizer=None, *, trainable: bool = True, name: str | None = None,
-          reuse=None):
+          bias_initializer=None, kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+          kernel_constraint=None, bias_constraint=None, trainable: bool = True, name: str | None = None, reuse=None):
     """``activation(x @ W + b)``; a 2-D input becomes one fused Gemm. Arguments in TF1's order;
     ``kernel_initializer`` defaults to glorot_uniform, as TF1's does. ``kernel_regularizer``'s
     penalty joins REGULARIZATION_LOSSES, as in TF1."""
@@ -59,23 +59,40 @@ def dense(inputs, units: int, activation=None, use_bias: bool = True, kernel_ini
     with _layer_scope(x.graph, name, "dense", reuse):
         fan_in = x.shape[-1]
         w = _variable(kernel_initializer or init.glorot_uniform, (fan_in, units), x.dtype, "kernel", trainable,
-                      regularizer=kernel_regularizer)
-        b = _variable(bias_initializer or init.zeros, (units,), x.dtype, "bias", trainable) if use_bias else None
+                      regularizer=kernel_regularizer, constraint=kernel_constraint)
+        b = _variable(bias_initializer or init.zeros, (units,), x.dtype, "bias", trainable, regularizer=bias_regularizer,
+                      constraint=bias_constraint) if use_bias else None
         if len(x.shape) == 2:
             y = make_op("Gemm", [x, w, b]).outputs[0]
         else:
             y = make_op("MatMul", [x, w]).outputs[0]
             if b is not None:
                 y = y + b
-        return _activate(y, activation)
+        return _activity(_activate(y, activation), activity_regularizer)
 
 
 def _variable(initializer, shape: tuple, dtype, name: str, trainable: bool = True, collections=None,
-              regularizer=None) -> Variable:
+              regularizer=None, constraint=None) -> Variable:
     """A layer's variable from ``get_variable`` in the layer's scope (the existing one when the scope
-    reuses), its value from a TF1 initializer or a ``trainer.init`` function: ``f(shape, dtype=)``."""
+    reuses), its value from a TF1 initializer or a ``trainer.init`` function: ``f(shape, dtype=)``;
+    its ``regularizer``'s penalty joins REGULARIZATION_LOSSES and the optimizers apply its
+    ``constraint`` after each update, as in TF1."""
     return get_variable(name, shape, dtype=dtype, initializer=initializer, trainable=trainable,
-                        collections=collections, regularizer=regularizer)
+                        collections=collections, regularizer=regularizer, constraint=constraint)
+
+
+def _activity(y: Tensor, activity_regularizer) -> Tensor:
+    """``y``, its ``activity_regularizer`` penalty (divided by the batch size, as TF 1.15's layers make it
+    batch-agnostic) added to REGULARIZATION_LOSSES."""
+    if activity_regularizer is None:
+        return y
+    penalty = activity_regularizer(y)
+    if penalty is not None:
+        from trainer.ops import shape as shape_of
+
+        batch = cast(make_op("Gather", [shape_of(y), constant(np.asarray(0, np.int64))]).outputs[0], penalty.dtype)
+        y.graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, make_op("Div", [penalty, batch]).outputs[0])
+    return y
 
 
 _FORMATS = ("channels_first", "channels_last")
@@ -106,8 +123,9 @@ def glorot_uniform_hwio(shape, dtype=np.float32):
 
 def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
            data_format: str = "channels_last", dilation_rate=(1, 1), activation=None, use_bias: bool = True,
-           kernel_initializer=None, bias_initializer=None, *, trainable: bool = True, name: str | None = None,
-           reuse=None):
+           kernel_initializer=None, bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable: bool = True,
+           name: str | None = None, reuse=None):
     """Convolution of NHWC ``inputs`` (TensorFlow 1.x's default; NCHW with
     ``data_format="channels_first"``) with ``filters`` kernels of ``kernel_size``; ``padding`` is
     "valid" by default, as in TF1, or "same". Arguments in TF1's order. The ``kernel`` variable is
@@ -117,19 +135,22 @@ def conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "va
 
     def build(x):
         w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (x.shape[1], filters), x.dtype, "kernel",
-                      trainable)
-        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+                      trainable, regularizer=kernel_regularizer, constraint=kernel_constraint)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable,
+                      regularizer=bias_regularizer, constraint=bias_constraint) if use_bias else None
         oihw = make_op("Transpose", [w], {"perm": [3, 2, 0, 1]}).outputs[0]
         return nn.conv2d_nchw(x, oihw, b, strides=_pair(strides), padding=padding, dilations=_pair(dilation_rate))
 
     x = convert_to_tensor(inputs)
     with _layer_scope(x.graph, name, "conv2d", reuse):
-        return _activate(_channels_first(x, data_format, build), activation)
+        return _activity(_activate(_channels_first(x, data_format, build), activation), activity_regularizer)
 
 
 def conv2d_transpose(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
                      data_format: str = "channels_last", activation=None, use_bias: bool = True, kernel_initializer=None,
-                     bias_initializer=None, *, trainable: bool = True, name: str | None = None, reuse=None):
+                     bias_initializer=None, kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                     kernel_constraint=None, bias_constraint=None, trainable: bool = True, name: str | None = None,
+                     reuse=None):
     """The transposed convolution (a conv2d's gradient with respect to its input): each spatial size
     becomes ``in * stride`` ("same") or ``(in - 1) * stride + kernel`` ("valid"). The ``kernel``
     variable is TF1's [h, w, filters, in]."""
@@ -138,21 +159,25 @@ def conv2d_transpose(inputs, filters: int, kernel_size, strides=(1, 1), padding:
 
     def build(x):
         w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (filters, x.shape[1]), x.dtype, "kernel",
-                      trainable)
-        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+                      trainable, regularizer=kernel_regularizer, constraint=kernel_constraint)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable,
+                      regularizer=bias_regularizer, constraint=bias_constraint) if use_bias else None
         iohw = make_op("Transpose", [w], {"perm": [3, 2, 0, 1]}).outputs[0]
         attrs = {"strides": list(st), "kernel_shape": list(ks), "auto_pad": auto_pad}
         return make_op("ConvTranspose", [x, iohw, b], attrs).outputs[0]
 
     x = convert_to_tensor(inputs)
     with _layer_scope(x.graph, name, "conv2d_transpose", reuse):
-        return _activate(_channels_first(x, data_format, build), activation)
+        return _activity(_activate(_channels_first(x, data_format, build), activation), activity_regularizer)
 
 
 def separable_conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding: str = "valid",
                      data_format: str = "channels_last", dilation_rate=(1, 1), depth_multiplier: int = 1,
                      activation=None, use_bias: bool = True, depthwise_initializer=None, pointwise_initializer=None,
-                     bias_initializer=None, *, trainable: bool = True, name: str | None = None, reuse=None):
+                     bias_initializer=None, depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                     pointwise_constraint=None, bias_constraint=None, trainable: bool = True,
+                     name: str | None = None, reuse=None):
     """A depthwise convolution (``depth_multiplier`` filters per input channel) then a 1x1 one
     mixing channels; variables ``depthwise_kernel`` [h, w, in, multiplier] and
     ``pointwise_kernel`` [1, 1, in * multiplier, filters], as TF1's."""
@@ -161,10 +186,13 @@ def separable_conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding:
     def build(x):
         cin = x.shape[1]
         depthwise = _variable(depthwise_initializer or glorot_uniform_hwio, ks + (cin, depth_multiplier), x.dtype,
-                              "depthwise_kernel", trainable)
+                              "depthwise_kernel", trainable, regularizer=depthwise_regularizer,
+                              constraint=depthwise_constraint)
         pointwise = _variable(pointwise_initializer or glorot_uniform_hwio, (1, 1, cin * depth_multiplier, filters),
-                              x.dtype, "pointwise_kernel", trainable)
-        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+                              x.dtype, "pointwise_kernel", trainable, regularizer=pointwise_regularizer,
+                              constraint=pointwise_constraint)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable,
+                      regularizer=bias_regularizer, constraint=bias_constraint) if use_bias else None
         grouped = make_op("Reshape", [make_op("Transpose", [depthwise], {"perm": [2, 3, 0, 1]}).outputs[0],
                                       constant(np.asarray([cin * depth_multiplier, 1, *ks], np.int64))]).outputs[0]
         y = make_op("Conv", [x, grouped], {"strides": list(_pair(strides)), "dilations": list(_pair(dilation_rate)),
@@ -175,7 +203,7 @@ def separable_conv2d(inputs, filters: int, kernel_size, strides=(1, 1), padding:
 
     x = convert_to_tensor(inputs)
     with _layer_scope(x.graph, name, "separable_conv2d", reuse):
-        return _activate(_channels_first(x, data_format, build), activation)
+        return _activity(_activate(_channels_first(x, data_format, build), activation), activity_regularizer)
 
 
 _AUTO_PADS = {"same": "SAME_UPPER", "valid": "VALID"}
@@ -196,15 +224,18 @@ def _as_2d(inputs, data_format: str, build):
 
 
 def conv1d(inputs, filters: int, kernel_size, strides=1, padding: str = "valid", data_format: str = "channels_last",
-           dilation_rate=1, activation=None, use_bias: bool = True, kernel_initializer=None, bias_initializer=None, *,
-           trainable: bool = True, name: str | None = None, reuse=None):
+           dilation_rate=1, activation=None, use_bias: bool = True, kernel_initializer=None, bias_initializer=None,
+           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable: bool = True, name: str | None = None, reuse=None):
     """Convolution over the width of [N, W, C] inputs; the ``kernel`` variable is TF1's [k, in, filters]."""
     k = kernel_size if isinstance(kernel_size, int) else int(kernel_size[0])
     x = convert_to_tensor(inputs)
     cin = x.shape[-1] if data_format == "channels_last" else x.shape[1]
     with _layer_scope(x.graph, name, "conv1d", reuse):
-        w = _variable(kernel_initializer or init.glorot_uniform, (k, cin, filters), x.dtype, "kernel", trainable)
-        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        w = _variable(kernel_initializer or init.glorot_uniform, (k, cin, filters), x.dtype, "kernel", trainable,
+                      regularizer=kernel_regularizer, constraint=kernel_constraint)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable,
+                      regularizer=bias_regularizer, constraint=bias_constraint) if use_bias else None
         oihw = make_op("Unsqueeze", [make_op("Transpose", [w], {"perm": [2, 1, 0]}).outputs[0],
                                      constant(np.asarray([2], np.int64))]).outputs[0]
         stride = strides if isinstance(strides, int) else int(strides[0])
@@ -212,7 +243,7 @@ def conv1d(inputs, filters: int, kernel_size, strides=1, padding: str = "valid",
         y = _as_2d(x, data_format, lambda x4: _channels_first(
             x4, data_format, lambda nchw: nn.conv2d_nchw(nchw, oihw, b, strides=(1, stride), padding=padding,
                                                          dilations=(1, dilation))))
-        return _activate(y, activation)
+        return _activity(_activate(y, activation), activity_regularizer)
 
 
 def max_pooling1d(inputs, pool_size, strides, padding: str = "valid", data_format: str = "channels_last", name=None):
@@ -268,23 +299,27 @@ def _add_bias(y: Tensor, b, fmt: str) -> Tensor:
 
 def conv3d(inputs, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid",
            data_format: str = "channels_last", dilation_rate=(1, 1, 1), activation=None, use_bias: bool = True,
-           kernel_initializer=None, bias_initializer=None, *, trainable: bool = True, name: str | None = None,
-           reuse=None):
+           kernel_initializer=None, bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable: bool = True,
+           name: str | None = None, reuse=None):
     """TF1's ``tf.layers.conv3d``: the ``kernel`` variable is [d, h, w, in, filters]."""
     fmt, ks = _format_3d(data_format), _triple(kernel_size)
     x = convert_to_tensor(inputs)
     cin = x.shape[-1] if fmt == "NDHWC" else x.shape[1]
     with _layer_scope(x.graph, name, "conv3d", reuse):
-        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (cin, filters), x.dtype, "kernel", trainable)
-        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (cin, filters), x.dtype, "kernel", trainable,
+                      regularizer=kernel_regularizer, constraint=kernel_constraint)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable,
+                      regularizer=bias_regularizer, constraint=bias_constraint) if use_bias else None
         y = nn_conv.conv3d(x, w, strides=[1, *_triple(strides), 1] if fmt == "NDHWC" else [1, 1, *_triple(strides)],
                            padding=_padding_3d(padding), data_format=fmt, dilations=_triple(dilation_rate))
-        return _activate(_add_bias(y, b, fmt), activation)
+        return _activity(_activate(_add_bias(y, b, fmt), activation), activity_regularizer)
 
 
 def conv3d_transpose(inputs, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid",
                      data_format: str = "channels_last", activation=None, use_bias: bool = True,
-                     kernel_initializer=None, bias_initializer=None, *, trainable: bool = True,
+                     kernel_initializer=None, bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                     activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable: bool = True,
                      name: str | None = None, reuse=None):
     """TF1's ``tf.layers.conv3d_transpose``: each spatial size becomes ``in * stride`` ("same") or
     ``(in - 1) * stride + kernel`` ("valid"); the ``kernel`` variable is [d, h, w, filters, in]."""
@@ -298,11 +333,13 @@ def conv3d_transpose(inputs, filters: int, kernel_size, strides=(1, 1, 1), paddi
     out = [d * s if pad == "SAME" else (d - 1) * s + k for d, s, k in zip(spatial, st, ks)]
     batch = -1 if x.shape[0] is None else x.shape[0]
     with _layer_scope(x.graph, name, "conv3d_transpose", reuse):
-        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (filters, cin), x.dtype, "kernel", trainable)
-        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable) if use_bias else None
+        w = _variable(kernel_initializer or glorot_uniform_hwio, ks + (filters, cin), x.dtype, "kernel", trainable,
+                      regularizer=kernel_regularizer, constraint=kernel_constraint)
+        b = _variable(bias_initializer or init.zeros, (filters,), x.dtype, "bias", trainable,
+                      regularizer=bias_regularizer, constraint=bias_constraint) if use_bias else None
         y = nn_conv.conv3d_transpose(x, w, [batch, *out, filters] if last else [batch, filters, *out], st, pad,
                                      data_format=fmt)
-        return _activate(_add_bias(y, b, fmt), activation)
+        return _activity(_activate(_add_bias(y, b, fmt), activation), activity_regularizer)
 
 
 def max_pooling3d(inputs, pool_size, strides, padding: str = "valid", data_format: str = "channels_last", name=None):
@@ -317,18 +354,36 @@ def average_pooling3d(inputs, pool_size, strides, padding: str = "valid", data_f
     return nn_conv.avg_pool3d(inputs, _triple(pool_size), _triple(strides), _padding_3d(padding),
                               _format_3d(data_format), name=name)
 
-def flatten(inputs, name=None):
-    return make_op("Flatten", [inputs], {"axis": 1}, name=name).outputs[0]
+def flatten(inputs, name=None, data_format: str = "channels_last"):
+    """[batch, everything else]; channels_first inputs are put channels-last first, as TF1's layer does,
+    so the features come out in the same order either way."""
+    if data_format not in _FORMATS:
+        raise ValueError(f"data_format must be one of {_FORMATS}, got {data_format!r}")
+    x = convert_to_tensor(inputs)
+    if data_format == "channels_first" and x.shape is not None and len(x.shape) > 2:
+        x = make_op("Transpose", [x], {"perm": [0] + list(range(2, len(x.shape))) + [1]}).outputs[0]
+    return make_op("Flatten", [x], {"axis": 1}, name=name).outputs[0]
 
 
 def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon: float = 1e-3, center: bool = True,
                         scale: bool = True, beta_initializer=None, gamma_initializer=None,
-                        moving_mean_initializer=None, moving_variance_initializer=None, *, training=False,
-                        trainable: bool = True, name: str | None = None, reuse=None):
+                        moving_mean_initializer=None, moving_variance_initializer=None, beta_regularizer=None,
+                        gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, training=False,
+                        trainable: bool = True, name: str | None = None, reuse=None, renorm: bool = False,
+                        renorm_clipping=None, renorm_momentum: float = 0.99, fused=None, virtual_batch_size=None,
+                        adjustment=None):
     """TF1's ``tf.layers.batch_normalization``: normalize over all axes but ``axis`` (the channels: -1,
     the last, by default; 1 for NCHW). ``training=True`` uses the batch's statistics and adds the
     moving-average updates to UPDATE_OPS; ``False`` (the default, as in TF1) uses the moving averages;
-    a bool tensor (an ``is_training`` placeholder) chooses per run, the updates moving only when true."""
+    a bool tensor (an ``is_training`` placeholder) chooses per run, the updates moving only when true.
+    ``fused`` picks TensorFlow's kernel, not the result: any value gives the same one here. Batch
+    renormalization, virtual batches and ``adjustment`` are refused rather than ignored."""
+    unsupported = {"renorm=True": renorm, "virtual_batch_size": virtual_batch_size is not None,
+                   "adjustment": adjustment is not None}
+    refused = [k for k, v in unsupported.items() if v]
+    if refused:
+        raise ValueError(f"batch_normalization: {', '.join(refused)} is not supported (batch renormalization and "
+                         "virtual batches are not built)")
     x = convert_to_tensor(inputs)
     g = x.graph
     rank = len(x.shape)
@@ -338,9 +393,11 @@ def batch_normalization(inputs, axis: int = -1, momentum: float = 0.99, epsilon:
     perm = [0, ax] + [d for d in range(1, rank) if d != ax]
     c = x.shape[ax]
     with _layer_scope(g, name, "batch_normalization", reuse):
-        gamma = _variable(gamma_initializer or init.ones, (c,), x.dtype, "gamma", trainable) if scale else \
+        gamma = _variable(gamma_initializer or init.ones, (c,), x.dtype, "gamma", trainable,
+                          regularizer=gamma_regularizer, constraint=gamma_constraint) if scale else \
             constant(np.ones((c,), x.dtype))
-        beta = _variable(beta_initializer or init.zeros, (c,), x.dtype, "beta", trainable) if center else \
+        beta = _variable(beta_initializer or init.zeros, (c,), x.dtype, "beta", trainable,
+                         regularizer=beta_regularizer, constraint=beta_constraint) if center else \
             constant(np.zeros((c,), x.dtype))
         moving = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.MOVING_AVERAGE_VARIABLES]
         mm = _variable(moving_mean_initializer or init.zeros, (c,), x.dtype, "moving_mean", False, moving)

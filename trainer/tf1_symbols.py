@@ -104,7 +104,7 @@ UGRNNCell static_bidirectional_rnn static_rnn static_state_saving_rnn stack_bidi
 stack_bidirectional_rnn transpose_batch_time
 """,
     "tf.train": """
-AdadeltaOptimizer AdagradDAOptimizer AdagradOptimizer AdamOptimizer BytesList Checkpoint CheckpointSaverHook
+AdadeltaOptimizer AdagradDAOptimizer AdagradOptimizer AdamOptimizer BytesList Checkpoint CheckpointSaverHook NewCheckpointReader
 CheckpointSaverListener ChiefSessionCreator ClusterSpec Coordinator Example ExponentialMovingAverage Feature
 FeatureList FeatureLists Features FeedFnHook FinalOpsHook FloatList FtrlOptimizer GlobalStepWaiterHook
 GradientDescentOptimizer Int64List LoggingTensorHook LooperThread MomentumOptimizer MonitoredSession

@@ -156,7 +156,7 @@ class Optimizer:
         graph = pairs[0][1].graph
         with graph.as_default(), graph.name_scope(name or self.name):
             self._prepare(graph, pairs[0][1].dtype)
-            updates = [self._apply(g, v) for g, v in pairs]
+            updates = [self._constrained(self._apply(g, v), v) for g, v in pairs]
             finish = self._finish(updates)
             if global_step is not None:
                 with graph.control_dependencies(finish):
@@ -169,6 +169,15 @@ class Optimizer:
                                        aggregation_method=aggregation_method,
                                        colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
         return self.apply_gradients(grads, global_step=global_step, name=name)
+
+    @staticmethod
+    def _constrained(update, var):
+        """``update``, then ``var`` set to ``var.constraint(var)`` where it has a constraint, as
+        TensorFlow's optimizers apply a variable's constraint after each update."""
+        if getattr(var, "constraint", None) is None:
+            return update
+        with var.graph.control_dependencies([update]):
+            return var.assign(var.constraint(var))
 
     # -- subclass hooks ----------------------------------------------------------------------
     def _prepare(self, graph, dtype):
@@ -471,6 +480,7 @@ LAZY_ATTRIBUTES = {
         "ChiefSessionCreator", "MonitoredSession", "Scaffold", "SessionCreator", "SingularMonitoredSession")},
     **{name: ("trainer.meta_graph", name) for name in ("export_meta_graph", "import_meta_graph")},
     "load_checkpoint": ("trainer.checkpoint_utils", "load_checkpoint_reader"),
+    "NewCheckpointReader": ("trainer.checkpoint_utils", "load_checkpoint_reader"),  # TF 1.x's older spelling
     **{name: ("trainer.warm_starting", name) for name in ("VocabInfo", "warm_start")},
 }
 

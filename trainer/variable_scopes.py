@@ -237,6 +237,11 @@ def get_variable(name: str, shape=None, dtype=None, initializer=None, regularize
     # The initializer's ops, as the variable's, never wait on the control dependencies around.
     with graph.control_dependencies(None):
         var = _new_variable(graph, scope, full, name, shape, dt, initializer, partitioner, trainable, collections)
+    if constraint is not None:
+        if not callable(constraint):
+            raise ValueError(f"get_variable {full!r}: constraint must be callable, got {constraint!r}")
+        for part in getattr(var, "variables", None) or [var]:  # each shard of a partitioned variable
+            part.constraint = constraint
     store.variables[full] = var
     regularizer = regularizer if regularizer is not None else scope.regularizer
     if regularizer is not None:

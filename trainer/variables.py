@@ -32,8 +32,15 @@ class Variable:
 
     save_slice_info = None
 
+    # A function of the variable applied after each optimizer update (tf.layers' *_constraint,
+    # get_variable's constraint=), as TensorFlow's optimizers apply it; None for none.
+    constraint = None
+
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None,
-                 collections=None, validate_shape: bool = True):
+                 collections=None, validate_shape: bool = True, constraint=None):
+        if constraint is not None and not callable(constraint):
+            raise ValueError(f"Variable: constraint must be callable, got {constraint!r}")
+        self.constraint = constraint
         graph = get_default_graph()
         # A variable's initial value and initializer run once, outside any cond or while_loop
         # and any control_dependencies being built (as the slots an optimizer makes inside a
