@@ -5,7 +5,9 @@ with ``get_variable`` the first time it is called (or when ``build`` is called, 
 does before its loop), in the variable scope current at that moment plus the cell's own name
 (``rnn/basic_lstm_cell/kernel``), and reuses them on every later call, so one cell unrolled over
 many steps shares one set of weights. LSTM cells run each step as one fused LSTMBlockCell op; their
-state is ``LSTMStateTuple(c, h)`` as in TensorFlow.
+state is ``LSTMStateTuple(c, h)`` as in TensorFlow, and their ``kernel`` and ``bias`` hold the gates'
+column blocks in TensorFlow's order i, j, f, o (input, candidate, forget, output), so a TensorFlow 1.x
+checkpoint restores as it is. (flowstack checkpoints written before this layout held i, f, j, o.)
 """
 
 from __future__ import annotations
@@ -119,7 +121,9 @@ class BasicRNNCell(RNNCell):
 
 
 class BasicLSTMCell(RNNCell):
-    """An LSTM step as one LSTMBlockCell op; ``forget_bias`` is added to the forget gate."""
+    """An LSTM step as one LSTMBlockCell op; ``forget_bias`` is added to the forget gate:
+    ``i, j, f, o = split([x, h] @ kernel + bias, 4)``, ``c' = c sigmoid(f + forget_bias) +
+    sigmoid(i) tanh(j)``, ``h' = tanh(c') sigmoid(o)``."""
 
     default_name = "basic_lstm_cell"
 
@@ -167,6 +171,22 @@ class LSTMCell(BasicLSTMCell):
         self.kernel = self._variable("kernel", [input_depth + self._num_units, 4 * self._num_units], dtype,
                                      self._initializer)
         self.bias = self._variable("bias", [4 * self._num_units], dtype, initializers.Zeros())
+
+
+class LSTMBlockCell(BasicLSTMCell):
+    """``tf.contrib.rnn.LSTMBlockCell``: TF's argument order and its variables ``lstm_cell/kernel`` and
+    ``lstm_cell/bias`` (LSTMCell's names, so either restores the other's checkpoint); no peepholes or
+    cell clipping (it refuses those)."""
+
+    default_name = "lstm_cell"
+
+    def __init__(self, num_units: int, forget_bias: float = 1.0, cell_clip=None, use_peephole: bool = False,
+                 dtype=None, reuse=None, name: str = "lstm_cell"):
+        if cell_clip is not None and cell_clip > 0:
+            raise ValueError(f"LSTMBlockCell: cell_clip={cell_clip} is not supported (the fused op does not clip)")
+        if use_peephole:
+            raise ValueError("LSTMBlockCell: use_peephole=True is not supported")
+        super().__init__(num_units, forget_bias, reuse=reuse, name=name, dtype=dtype)
 
 
 class GRUCell(RNNCell):

@@ -30,6 +30,7 @@ from trainer.rnn_cell import (
     InputProjectionWrapper,
     OutputProjectionWrapper,
     GRUCell,
+    LSTMBlockCell,
     LSTMCell,
     LSTMStateTuple,
     MultiRNNCell,
@@ -37,8 +38,7 @@ from trainer.rnn_cell import (
     RNNCell,
 )
 
-# contrib's block cells are the fused-op cells here: BasicLSTMCell already runs LSTMBlockCell.
-LSTMBlockCell = BasicLSTMCell
+# contrib's GRU block cells run as GRUCell here.
 GRUBlockCell = GRUBlockCellV2 = GRUCell
 
 __all__ = [

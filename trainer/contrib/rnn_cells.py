@@ -508,22 +508,6 @@ class EmbeddingWrapper(RNNCell):
         return self.cell(embedded, state)
 
 
-def _tf_to_block_gates(t, axis: int):
-    """TF's LSTM gate columns (i, j, f, o) reordered to flowstack's LSTMBlockCell ops' (i, f, j, o)."""
-    i, j, f, o = split(t, 4, axis=axis)
-    return concat([i, f, j, o], axis=axis)
-
-
-class _TFLayoutLSTMCell(BasicLSTMCell):
-    """A BasicLSTMCell whose variables hold TF's gate layout (i, j, f, o), reordered for the ops."""
-
-    def _make_variables(self, input_depth, dtype):
-        n = self._num_units
-        kernel = self._variable("kernel", [input_depth + n, 4 * n], dtype)
-        bias = self._variable("bias", [4 * n], dtype, initializers.Zeros())
-        self.kernel, self.bias = _tf_to_block_gates(kernel, 1), _tf_to_block_gates(bias, 0)
-
-
 class LSTMBlockFusedCell:
     """TF's time-major fused LSTM: ``cell(inputs [time, batch, depth], initial_state=None,
     dtype=None, sequence_length=None)`` -> (outputs [time, batch, num_units], LSTMStateTuple(c, h)),
@@ -538,7 +522,7 @@ class LSTMBlockFusedCell:
         if use_peephole:
             raise ValueError("LSTMBlockFusedCell: use_peephole=True is not supported")
         self._num_units = num_units
-        self._cell = _TFLayoutLSTMCell(num_units, forget_bias=forget_bias, name=name, dtype=dtype)
+        self._cell = BasicLSTMCell(num_units, forget_bias=forget_bias, name=name, dtype=dtype)
 
     @property
     def num_units(self) -> int:
