@@ -414,7 +414,8 @@ def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):
 
 def _lstm_variables(units: int, input_dim: int, dtype):
     """``kernel`` [input_dim + units, 4 * units] (TensorFlow's gates i, j, f, o) and ``bias`` in the
-    current name scope, shared by the LSTM layers so their weights and checkpoints are interchangeable."""
+    current name scope, shared by the LSTM layers so their weights and checkpoints are interchangeable.
+    (Checkpoints written by flowstack before this layout hold the gates as i, f, j, o.)"""
     kernel = Variable(init.glorot_uniform((input_dim + units, 4 * units), dtype=dtype), name="kernel")
     bias = np.zeros((4 * units,), dtype)
     bias[2 * units:3 * units] = 1.0  # forget-gate bias 1: remember by default
