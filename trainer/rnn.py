@@ -101,7 +101,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         n_time = constant(np.asarray(steps, np.int64)) if steps is not None else gather(
             dynamic, constant(np.asarray(0, np.int64)))
         units = cell.output_size
-        if sequence_length is None and type(cell) in FUSED_CELLS:
+        if sequence_length is None and type(cell) in FUSED_CELLS and cell.runs_block_op:
             outputs, state = _fused_lstm(cell, xt, state0)
             return (outputs if time_major else transpose(outputs, [1, 0, 2])), state
         lengths = None if sequence_length is None else cast(convert_to_tensor(sequence_length), np.int64)

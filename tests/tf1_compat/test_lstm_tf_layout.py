@@ -23,17 +23,26 @@ def sigmoid(v):
     return 1.0 / (1.0 + np.exp(-v))
 
 
-def tf_lstm(xs, kernel, bias, forget_bias, c=None, h=None):
-    """TF's LSTM over time-major ``xs`` [time, batch, depth]: (outputs [time, batch, units], c, h)."""
+def tf_lstm(xs, kernel, bias, forget_bias, c=None, h=None, *, peepholes=None, cell_clip=None, projection=None,
+            proj_clip=None, act=np.tanh):
+    """TF's LSTM over time-major ``xs`` [time, batch, depth]: (outputs [time, batch, out], c, h); LSTMCell's
+    options: ``peepholes`` {"i", "f", "o": [units]}, ``cell_clip``, ``projection`` [units, out], ``proj_clip``."""
     units = kernel.shape[1] // 4
+    peep = peepholes or {"i": 0.0, "f": 0.0, "o": 0.0}
     c = np.zeros((xs.shape[1], units)) if c is None else c
-    h = np.zeros((xs.shape[1], units)) if h is None else h
+    h = np.zeros((xs.shape[1], units if projection is None else projection.shape[1])) if h is None else h
     outputs = []
     for x in xs:
         z = np.concatenate([x, h], axis=1) @ kernel + bias
         i, j, f, o = z[:, :units], z[:, units:2 * units], z[:, 2 * units:3 * units], z[:, 3 * units:]
-        c = c * sigmoid(f + forget_bias) + sigmoid(i) * np.tanh(j)
-        h = np.tanh(c) * sigmoid(o)
+        c = c * sigmoid(f + forget_bias + peep["f"] * c) + sigmoid(i + peep["i"] * c) * act(j)
+        if cell_clip is not None:
+            c = np.clip(c, -cell_clip, cell_clip)
+        h = act(c) * sigmoid(o + peep["o"] * c)
+        if projection is not None:
+            h = h @ projection
+            if proj_clip is not None:
+                h = np.clip(h, -proj_clip, proj_clip)
         outputs.append(h)
     return (np.stack(outputs) if outputs else np.zeros((0,) + h.shape)), c, h
 
@@ -92,26 +101,31 @@ def test_cells_compute_tf_equations_on_assigned_weights(name, forget_bias, runne
     np.testing.assert_allclose(h, want_h, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("peephole", [False, True])
 @pytest.mark.parametrize("lengths", [None, [4, 2, 0]])
 @pytest.mark.parametrize("forget_bias", [1.0, 0.0])
-def test_lstm_block_fused_cell_computes_tf_equations(forget_bias, lengths):
+def test_lstm_block_fused_cell_computes_tf_equations(forget_bias, lengths, peephole):
     xt = tf.placeholder(tf.float64, [STEPS, BATCH, DEPTH])
-    cell = tf.contrib.rnn.LSTMBlockFusedCell(UNITS, forget_bias=forget_bias)
+    clip = 0.6 if peephole else None
+    cell = tf.contrib.rnn.LSTMBlockFusedCell(UNITS, forget_bias=forget_bias, cell_clip=clip, use_peephole=peephole)
     c0, h0 = (tf.constant(v) for v in np.random.default_rng(2).uniform(-1, 1, (2, BATCH, UNITS)))
     outputs, (c, h) = cell(xt, initial_state=(c0, h0), sequence_length=lengths)
-    kernel_var, bias_var = tf.trainable_variables()
-    assert (kernel_var.op.name, bias_var.op.name) == ("lstm_fused_cell/kernel", "lstm_fused_cell/bias")
+    names = ["kernel", "bias"] + (["w_i_diag", "w_f_diag", "w_o_diag"] if peephole else [])
+    assert [v.op.name for v in tf.trainable_variables()] == [f"lstm_fused_cell/{n}" for n in names]
     kernel, bias = tf_values(seed=11)
+    peepholes = peephole_values(np.random.default_rng(12)) if peephole else None
+    values = [kernel, bias] + ([peepholes[g] for g in "ifo"] if peephole else [])
     data = np.transpose(inputs(1), [1, 0, 2])
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        sess.run([tf.assign(kernel_var, kernel), tf.assign(bias_var, bias)])
+        sess.run([tf.assign(v, value) for v, value in zip(tf.trainable_variables(), values)])
         got, got_c, got_h, c_init, h_init = sess.run([outputs, c, h, c0, h0], {xt: data})
-    want, want_c, want_h = tf_lstm(data, kernel, bias, forget_bias, c_init, h_init)
+    options = {"peepholes": peepholes, "cell_clip": clip}
+    want, want_c, want_h = tf_lstm(data, kernel, bias, forget_bias, c_init, h_init, **options)
     if lengths is not None:  # TF: zero outputs past a length, the state at its last step
         steps = np.arange(STEPS)[:, None] < np.asarray(lengths)[None, :]
         want = np.where(steps[..., None], want, 0.0)
-        last = [tf_lstm(data[:n, b:b + 1], kernel, bias, forget_bias, c_init[b:b + 1], h_init[b:b + 1])
+        last = [tf_lstm(data[:n, b:b + 1], kernel, bias, forget_bias, c_init[b:b + 1], h_init[b:b + 1], **options)
                 for b, n in enumerate(lengths)]
         want_c = np.concatenate([s[1] for s in last])
         want_h = np.concatenate([s[2] for s in last])
@@ -196,81 +210,166 @@ def test_a_checkpoint_with_a_transposed_kernel_is_refused_naming_it(tmp_path):
         tf.train.Saver().restore(sess, path)
 
 
-@pytest.mark.parametrize("fused", [True, False])
-def test_gradients_match_finite_differences_of_the_tf_equations(fused):
-    """d(weighted sum of outputs and final state) by tf.gradients, through the fused op (dynamic_rnn)
-    or one LSTMBlockCell per step (static_rnn), against central differences of the NumPy reference."""
-    steps, units = 3, 2
-    rng = np.random.default_rng(6)
-    data = rng.standard_normal((BATCH, steps, DEPTH))
-    kernel, bias = tf_values(seed=7, units=units)
-    c0, h0 = rng.uniform(-1, 1, (2, BATCH, units))
-    w_out, w_c, w_h = rng.uniform(0.5, 1.5, (steps, BATCH, units)), *rng.uniform(0.5, 1.5, (2, BATCH, units))
+def peephole_values(rng, units: int = UNITS) -> dict:
+    return {g: rng.uniform(-1, 1, units) for g in "ifo"}
 
-    def loss_of(x, k, b, c, h):
-        outputs, c_n, h_n = tf_lstm(np.transpose(x, [1, 0, 2]), k, b, 1.0, c, h)
+
+@pytest.mark.parametrize("path", ["fused", "per_step", "peepholes_projection"])
+def test_gradients_match_finite_differences_of_the_tf_equations(path):
+    """d(weighted sum of outputs and final state) by tf.gradients, through the fused op (dynamic_rnn),
+    one LSTMBlockCell per step (static_rnn) or LSTMCell's composed step with peepholes and a
+    projection, against central differences of the NumPy reference, for every input and variable."""
+    steps, units, proj = 3, 2, (2 if path == "peepholes_projection" else None)
+    out = proj or units
+    rng = np.random.default_rng(6)
+    kernel, bias = tf_values(seed=7, depth=DEPTH + out - units, units=units)
+    values = {"x": rng.standard_normal((BATCH, steps, DEPTH)), "kernel": kernel, "bias": bias,
+              "c0": rng.uniform(-1, 1, (BATCH, units)), "h0": rng.uniform(-1, 1, (BATCH, out))}
+    if proj:
+        values.update({f"w_{g}_diag": v for g, v in peephole_values(rng, units).items()})
+        values["projection"] = rng.uniform(-1, 1, (units, proj))
+    w_out, w_c, w_h = (rng.uniform(0.5, 1.5, shape) for shape in ((steps, BATCH, out), (BATCH, units), (BATCH, out)))
+
+    def loss_of(v):
+        options = {"peepholes": {g: v[f"w_{g}_diag"] for g in "ifo"}, "projection": v["projection"]} if proj else {}
+        outputs, c_n, h_n = tf_lstm(np.transpose(v["x"], [1, 0, 2]), v["kernel"], v["bias"], 1.0, v["c0"], v["h0"],
+                                    **options)
         return np.sum(outputs * w_out) + np.sum(c_n * w_c) + np.sum(h_n * w_h)
 
-    values = [data, kernel, bias, c0, h0]
-    x, c_ph, h_ph = (tf.placeholder(tf.float64, v.shape) for v in (data, c0, h0))
-    cell = tf.nn.rnn_cell.BasicLSTMCell(units)
+    x, c_ph, h_ph = (tf.placeholder(tf.float64, values[k].shape) for k in ("x", "c0", "h0"))
+    cell = tf.nn.rnn_cell.LSTMCell(units, use_peepholes=True, num_proj=proj) if proj else \
+        tf.nn.rnn_cell.BasicLSTMCell(units)
     state0 = tf.nn.rnn_cell.LSTMStateTuple(c_ph, h_ph)
-    if fused:
-        outputs, (c_n, h_n) = tf.nn.dynamic_rnn(cell, x, initial_state=state0)
-        outputs = tf.transpose(outputs, [1, 0, 2])
-    else:
+    if path == "per_step":
         steps_out, (c_n, h_n) = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), initial_state=state0)
         outputs = tf.stack(steps_out)
+    else:
+        outputs, (c_n, h_n) = tf.nn.dynamic_rnn(cell, x, initial_state=state0)
+        outputs = tf.transpose(outputs, [1, 0, 2])
     loss = tf.reduce_sum(outputs * w_out) + tf.reduce_sum(c_n * w_c) + tf.reduce_sum(h_n * w_h)
-    kernel_var, bias_var = cell.variables
-    grads = tf.gradients(loss, [x, kernel_var, bias_var, c_ph, h_ph])
+    variables = {v.op.name.split("/", 2)[2].replace("projection/kernel", "projection"): v for v in cell.variables}
+    assert sorted(variables) == sorted(k for k in values if k not in ("x", "c0", "h0"))
+    wrt = [x, c_ph, h_ph] + list(variables.values())
+    names = ["x", "c0", "h0"] + list(variables)
+    grads = tf.gradients(loss, wrt)
     ops = {n.op_type for n in tf.get_default_graph().nodes}
-    assert ("LSTMBlockFusedGrad" in ops) == fused and ("LSTMBlockCellGrad" in ops) != fused
+    assert ("LSTMBlockFusedGrad" in ops) == (path == "fused") and ("LSTMBlockCellGrad" in ops) == (path == "per_step")
     with tf.Session() as sess:
-        sess.run([tf.assign(kernel_var, kernel), tf.assign(bias_var, bias)])
-        feed = {x: data, c_ph: c0, h_ph: h0}
-        got_loss, got = sess.run([loss, grads], feed)
-    np.testing.assert_allclose(got_loss, loss_of(*values), rtol=1e-10)
-    for k, (value, grad) in enumerate(zip(values, got)):
-        def partial(v, k=k):
-            return loss_of(*values[:k], v, *values[k + 1:])
+        sess.run([tf.assign(v, values[k]) for k, v in variables.items()])
+        got_loss, got = sess.run([loss, grads], {x: values["x"], c_ph: values["c0"], h_ph: values["h0"]})
+    np.testing.assert_allclose(got_loss, loss_of(values), rtol=1e-10)
+    for name, grad in zip(names, got):
+        def partial(v, name=name):
+            return loss_of({**values, name: v})
 
-        np.testing.assert_allclose(grad, central_difference(partial, value), rtol=1e-6, atol=1e-8,
-                                   err_msg=f"gradient {k}")
+        np.testing.assert_allclose(grad, central_difference(partial, values[name]), rtol=1e-6, atol=1e-8,
+                                   err_msg=f"gradient of {name}")
 
 
-@pytest.mark.parametrize("lengths", [False, True])
-def test_frozen_tf1_lstm_matches_the_tf_equations(lengths):
-    """A TF1 model (embedding-free: dense inputs, BasicLSTMCell, dynamic_rnn, a dense head) frozen for
-    the edge runtime: an ONNX LSTM for the fused sequence, a Loop of ONNX ops with lengths."""
+@pytest.mark.parametrize("case", ["fused", "lengths", "peepholes_projection"])
+def test_frozen_tf1_lstm_matches_the_tf_equations(case):
+    """dynamic_rnn of an LSTM (forget_bias 1) frozen for the edge runtime: an ONNX LSTM for the fused
+    sequence, a Loop of ONNX ops with lengths (the LSTMBlockCell step spelled out) or with LSTMCell's
+    peepholes and projection (its composed step)."""
     import edge_runtime
     from exporter import flow_writer, freeze
 
     x = tf.placeholder(tf.float32, [BATCH, STEPS, DEPTH], name="x")
-    cell = tf.nn.rnn_cell.BasicLSTMCell(UNITS, forget_bias=1.0)
-    outputs, state = tf.nn.dynamic_rnn(cell, x, sequence_length=[STEPS] * BATCH if lengths else None,
+    options = case == "peepholes_projection"
+    cell = tf.nn.rnn_cell.LSTMCell(UNITS, use_peepholes=True, num_proj=3) if options else \
+        tf.nn.rnn_cell.BasicLSTMCell(UNITS, forget_bias=1.0)
+    outputs, state = tf.nn.dynamic_rnn(cell, x, sequence_length=[STEPS] * BATCH if case == "lengths" else None,
                                        dtype=tf.float32)
-    kernel_var, bias_var = cell.variables
-    kernel, bias = tf_values(seed=8)
+    rng = np.random.default_rng(8)
+    kernel, bias = tf_values(seed=8, depth=DEPTH + (3 - UNITS if options else 0))
+    peepholes = peephole_values(rng) if options else None
+    projection = rng.uniform(-1, 1, (UNITS, 3)) if options else None
+    values = [kernel, bias] + ([peepholes[g] for g in "fio"] + [projection] if options else [])
     data = inputs(4).astype(np.float32)
     sess = tf.Session()
-    sess.run([tf.assign(kernel_var, kernel.astype(np.float32)), tf.assign(bias_var, bias.astype(np.float32))])
+    sess.run([tf.assign(v, value.astype(np.float32)) for v, value in zip(cell.variables, values)])
     frozen = freeze(sess, {"x": x}, {"y": outputs, "h": state.h})
-    assert ("LSTM" in {n.op_type for n in frozen.graph.nodes}) != lengths
+    ops = {n.op_type for n in frozen.graph.nodes}
+    assert ("LSTM" in ops) == (case == "fused") and ("Loop" in ops) != (case == "fused")
     got = edge_runtime.load(flow_writer.to_bytes(frozen)).run({"x": data})
-    want, _, want_h = tf_lstm(np.transpose(data, [1, 0, 2]).astype(np.float64), kernel, bias, 1.0)
+    want, _, want_h = tf_lstm(np.transpose(data, [1, 0, 2]).astype(np.float64), kernel, bias, 1.0,
+                              peepholes=peepholes, projection=projection)
     np.testing.assert_allclose(got["y"], np.transpose(want, [1, 0, 2]), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got["h"], want_h, rtol=1e-4, atol=1e-5)
 
 
-def test_lstm_block_cell_takes_tf_arguments_and_refuses_what_it_lacks():
+OPTION_CELLS = {
+    # name: (make(forget_bias), scope, variables in creation order, reference options)
+    "LSTMCell peepholes, clips, projection": (
+        lambda fb: tf.nn.rnn_cell.LSTMCell(UNITS, use_peepholes=True, cell_clip=0.6, num_proj=3, proj_clip=0.5,
+                                           forget_bias=fb),
+        "lstm_cell", ["kernel", "bias", "w_f_diag", "w_i_diag", "w_o_diag", "projection/kernel"],
+        {"cell_clip": 0.6, "proj_clip": 0.5}),
+    "LSTMCell projection": (lambda fb: tf.nn.rnn_cell.LSTMCell(UNITS, num_proj=3, forget_bias=fb), "lstm_cell",
+                            ["kernel", "bias", "projection/kernel"], {}),
+    "LSTMCell peepholes": (lambda fb: tf.nn.rnn_cell.LSTMCell(UNITS, use_peepholes=True, forget_bias=fb), "lstm_cell",
+                           ["kernel", "bias", "w_f_diag", "w_i_diag", "w_o_diag"], {}),
+    "contrib.LSTMBlockCell peephole, clip": (
+        lambda fb: tf.contrib.rnn.LSTMBlockCell(UNITS, fb, 0.6, True), "lstm_cell",
+        ["kernel", "bias", "w_i_diag", "w_f_diag", "w_o_diag"], {"cell_clip": 0.6}),
+    "BasicLSTMCell softsign": (lambda fb: tf.nn.rnn_cell.BasicLSTMCell(UNITS, fb, activation=tf.nn.softsign),
+                               "basic_lstm_cell", ["kernel", "bias"], {"act": lambda v: v / (1 + np.abs(v))}),
+}
+
+
+@pytest.mark.parametrize("runner", ["dynamic_rnn", "static_rnn"])
+@pytest.mark.parametrize("forget_bias", [1.0, 0.0])
+@pytest.mark.parametrize("name", sorted(OPTION_CELLS))
+def test_lstm_cell_options_compute_tf_equations(name, forget_bias, runner):
+    make, scope, names, options = OPTION_CELLS[name]
+    x = tf.placeholder(tf.float64, [BATCH, STEPS, DEPTH])
+    outputs, state = run_sequence(runner, make(forget_bias), x)
+    variables = tf.trainable_variables()
+    assert [v.op.name for v in variables] == [f"rnn/{scope}/{n}" for n in names]
+    assert "LSTMBlockFused" not in {n.op_type for n in tf.get_default_graph().nodes}
+    rng = np.random.default_rng(len(name))
+    out = 3 if "projection/kernel" in names else UNITS
+    kernel, bias = tf_values(seed=len(name), depth=DEPTH + out - UNITS)
+    kernel *= 2  # large gates, so that the clips act
+    peepholes = peephole_values(rng) if "w_i_diag" in names else None
+    projection = rng.uniform(-1, 1, (UNITS, 3)) if out == 3 else None
+    values = {"kernel": kernel, "bias": bias, "projection/kernel": projection,
+              **{f"w_{g}_diag": v for g, v in (peepholes or {}).items()}}
+    data = inputs(5)
+    with tf.Session() as sess:
+        sess.run([tf.assign(v, values[n]) for v, n in zip(variables, names)])
+        got, (c, h) = sess.run([outputs, state], {x: data})
+    want, want_c, want_h = tf_lstm(np.transpose(data, [1, 0, 2]), kernel, bias, forget_bias, peepholes=peepholes,
+                                   projection=projection, **options)
+    assert got.shape == (BATCH, STEPS, out) and c.shape == (BATCH, UNITS) and h.shape == (BATCH, out)
+    np.testing.assert_allclose(got, np.transpose(want, [1, 0, 2]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(c, want_c, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(h, want_h, rtol=1e-10, atol=1e-12)
+    if "cell_clip" in options:
+        assert np.isclose(np.abs(c), options["cell_clip"]).any()  # some cell state was clipped
+    if "proj_clip" in options:
+        assert np.isclose(np.abs(got), options["proj_clip"]).any()
+
+
+def test_lstm_block_cell_takes_tf_arguments_in_tf_order():
     cell = tf.contrib.rnn.LSTMBlockCell(3, 0.5)  # TF's order: num_units, forget_bias, cell_clip, use_peephole
     assert cell.forget_bias == 0.5 and cell.state_size == (3, 3) and cell.output_size == 3
-    with pytest.raises(ValueError, match="LSTMBlockCell: use_peephole=True is not supported"):
-        tf.contrib.rnn.LSTMBlockCell(3, use_peephole=True)
-    with pytest.raises(ValueError, match="LSTMBlockCell: cell_clip=2.0 is not supported"):
-        tf.contrib.rnn.LSTMBlockCell(3, cell_clip=2.0)
-    tf.contrib.rnn.LSTMBlockCell(3, cell_clip=-1)  # TF's "no clipping"
+    assert tf.nn.rnn_cell.LSTMCell(5, num_proj=2).state_size == (5, 2)
+    x = tf.placeholder(tf.float32, [2, 4, 3])
+    tf.nn.dynamic_rnn(tf.contrib.rnn.LSTMBlockCell(3, cell_clip=-1), x, dtype=tf.float32)  # TF's "no clipping"
+    assert "LSTMBlockFused" in {n.op_type for n in tf.get_default_graph().nodes}
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tf.nn.rnn_cell.LSTMCell(4, num_proj=0), "LSTMCell: num_proj must be a positive int or None, got 0"),
+    (lambda: tf.nn.rnn_cell.LSTMCell(4, cell_clip=-1.0), "LSTMCell: cell_clip must be a non-negative number"),
+    (lambda: tf.nn.rnn_cell.LSTMCell(4, num_proj=2, proj_clip=float("nan")), "LSTMCell: proj_clip must be"),
+    (lambda: tf.nn.rnn_cell.BasicLSTMCell(4, activation="tanh"), "BasicLSTMCell: activation must be a function"),
+    (lambda: tf.nn.rnn_cell.LSTMCell(4, state_is_tuple=False), "LSTMCell: state_is_tuple=False"),
+])
+def test_bad_lstm_options_are_refused_naming_the_argument(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
 
 
 def test_a_tf1_script_trains_an_lstm_then_serves_it_from_the_fused_cell(tmp_path):

@@ -19,7 +19,7 @@ from trainer import initializers, nn
 from trainer.array_ops import clip_by_value, split
 from trainer.graph import Tensor
 from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tanh
-from trainer.rnn_cell import BasicLSTMCell, CellWrapper, LSTMStateTuple, RNNCell
+from trainer.rnn_cell import CellWrapper, LSTMBlockCell, LSTMStateTuple, RNNCell
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = ["AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell",
@@ -512,17 +512,16 @@ class LSTMBlockFusedCell:
     """TF's time-major fused LSTM: ``cell(inputs [time, batch, depth], initial_state=None,
     dtype=None, sequence_length=None)`` -> (outputs [time, batch, num_units], LSTMStateTuple(c, h)),
     variables ``lstm_fused_cell/kernel`` [depth + num_units, 4 num_units] and ``bias`` in TF's gate
-    layout (i, j, f, o: a TF checkpoint's values). Without ``sequence_length`` the sequence runs as
-    one LSTMBlockFused op; with it, step by step, zero outputs and a kept state past each length."""
+    layout (i, j, f, o: a TF checkpoint's values), and with ``use_peephole`` ``w_i_diag``, ``w_f_diag``,
+    ``w_o_diag``; ``cell_clip`` > 0 clips the cell state. Without ``sequence_length``, peepholes or
+    clipping the sequence runs as one LSTMBlockFused op; otherwise as LSTMBlockCell's steps in a
+    while_loop, with zero outputs and a kept state past each length."""
 
     def __init__(self, num_units: int, forget_bias: float = 1.0, cell_clip=None, use_peephole: bool = False,
                  reuse=None, dtype=None, name: str = "lstm_fused_cell"):
-        if cell_clip is not None and cell_clip > 0:
-            raise ValueError("LSTMBlockFusedCell: cell_clip is not supported (the fused op does not clip)")
-        if use_peephole:
-            raise ValueError("LSTMBlockFusedCell: use_peephole=True is not supported")
         self._num_units = num_units
-        self._cell = BasicLSTMCell(num_units, forget_bias=forget_bias, name=name, dtype=dtype)
+        self._cell = LSTMBlockCell(num_units, forget_bias=forget_bias, cell_clip=cell_clip,
+                                   use_peephole=use_peephole, name=name, dtype=dtype)
 
     @property
     def num_units(self) -> int:
@@ -545,7 +544,7 @@ class LSTMBlockFusedCell:
         cell = self._cell
         with variable_scope(scope) if scope is not None else contextlib.nullcontext():
             cell.build(int(x.shape[2]), dtype or x.dtype)  # lstm_fused_cell/kernel where the cell is called
-            if sequence_length is not None:
+            if sequence_length is not None or not cell.runs_block_op:
                 return dynamic_rnn(cell, x, sequence_length=sequence_length, initial_state=initial_state,
                                    dtype=dtype, time_major=True, scope="fused")
             if initial_state is None:
