@@ -4,7 +4,8 @@ A cell maps ``(inputs [batch, depth], state) -> (output, new_state)``. It makes 
 with ``get_variable`` the first time it is called (or when ``build`` is called, as ``dynamic_rnn``
 does before its loop), in the variable scope current at that moment plus the cell's own name
 (``rnn/basic_lstm_cell/kernel``), and reuses them on every later call, so one cell unrolled over
-many steps shares one set of weights. LSTM cells run each step as one fused LSTMBlockCell op; their
+many steps shares one set of weights. LSTM cells run each step as one fused LSTMBlockCell op (TF's
+equations as ops where LSTMCell's peepholes, clipping or projection are on); their
 state is ``LSTMStateTuple(c, h)`` as in TensorFlow, and their ``kernel`` and ``bias`` hold the gates'
 column blocks in TensorFlow's order i, j, f, o (input, candidate, forget, output), so a TensorFlow 1.x
 checkpoint restores as it is. (flowstack checkpoints written before this layout held i, f, j, o.)

@@ -134,6 +134,21 @@ def test_lstm_block_fused_cell_computes_tf_equations(forget_bias, lengths, peeph
     np.testing.assert_allclose(got_h, want_h, rtol=1e-10, atol=1e-12)
 
 
+def test_lstm_block_fused_cell_takes_a_list_of_steps_and_returns_one():
+    steps = [tf.placeholder(tf.float64, [BATCH, DEPTH]) for _ in range(STEPS)]
+    cell = tf.contrib.rnn.LSTMBlockFusedCell(UNITS)
+    outputs, (c, h) = cell(steps, dtype=tf.float64)
+    assert isinstance(outputs, list) and len(outputs) == STEPS and outputs[0].shape == (BATCH, UNITS)
+    kernel, bias = tf_values(seed=13)
+    data = np.transpose(inputs(6), [1, 0, 2])
+    with tf.Session() as sess:
+        sess.run([tf.assign(v, value) for v, value in zip(cell.variables, (kernel, bias))])
+        got, got_h = sess.run([outputs, h], dict(zip(steps, data)))
+    want, _, want_h = tf_lstm(data, kernel, bias, 1.0)
+    np.testing.assert_allclose(np.stack(got), want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-10, atol=1e-12)
+
+
 def test_each_column_block_is_the_gate_tf_puts_there():
     """By hand: a zero kernel and a bias of i = 30, j = 0.5, f = -30, o = 30 saturate the sigmoids, so
     from c = 3 one step gives c = tanh(0.5) (old state forgotten) and h = tanh(tanh(0.5))."""

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from trainer import initializers, nn
-from trainer.array_ops import clip_by_value, split
+from trainer.array_ops import clip_by_value, split, stack, unstack
 from trainer.graph import Tensor
 from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tanh
 from trainer.rnn_cell import CellWrapper, LSTMBlockCell, LSTMStateTuple, RNNCell
@@ -532,10 +532,16 @@ class LSTMBlockFusedCell:
         return self._cell.variables
 
     def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+        """A list of ``time`` [batch, depth] steps in gives a list of outputs back, as in TF."""
+        if isinstance(inputs, list):
+            outputs, state = self(stack(inputs), initial_state, dtype, sequence_length, scope)
+            return unstack(outputs), state
+        return self._call_sequence(convert_to_tensor(inputs), initial_state, dtype, sequence_length, scope)
+
+    def _call_sequence(self, x, initial_state, dtype, sequence_length, scope):
         from trainer.ops import make_op
         from trainer.rnn import dynamic_rnn
 
-        x = convert_to_tensor(inputs)
         if x.shape is None or len(x.shape) != 3 or x.shape[2] is None:
             raise ValueError(f"LSTMBlockFusedCell: inputs must be time-major [time, batch, depth] with a known "
                              f"depth, got shape {x.shape}")
