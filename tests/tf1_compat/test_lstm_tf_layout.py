@@ -423,3 +423,16 @@ def test_a_tf1_script_trains_an_lstm_then_serves_it_from_the_fused_cell(tmp_path
         tf.train.Saver(names).restore(sess, path)
         got = sess.run(logits, {x: data})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_flowstack_lstm_layers_start_with_a_forget_bias_of_one_in_tfs_f_block():
+    """trainer.layers' own LSTM cells share the layout: their initial bias of 1 sits on f (columns
+    [2u, 3u)), so a fresh cell leans toward keeping c (sigmoid(1) = 0.73 where [x, h] is zero)."""
+    g = tf.Graph()
+    with g.as_default():
+        layers = [tf.layers.LSTMCell(3, 2, name="a"), tf.layers.LSTMBlockFusedCell(3, 2, name="b")]
+        init = tf.global_variables_initializer()
+    sess = tf.Session(g)
+    sess.run(init)
+    for layer in layers:
+        np.testing.assert_array_equal(sess.run(layer.bias), [0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0])
