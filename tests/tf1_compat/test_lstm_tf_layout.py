@@ -14,46 +14,10 @@ import numpy as np
 import pytest
 
 import trainer as tf
+from tests.tf1_compat.lstm_reference import tf_lstm, tf_values
 from tests.trainer.gradient_check import central_difference
 
 BATCH, STEPS, DEPTH, UNITS = 3, 4, 5, 4
-
-
-def sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
-
-
-def tf_lstm(xs, kernel, bias, forget_bias, c=None, h=None, *, peepholes=None, cell_clip=None, projection=None,
-            proj_clip=None, act=np.tanh):
-    """TF's LSTM over time-major ``xs`` [time, batch, depth]: (outputs [time, batch, out], c, h); LSTMCell's
-    options: ``peepholes`` {"i", "f", "o": [units]}, ``cell_clip``, ``projection`` [units, out], ``proj_clip``."""
-    units = kernel.shape[1] // 4
-    peep = peepholes or {"i": 0.0, "f": 0.0, "o": 0.0}
-    c = np.zeros((xs.shape[1], units)) if c is None else c
-    h = np.zeros((xs.shape[1], units if projection is None else projection.shape[1])) if h is None else h
-    outputs = []
-    for x in xs:
-        z = np.concatenate([x, h], axis=1) @ kernel + bias
-        i, j, f, o = z[:, :units], z[:, units:2 * units], z[:, 2 * units:3 * units], z[:, 3 * units:]
-        c = c * sigmoid(f + forget_bias + peep["f"] * c) + sigmoid(i + peep["i"] * c) * act(j)
-        if cell_clip is not None:
-            c = np.clip(c, -cell_clip, cell_clip)
-        h = act(c) * sigmoid(o + peep["o"] * c)
-        if projection is not None:
-            h = h @ projection
-            if proj_clip is not None:
-                h = np.clip(h, -proj_clip, proj_clip)
-        outputs.append(h)
-    return (np.stack(outputs) if outputs else np.zeros((0,) + h.shape)), c, h
-
-
-def tf_values(seed: int, depth: int = DEPTH, units: int = UNITS):
-    """A kernel and bias, each gate's block on a different scale so a mixed-up order shows."""
-    rng = np.random.default_rng(seed)
-    scale = np.repeat([0.9, 0.5, 0.7, 1.1], units)
-    kernel = rng.uniform(-1, 1, (depth + units, 4 * units)) * scale
-    bias = rng.uniform(-1, 1, 4 * units) * scale
-    return kernel, bias
 
 
 def inputs(seed: int = 0):
@@ -89,7 +53,7 @@ def test_cells_compute_tf_equations_on_assigned_weights(name, forget_bias, runne
     assert kernel_var.shape == (DEPTH + UNITS, 4 * UNITS) and bias_var.shape == (4 * UNITS,)
     ops = {n.op_type for n in tf.get_default_graph().nodes}
     assert ("LSTMBlockFused" in ops) == (runner == "dynamic_rnn")  # the fused path is the one under test
-    kernel, bias = tf_values(seed=len(name) + int(forget_bias))
+    kernel, bias = tf_values(seed=len(name) + int(forget_bias), depth=DEPTH, units=UNITS)
     data = inputs()
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -112,7 +76,7 @@ def test_lstm_block_fused_cell_computes_tf_equations(forget_bias, lengths, peeph
     outputs, (c, h) = cell(xt, initial_state=(c0, h0), sequence_length=lengths)
     names = ["kernel", "bias"] + (["w_i_diag", "w_f_diag", "w_o_diag"] if peephole else [])
     assert [v.op.name for v in tf.trainable_variables()] == [f"lstm_fused_cell/{n}" for n in names]
-    kernel, bias = tf_values(seed=11)
+    kernel, bias = tf_values(seed=11, depth=DEPTH, units=UNITS)
     peepholes = peephole_values(np.random.default_rng(12)) if peephole else None
     values = [kernel, bias] + ([peepholes[g] for g in "ifo"] if peephole else [])
     data = np.transpose(inputs(1), [1, 0, 2])
@@ -139,7 +103,7 @@ def test_lstm_block_fused_cell_takes_a_list_of_steps_and_returns_one():
     cell = tf.contrib.rnn.LSTMBlockFusedCell(UNITS)
     outputs, (c, h) = cell(steps, dtype=tf.float64)
     assert isinstance(outputs, list) and len(outputs) == STEPS and outputs[0].shape == (BATCH, UNITS)
-    kernel, bias = tf_values(seed=13)
+    kernel, bias = tf_values(seed=13, depth=DEPTH, units=UNITS)
     data = np.transpose(inputs(6), [1, 0, 2])
     with tf.Session() as sess:
         sess.run([tf.assign(v, value) for v, value in zip(cell.variables, (kernel, bias))])
@@ -178,9 +142,9 @@ def test_checkpoint_under_tf_names_restores_into_each_cell(tmp_path):
     """Two stacked layers under TF 1.15's names: dynamic_rnn of a MultiRNNCell of BasicLSTMCells
     (rnn/multi_rnn_cell/cell_k/basic_lstm_cell/...), static_rnn of LSTMCells and of contrib
     LSTMBlockCells (rnn/multi_rnn_cell/cell_k/lstm_cell/...) and one LSTMBlockFusedCell."""
-    k1, b1 = tf_values(seed=1)
-    k2, b2 = tf_values(seed=2, depth=UNITS)
-    kf, bf = tf_values(seed=3)
+    k1, b1 = tf_values(seed=1, depth=DEPTH, units=UNITS)
+    k2, b2 = tf_values(seed=2, depth=UNITS, units=UNITS)
+    kf, bf = tf_values(seed=3, depth=DEPTH, units=UNITS)
     values = {}
     for scope in ("basic_lstm_cell", "lstm_cell"):
         for k, (kernel, bias) in enumerate([(k1, b1), (k2, b2)]):
@@ -216,7 +180,7 @@ def test_checkpoint_under_tf_names_restores_into_each_cell(tmp_path):
 
 
 def test_a_checkpoint_with_a_transposed_kernel_is_refused_naming_it(tmp_path):
-    kernel, bias = tf_values(seed=4)
+    kernel, bias = tf_values(seed=4, depth=DEPTH, units=UNITS)
     path = write_tf_checkpoint(str(tmp_path / "model.ckpt"),
                                {"rnn/basic_lstm_cell/kernel": kernel.T, "rnn/basic_lstm_cell/bias": bias})
     x = tf.placeholder(tf.float64, [BATCH, STEPS, DEPTH])
@@ -296,7 +260,7 @@ def test_frozen_tf1_lstm_matches_the_tf_equations(case):
     outputs, state = tf.nn.dynamic_rnn(cell, x, sequence_length=[STEPS] * BATCH if case == "lengths" else None,
                                        dtype=tf.float32)
     rng = np.random.default_rng(8)
-    kernel, bias = tf_values(seed=8, depth=DEPTH + (3 - UNITS if options else 0))
+    kernel, bias = tf_values(seed=8, depth=DEPTH + (3 - UNITS if options else 0), units=UNITS)
     peepholes = peephole_values(rng) if options else None
     projection = rng.uniform(-1, 1, (UNITS, 3)) if options else None
     values = [kernel, bias] + ([peepholes[g] for g in "fio"] + [projection] if options else [])
@@ -344,7 +308,7 @@ def test_lstm_cell_options_compute_tf_equations(name, forget_bias, runner):
     assert "LSTMBlockFused" not in {n.op_type for n in tf.get_default_graph().nodes}
     rng = np.random.default_rng(len(name))
     out = 3 if "projection/kernel" in names else UNITS
-    kernel, bias = tf_values(seed=len(name), depth=DEPTH + out - UNITS)
+    kernel, bias = tf_values(seed=len(name), depth=DEPTH + out - UNITS, units=UNITS)
     kernel *= 2  # large gates, so that the clips act
     peepholes = peephole_values(rng) if "w_i_diag" in names else None
     projection = rng.uniform(-1, 1, (UNITS, 3)) if out == 3 else None
