@@ -1,5 +1,6 @@
 """``tf.contrib.rnn``: the recurrent cells and the unrolled runners."""
 
+from trainer.contrib.fused_rnn import FusedRNNCell, FusedRNNCellAdaptor, TimeReversedFusedRNN
 from trainer.contrib.rnn_cells import (
     AttentionCellWrapper,
     Conv1DLSTMCell,
@@ -43,7 +44,7 @@ GRUBlockCell = GRUBlockCellV2 = GRUCell
 
 __all__ = [
     "AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
-    "LSTMBlockFusedCell", "LayerRNNCell",
+    "FusedRNNCell", "FusedRNNCellAdaptor", "LSTMBlockFusedCell", "LayerRNNCell", "TimeReversedFusedRNN",
     "LayerNormBasicLSTMCell", "NASCell", "UGRNNCell", "stack_bidirectional_rnn",
     "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUBlockCell", "GRUBlockCellV2", "GRUCell",
     "InputProjectionWrapper", "LSTMBlockCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",

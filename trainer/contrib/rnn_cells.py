@@ -17,6 +17,7 @@ import numpy as np
 
 from trainer import initializers, nn
 from trainer.array_ops import clip_by_value, split, stack, unstack
+from trainer.contrib.fused_rnn import FusedRNNCell
 from trainer.graph import Tensor
 from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tanh
 from trainer.rnn_cell import CellWrapper, LSTMBlockCell, LSTMStateTuple, RNNCell
@@ -508,7 +509,7 @@ class EmbeddingWrapper(RNNCell):
         return self.cell(embedded, state)
 
 
-class LSTMBlockFusedCell:
+class LSTMBlockFusedCell(FusedRNNCell):
     """TF's time-major fused LSTM: ``cell(inputs [time, batch, depth], initial_state=None,
     dtype=None, sequence_length=None)`` -> (outputs [time, batch, num_units], LSTMStateTuple(c, h)),
     variables ``lstm_fused_cell/kernel`` [depth + num_units, 4 num_units] and ``bias`` in TF's gate
