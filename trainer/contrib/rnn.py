@@ -9,6 +9,8 @@ from trainer.contrib.rnn_cells import (
     ConvLSTMCell,
     CoupledInputForgetGateLSTMCell,
     EmbeddingWrapper,
+    GRUBlockCell,
+    GRUBlockCellV2,
     HighwayWrapper,
     IntersectionRNNCell,
     LSTMBlockFusedCell,
@@ -38,9 +40,6 @@ from trainer.rnn_cell import (
     ResidualWrapper,
     RNNCell,
 )
-
-# contrib's GRU block cells run as GRUCell here.
-GRUBlockCell = GRUBlockCellV2 = GRUCell
 
 __all__ = [
     "AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",

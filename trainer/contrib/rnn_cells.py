@@ -20,12 +20,13 @@ from trainer.array_ops import clip_by_value, split, stack, unstack
 from trainer.contrib.fused_rnn import FusedRNNCell
 from trainer.graph import Tensor
 from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tanh
-from trainer.rnn_cell import CellWrapper, LSTMBlockCell, LSTMStateTuple, RNNCell
+from trainer.rnn_cell import CellWrapper, GRUCell, LSTMBlockCell, LSTMStateTuple, RNNCell
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = ["AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell",
-           "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
-           "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell", "UGRNNCell"]
+           "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "GRUBlockCell", "GRUBlockCellV2", "HighwayWrapper",
+           "IntersectionRNNCell", "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell",
+           "UGRNNCell"]
 
 
 def _layer_norm(x: Tensor, gamma, beta) -> Tensor:
@@ -507,6 +508,30 @@ class EmbeddingWrapper(RNNCell):
 
         embedded = embedding_lookup(self.embedding, reshape(inputs, [-1]))
         return self.cell(embedded, state)
+
+
+class GRUBlockCellV2(GRUCell):
+    """``tf.contrib.rnn.GRUBlockCellV2``: GRUCell's step and variables (``gates/kernel``, ``gates/bias``,
+    ``candidate/kernel``, ``candidate/bias``) with TF's arguments (``num_units`` or the old ``cell_size``)."""
+
+    def __init__(self, num_units: int | None = None, cell_size: int | None = None, reuse=None,
+                 name: str = "gru_cell"):
+        if (cell_size is None) == (num_units is None):
+            raise ValueError(f"{type(self).__name__}: exactly one of num_units or cell_size must be provided")
+        super().__init__(num_units if num_units is not None else cell_size, reuse=reuse, name=name)
+
+
+class GRUBlockCell(GRUBlockCellV2):
+    """``tf.contrib.rnn.GRUBlockCell``: GRUBlockCellV2 under TF's first variable names, which swap the
+    kernels' names: ``w_c`` [depth + units, 2 units] is the gates' (r, u) kernel with bias ``b_ru``
+    (ones), ``w_ru`` [depth + units, units] the candidate's with bias ``b_c`` (zeros)."""
+
+    def _make_variables(self, input_depth, dtype):
+        n = self._num_units
+        self.gates_kernel = self._variable("w_c", [input_depth + n, 2 * n], dtype)
+        self.gates_bias = self._variable("b_ru", [2 * n], dtype, initializers.Ones())
+        self.candidate_kernel = self._variable("w_ru", [input_depth + n, n], dtype)
+        self.candidate_bias = self._variable("b_c", [n], dtype, initializers.Zeros())
 
 
 class LSTMBlockFusedCell(FusedRNNCell):
