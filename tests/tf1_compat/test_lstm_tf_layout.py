@@ -277,6 +277,25 @@ def test_frozen_tf1_lstm_matches_the_tf_equations(case):
     np.testing.assert_allclose(got["h"], want_h, rtol=1e-4, atol=1e-5)
 
 
+def test_static_rnn_lstm_exports_to_onnx_with_its_forget_bias():
+    """static_rnn's LSTMBlockCell steps spelled in ONNX ops (forget_bias 1 an Add before f's sigmoid),
+    run by onnxruntime against the reference."""
+    ort = pytest.importorskip("onnxruntime")
+    from exporter import freeze, to_onnx
+
+    x = tf.placeholder(tf.float32, [BATCH, STEPS, DEPTH], name="x")
+    cell = tf.nn.rnn_cell.BasicLSTMCell(UNITS, forget_bias=1.0)
+    _, state = tf.nn.static_rnn(cell, tf.unstack(x, axis=1), dtype=tf.float32)
+    kernel, bias = tf_values(seed=9, depth=DEPTH, units=UNITS)
+    sess = tf.Session()
+    sess.run([tf.assign(v, value.astype(np.float32)) for v, value in zip(cell.variables, (kernel, bias))])
+    model = to_onnx(freeze(sess, {"x": x}, {"h": state.h})).SerializeToString()
+    data = inputs(7).astype(np.float32)
+    (got,) = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": data})
+    want_h = tf_lstm(np.transpose(data, [1, 0, 2]).astype(np.float64), kernel, bias, 1.0)[2]
+    np.testing.assert_allclose(got, want_h, rtol=1e-4, atol=1e-5)
+
+
 OPTION_CELLS = {
     # name: (make(forget_bias), scope, variables in creation order, reference options)
     "LSTMCell peepholes, clips, projection": (
