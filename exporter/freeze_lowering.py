@@ -71,33 +71,42 @@ def check_edge_kernel(node) -> None:
 
 
 def lower_lstm_block_cell(freezer, node, ins, outs, scope: Scope) -> list[ir.Node]:
-    """LSTMBlockCell (trainer/kernels/recurrent.py) in ONNX ops: z = [x, h] @ W + b; i, f, g, o = split(z, 4);
-    c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c')."""
+    """LSTMBlockCell (trainer/kernels/recurrent.py) in ONNX ops: z = [x, h] @ W + b; i, j, f, o = split(z, 4)
+    (TensorFlow's gate layout); c' = sigmoid(f + forget_bias) c + sigmoid(i) tanh(j); h' = sigmoid(o) tanh(c')."""
     x, h, c, w, b = ins
-    n = {k: freezer.fresh(f"{node.name}/{k}") for k in ("xh", "z", "zi", "zf", "zg", "zo", "i", "f", "g", "o", "fc", "ig", "tc")}
+    n = {k: freezer.fresh(f"{node.name}/{k}") for k in
+         ("xh", "z", "zi", "zj", "zf", "zf_fb", "zo", "i", "j", "f", "o", "fc", "ij", "tc")}
     h_out, c_out = outs[:2]
 
     def op(op_type, inputs, outputs, **attrs):
         return ir.Node(op_type, inputs, outputs, attrs, name=outputs[0])
 
-    return [
+    nodes = [
         op("Concat", [x, h], [n["xh"]], axis=1),
         op("Gemm", [n["xh"], w, b], [n["z"]]),
-        op("Split", [n["z"]], [n["zi"], n["zf"], n["zg"], n["zo"]], axis=1, num_outputs=4),
+        op("Split", [n["z"]], [n["zi"], n["zj"], n["zf"], n["zo"]], axis=1, num_outputs=4),
+    ]
+    forget_bias = float(node.attrs.get("forget_bias") or 0.0)
+    if forget_bias:
+        fb = freezer.fresh(f"{node.name}/forget_bias")
+        scope.graph.values[fb] = ir.Value(fb, data=np.asarray(forget_bias, node.inputs[0].dtype))
+        nodes.append(op("Add", [n["zf"], fb], [n["zf_fb"]]))
+    zf = n["zf_fb"] if forget_bias else n["zf"]
+    return nodes + [
         op("Sigmoid", [n["zi"]], [n["i"]]),
-        op("Sigmoid", [n["zf"]], [n["f"]]),
-        op("Tanh", [n["zg"]], [n["g"]]),
+        op("Tanh", [n["zj"]], [n["j"]]),
+        op("Sigmoid", [zf], [n["f"]]),
         op("Sigmoid", [n["zo"]], [n["o"]]),
         op("Mul", [n["f"], c], [n["fc"]]),
-        op("Mul", [n["i"], n["g"]], [n["ig"]]),
-        op("Add", [n["fc"], n["ig"]], [c_out]),
+        op("Mul", [n["i"], n["j"]], [n["ij"]]),
+        op("Add", [n["fc"], n["ij"]], [c_out]),
         op("Tanh", [c_out], [n["tc"]]),
         op("Mul", [n["o"], n["tc"]], [h_out]),
     ]
 
 
-# Our gates (LSTMBlockCell's column blocks of W: i, f, g, o) in ONNX LSTM's order (i, o, f, c).
-_ONNX_LSTM_GATES = (0, 3, 1, 2)
+# Our gates (LSTMBlockCell's column blocks of W, TensorFlow's i, j, f, o) in ONNX LSTM's order (i, o, f, c).
+_ONNX_LSTM_GATES = (0, 3, 2, 1)
 
 
 def lower_lstm_block_fused(freezer, node, ins, outs, scope: Scope) -> list[ir.Node]:

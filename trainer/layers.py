@@ -470,11 +470,12 @@ def embedding(ids, vocab_size: int, dim: int, name: str = "embedding"):
 
 
 def _lstm_variables(units: int, input_dim: int, dtype):
-    """``kernel`` [input_dim + units, 4 * units] (gates i, f, g, o) and ``bias`` in the current name
-    scope, shared by the LSTM layers so their weights and checkpoints are interchangeable."""
+    """``kernel`` [input_dim + units, 4 * units] (TensorFlow's gates i, j, f, o) and ``bias`` in the
+    current name scope, shared by the LSTM layers so their weights and checkpoints are interchangeable.
+    (Checkpoints written by flowstack before this layout hold the gates as i, f, j, o.)"""
     kernel = Variable(init.glorot_uniform((input_dim + units, 4 * units), dtype=dtype), name="kernel")
     bias = np.zeros((4 * units,), dtype)
-    bias[units:2 * units] = 1.0  # forget-gate bias 1: remember by default
+    bias[2 * units:3 * units] = 1.0  # forget-gate bias 1: remember by default
     return kernel, Variable(bias, name="bias")
 
 
@@ -506,8 +507,8 @@ class LSTMCell:
             h, c = make_op("LSTMBlockCell", [x, h, c, self.kernel, self.bias], domain=TRAINER_DOMAIN).outputs[:2]
             return h, (h, c)
         z = make_op("Gemm", [concat([x, h], axis=1), self.kernel, self.bias]).outputs[0]
-        i, f, gg, o = make_op("Split", [z], {"axis": 1, "num_outputs": 4}, num_outputs=4).outputs
-        c = nn.sigmoid(f) * c + nn.sigmoid(i) * nn.tanh(gg)
+        i, j, f, o = make_op("Split", [z], {"axis": 1, "num_outputs": 4}, num_outputs=4).outputs
+        c = nn.sigmoid(f) * c + nn.sigmoid(i) * nn.tanh(j)
         h = nn.sigmoid(o) * nn.tanh(c)
         return h, (h, c)
 

@@ -25,14 +25,14 @@ from trainer.array_ops import expand_dims, reverse, zeros
 from trainer.control_flow import while_loop
 from trainer.graph import Tensor
 from trainer.ops import cast, concat, constant, convert_to_tensor, gather, less, make_op, transpose, where
-from trainer.rnn_cell import BasicLSTMCell, LSTMCell, LSTMStateTuple, flatten_state, pack_state
+from trainer.rnn_cell import BasicLSTMCell, LSTMBlockCell, LSTMCell, LSTMStateTuple, flatten_state, pack_state
 from trainer.variable_scopes import variable_scope
 
 __all__ = ["FUSED_CELLS", "bidirectional_dynamic_rnn", "dynamic_rnn", "stack_bidirectional_dynamic_rnn",
            "static_bidirectional_rnn", "static_rnn", "transpose_batch_time"]
 
 # Cells whose whole-sequence run is one LSTMBlockFused op when no sequence_length masks steps.
-FUSED_CELLS = (BasicLSTMCell, LSTMCell)
+FUSED_CELLS = (BasicLSTMCell, LSTMBlockCell, LSTMCell)
 
 
 def _initial_state(cell, batch, dtype, initial_state, what: str):
@@ -101,7 +101,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         n_time = constant(np.asarray(steps, np.int64)) if steps is not None else gather(
             dynamic, constant(np.asarray(0, np.int64)))
         units = cell.output_size
-        if sequence_length is None and type(cell) in FUSED_CELLS:
+        if sequence_length is None and type(cell) in FUSED_CELLS and cell.runs_block_op:
             outputs, state = _fused_lstm(cell, xt, state0)
             return (outputs if time_major else transpose(outputs, [1, 0, 2])), state
         lengths = None if sequence_length is None else cast(convert_to_tensor(sequence_length), np.int64)

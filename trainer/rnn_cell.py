@@ -4,8 +4,11 @@ A cell maps ``(inputs [batch, depth], state) -> (output, new_state)``. It makes 
 with ``get_variable`` the first time it is called (or when ``build`` is called, as ``dynamic_rnn``
 does before its loop), in the variable scope current at that moment plus the cell's own name
 (``rnn/basic_lstm_cell/kernel``), and reuses them on every later call, so one cell unrolled over
-many steps shares one set of weights. LSTM cells run each step as one fused LSTMBlockCell op; their
-state is ``LSTMStateTuple(c, h)`` as in TensorFlow.
+many steps shares one set of weights. LSTM cells run each step as one fused LSTMBlockCell op (TF's
+equations as ops where LSTMCell's peepholes, clipping or projection are on); their
+state is ``LSTMStateTuple(c, h)`` as in TensorFlow, and their ``kernel`` and ``bias`` hold the gates'
+column blocks in TensorFlow's order i, j, f, o (input, candidate, forget, output), so a TensorFlow 1.x
+checkpoint restores as it is. (flowstack checkpoints written before this layout held i, f, j, o.)
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from collections import namedtuple
 import numpy as np
 
 from trainer import initializers, nn
-from trainer.array_ops import zeros
+from trainer.array_ops import clip_by_value, split, zeros
 from trainer.graph import TRAINER_DOMAIN, Tensor
-from trainer.ops import concat, convert_to_tensor, make_op, multiply, subtract, tanh
+from trainer.ops import concat, convert_to_tensor, make_op, matmul, multiply, sigmoid, subtract, tanh
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = [
@@ -119,7 +122,9 @@ class BasicRNNCell(RNNCell):
 
 
 class BasicLSTMCell(RNNCell):
-    """An LSTM step as one LSTMBlockCell op; ``forget_bias`` is added to the forget gate."""
+    """An LSTM step; ``forget_bias`` is added to the forget gate: ``i, j, f, o = split([x, h] @ kernel
+    + bias, 4)``, ``c' = c sigmoid(f + forget_bias) + sigmoid(i) act(j)``, ``h' = act(c') sigmoid(o)``.
+    With tanh (the default) a step is one LSTMBlockCell op; another activation composes it of ops."""
 
     default_name = "basic_lstm_cell"
 
@@ -127,14 +132,20 @@ class BasicLSTMCell(RNNCell):
                  reuse=None, name: str | None = None, dtype=None):
         if not state_is_tuple:
             raise ValueError(f"{type(self).__name__}: state_is_tuple=False (concatenated states) is not supported")
-        if activation is not None and activation is not tanh and activation is not nn.tanh:
-            raise ValueError(f"{type(self).__name__}: only the tanh activation is supported (fused LSTM op)")
-        super().__init__(num_units, None, reuse, name, dtype)
+        if activation is not None and not callable(activation):
+            raise ValueError(f"{type(self).__name__}: activation must be a function, got {activation!r}")
+        super().__init__(num_units, activation, reuse, name, dtype)
         self.forget_bias = float(forget_bias)
 
     @property
     def state_size(self):
         return LSTMStateTuple(self._num_units, self._num_units)
+
+    @property
+    def runs_block_op(self) -> bool:
+        """Whether a step is exactly the LSTMBlockCell op (dynamic_rnn then runs the whole sequence
+        as one LSTMBlockFused op): tanh, and none of LSTMCell's peepholes, clipping or projection."""
+        return self._activation is tanh or self._activation is nn.tanh
 
     def _make_variables(self, input_depth, dtype):
         self.kernel = self._variable("kernel", [input_depth + self._num_units, 4 * self._num_units], dtype)
@@ -142,31 +153,108 @@ class BasicLSTMCell(RNNCell):
 
     def call(self, inputs, state):
         c, h = state
-        h, c = make_op("LSTMBlockCell", [inputs, h, c, self.kernel, self.bias], {"forget_bias": self.forget_bias},
-                       domain=TRAINER_DOMAIN).outputs[:2]
+        if self.runs_block_op:
+            h, c = make_op("LSTMBlockCell", [inputs, h, c, self.kernel, self.bias], {"forget_bias": self.forget_bias},
+                           domain=TRAINER_DOMAIN).outputs[:2]
+            return h, LSTMStateTuple(c, h)
+        return self._composed_step(inputs, c, h)
+
+    def _composed_step(self, inputs, c_prev, h_prev):
+        """TF's step equations as ops (LSTMCell adds its options between them)."""
+        act = self._activation
+        z = nn.bias_add(matmul(concat([inputs, h_prev], axis=1), self.kernel), self.bias)
+        i, j, f, o = split(z, 4, axis=1)
+        c = sigmoid(self._peephole(f + self.forget_bias, "f", c_prev)) * c_prev + \
+            sigmoid(self._peephole(i, "i", c_prev)) * act(j)
+        c = self._clip_cell(c)
+        h = self._project(sigmoid(self._peephole(o, "o", c)) * act(c))
         return h, LSTMStateTuple(c, h)
+
+    # LSTMCell's options, between the equations' steps; a BasicLSTMCell has none.
+    def _peephole(self, gate, name, c):
+        return gate
+
+    def _clip_cell(self, c):
+        return c
+
+    def _project(self, h):
+        return h
 
 
 class LSTMCell(BasicLSTMCell):
-    """TensorFlow 1.x's ``LSTMCell`` without peepholes, clipping or projection (it refuses those)."""
+    """TensorFlow 1.x's ``LSTMCell``: BasicLSTMCell's step plus optional peepholes (``w_f_diag``,
+    ``w_i_diag``, ``w_o_diag``: the gates i and f also see c_prev, o the new c), ``cell_clip`` on c,
+    and a projection of h to ``num_proj`` (``projection/kernel``, clipped to ``proj_clip``). Without
+    those options a step is one LSTMBlockCell op, with them the ops of TF's equations."""
 
     default_name = "lstm_cell"
+    _peephole_order = ("f", "i", "o")  # the order TF's LSTMCell makes them in (checkpoints list them so)
 
     def __init__(self, num_units: int, use_peepholes: bool = False, cell_clip=None, initializer=None, num_proj=None,
                  proj_clip=None, num_unit_shards=None, num_proj_shards=None, forget_bias: float = 1.0,
                  state_is_tuple: bool = True, activation=None, reuse=None, name: str | None = None, dtype=None):
-        unsupported = {"use_peepholes": use_peepholes, "cell_clip": cell_clip, "num_proj": num_proj,
-                       "proj_clip": proj_clip}
-        given = [k for k, v in unsupported.items() if v]
-        if given:
-            raise ValueError(f"LSTMCell: {', '.join(given)} not supported; use BasicLSTMCell's options")
         super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype)
+        if num_proj is not None and int(num_proj) <= 0:
+            raise ValueError(f"LSTMCell: num_proj must be a positive int or None, got {num_proj!r}")
+        for arg, value in (("cell_clip", cell_clip), ("proj_clip", proj_clip)):
+            if value is not None and not float(value) >= 0:
+                raise ValueError(f"LSTMCell: {arg} must be a non-negative number or None, got {value!r}")
         self._initializer = initializer
+        self._use_peepholes = bool(use_peepholes)
+        self._cell_clip = None if cell_clip is None else float(cell_clip)
+        self._num_proj = None if num_proj is None else int(num_proj)
+        self._proj_clip = None if proj_clip is None else float(proj_clip)
+
+    @property
+    def state_size(self):
+        return LSTMStateTuple(self._num_units, self.output_size)
+
+    @property
+    def output_size(self):
+        return self._num_proj or self._num_units
+
+    @property
+    def runs_block_op(self) -> bool:
+        plain = not self._use_peepholes and self._cell_clip is None and self._num_proj is None
+        return plain and super().runs_block_op
 
     def _make_variables(self, input_depth, dtype):
-        self.kernel = self._variable("kernel", [input_depth + self._num_units, 4 * self._num_units], dtype,
-                                     self._initializer)
-        self.bias = self._variable("bias", [4 * self._num_units], dtype, initializers.Zeros())
+        n = self._num_units
+        self.kernel = self._variable("kernel", [input_depth + self.output_size, 4 * n], dtype, self._initializer)
+        self.bias = self._variable("bias", [4 * n], dtype, initializers.Zeros())
+        if self._use_peepholes:
+            self.peepholes = {g: self._variable(f"w_{g}_diag", [n], dtype, self._initializer)
+                              for g in self._peephole_order}
+        if self._num_proj is not None:
+            with variable_scope("projection"):
+                self.projection = self._variable("kernel", [n, self._num_proj], dtype, self._initializer)
+
+    def _peephole(self, gate, name, c):
+        return gate + self.peepholes[name] * c if self._use_peepholes else gate
+
+    def _clip_cell(self, c):
+        return c if self._cell_clip is None else clip_by_value(c, -self._cell_clip, self._cell_clip)
+
+    def _project(self, h):
+        if self._num_proj is None:
+            return h
+        h = matmul(h, self.projection)
+        return h if self._proj_clip is None else clip_by_value(h, -self._proj_clip, self._proj_clip)
+
+
+class LSTMBlockCell(LSTMCell):
+    """``tf.contrib.rnn.LSTMBlockCell``: TF's argument order and variables (``lstm_cell/kernel``,
+    ``lstm_cell/bias``, with ``use_peephole`` ``w_i_diag``, ``w_f_diag``, ``w_o_diag``: LSTMCell's
+    names, so either restores the other's checkpoint). ``cell_clip`` clips c where it is > 0 (TF's
+    op takes -1, the default, for none)."""
+
+    _peephole_order = ("i", "f", "o")
+
+    def __init__(self, num_units: int, forget_bias: float = 1.0, cell_clip=None, use_peephole: bool = False,
+                 dtype=None, reuse=None, name: str = "lstm_cell"):
+        clip = cell_clip if cell_clip is not None and cell_clip > 0 else None
+        super().__init__(num_units, use_peepholes=use_peephole, cell_clip=clip, forget_bias=forget_bias, reuse=reuse,
+                         name=name, dtype=dtype)
 
 
 class GRUCell(RNNCell):

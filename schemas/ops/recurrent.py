@@ -82,9 +82,11 @@ D = "flowstack"
 
 
 @op("LSTMBlockCell", domain=D, inputs=["x", "h_prev", "c_prev", "W", "b"],
-    outputs=["h", "c", "i", "f", "o", "g", "co"], attrs={"forget_bias": Attr("float", 0.0)}, differentiable=True,
-    doc="One LSTM step, fused: z = [x, h_prev] @ W + b split into gates i, f, g, o; c = f*c_prev + i*g, "
-        "h = o*tanh(c). The gate activations are outputs too, for the gradient (as TensorFlow's LSTMBlockCell).")
+    outputs=["h", "c", "i", "j", "f", "o", "co"], attrs={"forget_bias": Attr("float", 0.0)}, differentiable=True,
+    doc="One LSTM step, fused, in TensorFlow's gate layout: z = [x, h_prev] @ W + b split into column blocks "
+        "i, j, f, o (input gate, candidate, forget gate, output gate, as TensorFlow 1.x's LSTM cells and "
+        "LSTMBlockCell op); c = sigmoid(f + forget_bias)*c_prev + sigmoid(i)*tanh(j), h = sigmoid(o)*tanh(c). "
+        "The gate activations and co = tanh(c) are outputs too, for the gradient.")
 def _lstm_block_cell(ctx):
     x, h, w = ctx.input(0), ctx.input(1), ctx.input(3)
     if w.shape is not None and w.shape[1] is not None:
@@ -99,7 +101,7 @@ def _lstm_block_cell(ctx):
 
 
 op("LSTMBlockCellGrad", domain=D,
-   inputs=["dh", "dc", "x", "h_prev", "c_prev", "W", "i", "f", "o", "g", "co"],
+   inputs=["dh", "dc", "x", "h_prev", "c_prev", "W", "i", "j", "f", "o", "co"],
    outputs=["dx", "dh_prev", "dc_prev", "dW", "db"], attrs={"need_dx": Attr("int", 1)},
    doc="Gradient of LSTMBlockCell. need_dx=0 skips dx (None) where nothing reads it, e.g. a fed "
        "input sequence: a fifth of the step's backward GEMM work for the first layer.")(
@@ -145,8 +147,8 @@ def _lstm_fused_dims(ctx):
     differentiable=True,
     doc="A whole time-major LSTM sequence as one op (TensorFlow's LSTMBlockFusedCell / BlockLSTM): "
         "x [T, B, I] from state h0, c0 [B, H] with W [I + H, 4H] and b [4H] in LSTMBlockCell's gate layout "
-        "(i, f, g, o), so the weights are interchangeable. y [T, B, H] holds every step's h, h_n and c_n "
-        "[B, H] the final state. gates [T, B, 4H] (the activations i, f, g, o), cs [T, B, H] (each c) and "
+        "(TensorFlow's i, j, f, o), so the weights are interchangeable. y [T, B, H] holds every step's h, h_n "
+        "and c_n [B, H] the final state. gates [T, B, 4H] (the activations i, j, f, o), cs [T, B, H] (each c) and "
         "co [T, B, H] (tanh(c)) are saved for the gradient, not differentiable.")
 def _lstm_block_fused(ctx):
     steps, batch, _, hidden = _lstm_fused_dims(ctx)

@@ -318,8 +318,8 @@ def test_lstm_block_fused_cell_is_time_major_with_sequence_lengths():
     np.testing.assert_allclose(h_got, h, rtol=1e-8)
     with pytest.raises(ValueError, match="Either initial_state or dtype"):
         cell(xt)
-    with pytest.raises(ValueError, match="use_peephole"):
-        tf.contrib.rnn.LSTMBlockFusedCell(4, use_peephole=True)
+    with pytest.raises(ValueError, match=r"inputs must be time-major \[time, batch, depth\] with a known depth"):
+        cell(tf.placeholder(tf.float64, [3, 5]), dtype=tf.float64)
 
 
 def test_a_user_layer_rnn_cell_builds_in_its_own_scope():

@@ -1,5 +1,6 @@
 """``tf.contrib.rnn``: the recurrent cells and the unrolled runners."""
 
+from trainer.contrib.fused_rnn import FusedRNNCell, FusedRNNCellAdaptor, TimeReversedFusedRNN
 from trainer.contrib.rnn_cells import (
     AttentionCellWrapper,
     Conv1DLSTMCell,
@@ -8,6 +9,8 @@ from trainer.contrib.rnn_cells import (
     ConvLSTMCell,
     CoupledInputForgetGateLSTMCell,
     EmbeddingWrapper,
+    GRUBlockCell,
+    GRUBlockCellV2,
     HighwayWrapper,
     IntersectionRNNCell,
     LSTMBlockFusedCell,
@@ -30,6 +33,7 @@ from trainer.rnn_cell import (
     InputProjectionWrapper,
     OutputProjectionWrapper,
     GRUCell,
+    LSTMBlockCell,
     LSTMCell,
     LSTMStateTuple,
     MultiRNNCell,
@@ -37,13 +41,9 @@ from trainer.rnn_cell import (
     RNNCell,
 )
 
-# contrib's block cells are the fused-op cells here: BasicLSTMCell already runs LSTMBlockCell.
-LSTMBlockCell = BasicLSTMCell
-GRUBlockCell = GRUBlockCellV2 = GRUCell
-
 __all__ = [
     "AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell", "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
-    "LSTMBlockFusedCell", "LayerRNNCell",
+    "FusedRNNCell", "FusedRNNCellAdaptor", "LSTMBlockFusedCell", "LayerRNNCell", "TimeReversedFusedRNN",
     "LayerNormBasicLSTMCell", "NASCell", "UGRNNCell", "stack_bidirectional_rnn",
     "BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUBlockCell", "GRUBlockCellV2", "GRUCell",
     "InputProjectionWrapper", "LSTMBlockCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell",

@@ -16,15 +16,17 @@ import math
 import numpy as np
 
 from trainer import initializers, nn
-from trainer.array_ops import clip_by_value, split
+from trainer.array_ops import clip_by_value, split, stack, unstack
+from trainer.contrib.fused_rnn import FusedRNNCell
 from trainer.graph import Tensor
 from trainer.ops import concat, convert_to_tensor, matmul, reshape, sigmoid, tanh
-from trainer.rnn_cell import BasicLSTMCell, CellWrapper, LSTMStateTuple, RNNCell
+from trainer.rnn_cell import CellWrapper, GRUCell, LSTMBlockCell, LSTMStateTuple, RNNCell
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = ["AttentionCellWrapper", "Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell", "ConvLSTMCell",
-           "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "HighwayWrapper", "IntersectionRNNCell",
-           "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell", "UGRNNCell"]
+           "CoupledInputForgetGateLSTMCell", "EmbeddingWrapper", "GRUBlockCell", "GRUBlockCellV2", "HighwayWrapper",
+           "IntersectionRNNCell", "LSTMBlockFusedCell", "LayerNormBasicLSTMCell", "LayerRNNCell", "NASCell",
+           "UGRNNCell"]
 
 
 def _layer_norm(x: Tensor, gamma, beta) -> Tensor:
@@ -508,37 +510,44 @@ class EmbeddingWrapper(RNNCell):
         return self.cell(embedded, state)
 
 
-def _tf_to_block_gates(t, axis: int):
-    """TF's LSTM gate columns (i, j, f, o) reordered to flowstack's LSTMBlockCell ops' (i, f, j, o)."""
-    i, j, f, o = split(t, 4, axis=axis)
-    return concat([i, f, j, o], axis=axis)
+class GRUBlockCellV2(GRUCell):
+    """``tf.contrib.rnn.GRUBlockCellV2``: GRUCell's step and variables (``gates/kernel``, ``gates/bias``,
+    ``candidate/kernel``, ``candidate/bias``) with TF's arguments (``num_units`` or the old ``cell_size``)."""
+
+    def __init__(self, num_units: int | None = None, cell_size: int | None = None, reuse=None,
+                 name: str = "gru_cell"):
+        if (cell_size is None) == (num_units is None):
+            raise ValueError(f"{type(self).__name__}: exactly one of num_units or cell_size must be provided")
+        super().__init__(num_units if num_units is not None else cell_size, reuse=reuse, name=name)
 
 
-class _TFLayoutLSTMCell(BasicLSTMCell):
-    """A BasicLSTMCell whose variables hold TF's gate layout (i, j, f, o), reordered for the ops."""
+class GRUBlockCell(GRUBlockCellV2):
+    """``tf.contrib.rnn.GRUBlockCell``: GRUBlockCellV2 under TF's first variable names, which swap the
+    kernels' names: ``w_c`` [depth + units, 2 units] is the gates' (r, u) kernel with bias ``b_ru``
+    (ones), ``w_ru`` [depth + units, units] the candidate's with bias ``b_c`` (zeros)."""
 
     def _make_variables(self, input_depth, dtype):
         n = self._num_units
-        kernel = self._variable("kernel", [input_depth + n, 4 * n], dtype)
-        bias = self._variable("bias", [4 * n], dtype, initializers.Zeros())
-        self.kernel, self.bias = _tf_to_block_gates(kernel, 1), _tf_to_block_gates(bias, 0)
+        self.gates_kernel = self._variable("w_c", [input_depth + n, 2 * n], dtype)
+        self.gates_bias = self._variable("b_ru", [2 * n], dtype, initializers.Ones())
+        self.candidate_kernel = self._variable("w_ru", [input_depth + n, n], dtype)
+        self.candidate_bias = self._variable("b_c", [n], dtype, initializers.Zeros())
 
 
-class LSTMBlockFusedCell:
+class LSTMBlockFusedCell(FusedRNNCell):
     """TF's time-major fused LSTM: ``cell(inputs [time, batch, depth], initial_state=None,
     dtype=None, sequence_length=None)`` -> (outputs [time, batch, num_units], LSTMStateTuple(c, h)),
     variables ``lstm_fused_cell/kernel`` [depth + num_units, 4 num_units] and ``bias`` in TF's gate
-    layout (i, j, f, o: a TF checkpoint's values). Without ``sequence_length`` the sequence runs as
-    one LSTMBlockFused op; with it, step by step, zero outputs and a kept state past each length."""
+    layout (i, j, f, o: a TF checkpoint's values), and with ``use_peephole`` ``w_i_diag``, ``w_f_diag``,
+    ``w_o_diag``; ``cell_clip`` > 0 clips the cell state. Without ``sequence_length``, peepholes or
+    clipping the sequence runs as one LSTMBlockFused op; otherwise as LSTMBlockCell's steps in a
+    while_loop, with zero outputs and a kept state past each length."""
 
     def __init__(self, num_units: int, forget_bias: float = 1.0, cell_clip=None, use_peephole: bool = False,
                  reuse=None, dtype=None, name: str = "lstm_fused_cell"):
-        if cell_clip is not None and cell_clip > 0:
-            raise ValueError("LSTMBlockFusedCell: cell_clip is not supported (the fused op does not clip)")
-        if use_peephole:
-            raise ValueError("LSTMBlockFusedCell: use_peephole=True is not supported")
         self._num_units = num_units
-        self._cell = _TFLayoutLSTMCell(num_units, forget_bias=forget_bias, name=name, dtype=dtype)
+        self._cell = LSTMBlockCell(num_units, forget_bias=forget_bias, cell_clip=cell_clip,
+                                   use_peephole=use_peephole, name=name, dtype=dtype)
 
     @property
     def num_units(self) -> int:
@@ -549,10 +558,16 @@ class LSTMBlockFusedCell:
         return self._cell.variables
 
     def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+        """A list of ``time`` [batch, depth] steps in gives a list of outputs back, as in TF."""
+        if isinstance(inputs, list):
+            outputs, state = self(stack(inputs), initial_state, dtype, sequence_length, scope)
+            return unstack(outputs), state
+        return self._call_sequence(convert_to_tensor(inputs), initial_state, dtype, sequence_length, scope)
+
+    def _call_sequence(self, x, initial_state, dtype, sequence_length, scope):
         from trainer.ops import make_op
         from trainer.rnn import dynamic_rnn
 
-        x = convert_to_tensor(inputs)
         if x.shape is None or len(x.shape) != 3 or x.shape[2] is None:
             raise ValueError(f"LSTMBlockFusedCell: inputs must be time-major [time, batch, depth] with a known "
                              f"depth, got shape {x.shape}")
@@ -561,7 +576,7 @@ class LSTMBlockFusedCell:
         cell = self._cell
         with variable_scope(scope) if scope is not None else contextlib.nullcontext():
             cell.build(int(x.shape[2]), dtype or x.dtype)  # lstm_fused_cell/kernel where the cell is called
-            if sequence_length is not None:
+            if sequence_length is not None or not cell.runs_block_op:
                 return dynamic_rnn(cell, x, sequence_length=sequence_length, initial_state=initial_state,
                                    dtype=dtype, time_major=True, scope="fused")
             if initial_state is None:

@@ -10,10 +10,10 @@ from trainer.graph import GraphError
 @register_gradient("LSTMBlockCell", "flowstack")
 def _lstm_block_cell(node, grads):
     x, h_prev, c_prev, w, _ = node.inputs
-    h, c, i, f, o, g, co = node.outputs
+    h, c, i, j, f, o, co = node.outputs
     dh = grads[0] if grads[0] is not None else fs("ZerosLike", [h])
     dc = grads[1] if grads[1] is not None else fs("ZerosLike", [c])
-    dx, dh_prev, dc_prev, dw, db = fs("LSTMBlockCellGrad", [dh, dc, x, h_prev, c_prev, w, i, f, o, g, co], n=5)
+    dx, dh_prev, dc_prev, dw, db = fs("LSTMBlockCellGrad", [dh, dc, x, h_prev, c_prev, w, i, j, f, o, co], n=5)
     return [dx, dh_prev, dc_prev, dw, db]
 
 

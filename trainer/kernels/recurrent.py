@@ -4,7 +4,9 @@ One op runs every step, so the work that does not depend on the recurrence is do
 whole sequence as large GEMMs: the input projection ``X @ W_x`` before the forward loop, and
 ``dW``, ``db`` (and, in the gradient rule, ``dx``) after the backward loop. Each step is then one
 small GEMM against the recurrent weights plus elementwise gate math written into buffers
-allocated once per call. The gate layout is LSTMBlockCell's (columns i, f, g, o of W).
+allocated once per call. The gate layout is TensorFlow's (columns i, j, f, o of W: input gate,
+candidate, forget gate, output gate), so a TensorFlow 1.x checkpoint's LSTM kernel and bias run as
+they are.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ D = "flowstack"
 
 @lru_cache(maxsize=None)
 def gate_affine(hidden, dtype, xp):
-    """Per-column (scale, shift) over the [i, f, g, o] gates: sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5
-    and g = tanh(z), so one tanh pass covers all four gates (cached: never written to)."""
+    """Per-column (scale, shift) over the [i, j, f, o] gates: sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5
+    and j = tanh(z), so one tanh pass covers all four gates (cached: never written to)."""
     half = xp.full(4 * hidden, 0.5, dtype=dtype)
-    half[2 * hidden:3 * hidden] = 1
+    half[hidden:2 * hidden] = 1
     shift = xp.full(4 * hidden, 0.5, dtype=dtype)
-    shift[2 * hidden:3 * hidden] = 0
+    shift[hidden:2 * hidden] = 0
     return half, shift
 
 
@@ -34,22 +36,22 @@ def lstm_block_cell(x, h_prev, c_prev, w, b, *, xp, forget_bias):
     z = xp.matmul(xp.concatenate((x, h_prev), axis=1), w)
     z += b
     if forget_bias:
-        z[:, hidden:2 * hidden] += forget_bias
+        z[:, 2 * hidden:3 * hidden] += forget_bias
     half, shift = gate_affine(hidden, z.dtype.str, xp)
     z *= half
     xp.tanh(z, out=z)
     z *= half
     z += shift
-    i, f, g, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    i, j, f, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
     c = f * c_prev
-    c += i * g
+    c += i * j
     co = xp.tanh(c)
     h = o * co
-    return h, c, i, f, o, g, co
+    return h, c, i, j, f, o, co
 
 
 @kernel("LSTMBlockCellGrad", domain=D)
-def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp, need_dx=1):
+def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, j, f, o, co, *, xp, need_dx=1):
     hidden = h_prev.shape[1]
     d = x.shape[1]
     dz = xp.empty((x.shape[0], 4 * hidden), dtype=x.dtype)
@@ -57,9 +59,9 @@ def lstm_block_cell_grad(dh, dc, x, h_prev, c_prev, w, i, f, o, g, co, *, xp, ne
     dct *= 1 - co * co
     dct += dc
     # pre-activation gradients, written straight into their slices of dz
-    xp.multiply(dct * g, i * (1 - i), out=dz[:, :hidden])
-    xp.multiply(dct * c_prev, f * (1 - f), out=dz[:, hidden:2 * hidden])
-    xp.multiply(dct * i, 1 - g * g, out=dz[:, 2 * hidden:3 * hidden])
+    xp.multiply(dct * j, i * (1 - i), out=dz[:, :hidden])
+    xp.multiply(dct * i, 1 - j * j, out=dz[:, hidden:2 * hidden])
+    xp.multiply(dct * c_prev, f * (1 - f), out=dz[:, 2 * hidden:3 * hidden])
     xp.multiply(dh * co, o * (1 - o), out=dz[:, 3 * hidden:])
     if need_dx:
         dxh = xp.matmul(dz, w.T)
@@ -79,12 +81,12 @@ def lstm_block_fused(x, h0, c0, w, b, *, xp, forget_bias):
     hidden = h0.shape[1]
     dtype = x.dtype
     # sigmoid(z) = 0.5 * tanh(0.5 * z) + 0.5: with the sigmoid gates' columns of W and b halved up
-    # front, one tanh over all four gates and one affine map give i, f, g and o.
+    # front, one tanh over all four gates and one affine map give i, j, f and o.
     half, shift = gate_affine(hidden, dtype.str, xp)
     w_half = w * half
     bias = b * half
     if forget_bias:
-        bias[hidden:2 * hidden] += dtype.type(0.5 * forget_bias)
+        bias[2 * hidden:3 * hidden] += dtype.type(0.5 * forget_bias)
     gates = xp.empty((steps, batch, 4 * hidden), dtype=dtype)  # the input projection, then the activations
     xp.matmul(x.reshape(steps * batch, width), w_half[:width], out=gates.reshape(steps * batch, 4 * hidden))
     gates += bias
@@ -102,9 +104,9 @@ def lstm_block_fused(x, h0, c0, w, b, *, xp, forget_bias):
         xp.tanh(z, out=z)
         z *= half
         z += shift
-        i, f, g, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        i, j, f, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
         xp.multiply(f, c, out=cs[t])
-        xp.multiply(i, g, out=ig)
+        xp.multiply(i, j, out=ig)
         cs[t] += ig
         xp.tanh(cs[t], out=co[t])
         xp.multiply(o, co[t], out=y[t])
@@ -120,20 +122,20 @@ def lstm_block_fused_grad(x, h0, c0, w, y, gates, cs, co, dy, dh_n, dc_n, *, xp)
     dtype = x.dtype
     # What multiplies the incoming gradients at each step depends only on forward values, so it is
     # computed for all steps at once: with dc the cell state's gradient and dh the output's,
-    #   dz_i = dc * g i(1-i),  dz_f = dc * c_prev f(1-f),  dz_g = dc * i (1-g^2),  dz_o = dh * co o(1-o)
+    #   dz_i = dc * j i(1-i),  dz_j = dc * i (1-j^2),  dz_f = dc * c_prev f(1-f),  dz_o = dh * co o(1-o)
     # and dc picks up dh * o (1-co^2) from h = o tanh(c). The loop then scales these factors in
     # place into dz: every buffer here is allocated once (fresh pages cost as much as the math).
     dz = xp.subtract(1, gates, dtype=dtype)
-    dz *= gates  # a(1-a): the sigmoid gates' derivative (the g block is overwritten below)
-    i, f, g, o = (gates[..., k * hidden:(k + 1) * hidden] for k in range(4))
-    d_i, d_f, d_g, d_o = (dz[..., k * hidden:(k + 1) * hidden] for k in range(4))
-    d_i *= g
+    dz *= gates  # a(1-a): the sigmoid gates' derivative (the j block is overwritten below)
+    i, j, f, o = (gates[..., k * hidden:(k + 1) * hidden] for k in range(4))
+    d_i, d_j, d_f, d_o = (dz[..., k * hidden:(k + 1) * hidden] for k in range(4))
+    d_i *= j
     d_f[:1] *= c0
     d_f[1:] *= cs[:-1]
     d_o *= co
-    xp.multiply(g, g, out=d_g)
-    xp.subtract(1, d_g, out=d_g)
-    d_g *= i
+    xp.multiply(j, j, out=d_j)
+    xp.subtract(1, d_j, out=d_j)
+    d_j *= i
     through_h = xp.multiply(co, co)
     xp.subtract(1, through_h, out=through_h)
     through_h *= o
@@ -141,13 +143,13 @@ def lstm_block_fused_grad(x, h0, c0, w, y, gates, cs, co, dy, dh_n, dc_n, *, xp)
     dc = xp.zeros((batch, hidden), dtype=dtype) if dc_n is None else xp.array(dc_n, dtype=dtype)
     tmp = xp.empty((batch, hidden), dtype=dtype)
     w_h_t = w[width:].T  # a transposed view: BLAS reads it as is
-    ifg = dz.reshape(steps, batch, 4, hidden)[:, :, :3]
+    ijf = dz.reshape(steps, batch, 4, hidden)[:, :, :3]  # the gates dc scales: i, j and f
     for t in range(steps - 1, -1, -1):
         if dy is not None:
             dh += dy[t]
         xp.multiply(dh, through_h[t], out=tmp)
         dc += tmp
-        xp.multiply(ifg[t], dc[:, None, :], out=ifg[t])  # i, f and g in one op
+        xp.multiply(ijf[t], dc[:, None, :], out=ijf[t])  # i, j and f in one op
         d_o[t] *= dh
         dc *= f[t]
         xp.matmul(dz[t], w_h_t, out=dh)
