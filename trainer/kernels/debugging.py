@@ -58,8 +58,20 @@ def print_kernel(rctx, value, *data, xp, message, first_n, summarize):
     return value
 
 
+def _joined(values, summarize: int) -> str:
+    """An assertion's data for its error message: arrays in brackets, scalars (the message parts
+    tf.assert_* pass) as they are, space-separated."""
+    parts = []
+    for v in values:
+        a = np.asarray(v)
+        flat = a.reshape(-1)
+        shown = " ".join(str(x) for x in flat[:summarize]) + (" ..." if flat.size > summarize else "")
+        parts.append(f"[{shown}]" if a.ndim else str(a[()]))
+    return " ".join(parts)
+
+
 @stateful_kernel("Assert")
 def assert_kernel(rctx, condition, *data, xp, summarize, message):
     if not bool(np.all(condition)):
-        raise InvalidArgumentError(f"assertion failed: {message} {_show(data, summarize)}".replace("  ", " "))
+        raise InvalidArgumentError(f"assertion failed: {message} {_joined(data, summarize)}".replace("  ", " "))
     return condition
