@@ -16,6 +16,7 @@ from trainer import tf_random as random
 from trainer import tf_sparse as sparse
 from trainer import tf_strings as strings
 from trainer import tf_lookup as lookup
+from trainer import tf_manip as manip
 from trainer import tf_io as io
 from trainer import tf_logging as logging
 from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 spells them
@@ -103,6 +104,11 @@ from trainer.case import case
 from trainer.template import make_template
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import count_up_to, local_variables, local_variables_initializer
+from trainer.array_extras import *  # noqa: F403 - tf.roll, tf.tensor_scatter_nd_update & co.
+from trainer.array_extras import __all__ as _ARRAY_EXTRAS
+from trainer.graph_extras import *  # noqa: F403 - tf.switch_case, tf.init_scope, tf.py_function & co.
+from trainer.graph_extras import __all__ as _GRAPH_EXTRAS
+from trainer.print_ops import print_ as print  # noqa: A001 - tf.print
 
 newaxis = None
 
@@ -193,7 +199,7 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
+__all__ = sorted(set(_ARRAY_EXTRAS) | set(_GRAPH_EXTRAS) | {"manip", "print"} | set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
