@@ -23,7 +23,7 @@ from trainer.tensor_shape import TensorShape
 
 __all__ = ["batch_gather", "batch_scatter_update", "bitcast", "broadcast_dynamic_shape", "broadcast_static_shape",
            "ensure_shape", "histogram_fixed_width", "histogram_fixed_width_bins", "required_space_to_batch_paddings",
-           "roll", "searchsorted", "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+           "roll", "searchsorted", "sparse_matmul", "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
            "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update", "unravel_index"]
 
 D = "flowstack"
@@ -291,6 +291,21 @@ def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=Non
     paddings = stack([start, end + extra], axis=1, name=(name + "/paddings") if name else "paddings")
     crops = stack([zeros_like(extra), extra], axis=1, name=(name + "/crops") if name else "crops")
     return paddings, crops
+
+
+def sparse_matmul(a, b, transpose_a: bool = False, transpose_b: bool = False, a_is_sparse: bool = False,
+                  b_is_sparse: bool = False, name=None) -> Tensor:
+    """``tf.sparse_matmul``: the dense product of two matrices; the ``*_is_sparse`` hints (which let
+    TensorFlow pick a kernel for mostly-zero inputs) change nothing here."""
+    from trainer.array_ops import matmul
+
+    x, y = convert_to_tensor(a), convert_to_tensor(b)
+    for label, t in (("a", x), ("b", y)):
+        if t.dtype is not None and t.dtype.kind != "f":
+            raise TypeError(f"sparse_matmul: {label} must be floating point, got {t.dtype}")
+        if t.shape is not None and len(t.shape) != 2:
+            raise ValueError(f"sparse_matmul: {label} must be a matrix, got shape {t.shape}")
+    return matmul(x, y, transpose_a=transpose_a, transpose_b=transpose_b, name=name or "SparseMatMul")
 
 
 # -- reinterpretation and checks -------------------------------------------------------------------

@@ -109,6 +109,11 @@ from trainer.array_extras import __all__ as _ARRAY_EXTRAS
 from trainer.graph_extras import *  # noqa: F403 - tf.switch_case, tf.init_scope, tf.py_function & co.
 from trainer.graph_extras import __all__ as _GRAPH_EXTRAS
 from trainer.print_ops import print_ as print  # noqa: A001 - tf.print
+from trainer.sparse_combine import add as sparse_add, concat as sparse_concat, maximum as sparse_maximum  # noqa: F401
+from trainer.sparse_combine import merge as sparse_merge, minimum as sparse_minimum, reshape as sparse_reshape  # noqa
+from trainer.sparse_combine import slice as sparse_slice, softmax as sparse_softmax, split as sparse_split  # noqa
+from trainer.sparse_combine import transpose as sparse_transpose  # noqa: F401
+from trainer.sparse_ops import reduce_max_to_dense as sparse_reduce_max  # noqa: F401
 
 newaxis = None
 
@@ -199,7 +204,9 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_EXTRAS) | set(_GRAPH_EXTRAS) | {"manip", "print"} | set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
+__all__ = sorted(set(_ARRAY_EXTRAS) | set(_GRAPH_EXTRAS) | {"manip", "print", "sparse_add", "sparse_concat", "sparse_maximum", "sparse_merge", "sparse_minimum",
+                 "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax", "sparse_split",
+                 "sparse_transpose"} | set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
