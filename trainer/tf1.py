@@ -21,6 +21,7 @@ from trainer import tf_bitwise as bitwise
 from trainer import tf_sets as sets
 from trainer import tf_signal as signal
 from trainer import tf_spectral as spectral
+from trainer import tf_test as test
 from trainer.tf_signal import fft, fft2d, fft3d, ifft, ifft2d, ifft3d
 from trainer import tf_io as io
 from trainer import tf_logging as logging
@@ -210,7 +211,7 @@ def no_regularizer(_):
 
 
 __all__ = sorted(set(_ARRAY_EXTRAS) | set(_GRAPH_EXTRAS) | {"bitwise", "fft", "fft2d", "fft3d", "ifft", "ifft2d", "ifft3d", "manip", "print", "sets", "signal",
-                 "spectral", "sparse_add", "sparse_concat", "sparse_maximum", "sparse_merge", "sparse_minimum",
+                 "spectral", "test", "sparse_add", "sparse_concat", "sparse_maximum", "sparse_merge", "sparse_minimum",
                  "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax", "sparse_split",
                  "sparse_transpose"} | set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
