@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.array_ops import pad, unsorted_segment_sum
+from trainer.array_ops import matmul, pad, unsorted_segment_sum
 from trainer.dtypes import as_numpy_dtype
 from trainer.graph import Tensor
 from trainer.ops import convert_to_tensor, gather, make_op, reshape, transpose
 
-__all__ = ["fft", "fft2d", "fft3d", "frame", "hamming_window", "hann_window", "ifft", "ifft2d", "ifft3d",
-           "inverse_stft", "inverse_stft_window_fn", "irfft", "irfft2d", "irfft3d", "overlap_and_add", "rfft",
-           "rfft2d", "rfft3d", "stft"]
+__all__ = ["dct", "fft", "fft2d", "fft3d", "frame", "hamming_window", "hann_window", "idct", "ifft", "ifft2d",
+           "ifft3d", "inverse_stft", "inverse_stft_window_fn", "irfft", "irfft2d", "irfft3d",
+           "linear_to_mel_weight_matrix", "mfccs_from_log_mel_spectrograms", "overlap_and_add", "rfft", "rfft2d",
+           "rfft3d", "stft"]
 
 D = "flowstack"
 
@@ -261,3 +262,109 @@ def inverse_stft(stfts, frame_length, frame_step, fft_length=None, window_fn=han
     if window_fn is not None:
         frames = frames * window_fn(length, dtype=frames.dtype)
     return overlap_and_add(frames, frame_step, name=name)
+
+
+# -- discrete cosine transforms and mel features ---------------------------------------------------
+def _dct_matrix(n: int, kind: int, ortho: bool) -> np.ndarray:
+    """M with ``y = x @ M`` the DCT of ``kind`` over ``n`` samples (SciPy's and TensorFlow's scaling)."""
+    j = np.arange(n)[:, None]  # sample
+    k = np.arange(n)[None, :]  # frequency
+    if kind == 1:
+        m = 2 * np.cos(np.pi * j * k / (n - 1))
+        m[0, :], m[-1, :] = 1.0, (-1.0) ** np.arange(n)
+        return m
+    if kind == 2:
+        m = 2 * np.cos(np.pi * k * (2 * j + 1) / (2 * n))
+        if ortho:
+            m[:, 0] *= np.sqrt(1 / (4 * n))
+            m[:, 1:] *= np.sqrt(1 / (2 * n))
+        return m
+    m = 2 * np.cos(np.pi * j * (2 * k + 1) / (2 * n))  # kind 3
+    m[0, :] = 1.0
+    if ortho:
+        m[0, :] *= np.sqrt(1 / n)
+        m[1:, :] *= np.sqrt(1 / (2 * n))
+    return m
+
+
+def dct(input, type: int = 2, n=None, axis: int = -1, norm=None, name=None) -> Tensor:  # noqa: A002 - TF's names
+    """The DCT of ``type`` 1, 2 or 3 over the innermost dim (cropped or zero-padded to ``n``);
+    ``norm="ortho"`` scales types 2 and 3 to be orthonormal (each the other's inverse)."""
+    x = convert_to_tensor(input)
+    if type not in (1, 2, 3):
+        raise ValueError(f"dct: only types 1, 2 and 3 are supported, got {type}")
+    if axis != -1:
+        raise NotImplementedError(f"dct: axis must be -1 (as in TensorFlow 1.15), got {axis}")
+    if norm not in (None, "ortho"):
+        raise ValueError(f"dct: norm must be None or 'ortho', got {norm!r}")
+    if type == 1 and norm == "ortho":
+        raise ValueError("dct: norm='ortho' is not supported for type 1")
+    if x.dtype is not None and x.dtype.kind != "f":
+        raise TypeError(f"dct: input must be float32 or float64, got {x.dtype}")
+    if x.shape is None or not x.shape or x.shape[-1] is None:
+        raise ValueError(f"dct: input must have a static innermost dim, got shape {x.shape}")
+    size = x.shape[-1] if n is None else _static_int(n, "dct: n")
+    if size < 1 or (type == 1 and size < 2):
+        raise ValueError(f"dct: the transform length must be at least {2 if type == 1 else 1}, got {size}")
+    if size != x.shape[-1]:
+        rank = len(x.shape)
+        if size < x.shape[-1]:
+            x = make_op("Slice", [x, np.array([0], np.int64), np.array([size], np.int64),
+                                  np.array([-1], np.int64)]).outputs[0]
+        else:
+            x = pad(x, [[0, 0]] * (rank - 1) + [[0, size - x.shape[-1]]])
+    basis = convert_to_tensor(_dct_matrix(size, type, norm == "ortho").astype(np.dtype(x.dtype)))
+    flat = reshape(x, [-1, size])
+    lead = [-1 if d is None else d for d in x.shape[:-1]]
+    return reshape(matmul(flat, basis), lead + [size], name=name)
+
+
+def idct(input, type: int = 2, n=None, axis: int = -1, norm=None, name=None) -> Tensor:  # noqa: A002
+    """The inverse of ``dct(type)``: the DCT of type 1, 3 or 2 for type 1, 2 or 3. Unnormalized, it
+    scales by ``2 * (n - 1)`` for type 1 and ``2 * n`` otherwise (``norm="ortho"``: exact)."""
+    if type not in (1, 2, 3):
+        raise ValueError(f"idct: only types 1, 2 and 3 are supported, got {type}")
+    return dct(input, type={1: 1, 2: 3, 3: 2}[type], n=n, axis=axis, norm=norm, name=name)
+
+
+def mfccs_from_log_mel_spectrograms(log_mel_spectrograms, name=None) -> Tensor:
+    """MFCCs: the orthonormal-style type-2 DCT of log-mel spectrograms over their innermost (mel) dim."""
+    x = convert_to_tensor(log_mel_spectrograms)
+    if x.shape is None or not x.shape or x.shape[-1] is None:
+        raise ValueError(f"mfccs_from_log_mel_spectrograms: the mel dim must be static, got shape {x.shape}")
+    bins = x.shape[-1]
+    return dct(x, type=2) * np.asarray(1 / np.sqrt(2.0 * bins), np.dtype(x.dtype))
+
+
+def _hertz_to_mel(frequencies):
+    return 1127.0 * np.log(1.0 + np.asarray(frequencies, np.float64) / 700.0)
+
+
+def linear_to_mel_weight_matrix(num_mel_bins: int = 20, num_spectrogram_bins: int = 129, sample_rate=8000,
+                                lower_edge_hertz: float = 125.0, upper_edge_hertz: float = 3800.0, dtype=np.float32,
+                                name=None) -> Tensor:
+    """``[num_spectrogram_bins, num_mel_bins]`` triangular filters, equally spaced on the mel scale
+    between the edges, that map a linear spectrogram to a mel one (the DC bin gets none)."""
+    mels, bins = int(num_mel_bins), int(num_spectrogram_bins)
+    rate, low, high = float(_static_int(sample_rate, "sample_rate")), float(lower_edge_hertz), float(upper_edge_hertz)
+    if mels <= 0 or bins <= 0:
+        raise ValueError(f"linear_to_mel_weight_matrix: num_mel_bins and num_spectrogram_bins must be positive, "
+                         f"got {mels} and {bins}")
+    if rate <= 0:
+        raise ValueError(f"linear_to_mel_weight_matrix: sample_rate must be positive, got {rate}")
+    if not 0.0 <= low < high:
+        raise ValueError(f"linear_to_mel_weight_matrix: need 0 <= lower_edge_hertz < upper_edge_hertz, got {low} "
+                         f"and {high}")
+    if high > rate / 2:
+        raise ValueError(f"linear_to_mel_weight_matrix: upper_edge_hertz ({high}) exceeds the Nyquist frequency "
+                         f"{rate / 2}")
+    dt = as_numpy_dtype(dtype)
+    if dt is None or np.dtype(dt).kind != "f":
+        raise TypeError(f"linear_to_mel_weight_matrix: dtype must be floating point, got {dtype}")
+    spectrogram_mel = _hertz_to_mel(np.linspace(0.0, rate / 2, bins)[1:])[:, None]
+    edges = np.linspace(_hertz_to_mel(low), _hertz_to_mel(high), mels + 2)
+    lower, center, upper = edges[None, :-2], edges[None, 1:-1], edges[None, 2:]
+    rising = (spectrogram_mel - lower) / (center - lower)
+    falling = (upper - spectrogram_mel) / (upper - center)
+    weights = np.maximum(0.0, np.minimum(rising, falling))
+    return convert_to_tensor(np.pad(weights, [[1, 0], [0, 0]]).astype(dt), name=name)

@@ -168,6 +168,68 @@ def test_stft_against_numpy_and_round_trip():
         tf.signal.stft(np.ones(8, np.int32), 4, 2)
 
 
+# -- DCT and mel features --------------------------------------------------------------------------
+def dct_by_sums(x, kind):
+    """The DCT of ``kind`` over the last axis, summed term by term from its definition."""
+    n = x.shape[-1]
+    out = np.zeros_like(x)
+    for k in range(n):
+        if kind == 1:
+            terms = [x[..., 0], (-1) ** k * x[..., -1]] + [2 * x[..., j] * np.cos(np.pi * k * j / (n - 1))
+                                                         for j in range(1, n - 1)]
+        elif kind == 2:
+            terms = [2 * x[..., j] * np.cos(np.pi * k * (2 * j + 1) / (2 * n)) for j in range(n)]
+        else:
+            terms = [x[..., 0]] + [2 * x[..., j] * np.cos(np.pi * j * (2 * k + 1) / (2 * n)) for j in range(1, n)]
+        out[..., k] = np.sum(terms, axis=0)
+    return out
+
+
+@pytest.mark.parametrize("kind", [1, 2, 3])
+def test_dct_against_its_definition_and_idct_scaling(kind):
+    x = RNG.normal(size=(2, 3, 7))
+    y = run(tf.signal.dct(x, type=kind))
+    np.testing.assert_allclose(y, dct_by_sums(x, kind), atol=1e-10)
+    scale = 2 * (7 - 1) if kind == 1 else 2 * 7  # TensorFlow's documented re-normalization
+    np.testing.assert_allclose(run(tf.spectral.idct(tf.constant(y), type=kind)) / scale, x, atol=1e-10)
+
+
+def test_dct_ortho_length_and_gradient():
+    x = RNG.normal(size=(4, 6))
+    ortho = tf.signal.dct(x, norm="ortho")
+    np.testing.assert_allclose(run(tf.signal.idct(ortho, norm="ortho")), x, atol=1e-12)
+    energy = run(tf.reduce_sum(tf.square(ortho), -1))
+    np.testing.assert_allclose(energy, np.sum(x ** 2, -1))  # orthonormal: Parseval
+    np.testing.assert_allclose(run(tf.signal.dct(x, n=4)), dct_by_sums(x[:, :4], 2), atol=1e-10)
+    np.testing.assert_allclose(run(tf.signal.dct(x, n=8)), dct_by_sums(np.pad(x, [[0, 0], [0, 2]]), 2), atol=1e-10)
+    numeric_gradient_check(lambda a: tf.signal.dct(a, type=2, norm="ortho"), [RNG.normal(size=(2, 5))])
+    with pytest.raises(ValueError, match="types 1, 2 and 3"):
+        tf.signal.dct(x, type=4)
+    with pytest.raises(ValueError, match="not supported for type 1"):
+        tf.signal.dct(x, type=1, norm="ortho")
+
+
+def test_mfccs_and_mel_matrix():
+    log_mel = RNG.normal(size=(5, 10))
+    np.testing.assert_allclose(run(tf.signal.mfccs_from_log_mel_spectrograms(log_mel)),
+                               dct_by_sums(log_mel, 2) / np.sqrt(2 * 10), atol=1e-10)
+    m = run(tf.signal.linear_to_mel_weight_matrix(num_mel_bins=8, num_spectrogram_bins=65, sample_rate=16000,
+                                                  lower_edge_hertz=100.0, upper_edge_hertz=7000.0))
+    assert m.shape == (65, 8) and m.dtype == np.float32
+    assert np.all(m[0] == 0) and np.all((m >= 0) & (m <= 1))
+    # each filter is a triangle on the mel scale: build it from the edges, entry by entry
+    mel = lambda f: 1127.0 * np.log(1 + f / 700.0)  # noqa: E731
+    edges = np.linspace(mel(100.0), mel(7000.0), 10)
+    for b in range(1, 65):
+        f = mel(b * 8000.0 / 64)
+        for j in range(8):
+            lo, mid, hi = edges[j], edges[j + 1], edges[j + 2]
+            want = (f - lo) / (mid - lo) if lo <= f <= mid else (hi - f) / (hi - mid) if mid < f <= hi else 0.0
+            assert m[b, j] == pytest.approx(max(want, 0.0), abs=1e-6)
+    with pytest.raises(ValueError, match="exceeds the Nyquist"):
+        tf.signal.linear_to_mel_weight_matrix(sample_rate=8000, upper_edge_hertz=5000.0)
+
+
 def test_tf1_script_spectral_loss_trains_a_filter():
     """A TF1 script: learn a 1-D convolution filter by matching STFT magnitudes of its output."""
     tf.set_random_seed(2)
