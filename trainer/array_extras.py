@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.array_ops import (broadcast_to, clip_by_value, cumprod, expand_dims, floor, floordiv, floormod, gather_nd, less_equal,
-                               range as tf_range, reduce_prod, reduce_sum, stack, unsorted_segment_sum)
+from trainer.array_ops import (broadcast_to, clip_by_value, cumprod, expand_dims, floor, floordiv, floormod, gather_nd,
+                               less_equal, range as tf_range, reduce_prod, reduce_sum, stack, unsorted_segment_sum)
 from trainer.debugging import assert_less, assert_non_negative
 from trainer.dtypes import as_numpy_dtype
 from trainer.graph import Tensor, control_dependencies
@@ -23,8 +23,9 @@ from trainer.tensor_shape import TensorShape
 
 __all__ = ["batch_gather", "batch_scatter_update", "bitcast", "broadcast_dynamic_shape", "broadcast_static_shape",
            "ensure_shape", "histogram_fixed_width", "histogram_fixed_width_bins", "required_space_to_batch_paddings",
-           "roll", "searchsorted", "sparse_matmul", "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
-           "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update", "unravel_index"]
+           "roll", "searchsorted", "sparse_matmul", "tensor_scatter_add", "tensor_scatter_nd_add",
+           "tensor_scatter_nd_sub", "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update",
+           "unravel_index"]
 
 D = "flowstack"
 

@@ -56,7 +56,8 @@ def _keys(indices: Tensor, dense_shape: Tensor) -> Tensor:
 
 def _coords(keys: Tensor, dense_shape: Tensor) -> Tensor:
     strides = cumprod(dense_shape, exclusive=True, reverse=True)
-    return floormod(floordiv(dense_expand_dims(keys, 1), dense_expand_dims(strides, 0)), dense_expand_dims(dense_shape, 0))
+    place = floordiv(dense_expand_dims(keys, 1), dense_expand_dims(strides, 0))
+    return floormod(place, dense_expand_dims(dense_shape, 0))
 
 
 def _union(a: SparseTensor, b: SparseTensor, op: str):
@@ -184,8 +185,8 @@ def slice(sp_input, start, size, name=None) -> SparseTensor:  # noqa: A001 - TF'
     sp = _sparse("sparse.slice", sp_input)
     lo, extent = _i64(start), _i64(size)
     hi = tf_minimum(lo + extent, sp.dense_shape)
-    inside = reduce_all(logical_and(greater_equal(sp.indices, dense_expand_dims(lo, 0)), less(sp.indices, dense_expand_dims(hi, 0))),
-                        axis=1)
+    inside = reduce_all(logical_and(greater_equal(sp.indices, dense_expand_dims(lo, 0)),
+                                    less(sp.indices, dense_expand_dims(hi, 0))), axis=1)
     out_shape = tf_maximum(hi - lo, np.int64(0))
     return SparseTensor(boolean_mask(sp.indices, inside) - dense_expand_dims(lo, 0),
                         boolean_mask(sp.values, inside, name=name or "boolean_mask"), out_shape)

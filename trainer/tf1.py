@@ -261,14 +261,18 @@ def no_regularizer(_):
     return None
 
 
-__all__ = sorted(set(_ARRAY_EXTRAS) | set(_ASSERT_EXTRAS) | {
-    "betainc", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
+# Session 21's names: namespaces, tf.print, the sparse_* aliases and other namespaces' functions.
+_SESSION_21 = {
+    "betainc", "bitwise", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
     "convert_to_tensor_or_sparse_tensor", "decode_compressed", "deserialize_many_sparse", "dimension_at_index",
-    "get_logger", "igamma", "igammac", "initialize_all_tables", "matrix_solve_ls", "parse_single_sequence_example",
-    "self_adjoint_eigvals", "serialize_many_sparse", "serialize_sparse", "uniform_unit_scaling_initializer"} | set(_GRAPH_EXTRAS) | {"bitwise", "fft", "fft2d", "fft3d", "ifft", "ifft2d", "ifft3d", "manip", "print", "sets", "signal",
-                 "spectral", "test", "sparse_add", "sparse_concat", "sparse_maximum", "sparse_merge", "sparse_minimum",
-                 "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax", "sparse_split",
-                 "sparse_transpose"} | set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
+    "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac", "initialize_all_tables",
+    "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "self_adjoint_eigvals",
+    "serialize_many_sparse", "serialize_sparse", "sets", "signal", "sparse_add", "sparse_concat", "sparse_maximum",
+    "sparse_merge", "sparse_minimum", "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax",
+    "sparse_split", "sparse_transpose", "spectral", "test", "uniform_unit_scaling_initializer"}
+
+__all__ = sorted(set(_ARRAY_EXTRAS) | set(_ASSERT_EXTRAS) | set(_GRAPH_EXTRAS) | _SESSION_21 | set(_ARRAY_OPS) |
+                set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",
