@@ -23,7 +23,7 @@ from trainer.tensor_shape import TensorShape
 
 __all__ = ["batch_gather", "batch_scatter_update", "bitcast", "broadcast_dynamic_shape", "broadcast_static_shape",
            "ensure_shape", "histogram_fixed_width", "histogram_fixed_width_bins", "required_space_to_batch_paddings",
-           "roll", "searchsorted", "sparse_matmul", "tensor_scatter_add", "tensor_scatter_nd_add",
+           "roll", "searchsorted", "setdiff1d", "sparse_matmul", "tensor_scatter_add", "tensor_scatter_nd_add",
            "tensor_scatter_nd_sub", "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update",
            "unravel_index"]
 
@@ -191,6 +191,21 @@ def histogram_fixed_width(values, value_range, nbins: int = 100, dtype=np.int32,
     bins = histogram_fixed_width_bins(values, value_range, nbins, np.int64)
     ones = cast(zeros_like(bins), as_numpy_dtype(dtype)) + np.ones((), as_numpy_dtype(dtype))
     return unsorted_segment_sum(reshape(ones, [-1]), reshape(bins, [-1]), nbins, name=name)
+
+
+def setdiff1d(x, y, index_dtype=np.int32, name=None):
+    """(the entries of 1-D ``x`` not in ``y``, in ``x``'s order, and their positions in ``x``)."""
+    from trainer.array_ops import boolean_mask, logical_not, reduce_any
+    from trainer.ops import equal
+
+    a = convert_to_tensor(x)
+    b = convert_to_tensor(y, dtype=a.dtype)
+    for label, t in (("x", a), ("y", b)):
+        if t.shape is not None and len(t.shape) != 1:
+            raise ValueError(f"setdiff1d: {label} must be 1-D, got shape {t.shape}")
+    keep = logical_not(reduce_any(equal(expand_dims(a, 1), expand_dims(b, 0)), axis=1))
+    positions = tf_range(0, gather(shape(a), convert_to_tensor(np.int64(0))), dtype=as_numpy_dtype(index_dtype))
+    return boolean_mask(a, keep, name=name or "setdiff1d"), boolean_mask(positions, keep)
 
 
 # -- batched gathers and scatters ------------------------------------------------------------------

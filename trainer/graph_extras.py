@@ -1,7 +1,7 @@
 """TF 1.15's remaining top-level graph helpers: ``switch_case`` (a chain of conds through ``tf.case``),
-``init_scope``, ``is_numeric_tensor``, ``add_check_numerics_ops``, ``timestamp`` and
-``py_function`` (``py_func`` whose function may call ``.numpy()`` on its arguments, as TF's eager
-tensors allow)."""
+``init_scope``, ``is_numeric_tensor``, ``add_check_numerics_ops``, ``timestamp``, ``py_function``
+(``py_func`` whose function may call ``.numpy()`` on its arguments, as TF's eager tensors allow),
+``get_static_value`` and the deprecated ``op_scope`` / ``variable_op_scope``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from trainer.graph import Node, Tensor, get_default_graph
 from trainer.ops import convert_to_tensor, equal, group, make_op
 from trainer.py_func import py_func
 
-__all__ = ["add_check_numerics_ops", "init_scope", "is_numeric_tensor", "py_function", "switch_case", "timestamp"]
+__all__ = ["add_check_numerics_ops", "get_static_value", "init_scope", "is_numeric_tensor", "op_scope", "py_function",
+           "switch_case", "timestamp", "variable_op_scope"]
 
 _NUMERIC_KINDS = "iufc"
 
@@ -104,3 +105,42 @@ def py_function(func, inp, Tout, name=None):  # noqa: N803 - TF's argument name
         return func(*[np.asarray(a).view(_EagerArray) for a in args])
 
     return py_func(call, inp, Tout, stateful=True, name=name or "EagerPyFunc")
+
+
+def get_static_value(tensor, partial: bool = False):
+    """``tensor``'s value when the graph fixes it (a constant, or an integer shape computation over
+    static shapes), as a NumPy array; None when it is only known at run time. With ``partial``, an
+    integer vector known in part comes back as an object array with None where unknown."""
+    from trainer.partial_values import known_elements
+
+    if not isinstance(tensor, Tensor):
+        return np.asarray(tensor)
+    if "value" in tensor.node.attrs and tensor.node.op_type in ("Constant", "Const"):
+        return np.asarray(tensor.node.attrs["value"])
+    elements = known_elements(tensor)
+    if elements is None:
+        return None
+    shape = tensor.shape or ()
+    if None not in elements:
+        return np.asarray(elements, tensor.dtype).reshape(shape)
+    return np.asarray(elements, object).reshape(shape) if partial else None
+
+
+def op_scope(values, name, default_name=None):
+    """TF 1.x's deprecated ``name_scope(name, default_name, values)`` with its arguments reordered."""
+    from trainer.graph import name_scope
+
+    return name_scope(name, default_name=default_name, values=values)
+
+
+def variable_op_scope(values, name_or_scope, default_name=None, initializer=None, regularizer=None,
+                      caching_device=None, partitioner=None, custom_getter=None, reuse=None, dtype=None,
+                      use_resource=None, constraint=None):
+    """TF 1.x's deprecated ``variable_scope(name_or_scope, default_name, values, ...)`` with its
+    arguments reordered."""
+    from trainer.variable_scopes import variable_scope
+
+    return variable_scope(name_or_scope, default_name=default_name, values=values, initializer=initializer,
+                          regularizer=regularizer, caching_device=caching_device, partitioner=partitioner,
+                          custom_getter=custom_getter, reuse=reuse, dtype=dtype, use_resource=use_resource,
+                          constraint=constraint)

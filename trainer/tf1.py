@@ -22,6 +22,7 @@ from trainer import tf_sets as sets
 from trainer import tf_signal as signal
 from trainer import tf_spectral as spectral
 from trainer import tf_test as test
+from trainer import tf_queue as queue
 from trainer.tf_signal import fft, fft2d, fft3d, ifft, ifft2d, ifft3d
 from trainer import tf_io as io
 from trainer import tf_logging as logging
@@ -133,6 +134,9 @@ from trainer.special_math import betainc, igamma, igammac  # noqa: F401
 from trainer.string_ops import decode_compressed  # noqa: F401
 
 newaxis = None
+
+# Resolved on first use (trainer/__init__.py): TensorBoard's Event protos, when tensorboard is installed.
+LAZY_ATTRIBUTES = {"Event": ("trainer.summary", "Event"), "SessionLog": ("trainer.summary", "SessionLog")}
 
 
 def get_collection(key: str, scope: str | None = None) -> list:
@@ -266,7 +270,7 @@ _SESSION_21 = {
     "betainc", "bitwise", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
     "convert_to_tensor_or_sparse_tensor", "decode_compressed", "deserialize_many_sparse", "dimension_at_index",
     "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac", "initialize_all_tables",
-    "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "self_adjoint_eigvals",
+    "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "queue", "self_adjoint_eigvals",
     "serialize_many_sparse", "serialize_sparse", "sets", "signal", "sparse_add", "sparse_concat", "sparse_maximum",
     "sparse_merge", "sparse_minimum", "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax",
     "sparse_split", "sparse_transpose", "spectral", "test", "uniform_unit_scaling_initializer"}

@@ -102,3 +102,48 @@ def test_colocate_with_places_ops_beside_the_variable():
         elsewhere = tf.identity(v)
     assert beside.op.colocate_with is v.op and beside.op.device == v.op.device
     assert elsewhere.op.device != v.op.device
+
+
+def test_setdiff1d_documented_example():
+    out, idx = run(tf.setdiff1d([1, 2, 3, 4, 5, 6], [1, 3, 5]))
+    np.testing.assert_array_equal(out, [2, 4, 6])
+    np.testing.assert_array_equal(idx, [1, 3, 5])
+    assert idx.dtype == np.int32
+    strings, where = run(tf.setdiff1d(tf.constant(["a", "b", "c"]), tf.constant(["b"]), index_dtype=tf.int64))
+    assert [s.decode() if isinstance(s, bytes) else s for s in strings] == ["a", "c"] and where.dtype == np.int64
+    with pytest.raises(ValueError, match="must be 1-D"):
+        tf.setdiff1d(np.zeros((2, 2)), [1.0])
+
+
+def test_get_static_value():
+    np.testing.assert_array_equal(tf.get_static_value(tf.constant([1, 2])), [1, 2])
+    x = tf.placeholder(tf.float32, (None, 3))
+    assert tf.get_static_value(x) is None
+    assert tf.get_static_value(tf.shape(x)) is None
+    partial = tf.get_static_value(tf.shape(x), partial=True)
+    assert list(partial) == [None, 3]
+    np.testing.assert_array_equal(tf.get_static_value(tf.shape(tf.zeros([2, 5]))), [2, 5])
+
+
+def test_deprecated_scopes_and_queue_namespace():
+    a = tf.constant(1.0)
+    with tf.op_scope([a], None, default_name="helper") as scope:
+        inside = tf.identity(a, name="out")
+    assert scope.startswith("helper") and inside.name.startswith("helper")
+    with tf.variable_op_scope([a], "layer"):
+        v = tf.get_variable("w", [], initializer=tf.zeros_initializer())
+    assert v.name == "layer/w:0"
+    assert tf.queue.FIFOQueue is tf.FIFOQueue and tf.queue.PaddingFIFOQueue is tf.PaddingFIFOQueue
+    q = tf.queue.FIFOQueue(2, [tf.float32])
+    sess = tf.Session()
+    sess.run(q.enqueue([3.0]))
+    assert sess.run(q.dequeue()) == 3.0
+
+
+def test_event_protos_are_tensorboards():
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import event_pb2
+
+    assert tf.Event is event_pb2.Event and tf.SessionLog is event_pb2.SessionLog
+    event = tf.Event(step=3, session_log=tf.SessionLog(status=tf.SessionLog.START))
+    assert tf.Event.FromString(event.SerializeToString()).step == 3
