@@ -1,6 +1,7 @@
 """TF 1.15's SparseTensor-to-SparseTensor operations: ``add`` (sparse + sparse with ``threshold``, or
 sparse + dense giving dense), ``concat``, ``reshape``, ``slice``, ``split``, ``transpose``,
-``expand_dims``, ``maximum`` / ``minimum``, ``softmax``, ``merge`` and ``eye``.
+``expand_dims``, ``maximum`` / ``minimum``, ``softmax``, ``merge`` and ``eye``; and
+``tf.edit_distance`` between the sequences two SparseTensors hold.
 
 Each works on the three parts: an entry's place is its row-major key (``sum(index * stride)``),
 so a union of entries is a sorted Unique of keys and a sum at a place is a segment sum. Results come
@@ -26,7 +27,7 @@ from trainer.segment_ops import unsorted_segment_max
 from trainer.sparse_ops import reorder
 from trainer.sparse_tensor import SparseTensor
 
-__all__ = ["add", "concat", "expand_dims", "eye", "maximum", "merge", "minimum", "reshape", "slice",
+__all__ = ["add", "concat", "edit_distance", "expand_dims", "eye", "maximum", "merge", "minimum", "reshape", "slice",
            "softmax", "split", "transpose"]
 
 I64 = np.int64
@@ -300,3 +301,16 @@ def eye(num_rows, num_columns=None, dtype=np.float32, name=None) -> SparseTensor
     values = cast(diag * 0 + 1, as_numpy_dtype(dtype), name=name)
     return SparseTensor(stack([diag, diag], axis=1), values, stack([rows, cols]))
 
+
+
+def edit_distance(hypothesis, truth, normalize: bool = True, name: str = "edit_distance") -> Tensor:
+    """The Levenshtein distance between the sequences ``hypothesis`` and ``truth`` (SparseTensors of
+    the same rank) hold along their last dim, per position of the other dims; divided by the truth's
+    length when ``normalize`` (inf where the truth is empty and the hypothesis not)."""
+    h = _sparse("edit_distance", hypothesis, "hypothesis")
+    t = _sparse("edit_distance", truth, "truth")
+    if h.values.dtype != t.values.dtype:
+        raise TypeError(f"edit_distance: hypothesis and truth must have the same dtype, got {h.values.dtype} and "
+                        f"{t.values.dtype}")
+    return make_op("EditDistance", [h.indices, h.values, h.dense_shape, t.indices, t.values, t.dense_shape],
+                   {"normalize": int(bool(normalize))}, domain="flowstack", name=name).outputs[0]

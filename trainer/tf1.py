@@ -119,7 +119,7 @@ from trainer.print_ops import print_ as print  # noqa: A001 - tf.print
 from trainer.sparse_combine import add as sparse_add, concat as sparse_concat, maximum as sparse_maximum  # noqa: F401
 from trainer.sparse_combine import merge as sparse_merge, minimum as sparse_minimum, reshape as sparse_reshape  # noqa
 from trainer.sparse_combine import slice as sparse_slice, softmax as sparse_softmax, split as sparse_split  # noqa
-from trainer.sparse_combine import transpose as sparse_transpose  # noqa: F401
+from trainer.sparse_combine import edit_distance, transpose as sparse_transpose  # noqa: F401
 from trainer.sparse_ops import reduce_max_to_dense as sparse_reduce_max  # noqa: F401
 from trainer.assert_extras import *  # noqa: F403 - tf.assert_near, tf.assert_scalar & co.
 from trainer.assert_extras import __all__ as _ASSERT_EXTRAS
@@ -269,7 +269,7 @@ def no_regularizer(_):
 _SESSION_21 = {
     "betainc", "bitwise", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
     "convert_to_tensor_or_sparse_tensor", "decode_compressed", "deserialize_many_sparse", "dimension_at_index",
-    "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac", "initialize_all_tables",
+    "edit_distance", "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac", "initialize_all_tables",
     "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "queue", "self_adjoint_eigvals",
     "serialize_many_sparse", "serialize_sparse", "sets", "signal", "sparse_add", "sparse_concat", "sparse_maximum",
     "sparse_merge", "sparse_minimum", "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax",

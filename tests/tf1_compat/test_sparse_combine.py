@@ -265,3 +265,39 @@ def test_tf1_script_bag_of_words_from_sparse_pieces():
         w_np -= x.T @ (1 / (1 + np.exp(-(x @ w_np))) - y) / 2
     assert end == pytest.approx(xent(w_np), rel=1e-3)
     np.testing.assert_allclose(weights[:, 0], w_np, rtol=1e-4)
+
+
+def test_edit_distance_documented_example_and_unnormalized():
+    # TensorFlow's docstring: hypothesis (2, 1, 1) and truth (2, 2, 2) give [[inf, 1.0], [0.5, 1.0]]
+    hypothesis = tf.SparseTensor([[0, 0, 0], [1, 0, 0]], ["a", "b"], (2, 1, 1))
+    truth = tf.SparseTensor([[0, 1, 0], [1, 0, 0], [1, 0, 1], [1, 1, 0]], ["a", "b", "c", "a"], (2, 2, 2))
+    out = run(tf.edit_distance(hypothesis, truth))
+    assert out.dtype == np.float32 and out.shape == (2, 2)
+    np.testing.assert_array_equal(out, [[np.inf, 1.0], [0.5, 1.0]])
+    np.testing.assert_array_equal(run(tf.edit_distance(hypothesis, truth, normalize=False)), [[1, 1], [1, 1]])
+
+
+def test_edit_distance_against_a_dynamic_programme():
+    def levenshtein(a, b):
+        d = np.arange(len(b) + 1)
+        for i, x in enumerate(a, 1):
+            prev = d.copy()
+            d[0] = i
+            for j, y in enumerate(b, 1):
+                d[j] = min(prev[j] + 1, d[j - 1] + 1, prev[j - 1] + (x != y))
+        return d[-1]
+
+    rng = np.random.default_rng(9)
+    hyps = [list(rng.integers(0, 4, size=rng.integers(1, 7))) for _ in range(5)]
+    truths = [list(rng.integers(0, 4, size=rng.integers(1, 7))) for _ in range(5)]
+
+    def sparse(seqs):
+        idx = [[b, k] for b, s in enumerate(seqs) for k in range(len(s))]
+        return tf.SparseTensor(idx, np.concatenate(seqs).astype(np.int64), [len(seqs), 7])
+
+    out = run(tf.edit_distance(sparse(hyps), sparse(truths)))
+    np.testing.assert_allclose(out, [levenshtein(h, t) / len(t) for h, t in zip(hyps, truths)], rtol=1e-6)
+    with pytest.raises(TypeError, match="same dtype"):
+        tf.edit_distance(sparse(hyps), tf.SparseTensor([[0, 0]], ["a"], [5, 7]))
+    with pytest.raises(TypeError, match="must be a SparseTensor"):
+        tf.edit_distance(np.zeros((2, 2)), sparse(truths))
