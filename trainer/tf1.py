@@ -269,8 +269,8 @@ def no_regularizer(_):
 _SESSION_21 = {
     "betainc", "bitwise", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
     "convert_to_tensor_or_sparse_tensor", "decode_compressed", "deserialize_many_sparse", "dimension_at_index",
-    "edit_distance", "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac", "initialize_all_tables",
-    "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "queue", "self_adjoint_eigvals",
+    "edit_distance", "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac",
+    "initialize_all_tables", "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "queue", "self_adjoint_eigvals",
     "serialize_many_sparse", "serialize_sparse", "sets", "signal", "sparse_add", "sparse_concat", "sparse_maximum",
     "sparse_merge", "sparse_minimum", "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax",
     "sparse_split", "sparse_transpose", "spectral", "test", "uniform_unit_scaling_initializer"}
