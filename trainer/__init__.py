@@ -116,6 +116,8 @@ __all__ = sorted(set(__all__) | set(tf1.__all__))
 def __getattr__(name: str):
     if name.startswith("__"):  # import machinery probes (__path__): no TF1 lookup
         raise AttributeError(name)
-    from trainer.compat import missing_symbol
+    from trainer.compat import missing_symbol, resolve_lazy
 
+    if name in tf1.LAZY_ATTRIBUTES:
+        return resolve_lazy(name, tf1.LAZY_ATTRIBUTES)
     raise missing_symbol("tf", name, globals())

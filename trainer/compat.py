@@ -68,6 +68,12 @@ NAMESPACES: dict[str, str] = {
     "tf.contrib.slim.learning": "trainer.contrib.slim.learning",
     "tf.contrib.slim.losses": "trainer.contrib.slim.losses",
     "tf.feature_column": "trainer.feature_column",
+    "tf.bitwise": "trainer.tf_bitwise",
+    "tf.manip": "trainer.tf_manip",
+    "tf.sets": "trainer.tf_sets",
+    "tf.signal": "trainer.tf_signal",
+    "tf.spectral": "trainer.tf_spectral",
+    "tf.test": "trainer.tf_test",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

@@ -22,8 +22,9 @@ from trainer.ops import (cast, concat, convert_to_tensor, equal, gather, greater
                          reshape, shape, sqrt, zeros_like)
 from trainer.sparse_tensor import SparseTensor, sparse_reduce_sum
 
-__all__ = ["cross", "fill_empty_rows", "from_dense", "mask", "reduce_max_sparse", "reduce_sum_sparse", "reorder",
-           "reset_shape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum", "sparse_to_dense", "to_indicator"]
+__all__ = ["cross", "fill_empty_rows", "from_dense", "mask", "reduce_max_sparse", "reduce_max_to_dense",
+           "reduce_sum_sparse", "reorder", "reset_shape", "retain", "segment_mean", "segment_sqrt_n", "segment_sum",
+           "sparse_to_dense", "to_indicator"]
 
 I64 = np.int64
 
@@ -163,6 +164,14 @@ def _present_max(sp: SparseTensor, axes, keep: bool) -> tuple[Tensor, Tensor]:
 
 def _select(condition: Tensor, x: Tensor, y) -> Tensor:
     return make_op("Where", [condition, x, y]).outputs[0]
+
+
+def reduce_max_to_dense(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> Tensor:
+    """``tf.sparse.reduce_max``: the dense maximum over ``axis`` of the stored entries only (absent
+    entries take no part; a position no entry reduces into holds the dtype's lowest value, as
+    TensorFlow's SparseReduceMax)."""
+    sp = _sparse("sparse.reduce_max", sp_input)
+    return _present_max(sp, _axes(axis, reduction_axes), bool(keepdims or keep_dims))[0]
 
 
 def reduce_max_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None) -> SparseTensor:

@@ -17,6 +17,14 @@ from trainer import tf_random as random
 from trainer import tf_sparse as sparse
 from trainer import tf_strings as strings
 from trainer import tf_lookup as lookup
+from trainer import tf_manip as manip
+from trainer import tf_bitwise as bitwise
+from trainer import tf_sets as sets
+from trainer import tf_signal as signal
+from trainer import tf_spectral as spectral
+from trainer import tf_test as test
+from trainer import tf_queue as queue
+from trainer.tf_signal import fft, fft2d, fft3d, ifft, ifft2d, ifft3d
 from trainer import tf_io as io
 from trainer import tf_logging as logging
 from trainer.array_ops import *  # noqa: F403 - the core ops as TensorFlow 1.15 spells them
@@ -104,8 +112,32 @@ from trainer.case import case
 from trainer.template import make_template
 from trainer.tensor_shape import Dimension, TensorShape, dimension_value
 from trainer.variables import count_up_to, local_variables, local_variables_initializer
+from trainer.array_extras import *  # noqa: F403 - tf.roll, tf.tensor_scatter_nd_update & co.
+from trainer.array_extras import __all__ as _ARRAY_EXTRAS
+from trainer.graph_extras import *  # noqa: F403 - tf.switch_case, tf.init_scope, tf.py_function & co.
+from trainer.graph_extras import __all__ as _GRAPH_EXTRAS
+from trainer.print_ops import print_ as print  # noqa: A001 - tf.print
+from trainer.sparse_combine import add as sparse_add, concat as sparse_concat, maximum as sparse_maximum  # noqa: F401
+from trainer.sparse_combine import merge as sparse_merge, minimum as sparse_minimum, reshape as sparse_reshape  # noqa
+from trainer.sparse_combine import slice as sparse_slice, softmax as sparse_softmax, split as sparse_split  # noqa
+from trainer.sparse_combine import edit_distance, transpose as sparse_transpose  # noqa: F401
+from trainer.sparse_ops import reduce_max_to_dense as sparse_reduce_max  # noqa: F401
+from trainer.assert_extras import *  # noqa: F403 - tf.assert_near, tf.assert_scalar & co.
+from trainer.assert_extras import __all__ as _ASSERT_EXTRAS
+# TF 1.15's top-level names of functions flowstack keeps in other namespaces
+from trainer.compat import dimension_at_index  # noqa: F401
+from trainer.initializers import UniformUnitScaling as uniform_unit_scaling_initializer  # noqa: F401
+from trainer.linalg_ops import cholesky_solve, lstsq as matrix_solve_ls, eigvalsh as self_adjoint_eigvals  # noqa
+from trainer.lookup_ops import tables_initializer as initialize_all_tables  # noqa: F401
+from trainer.sequence_parsing import parse_single_sequence_example  # noqa: F401
+from trainer.sparse_serialization import deserialize_many_sparse, serialize_many_sparse, serialize_sparse  # noqa
+from trainer.special_math import betainc, igamma, igammac  # noqa: F401
+from trainer.string_ops import decode_compressed  # noqa: F401
 
 newaxis = None
+
+# Resolved on first use (trainer/__init__.py): TensorBoard's Event protos, when tensorboard is installed.
+LAZY_ATTRIBUTES = {"Event": ("trainer.summary", "Event"), "SessionLog": ("trainer.summary", "SessionLog")}
 
 
 def get_collection(key: str, scope: str | None = None) -> list:
@@ -185,12 +217,63 @@ def enable_v2_behavior() -> None:
     raise NotImplementedError("enable_v2_behavior: flowstack runs TensorFlow 1.x graphs and sessions only")
 
 
+def colocate_with(op, ignore_existing: bool = False):
+    """Ops built inside go to the device of ``op`` (a tensor's op, or a variable's)."""
+    node = op.node if isinstance(op, Tensor) else getattr(op, "op", op)
+    return get_default_graph().colocate_with(node)
+
+
+def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """``value`` as is when it is IndexedSlices (of ``dtype``, if given), else ``convert_to_tensor``."""
+    from trainer.dtypes import as_numpy_dtype
+    from trainer.gradients import IndexedSlices
+    from trainer.ops import convert_to_tensor as to_tensor
+
+    if isinstance(value, IndexedSlices):
+        if dtype is not None and value.values.dtype != as_numpy_dtype(dtype):
+            raise ValueError(f"Tensor conversion requested dtype {dtype} for IndexedSlices of {value.values.dtype}")
+        return value
+    return to_tensor(value, dtype=dtype, name=name)
+
+
+def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
+    """``value`` as is when it is a SparseTensor (a SparseTensorValue becomes one), else ``convert_to_tensor``."""
+    from trainer.dtypes import as_numpy_dtype
+    from trainer.ops import convert_to_tensor as to_tensor
+
+    if isinstance(value, SparseTensorValue):
+        value = SparseTensor(*value)
+    if isinstance(value, SparseTensor):
+        if dtype is not None and value.values.dtype != as_numpy_dtype(dtype):
+            raise ValueError(f"Sparse dtype: requested = {dtype}, actual = {value.values.dtype}")
+        return value
+    return to_tensor(value, dtype=dtype, name=name)
+
+
+def get_logger():
+    """The ``tensorflow`` logger that ``tf.logging`` writes to."""
+    import logging as pylogging
+
+    return pylogging.getLogger("tensorflow")
+
+
 def no_regularizer(_):
     """A regularizer adding no penalty (for variables a scope's regularizer should skip)."""
     return None
 
 
-__all__ = sorted(set(_ARRAY_OPS) | set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
+# Session 21's names: namespaces, tf.print, the sparse_* aliases and other namespaces' functions.
+_SESSION_21 = {
+    "betainc", "bitwise", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
+    "convert_to_tensor_or_sparse_tensor", "decode_compressed", "deserialize_many_sparse", "dimension_at_index",
+    "edit_distance", "fft", "fft2d", "fft3d", "get_logger", "ifft", "ifft2d", "ifft3d", "igamma", "igammac",
+    "initialize_all_tables", "manip", "matrix_solve_ls", "parse_single_sequence_example", "print", "queue", "self_adjoint_eigvals",
+    "serialize_many_sparse", "serialize_sparse", "sets", "signal", "sparse_add", "sparse_concat", "sparse_maximum",
+    "sparse_merge", "sparse_minimum", "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax",
+    "sparse_split", "sparse_transpose", "spectral", "test", "uniform_unit_scaling_initializer"}
+
+__all__ = sorted(set(_ARRAY_EXTRAS) | set(_ASSERT_EXTRAS) | set(_GRAPH_EXTRAS) | _SESSION_21 | set(_ARRAY_OPS) |
+                set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",
     "AggregationMethod", "DeviceSpec", "NoGradient", "NotDifferentiable", "OpError", "Operation", "RegisterGradient",

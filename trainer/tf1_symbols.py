@@ -1,5 +1,10 @@
 """TensorFlow 1.15's public symbols in the namespaces issue 21 covers, written from its API docs.
 
+The ``tf`` list and the ``tf.bitwise``, ``tf.manip``, ``tf.sets``, ``tf.signal``, ``tf.spectral``
+and ``tf.test`` lists were completed (session 21) from TensorFlow's v1 API golden files
+(tensorflow/tools/api/golden/v1/tensorflow*.pbtxt, the r1.15-era versions the search index holds),
+keeping only names TF 1.15 exported; ``tf.contrib`` stays listed although the golden files omit it.
+
 Data for ``trainer.compat`` (the compatibility table and the unsupported-symbol errors); one
 string of whitespace-separated names per namespace. Submodules listed in a namespace
 (``nn`` in ``tf``) are counted as symbols of that namespace too.
@@ -38,7 +43,7 @@ matrix_set_diag matrix_solve matrix_transpose matrix_triangular_solve maximum me
 minimum mod model_variables moving_average_variables multinomial multiply name_scope negative newaxis
 no_gradient no_op no_regularizer norm not_equal numpy_function one_hot ones ones_initializer ones_like op_scope
 orthogonal_initializer pad parallel_stack parse_example parse_single_example placeholder placeholder_with_default
-polygamma pow print_v2 py_func qr qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
+polygamma pow py_func qr qint16 qint32 qint8 quantize quint16 quint8 random_crop random_gamma
 random_normal random_normal_initializer random_poisson random_shuffle random_uniform random_uniform_initializer
 range rank read_file real realdiv reciprocal reduce_all reduce_any reduce_join reduce_logsumexp reduce_max
 reduce_mean reduce_min reduce_prod reduce_sum register_tensor_conversion_function report_uninitialized_variables
@@ -60,6 +65,31 @@ contrib data estimator initializers layers losses metrics nn summary train
 ConfigProto GPUOptions GraphOptions OptimizerOptions RunMetadata RunOptions Summary app flags gfile io logging
 python_io
 compat disable_eager_execution disable_v2_behavior enable_v2_behavior image linalg math random lite GraphDef NodeDef graph_util SparseTensorValue sparse strings lookup
+AttrValue COMPILER_VERSION CXX11_ABI_FLAG ConditionalAccumulatorBase CriticalSection Event GIT_VERSION
+GRAPH_DEF_VERSION GRAPH_DEF_VERSION_MIN_CONSUMER GRAPH_DEF_VERSION_MIN_PRODUCER HistogramProto LogMessage
+MONOLITHIC_BUILD MetaGraphDef NameAttrList NotDifferentiable QUANTIZED_DTYPES RaggedTensor SessionLog
+SparseConditionalAccumulator SparseFeature SummaryMetadata TensorInfo TensorSpec UnconnectedGradients VERSION
+VariableAggregation VariableSynchronization add_check_numerics_ops assert_integer assert_near assert_proper_iterable
+assert_rank_in assert_same_float_dtype assert_scalar assert_variables_initialized audio autograph batch_scatter_update
+betainc bitwise cholesky_solve colocate_with config convert_to_tensor_or_indexed_slices
+convert_to_tensor_or_sparse_tensor custom_gradient debugging decode_compressed decode_json_example dequantize
+deserialize_many_sparse dimension_at_index disable_resource_variables disable_v2_tensorshape distribute distributions
+dtypes enable_resource_variables enable_v2_tensorshape ensure_shape errors experimental extract_volume_patches
+fake_quant_with_min_max_args fake_quant_with_min_max_args_gradient fake_quant_with_min_max_vars
+fake_quant_with_min_max_vars_gradient fake_quant_with_min_max_vars_per_channel
+fake_quant_with_min_max_vars_per_channel_gradient feature_column fft fft2d fft3d fingerprint get_logger
+get_static_value histogram_fixed_width_bins ifft2d ifft3d igamma igammac initialize_all_tables keras load_library
+manip matrix_solve_ls matrix_square_root nest nondifferentiable_batch_function parse_single_sequence_example
+parse_tensor print profiler py_function pywrap_tensorflow quantization quantize_v2 quantized_concat queue ragged
+raw_ops regex_replace resource_loader resource_variables_enabled roll self_adjoint_eigvals serialize_many_sparse
+serialize_sparse setdiff1d sets signal sparse_add sparse_fill_empty_rows sparse_mask sparse_matmul sparse_maximum
+sparse_merge sparse_minimum sparse_reduce_max sparse_reduce_max_sparse sparse_reduce_sum_sparse sparse_reorder
+sparse_reset_shape sparse_retain sparse_segment_mean sparse_segment_sqrt_n sparse_segment_sum sparse_slice
+sparse_softmax sparse_split sparse_to_indicator sparse_transpose spectral string_strip string_to_hash_bucket
+string_to_hash_bucket_fast string_to_hash_bucket_strong sysconfig tensor_scatter_add tensor_scatter_nd_add
+tensor_scatter_nd_sub tensor_scatter_nd_update tensor_scatter_sub tensor_scatter_update test tpu
+uniform_unit_scaling_initializer user_ops variable_axis_size_partitioner variable_creator_scope variable_op_scope
+variant vectorized_map version wrap_function xla
 """,
     "tf.nn": """
 all_candidate_sampler atrous_conv2d atrous_conv2d_transpose avg_pool avg_pool1d avg_pool2d avg_pool3d
@@ -321,6 +351,27 @@ softmax_cross_entropy sparse_softmax_cross_entropy
     "tf.contrib.crf": """
 CrfDecodeBackwardRnnCell CrfDecodeForwardRnnCell CrfForwardRnnCell crf_binary_score crf_decode crf_log_likelihood
 crf_log_norm crf_multitag_sequence_score crf_sequence_score crf_unary_score viterbi_decode
+""",
+    "tf.bitwise": """
+bitwise_and bitwise_or bitwise_xor invert left_shift right_shift
+""",
+    "tf.manip": """
+batch_to_space_nd gather_nd reshape reverse roll scatter_nd space_to_batch_nd tile
+""",
+    "tf.sets": """
+difference intersection set_difference set_intersection set_size set_union size union
+""",
+    "tf.signal": """
+dct fft fft2d fft3d frame hamming_window hann_window idct ifft ifft2d ifft3d inverse_stft inverse_stft_window_fn irfft
+irfft2d irfft3d linear_to_mel_weight_matrix mfccs_from_log_mel_spectrograms overlap_and_add rfft rfft2d rfft3d stft
+""",
+    "tf.spectral": """
+dct fft fft2d fft3d idct ifft ifft2d ifft3d irfft irfft2d irfft3d rfft rfft2d rfft3d
+""",
+    "tf.test": """
+Benchmark StubOutForTesting TestCase assert_equal_graph_def benchmark_config compute_gradient compute_gradient_error
+create_local_cluster get_temp_dir gpu_device_name is_built_with_cuda is_built_with_rocm is_gpu_available main mock
+test_src_dir_path
 """,
     "tf.feature_column": """
 bucketized_column categorical_column_with_hash_bucket categorical_column_with_identity

@@ -592,3 +592,47 @@ op("SliceGrad", domain=D, inputs=["dY", "X"], outputs=["dX"],
    attrs={"starts": Attr("ints", REQUIRED), "ends": Attr("ints", REQUIRED), "axes": Attr("ints"),
           "steps": Attr("ints")},
    doc="Gradient of Slice: dY written into zeros shaped like X at the sliced positions.")(same_as_input(1))
+
+
+# -- TensorFlow's Bitcast and BroadcastArgs (domain flowstack) ----------------------------------------
+@op("Bitcast", domain="flowstack", inputs=["input"], outputs=["output"], attrs={"type": Attr("string", REQUIRED)},
+    doc="``input``'s bytes read as ``type``: a wider type eats the last dim (its size must be the width "
+        "ratio), a narrower one adds a last dim of the ratio (TensorFlow's Bitcast; no gradient).")
+def _bitcast(ctx):
+    x = ctx.input(0)
+    try:
+        out = np.dtype(ctx.attrs["type"])
+    except TypeError as e:
+        raise ctx.fail(f"unknown type {ctx.attrs['type']!r}") from e
+    if x.dtype is None or x.shape is None:
+        return [TensorType(out, None)]
+    if x.dtype.kind in "OUSb" or out.kind in "OUSb":
+        raise ctx.fail(f"cannot bitcast between {x.dtype} and {out}: both must be numeric")
+    a, b = x.dtype.itemsize, out.itemsize
+    if a == b:
+        return [TensorType(out, x.shape)]
+    if a > b:
+        return [TensorType(out, x.shape + (a // b,))]
+    if not x.shape or (x.shape[-1] is not None and x.shape[-1] != b // a):
+        raise ctx.fail(f"cannot bitcast {x.dtype} of shape {x.shape} to {out}: the last dim must be {b // a}")
+    return [TensorType(out, x.shape[:-1])]
+
+
+@op("BroadcastArgs", domain="flowstack", inputs=["s0", "s1"], outputs=["r0"],
+    doc="The shape two shapes broadcast to, NumPy's rules (TensorFlow's BroadcastArgs).")
+def _broadcast_args(ctx):
+    s0, s1 = ctx.input(0), ctx.input(1)
+    for k, s in enumerate((s0, s1)):
+        if s.shape is not None and len(s.shape) != 1:
+            raise ctx.fail(f"s{k} must be a 1-D shape vector, got rank {len(s.shape)}")
+        if s.dtype is not None and s.dtype.kind not in "iu":
+            raise ctx.fail(f"s{k} must be int32 or int64, got {s.dtype}")
+    a, b = ctx.known_ints(0), ctx.known_ints(1)
+    if a is not None and b is not None and None not in a and None not in b:
+        try:
+            np.broadcast_shapes(tuple(a), tuple(b))
+        except ValueError as e:
+            raise ctx.fail(f"incompatible shapes {a} and {b}") from e
+    n0 = s0.shape[0] if s0.shape else None
+    n1 = s1.shape[0] if s1.shape else None
+    return [TensorType(s0.dtype, (None if n0 is None or n1 is None else max(n0, n1),))]

@@ -7,10 +7,12 @@ transform, which produces a real signal.
 
 from __future__ import annotations
 
+import numpy as np
+
 from schemas import dtypes
 from schemas.ops.rules import const_ints, normalize_axis, same_as_input
 from schemas.ops.shape import dtype_from_code
-from schemas.registry import Attr, TensorType, op
+from schemas.registry import REQUIRED, Attr, TensorType, op
 
 
 def _scalar(ctx, index: int) -> int | None:
@@ -90,3 +92,89 @@ def _mel_weight_matrix(ctx):
 op("SwiGLU", inputs=["A", "B"], outputs=["Y"], attrs={"alpha": Attr("float", 1.0)}, differentiable=False)(
     same_as_input(0)
 )
+
+
+# -- TensorFlow's FFTs on complex tensors (domain flowstack) ---------------------------------------
+# Unlike DFT above, these take TensorFlow's layout: complex64/complex128 tensors (float32/float64
+# for a real transform's signal), transformed over the innermost ``fft_rank`` dims. ``fft_length``
+# (-1: the input's own size) crops or zero-pads a real transform's inner dims first.
+_TF_COMPLEX = {np.dtype(np.float32): np.dtype(np.complex64), np.dtype(np.float64): np.dtype(np.complex128)}
+_TF_REAL = {c: f for f, c in _TF_COMPLEX.items()}
+
+
+def _inner(ctx, x: TensorType, what: str) -> int:
+    k = ctx.attrs["fft_rank"]
+    if k not in (1, 2, 3):
+        raise ctx.fail(f"fft_rank must be 1, 2 or 3, got {k}")
+    if x.shape is not None and len(x.shape) < k:
+        raise ctx.fail(f"{what} must have rank >= {k}, got shape {x.shape}")
+    return k
+
+
+def _lengths(ctx, k: int) -> list[int]:
+    lengths = list(ctx.attrs["fft_length"])
+    if len(lengths) != k:
+        raise ctx.fail(f"fft_length must have {k} entries, got {lengths}")
+    return lengths
+
+
+@op("ComplexFFT", domain="flowstack", inputs=["input"], outputs=["output"],
+    attrs={"fft_rank": Attr("int", 1), "inverse": Attr("int", 0), "adjoint": Attr("int", 0)},
+    doc="TensorFlow's FFT/IFFT (2D, 3D): the discrete Fourier transform of a complex tensor over its inner "
+        "``fft_rank`` dims, the inverse one dividing by their size. ``adjoint`` swaps the scaling (the "
+        "transform's adjoint, which its gradient uses).")
+def _complex_fft(ctx):
+    x = ctx.input(0)
+    _inner(ctx, x, "input")
+    if x.dtype is not None and x.dtype not in _TF_REAL:
+        raise ctx.fail(f"input must be complex64 or complex128, got {x.dtype}")
+    return [x]
+
+
+@op("RealFFT", domain="flowstack", inputs=["input"], outputs=["output"],
+    attrs={"fft_rank": Attr("int", 1), "fft_length": Attr("ints", REQUIRED)},
+    doc="TensorFlow's RFFT (2D, 3D): the transform of a real tensor over its inner dims (cropped or "
+        "zero-padded to ``fft_length``), keeping the innermost dim's ``fft_length // 2 + 1`` non-negative "
+        "frequencies.")
+def _real_fft(ctx):
+    x = ctx.input(0)
+    k = _inner(ctx, x, "input")
+    if x.dtype is not None and x.dtype not in _TF_COMPLEX:
+        raise ctx.fail(f"input must be float32 or float64, got {x.dtype}")
+    lengths = _lengths(ctx, k)
+    out = None if x.dtype is None else _TF_COMPLEX[x.dtype]
+    if x.shape is None:
+        return [TensorType(out, None)]
+    dims = [d if n < 0 else n for d, n in zip(x.shape[-k:], lengths)]
+    dims[-1] = None if dims[-1] is None else dims[-1] // 2 + 1
+    return [TensorType(out, tuple(x.shape[:-k]) + tuple(dims))]
+
+
+@op("InverseRealFFT", domain="flowstack", inputs=["input"], outputs=["output"],
+    attrs={"fft_rank": Attr("int", 1), "fft_length": Attr("ints", REQUIRED)},
+    doc="TensorFlow's IRFFT (2D, 3D): the real signal of ``fft_length`` samples per inner dim whose "
+        "non-negative frequencies ``input`` holds (-1 in fft_length: 2 * (size - 1) innermost, the size "
+        "elsewhere); the imaginary parts the signal cannot carry are ignored.")
+def _inverse_real_fft(ctx):
+    x = ctx.input(0)
+    k = _inner(ctx, x, "input")
+    if x.dtype is not None and x.dtype not in _TF_REAL:
+        raise ctx.fail(f"input must be complex64 or complex128, got {x.dtype}")
+    lengths = _lengths(ctx, k)
+    out = None if x.dtype is None else _TF_REAL[x.dtype]
+    if x.shape is None:
+        return [TensorType(out, None)]
+    dims = [d if n < 0 else n for d, n in zip(x.shape[-k:], lengths)]
+    if lengths[-1] < 0 and dims[-1] is not None:
+        dims[-1] = 2 * (dims[-1] - 1)
+    return [TensorType(out, tuple(x.shape[:-k]) + tuple(dims))]
+
+
+op("RealFFTGrad", domain="flowstack", inputs=["grad", "input"], outputs=["output"],
+   attrs={"fft_rank": Attr("int", 1), "fft_length": Attr("ints", REQUIRED)},
+   doc="The gradient of RealFFT for its real ``input``: the real part of the transform's adjoint applied "
+       "to ``grad``, cropped or zero-padded back to ``input``'s shape.")(same_as_input(1))
+op("InverseRealFFTGrad", domain="flowstack", inputs=["grad", "input"], outputs=["output"],
+   attrs={"fft_rank": Attr("int", 1), "fft_length": Attr("ints", REQUIRED)},
+   doc="The gradient of InverseRealFFT for its one-sided complex ``input``: the real transform of ``grad`` "
+       "over the signal size, doubled where a frequency stands for its mirror image too.")(same_as_input(1))

@@ -173,3 +173,26 @@ def _set_operation(ctx):
 def _set_size(ctx):
     rank = ctx.input(2).shape[0] if ctx.input(2).shape else None
     return [TensorType(np.dtype(np.int32), None if rank is None else (None,) * (rank - 1))]
+
+
+@op("EditDistance", domain=D,
+    inputs=["hypothesis_indices", "hypothesis_values", "hypothesis_shape", "truth_indices", "truth_values",
+            "truth_shape"], outputs=["output"], attrs={"normalize": Attr("int", 1)},
+    doc="TensorFlow's EditDistance: the Levenshtein distance between the sequences two SparseTensors hold "
+        "along their last dim, one per position of the other dims (the larger of the two shapes), divided by "
+        "the truth's length when ``normalize``. float32; no gradient.")
+def _edit_distance(ctx):
+    for k in (0, 3):
+        ind = ctx.input(k)
+        if ind.shape is not None and len(ind.shape) != 2:
+            raise ctx.fail(f"input {k} (indices) must be a matrix, got shape {ind.shape}")
+    for k in (2, 5):
+        s = ctx.input(k)
+        if s.shape is not None and len(s.shape) != 1:
+            raise ctx.fail(f"input {k} (dense shape) must be a vector, got shape {s.shape}")
+    hv, tv = ctx.input(1), ctx.input(4)
+    if hv.dtype is not None and tv.dtype is not None and hv.dtype != tv.dtype:
+        raise ctx.fail(f"hypothesis and truth values must share a dtype, got {hv.dtype} and {tv.dtype}")
+    shape = ctx.input(2).shape or ctx.input(5).shape
+    rank = shape[0] if shape else None
+    return [TensorType(np.dtype(np.float32), None if rank is None else (None,) * (rank - 1))]

@@ -1,8 +1,12 @@
-"""Gradient helper kernels for gathers: scatter the rows back."""
+"""Gradient helper kernels for gathers (scatter the rows back), and TensorFlow's Bitcast and
+BroadcastArgs."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from edge_runtime.kernels import kernel
+from trainer.errors import InvalidArgumentError
 from schemas.ops.shape import onnx_slice
 
 D = "flowstack"
@@ -36,3 +40,25 @@ def slice_grad(dy, x, *, xp, starts, ends, axes, steps):
         index[a % x.ndim] = onnx_slice(x.shape[a % x.ndim], s, e, st)
     out[tuple(index)] = dy
     return out
+
+
+@kernel("Bitcast", domain=D)
+def bitcast(x, *, xp, type):  # noqa: A002 - the attribute's name
+    out = np.dtype(type)
+    a, b = x.dtype.itemsize, out.itemsize
+    if a < b and (x.ndim == 0 or x.shape[-1] != b // a):
+        raise InvalidArgumentError(f"Bitcast: cannot bitcast {x.dtype} of shape {list(x.shape)} to {out}: the last "
+                                   f"dim must be {b // a}")
+    data = np.ascontiguousarray(x)
+    shape = x.shape if a == b else (x.shape + (a // b,) if a > b else x.shape[:-1])
+    return data.view(out).reshape(shape)
+
+
+@kernel("BroadcastArgs", domain=D)
+def broadcast_args(s0, s1, *, xp):
+    try:
+        shape = np.broadcast_shapes(tuple(int(d) for d in s0), tuple(int(d) for d in s1))
+    except ValueError:
+        raise InvalidArgumentError(f"BroadcastArgs: incompatible shapes [{','.join(map(str, s0))}] and "
+                                   f"[{','.join(map(str, s1))}]") from None
+    return np.asarray(shape, s0.dtype)

@@ -117,3 +117,35 @@ for _reduction in _SEGMENT_REDUCTIONS:
     kernel(f"Segment{_reduction}", domain="flowstack")(_sorted_segment(f"Segment{_reduction}", _reduction))
     kernel(f"UnsortedSegment{_reduction}", domain="flowstack")(
         _unsorted_segment(f"UnsortedSegment{_reduction}", _reduction))
+
+
+def _levenshtein(a: list, b: list) -> int:
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (x != y))
+    return row[-1]
+
+
+def _sequences(indices, values) -> dict:
+    """{outer index: the values in order of their last index} for one SparseTensor."""
+    out: dict = {}
+    for idx, v in sorted(zip(map(tuple, indices.tolist()), values.tolist())):
+        out.setdefault(idx[:-1], []).append(v)
+    return out
+
+
+@kernel("EditDistance", domain="flowstack")
+def edit_distance(h_idx, h_val, h_shape, t_idx, t_val, t_shape, *, xp, normalize):
+    if h_shape.size != t_shape.size or h_shape.size < 1:
+        raise InvalidArgumentError(f"EditDistance: hypothesis and truth must have the same rank (at least 1), got "
+                                   f"shapes {h_shape.tolist()} and {t_shape.tolist()}")
+    hyp, truth = _sequences(h_idx, h_val), _sequences(t_idx, t_val)
+    out = np.zeros(np.maximum(h_shape[:-1], t_shape[:-1]), np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for loc in set(hyp) | set(truth):
+            h, t = hyp.get(loc, []), truth.get(loc, [])
+            distance = np.float32(_levenshtein(h, t))
+            out[loc] = distance / np.float32(len(t)) if normalize else distance
+    return out
