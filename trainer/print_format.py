@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["format_tensor"]
+__all__ = ["format_tensor", "scalar_text"]
 
 
-def _scalar(x) -> str:
+def scalar_text(x) -> str:
+    """One value as TensorFlow prints it: floats in their shortest exact form, booleans as 1 and 0."""
     if isinstance(x, (bytes, np.bytes_)):
         return bytes(x).decode("utf-8", "replace")
     if isinstance(x, (np.floating, float)):
@@ -33,7 +34,7 @@ def _kept(n: int, summarize: int) -> list[int | None]:
 
 def _format(a: np.ndarray, summarize: int, depth: int) -> str:
     if a.ndim == 0:
-        return _scalar(a[()])
+        return scalar_text(a[()])
     parts = ["..." if i is None else _format(a[i], summarize, depth + 1) for i in _kept(a.shape[0], summarize)]
     sep = " " if a.ndim == 1 else "\n" * (a.ndim - 1) + " " * (depth + 1)
     return "[" + sep.join(parts) + "]"

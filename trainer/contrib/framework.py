@@ -22,11 +22,12 @@ from trainer.contrib.model_variables import (add_model_variable, assign_from_che
                                              get_variables_by_suffix, get_variables_to_restore, global_variable,
                                              local_variable, model_variable, variable)
 from trainer.graph import Graph, Tensor, get_default_graph
+from trainer.graph_extras import is_numeric_tensor
 from trainer.ops import add_n, convert_to_tensor, group, placeholder
 from trainer.sparse_tensor import SparseTensor, SparseTensorValue
 from trainer.special_math import is_non_decreasing, is_strictly_increasing
 from trainer.train import assert_global_step, get_global_step, get_or_create_global_step
-from trainer.variables import Variable, global_variables
+from trainer.variables import global_variables
 
 __all__ = [
     "VariableDeviceChooser", "add_arg_scope", "add_model_variable", "arg_scope", "arg_scoped_arguments",
@@ -81,11 +82,6 @@ def assert_or_get_global_step(graph: Graph | None = None, global_step_tensor=Non
 def is_tensor(x) -> bool:
     """Whether ``x`` is a graph value: a Tensor, a variable (anything reading as one) or a SparseTensor."""
     return isinstance(x, (Tensor, SparseTensor)) or hasattr(x, "as_tensor")
-
-
-def is_numeric_tensor(tensor) -> bool:
-    """A Tensor or Variable of a number dtype (not bool, string or a resource)."""
-    return isinstance(tensor, (Tensor, Variable)) and np.dtype(tensor.dtype).kind in "iufc"
 
 
 def assert_scalar(tensor, name=None):

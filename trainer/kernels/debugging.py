@@ -13,7 +13,7 @@ import numpy as np
 from edge_runtime.kernels import kernel
 from trainer.graph import GraphError
 from trainer.kernels.registry import stateful_kernel
-from trainer.print_format import format_tensor
+from trainer.print_format import format_tensor, scalar_text
 
 __all__ = ["InvalidArgumentError", "PRINT_PLACEHOLDER"]
 
@@ -25,30 +25,13 @@ class InvalidArgumentError(GraphError):
     """A value that fails a graph assertion (tf.Assert, tf.assert_*, check_numerics)."""
 
 
-# Significant digits TensorFlow prints a float with: the short form when it reads back exactly,
-# else the long one (its FloatToBuffer / DoubleToBuffer).
-_DIGITS = {np.dtype(np.float16): (4, 5), np.dtype(np.float32): (6, 9), np.dtype(np.float64): (15, 17)}
-
-
-def _value_text(x, dtype: np.dtype) -> str:
-    if dtype.kind == "f":
-        short, long = _DIGITS.get(dtype, (6, 9))
-        text = f"{x:.{short}g}"
-        return text if dtype.type(text) == x or np.isnan(x) else f"{x:.{long}g}"
-    if dtype.kind == "b":
-        return "1" if x else "0"
-    if isinstance(x, bytes):
-        return x.decode("utf-8", "replace")
-    return str(x)
-
-
 def _show(values, summarize: int) -> str:
     """Each tensor as TensorFlow 1.x's Print shows it: ``[v v v...]``, the first ``summarize`` values."""
     parts = []
     for v in values:
         a = np.asarray(v)
         flat = a.reshape(-1)
-        shown = " ".join(_value_text(x, a.dtype) for x in flat[:summarize]) + ("..." if flat.size > summarize else "")
+        shown = " ".join(scalar_text(x) for x in flat[:summarize]) + ("..." if flat.size > summarize else "")
         parts.append(f"[{shown}]")
     return "".join(parts)
 
