@@ -19,13 +19,18 @@ at which byte, never an IndexError or a loop that does not end.
 
 from __future__ import annotations
 
+import base64
+import json
 import struct
 from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["FEATURE_LISTS", "ExampleFormatError", "Feature", "decode_example", "encode_example"]
+__all__ = ["EXAMPLE_INPUTS_KEY", "FEATURE_LISTS", "ExampleFormatError", "Feature", "RecordError", "decode_example", "encode_example", "example_inputs"]
 
+# The .flow metadata key of the inputs a ParseExample node reads (batches of records): JSON of each
+# input's name -> one well-formed record for it, base64 (what a server warms the model up with).
+EXAMPLE_INPUTS_KEY = "example_inputs"
 # A parsed tensor's dtype name -> the list of a tf.train.Feature that holds its values.
 FEATURE_LISTS = {"float32": "float_list", "int64": "int64_list", "object": "bytes_list"}
 _LIST_FIELDS = {1: "bytes_list", 2: "float_list", 3: "int64_list"}
@@ -36,7 +41,12 @@ _MASK64 = (1 << 64) - 1
 _MAX_VARINT_BYTES = 10
 
 
-class ExampleFormatError(ValueError):
+class RecordError(ValueError):
+    """Records that do not parse as a model's features: malformed, or missing or mistyping one (bad
+    input, which a server answers with 400 / INVALID_ARGUMENT)."""
+
+
+class ExampleFormatError(RecordError):
     """A record that is not a well-formed serialized tf.train.Example."""
 
 
@@ -206,13 +216,24 @@ def _encode_list(kind: str, values) -> bytes:
     return _length_delimited(1, b"".join(_encode_varint(int(v)) for v in np.asarray(values, np.int64).tolist()))
 
 
-def encode_example(features: Mapping[str, tuple[str, Sequence]]) -> bytes:
+def encode_example(features: Mapping[str, tuple[str | None, Sequence]]) -> bytes:
     """A serialized tf.train.Example of ``{key: (kind, values)}``, kind one of ``FEATURE_LISTS``'
-    values; floats and int64s packed, as protobuf writes them."""
+    values (None: a Feature with no list set, for no values of no known type); floats and int64s
+    packed, as protobuf writes them."""
     entries = []
     for key, (kind, values) in features.items():
-        if kind not in _LIST_NUMBERS:
+        if kind is not None and kind not in _LIST_NUMBERS:
             raise ValueError(f"feature {key!r}: kind {kind!r} is not one of {sorted(_LIST_NUMBERS)}")
-        feature = _length_delimited(_LIST_NUMBERS[kind], _encode_list(kind, values))
+        feature = b"" if kind is None else _length_delimited(_LIST_NUMBERS[kind], _encode_list(kind, values))
         entries.append(_length_delimited(1, _length_delimited(1, key.encode("utf-8")) + _length_delimited(2, feature)))
     return _length_delimited(1, b"".join(entries)) if entries else b""
+
+
+def example_inputs(metadata: Mapping[str, str]) -> dict[str, bytes]:
+    """A model's inputs of serialized records (its metadata's ``EXAMPLE_INPUTS_KEY``), each with a
+    record that parses; none where the metadata is not what an export writes."""
+    try:
+        listed = json.loads(metadata.get(EXAMPLE_INPUTS_KEY, "{}"))
+        return {str(name): base64.b64decode(record, validate=True) for name, record in listed.items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}

@@ -3,7 +3,8 @@ serialized tf.train.Example records with the runtime's own wire decoder (edge_ru
 so a served model can take records as its input. The family's stateful ops (iterators, readers)
 run in the trainer (trainer/kernels/data.py).
 
-Errors use TensorFlow's words and name the feature key and the record's index in the batch.
+Errors (``RecordError``, a ValueError: bad input) use TensorFlow's words and name the feature key
+and the record's index in the batch.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 
 import numpy as np
 
-from edge_runtime.example_records import FEATURE_LISTS, ExampleFormatError, decode_example
+from edge_runtime.example_records import FEATURE_LISTS, ExampleFormatError, RecordError, decode_example
 from edge_runtime.kernels.registry import kernel
 from schemas.ops.data import SEQUENCE, SPARSE
 
@@ -26,7 +27,7 @@ def _record_bytes(record, index: int) -> bytes:
         return record.encode("utf-8")
     if isinstance(record, (bytes, bytearray, memoryview, np.bytes_)):
         return bytes(record)
-    raise ValueError(f"Could not parse example input, value {index}: expected a serialized tf.train.Example "
+    raise RecordError(f"Could not parse example input, value {index}: expected a serialized tf.train.Example "
                      f"(bytes), got {type(record).__name__}")
 
 
@@ -37,7 +38,7 @@ def decode_records(records: np.ndarray) -> list[dict]:
         try:
             decoded.append(decode_example(_record_bytes(record, i)))
         except ExampleFormatError as e:
-            raise ValueError(f"Could not parse example input, value {i}: not a serialized tf.train.Example "
+            raise RecordError(f"Could not parse example input, value {i}: not a serialized tf.train.Example "
                              f"({e})") from None
     return decoded
 
@@ -70,7 +71,7 @@ def _listed(features: dict, key: str, dtype: str, index: int) -> np.ndarray | No
     if feature is None:
         return None
     if feature.kind is not None and feature.kind != FEATURE_LISTS[dtype]:
-        raise ValueError(f"Key: {key}. Data types don't match. Expected type: {dtype}, actual: {feature.kind} "
+        raise RecordError(f"Key: {key}. Data types don't match. Expected type: {dtype}, actual: {feature.kind} "
                          f"(example {index})")
     values = feature.values
     if dtype == "object":
@@ -87,16 +88,16 @@ def _dense(values, key: str, dtype: str, shape: tuple, is_sequence: bool, defaul
             return np.zeros((0,) + shape, dtype)
         if default.size:
             return default
-        raise ValueError(f"Feature: {key} (data type: {dtype}) is required but could not be found "
+        raise RecordError(f"Feature: {key} (data type: {dtype}) is required but could not be found "
                          f"(example {index}).")
     per = int(np.prod(shape))
     if is_sequence:
         if per and values.size % per:
-            raise ValueError(f"Key: {key}. Number of values ({values.size}) is not a multiple of the element size "
+            raise RecordError(f"Key: {key}. Number of values ({values.size}) is not a multiple of the element size "
                              f"{per} (shape {list(shape)}, example {index})")
         return values.reshape((-1,) + shape)
     if values.size != per:
-        raise ValueError(f"Key: {key}. Can't parse serialized Example: expected {per} values (shape "
+        raise RecordError(f"Key: {key}. Can't parse serialized Example: expected {per} values (shape "
                          f"{list(shape)}), got {values.size} (example {index})")
     return values.reshape(shape)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import edge_runtime
+from edge_runtime.example_records import example_inputs
 import trainer as tf
 from exporter.freeze_source import FreezeError
 from trainer.example_proto import BytesList, Example, Feature, Features, FloatList, Int64List
@@ -140,6 +141,9 @@ def test_a_dnn_classifier_served_on_examples_matches_predict(tmp_path):
     want = np.stack([p["probabilities"] for p in predictions(est, features, rows)])
     np.testing.assert_allclose(scores, want, rtol=1e-5, atol=1e-6)
     assert np.allclose(scores.sum(axis=1), 1.0, atol=1e-5)
+    warmup = example_inputs(model.metadata)  # what a server feeds it first, and knows it by
+    assert list(warmup) == ["examples"]
+    assert model.run({"examples": np.array([warmup["examples"]], dtype=object)})["scores"].shape == (1, 3)
 
 
 def test_a_linear_regressor_served_on_examples_matches_predict(tmp_path):
