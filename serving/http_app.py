@@ -32,6 +32,7 @@ from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, Servi
 from serving.json_body import FLOAT_DATATYPES, load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from serving.shared_memory import region_ref
+from serving.tf_example_json import examples_request, is_example_records_input
 
 log = logging.getLogger("flowstack.serving")
 
@@ -357,10 +358,15 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
                 value = np.asarray(value, dtype=np.float64) if _is_numeric(value) else value
             array = datatypes.from_json(tensor, datatype, shape, value)
         inputs.append(InferInput(tensor, datatype, shape, array))
+    check_signature(doc)
+    return InferRequest(name, inputs, version, protocol="tfserving"), row
+
+
+def check_signature(doc: dict) -> None:
+    """A TF Serving body's ``signature_name``: a .flow serves one signature, ``serving_default``."""
     signature = doc.get("signature_name", "serving_default")
     if signature != "serving_default":
         raise InvalidRequest(f"unknown signature_name {shown(signature)}; the model serves 'serving_default'")
-    return InferRequest(name, inputs, version, protocol="tfserving"), row
 
 
 def _is_b64(value: dict) -> bool:
@@ -679,7 +685,8 @@ class HttpHandlers:
 
     async def tf_examples(self, request: Request, method: str) -> Response:
         """TF Serving's :classify and :regress over a predict model: each of ``examples`` (merged
-        with ``context``) is one row of inputs; the model's one output gives each row's scores
+        with ``context``) is one row of inputs, or, for a model whose one input is a batch of
+        serialized tf.Examples, one record (serving/tf_example_json.py); the model's one output gives each row's scores
         (classify: [label, score] pairs, labels from the model's ``labels`` metadata, else the
         class index) or value (regress)."""
         name, version = request.path_params["name"], self.version_of(request)
@@ -694,10 +701,15 @@ class HttpHandlers:
             if len(mv.outputs) != 1:
                 raise InvalidRequest(f":{method} needs a model with one output; {name!r} has {[s.name for s in mv.outputs]} "
                                      "(use :predict)")
-            predict = {"instances": [{**context, **example} for example in examples]}
-            if "signature_name" in doc:
-                predict["signature_name"] = doc["signature_name"]
-            infer_request, _ = parse_tf_predict(predict, mv.inputs, name, version, self.settings.max_elements)
+            if is_example_records_input(mv.inputs, mv.backend.metadata):  # fed serialized tf.Examples, as TF Serving feeds them
+                check_signature(doc)
+                infer_request = examples_request(examples, context, mv.inputs[0], name, version,
+                                                 self.settings.max_elements)
+            else:
+                predict = {"instances": [{**context, **example} for example in examples]}
+                if "signature_name" in doc:
+                    predict["signature_name"] = doc["signature_name"]
+                infer_request, _ = parse_tf_predict(predict, mv.inputs, name, version, self.settings.max_elements)
         except ServingError as exc:
             self.core.count_refused("tfserving", exc)
             raise
