@@ -75,6 +75,8 @@ class Feature:
         if self.kind is None:
             return []
         dtype = np.float32 if self.kind == "float_list" else np.int64
+        if len(self._parts) == 1 and isinstance(self._parts[0], np.ndarray):  # one packed run: the usual case
+            return self._parts[0]
         arrays = [np.atleast_1d(np.asarray(p, dtype)) for p in self._parts]
         return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
 
@@ -98,7 +100,11 @@ def _fields(data: bytes, pos: int, end: int):
     varint's value, a fixed field's bytes, a length-delimited field's ``(start, stop)``."""
     while pos < end:
         at = pos
-        tag, pos = _varint(data, pos, end)
+        tag = data[pos]  # one byte for field numbers below 16: every field of these messages
+        if tag < 0x80:
+            pos += 1
+        else:
+            tag, pos = _varint(data, pos, end)
         number, wire_type = tag >> 3, tag & 7
         if number == 0:
             raise ExampleFormatError(f"field number 0 at byte {at}")
@@ -111,7 +117,11 @@ def _fields(data: bytes, pos: int, end: int):
                                          f"(byte {end})")
             value, pos = data[pos:pos + size], pos + size
         elif wire_type == LENGTH:
-            length, pos = _varint(data, pos, end)
+            length = data[pos] if pos < end else 0x80
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = _varint(data, pos, end)
             if length > end - pos:
                 raise ExampleFormatError(f"a length-delimited field at byte {at} says {length} bytes but its "
                                          f"message has {end - pos} left")
@@ -126,6 +136,8 @@ def _int64(value: int) -> int:
 
 
 def _packed_varints(data: bytes, pos: int, end: int) -> list[int]:
+    if pos < end and max(data[pos:end]) < 0x80:  # every value below 128: one byte each
+        return list(data[pos:end])
     values = []
     while pos < end:
         value, pos = _varint(data, pos, end)

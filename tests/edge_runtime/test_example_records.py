@@ -125,6 +125,7 @@ def test_the_encoder_writes_what_protobuf_reads_and_writes():
     assert list(parsed["floats"].float_list.value) == [0.5, -3.0]
     assert list(parsed["words"].bytes_list.value) == ["\u00fcber".encode(), b"\x00\xff"]
     assert parsed["none"].WhichOneof("kind") == "int64_list" and not parsed["none"].int64_list.value
+    assert as_protobuf_reads(encode_example({"e": (None, [])})) == {"e": (None, [])}  # a Feature with no list
     one = encode_example({"x": ("float_list", [1.0, 2.0])})
     assert one == proto_example(x=[1.0, 2.0]).SerializeToString()  # one key: protobuf's bytes exactly
     with pytest.raises(ValueError, match="kind 'string_list'"):
