@@ -26,7 +26,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["EXAMPLE_INPUTS_KEY", "FEATURE_LISTS", "ExampleFormatError", "Feature", "RecordError", "decode_example", "encode_example", "example_inputs"]
+__all__ = ["EXAMPLE_INPUTS_KEY", "FEATURE_LISTS", "ExampleFormatError", "Feature", "RecordError", "decode_example",
+           "encode_example", "example_inputs"]
 
 # The .flow metadata key of the inputs a ParseExample node reads (batches of records): JSON of each
 # input's name -> one well-formed record for it, base64 (what a server warms the model up with).

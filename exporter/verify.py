@@ -17,6 +17,7 @@ import numpy as np
 
 import edge_runtime
 from exporter import flow_writer, ir
+from exporter.example_samples import example_record_samples
 from exporter.passes.graph_edit import copy_model
 from schemas import dtypes
 
@@ -163,8 +164,6 @@ def _describe_generated(feeds: Mapping[str, np.ndarray]) -> str:
 def sample_inputs(model: ir.Model, seed: int = 0) -> dict[str, np.ndarray]:
     """One feed dict for ``model``'s public inputs, generated from their declared dtypes and shapes
     (serialized Examples for a string input that ParseExample reads: exporter/example_samples.py)."""
-    from exporter.example_samples import example_record_samples
-
     return _generate(_load(model, "model"), seed, given=example_record_samples(model, seed))
 
 

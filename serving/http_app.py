@@ -685,8 +685,8 @@ class HttpHandlers:
 
     async def tf_examples(self, request: Request, method: str) -> Response:
         """TF Serving's :classify and :regress over a predict model: each of ``examples`` (merged
-        with ``context``) is one row of inputs, or, for a model whose one input is a batch of
-        serialized tf.Examples, one record (serving/tf_example_json.py); the model's one output gives each row's scores
+        with ``context``) is one row of inputs, or one serialized tf.Example for a model whose one
+        input is a batch of them (serving/tf_example_json.py); the model's one output gives each row's scores
         (classify: [label, score] pairs, labels from the model's ``labels`` metadata, else the
         class index) or value (regress)."""
         name, version = request.path_params["name"], self.version_of(request)
@@ -701,7 +701,7 @@ class HttpHandlers:
             if len(mv.outputs) != 1:
                 raise InvalidRequest(f":{method} needs a model with one output; {name!r} has {[s.name for s in mv.outputs]} "
                                      "(use :predict)")
-            if is_example_records_input(mv.inputs, mv.backend.metadata):  # fed serialized tf.Examples, as TF Serving feeds them
+            if is_example_records_input(mv.inputs, mv.backend.metadata):  # as TF Serving feeds such a model
                 check_signature(doc)
                 infer_request = examples_request(examples, context, mv.inputs[0], name, version,
                                                  self.settings.max_elements)

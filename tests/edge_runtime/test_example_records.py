@@ -38,7 +38,7 @@ def as_protobuf_reads(record: bytes) -> dict:
 
 
 def as_we_read(record: bytes) -> dict:
-    return {key: (f.kind, [bytes(v) for v in f.values] if f.kind == "bytes_list" else list(np.asarray(f.values).tolist()))
+    return {key: (f.kind, list(f.values) if f.kind == "bytes_list" else np.asarray(f.values).tolist())
             for key, f in decode_example(record).items()}
 
 
