@@ -10,6 +10,7 @@ and the record's index in the batch.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -28,7 +29,7 @@ def _record_bytes(record, index: int) -> bytes:
     if isinstance(record, (bytes, bytearray, memoryview, np.bytes_)):
         return bytes(record)
     raise RecordError(f"Could not parse example input, value {index}: expected a serialized tf.train.Example "
-                     f"(bytes), got {type(record).__name__}")
+                      f"(bytes), got {type(record).__name__}")
 
 
 def decode_records(records: np.ndarray) -> list[dict]:
@@ -39,7 +40,7 @@ def decode_records(records: np.ndarray) -> list[dict]:
             decoded.append(decode_example(_record_bytes(record, i)))
         except ExampleFormatError as e:
             raise RecordError(f"Could not parse example input, value {i}: not a serialized tf.train.Example "
-                             f"({e})") from None
+                              f"({e})") from None
     return decoded
 
 
@@ -50,15 +51,16 @@ def parse_example(serialized, *defaults, xp, keys, dtypes, shapes, kinds, num_ou
     parsed = decode_records(records)
     outputs = []
     for key, dtype, shape, kind, default in zip(keys, dtypes, json.loads(shapes), kinds, defaults):
-        shape = tuple(shape)
+        shape, default = tuple(shape), np.asarray(default)
         listed = [_listed(features, key, dtype, i) for i, features in enumerate(parsed)]
         if kind == SPARSE:
             outputs.extend(_sparse(records.shape, listed, dtype))
             continue
-        values = [_dense(v, key, dtype, shape, kind == SEQUENCE, np.asarray(default), i) for i, v in enumerate(listed)]
+        per = math.prod(shape)
+        values = [_dense(v, key, dtype, shape, per, kind == SEQUENCE, default, i) for i, v in enumerate(listed)]
         if kind == SEQUENCE:
             longest = max((len(v) for v in values), default=0)
-            fill = np.asarray(default).reshape(()) if np.size(default) else np.zeros((), dtype)
+            fill = default.reshape(()) if default.size else np.zeros((), dtype)
             values = [np.concatenate([v, np.full((longest - len(v),) + shape, fill, dtype)]) for v in values]
         stacked = np.stack(values) if values else np.zeros((0,) + shape, dtype)
         outputs.append(stacked.reshape(records.shape + stacked.shape[1:]))
@@ -72,7 +74,7 @@ def _listed(features: dict, key: str, dtype: str, index: int) -> np.ndarray | No
         return None
     if feature.kind is not None and feature.kind != FEATURE_LISTS[dtype]:
         raise RecordError(f"Key: {key}. Data types don't match. Expected type: {dtype}, actual: {feature.kind} "
-                         f"(example {index})")
+                          f"(example {index})")
     values = feature.values
     if dtype == "object":
         out = np.empty(len(values), dtype=object)
@@ -81,7 +83,7 @@ def _listed(features: dict, key: str, dtype: str, index: int) -> np.ndarray | No
     return np.asarray(values, dtype=dtype)
 
 
-def _dense(values, key: str, dtype: str, shape: tuple, is_sequence: bool, default: np.ndarray,
+def _dense(values, key: str, dtype: str, shape: tuple, per: int, is_sequence: bool, default: np.ndarray,
            index: int) -> np.ndarray:
     if values is None:
         if is_sequence:
@@ -89,16 +91,15 @@ def _dense(values, key: str, dtype: str, shape: tuple, is_sequence: bool, defaul
         if default.size:
             return default
         raise RecordError(f"Feature: {key} (data type: {dtype}) is required but could not be found "
-                         f"(example {index}).")
-    per = int(np.prod(shape))
+                          f"(example {index}).")
     if is_sequence:
         if per and values.size % per:
             raise RecordError(f"Key: {key}. Number of values ({values.size}) is not a multiple of the element size "
-                             f"{per} (shape {list(shape)}, example {index})")
+                              f"{per} (shape {list(shape)}, example {index})")
         return values.reshape((-1,) + shape)
     if values.size != per:
         raise RecordError(f"Key: {key}. Can't parse serialized Example: expected {per} values (shape "
-                         f"{list(shape)}), got {values.size} (example {index})")
+                          f"{list(shape)}), got {values.size} (example {index})")
     return values.reshape(shape)
 
 
