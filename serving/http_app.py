@@ -32,7 +32,7 @@ from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, Servi
 from serving.json_body import FLOAT_DATATYPES, load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from serving.shared_memory import region_ref
-from serving.tf_example_json import examples_request, is_example_records_input
+from serving.tf_examples import class_labels, examples_request, is_example_records_input, results_per_example
 
 log = logging.getLogger("flowstack.serving")
 
@@ -686,7 +686,7 @@ class HttpHandlers:
     async def tf_examples(self, request: Request, method: str) -> Response:
         """TF Serving's :classify and :regress over a predict model: each of ``examples`` (merged
         with ``context``) is one row of inputs, or one serialized tf.Example for a model whose one
-        input is a batch of them (serving/tf_example_json.py); the model's one output gives each row's scores
+        input is a batch of them (serving/tf_examples.py); the model's one output gives each row's scores
         (classify: [label, score] pairs, labels from the model's ``labels`` metadata, else the
         class index) or value (regress)."""
         name, version = request.path_params["name"], self.version_of(request)
@@ -714,20 +714,10 @@ class HttpHandlers:
             self.core.count_refused("tfserving", exc)
             raise
         response = await self.core.infer(infer_request)
-        values = np.asarray(response.outputs[0].data)
-        rows = len(examples)
-        if values.dtype.kind not in "biuf" or not values.ndim or values.shape[0] != rows:
-            raise InvalidRequest(f"output {response.outputs[0].name!r} (shape {list(values.shape)}) does not give one "
-                                 f"{'set of scores' if method == 'classify' else 'value'} per example")
-        flat = values.reshape(rows, -1).astype(np.float64)
+        flat = results_per_example(response.outputs[0], len(examples), method, f":{method}")
         if method == "regress":
-            if flat.shape[1] != 1:
-                raise InvalidRequest(f":regress needs one value per example; output {response.outputs[0].name!r} gives "
-                                     f"{flat.shape[1]} (use :classify or :predict)")
             return _json({"results": flat[:, 0].tolist()}, finite=bool(np.isfinite(flat).all()))
-        labels = mv.backend.metadata.get("labels", "").splitlines()
-        if len(labels) != flat.shape[1]:
-            labels = [str(i) for i in range(flat.shape[1])]
+        labels = class_labels(mv.backend.metadata, flat.shape[1])
         results = [[[label, score] for label, score in zip(labels, row)] for row in flat.tolist()]
         return _json({"results": results}, finite=bool(np.isfinite(flat).all()))
 

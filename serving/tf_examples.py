@@ -1,7 +1,9 @@
-"""TensorFlow Serving's JSON examples (the body of REST :classify and :regress) as serialized
-tf.train.Example records, for a model whose one input is those records (an Estimator exported with
-``build_parsing_serving_input_receiver_fn``: its .flow lists that input as ParseExample's).
+"""TensorFlow Serving's example-based calls, Classify and Regress, over REST and gRPC: the inputs
+as serialized tf.train.Example records for a model whose one input is those records (an Estimator
+exported with ``build_parsing_serving_input_receiver_fn``: its .flow lists that input as
+ParseExample's), and the model's one output as per-example scores or values.
 
+JSON examples (REST):
 Each example is an object of feature name -> a value or a list of values, typed as TF Serving
 types them: a JSON integer (or true / false, as 1 / 0) goes to the feature's int64 list, a number
 with a fraction or exponent to its float list, a string (UTF-8) or ``{"b64": "<base64>"}`` to its
@@ -20,7 +22,8 @@ from serving import datatypes
 from serving.core import InferInput, InferRequest
 from serving.errors import InvalidRequest, shown
 
-__all__ = ["example_records", "examples_request", "is_example_records_input"]
+__all__ = ["class_labels", "example_records", "examples_request", "is_example_records_input", "records_request",
+           "results_per_example"]
 
 _INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -78,10 +81,34 @@ def example_records(examples: list, context: dict) -> np.ndarray:
 
 def examples_request(examples: list, context: dict, spec, name: str, version: str,
                      max_elements: int) -> InferRequest:
-    """The infer request feeding the examples' records to the model's one records input ``spec``."""
+    """The infer request feeding JSON examples' records to the model's one records input ``spec``."""
     if not isinstance(context, dict):
         raise InvalidRequest("'context' must be an object of feature -> value(s)")
     _example(context, "context")  # its errors named as the context's, not the first example's
-    shape = datatypes.check_shape(spec.name, [len(examples)], max_elements)
-    records = example_records(examples, context)
+    return records_request(example_records(examples, context), spec, name, version, max_elements)
+
+
+def records_request(records: np.ndarray, spec, name: str, version: str, max_elements: int) -> InferRequest:
+    """The infer request feeding ``records`` (serialized Examples) to the model's records input ``spec``."""
+    shape = datatypes.check_shape(spec.name, [len(records)], max_elements)
     return InferRequest(name, [InferInput(spec.name, "BYTES", tuple(shape), records)], version, protocol="tfserving")
+
+
+def results_per_example(output, rows: int, method: str, call: str) -> np.ndarray:
+    """The model's one output as float64 rows, one per example: the class scores (``classify``) or
+    the one value (``regress``) of each; ``call`` names the call in errors (``:regress``, ``Regress``)."""
+    values = np.asarray(output.data)
+    if values.dtype.kind not in "biuf" or not values.ndim or values.shape[0] != rows:
+        raise InvalidRequest(f"output {output.name!r} (shape {list(values.shape)}) does not give one "
+                             f"{'set of scores' if method == 'classify' else 'value'} per example")
+    flat = values.reshape(rows, -1).astype(np.float64)
+    if method == "regress" and flat.shape[1] != 1:
+        raise InvalidRequest(f"{call} needs one value per example; output {output.name!r} gives {flat.shape[1]} "
+                             "(use classify or predict)")
+    return flat
+
+
+def class_labels(metadata: dict, count: int) -> list[str]:
+    """The classes' names: the model's ``labels`` metadata, else the class indices."""
+    labels = metadata.get("labels", "").splitlines()
+    return labels if len(labels) == count else [str(i) for i in range(count)]
