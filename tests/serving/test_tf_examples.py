@@ -140,3 +140,62 @@ def test_bad_examples_get_400_naming_the_feature(served):
             r = httpx.post(f"{server.http_url}/v1/models/clf:classify", json=body, timeout=TIMEOUT)
             assert r.status_code == 400, (body, r.text)
             assert re.search(message, r.json()["error"]), (message, r.json()["error"])
+
+
+def test_grpc_classify_and_regress_take_example_lists(served):
+    import grpc
+
+    from serving.tf_serving_grpc import messages
+
+    repo, features, probabilities, values = served
+    records = [as_record(features, i) for i in range(ROWS)]
+    with running_server(repo) as server, grpc.insecure_channel(server.grpc_address) as channel:
+        def call(method: str, request, response: str):
+            rpc = channel.unary_unary(f"/tensorflow.serving.PredictionService/{method}",
+                                      request_serializer=type(request).SerializeToString,
+                                      response_deserializer=messages(response).FromString)
+            return rpc(request, timeout=TIMEOUT)
+
+        request = messages("ClassificationRequest")()
+        request.model_spec.name = "clf"
+        request.input.example_list.examples.extend(records)
+        answer = call("Classify", request, "ClassificationResponse")
+        scores = [[c.score for c in row.classes] for row in answer.result.classifications]
+        assert [[c.label for c in row.classes] for row in answer.result.classifications] == [["0", "1", "2"]] * ROWS
+        np.testing.assert_allclose(scores, probabilities, rtol=1e-5, atol=1e-6)
+        assert answer.model_spec.name == "clf" and answer.model_spec.version.value > 0
+
+        # The context's features go into every example (its "slot" here).
+        shared = {**features, "slot": np.full(ROWS, 3, np.int64)}
+        context = Example(features=Features(feature={"slot": Feature(int64_list=Int64List(value=[3]))}))
+        without_slot = [Example(features=Features(feature={
+            k: f for k, f in Example.FromString(r).features.feature.items() if k != "slot"})).SerializeToString()
+            for r in records]
+        request = messages("RegressionRequest")()
+        request.model_spec.name = "reg"
+        request.model_spec.signature_name = "serving_default"
+        request.input.example_list_with_context.examples.extend(without_slot)
+        request.input.example_list_with_context.context = context.SerializeToString()
+        with_context = [r.value for r in call("Regress", request, "RegressionResponse").result.regressions]
+        request = messages("RegressionRequest")()
+        request.model_spec.name = "reg"
+        request.input.example_list.examples.extend(as_record(shared, i) for i in range(ROWS))
+        each = [r.value for r in call("Regress", request, "RegressionResponse").result.regressions]
+        assert with_context == each
+        request = messages("RegressionRequest")()
+        request.model_spec.name = "reg"
+        request.input.example_list.examples.extend(records)
+        plain = [r.value for r in call("Regress", request, "RegressionResponse").result.regressions]
+        np.testing.assert_allclose(plain, values[:, 0], rtol=1e-5, atol=1e-6)
+
+        bad = messages("ClassificationRequest")()
+        bad.model_spec.name = "clf"
+        bad.input.example_list.examples.extend([records[0], b"\x0a\x09\x0a"])
+        with pytest.raises(grpc.RpcError) as caught:
+            call("Classify", bad, "ClassificationResponse")
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "value 1: not a serialized tf.train.Example" in caught.value.details()
+        empty = messages("ClassificationRequest")()
+        empty.model_spec.name = "clf"
+        with pytest.raises(grpc.RpcError, match="neither example_list nor example_list_with_context"):
+            call("Classify", empty, "ClassificationResponse")
