@@ -1,5 +1,6 @@
-"""TF Serving's REST :classify, :regress and :predict on Estimators exported with the parsing
-receiver (their one input: serialized tf.train.Example records), through a real server."""
+"""TF Serving's REST :classify, :regress and :predict, and its gRPC Classify and Regress, on
+Estimators exported with the parsing receiver (their one input: serialized tf.train.Example
+records), through a real server."""
 
 from __future__ import annotations
 
