@@ -22,6 +22,7 @@ an export is checked against the trainer's own outputs, not against another rewr
 
 from __future__ import annotations
 
+import base64
 import datetime
 import json
 from collections.abc import Mapping
@@ -29,7 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from edge_runtime.example_records import EXAMPLE_INPUTS_KEY
 from exporter import flow_writer, ir
+from exporter.example_samples import example_record_samples
 from exporter.freeze_rewrite import PRODUCER, Freezer
 from exporter.freeze_source import FreezeError, FreezeSource, open_source, resolve_tensors
 from exporter.trainer_inference import inference_outputs
@@ -167,6 +170,10 @@ def _metadata(src: FreezeSource, model: ir.Model, descriptions: Mapping[str, str
         "outputs": json.dumps({n: describe(n) for n in g.outputs}),
         "frozen_ops": str(len(g.nodes)),
     }
+    records = example_record_samples(model)
+    if records:  # inputs a server builds from TF Serving's JSON examples, and a record to warm up with
+        meta[EXAMPLE_INPUTS_KEY] = json.dumps({name: base64.b64encode(r.reshape(-1)[0]).decode()
+                                               for name, r in records.items()})
     if src.step is not None:
         meta["training_step"] = str(src.step)
     if labels is not None:

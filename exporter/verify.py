@@ -17,6 +17,7 @@ import numpy as np
 
 import edge_runtime
 from exporter import flow_writer, ir
+from exporter.example_samples import example_record_samples
 from exporter.passes.graph_edit import copy_model
 from schemas import dtypes
 
@@ -161,8 +162,9 @@ def _describe_generated(feeds: Mapping[str, np.ndarray]) -> str:
 
 
 def sample_inputs(model: ir.Model, seed: int = 0) -> dict[str, np.ndarray]:
-    """One feed dict for ``model``'s public inputs, generated from their declared dtypes and shapes."""
-    return _generate(_load(model, "model"), seed)
+    """One feed dict for ``model``'s public inputs, generated from their declared dtypes and shapes
+    (serialized Examples for a string input that ParseExample reads: exporter/example_samples.py)."""
+    return _generate(_load(model, "model"), seed, given=example_record_samples(model, seed))
 
 
 def _load(model: ir.Model, role: str) -> edge_runtime.Model:
@@ -219,11 +221,14 @@ def _runs(runtime: edge_runtime.Model, feeds: Mapping[str, np.ndarray]) -> bool:
     return True
 
 
-def _generate(runtime: edge_runtime.Model, seed: int,
-              fill: Callable[[int, int], int] = _ones) -> dict[str, np.ndarray]:
+def _generate(runtime: edge_runtime.Model, seed: int, fill: Callable[[int, int], int] = _ones,
+              given: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     feeds = {}
     for spec in runtime.inputs:
+        if given and spec.name in given:
+            feeds[spec.name] = given[spec.name]
+            continue
         rank = len(spec.shape)
         shape = tuple(fill(rank, axis) if d < 0 else d for axis, d in enumerate(spec.shape))
         size = math.prod(shape) * spec.dtype.itemsize

@@ -13,6 +13,9 @@ from typing import Sequence
 import numpy as np
 
 from edge_runtime import TensorSpec, load
+from edge_runtime.example_records import RecordError
+from edge_runtime.plan import ExecutionError
+from serving.errors import InvalidRequest
 
 Feeds = dict[str, np.ndarray]
 
@@ -60,7 +63,17 @@ class EdgeRuntimeBackend:
         return "flowstack_gpu" if self.device == "gpu" else "flowstack"
 
     def infer_batch(self, requests: Sequence[Feeds]) -> list[Feeds]:
-        """Outputs for each request, in order. Requests whose non-batch dims agree run as one call."""
+        """Outputs for each request, in order. Requests whose non-batch dims agree run as one call.
+        Records that do not parse as the model's features (ParseExample's ``RecordError``) are the
+        request's fault: InvalidRequest, naming the record."""
+        try:
+            return self._infer_grouped(requests)
+        except ExecutionError as exc:
+            if isinstance(exc.__cause__, RecordError):
+                raise InvalidRequest(str(exc.__cause__)) from None
+            raise
+
+    def _infer_grouped(self, requests: Sequence[Feeds]) -> list[Feeds]:
         if len(requests) == 1 or not self.batched:
             return [self.model.run(r) for r in requests]
         groups: dict[tuple, list[int]] = {}

@@ -32,6 +32,7 @@ from serving.errors import InvalidRequest, ModelNotFound, PayloadTooLarge, Servi
 from serving.json_body import FLOAT_DATATYPES, load_infer_body, load_json_object
 from serving.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from serving.shared_memory import region_ref
+from serving.tf_examples import class_labels, examples_request, is_example_records_input, results_per_example
 
 log = logging.getLogger("flowstack.serving")
 
@@ -357,10 +358,15 @@ def parse_tf_predict(doc: dict, specs, name: str, version: str, max_elements: in
                 value = np.asarray(value, dtype=np.float64) if _is_numeric(value) else value
             array = datatypes.from_json(tensor, datatype, shape, value)
         inputs.append(InferInput(tensor, datatype, shape, array))
+    check_signature(doc)
+    return InferRequest(name, inputs, version, protocol="tfserving"), row
+
+
+def check_signature(doc: dict) -> None:
+    """A TF Serving body's ``signature_name``: a .flow serves one signature, ``serving_default``."""
     signature = doc.get("signature_name", "serving_default")
     if signature != "serving_default":
         raise InvalidRequest(f"unknown signature_name {shown(signature)}; the model serves 'serving_default'")
-    return InferRequest(name, inputs, version, protocol="tfserving"), row
 
 
 def _is_b64(value: dict) -> bool:
@@ -679,7 +685,8 @@ class HttpHandlers:
 
     async def tf_examples(self, request: Request, method: str) -> Response:
         """TF Serving's :classify and :regress over a predict model: each of ``examples`` (merged
-        with ``context``) is one row of inputs; the model's one output gives each row's scores
+        with ``context``) is one row of inputs, or one serialized tf.Example for a model whose one
+        input is a batch of them (serving/tf_examples.py); the model's one output gives each row's scores
         (classify: [label, score] pairs, labels from the model's ``labels`` metadata, else the
         class index) or value (regress)."""
         name, version = request.path_params["name"], self.version_of(request)
@@ -694,28 +701,23 @@ class HttpHandlers:
             if len(mv.outputs) != 1:
                 raise InvalidRequest(f":{method} needs a model with one output; {name!r} has {[s.name for s in mv.outputs]} "
                                      "(use :predict)")
-            predict = {"instances": [{**context, **example} for example in examples]}
-            if "signature_name" in doc:
-                predict["signature_name"] = doc["signature_name"]
-            infer_request, _ = parse_tf_predict(predict, mv.inputs, name, version, self.settings.max_elements)
+            if is_example_records_input(mv.inputs, mv.backend.metadata):  # as TF Serving feeds such a model
+                check_signature(doc)
+                infer_request = examples_request(examples, context, mv.inputs[0], name, version,
+                                                 self.settings.max_elements)
+            else:
+                predict = {"instances": [{**context, **example} for example in examples]}
+                if "signature_name" in doc:
+                    predict["signature_name"] = doc["signature_name"]
+                infer_request, _ = parse_tf_predict(predict, mv.inputs, name, version, self.settings.max_elements)
         except ServingError as exc:
             self.core.count_refused("tfserving", exc)
             raise
         response = await self.core.infer(infer_request)
-        values = np.asarray(response.outputs[0].data)
-        rows = len(examples)
-        if values.dtype.kind not in "biuf" or not values.ndim or values.shape[0] != rows:
-            raise InvalidRequest(f"output {response.outputs[0].name!r} (shape {list(values.shape)}) does not give one "
-                                 f"{'set of scores' if method == 'classify' else 'value'} per example")
-        flat = values.reshape(rows, -1).astype(np.float64)
+        flat = results_per_example(response.outputs[0], len(examples), method, f":{method}")
         if method == "regress":
-            if flat.shape[1] != 1:
-                raise InvalidRequest(f":regress needs one value per example; output {response.outputs[0].name!r} gives "
-                                     f"{flat.shape[1]} (use :classify or :predict)")
             return _json({"results": flat[:, 0].tolist()}, finite=bool(np.isfinite(flat).all()))
-        labels = mv.backend.metadata.get("labels", "").splitlines()
-        if len(labels) != flat.shape[1]:
-            labels = [str(i) for i in range(flat.shape[1])]
+        labels = class_labels(mv.backend.metadata, flat.shape[1])
         results = [[[label, score] for label, score in zip(labels, row)] for row in flat.tolist()]
         return _json({"results": results}, finite=bool(np.isfinite(flat).all()))
 

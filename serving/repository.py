@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from edge_runtime.example_records import example_inputs
 from serving import datatypes
 from serving.backends import EdgeRuntimeBackend
 from serving.batcher import DynamicBatcher
@@ -692,7 +693,8 @@ class ModelRepository:
             pass
         mv = ModelVersion(name, version, path, config, backend, max_batch_size, fingerprint)
         for sample in config.warmup:
-            backend.infer_batch([_warmup_feeds(backend.inputs, sample, max_batch_size)])
+            backend.infer_batch([_warmup_feeds(backend.inputs, sample, max_batch_size,
+                                               example_inputs(getattr(backend, "metadata", {})))])
         mv.batcher = DynamicBatcher(
             backend.infer_batch,
             max_batch_size=max_batch_size,
@@ -749,8 +751,9 @@ def _stamp(path: Path) -> tuple | None:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
 
-def _warmup_feeds(specs, sample: dict, max_batch_size: int) -> dict[str, np.ndarray]:
-    """Inputs for one warmup run: explicit ``inputs`` from the sample, else zeros of a valid shape."""
+def _warmup_feeds(specs, sample: dict, max_batch_size: int, records: dict[str, bytes]) -> dict[str, np.ndarray]:
+    """Inputs for one warmup run: explicit ``inputs`` from the sample, else zeros of a valid shape
+    (empty strings for a string input; the export's record for one of serialized tf.Examples)."""
     rows = int(sample.get("batch_size", 1))
     given = sample.get("inputs", {})
     feeds = {}
@@ -759,5 +762,8 @@ def _warmup_feeds(specs, sample: dict, max_batch_size: int) -> dict[str, np.ndar
             feeds[spec.name] = np.asarray(given[spec.name], dtype=spec.dtype)
             continue
         shape = [rows if (axis == 0 and max_batch_size > 0) else (1 if d == -1 else d) for axis, d in enumerate(spec.shape)]
-        feeds[spec.name] = np.zeros(shape, dtype=spec.dtype)
+        if spec.dtype == object:
+            feeds[spec.name] = np.full(shape, records.get(spec.name, b""), dtype=object)
+        else:
+            feeds[spec.name] = np.zeros(shape, dtype=spec.dtype)
     return feeds

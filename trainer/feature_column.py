@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from trainer.graph import Tensor
+from trainer.graph import Tensor, name_scope
 from trainer.ops import cast, concat, convert_to_tensor, reshape
 from trainer.variable_scopes import AUTO_REUSE
 
@@ -93,12 +93,13 @@ def dense_value(column, features: dict, scope_variable: Callable) -> Tensor:
         raise TypeError(f"input_layer: unsupported feature column {type(column).__name__}")
     if column.key not in features:
         raise KeyError(f"feature column {column.key!r} is not among the features {sorted(features)}")
-    value = convert_to_tensor(features[column.key])
-    if value.dtype != np.float32:
-        value = cast(value, np.float32)
-    if column.normalizer_fn is not None:
-        value = column.normalizer_fn(value)
-    return reshape(value, (-1, column.size))
+    with name_scope(column.name):  # as TF scopes each column's ops: a node's name says its column
+        value = convert_to_tensor(features[column.key])
+        if value.dtype != np.float32:
+            value = cast(value, np.float32)
+        if column.normalizer_fn is not None:
+            value = column.normalizer_fn(value)
+        return reshape(value, (-1, column.size))
 
 
 def linear_columns(feature_columns) -> list:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from edge_runtime.example_records import FEATURE_LISTS
 from schemas.ops.data import FIXED, SEQUENCE, SPARSE
 from trainer.dtypes import as_dtype
 from trainer.ops import constant, convert_to_tensor, make_op
@@ -23,8 +24,6 @@ from trainer.sparse_tensor import SparseTensor
 __all__ = ["FEATURE_LISTS", "FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "parse_example",
            "parse_single_example"]
 
-# A parsed tensor's dtype -> the list of a tf.train.Feature that holds its values.
-FEATURE_LISTS = {"float32": "float_list", "int64": "int64_list", "object": "bytes_list"}
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,7 @@ def test_train_and_evaluate_trains_evaluates_and_exports(tmp_path):
 
     def receiver():
         x = tf.placeholder(np.float32, (None, 3), name="x")
-        return tf.estimator.export.ServingInputReceiver(x, {"x": x})
+        return tf.estimator.export.TensorServingInputReceiver(x, {"x": x})  # one tensor, as TF takes it
 
     est = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path))
     result, exports = tf.estimator.train_and_evaluate(

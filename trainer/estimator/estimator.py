@@ -331,9 +331,12 @@ class Estimator:
         """Write ``<export_dir_base>/<version>/model.flow`` (version: seconds since the epoch, as TensorFlow
         names SavedModel directories) from the newest checkpoint; returns that directory's path as bytes.
 
-        The served inputs are the receiver's tensors; the outputs are the spec's ``export_outputs``
-        (see ``_served_outputs``), else its ``predictions``. The exporter checks the model against the
-        trainer before writing it.
+        The served inputs are the receiver's tensors (its ``receiver_tensors_alternatives``, which a
+        SavedModel serves as extra signatures, are not exported: a .flow has one entry point); the
+        outputs are the spec's ``export_outputs`` (see ``_served_outputs``), else its ``predictions``.
+        The exporter checks the model against the trainer before writing it; a receiver fed
+        serialized tf.Examples (``build_parsing_serving_input_receiver_fn``) is checked on sample
+        records, and the .flow lists that input for servers (edge_runtime/example_records.py).
         """
         if experimental_mode != ModeKeys.PREDICT:
             raise ValueError("export_saved_model exports the PREDICT graph only")
