@@ -1,5 +1,6 @@
-"""``tf.contrib.seq2seq``: ``sequence_loss``, the loss of TF1's language-model and seq2seq tutorials.
-(The decoder classes, helpers and attention wrappers are not here.)"""
+"""``tf.contrib.seq2seq``: ``sequence_loss``, the loss of TF1's language-model and seq2seq tutorials,
+and the decoders, helpers and attention of its neural machine translation scripts (defined in the
+``seq2seq_*`` modules beside this one)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import numpy as np
 from trainer.array_ops import count_nonzero, div_no_nan, reduce_sum
 from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
 
-__all__ = ["sequence_loss"]
+from trainer.contrib.seq2seq_decoders import BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
+from trainer.contrib.seq2seq_helpers import GreedyEmbeddingHelper, Helper, SampleEmbeddingHelper, TrainingHelper
+
+__all__ = ["BasicDecoder", "BasicDecoderOutput", "Decoder", "GreedyEmbeddingHelper", "Helper", "SampleEmbeddingHelper",
+           "TrainingHelper", "dynamic_decode", "sequence_loss"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,
