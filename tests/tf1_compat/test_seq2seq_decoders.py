@@ -201,3 +201,157 @@ def test_bad_input_is_refused_with_a_clear_error():
         basic_decoder(helper, batch=2)
     with pytest.raises(TypeError, match="expected decoder to be a Decoder"):
         tf.contrib.seq2seq.dynamic_decode(helper)
+
+
+# -- attention ------------------------------------------------------------------------------------
+MEM_TIME, MEM_DEPTH, ATT_UNITS, ATT_SIZE = 4, 6, UNITS, 3
+MEMORY = RNG.standard_normal((BATCH, MEM_TIME, MEM_DEPTH)).astype(np.float32)
+MEMORY_LENGTHS = np.array([4, 2, 3], np.int32)
+W_MEMORY = (RNG.standard_normal((MEM_DEPTH, ATT_UNITS)) * 0.5).astype(np.float32)
+W_QUERY = (RNG.standard_normal((UNITS, ATT_UNITS)) * 0.5).astype(np.float32)
+V = RNG.standard_normal(ATT_UNITS).astype(np.float32)
+G, B_NORM, G_LUONG = np.float32(0.7), (RNG.standard_normal(ATT_UNITS) * 0.1).astype(np.float32), np.float32(1.3)
+W_ATTENTION = (RNG.standard_normal((UNITS + MEM_DEPTH, ATT_SIZE)) * 0.5).astype(np.float32)
+K_ATT = (RNG.standard_normal((EMB + ATT_SIZE + UNITS, UNITS)) * 0.5).astype(np.float32)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def numpy_attention(kind, normalize, query):
+    """(alignments, context) of one query [batch, units] over the masked MEMORY."""
+    valid = np.arange(MEM_TIME)[None, :] < MEMORY_LENGTHS[:, None]
+    values = MEMORY * valid[..., None]
+    keys = values @ W_MEMORY
+    if kind == "bahdanau":
+        processed = (query @ W_QUERY)[:, None, :]
+        if normalize:
+            score = (G * V / np.sqrt((V ** 2).sum()) * np.tanh(keys + processed + B_NORM)).sum(2)
+        else:
+            score = (V * np.tanh(keys + processed)).sum(2)
+    else:
+        score = np.einsum("bu,btu->bt", query, keys) * (G_LUONG if normalize else 1.0)
+    alignments = softmax(np.where(valid, score, -np.inf))
+    return alignments, np.einsum("bt,btd->bd", alignments, values)
+
+
+ATTENTION_VARIABLES = {
+    "bahdanau": {"memory_layer/kernel": W_MEMORY, "attention_wrapper/bahdanau_attention/query_layer/kernel": W_QUERY,
+                 "attention_wrapper/bahdanau_attention/attention_v": V},
+    "bahdanau_normalized": {"attention_wrapper/bahdanau_attention/attention_g": G,
+                            "attention_wrapper/bahdanau_attention/attention_b": B_NORM},
+    "luong": {"memory_layer/kernel": W_MEMORY},
+    "luong_normalized": {"attention_wrapper/luong_attention/attention_g": G_LUONG},
+    "wrapper": {"attention_wrapper/attention_layer/kernel": W_ATTENTION,
+                "attention_wrapper/basic_rnn_cell/kernel": K_ATT, "attention_wrapper/basic_rnn_cell/bias": BIAS},
+}
+
+
+def mechanism(kind, normalize, memory=MEMORY, lengths=MEMORY_LENGTHS):
+    if kind == "bahdanau":
+        return tf.contrib.seq2seq.BahdanauAttention(ATT_UNITS, memory, memory_sequence_length=lengths,
+                                                    normalize=normalize)
+    return tf.contrib.seq2seq.LuongAttention(ATT_UNITS, memory, memory_sequence_length=lengths, scale=normalize)
+
+
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_attention_wrapper_step_matches_numpy(kind, normalize):
+    """Two wrapper steps: cell on [x, previous attention], scores, masked softmax, context, and
+    attention = [cell output, context] @ W_attention; the variables carry TensorFlow's names."""
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), mechanism(kind, normalize),
+                                               attention_layer_size=ATT_SIZE)
+    state = cell.zero_state(BATCH, tf.float32)
+    xs = RNG.standard_normal((2, BATCH, EMB)).astype(np.float32)
+    out1, state1 = cell(xs[0], state)
+    out2, state2 = cell(xs[1], state1)
+    wanted = {**ATTENTION_VARIABLES[kind], **ATTENTION_VARIABLES["wrapper"],
+              **(ATTENTION_VARIABLES[kind + "_normalized"] if normalize else {})}
+    by_name = {v.op.name: v for v in tf.global_variables()}
+    assert sorted(by_name) == sorted(wanted)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([by_name[name].assign(value) for name, value in wanted.items()])
+        got = sess.run([out1, state1, out2, state2])
+    h, attention = np.zeros((BATCH, UNITS), np.float32), np.zeros((BATCH, ATT_SIZE), np.float32)
+    for t, (out, st) in enumerate([got[:2], got[2:]]):
+        h = np.tanh(np.concatenate([xs[t], attention, h], 1) @ K_ATT + BIAS)
+        alignments, context = numpy_attention(kind, normalize, h)
+        attention = np.concatenate([h, context], 1) @ W_ATTENTION
+        np.testing.assert_allclose(st.alignments, alignments, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out, attention, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(st.cell_state, h, rtol=1e-5, atol=1e-6)
+        assert st.time == t + 1
+
+
+def test_attention_without_layer_outputs_the_context_and_keeps_a_history():
+    mech = mechanism("bahdanau", False)
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), mech, alignment_history=True,
+                                               output_attention=False)
+    assert cell.output_size == UNITS and cell.state_size.attention == MEM_DEPTH
+    ids = RNG.integers(0, VOCAB, (BATCH, 5)).astype(np.int32)
+    helper = tf.contrib.seq2seq.TrainingHelper(tf.nn.embedding_lookup(EMBEDDING, ids), [5, 5, 5])
+    decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(BATCH, tf.float32))
+    outputs, state, _ = tf.contrib.seq2seq.dynamic_decode(decoder)
+    history = state.alignment_history.stack()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        rnn_output, hist, attention, alignments, cell_state = sess.run(
+            [outputs.rnn_output, history, state.attention, state.alignments, state.cell_state])
+    assert hist.shape == (5, BATCH, MEM_TIME)
+    np.testing.assert_allclose(hist.sum(-1), 1.0, rtol=1e-5)
+    assert (hist[:, 1, 2:] == 0).all() and (hist[:, 2, 3:] == 0).all()  # masked memory steps get no weight
+    np.testing.assert_allclose(hist[-1], alignments)
+    # the attention is the context itself: the alignments' weighted sum of the masked memory
+    valid = np.arange(MEM_TIME)[None, :] < MEMORY_LENGTHS[:, None]
+    np.testing.assert_allclose(attention, np.einsum("bt,btd->bd", alignments, MEMORY * valid[..., None]), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(rnn_output[:, -1], cell_state, rtol=1e-6)  # output_attention=False: the cell's
+
+
+def test_initial_cell_state_clone_and_cell_input_fn():
+    encoder_state = tf.constant(RNG.standard_normal((BATCH, UNITS)).astype(np.float32))
+    seen = []
+
+    def only_inputs(inputs, attention):
+        seen.append(attention)
+        return inputs
+
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), mechanism("luong", False),
+                                               cell_input_fn=only_inputs, initial_cell_state=encoder_state)
+    state = cell.zero_state(BATCH, tf.float32)
+    assert state.cell_state is encoder_state
+    other = tf.zeros([BATCH, UNITS])
+    cloned = state.clone(cell_state=other)
+    assert cloned.cell_state is other and cloned.attention is state.attention
+    with pytest.raises(ValueError, match="unknown fields"):
+        state.clone(cell=other)
+    out, _ = cell(tf.zeros([BATCH, EMB]), state)
+    assert len(seen) == 1
+    kernel = [v for v in tf.global_variables() if v.op.name == "attention_wrapper/basic_rnn_cell/kernel"][0]
+    assert kernel.shape.as_list() == [EMB + UNITS, UNITS]  # the cell saw only the inputs
+
+
+def test_hardmax():
+    logits = np.array([[1.0, 3.0, 3.0, -1.0], [0.5, -2.0, 0.1, 0.4]], np.float32)
+    with tf.Session() as sess:
+        got = sess.run(tf.contrib.seq2seq.hardmax(logits))
+    np.testing.assert_array_equal(got, [[0, 1, 0, 0], [1, 0, 0, 0]])
+
+
+def test_attention_bad_input():
+    with pytest.raises(ValueError, match="batch of 2 but the memory"):
+        tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS),
+                                            mechanism("bahdanau", False)).zero_state(2, tf.float32)
+    with pytest.raises(ValueError, match="memory_sequence_length has 2 entries"):
+        mechanism("bahdanau", False, lengths=[1, 2])
+    with pytest.raises(ValueError, match=r"memory must be \[batch, max_time, depth\]"):
+        mechanism("luong", False, memory=MEMORY[0])
+    luong = tf.contrib.seq2seq.LuongAttention(ATT_UNITS + 1, MEMORY)
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), luong)
+    with pytest.raises(ValueError, match="query has 5 units, the keys 6"):
+        cell(tf.zeros([BATCH, EMB]), cell.zero_state(BATCH, tf.float32))
+    with pytest.raises(ValueError, match="attention_layer_size has 2 entries for 1"):
+        tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), luong, attention_layer_size=[2, 3])

@@ -7,13 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.array_ops import count_nonzero, div_no_nan, reduce_sum
-from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
-
+from trainer.contrib.seq2seq_attention import AttentionMechanism, AttentionWrapper, AttentionWrapperState, \
+    BahdanauAttention, LuongAttention, hardmax
 from trainer.contrib.seq2seq_decoders import BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
 from trainer.contrib.seq2seq_helpers import GreedyEmbeddingHelper, Helper, SampleEmbeddingHelper, TrainingHelper
+from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
 
-__all__ = ["BasicDecoder", "BasicDecoderOutput", "Decoder", "GreedyEmbeddingHelper", "Helper", "SampleEmbeddingHelper",
-           "TrainingHelper", "dynamic_decode", "sequence_loss"]
+__all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
+           "BasicDecoderOutput", "Decoder", "GreedyEmbeddingHelper", "Helper", "LuongAttention",
+           "SampleEmbeddingHelper", "TrainingHelper", "dynamic_decode", "hardmax", "sequence_loss"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,

@@ -160,7 +160,7 @@ def dynamic_decode(decoder: Decoder, output_time_major: bool = False, impute_fin
         raise TypeError(f"dynamic_decode: expected decoder to be a Decoder, got {type(decoder).__name__}")
     if kwargs:
         raise TypeError(f"dynamic_decode: unexpected arguments {sorted(kwargs)}")
-    with variable_scope(scope or "decoder"):
+    with variable_scope(scope, default_name="decoder"):
         if maximum_iterations is not None:
             maximum_iterations = cast(convert_to_tensor(maximum_iterations), np.int32)
             if maximum_iterations.shape is not None and len(maximum_iterations.shape) != 0:
