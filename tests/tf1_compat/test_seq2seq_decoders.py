@@ -355,3 +355,122 @@ def test_attention_bad_input():
         cell(tf.zeros([BATCH, EMB]), cell.zero_state(BATCH, tf.float32))
     with pytest.raises(ValueError, match="attention_layer_size has 2 entries for 1"):
         tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), luong, attention_layer_size=[2, 3])
+
+
+# -- beam search ----------------------------------------------------------------------------------
+def log_softmax(x):
+    shifted = x - x.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+def numpy_beam_search(start, end, beam, steps, penalty):
+    """TF 1.15's beam search written out in NumPy: per step (word ids, parent beams, scores)."""
+    batch = len(start)
+    h = np.zeros((batch, beam, UNITS), np.float32)
+    x = np.repeat(EMBEDDING[start][:, None], beam, 1)
+    log_probs = np.where(np.arange(beam) == 0, 0.0, -np.inf)[None].repeat(batch, 0)
+    finished = np.arange(beam)[None].repeat(batch, 0) > 0
+    lengths = np.zeros((batch, beam), np.int64)
+    finished_row = np.where(np.arange(VOCAB) == end, 0.0, np.finfo(np.float32).min)
+    history = []
+    for _ in range(steps):
+        h = np.tanh(np.concatenate([x, h], 2) @ KERNEL + BIAS)
+        step = np.where(finished[..., None], finished_row, log_softmax(h @ PROJ + PROJ_BIAS))
+        total = log_probs[..., None] + step
+        new_lengths = lengths[..., None] + ((np.arange(VOCAB) != end) & ~finished[..., None])
+        scores = (total / ((5.0 + new_lengths) / 6.0) ** penalty).reshape(batch, -1)
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :beam]
+        words, parents = top % VOCAB, top // VOCAB
+        rows = np.arange(batch)[:, None]
+        log_probs = total.reshape(batch, -1)[rows, top]
+        was_finished = finished[rows, parents]
+        lengths = lengths[rows, parents] + ~was_finished
+        finished = was_finished | (words == end)
+        h = h[rows, parents]
+        x = EMBEDDING[words]
+        history.append((words, parents, scores[rows, top]))
+        if finished.all():
+            break
+    return history, lengths
+
+
+def numpy_gather_tree(words, parents, max_lengths, end):
+    """[time, batch, beam] beams followed back from each batch's max length; end_token after the first end."""
+    steps, batch, beam = words.shape
+    out = np.full(words.shape, end)
+    for b in range(batch):
+        for k in range(beam):
+            parent = k
+            for t in range(max_lengths[b] - 1, -1, -1):
+                out[t, b, k] = words[t, b, parent]
+                parent = parents[t, b, parent]
+            seen = np.cumsum(out[:, b, k] == end) - (out[:, b, k] == end)
+            out[seen > 0, b, k] = end
+    return out
+
+
+def test_gather_tree_matches_tensorflows_example():
+    """TensorFlow's own gather_tree test case: one batch entry, beam 3, max length 3 of 4 steps."""
+    step_ids = np.array([[[1, 2, 3]], [[4, 5, 6]], [[7, 8, 9]], [[-1, -1, -1]]], np.int32)
+    parent_ids = np.array([[[0, 0, 0]], [[0, 1, 1]], [[2, 1, 2]], [[-1, -1, -1]]], np.int32)
+    with tf.Session() as sess:
+        got = sess.run(tf.contrib.seq2seq.gather_tree(step_ids, parent_ids, [3], 10))
+    np.testing.assert_array_equal(got[:, 0], [[2, 2, 2], [6, 5, 6], [7, 8, 9], [10, 10, 10]])
+    words = RNG.integers(0, 5, (6, 4, 3)).astype(np.int32)
+    parents = RNG.integers(0, 3, (6, 4, 3)).astype(np.int32)
+    with tf.Session() as sess:
+        got = sess.run(tf.contrib.seq2seq.gather_tree(words, parents, [6, 2, 4, 0], 1))
+    np.testing.assert_array_equal(got, numpy_gather_tree(words, parents, [6, 2, 4, 0], 1))
+
+
+def test_tile_batch_repeats_each_entry_in_place():
+    x = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    state = tf.nn.rnn_cell.LSTMStateTuple(tf.constant(x[:, 0]), tf.placeholder(tf.float32, [None, 2]))
+    tiled_x, tiled_state = tf.contrib.seq2seq.tile_batch((tf.constant(x), state), 2)
+    assert tiled_x.shape.as_list() == [6, 2, 2] and tiled_state.h.shape.as_list() == [None, 2]
+    with tf.Session() as sess:
+        got_x, got_state = sess.run([tiled_x, tiled_state], {state.h: x[:, 1]})
+    np.testing.assert_array_equal(got_x, np.repeat(x, 2, axis=0))
+    np.testing.assert_array_equal(got_state.h, np.repeat(x[:, 1], 2, axis=0))
+    with pytest.raises(ValueError, match="multiplier must be a positive int"):
+        tf.contrib.seq2seq.tile_batch(x, 0)
+
+
+@pytest.mark.parametrize("penalty", [0.0, 1.0])
+def test_beam_search_matches_numpy(penalty):
+    start, end, beam, steps = np.array([1, 4, 6], np.int32), 2, 3, 7
+    cell = tf.nn.rnn_cell.BasicRNNCell(UNITS)
+    initial = tf.contrib.seq2seq.tile_batch(cell.zero_state(BATCH, tf.float32), beam)
+    decoder = tf.contrib.seq2seq.BeamSearchDecoder(cell, EMBEDDING, start, end, initial, beam,
+                                                   output_layer=tf.layers.Dense(VOCAB, name="output_projection"),
+                                                   length_penalty_weight=penalty)
+    outputs, state, lengths = tf.contrib.seq2seq.dynamic_decode(decoder, maximum_iterations=steps)
+    assert outputs.predicted_ids.shape.as_list() == [BATCH, None, beam]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assign_weights(sess)
+        got, final_lengths = sess.run([outputs, state.lengths])
+    history, want_lengths = numpy_beam_search(start, end, beam, steps, penalty)
+    raw = got.beam_search_decoder_output
+    words = np.stack([w for w, _, _ in history], 1)
+    parents = np.stack([p for _, p, _ in history], 1)
+    np.testing.assert_array_equal(raw.predicted_ids, words)
+    np.testing.assert_array_equal(raw.parent_ids, parents)
+    np.testing.assert_allclose(raw.scores, np.stack([s for _, _, s in history], 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(final_lengths, want_lengths)
+    want = numpy_gather_tree(words.transpose(1, 0, 2), parents.transpose(1, 0, 2), want_lengths.max(1), end)
+    np.testing.assert_array_equal(got.predicted_ids, want.transpose(1, 0, 2))
+
+
+def test_beam_search_bad_input():
+    cell = tf.nn.rnn_cell.BasicRNNCell(UNITS)
+    untiled = cell.zero_state(BATCH, tf.float32)
+    with pytest.raises(ValueError, match="initial_state has a batch of 3, expected batch_size \\* beam_width = 6"):
+        tf.contrib.seq2seq.BeamSearchDecoder(cell, EMBEDDING, [1, 1, 1], 2, untiled, 2)
+    tiled = tf.contrib.seq2seq.tile_batch(untiled, 2)
+    with pytest.raises(ValueError, match="end_token must be a scalar"):
+        tf.contrib.seq2seq.BeamSearchDecoder(cell, EMBEDDING, [1, 1, 1], [2], tiled, 2)
+    with pytest.raises(ValueError, match="beam_width must be a positive int"):
+        tf.contrib.seq2seq.BeamSearchDecoder(cell, EMBEDDING, [1, 1, 1], 2, tiled, 0)
+    with pytest.raises(ValueError, match="step_ids must be \\[max_time, batch_size, beam_width\\]"):
+        tf.contrib.seq2seq.gather_tree(np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32), [2, 2], 1)

@@ -181,12 +181,9 @@ def dynamic_decode(decoder: Decoder, output_time_major: bool = False, impute_fin
 
         def body(time, outputs_ta, state, inputs, finished, lengths):
             next_outputs, decoder_state, next_inputs, decoder_finished = decoder.step(time, inputs, state)
-            if decoder.tracks_own_finished:
-                next_finished = decoder_finished
-                lengths = decoder_state.lengths
-            else:
-                next_finished = logical_or(decoder_finished, finished)
-                lengths = select_rows(logical_not(finished), zeros_like(lengths) + (time + np.int32(1)), lengths)
+            # a beam search's finished flags already hold its earlier steps' (and beams move between rows)
+            next_finished = decoder_finished if decoder.tracks_own_finished else logical_or(decoder_finished, finished)
+            lengths = select_rows(logical_not(finished), zeros_like(lengths) + (time + np.int32(1)), lengths)
             if maximum_iterations is not None:
                 next_finished = logical_or(next_finished, greater_equal(time + np.int32(1), maximum_iterations))
             if impute_finished:

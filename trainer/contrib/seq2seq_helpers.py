@@ -32,10 +32,11 @@ def batch_size_of(t: Tensor):
 
 
 def select_rows(condition: Tensor, x: Tensor, y: Tensor) -> Tensor:
-    """TF1's ``where`` with a [batch] condition: row b of ``x`` where condition[b], else of ``y``."""
+    """TF1's ``where`` with a [batch] (or [batch, beam]) condition: row b of ``x`` where
+    condition[b], else of ``y``."""
     rank = len(x.shape) if x.shape is not None else 1
     mask = condition
-    for _ in range(rank - 1):
+    for _ in range(rank - len(condition.shape)):
         mask = expand_dims(mask, -1)
     return where(mask, x, y)
 
