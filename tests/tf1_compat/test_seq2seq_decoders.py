@@ -474,3 +474,78 @@ def test_beam_search_bad_input():
         tf.contrib.seq2seq.BeamSearchDecoder(cell, EMBEDDING, [1, 1, 1], 2, tiled, 0)
     with pytest.raises(ValueError, match="step_ids must be \\[max_time, batch_size, beam_width\\]"):
         tf.contrib.seq2seq.gather_tree(np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32), [2, 2], 1)
+
+
+# -- a TF1 NMT-style script: train with attention, decode greedily and with a beam ----------------
+GO, EOS, COPY_VOCAB, COPY_LEN, COPY_BEAM = 0, 1, 8, 5, 3
+
+
+def reversal_batch(rng, n):
+    """(source, decoder inputs [GO, target], decoder targets [target, EOS]); target = reversed source."""
+    source = rng.integers(2, COPY_VOCAB, (n, COPY_LEN)).astype(np.int32)
+    target = source[:, ::-1]
+    return (source, np.concatenate([np.full((n, 1), GO, np.int32), target], 1),
+            np.concatenate([target, np.full((n, 1), EOS, np.int32)], 1))
+
+
+def nmt_model(source, decoder_inputs, mode, attention):
+    """Built once per mode under one reused variable scope, as the NMT tutorial's models are."""
+    batch = tf.shape(source)[0]
+    embedding = tf.get_variable("embedding", [COPY_VOCAB, 16])
+    with tf.variable_scope("encoder"):
+        encoder_outputs, encoder_state = tf.nn.dynamic_rnn(
+            tf.nn.rnn_cell.BasicLSTMCell(32), tf.nn.embedding_lookup(embedding, source), dtype=tf.float32)
+    if mode == "beam":
+        encoder_outputs, encoder_state = tf.contrib.seq2seq.tile_batch((encoder_outputs, encoder_state), COPY_BEAM)
+    cell_batch = batch * COPY_BEAM if mode == "beam" else batch
+    if attention == "bahdanau":
+        mechanism = tf.contrib.seq2seq.BahdanauAttention(32, encoder_outputs, normalize=True)
+    else:
+        mechanism = tf.contrib.seq2seq.LuongAttention(32, encoder_outputs, scale=True)
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicLSTMCell(32), mechanism, attention_layer_size=32)
+    initial_state = cell.zero_state(cell_batch, tf.float32).clone(cell_state=encoder_state)
+    projection = tf.layers.Dense(COPY_VOCAB, name="output_projection")
+    if mode == "train":
+        helper = tf.contrib.seq2seq.TrainingHelper(tf.nn.embedding_lookup(embedding, decoder_inputs),
+                                                   tf.fill([batch], COPY_LEN + 1))
+        decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, initial_state, output_layer=projection)
+        return tf.contrib.seq2seq.dynamic_decode(decoder)[0].rnn_output
+    start_tokens = tf.fill([batch], GO)
+    if mode == "greedy":
+        helper = tf.contrib.seq2seq.GreedyEmbeddingHelper(embedding, start_tokens, EOS)
+        decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, initial_state, output_layer=projection)
+        return tf.contrib.seq2seq.dynamic_decode(decoder, maximum_iterations=2 * COPY_LEN)[0].sample_id
+    decoder = tf.contrib.seq2seq.BeamSearchDecoder(cell, embedding, start_tokens, EOS, initial_state, COPY_BEAM,
+                                                   output_layer=projection, length_penalty_weight=0.5)
+    return tf.contrib.seq2seq.dynamic_decode(decoder, maximum_iterations=2 * COPY_LEN)[0].predicted_ids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attention,seed", [("bahdanau", 0), ("luong", 1)])
+def test_nmt_script_learns_to_reverse_and_decodes_greedily_and_with_a_beam(attention, seed):
+    tf.set_random_seed(seed)
+    rng = np.random.default_rng(seed)
+    source = tf.placeholder(tf.int32, [None, COPY_LEN])
+    decoder_inputs = tf.placeholder(tf.int32, [None, COPY_LEN + 1])
+    targets = tf.placeholder(tf.int32, [None, COPY_LEN + 1])
+    with tf.variable_scope("model"):
+        logits = nmt_model(source, decoder_inputs, "train", attention)
+    with tf.variable_scope("model", reuse=True):
+        greedy_ids = nmt_model(source, None, "greedy", attention)
+    with tf.variable_scope("model", reuse=True):
+        beam_ids = nmt_model(source, None, "beam", attention)
+    assert len(tf.trainable_variables()) == (13 if attention == "bahdanau" else 10)  # shared, not duplicated
+    loss = tf.contrib.seq2seq.sequence_loss(logits, targets, tf.ones(tf.shape(targets)))
+    train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(200):
+            src, dec_in, dec_out = reversal_batch(rng, 32)
+            sess.run(train_op, {source: src, decoder_inputs: dec_in, targets: dec_out})
+        src, _, dec_out = reversal_batch(rng, 200)
+        greedy, beams = sess.run([greedy_ids, beam_ids], {source: src})
+    # measured over seeds 0-7 (Bahdanau) and 0-3 (Luong) at 200 steps: 0.995-1.000 of the sequences exact,
+    # greedy and beam alike (0.905-1.000 after only 120 steps); the bar is far below that
+    assert greedy.shape[1] >= COPY_LEN + 1 and beams.shape[1] >= COPY_LEN + 1 and beams.shape[2] == COPY_BEAM
+    assert np.mean((greedy[:, :COPY_LEN + 1] == dec_out).all(1)) > 0.7
+    assert np.mean((beams[:, :COPY_LEN + 1, 0] == dec_out).all(1)) > 0.7
