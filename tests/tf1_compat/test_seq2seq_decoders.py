@@ -151,6 +151,73 @@ def test_sample_embedding_helper_is_seeded_and_follows_the_distribution():
     np.testing.assert_array_equal(greedy, want)
 
 
+@pytest.mark.parametrize("kind", ["custom", "inference"])
+def test_custom_and_inference_helpers_reproduce_greedy_decoding(kind):
+    start, end, steps = np.array([1, 4, 6], np.int32), 2, 8
+    start_inputs = tf.constant(EMBEDDING[start])
+
+    def argmax_ids(outputs):
+        return tf.argmax(outputs, -1, output_type=tf.int32)
+
+    def embed(ids):
+        return tf.nn.embedding_lookup(EMBEDDING, ids)
+
+    if kind == "custom":
+        helper = tf.contrib.seq2seq.CustomHelper(
+            lambda: (tf.zeros([BATCH], tf.bool), start_inputs),
+            lambda time, outputs, state: argmax_ids(outputs),
+            lambda time, outputs, state, sample_ids: (tf.equal(sample_ids, end), embed(sample_ids), state))
+    else:
+        helper = tf.contrib.seq2seq.InferenceHelper(argmax_ids, [], tf.int32, start_inputs,
+                                                    lambda ids: tf.equal(ids, end), next_inputs_fn=embed)
+    outputs, _, lengths = tf.contrib.seq2seq.dynamic_decode(basic_decoder(helper), maximum_iterations=steps)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assign_weights(sess)
+        got, got_lengths = sess.run([outputs.sample_id, lengths])
+    want, want_lengths = greedy_reference(start, end, steps)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_lengths, want_lengths)
+
+
+@pytest.mark.parametrize("probability", [0.0, 1.0])
+def test_scheduled_embedding_training_helper(probability):
+    """Probability 0 is teacher forcing (ids -1); probability 1 feeds back the embedding of every
+    sampled id, which NumPy replays from the ids the decoder reports."""
+    ids = RNG.integers(0, VOCAB, (BATCH, 5)).astype(np.int32)
+    helper = tf.contrib.seq2seq.ScheduledEmbeddingTrainingHelper(
+        tf.nn.embedding_lookup(EMBEDDING, ids), [5, 5, 5], EMBEDDING, probability, seed=1, scheduling_seed=2)
+    outputs, _, _ = tf.contrib.seq2seq.dynamic_decode(basic_decoder(helper))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assign_weights(sess)
+        got = sess.run(outputs)
+    h, x = np.zeros((BATCH, UNITS), np.float32), EMBEDDING[ids[:, 0]]
+    for t in range(5):
+        h, logits = rnn_step(x, h)
+        np.testing.assert_allclose(got.rnn_output[:, t], logits, rtol=1e-5, atol=1e-5)
+        if probability == 0.0:
+            assert (got.sample_id[:, t] == -1).all()
+        else:
+            assert ((got.sample_id[:, t] >= 0) & (got.sample_id[:, t] < VOCAB)).all()
+        if t + 1 < 5:
+            x = EMBEDDING[ids[:, t + 1]] if probability == 0.0 else EMBEDDING[got.sample_id[:, t]]
+    with pytest.raises(ValueError, match="sampling_probability must be either a scalar or a vector"):
+        tf.contrib.seq2seq.ScheduledEmbeddingTrainingHelper(tf.zeros([BATCH, 5, EMB]), [5, 5, 5], EMBEDDING,
+                                                            [[0.5]])
+
+
+def test_safe_cumprod_matches_numpy():
+    x = np.array([[0.5, 0.25, 0.0, 0.8], [1.0, 0.1, 0.9, 0.3]], np.float32)
+    with tf.Session() as sess:
+        got, exclusive = sess.run([tf.contrib.seq2seq.safe_cumprod(x, axis=1),
+                                   tf.contrib.seq2seq.safe_cumprod(x, axis=1, exclusive=True)])
+    clipped = np.clip(x, np.finfo(np.float32).tiny, 1.0)
+    np.testing.assert_allclose(got, np.cumprod(clipped, 1), rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(exclusive[:, 1:], np.cumprod(clipped, 1)[:, :-1], rtol=1e-5, atol=1e-30)
+    np.testing.assert_allclose(exclusive[:, 0], 1.0)
+
+
 def test_gradients_flow_into_cell_projection_and_embeddings():
     """d(loss)/d(embeddings, kernel) through the decode loop, against central differences."""
     ids = RNG.integers(0, VOCAB, (BATCH, 4)).astype(np.int32)

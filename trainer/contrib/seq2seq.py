@@ -8,17 +8,19 @@ import numpy as np
 
 from trainer.array_ops import count_nonzero, div_no_nan, reduce_sum
 from trainer.contrib.seq2seq_attention import AttentionMechanism, AttentionWrapper, AttentionWrapperState, \
-    BahdanauAttention, LuongAttention, hardmax
+    BahdanauAttention, LuongAttention, hardmax, safe_cumprod
 from trainer.contrib.seq2seq_beam_search import BeamSearchDecoder, BeamSearchDecoderOutput, BeamSearchDecoderState, \
     FinalBeamSearchDecoderOutput, gather_tree, tile_batch
 from trainer.contrib.seq2seq_decoders import BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
-from trainer.contrib.seq2seq_helpers import GreedyEmbeddingHelper, Helper, SampleEmbeddingHelper, TrainingHelper
+from trainer.contrib.seq2seq_helpers import CustomHelper, GreedyEmbeddingHelper, Helper, InferenceHelper, \
+    SampleEmbeddingHelper, ScheduledEmbeddingTrainingHelper, TrainingHelper
 from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
 
 __all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
-           "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput", "BeamSearchDecoderState", "Decoder",
-           "FinalBeamSearchDecoderOutput", "GreedyEmbeddingHelper", "Helper", "LuongAttention", "SampleEmbeddingHelper",
-           "TrainingHelper", "dynamic_decode", "gather_tree", "hardmax", "sequence_loss", "tile_batch"]
+           "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput", "BeamSearchDecoderState", "CustomHelper",
+           "Decoder", "FinalBeamSearchDecoderOutput", "GreedyEmbeddingHelper", "Helper", "InferenceHelper",
+           "LuongAttention", "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper", "TrainingHelper",
+           "dynamic_decode", "gather_tree", "hardmax", "safe_cumprod", "sequence_loss", "tile_batch"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,

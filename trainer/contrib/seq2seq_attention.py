@@ -21,15 +21,15 @@ from collections import namedtuple
 import numpy as np
 
 from trainer import initializers, nn
-from trainer.array_ops import expand_dims, matmul, reduce_sum, rsqrt, sequence_mask, squeeze, tensordot, zeros_like
+from trainer.array_ops import clip_by_value, cumsum, expand_dims, matmul, reduce_sum, rsqrt, sequence_mask, squeeze, tensordot, zeros_like
 from trainer.contrib.seq2seq_helpers import batch_size_of, filled_rows
 from trainer.graph import Tensor
-from trainer.ops import cast, concat, constant, convert_to_tensor, gather, multiply, shape, square, tanh, where
+from trainer.ops import cast, concat, constant, convert_to_tensor, exp, gather, log, multiply, shape, square, tanh, where
 from trainer.tensor_array import TensorArray
 from trainer.variable_scopes import get_variable, variable_scope
 
 __all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "LuongAttention",
-           "hardmax"]
+           "ProjectionLayer", "hardmax", "safe_cumprod"]
 
 
 def hardmax(logits, name=None) -> Tensor:
@@ -40,6 +40,14 @@ def hardmax(logits, name=None) -> Tensor:
     depth = logits.shape[-1] if logits.shape is not None and logits.shape[-1] is not None else \
         gather(shape(logits), constant(np.asarray(-1, np.int64)))
     return one_hot(argmax(logits, axis=len(logits.shape) - 1), depth, dtype=logits.dtype, name=name)
+
+
+def safe_cumprod(x, *args, **kwargs) -> Tensor:
+    """cumprod(x) computed as exp(cumsum(log(x))) with x clipped to [tiny, 1], so long products of
+    probabilities neither underflow to a hard 0 nor give NaN gradients (``cumsum``'s arguments)."""
+    x = convert_to_tensor(x)
+    tiny = np.finfo(np.dtype(x.dtype)).tiny
+    return exp(cumsum(log(clip_by_value(x, np.asarray(tiny, x.dtype), np.asarray(1.0, x.dtype))), *args, **kwargs))
 
 
 class ProjectionLayer:

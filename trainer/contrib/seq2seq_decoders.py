@@ -93,7 +93,11 @@ class BasicDecoder(Decoder):
         if output_layer is not None and not callable(output_layer):
             raise TypeError(f"BasicDecoder: output_layer must be a layer or callable, got "
                             f"{type(output_layer).__name__}")
-        state_batch, helper_batch = _static_batch(initial_state), helper.batch_size
+        try:
+            helper_batch = helper.batch_size
+        except ValueError:  # a CustomHelper knows its batch only once initialized
+            helper_batch = None
+        state_batch = _static_batch(initial_state)
         if state_batch is not None and isinstance(helper_batch, int) and state_batch != helper_batch:
             raise ValueError(f"BasicDecoder: initial_state has a batch of {state_batch} but the helper's batch is "
                              f"{helper_batch}")
@@ -106,11 +110,10 @@ class BasicDecoder(Decoder):
         return self._helper.batch_size
 
     def _output_size_of_rnn(self) -> TensorShape:
-        if self._rnn_output_size is None:
+        if self._rnn_output_size is None:  # asked before any step: the step's width is not known yet
             size = self._cell.output_size
             if self._output_layer is not None:
                 # the layer's output width, from applying it to one row of the cell's output width
-                # (the layer is built by then: dynamic_decode traces one step first)
                 probe = self._output_layer(zeros([1] + list(_last_dim(size)), self.output_dtype.rnn_output))
                 size = probe.shape[1:]
             self._rnn_output_size = _last_dim(size)
@@ -132,6 +135,8 @@ class BasicDecoder(Decoder):
         cell_outputs, cell_state = self._cell(inputs, state)
         if self._output_layer is not None:
             cell_outputs = self._output_layer(cell_outputs)
+        if self._rnn_output_size is None and cell_outputs.shape is not None and None not in cell_outputs.shape[1:]:
+            self._rnn_output_size = TensorShape(cell_outputs.shape[1:])
         sample_ids = self._helper.sample(time=time, outputs=cell_outputs, state=cell_state)
         finished, next_inputs, next_state = self._helper.next_inputs(time=time, outputs=cell_outputs,
                                                                      state=cell_state, sample_ids=sample_ids)

@@ -4,7 +4,9 @@ example is finished, as TensorFlow 1.15's.
 ``TrainingHelper`` feeds the ground-truth inputs (teacher forcing) and finishes each example at its
 ``sequence_length``; ``GreedyEmbeddingHelper`` feeds the embedding of the argmax of the last
 output and finishes at ``end_token``; ``SampleEmbeddingHelper`` samples the next id from the
-output logits instead. Times are int32 scalars, sample ids int32 [batch].
+output logits instead; ``ScheduledEmbeddingTrainingHelper`` mixes the two (scheduled sampling);
+``CustomHelper`` and ``InferenceHelper`` are built from the caller's functions. Times are int32
+scalars, sample ids int32 [batch].
 """
 
 from __future__ import annotations
@@ -12,16 +14,17 @@ from __future__ import annotations
 import numpy as np
 
 from trainer.array_ops import argmax, expand_dims, fill, greater_equal, reduce_all, size, stack, truediv, zeros_like
-from trainer.random_ops import random_uniform
 from trainer.embedding import embedding_lookup
 from trainer.graph import Tensor
-from trainer.ops import cast, concat, constant, convert_to_tensor, equal, gather, log, minimum, negative, shape, subtract, \
-    where
+from trainer.ops import cast, concat, constant, convert_to_tensor, equal, gather, greater, less, log, maximum, minimum, \
+    negative, shape, subtract, where
+from trainer.random_ops import random_uniform
 from trainer.rnn import transpose_batch_time
 from trainer.tensor_shape import TensorShape
 
-__all__ = ["GreedyEmbeddingHelper", "Helper", "SampleEmbeddingHelper", "TrainingHelper", "batch_size_of",
-           "filled_rows", "select_rows"]
+__all__ = ["CustomHelper", "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "SampleEmbeddingHelper",
+           "ScheduledEmbeddingTrainingHelper", "TrainingHelper", "batch_size_of", "filled_rows", "sample_categorical",
+           "select_rows"]
 
 
 def batch_size_of(t: Tensor):
@@ -177,6 +180,12 @@ class GreedyEmbeddingHelper(Helper):
         return finished, next_inputs, state
 
 
+def sample_categorical(logits: Tensor, seed) -> Tensor:
+    """One int32 id per row of ``logits`` [batch, classes], drawn from softmax(logits) (Gumbel-max)."""
+    u = random_uniform(shape(logits), minval=np.finfo(np.float32).tiny, maxval=1.0, dtype=logits.dtype, seed=seed)
+    return _argmax_ids(logits + negative(log(negative(log(u)))))
+
+
 class SampleEmbeddingHelper(GreedyEmbeddingHelper):
     """As ``GreedyEmbeddingHelper``, but the next id is drawn from softmax(outputs /
     ``softmax_temperature``) (Gumbel-max sampling, seeded by ``seed``)."""
@@ -190,6 +199,117 @@ class SampleEmbeddingHelper(GreedyEmbeddingHelper):
         if not isinstance(outputs, Tensor):
             raise TypeError(f"SampleEmbeddingHelper: expected outputs to be a single Tensor, got {type(outputs)}")
         logits = outputs if self._temperature is None else truediv(outputs, self._temperature)
-        u = random_uniform(shape(logits), minval=np.finfo(np.float32).tiny, maxval=1.0, dtype=logits.dtype,
-                           seed=self._seed)
-        return _argmax_ids(logits + negative(log(negative(log(u)))))
+        return sample_categorical(logits, self._seed)
+
+
+class ScheduledEmbeddingTrainingHelper(TrainingHelper):
+    """Scheduled sampling (Bengio et al. 2015): each example's next input is, with probability
+    ``sampling_probability``, the embedding of an id sampled from the outputs, else the ground
+    truth; ``sample`` returns -1 for the examples that read the ground truth."""
+
+    def __init__(self, inputs, sequence_length, embedding, sampling_probability, time_major: bool = False,
+                 seed=None, scheduling_seed=None, name=None):
+        super().__init__(inputs, sequence_length, time_major, name)
+        if callable(embedding):
+            self._embedding_fn = embedding
+        else:
+            table = convert_to_tensor(embedding)
+            self._embedding_fn = lambda ids: embedding_lookup(table, ids)
+        probability = convert_to_tensor(sampling_probability)
+        if probability.shape is None or len(probability.shape) not in (0, 1):
+            raise ValueError(f"ScheduledEmbeddingTrainingHelper: sampling_probability must be either a scalar or a "
+                             f"vector, saw shape: {probability.shape}")
+        self._sampling_probability = probability
+        self._seed, self._scheduling_seed = seed, scheduling_seed
+
+    def sample(self, time, outputs, state, name=None):
+        outputs = convert_to_tensor(outputs)
+        rows = filled_rows(self.batch_size, [], np.zeros((), outputs.dtype))
+        draw = random_uniform(shape(rows), dtype=outputs.dtype, seed=self._scheduling_seed)
+        chosen = less(draw, cast(self._sampling_probability, outputs.dtype))
+        return where(chosen, sample_categorical(outputs, self._seed), filled_rows(self.batch_size, [], np.int32(-1)))
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished, base_inputs, state = super().next_inputs(time, outputs, state, sample_ids)
+        sampled = greater(sample_ids, np.int32(-1))
+        mixed = select_rows(sampled, self._embedding_fn(maximum(sample_ids, np.int32(0))), base_inputs)
+        return finished, where(reduce_all(finished), base_inputs, mixed), state
+
+
+class CustomHelper(Helper):
+    """A helper from three functions: ``initialize_fn() -> (finished, next_inputs)``,
+    ``sample_fn(time, outputs, state) -> sample_ids`` and ``next_inputs_fn(time, outputs, state,
+    sample_ids) -> (finished, next_inputs, next_state)``."""
+
+    def __init__(self, initialize_fn, sample_fn, next_inputs_fn, sample_ids_shape=None, sample_ids_dtype=None):
+        for what, fn in (("initialize_fn", initialize_fn), ("sample_fn", sample_fn),
+                         ("next_inputs_fn", next_inputs_fn)):
+            if not callable(fn):
+                raise TypeError(f"CustomHelper: {what} must be callable, got {fn!r}")
+        self._initialize_fn, self._sample_fn, self._next_inputs_fn = initialize_fn, sample_fn, next_inputs_fn
+        self._sample_ids_shape = TensorShape(sample_ids_shape or [])
+        self._sample_ids_dtype = np.dtype(sample_ids_dtype or np.int32)
+        self._batch_size = None
+
+    @property
+    def batch_size(self):
+        if self._batch_size is None:
+            raise ValueError("CustomHelper: batch_size is known only after initialize() is called")
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self) -> TensorShape:
+        return self._sample_ids_shape
+
+    @property
+    def sample_ids_dtype(self):
+        return self._sample_ids_dtype
+
+    def initialize(self, name=None):
+        finished, next_inputs = self._initialize_fn()
+        finished = convert_to_tensor(finished)
+        if self._batch_size is None:
+            self._batch_size = batch_size_of(finished)
+        return finished, next_inputs
+
+    def sample(self, time, outputs, state, name=None):
+        return self._sample_fn(time=time, outputs=outputs, state=state)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        return self._next_inputs_fn(time=time, outputs=outputs, state=state, sample_ids=sample_ids)
+
+
+class InferenceHelper(Helper):
+    """Feeds back ``sample_fn(outputs)`` (or ``next_inputs_fn`` of it) directly, with no embedding;
+    an example is finished when ``end_fn(sample_ids)`` says so."""
+
+    def __init__(self, sample_fn, sample_shape, sample_dtype, start_inputs, end_fn, next_inputs_fn=None):
+        for what, fn in (("sample_fn", sample_fn), ("end_fn", end_fn)):
+            if not callable(fn):
+                raise TypeError(f"InferenceHelper: {what} must be callable, got {fn!r}")
+        self._sample_fn, self._end_fn, self._next_inputs_fn = sample_fn, end_fn, next_inputs_fn
+        self._sample_shape, self._sample_dtype = TensorShape(sample_shape), np.dtype(sample_dtype)
+        self._start_inputs = convert_to_tensor(start_inputs)
+        self._batch_size = batch_size_of(self._start_inputs)
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self) -> TensorShape:
+        return self._sample_shape
+
+    @property
+    def sample_ids_dtype(self):
+        return self._sample_dtype
+
+    def initialize(self, name=None):
+        return filled_rows(self._batch_size, [], np.bool_(False)), self._start_inputs
+
+    def sample(self, time, outputs, state, name=None):
+        return self._sample_fn(outputs)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        next_inputs = sample_ids if self._next_inputs_fn is None else self._next_inputs_fn(sample_ids)
+        return self._end_fn(sample_ids), next_inputs, state
