@@ -401,6 +401,66 @@ def test_initial_cell_state_clone_and_cell_input_fn():
     assert kernel.shape.as_list() == [EMB + UNITS, UNITS]  # the cell saw only the inputs
 
 
+def numpy_monotonic(p_choose, previous):
+    """The expected monotonic alignment by its definition: q[j] = (1 - p[j-1]) q[j-1] + previous[j]."""
+    out = np.zeros_like(p_choose)
+    for b in range(p_choose.shape[0]):
+        q = 0.0
+        for j in range(p_choose.shape[1]):
+            q = previous[b, j] + (q * (1 - p_choose[b, j - 1]) if j else 0.0)
+            out[b, j] = p_choose[b, j] * q
+    return out
+
+
+@pytest.mark.parametrize("mode", ["recursive", "parallel", "hard"])
+def test_monotonic_attention_modes(mode):
+    p_choose = RNG.uniform(0, 1, (BATCH, 6)).astype(np.float32)
+    previous = RNG.uniform(0, 1, (BATCH, 6)).astype(np.float32)
+    previous /= previous.sum(1, keepdims=True)
+    if mode == "hard":  # 0/1 choices, and a previous alignment on one entry
+        p_choose, previous = (p_choose > 0.5).astype(np.float32), np.eye(6, dtype=np.float32)[[2, 0, 5]]
+    with tf.Session() as sess:
+        got = sess.run(tf.contrib.seq2seq.monotonic_attention(p_choose, previous, mode))
+    np.testing.assert_allclose(got, numpy_monotonic(p_choose, previous), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="mode must be 'recursive', 'parallel', or 'hard'"):
+        tf.contrib.seq2seq.monotonic_attention(p_choose, previous, "soft")
+
+
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+def test_monotonic_mechanisms_step_matches_numpy(kind):
+    """sigmoid(score + attention_score_bias) as stopping probabilities, starting on memory entry 0."""
+    if kind == "bahdanau":
+        mech = tf.contrib.seq2seq.BahdanauMonotonicAttention(ATT_UNITS, MEMORY, MEMORY_LENGTHS, score_bias_init=0.3)
+        wanted = {"memory_layer/kernel": W_MEMORY, "attention_wrapper/bahdanau_monotonic_attention/attention_v": V,
+                  "attention_wrapper/bahdanau_monotonic_attention/query_layer/kernel": W_QUERY}
+    else:
+        mech = tf.contrib.seq2seq.LuongMonotonicAttention(ATT_UNITS, MEMORY, MEMORY_LENGTHS, score_bias_init=0.3)
+        wanted = {"memory_layer/kernel": W_MEMORY}
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), mech)
+    state = cell.zero_state(BATCH, tf.float32)
+    x = RNG.standard_normal((BATCH, EMB)).astype(np.float32)
+    _, next_state = cell(x, state)
+    bias = f"attention_wrapper/{kind}_monotonic_attention/attention_score_bias"
+    by_name = {v.op.name: v for v in tf.global_variables()}
+    assert bias in by_name and by_name[bias].shape.as_list() == []
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([by_name[name].assign(value) for name, value in wanted.items()])
+        initial, got, kernel = sess.run([state.alignments, next_state.alignments,
+                                         by_name["attention_wrapper/basic_rnn_cell/kernel"]])
+    np.testing.assert_array_equal(initial, np.eye(MEM_TIME, dtype=np.float32)[[0, 0, 0]])
+    # the cell's input is [x, zero attention], its state zero and its bias zero-initialized
+    h = np.tanh(np.concatenate([x, np.zeros((BATCH, MEM_DEPTH + UNITS), np.float32)], 1) @ kernel)
+    valid = np.arange(MEM_TIME)[None, :] < MEMORY_LENGTHS[:, None]
+    keys = (MEMORY * valid[..., None]) @ W_MEMORY
+    if kind == "bahdanau":
+        score = (V * np.tanh(keys + (h @ W_QUERY)[:, None, :])).sum(2)
+    else:
+        score = np.einsum("bu,btu->bt", h, keys)
+    p_choose = np.where(valid, 1 / (1 + np.exp(-(score + 0.3))), 0.0)
+    np.testing.assert_allclose(got, numpy_monotonic(p_choose, initial), rtol=1e-4, atol=1e-6)
+
+
 def test_hardmax():
     logits = np.array([[1.0, 3.0, 3.0, -1.0], [0.5, -2.0, 0.1, 0.4]], np.float32)
     with tf.Session() as sess:

@@ -172,11 +172,14 @@ class _BaseAttention(AttentionMechanism):
                 score = self._score(query)
         else:
             score = self._score(query)
-        alignments = self._probability_fn(self._masked_score(score))
+        alignments = self._alignments(self._masked_score(score), state)
         return alignments, alignments
 
     def _score(self, query: Tensor) -> Tensor:
         raise NotImplementedError
+
+    def _alignments(self, score: Tensor, previous_alignments: Tensor) -> Tensor:
+        return self._probability_fn(score)
 
 
 class BahdanauAttention(_BaseAttention):
