@@ -207,6 +207,33 @@ def test_scheduled_embedding_training_helper(probability):
                                                             [[0.5]])
 
 
+@pytest.mark.parametrize("probability", [0.0, 1.0])
+def test_scheduled_output_training_helper(probability):
+    """Probability 1 feeds each output (plus the next step's auxiliary inputs) back as the input;
+    probability 0 is teacher forcing. The cell's width equals the fed-back part of the input."""
+    aux_depth = 2
+    truth = RNG.standard_normal((BATCH, 4, UNITS)).astype(np.float32)
+    auxiliary = RNG.standard_normal((BATCH, 4, aux_depth)).astype(np.float32)
+    kernel = (RNG.standard_normal((UNITS + aux_depth + UNITS, UNITS)) * 0.5).astype(np.float32)
+    helper = tf.contrib.seq2seq.ScheduledOutputTrainingHelper(truth, [4, 4, 4], probability, seed=3,
+                                                              auxiliary_inputs=auxiliary)
+    cell = tf.nn.rnn_cell.BasicRNNCell(UNITS)
+    decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(BATCH, tf.float32))
+    outputs, _, _ = tf.contrib.seq2seq.dynamic_decode(decoder)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run([v.assign(kernel) for v in tf.global_variables() if v.op.name == "decoder/basic_rnn_cell/kernel"])
+        got = sess.run(outputs)
+    assert got.sample_id.dtype == np.bool_ and (got.sample_id == (probability == 1.0)).all()
+    h = np.zeros((BATCH, UNITS), np.float32)
+    x = np.concatenate([truth[:, 0], auxiliary[:, 0]], 1)
+    for t in range(4):
+        h = np.tanh(np.concatenate([x, h], 1) @ kernel)
+        np.testing.assert_allclose(got.rnn_output[:, t], h, rtol=1e-5, atol=1e-5)
+        if t + 1 < 4:
+            x = np.concatenate([h if probability == 1.0 else truth[:, t + 1], auxiliary[:, t + 1]], 1)
+
+
 def test_safe_cumprod_matches_numpy():
     x = np.array([[0.5, 0.25, 0.0, 0.8], [1.0, 0.1, 0.9, 0.3]], np.float32)
     with tf.Session() as sess:

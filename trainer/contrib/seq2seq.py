@@ -13,7 +13,7 @@ from trainer.contrib.seq2seq_beam_search import BeamSearchDecoder, BeamSearchDec
     FinalBeamSearchDecoderOutput, gather_tree, tile_batch
 from trainer.contrib.seq2seq_decoders import BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
 from trainer.contrib.seq2seq_helpers import CustomHelper, GreedyEmbeddingHelper, Helper, InferenceHelper, \
-    SampleEmbeddingHelper, ScheduledEmbeddingTrainingHelper, TrainingHelper
+    SampleEmbeddingHelper, ScheduledEmbeddingTrainingHelper, ScheduledOutputTrainingHelper, TrainingHelper
 from trainer.contrib.seq2seq_monotonic import BahdanauMonotonicAttention, LuongMonotonicAttention, \
     monotonic_attention
 from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
@@ -22,9 +22,9 @@ __all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState", "B
            "BahdanauMonotonicAttention", "BasicDecoder", "BasicDecoderOutput", "BeamSearchDecoder",
            "BeamSearchDecoderOutput", "BeamSearchDecoderState", "CustomHelper", "Decoder",
            "FinalBeamSearchDecoderOutput", "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "LuongAttention",
-           "LuongMonotonicAttention", "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper", "TrainingHelper",
-           "dynamic_decode", "gather_tree", "hardmax", "monotonic_attention", "safe_cumprod", "sequence_loss",
-           "tile_batch"]
+           "LuongMonotonicAttention", "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper",
+           "ScheduledOutputTrainingHelper", "TrainingHelper", "dynamic_decode", "gather_tree", "hardmax",
+           "monotonic_attention", "safe_cumprod", "sequence_loss", "tile_batch"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,

@@ -4,7 +4,8 @@ example is finished, as TensorFlow 1.15's.
 ``TrainingHelper`` feeds the ground-truth inputs (teacher forcing) and finishes each example at its
 ``sequence_length``; ``GreedyEmbeddingHelper`` feeds the embedding of the argmax of the last
 output and finishes at ``end_token``; ``SampleEmbeddingHelper`` samples the next id from the
-output logits instead; ``ScheduledEmbeddingTrainingHelper`` mixes the two (scheduled sampling);
+output logits instead; ``ScheduledEmbeddingTrainingHelper`` and ``ScheduledOutputTrainingHelper``
+mix the ground truth with fed-back predictions (scheduled sampling);
 ``CustomHelper`` and ``InferenceHelper`` are built from the caller's functions. Times are int32
 scalars, sample ids int32 [batch].
 """
@@ -23,7 +24,7 @@ from trainer.rnn import transpose_batch_time
 from trainer.tensor_shape import TensorShape
 
 __all__ = ["CustomHelper", "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "SampleEmbeddingHelper",
-           "ScheduledEmbeddingTrainingHelper", "TrainingHelper", "batch_size_of", "filled_rows", "sample_categorical",
+           "ScheduledEmbeddingTrainingHelper", "ScheduledOutputTrainingHelper", "TrainingHelper", "batch_size_of", "filled_rows", "sample_categorical",
            "select_rows"]
 
 
@@ -215,11 +216,7 @@ class ScheduledEmbeddingTrainingHelper(TrainingHelper):
         else:
             table = convert_to_tensor(embedding)
             self._embedding_fn = lambda ids: embedding_lookup(table, ids)
-        probability = convert_to_tensor(sampling_probability)
-        if probability.shape is None or len(probability.shape) not in (0, 1):
-            raise ValueError(f"ScheduledEmbeddingTrainingHelper: sampling_probability must be either a scalar or a "
-                             f"vector, saw shape: {probability.shape}")
-        self._sampling_probability = probability
+        self._sampling_probability = _sampling_probability(sampling_probability, "ScheduledEmbeddingTrainingHelper")
         self._seed, self._scheduling_seed = seed, scheduling_seed
 
     def sample(self, time, outputs, state, name=None):
@@ -233,6 +230,52 @@ class ScheduledEmbeddingTrainingHelper(TrainingHelper):
         finished, base_inputs, state = super().next_inputs(time, outputs, state, sample_ids)
         sampled = greater(sample_ids, np.int32(-1))
         mixed = select_rows(sampled, self._embedding_fn(maximum(sample_ids, np.int32(0))), base_inputs)
+        return finished, where(reduce_all(finished), base_inputs, mixed), state
+
+
+def _sampling_probability(value, what: str) -> Tensor:
+    probability = convert_to_tensor(value)
+    if probability.shape is None or len(probability.shape) not in (0, 1):
+        raise ValueError(f"{what}: sampling_probability must be either a scalar or a vector, saw shape: "
+                         f"{probability.shape}")
+    return probability
+
+
+class ScheduledOutputTrainingHelper(TrainingHelper):
+    """Scheduled sampling on the outputs themselves: each example's next input is, with
+    probability ``sampling_probability``, its last output (through ``next_inputs_fn`` when given,
+    followed by the step's ``auxiliary_inputs``), else the ground truth. ``sample`` returns
+    whether each example sampled (bool)."""
+
+    def __init__(self, inputs, sequence_length, sampling_probability, time_major: bool = False, seed=None,
+                 next_inputs_fn=None, auxiliary_inputs=None, name=None):
+        self._sampling_probability = _sampling_probability(sampling_probability, "ScheduledOutputTrainingHelper")
+        self._auxiliary = None
+        if auxiliary_inputs is not None:
+            inputs, auxiliary = convert_to_tensor(inputs), convert_to_tensor(auxiliary_inputs)
+            inputs = concat([inputs, auxiliary], -1)
+            self._auxiliary = auxiliary if time_major else transpose_batch_time(auxiliary)
+        super().__init__(inputs, sequence_length, time_major, name)
+        self._seed, self._next_inputs_fn = seed, next_inputs_fn
+
+    @property
+    def sample_ids_dtype(self):
+        return np.dtype(np.bool_)
+
+    def sample(self, time, outputs, state, name=None):
+        outputs = convert_to_tensor(outputs)
+        rows = filled_rows(self.batch_size, [], np.zeros((), outputs.dtype))
+        draw = random_uniform(shape(rows), dtype=outputs.dtype, seed=self._seed)
+        return less(draw, cast(self._sampling_probability, outputs.dtype))
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished, base_inputs, state = super().next_inputs(time, outputs, state, sample_ids)
+        fed_back = convert_to_tensor(outputs if self._next_inputs_fn is None else self._next_inputs_fn(outputs))
+        if self._auxiliary is not None:
+            next_time = convert_to_tensor(time) + np.int32(1)
+            fed_back = concat([fed_back, gather(self._auxiliary, cast(minimum(next_time, self._last_time), np.int64))],
+                              -1)
+        mixed = select_rows(cast(sample_ids, np.bool_), fed_back, base_inputs)
         return finished, where(reduce_all(finished), base_inputs, mixed), state
 
 
