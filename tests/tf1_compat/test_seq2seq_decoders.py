@@ -118,6 +118,52 @@ def test_greedy_embedding_helper_matches_numpy(embedding_as):
     np.testing.assert_array_equal(got_lengths, want_lengths)
 
 
+class TeacherForcedDecoder(tf.contrib.seq2seq.BaseDecoder):
+    """A layer-style decoder: the call's inputs go to initialize, which wraps them in a TrainingHelper."""
+
+    def __init__(self, cell, projection, **kwargs):
+        super().__init__(**kwargs)
+        self.cell, self.projection = cell, projection
+
+    def initialize(self, inputs, initial_state=None, sequence_length=None):
+        self.inner = tf.contrib.seq2seq.BasicDecoder(
+            self.cell, tf.contrib.seq2seq.TrainingHelper(inputs, sequence_length), initial_state, self.projection)
+        return self.inner.initialize()
+
+    @property
+    def batch_size(self):
+        return self.inner.batch_size
+
+    @property
+    def output_size(self):
+        return self.inner.output_size
+
+    @property
+    def output_dtype(self):
+        return self.inner.output_dtype
+
+    def step(self, time, inputs, state, name=None):
+        return self.inner.step(time, inputs, state)
+
+
+def test_base_decoder_runs_dynamic_decode_when_called():
+    ids = RNG.integers(0, VOCAB, (BATCH, 5)).astype(np.int32)
+    lengths = np.array([5, 3, 4], np.int32)
+    cell = tf.nn.rnn_cell.BasicRNNCell(UNITS)
+    decoder = TeacherForcedDecoder(cell, tf.layers.Dense(VOCAB, name="output_projection"), impute_finished=True)
+    outputs, _, out_lengths = decoder(tf.nn.embedding_lookup(EMBEDDING, ids), cell.zero_state(BATCH, tf.float32),
+                                      sequence_length=lengths)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assign_weights(sess)
+        got, got_lengths = sess.run([outputs.rnn_output, out_lengths])
+    h = np.zeros((BATCH, UNITS), np.float32)
+    for t in range(5):
+        h, logits = rnn_step(EMBEDDING[ids[:, t]], h)
+        np.testing.assert_allclose(got[:, t], np.where((t < lengths)[:, None], logits, 0.0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got_lengths, lengths)
+
+
 def test_maximum_iterations_bounds_the_decode():
     helper = tf.contrib.seq2seq.GreedyEmbeddingHelper(EMBEDDING, tf.fill([BATCH], 1), -1)  # never ends by token
     outputs, _, lengths = tf.contrib.seq2seq.dynamic_decode(basic_decoder(helper), maximum_iterations=4)

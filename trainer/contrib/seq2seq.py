@@ -11,7 +11,7 @@ from trainer.contrib.seq2seq_attention import AttentionMechanism, AttentionWrapp
     BahdanauAttention, LuongAttention, hardmax, safe_cumprod
 from trainer.contrib.seq2seq_beam_search import BeamSearchDecoder, BeamSearchDecoderOutput, BeamSearchDecoderState, \
     FinalBeamSearchDecoderOutput, gather_tree, tile_batch
-from trainer.contrib.seq2seq_decoders import BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
+from trainer.contrib.seq2seq_decoders import BaseDecoder, BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
 from trainer.contrib.seq2seq_helpers import CustomHelper, GreedyEmbeddingHelper, Helper, InferenceHelper, \
     SampleEmbeddingHelper, ScheduledEmbeddingTrainingHelper, ScheduledOutputTrainingHelper, TrainingHelper
 from trainer.contrib.seq2seq_monotonic import BahdanauMonotonicAttention, LuongMonotonicAttention, \
@@ -19,7 +19,7 @@ from trainer.contrib.seq2seq_monotonic import BahdanauMonotonicAttention, LuongM
 from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
 
 __all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState", "BahdanauAttention",
-           "BahdanauMonotonicAttention", "BasicDecoder", "BasicDecoderOutput", "BeamSearchDecoder",
+           "BahdanauMonotonicAttention", "BaseDecoder", "BasicDecoder", "BasicDecoderOutput", "BeamSearchDecoder",
            "BeamSearchDecoderOutput", "BeamSearchDecoderState", "CustomHelper", "Decoder",
            "FinalBeamSearchDecoderOutput", "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "LuongAttention",
            "LuongMonotonicAttention", "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper",

@@ -28,7 +28,7 @@ from trainer.tensor_array import TensorArray
 from trainer.tensor_shape import TensorShape
 from trainer.variable_scopes import variable_scope
 
-__all__ = ["BasicDecoder", "BasicDecoderOutput", "Decoder", "dynamic_decode"]
+__all__ = ["BaseDecoder", "BasicDecoder", "BasicDecoderOutput", "Decoder", "dynamic_decode"]
 
 
 class Decoder:
@@ -61,6 +61,28 @@ class Decoder:
         raise NotImplementedError
 
     def finalize(self, outputs, final_state, sequence_lengths):
+        raise NotImplementedError
+
+
+class BaseDecoder(Decoder):
+    """TF 1.15's layer-style decoder: calling it runs ``dynamic_decode`` with the options given at
+    construction, and ``initialize(inputs, initial_state=None, **kwargs)`` receives the call's
+    inputs (a subclass implements it with ``step`` and the output properties)."""
+
+    def __init__(self, output_time_major: bool = False, impute_finished: bool = False, maximum_iterations=None,
+                 parallel_iterations: int = 32, swap_memory: bool = False, name=None, **kwargs):
+        self.output_time_major, self.impute_finished = output_time_major, impute_finished
+        self.maximum_iterations, self.parallel_iterations = maximum_iterations, parallel_iterations
+        self.swap_memory, self.name = swap_memory, name
+
+    def __call__(self, inputs, initial_state=None, **kwargs):
+        return dynamic_decode(self, output_time_major=self.output_time_major, impute_finished=self.impute_finished,
+                              maximum_iterations=self.maximum_iterations,
+                              parallel_iterations=self.parallel_iterations, swap_memory=self.swap_memory,
+                              scope=self.name, decoder_init_input=inputs,
+                              decoder_init_kwargs={**kwargs, "initial_state": initial_state})
+
+    def initialize(self, inputs, initial_state=None, **kwargs):
         raise NotImplementedError
 
 
@@ -160,9 +182,11 @@ def dynamic_decode(decoder: Decoder, output_time_major: bool = False, impute_fin
                    **kwargs):
     """Run ``decoder`` until every example is finished (or ``maximum_iterations`` steps):
     ``(final_outputs, final_state, final_sequence_lengths)``. With ``impute_finished`` a finished
-    example's outputs are zeros and its state is carried through unchanged."""
+    example's outputs are zeros and its state is carried through unchanged. A ``BaseDecoder`` is
+    initialized with ``decoder_init_input`` and ``decoder_init_kwargs`` (the only ``kwargs``)."""
     if not isinstance(decoder, Decoder):
         raise TypeError(f"dynamic_decode: expected decoder to be a Decoder, got {type(decoder).__name__}")
+    init_input, init_kwargs = kwargs.pop("decoder_init_input", None), kwargs.pop("decoder_init_kwargs", None)
     if kwargs:
         raise TypeError(f"dynamic_decode: unexpected arguments {sorted(kwargs)}")
     with variable_scope(scope, default_name="decoder"):
@@ -171,7 +195,10 @@ def dynamic_decode(decoder: Decoder, output_time_major: bool = False, impute_fin
             if maximum_iterations.shape is not None and len(maximum_iterations.shape) != 0:
                 raise ValueError(f"dynamic_decode: maximum_iterations must be a scalar, got shape "
                                  f"{maximum_iterations.shape}")
-        initial_finished, initial_inputs, initial_state = decoder.initialize()
+        if isinstance(decoder, BaseDecoder):
+            initial_finished, initial_inputs, initial_state = decoder.initialize(init_input, **(init_kwargs or {}))
+        else:
+            initial_finished, initial_inputs, initial_state = decoder.initialize()
         initial_time = constant(np.int32(0))
         decoder.step(initial_time, initial_inputs, initial_state)  # makes the variables outside the loop
         zero_outputs = _zero_outputs(decoder.output_size, decoder.output_dtype, decoder.batch_size)
