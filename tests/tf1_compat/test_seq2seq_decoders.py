@@ -674,6 +674,8 @@ def test_beam_search_bad_input():
         tf.contrib.seq2seq.BeamSearchDecoder(cell, EMBEDDING, [1, 1, 1], 2, tiled, 0)
     with pytest.raises(ValueError, match="step_ids must be \\[max_time, batch_size, beam_width\\]"):
         tf.contrib.seq2seq.gather_tree(np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32), [2, 2], 1)
+    with pytest.raises(ValueError, match="max_sequence_lengths has 2 entries but step_ids have a batch of 3"):
+        tf.contrib.seq2seq.gather_tree(np.zeros((2, 3, 2), np.int32), np.zeros((2, 3, 2), np.int32), [2, 2], 1)
 
 
 # -- a TF1 NMT-style script: train with attention, decode greedily and with a beam ----------------

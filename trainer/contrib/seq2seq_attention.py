@@ -21,10 +21,12 @@ from collections import namedtuple
 import numpy as np
 
 from trainer import initializers, nn
-from trainer.array_ops import clip_by_value, cumsum, expand_dims, matmul, reduce_sum, rsqrt, sequence_mask, squeeze, tensordot, zeros_like
+from trainer.array_ops import clip_by_value, cumsum, expand_dims, matmul, reduce_sum, rsqrt, sequence_mask, squeeze, \
+    tensordot, zeros_like
 from trainer.contrib.seq2seq_helpers import batch_size_of, filled_rows
 from trainer.graph import Tensor
-from trainer.ops import cast, concat, constant, convert_to_tensor, exp, gather, log, multiply, shape, square, tanh, where
+from trainer.ops import cast, concat, constant, convert_to_tensor, exp, gather, log, multiply, shape, square, tanh, \
+    where
 from trainer.tensor_array import TensorArray
 from trainer.variable_scopes import get_variable, variable_scope
 
@@ -92,7 +94,8 @@ def _masked_memory(memory: Tensor, lengths) -> Tensor:
     if batch is not None and lengths.shape is not None and lengths.shape[0] not in (None, batch):
         raise ValueError(f"attention: memory_sequence_length has {lengths.shape[0]} entries but the memory has a "
                          f"batch of {batch}")
-    maxlen = memory.shape[1] if memory.shape[1] is not None else gather(shape(memory), constant(np.asarray(1, np.int64)))
+    maxlen = memory.shape[1] if memory.shape[1] is not None else \
+        gather(shape(memory), constant(np.asarray(1, np.int64)))
     mask = sequence_mask(lengths, maxlen, dtype=memory.dtype)
     return multiply(memory, expand_dims(mask, 2))
 

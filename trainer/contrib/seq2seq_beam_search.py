@@ -107,6 +107,9 @@ def gather_tree(step_ids, parent_ids, max_sequence_lengths, end_token, name=None
         raise ValueError(f"gather_tree: max_sequence_lengths must be a vector, got shape {lengths.shape}")
     if end_token.shape is None or len(end_token.shape) != 0:
         raise ValueError(f"gather_tree: end_token must be a scalar, got shape {end_token.shape}")
+    if None not in (step_ids.shape[1], lengths.shape[0]) and step_ids.shape[1] != lengths.shape[0]:
+        raise ValueError(f"gather_tree: max_sequence_lengths has {lengths.shape[0]} entries but step_ids have a "
+                         f"batch of {step_ids.shape[1]}")
     beam_width = step_ids.shape[2]
     if beam_width is None:
         raise ValueError("gather_tree: the beam width (step_ids' last dimension) must be static")

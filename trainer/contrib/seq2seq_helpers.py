@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.array_ops import argmax, expand_dims, fill, greater_equal, reduce_all, size, stack, truediv, zeros_like
+from trainer.array_ops import argmax, expand_dims, fill, greater_equal, reduce_all, size, stack, truediv, \
+    zeros_like
 from trainer.embedding import embedding_lookup
 from trainer.graph import Tensor
-from trainer.ops import cast, concat, constant, convert_to_tensor, equal, gather, greater, less, log, maximum, minimum, \
-    negative, shape, subtract, where
+from trainer.ops import cast, concat, constant, convert_to_tensor, equal, gather, greater, less, log, maximum, \
+    minimum, negative, shape, subtract, where
 from trainer.random_ops import random_uniform
 from trainer.rnn import transpose_batch_time
 from trainer.tensor_shape import TensorShape
 
 __all__ = ["CustomHelper", "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "SampleEmbeddingHelper",
-           "ScheduledEmbeddingTrainingHelper", "ScheduledOutputTrainingHelper", "TrainingHelper", "batch_size_of", "filled_rows", "sample_categorical",
-           "select_rows"]
+           "ScheduledEmbeddingTrainingHelper", "ScheduledOutputTrainingHelper", "TrainingHelper", "batch_size_of",
+           "filled_rows", "sample_categorical", "select_rows"]
 
 
 def batch_size_of(t: Tensor):
