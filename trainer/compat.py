@@ -64,6 +64,7 @@ NAMESPACES: dict[str, str] = {
     "tf.contrib.metrics": "trainer.contrib.metrics",
     "tf.contrib.crf": "trainer.contrib.crf",
     "tf.contrib.framework": "trainer.contrib.framework",
+    "tf.contrib.seq2seq": "trainer.contrib.seq2seq",
     "tf.contrib.slim": "trainer.contrib.slim",
     "tf.contrib.slim.learning": "trainer.contrib.slim.learning",
     "tf.contrib.slim.losses": "trainer.contrib.slim.losses",

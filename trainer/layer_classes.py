@@ -37,7 +37,8 @@ class Layer:
         if not self._scoped:
             return fn(inputs, *self._args, *args, **{**self._kwargs, **kwargs}, name=self.name)
         known = {id(v) for v in global_variables(get_default_graph())}
-        name = self._scope if self.built else self.name
+        # built under a reusing scope, a layer made no variables of its own: it reuses by name
+        name = self._scope if self._scope is not None else self.name
         out = fn(inputs, *self._args, *args, **{**self._kwargs, **kwargs}, trainable=self.trainable, name=name,
                  reuse=True if self.built else None)
         if not self.built:

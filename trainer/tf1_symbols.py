@@ -133,6 +133,13 @@ OutputProjectionWrapper PhasedLSTMCell RNNCell ResidualWrapper SRUCell TimeFreqL
 UGRNNCell static_bidirectional_rnn static_rnn static_state_saving_rnn stack_bidirectional_dynamic_rnn
 stack_bidirectional_rnn transpose_batch_time
 """,
+    "tf.contrib.seq2seq": """
+AttentionMechanism AttentionWrapper AttentionWrapperState BahdanauAttention BahdanauMonotonicAttention BaseDecoder
+BasicDecoder BasicDecoderOutput BeamSearchDecoder BeamSearchDecoderOutput BeamSearchDecoderState CustomHelper Decoder
+FinalBeamSearchDecoderOutput GreedyEmbeddingHelper Helper InferenceHelper LuongAttention LuongMonotonicAttention
+SampleEmbeddingHelper ScheduledEmbeddingTrainingHelper ScheduledOutputTrainingHelper TrainingHelper dynamic_decode
+gather_tree hardmax monotonic_attention safe_cumprod sequence_loss tile_batch
+""",
     "tf.train": """
 AdadeltaOptimizer AdagradDAOptimizer AdagradOptimizer AdamOptimizer BytesList Checkpoint CheckpointSaverHook NewCheckpointReader
 CheckpointSaverListener ChiefSessionCreator ClusterSpec Coordinator Example ExponentialMovingAverage Feature

@@ -1,14 +1,30 @@
-"""``tf.contrib.seq2seq``: ``sequence_loss``, the loss of TF1's language-model and seq2seq tutorials.
-(The decoder classes, helpers and attention wrappers are not here.)"""
+"""``tf.contrib.seq2seq``: ``sequence_loss``, the loss of TF1's language-model and seq2seq tutorials,
+and the decoders, helpers and attention of its neural machine translation scripts (defined in the
+``seq2seq_*`` modules beside this one)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from trainer.array_ops import count_nonzero, div_no_nan, reduce_sum
+from trainer.contrib.seq2seq_attention import AttentionMechanism, AttentionWrapper, AttentionWrapperState, \
+    BahdanauAttention, LuongAttention, hardmax, safe_cumprod
+from trainer.contrib.seq2seq_beam_search import BeamSearchDecoder, BeamSearchDecoderOutput, BeamSearchDecoderState, \
+    FinalBeamSearchDecoderOutput, gather_tree, tile_batch
+from trainer.contrib.seq2seq_decoders import BaseDecoder, BasicDecoder, BasicDecoderOutput, Decoder, dynamic_decode
+from trainer.contrib.seq2seq_helpers import CustomHelper, GreedyEmbeddingHelper, Helper, InferenceHelper, \
+    SampleEmbeddingHelper, ScheduledEmbeddingTrainingHelper, ScheduledOutputTrainingHelper, TrainingHelper
+from trainer.contrib.seq2seq_monotonic import BahdanauMonotonicAttention, LuongMonotonicAttention, \
+    monotonic_attention
 from trainer.ops import cast, concat, convert_to_tensor, gather, reshape, shape
 
-__all__ = ["sequence_loss"]
+__all__ = ["AttentionMechanism", "AttentionWrapper", "AttentionWrapperState", "BahdanauAttention",
+           "BahdanauMonotonicAttention", "BaseDecoder", "BasicDecoder", "BasicDecoderOutput", "BeamSearchDecoder",
+           "BeamSearchDecoderOutput", "BeamSearchDecoderState", "CustomHelper", "Decoder",
+           "FinalBeamSearchDecoderOutput", "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "LuongAttention",
+           "LuongMonotonicAttention", "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper",
+           "ScheduledOutputTrainingHelper", "TrainingHelper", "dynamic_decode", "gather_tree", "hardmax",
+           "monotonic_attention", "safe_cumprod", "sequence_loss", "tile_batch"]
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps: bool = True, average_across_batch: bool = True,
