@@ -13,7 +13,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from trainer.array_ops import expand_dims, less_equal, reduce_sum, scatter_nd
+from trainer.array_ops import expand_dims, fill, less_equal, reduce_sum, scatter_nd
 from trainer.dtypes import as_dtype
 from trainer.graph import Tensor
 from trainer.ops import (cast, concat, constant, convert_to_tensor, gather, identity, make_op, ones_like, placeholder,
@@ -86,13 +86,20 @@ def sparse_placeholder(dtype, shape=None, name=None) -> SparseTensor:
                         placeholder(np.int64, [rank], name=f"{prefix}/shape"))
 
 
-def sparse_tensor_to_dense(sp_input: SparseTensor, default_value=0, validate_indices: bool = True, name=None) -> Tensor:
-    """The dense tensor: ``values`` at ``indices``, ``default_value`` elsewhere."""
-    dense = scatter_nd(sp_input.indices, sp_input.values, sp_input.dense_shape)
-    if default_value:
-        stored = scatter_nd(sp_input.indices, ones_like(sp_input.values), sp_input.dense_shape)
-        dense = dense + (1 - stored) * cast(convert_to_tensor(default_value), sp_input.values.dtype)
-    return identity(dense, name=name) if name else dense
+def sparse_tensor_to_dense(sp_input: SparseTensor, default_value=None, validate_indices: bool = True,
+                           name=None) -> Tensor:
+    """The dense tensor: ``values`` at ``indices``, ``default_value`` (0, or "" for strings) elsewhere.
+    The values are written over a tensor of the default, so any dtype works (string_split's words
+    included); the gradient reaches ``values`` through ScatterND's."""
+    values = convert_to_tensor(sp_input.values)
+    dtype = np.dtype(values.dtype)
+    if default_value is None:
+        default_value = "" if dtype.kind in "OUS" else 0
+    fill_value = np.asarray(default_value, dtype=object if dtype.kind in "OUS" else dtype)
+    base = fill(cast(sp_input.dense_shape, np.int64), fill_value)
+    indices = cast(convert_to_tensor(sp_input.indices), np.int64)
+    dense = make_op("ScatterND", [base, indices, values], name=name).outputs[0]
+    return dense
 
 
 def sparse_reduce_sum(sp_input: SparseTensor, axis=None, keepdims: bool = False, reduction_axes=None,

@@ -60,3 +60,26 @@ def test_embedding_lookup_sparse_combines_each_rows_ids(combiner):
     want = np.stack([(table[1] + 3 * table[3]) / norms[0], np.zeros(3), 2 * table[2] / norms[1]])
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose(g.sum(1), np.array([0, 1 / norms[0], 2 / norms[1], 3 / norms[0]]) * 3, rtol=1e-6)
+
+
+def test_string_split_words_densify_with_an_empty_default():
+    """string_split -> sparse_tensor_to_dense -> vocabulary lookup, the TF1 text-input idiom: string
+    values densify with "" where a row is shorter."""
+    words = tf.sparse_tensor_to_dense(tf.string_split(tf.constant(["a b c", "d e"])), default_value="")
+    table = tf.contrib.lookup.index_table_from_tensor(tf.constant(["a", "b", "c", "d"]), num_oov_buckets=1)
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        got_words, ids = sess.run([words, table.lookup(words)])
+    assert [[w.decode() if isinstance(w, bytes) else w for w in row] for row in got_words] == [["a", "b", "c"],
+                                                                                                 ["d", "e", ""]]
+    assert ids.tolist() == [[0, 1, 2], [3, 4, 4]]
+
+
+def test_a_default_fills_around_the_values_and_the_gradient_reaches_them():
+    values = tf.Variable([1.5, 2.5])
+    dense = tf.sparse_tensor_to_dense(tf.SparseTensor([[0, 0], [1, 2]], values, [2, 3]), default_value=7.0)
+    grad = tf.gradients(tf.reduce_sum(dense * 3.0), values)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(dense), [[1.5, 7.0, 7.0], [7.0, 7.0, 2.5]])
+        np.testing.assert_array_equal(sess.run(grad), [3.0, 3.0])
