@@ -520,9 +520,9 @@ def create_grpc_front_end(core: InferenceCore, address: str, settings: GrpcSetti
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(INFERENCE_SERVICE, handlers),))
     server.add_registered_method_handlers(INFERENCE_SERVICE, handlers)
     server.add_generic_rpc_handlers((health_handler(core),))
-    from serving.tf_serving_grpc import prediction_handler  # here: that module builds on this one's helpers
+    from serving.tf_serving_grpc import prediction_handlers  # here: that module builds on this one's helpers
 
-    server.add_generic_rpc_handlers((prediction_handler(core, settings.max_message_bytes),))
+    server.add_generic_rpc_handlers(prediction_handlers(core, settings.max_message_bytes))
     reflection.enable_server_reflection((INFERENCE_SERVICE, HEALTH_SERVICE, reflection.SERVICE_NAME), server)
     if settings.tls_cert and settings.tls_key:
         credentials = grpc.ssl_server_credentials([(settings.tls_key, settings.tls_cert)])
