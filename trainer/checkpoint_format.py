@@ -16,7 +16,7 @@ import zlib
 
 import numpy as np
 
-__all__ = ["CHECKPOINT_SUFFIX", "FORMAT_VERSION", "CheckpointError", "array_crc32", "atomic_write", "check_value",
+__all__ = ["CHECKPOINT_SUFFIX", "FORMAT_VERSION", "TF_INDEX_SUFFIX", "CheckpointError", "array_crc32", "atomic_write", "check_value",
            "checkpoint_damage", "checkpoint_file", "checkpoint_prefix", "is_temp_file", "json_member", "load_checkpoint",
            "write_npz"]
 
@@ -24,6 +24,9 @@ FORMAT_VERSION = 1
 # A checkpoint is named by its prefix, as in TensorFlow 1.x (``dir/model.ckpt-3``); its one file is
 # the prefix plus this suffix. Every reader and writer maps between the two through the functions below.
 CHECKPOINT_SUFFIX = ".ckpt"
+# A checkpoint TensorFlow wrote (trainer/tf_bundle.py) is named by the same prefix; its file here is
+# the bundle's index, ``<prefix>.index``, beside its data files.
+TF_INDEX_SUFFIX = ".index"
 TEMP_PREFIX = ".tmp-"
 # atomic_write's temporary files: ".tmp-<final name>-<mkstemp's 8 random characters>".
 _TEMP_NAME = re.compile("^" + re.escape(TEMP_PREFIX) + r"(?P<final>.+)-[a-z0-9_]{8}$")
@@ -43,17 +46,25 @@ def is_temp_file(name: str, final_names) -> bool:
 def checkpoint_file(path: str, *, writing: bool = False) -> str:
     """The file of the checkpoint ``path`` names: a prefix (``dir/model.ckpt-3``, what Saver.save and
     latest_checkpoint return) or, as flowstack returned before prefixes, the file itself (read only:
-    ``writing`` always gives the prefix's own file)."""
+    ``writing`` always gives the prefix's own file). A prefix TensorFlow saved under, with no
+    flowstack file of its own, names the bundle's index."""
     path = os.fspath(path)
     candidate = path + CHECKPOINT_SUFFIX
-    if writing or not path.endswith(CHECKPOINT_SUFFIX) or os.path.isfile(candidate):
+    if writing or os.path.isfile(candidate):
         return candidate
-    return path
+    if path.endswith((CHECKPOINT_SUFFIX, TF_INDEX_SUFFIX)) and os.path.isfile(path):
+        return path
+    if os.path.isfile(path + TF_INDEX_SUFFIX):
+        return path + TF_INDEX_SUFFIX
+    return path if path.endswith(CHECKPOINT_SUFFIX) else candidate
 
 
 def checkpoint_prefix(file: str) -> str:
     """The prefix naming the checkpoint stored in ``file`` (the inverse of ``checkpoint_file``)."""
-    return file[:-len(CHECKPOINT_SUFFIX)] if file.endswith(CHECKPOINT_SUFFIX) else file
+    for suffix in (CHECKPOINT_SUFFIX, TF_INDEX_SUFFIX):
+        if file.endswith(suffix):
+            return file[:-len(suffix)]
+    return file
 
 
 def atomic_write(path: str, write) -> None:
@@ -116,6 +127,12 @@ def load_checkpoint(path: str) -> tuple[dict, dict[str, np.ndarray]]:
         where = "" if path == name else f" (no file {path!r})"
         raise CheckpointError(f"checkpoint {name!r} does not exist{where}; pass the prefix that Saver.save "
                               f"or tf.train.latest_checkpoint returned")
+    if path.endswith(TF_INDEX_SUFFIX):
+        from trainer.tf_bundle import read_bundle  # here: tf_bundle raises this module's CheckpointError
+
+        values = read_bundle(checkpoint_prefix(path))
+        return {"format": "tensorflow-bundle", "variables": {
+            k: {"dtype": v.dtype.name, "shape": list(v.shape)} for k, v in values.items()}}, values
     if os.path.getsize(path) == 0:
         raise CheckpointError(f"checkpoint {path!r} is unreadable: the file is empty")
     if not zipfile.is_zipfile(path):  # np.load would read a bare .npy as an array, not an archive

@@ -1,7 +1,7 @@
 """The ``checkpoint`` index of a checkpoint folder, read so that a run never loses work.
 
 The index is JSON ``{"model_checkpoint_path": name, "all_model_checkpoint_paths": [names]}``, oldest
-first, each entry a file name relative to the index's folder (so a copied or moved folder stays
+first (a folder TensorFlow wrote has its text-format ``CheckpointState`` there instead, read alike), each entry a file name relative to the index's folder (so a copied or moved folder stays
 whole); an entry without the ``.ckpt`` suffix is read as a TF-style prefix of that file. What this
 module returns to users (``latest_checkpoint``, ``checkpoint_state``) are TensorFlow's checkpoint
 prefixes (``dir/model-3``, the file less its suffix). Reading it, a run only ever looks inside that folder:
@@ -24,16 +24,18 @@ import os
 import re
 import warnings
 
-from trainer.checkpoint_format import (CHECKPOINT_SUFFIX, atomic_write, checkpoint_damage, checkpoint_file,
-                                       checkpoint_prefix, is_temp_file)
+from trainer.checkpoint_format import (CHECKPOINT_SUFFIX, TF_INDEX_SUFFIX, atomic_write, checkpoint_damage,
+                                       checkpoint_file, checkpoint_prefix, is_temp_file)
+from trainer.tf_bundle import tf_checkpoint_state
 
-__all__ = ["CHECKPOINT_SUFFIX", "GRAPH_FILE", "META_SUFFIX", "STATE_FILE", "CheckpointWarning", "checkpoint_files",
+__all__ = ["CHECKPOINT_SUFFIX", "GRAPH_FILE", "META_SUFFIX", "STATE_FILE", "CheckpointWarning", "checkpoint_files", "checkpoint_members",
            "checkpoint_history", "checkpoint_state", "latest_checkpoint", "remove_leftovers", "step_of", "write_index"]
 
 STATE_FILE = "checkpoint"
 GRAPH_FILE = "graph.npz"
 META_SUFFIX = ".meta"  # Saver.save's meta graph beside each checkpoint: <prefix>.meta
-_STEP = re.compile(r"-(\d+)\.ckpt$")
+_STEP = re.compile(r"-(\d+)(?:\.ckpt|\.index)$")
+_DATA_SHARD = re.compile(r"\.data-\d{5}-of-\d{5}$")
 
 
 class CheckpointWarning(UserWarning):
@@ -57,7 +59,23 @@ def write_index(directory: str, names: list[str]) -> None:
 
 
 def _is_checkpoint_name(name: str) -> bool:
-    return name.endswith(CHECKPOINT_SUFFIX) and not name.startswith(".")
+    return name.endswith((CHECKPOINT_SUFFIX, TF_INDEX_SUFFIX)) and not name.startswith(".")
+
+
+def checkpoint_members(path: str) -> list[str]:
+    """Every file of the checkpoint whose file is ``path`` that exists: that file, its meta graph and,
+    for a TensorFlow bundle, its data shards (what rotation deletes together)."""
+    prefix = checkpoint_prefix(path)
+    members = [path, prefix + META_SUFFIX]
+    if path.endswith(TF_INDEX_SUFFIX):
+        directory, stem = os.path.split(prefix)
+        try:
+            names = os.listdir(directory or ".")
+        except OSError:
+            names = []
+        members += [os.path.join(directory, n) for n in names
+                    if n.startswith(stem + ".data-") and _DATA_SHARD.search(n) and len(n) == len(stem) + 20]
+    return [m for m in members if os.path.isfile(m)]
 
 
 def _is_own_final_name(name: str) -> bool:
@@ -109,8 +127,9 @@ def _read_index(directory: str) -> tuple[list[str] | None, str]:
         return None, "it is missing"
     try:
         with open(path, encoding="utf-8") as f:
-            state = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            text = f.read()
+        state = json.loads(text) if text.lstrip().startswith("{") else tf_checkpoint_state(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
         return None, f"it is unreadable ({type(e).__name__}: {e})"
     # A stale or hand-edited index is data, not code: a string where a list belongs would
     # otherwise be iterated letter by letter.

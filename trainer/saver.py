@@ -39,7 +39,7 @@ import numpy as np
 from schemas.registry import TensorType
 from trainer.checkpoint_format import (FORMAT_VERSION, CheckpointError, atomic_write, checkpoint_file, checkpoint_prefix,
                                        json_member, load_checkpoint, write_npz)
-from trainer.checkpoint_index import (GRAPH_FILE, META_SUFFIX, STATE_FILE, CheckpointWarning, checkpoint_history,
+from trainer.checkpoint_index import (GRAPH_FILE, STATE_FILE, CheckpointWarning, checkpoint_history, checkpoint_members,
                                       checkpoint_state, latest_checkpoint, write_index)
 from trainer.graph import TRAINER_DOMAIN, Graph, GraphError, GraphKeys, get_default_graph
 from trainer.ops import concat, constant, group, make_op, placeholder
@@ -160,9 +160,8 @@ class Saver:
             if os.path.isfile(old_path) and os.path.getmtime(old_path) >= self._next_keep_time:
                 self._next_keep_time += self._keep_every_secs  # as TF: one kept per period of training
                 continue  # keep_checkpoint_every_n_hours: out of the index, but never deleted
-            for file in (old_path, checkpoint_prefix(old_path) + META_SUFFIX):
-                if os.path.isfile(file):
-                    os.unlink(file)
+            for file in checkpoint_members(old_path):
+                os.unlink(file)
         return names[-keep:]
 
     def restore(self, sess, save_path: str) -> None:

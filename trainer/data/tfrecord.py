@@ -16,7 +16,7 @@ from typing import BinaryIO, Iterator
 
 from trainer.errors import DataLossError
 
-__all__ = ["TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "compression_name", "crc32c", "masked_crc32c",
+__all__ = ["TFRecordCompressionType", "TFRecordOptions", "TFRecordWriter", "compression_name", "crc32c", "mask_crc", "masked_crc32c",
            "open_stream", "read_records", "tf_record_iterator"]
 
 
@@ -37,10 +37,14 @@ def crc32c(data: bytes) -> int:
     return google_crc32c.value(bytes(data))
 
 
-def masked_crc32c(data: bytes) -> int:
+def mask_crc(crc: int) -> int:
     """TensorFlow's masked CRC: rotated right by 15 bits plus a constant (CRCs of CRCs stay useful)."""
-    crc = crc32c(data)
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    """The masked CRC-32C of ``data`` (see ``mask_crc``)."""
+    return mask_crc(crc32c(data))
 
 
 class TFRecordCompressionType:
