@@ -8,7 +8,7 @@ flowstack's environment:
 
 It trains a small softmax regression with Adam for three steps (so the folder holds the checkpoints
 of steps 2 and 3, Adam's slots and global_step, and the values a fourth step reaches) and saves a second graph of variables of every
-dtype a bundle stores differently, and writes what TensorFlow read back as ``expected.npz``.
+dtype a bundle stores differently, a third of partitioned variables, and writes what TensorFlow read back as ``expected.npz``.
 """
 
 from __future__ import annotations
@@ -74,10 +74,27 @@ def dtypes(folder: Path) -> dict[str, np.ndarray]:
     return {f"dtypes.ckpt:{name}": reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
+def partitioned(folder: Path) -> dict[str, np.ndarray]:
+    """Variables split by partitioners, as TF 1.x embeddings are: saved as slices of one tensor."""
+    graph = tf.Graph()
+    with graph.as_default():
+        parts = {"emb": (tf.get_variable("emb", [10, 3], partitioner=tf.fixed_size_partitioner(3),
+                                         initializer=tf.random_normal_initializer(seed=1)), 0),
+                 "wide": (tf.get_variable("wide", [130, 2], partitioner=tf.fixed_size_partitioner(2),
+                                          initializer=tf.random_normal_initializer(seed=2)), 0),
+                 "cols": (tf.get_variable("cols", [2, 70], partitioner=tf.fixed_size_partitioner(2, axis=1),
+                                          initializer=tf.random_normal_initializer(seed=3)), 1)}
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver().save(sess, str(folder / "partitioned.ckpt"), write_meta_graph=False, write_state=False)
+            return {f"partitioned.ckpt:{name}": sess.run(tf.concat(list(v), axis=axis))
+                    for name, (v, axis) in parts.items()}
+
+
 def main(folder: str) -> None:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    expected = {**regression(out), **dtypes(out)}
+    expected = {**regression(out), **dtypes(out), **partitioned(out)}
     for meta in out.glob("*.meta"):
         meta.unlink()  # graphs are rebuilt in Python by the tests, as TF1 scripts do
     np.savez(out / "expected.npz", **{k: np.asarray(v, dtype="S") if np.asarray(v).dtype == object else v

@@ -56,7 +56,10 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
     # enums (Endianness, DataType) travel as the int32 they are on the wire
     message("BundleHeaderProto", ("num_shards", 1, _F.TYPE_INT32, "", False), ("endianness", 2, _F.TYPE_INT32, "", False),
             ("version", 3, _F.TYPE_MESSAGE, "VersionDef", False))
-    message("TensorSliceProto", ("extent", 1, _F.TYPE_BYTES, "", True))  # read only to count slices
+    extent = message("TensorSliceProto", ("extent", 1, _F.TYPE_MESSAGE, "TensorSliceProto.Extent", True))
+    message("Extent", ("start", 1, _F.TYPE_INT64, "", False), ("length", 2, _F.TYPE_INT64, "", False), parent=extent)
+    extent.nested_type[0].oneof_decl.add(name="has_length")
+    extent.nested_type[0].field[1].oneof_index = 0
     message("BundleEntryProto", ("dtype", 1, _F.TYPE_INT32, "", False), ("shape", 2, _F.TYPE_MESSAGE, "TensorShapeProto", False),
             ("shard_id", 3, _F.TYPE_INT32, "", False), ("offset", 4, _F.TYPE_INT64, "", False),
             ("size", 5, _F.TYPE_INT64, "", False), ("crc32c", 6, _F.TYPE_FIXED32, "", False),
@@ -195,39 +198,67 @@ def _strings(raw: bytes, count: int, where: str) -> tuple[np.ndarray, int]:
     return values, crc
 
 
-def read_bundle(prefix: str) -> dict[str, np.ndarray]:
-    """{tensor name: array} of the TensorFlow checkpoint ``prefix``, every byte checked."""
-    path = os.fspath(prefix) + TF_INDEX_SUFFIX
-    index = _index(path)
-    if b"" not in index:
-        raise CheckpointError(f"checkpoint index {path!r} has no bundle header (not a tensor bundle)")
-    header = _parse(_HEADER, index.pop(b""), path, "bundle header")
-    if header.endianness != 0:
-        raise CheckpointError(f"checkpoint {prefix!r} was written big-endian; only little-endian bundles are read")
-    shards: dict[int, bytes] = {}
-    values = {}
-    for key, data in index.items():
-        name = key.decode("utf-8", "replace")
-        entry = _parse(_ENTRY, data, path, f"entry of {name!r}")
-        if entry.slices:
-            raise CheckpointError(f"checkpoint {prefix!r}: {name!r} is saved in {len(entry.slices)} slices (a "
-                                  "partitioned variable); sliced TensorFlow entries are not read yet")
-        dtype = _DTYPES.get(entry.dtype)
-        if dtype is None:
-            raise CheckpointError(f"checkpoint {prefix!r}: {name!r} has DataType {entry.dtype}, which is not read "
-                                  f"(read: {sorted(DATA_TYPES)})")
-        if entry.shard_id not in shards:
-            if not 0 <= entry.shard_id < header.num_shards:
-                raise CheckpointError(f"checkpoint {prefix!r}: {name!r} names shard {entry.shard_id} of "
-                                      f"{header.num_shards}")
-            file = data_file(prefix, entry.shard_id, header.num_shards)
+def _ordered_number(value: int) -> bytes:
+    """TensorFlow's OrderedCode encoding of a signed integer (``WriteSignedNumIncreasing``): a unary
+    byte count in the leading bits, then the value big-endian; a negative value is the complement of
+    its complement's encoding. Values below 2**48 take at most 7 bytes, all a tensor's extents need."""
+    if value < 0:
+        return bytes(~b & 0xFF for b in _ordered_number(~value))
+    size = next(n for n in range(1, 8) if value < 1 << (7 * n - 1))
+    encoded = bytearray(value.to_bytes(size, "big"))
+    encoded[0] |= (0xFF00 >> size) & 0xFF
+    return bytes(encoded)
+
+
+def _slice_key(name: bytes, extents: list[tuple[int, int]]) -> bytes:
+    """The index key TensorFlow stores one slice of a partitioned tensor under (EncodeTensorNameSlice)."""
+    escaped = name.replace(b"\xff", b"\xff\x00").replace(b"\x00", b"\x00\xff")
+    key = b"\x00" + escaped + b"\x00\x01" + bytes([1, len(extents)])
+    return key + b"".join(_ordered_number(start) + _ordered_number(length) for start, length in extents)
+
+
+class _Bundle:
+    """One bundle's index and data shards, read on demand."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.path = os.fspath(prefix) + TF_INDEX_SUFFIX
+        self.index = _index(self.path)
+        if b"" not in self.index:
+            raise CheckpointError(f"checkpoint index {self.path!r} has no bundle header (not a tensor bundle)")
+        self.header = _parse(_HEADER, self.index.pop(b""), self.path, "bundle header")
+        if self.header.endianness != 0:
+            raise CheckpointError(f"checkpoint {prefix!r} was written big-endian; only little-endian bundles are read")
+        self.shards: dict[int, bytes] = {}
+
+    def entry(self, key: bytes, name: str):
+        return _parse(_ENTRY, self.index[key], self.path, f"entry of {name!r}")
+
+    def _shard(self, entry, name: str) -> bytes:
+        if entry.shard_id not in self.shards:
+            if not 0 <= entry.shard_id < self.header.num_shards:
+                raise CheckpointError(f"checkpoint {self.prefix!r}: {name!r} names shard {entry.shard_id} of "
+                                      f"{self.header.num_shards}")
+            file = data_file(self.prefix, entry.shard_id, self.header.num_shards)
             try:
                 with open(file, "rb") as f:
-                    shards[entry.shard_id] = f.read()
+                    self.shards[entry.shard_id] = f.read()
             except OSError as e:
-                raise CheckpointError(f"checkpoint {prefix!r}: its data file is unreadable: {e}") from None
-        shard = shards[entry.shard_id]
-        where = f"checkpoint {prefix!r}, tensor {name!r}"
+                raise CheckpointError(f"checkpoint {self.prefix!r}: its data file is unreadable: {e}") from None
+        return self.shards[entry.shard_id]
+
+    def dtype(self, entry, name: str) -> np.dtype:
+        dtype = _DTYPES.get(entry.dtype)
+        if dtype is None:
+            raise CheckpointError(f"checkpoint {self.prefix!r}: {name!r} has DataType {entry.dtype}, which is not "
+                                  f"read (read: {sorted(DATA_TYPES)})")
+        return dtype
+
+    def tensor(self, entry, name: str) -> np.ndarray:
+        """The array one (unsliced) entry stores, its bytes checked."""
+        dtype = self.dtype(entry, name)
+        shard = self._shard(entry, name)
+        where = f"checkpoint {self.prefix!r}, tensor {name!r}"
         if entry.offset + entry.size > len(shard):
             raise CheckpointError(f"{where}: bytes {entry.offset}-{entry.offset + entry.size} lie past the end of "
                                   f"its data file ({len(shard)} bytes: truncated)")
@@ -243,5 +274,40 @@ def read_bundle(prefix: str) -> dict[str, np.ndarray]:
             array, crc = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype), crc32c(raw)
         if mask_crc(crc) != entry.crc32c:
             raise CheckpointError(f"{where}: its bytes fail their checksum (the data file is damaged)")
-        values[name] = array.reshape(shape)
+        return array.reshape(shape)
+
+    def sliced(self, key: bytes, entry, name: str) -> np.ndarray:
+        """A partitioned tensor, put together from the slices its entry lists."""
+        shape = tuple(d.size for d in entry.shape.dim)
+        whole = np.empty(shape, dtype=self.dtype(entry, name))
+        covered = np.zeros(shape, dtype=bool)
+        for piece in entry.slices:
+            extents = [(e.start, e.length if e.HasField("length") else size - e.start)
+                       for e, size in zip(piece.extent, shape)]
+            extents += [(0, size) for size in shape[len(extents):]]
+            slice_key = _slice_key(key, extents)
+            if slice_key not in self.index:
+                raise CheckpointError(f"checkpoint {self.prefix!r}: {name!r} lists slice {extents} (start, length "
+                                      "per axis), which the index lacks")
+            region = tuple(slice(start, start + length) for start, length in extents)
+            label = f"{name} slice {extents}"
+            whole[region] = self.tensor(self.entry(slice_key, label), label)
+            covered[region] = True
+        if not covered.all():
+            raise CheckpointError(f"checkpoint {self.prefix!r}: the slices of {name!r} leave part of its shape "
+                                  f"{list(shape)} unwritten")
+        return whole
+
+
+def read_bundle(prefix: str) -> dict[str, np.ndarray]:
+    """{tensor name: array} of the TensorFlow checkpoint ``prefix``, every byte checked; a partitioned
+    variable is read whole, under its own name, from its slices."""
+    bundle = _Bundle(prefix)
+    values = {}
+    for key in bundle.index:
+        if key.startswith(b"\x00"):
+            continue  # one slice of a partitioned tensor, read with that tensor
+        name = key.decode("utf-8", "replace")
+        entry = bundle.entry(key, name)
+        values[name] = bundle.sliced(key, entry, name) if entry.slices else bundle.tensor(entry, name)
     return values

@@ -122,3 +122,18 @@ def test_a_tensorflow_checkpoint_that_does_not_match_the_graph_says_what_differs
         tf.get_variable("softmax/w", [5, 3])
         with tf.Session() as sess, pytest.raises(CheckpointError, match=r"softmax/w.*\(4, 3\)"):
             tf.train.Saver().restore(sess, str(folder / "model.ckpt-3"))
+
+
+def test_partitioned_variables_restore_from_the_slices_tensorflow_saved(folder: Path) -> None:
+    prefix = str(folder / "partitioned.ckpt")
+    assert dict(tf.train.list_variables(prefix)) == {"cols": [2, 70], "emb": [10, 3], "wide": [130, 2]}
+    with tf.Graph().as_default():
+        parts = {"emb": (tf.get_variable("emb", [10, 3], partitioner=tf.fixed_size_partitioner(3)), 0),
+                 "wide": (tf.get_variable("wide", [130, 2], partitioner=tf.fixed_size_partitioner(2)), 0),
+                 "cols": (tf.get_variable("cols", [2, 70], partitioner=tf.fixed_size_partitioner(2, axis=1)), 1)}
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, prefix)
+            for name, (variable, axis) in parts.items():
+                whole = sess.run(tf.concat(list(variable), axis=axis))
+                np.testing.assert_array_equal(whole, EXPECTED[f"partitioned.ckpt:{name}"], err_msg=name)
+
