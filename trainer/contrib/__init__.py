@@ -1,9 +1,9 @@
 """``tf.contrib`` as TensorFlow 1.x scripts use it: ``contrib.rnn``, ``contrib.layers``, ``contrib.lookup``,
-``contrib.framework``, ``contrib.metrics``, ``contrib.predictor``, ``contrib.seq2seq``'s loss, ``contrib.slim`` and ``contrib.crf``."""
+``contrib.framework``, ``contrib.metrics``, ``contrib.predictor``, ``contrib.seq2seq``, ``contrib.slim``, ``contrib.crf`` and ``contrib.training.HParams``."""
 
-from trainer.contrib import crf, framework, layers, lookup, metrics, predictor, rnn, seq2seq, slim
+from trainer.contrib import crf, framework, layers, lookup, metrics, predictor, rnn, seq2seq, slim, training
 
-__all__ = ["crf", "framework", "layers", "lookup", "metrics", "predictor", "rnn", "seq2seq", "slim"]
+__all__ = ["crf", "framework", "layers", "lookup", "metrics", "predictor", "rnn", "seq2seq", "slim", "training"]
 
 
 def __getattr__(name: str):
