@@ -47,9 +47,17 @@ from trainer.variables import Variable, global_variables
 from trainer.saved_slices import LogicalTensor, entries_from, slices_meta
 from trainer.slot_names import stored_name
 
-__all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "checkpoint_state",
+__all__ = ["CheckpointError", "CheckpointWarning", "GRAPH_FILE", "STATE_FILE", "Saver", "SaverDef", "checkpoint_state",
            "export_graph", "graph_from_dict", "graph_to_dict", "import_graph", "latest_checkpoint", "load_checkpoint",
            "node_to_dict", "variable_from_node"]
+
+
+class SaverDef:
+    """``tf.train.SaverDef``'s checkpoint format versions, which scripts pass as ``Saver(write_version=...)``.
+    A Saver here always writes flowstack's one-file checkpoint, and reads TensorFlow's V2 bundles too."""
+
+    LEGACY, V1, V2 = 0, 1, 2
+    CheckpointFormatVersion = {"LEGACY": 0, "V1": 1, "V2": 2}
 
 
 # -- Saver ----------------------------------------------------------------------------------------

@@ -262,6 +262,15 @@ def no_regularizer(_):
     return None
 
 
+# The TensorFlow release whose API ``import trainer as tf`` plays: scripts print it or compare it
+# (``tf.__version__ >= "1.4"``). flowstack's own version is its package's (``importlib.metadata``).
+VERSION = __version__ = "1.15.0"
+GIT_VERSION = "flowstack"
+COMPILER_VERSION = "none (pure Python and NumPy)"
+CXX11_ABI_FLAG = 0
+MONOLITHIC_BUILD = 0
+_VERSIONS = {"VERSION", "__version__", "GIT_VERSION", "COMPILER_VERSION", "CXX11_ABI_FLAG", "MONOLITHIC_BUILD"}
+
 # Session 21's names: namespaces, tf.print, the sparse_* aliases and other namespaces' functions.
 _SESSION_21 = {
     "betainc", "bitwise", "cholesky_solve", "colocate_with", "convert_to_tensor_or_indexed_slices",
@@ -272,7 +281,7 @@ _SESSION_21 = {
     "sparse_merge", "sparse_minimum", "sparse_reduce_max", "sparse_reshape", "sparse_slice", "sparse_softmax",
     "sparse_split", "sparse_transpose", "spectral", "test", "uniform_unit_scaling_initializer"}
 
-__all__ = sorted(set(_ARRAY_EXTRAS) | set(_ASSERT_EXTRAS) | set(_GRAPH_EXTRAS) | _SESSION_21 | set(_ARRAY_OPS) |
+__all__ = sorted(set(_ARRAY_EXTRAS) | set(_ASSERT_EXTRAS) | set(_GRAPH_EXTRAS) | _SESSION_21 | _VERSIONS | set(_ARRAY_OPS) |
                 set(_DEBUGGING) | set(_DTYPES) | set(_STATE_OPS) | set(_SEGMENT_OPS) |
                 set(_STRING_OPS) | set(_SPARSE_OPS) | set(_SPECIAL_MATH) | set(_LINALG_OPS) | {
     "PaddingFIFOQueue", "PriorityQueue", "QueueBase", "make_ndarray", "make_tensor_proto",

@@ -451,6 +451,7 @@ piecewise_constant_decay = piecewise_constant
 LAZY_ATTRIBUTES = {
     "Server": ("trainer.distributed.server", "Server"),  # needs grpcio, an extra: trainer.train imports without it
     "Saver": ("trainer.saver", "Saver"),
+    "SaverDef": ("trainer.saver", "SaverDef"),
     "latest_checkpoint": ("trainer.saver", "latest_checkpoint"),
     "MonitoredTrainingSession": ("trainer.monitored", "MonitoredTrainingSession"),
     "Coordinator": ("trainer.queues", "Coordinator"),
