@@ -53,6 +53,8 @@ class IterationContext:
 
     def __init__(self, captured: dict, seed: int | None = None, parent: "IterationContext | None" = None):
         self.captured = captured
+        # Set below ignore_errors(): functions (map, filter) drop an element they fail on.
+        self.skip_failed_elements = parent is not None and parent.skip_failed_elements
         if parent is None:
             self._rng = np.random.default_rng(seed)
             self._seeds: dict[int, int] = {}
@@ -72,6 +74,12 @@ class IterationContext:
 
     def with_captured(self, captured: dict) -> "IterationContext":
         return IterationContext({**self.captured, **captured}, parent=self)
+
+    def skipping_failed_elements(self) -> "IterationContext":
+        """This pass's context for the input of ``ignore_errors``."""
+        child = IterationContext(self.captured, parent=self)
+        child.skip_failed_elements = True
+        return child
 
     def next_pass(self, dataset: "Dataset") -> tuple[int, int]:
         """(a seed fixed for this pipeline run, how many times ``dataset`` was iterated before)."""

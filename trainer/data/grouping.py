@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from trainer.data.dataset import Dataset, TensorSpec, positive_int
-from trainer.data.functions import TracedFunction
+from trainer.data.functions import TracedFunction, spec_of, trace_with_state
 from trainer.data.structure import DataStructureError, flatten, pack_as
 from trainer.graph import Graph, GraphError
 from trainer.kernels.debugging import InvalidArgumentError
@@ -242,12 +242,6 @@ class Reducer:
         self.init_func, self.reduce_func, self.finalize_func = init_func, reduce_func, finalize_func
 
 
-def _spec_of(structure):
-    from trainer.data.structure import map_structure
-
-    return map_structure(lambda t: TensorSpec(np.dtype(t.dtype), t.shape), structure)
-
-
 class GroupByReducerDataset(Dataset):
     """One element per key: the reducer's state folded over the key's elements, then finalized.
     Keys come out in the order first seen, as TensorFlow's GroupByReducer emits them."""
@@ -259,18 +253,10 @@ class GroupByReducerDataset(Dataset):
         self.input = input
         self.key_of = scalar_int_function(key_func, input.element_spec, "key_func")
         self.init = TracedFunction(reducer.init_func, _KEY_SPEC, "init_func")
-        state_spec = _spec_of(self.init.output_structure)
-        self.reduce = TracedFunction(reducer.reduce_func, (state_spec, input.element_spec), "reduce_func")
-        reduced = _spec_of(self.reduce.output_structure)
-        mine, theirs = flatten(state_spec), flatten(reduced)
-        if len(mine) != len(theirs) or [s.dtype for s in mine] != [s.dtype for s in theirs]:
-            raise DataStructureError(f"`reduce_func` must return the state's structure and types: init_func gives "
-                                     f"{[s.dtype.name for s in mine]}, reduce_func {[s.dtype.name for s in theirs]}")
-        if mine != theirs:  # the state's shape changes as it is reduced: trace again over the common shape
-            state_spec = pack_as(state_spec, [a.most_specific_common(b) for a, b in zip(mine, theirs)])
-            self.reduce = TracedFunction(reducer.reduce_func, (state_spec, input.element_spec), "reduce_func")
+        self.reduce, state_spec = trace_with_state(reducer.reduce_func, spec_of(self.init.output_structure),
+                                                   input.element_spec, "reduce_func")
         self.finalize = TracedFunction(reducer.finalize_func, state_spec, "finalize_func")
-        self.element_spec = _spec_of(self.finalize.output_structure)
+        self.element_spec = spec_of(self.finalize.output_structure)
 
     def input_datasets(self):
         return [self.input]

@@ -32,10 +32,12 @@ class MapDataset(Dataset):
         return [self.input]
 
     def elements(self, ctx):
-        run = self.fn.run
+        run = self.fn.run_or_none if ctx.skip_failed_elements else self.fn.run
         if self.threads == 1:
             for comps in self.input.elements(ctx):
-                yield run(comps)
+                out = run(comps)
+                if out is not None:
+                    yield out
             return
         # Results in input order; up to `threads` elements in flight on the pool.
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="flowstack-data-map")
@@ -45,9 +47,13 @@ class MapDataset(Dataset):
             for comps in source:
                 pending.append(pool.submit(run, comps))
                 if len(pending) >= self.threads:
-                    yield pending.popleft().result()
+                    out = pending.popleft().result()
+                    if out is not None:
+                        yield out
             while pending:
-                yield pending.popleft().result()
+                out = pending.popleft().result()
+                if out is not None:
+                    yield out
         finally:
             source.close()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -67,8 +73,10 @@ class FilterDataset(Dataset):
         return [self.input]
 
     def elements(self, ctx):
+        run = self.fn.run_or_none if ctx.skip_failed_elements else self.fn.run
         for comps in self.input.elements(ctx):
-            if bool(self.fn.run(comps)[0]):
+            keep = run(comps)
+            if keep is not None and bool(keep[0]):
                 yield comps
 
 
