@@ -23,11 +23,13 @@ from trainer.data.structure import DataStructureError, map_structure
 from trainer.graph import Tensor
 
 __all__ = [
-    "AUTOTUNE", "Dataset", "IterationContext", "RowSource", "TensorSpec", "positive_int", "shuffle_buffer",
+    "AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "IterationContext", "RowSource", "TensorSpec", "positive_int", "shuffle_buffer",
     "thread_count",
 ]
 
 AUTOTUNE = -1
+INFINITE_CARDINALITY = -1  # what Dataset.cardinality() gives for a dataset without end
+UNKNOWN_CARDINALITY = -2  # ... and for one whose length is known only by running it (after filter)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,11 @@ class Dataset(ElementTypes):
     def row_source(self, ctx: IterationContext) -> "RowSource | None":
         """The elements as rows of arrays, if they are (see RowSource); None where they are not."""
         return None
+
+    def cardinality(self) -> int:
+        """How many elements a pass gives, as far as it is known without running the pipeline:
+        ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY`` or the count (TensorFlow's rules)."""
+        return UNKNOWN_CARDINALITY
 
     def input_datasets(self) -> list["Dataset"]:
         """The datasets this one reads from."""

@@ -43,6 +43,9 @@ class ScanDataset(Dataset):
             raise DataStructureError("`scan_func` must return a pair `(new_state, output_element)`")
         return result[0]
 
+    def cardinality(self) -> int:
+        return self.input.cardinality()
+
     def input_datasets(self):
         return [self.input]
 
