@@ -40,12 +40,15 @@ def csv_column_default(value, i: int) -> np.ndarray:
         array = np.zeros(0, as_numpy_dtype(value))
     else:
         array = np.asarray(value)
+        leaves = np.asarray(value, dtype=object).reshape(-1)
+        from_python = not isinstance(value, (np.ndarray, np.generic)) and \
+            not any(isinstance(v, np.generic) for v in leaves)
         if array.dtype.kind in "US" or (array.dtype == object and array.size and isinstance(array.flat[0], bytes)):
             array = np.asarray([v.decode() if isinstance(v, bytes) else str(v) for v in array.reshape(-1)],
                                dtype=object).reshape(array.shape)
-        elif array.dtype == np.int64 and not isinstance(value, np.ndarray):
+        elif array.dtype == np.int64 and from_python:
             array = array.astype(np.int32)
-        elif array.dtype == np.float64 and not isinstance(value, np.ndarray):
+        elif array.dtype == np.float64 and from_python:
             array = array.astype(np.float32)
     if array.dtype not in CSV_COLUMN_TYPES:
         raise TypeError(f"CsvDataset: record_defaults[{i}] has dtype {array.dtype.name}; a column is float32, "
