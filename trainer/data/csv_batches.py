@@ -12,6 +12,7 @@ from trainer.data.csv_dataset import CsvDataset
 from trainer.data.dataset import AUTOTUNE, Dataset
 from trainer.data.files import text_lines
 from trainer.data.filtering import IgnoreErrorsDataset
+from trainer.data.readers import matching_files, shuffle_and_repeat_epochs
 from trainer.data.tfrecord import compression_name
 
 __all__ = ["infer_column_types", "make_csv_dataset"]
@@ -109,12 +110,7 @@ def make_csv_dataset(file_pattern, batch_size: int, column_names: Sequence[str] 
     with ``label_name``. Files are ``file_pattern``'s matches; names come from the header unless
     given; types come from ``column_defaults`` or are inferred from ``num_rows_for_inference`` rows.
     ``num_epochs=None`` repeats forever (and drops the last partial batch, as TensorFlow does)."""
-    from trainer.gfile import Glob
-
-    patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(file_pattern)
-    paths = sorted({p for pattern in patterns for p in Glob(pattern.decode() if isinstance(pattern, bytes) else pattern)})
-    if not paths:
-        raise ValueError(f"make_csv_dataset: no files match file_pattern {file_pattern!r}")
+    paths = matching_files(file_pattern, "make_csv_dataset")
     compression = compression_name(compression_type)
     if column_names is None:
         if not header:
@@ -144,12 +140,7 @@ def make_csv_dataset(file_pattern, batch_size: int, column_names: Sequence[str] 
     if shuffle:
         files = files.shuffle(len(paths), seed=shuffle_seed)
     dataset = files.interleave(rows_of, cycle_length=num_parallel_reads)
-    if num_epochs != 1 and shuffle:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=shuffle_seed).repeat(num_epochs)
-    elif shuffle:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=shuffle_seed)
-    elif num_epochs != 1:
-        dataset = dataset.repeat(num_epochs)
+    dataset = shuffle_and_repeat_epochs(dataset, num_epochs, shuffle, shuffle_buffer_size, shuffle_seed)
     dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
 
     def to_features(*columns):
