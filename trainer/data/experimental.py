@@ -13,6 +13,7 @@ from trainer.data.filtering import ignore_errors, take_while, unique
 from trainer.data.grouping import Reducer, bucket_by_sequence_length, group_by_reducer, group_by_window
 from trainer.data.inspection import cardinality, get_single_element
 from trainer.data.iterator import make_initializable_iterator, make_one_shot_iterator
+from trainer.data.resampling import rejection_resample
 from trainer.data.scan import scan
 from trainer.data.selection import ChooseDataset, SampleDataset
 
@@ -21,7 +22,7 @@ __all__ = [
     "bucket_by_sequence_length", "cardinality", "choose_from_datasets", "enumerate_dataset", "get_single_element",
     "group_by_reducer", "group_by_window", "ignore_errors", "make_batched_features_dataset", "make_csv_dataset",
     "make_initializable_iterator", "make_one_shot_iterator", "map_and_batch", "parallel_interleave",
-    "parse_example_dataset", "sample_from_datasets", "scan",
+    "parse_example_dataset", "rejection_resample", "sample_from_datasets", "scan",
     "shuffle_and_repeat", "take_while", "unbatch", "unique",
 ]
 
