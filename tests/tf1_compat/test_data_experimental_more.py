@@ -253,6 +253,31 @@ def test_scan_carries_a_state_and_relaxes_its_shape() -> None:
         Dataset.range(3).apply(experimental.scan(np.int64(0), lambda s, x: (tf.cast(s, tf.float32), x)))
 
 
+# -- rejection_resample ---------------------------------------------------------------------------
+@pytest.mark.parametrize("initial_dist", [None, [0.6, 0.3, 0.1]])
+def test_rejection_resample_moves_the_class_mix_to_the_target(initial_dist) -> None:
+    labels = np.random.default_rng(0).choice(3, size=3000, p=[0.6, 0.3, 0.1]).astype(np.int32)
+    ds = Dataset.from_tensor_slices((labels, np.arange(3000))).apply(
+        experimental.rejection_resample(lambda label, index: label, [1 / 3, 1 / 3, 1 / 3], initial_dist, seed=1))
+    assert ds.output_types == (tf.int32, (tf.int32, tf.int64))
+    nxt = ds.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        drawn = [sess.run(nxt) for _ in range(900)]
+    classes = np.array([int(c) for c, _ in drawn])
+    assert all(int(c) == int(label) == labels[int(i)] for c, (label, i) in drawn)
+    np.testing.assert_allclose(np.bincount(classes, minlength=3) / len(classes), [1 / 3] * 3, atol=0.05)
+
+
+def test_rejection_resample_checks_its_distributions_and_classes() -> None:
+    with pytest.raises(ValueError, match="target_dist"):
+        Dataset.range(4).apply(experimental.rejection_resample(lambda x: x, [0.5, 0.6]))
+    with pytest.raises(StructureError, match="class_func.*scalar integer"):
+        Dataset.range(4).apply(experimental.rejection_resample(lambda x: tf.cast(x, tf.float32), [0.5, 0.5]))
+    out_of_range = Dataset.range(4).apply(experimental.rejection_resample(lambda x: x, [0.5, 0.5], seed=0))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="class 2"):
+        _all(out_of_range)
+
+
 # -- cardinality, get_single_element --------------------------------------------------------------
 def test_cardinality_follows_tensorflows_rules() -> None:
     cases = {
