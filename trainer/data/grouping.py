@@ -16,12 +16,13 @@ import numpy as np
 
 from trainer.data.dataset import Dataset, TensorSpec, positive_int
 from trainer.data.functions import TracedFunction, spec_of, trace_with_state
-from trainer.data.structure import DataStructureError, flatten, pack_as
+from trainer.data.structure import DataStructureError, flatten, flatten_shapes, pack_as, shapes_like
 from trainer.graph import Graph, GraphError
 from trainer.kernels.debugging import InvalidArgumentError
 from trainer.ops import placeholder
 
-__all__ = ["GroupByWindowDataset", "Reducer", "GroupByReducerDataset", "WindowDataset", "bucket_by_sequence_length",
+__all__ = ["BucketReducer", "GroupByReducerDataset", "GroupByWindowDataset", "Reducer", "TracedWindowReducer",
+           "WindowDataset", "bucket_by_sequence_length",
            "group_by_reducer", "group_by_window", "scalar_int_function"]
 
 _KEY_SPEC = TensorSpec(np.dtype(np.int64), ())
@@ -108,12 +109,12 @@ class BucketReducer:
         fill = None
         if self.pad_to_boundary:
             if bucket == len(boundaries):
-                return None  # elements this long are refused when they arrive (see open)
+                return None  # this bucket's window is refused when it is batched (see open), as TF asserts
             fill = boundaries[bucket] - 1
         source = padded_shapes if padded_shapes is not None else self.window.output_shapes
         shapes = [tuple(fill if d is None else d for d in s) if s is not None else None
-                  for s in flatten_shapes_of(self.window, source)]
-        return self.window.padded_batch(size, pack_shapes(self.window, shapes), padding_values, drop_remainder)
+                  for s in _flat_shapes(self.window, source)]
+        return self.window.padded_batch(size, _packed_shapes(self.window, shapes), padding_values, drop_remainder)
 
     def open(self, ctx, key: int, window: list):
         batcher = self.batches[key]
@@ -123,13 +124,12 @@ class BucketReducer:
         return batcher.elements(ctx.with_captured({self.window: window}))
 
 
-def flatten_shapes_of(dataset: Dataset, shapes) -> list:
-    from trainer.data.structure import flatten_shapes, shapes_like
-
+def _flat_shapes(dataset: Dataset, shapes) -> list:
+    """``shapes`` (one per component, in the element's structure) as a flat list."""
     return flatten_shapes(dataset.output_types, shapes_like(dataset.output_types, shapes))
 
 
-def pack_shapes(dataset: Dataset, shapes: list):
+def _packed_shapes(dataset: Dataset, shapes: list):
     """Flat shapes back in the element's structure (each shape a tuple, not a nest)."""
     types = dataset.output_types
     if isinstance(types, (tuple, dict)):
@@ -169,10 +169,10 @@ class GroupByWindowDataset(Dataset):
 
 
 def _window_size_function(window_size, window_size_func) -> Callable[[int], int]:
-    if (window_size is None) == (window_size_func is None):
-        raise ValueError("group_by_window: pass either window_size or window_size_func, not both"
-                         if window_size is not None else "group_by_window: pass either window_size or "
-                         "window_size_func")
+    if window_size is None and window_size_func is None:
+        raise ValueError("group_by_window: pass either window_size or window_size_func")
+    if window_size is not None and window_size_func is not None:
+        raise ValueError("group_by_window: pass either window_size or window_size_func, not both")
     if window_size is not None:
         size = positive_int(window_size, "window_size")
         return lambda key: size
@@ -222,6 +222,8 @@ def bucket_by_sequence_length(element_length_func: Callable, bucket_boundaries: 
                          f"sizes for {len(boundaries)} boundaries")
     if any(b <= a for a, b in zip(boundaries, boundaries[1:])):
         raise ValueError(f"bucket_boundaries must be increasing, got {boundaries}")
+    if pad_to_bucket_boundary and not boundaries:
+        raise ValueError("pad_to_bucket_boundary=True needs at least one bucket boundary to pad to")
     edges = np.asarray(boundaries, np.int64)
 
     def apply(dataset: Dataset) -> Dataset:
