@@ -22,8 +22,7 @@ from trainer.kernels.debugging import InvalidArgumentError
 from trainer.ops import placeholder
 
 __all__ = ["BucketReducer", "GroupByReducerDataset", "GroupByWindowDataset", "Reducer", "TracedWindowReducer",
-           "WindowDataset", "bucket_by_sequence_length",
-           "group_by_reducer", "group_by_window", "scalar_int_function"]
+           "WindowDataset", "bucket_by_sequence_length", "group_by_reducer", "group_by_window", "scalar_int_function"]
 
 _KEY_SPEC = TensorSpec(np.dtype(np.int64), ())
 
