@@ -102,8 +102,8 @@ def test_bucket_by_sequence_length_pads_each_batch_to_its_longest() -> None:
     ds, rows = _sequences(lengths)
     batches = ds.apply(experimental.bucket_by_sequence_length(lambda x: tf.shape(x)[0], boundaries, sizes))
     assert batches.output_shapes == (None, None)
-    expected = [_padded(rows, idx, max(lengths[i] for i in idx)) for idx in _reference_buckets(lengths, boundaries,
-                                                                                                sizes)]
+    expected = [_padded(rows, idx, max(lengths[i] for i in idx))
+                for idx in _reference_buckets(lengths, boundaries, sizes)]
     assert _ints(batches) == expected
     assert [len(b) for b in expected] == [2, 2, 3, 2, 2, 1]  # full buckets, then the flushed partial ones
 

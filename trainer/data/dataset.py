@@ -23,8 +23,8 @@ from trainer.data.structure import DataStructureError, map_structure
 from trainer.graph import Tensor
 
 __all__ = [
-    "AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "IterationContext", "RowSource", "TensorSpec", "positive_int", "shuffle_buffer",
-    "thread_count",
+    "AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "IterationContext", "RowSource", "TensorSpec",
+    "UNKNOWN_CARDINALITY", "positive_int", "shuffle_buffer", "thread_count",
 ]
 
 AUTOTUNE = -1
