@@ -23,11 +23,13 @@ from trainer.data.structure import DataStructureError, map_structure
 from trainer.graph import Tensor
 
 __all__ = [
-    "AUTOTUNE", "Dataset", "IterationContext", "RowSource", "TensorSpec", "positive_int", "shuffle_buffer",
-    "thread_count",
+    "AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "IterationContext", "RowSource", "TensorSpec",
+    "UNKNOWN_CARDINALITY", "positive_int", "shuffle_buffer", "thread_count",
 ]
 
 AUTOTUNE = -1
+INFINITE_CARDINALITY = -1  # what Dataset.cardinality() gives for a dataset without end
+UNKNOWN_CARDINALITY = -2  # ... and for one whose length is known only by running it (after filter)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ class IterationContext:
 
     def __init__(self, captured: dict, seed: int | None = None, parent: "IterationContext | None" = None):
         self.captured = captured
+        # Set below ignore_errors(): functions (map, filter) drop an element they fail on.
+        self.skip_failed_elements = parent is not None and parent.skip_failed_elements
         if parent is None:
             self._rng = np.random.default_rng(seed)
             self._seeds: dict[int, int] = {}
@@ -72,6 +76,12 @@ class IterationContext:
 
     def with_captured(self, captured: dict) -> "IterationContext":
         return IterationContext({**self.captured, **captured}, parent=self)
+
+    def skipping_failed_elements(self) -> "IterationContext":
+        """This pass's context for the input of ``ignore_errors``."""
+        child = IterationContext(self.captured, parent=self)
+        child.skip_failed_elements = True
+        return child
 
     def next_pass(self, dataset: "Dataset") -> tuple[int, int]:
         """(a seed fixed for this pipeline run, how many times ``dataset`` was iterated before)."""
@@ -151,6 +161,11 @@ class Dataset(ElementTypes):
     def row_source(self, ctx: IterationContext) -> "RowSource | None":
         """The elements as rows of arrays, if they are (see RowSource); None where they are not."""
         return None
+
+    def cardinality(self) -> int:
+        """How many elements a pass gives, as far as it is known without running the pipeline:
+        ``INFINITE_CARDINALITY``, ``UNKNOWN_CARDINALITY`` or the count (TensorFlow's rules)."""
+        return UNKNOWN_CARDINALITY
 
     def input_datasets(self) -> list["Dataset"]:
         """The datasets this one reads from."""

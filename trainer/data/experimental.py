@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.data.dataset import AUTOTUNE, Dataset
+from trainer.data.csv_batches import make_csv_dataset
+from trainer.data.csv_dataset import CsvDataset
+from trainer.data.dataset import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset
+from trainer.data.example_batches import make_batched_features_dataset, parse_example_dataset
+from trainer.data.filtering import ignore_errors, take_while, unique
+from trainer.data.grouping import Reducer, bucket_by_sequence_length, group_by_reducer, group_by_window
+from trainer.data.inspection import cardinality, get_single_element
 from trainer.data.iterator import make_initializable_iterator, make_one_shot_iterator
+from trainer.data.resampling import rejection_resample
+from trainer.data.scan import scan
 from trainer.data.selection import ChooseDataset, SampleDataset
 
 __all__ = [
-    "AUTOTUNE", "Counter", "choose_from_datasets", "enumerate_dataset", "make_initializable_iterator",
-    "make_one_shot_iterator", "map_and_batch", "parallel_interleave", "sample_from_datasets", "shuffle_and_repeat",
-    "unbatch",
+    "AUTOTUNE", "Counter", "CsvDataset", "INFINITE_CARDINALITY", "Reducer", "UNKNOWN_CARDINALITY",
+    "bucket_by_sequence_length", "cardinality", "choose_from_datasets", "enumerate_dataset", "get_single_element",
+    "group_by_reducer", "group_by_window", "ignore_errors", "make_batched_features_dataset", "make_csv_dataset",
+    "make_initializable_iterator", "make_one_shot_iterator", "map_and_batch", "parallel_interleave",
+    "parse_example_dataset", "rejection_resample", "sample_from_datasets", "scan",
+    "shuffle_and_repeat", "take_while", "unbatch", "unique",
 ]
 
 

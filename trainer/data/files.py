@@ -17,7 +17,8 @@ from trainer.data.dataset import Dataset, TensorSpec, positive_int
 from trainer.data.tfrecord import compression_name, open_stream, read_records
 from trainer.graph import Tensor
 
-__all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset", "fixed_length_records", "text_lines"]
+__all__ = ["FixedLengthRecordDataset", "TFRecordDataset", "TextLineDataset", "file_paths", "fixed_length_records",
+           "text_lines"]
 
 _STRING = TensorSpec(np.dtype(object), ())
 
@@ -34,14 +35,14 @@ class _FileDataset(Dataset):
     element_spec = _STRING
 
     def __init__(self, filenames, compression_type=None):
-        self.filenames = filenames if isinstance(filenames, Tensor) else _paths(filenames)
+        self.filenames = filenames if isinstance(filenames, Tensor) else file_paths(filenames)
         self.compression = compression_name(compression_type)
 
     def _own_captured(self):
         return [self.filenames] if isinstance(self.filenames, Tensor) else []
 
     def elements(self, ctx):
-        paths = _paths(ctx.value(self.filenames)) if isinstance(self.filenames, Tensor) else self.filenames
+        paths = file_paths(ctx.value(self.filenames)) if isinstance(self.filenames, Tensor) else self.filenames
         for path in paths:
             if not os.path.isfile(path):
                 raise FileNotFoundError(f"{type(self).__name__}: no file {path!r}")
@@ -52,7 +53,8 @@ class _FileDataset(Dataset):
         raise NotImplementedError(type(self).__name__)
 
 
-def _paths(filenames) -> list[str]:
+def file_paths(filenames) -> list[str]:
+    """``filenames`` (a path, a list of paths, or a string tensor's value) as a list of paths."""
     values = np.asarray(filenames, dtype=object).reshape(-1).tolist()
     paths = [v.decode() if isinstance(v, bytes) else v for v in values]
     bad = [p for p in paths if not isinstance(p, (str, os.PathLike))]

@@ -12,11 +12,15 @@ from typing import Callable
 
 import numpy as np
 
-from trainer.data.structure import DataStructureError, describe, flatten, pack_as
+from trainer.data.structure import DataStructureError, describe, flatten, map_structure, pack_as
+from trainer.errors import OpError, OutOfRangeError
 from trainer.graph import Graph, GraphError, Tensor
 from trainer.ops import convert_to_tensor, placeholder
 
-__all__ = ["TracedFunction", "call_with_element"]
+__all__ = ["ELEMENT_ERRORS", "TracedFunction", "call_with_element", "spec_of", "trace_with_state"]
+
+# What a function failing on one element raises (TensorFlow's non-OK statuses but end of sequence).
+ELEMENT_ERRORS = tuple(e for e in OpError if e is not OutOfRangeError)
 
 
 def call_with_element(fn: Callable, element):
@@ -64,6 +68,14 @@ class TracedFunction:
             return []
         return self.session.run(self.outputs, dict(zip(self.placeholders, components)))
 
+    def run_or_none(self, components) -> list[np.ndarray] | None:
+        """``run``, or None where the function fails on this element (an op error): how the
+        functions below ``ignore_errors()`` drop the element."""
+        try:
+            return self.run(components)
+        except ELEMENT_ERRORS:
+            return None
+
 
 def _as_tensors(result, what: str, name: str):
     if result is None:
@@ -99,3 +111,29 @@ def _check_dataset(result, what: str, name: str):
     if not isinstance(result, Dataset):
         raise DataStructureError(f"{what} function {name!r} must return a Dataset, got {type(result).__name__}")
     return result
+
+
+def spec_of(structure):
+    """The TensorSpec structure of a traced function's output tensors."""
+    from trainer.data.dataset import TensorSpec
+
+    return map_structure(lambda t: TensorSpec(np.dtype(t.dtype), t.shape), structure)
+
+
+def trace_with_state(fn: Callable, state_spec, element_spec, what: str,
+                     new_state: Callable = lambda out: out) -> tuple["TracedFunction", object]:
+    """``fn(state, element)`` traced, and the state's spec it was traced with.
+
+    The state must keep its structure and dtypes (``new_state`` picks it from the result); where its
+    shape changes from step to step, ``fn`` is traced again over the shape common to both, as
+    TensorFlow relaxes a scan's or reducer's state shape.
+    """
+    traced = TracedFunction(fn, (state_spec, element_spec), what)
+    given, returned = flatten(state_spec), flatten(spec_of(new_state(traced.output_structure)))
+    if len(given) != len(returned) or [s.dtype for s in given] != [s.dtype for s in returned]:
+        raise DataStructureError(f"`{what}` must return a state of the structure and types it was given: given "
+                                 f"{[s.dtype.name for s in given]}, returned {[s.dtype.name for s in returned]}")
+    if given != returned:
+        state_spec = pack_as(state_spec, [a.most_specific_common(b) for a, b in zip(given, returned)])
+        traced = TracedFunction(fn, (state_spec, element_spec), what)
+    return traced, state_spec

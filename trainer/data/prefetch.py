@@ -59,6 +59,9 @@ class PrefetchDataset(Dataset):
         self.size = 2 if buffer_size in (None, AUTOTUNE) else positive_int(buffer_size, "buffer_size")
         self.element_spec = input.element_spec
 
+    def cardinality(self) -> int:
+        return self.input.cardinality()
+
     def input_datasets(self):
         return [self.input]
 

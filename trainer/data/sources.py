@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainer.data.dataset import Dataset, RowSource, TensorSpec
+from trainer.data.dataset import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, RowSource, TensorSpec
 from trainer.data.rows import index_blocks
 from trainer.data.structure import (DataStructureError, as_numpy_dtype, describe, flatten, flatten_shapes,
                                     is_nest, map_structure, pack_as, same_structure, shapes_like)
@@ -52,6 +52,10 @@ class TensorSliceDataset(Dataset):
                                      f"{[None if x.shape is None else x.shape[0] for x in leaves]}")
         self.element_spec = pack_as(self.structure, specs)
 
+    def cardinality(self) -> int:
+        shape = flatten(self.structure)[0].shape
+        return UNKNOWN_CARDINALITY if shape is None or shape[0] is None else int(shape[0])
+
     def _own_captured(self):
         return [t for t in flatten(self.structure) if isinstance(t, Tensor)]
 
@@ -75,6 +79,9 @@ class TensorDataset(Dataset):
         self.structure = map_structure(_source_array, tensors)
         self.element_spec = map_structure(lambda t: TensorSpec(t.dtype, t.shape), self.structure)
 
+    def cardinality(self) -> int:
+        return 1
+
     def _own_captured(self):
         return [t for t in flatten(self.structure) if isinstance(t, Tensor)]
 
@@ -88,6 +95,9 @@ class RangeDataset(Dataset):
             raise TypeError(f"range takes 1 to 3 arguments (stop or start, stop[, step]), got {len(args)}")
         self.bounds = range(*(int(a) for a in args))
         self.element_spec = TensorSpec(np.dtype(np.int64), ())
+
+    def cardinality(self) -> int:
+        return len(self.bounds)
 
     def elements(self, ctx):
         for i in self.bounds:
@@ -150,6 +160,13 @@ class ZipDataset(Dataset):
         self.datasets = datasets
         self.element_spec = _map_datasets(lambda d: d.element_spec, datasets)
 
+    def cardinality(self) -> int:
+        counts = [d.cardinality() for d in flatten(self.datasets)]
+        if UNKNOWN_CARDINALITY in counts:
+            return UNKNOWN_CARDINALITY
+        finite = [n for n in counts if n != INFINITE_CARDINALITY]
+        return min(finite) if finite else INFINITE_CARDINALITY
+
     def input_datasets(self):
         return flatten(self.datasets)
 
@@ -186,6 +203,12 @@ class ConcatenateDataset(Dataset):
                                      f"{second.output_types}")
         self.first, self.second = first, second
         self.element_spec = pack_as(a, [x.most_specific_common(y) for x, y in zip(flatten(a), flatten(b))])
+
+    def cardinality(self) -> int:
+        a, b = self.first.cardinality(), self.second.cardinality()
+        if UNKNOWN_CARDINALITY in (a, b):
+            return UNKNOWN_CARDINALITY
+        return INFINITE_CARDINALITY if INFINITE_CARDINALITY in (a, b) else a + b
 
     def input_datasets(self):
         return [self.first, self.second]

@@ -9,7 +9,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from trainer.data.dataset import AUTOTUNE, Dataset, RowSource, TensorSpec, positive_int, shuffle_buffer, thread_count
+from trainer.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, RowSource,
+                                  TensorSpec, positive_int, shuffle_buffer, thread_count)
 from trainer.data.functions import TracedFunction
 from trainer.graph import Tensor
 from trainer.data.rows import regroup, shuffle_blocks, skip_blocks, take_blocks
@@ -28,14 +29,19 @@ class MapDataset(Dataset):
         self.threads = 1 if num_parallel_calls is None else thread_count(num_parallel_calls)
         self.element_spec = map_structure(lambda t: TensorSpec(t.dtype, t.shape), self.fn.output_structure)
 
+    def cardinality(self) -> int:
+        return self.input.cardinality()
+
     def input_datasets(self):
         return [self.input]
 
     def elements(self, ctx):
-        run = self.fn.run
+        run = self.fn.run_or_none if ctx.skip_failed_elements else self.fn.run
         if self.threads == 1:
             for comps in self.input.elements(ctx):
-                yield run(comps)
+                out = run(comps)
+                if out is not None:
+                    yield out
             return
         # Results in input order; up to `threads` elements in flight on the pool.
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="flowstack-data-map")
@@ -45,9 +51,13 @@ class MapDataset(Dataset):
             for comps in source:
                 pending.append(pool.submit(run, comps))
                 if len(pending) >= self.threads:
-                    yield pending.popleft().result()
+                    out = pending.popleft().result()
+                    if out is not None:
+                        yield out
             while pending:
-                yield pending.popleft().result()
+                out = pending.popleft().result()
+                if out is not None:
+                    yield out
         finally:
             source.close()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -67,8 +77,10 @@ class FilterDataset(Dataset):
         return [self.input]
 
     def elements(self, ctx):
+        run = self.fn.run_or_none if ctx.skip_failed_elements else self.fn.run
         for comps in self.input.elements(ctx):
-            if bool(self.fn.run(comps)[0]):
+            keep = run(comps)
+            if keep is not None and bool(keep[0]):
                 yield comps
 
 
@@ -126,6 +138,12 @@ class BatchDataset(Dataset):
         lead = self.size if self.drop_remainder else None
         self.element_spec = map_structure(
             lambda s: TensorSpec(s.dtype, None if s.shape is None else (lead,) + tuple(s.shape)), input.element_spec)
+
+    def cardinality(self) -> int:
+        n = self.input.cardinality()
+        if n < 0:
+            return n
+        return n // self.size if self.drop_remainder else -(-n // self.size)
 
     def input_datasets(self):
         return [self.input]
@@ -229,6 +247,9 @@ class ShuffleDataset(Dataset):
         self.reshuffle = bool(reshuffle_each_iteration)
         self.element_spec = input.element_spec
 
+    def cardinality(self) -> int:
+        return self.input.cardinality()
+
     def input_datasets(self):
         return [self.input]
 
@@ -267,6 +288,16 @@ class RepeatDataset(Dataset):
         self.input = input
         self.count = -1 if count is None else _count_or_tensor(count)  # below 0: forever
         self.element_spec = input.element_spec
+
+    def cardinality(self) -> int:
+        if isinstance(self.count, Tensor):
+            return UNKNOWN_CARDINALITY
+        n = self.input.cardinality()
+        if self.count < 0:
+            return 0 if n == 0 else INFINITE_CARDINALITY
+        if self.count == 0:
+            return 0
+        return n if n < 0 else n * self.count
 
     def input_datasets(self):
         return [self.input]
@@ -325,6 +356,14 @@ class CountedRowsDataset(Dataset):
 class TakeDataset(CountedRowsDataset):
     select_blocks = staticmethod(take_blocks)
 
+    def cardinality(self) -> int:
+        n = self.input.cardinality()
+        if isinstance(self.count, Tensor) or n == UNKNOWN_CARDINALITY:
+            return UNKNOWN_CARDINALITY
+        if self.count < 0:
+            return n
+        return self.count if n == INFINITE_CARDINALITY else min(n, self.count)
+
     def elements(self, ctx):
         count = _count(ctx, self.count)
         if count == 0:
@@ -342,6 +381,14 @@ class TakeDataset(CountedRowsDataset):
 class SkipDataset(CountedRowsDataset):
     select_blocks = staticmethod(skip_blocks)
 
+    def cardinality(self) -> int:
+        n = self.input.cardinality()
+        if isinstance(self.count, Tensor):
+            return UNKNOWN_CARDINALITY
+        if n < 0:
+            return n
+        return 0 if self.count < 0 else max(0, n - self.count)
+
     def elements(self, ctx):
         count = _count(ctx, self.count)
         for n, comps in enumerate(self.input.elements(ctx)):
@@ -355,6 +402,12 @@ class ShardDataset(Dataset):
         if not 0 <= self.index < self.shards:
             raise ValueError(f"shard index {index} is not in [0, {num_shards})")
         self.element_spec = input.element_spec
+
+    def cardinality(self) -> int:
+        n = self.input.cardinality()
+        if n < 0:
+            return n
+        return n // self.shards + (1 if self.index < n % self.shards else 0)
 
     def input_datasets(self):
         return [self.input]
@@ -373,6 +426,9 @@ class CacheDataset(Dataset):
             raise ValueError(f"cache({filename!r}): only the in-memory cache (filename='') is supported")
         self.input = input
         self.element_spec = input.element_spec
+
+    def cardinality(self) -> int:
+        return self.input.cardinality()
 
     def input_datasets(self):
         return [self.input]
