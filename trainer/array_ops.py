@@ -56,7 +56,10 @@ def _one_of(name: str, **spellings):
 
 # -- constructors --------------------------------------------------------------------------------
 def fill(dims, value, name=None) -> Tensor:
-    """A tensor of shape ``dims`` (a list or a shape tensor) filled with the scalar ``value``."""
+    """A tensor of shape ``dims`` (a list or a shape tensor) filled with the scalar ``value`` (a
+    Python or NumPy scalar, or a scalar tensor computed at run time)."""
+    if isinstance(value, Tensor) or hasattr(value, "as_tensor"):
+        return broadcast_to(value, dims, name=name or "Fill")
     v = np.asarray(value)
     if v.dtype == np.float64 and not isinstance(value, (np.ndarray, np.generic)):
         v = v.astype(np.float32)

@@ -118,3 +118,15 @@ def test_a_layer_on_an_unknown_depth_says_what_is_missing(batch_input):
             tf.layers.dense(flat, 3)
         with pytest.raises(ValueError, match=r"Shape of a new variable \(w\) must be fully defined.*\(\?, 3\)"):
             tf.get_variable("w", [None, 3])
+
+
+def test_fill_takes_a_value_computed_at_run_time() -> None:
+    with tf.Graph().as_default():
+        value = tf.placeholder(tf.float32, [])
+        rows = tf.placeholder(tf.int32, [])
+        filled = tf.fill(tf.stack([rows, 2]), value * 2)
+        total = tf.reduce_sum(filled)
+        with tf.Session() as sess:
+            out, grad = sess.run([filled, tf.gradients(total, value)[0]], {value: 1.5, rows: 3})
+    assert out.dtype == np.float32 and out.tolist() == [[3.0, 3.0]] * 3
+    assert grad == 12.0  # six elements, each 2 * value
