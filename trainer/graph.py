@@ -11,7 +11,7 @@ import contextlib
 import difflib
 import re
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -256,6 +256,9 @@ class Graph:
         self.seed: int | None = None  # graph-level random seed (set_random_seed)
         # (seed, generator) of the initial values trainer.init computes in NumPy under that seed
         self.initial_value_stream: tuple[int, np.random.Generator] | None = None
+        # Called with an input from another graph (a function graph capturing its caller's tensor, as a
+        # dataset function does); returns the tensor of this graph that stands for it. None: refused.
+        self.capture: Callable[[Tensor], Tensor] | None = None
 
     # -- per-thread building state ----------------------------------------------------------
     def _state(self):
@@ -346,6 +349,8 @@ class Graph:
         for i, t in enumerate(inputs):
             if t is not None and not isinstance(t, Tensor):
                 raise GraphError(f"{op_type}: input {i} is {type(t).__name__}, not a Tensor")
+            if t is not None and t.node.graph is not self and self.capture is not None:
+                inputs[i] = t = self.capture(t)
             if t is not None and t.node.graph is not self:
                 raise GraphError(
                     f"{op_type}: input {i} ({t.name}) belongs to another graph; "

@@ -25,6 +25,9 @@ _DEFAULT_FLOAT = np.dtype(np.float32)
 
 
 def _graph_of(values) -> Graph:
+    default = get_default_graph()
+    if default.capture is not None:  # tracing a function: its ops go in its graph, capturing the caller's
+        return default
     for v in values:
         if isinstance(v, Tensor):
             return v.graph

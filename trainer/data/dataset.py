@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from trainer.data.functions import TracedFunction
 from trainer.data.rows import SHUFFLE_DRAW_BLOCK
 from trainer.data.structure import DataStructureError, map_structure
 from trainer.graph import Tensor
@@ -184,7 +185,8 @@ class Dataset(ElementTypes):
         return out
 
     def _all_captured(self) -> list[Tensor]:
-        return self._own_captured() + [t for d in self.input_datasets() for t in d._all_captured()]
+        functions = [t for f in vars(self).values() if isinstance(f, TracedFunction) for t in f.captured]
+        return self._own_captured() + functions + [t for d in self.input_datasets() for t in d._all_captured()]
 
     def __iter__(self):
         raise TypeError("a Dataset is iterated in a session: it = dataset.make_one_shot_iterator(); "

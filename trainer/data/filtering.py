@@ -34,7 +34,7 @@ class TakeWhileDataset(Dataset):
         source = self.input.elements(ctx)
         try:
             for comps in source:
-                if not bool(self.fn.run(comps)[0]):
+                if not bool(self.fn.run(comps, ctx)[0]):
                     return
                 yield comps
         finally:

@@ -267,10 +267,10 @@ class GroupByReducerDataset(Dataset):
         for comps in self.input.elements(ctx):
             key = self.key_of(comps)
             if key not in states:
-                states[key] = self.init.run([np.asarray(key, np.int64)])
-            states[key] = self.reduce.run(states[key] + comps)
+                states[key] = self.init.run([np.asarray(key, np.int64)], ctx)
+            states[key] = self.reduce.run(states[key] + comps, ctx)
         for state in states.values():
-            yield self.finalize.run(state)
+            yield self.finalize.run(state, ctx)
 
 
 def group_by_reducer(key_func: Callable, reducer: Reducer) -> Callable[[Dataset], Dataset]:

@@ -52,7 +52,7 @@ class ScanDataset(Dataset):
     def elements(self, ctx):
         state = list(self.initial)
         for comps in self.input.elements(ctx):
-            out = self.fn.run(state + comps)
+            out = self.fn.run(state + comps, ctx)
             state, element = out[:self.state_size], out[self.state_size:]
             yield element
 

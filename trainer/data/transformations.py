@@ -39,7 +39,7 @@ class MapDataset(Dataset):
         run = self.fn.run_or_none if ctx.skip_failed_elements else self.fn.run
         if self.threads == 1:
             for comps in self.input.elements(ctx):
-                out = run(comps)
+                out = run(comps, ctx)
                 if out is not None:
                     yield out
             return
@@ -49,7 +49,7 @@ class MapDataset(Dataset):
         source = self.input.elements(ctx)
         try:
             for comps in source:
-                pending.append(pool.submit(run, comps))
+                pending.append(pool.submit(run, comps, ctx))
                 if len(pending) >= self.threads:
                     out = pending.popleft().result()
                     if out is not None:
@@ -79,7 +79,7 @@ class FilterDataset(Dataset):
     def elements(self, ctx):
         run = self.fn.run_or_none if ctx.skip_failed_elements else self.fn.run
         for comps in self.input.elements(ctx):
-            keep = run(comps)
+            keep = run(comps, ctx)
             if keep is not None and bool(keep[0]):
                 yield comps
 
@@ -99,7 +99,7 @@ class InterleaveDataset(Dataset):
         return [self.input]
 
     def _open(self, ctx, comps):
-        captured = dict(zip(self.fn.outputs, self.fn.run(comps)))
+        captured = dict(zip(self.fn.outputs, self.fn.run(comps, ctx)))
         return self.fn.dataset.elements(ctx.with_captured(captured))
 
     def elements(self, ctx):
