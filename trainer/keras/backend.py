@@ -1,0 +1,709 @@
+"""``tf.keras.backend`` (K): the session Keras runs in, the learning phase, and thin wrappers over
+trainer ops with Keras' names and argument conventions (``axis=``, ``keepdims=``).
+
+Keras in TensorFlow 1.x is graph-mode: layers build ops on the default graph, and ``fit``/``predict``
+run them in ``get_session()``, which is the default session when one is active (``with
+tf.Session() as sess:``), else one Keras opens on the default graph. Variables a Keras model made
+are initialized in that session the first time it is asked for, never re-initialized.
+"""
+
+from __future__ import annotations
+
+import collections
+import weakref
+
+import numpy as np
+
+import trainer as tf
+
+_FLOATX = ["float32"]
+_EPSILON = [1e-7]
+_IMAGE_DATA_FORMAT = ["channels_last"]
+_SESSION = [None]
+_MANUAL_INIT = [False]
+# graph -> the learning-phase tensor (placeholder_with_default(False)); an int when fixed by set_learning_phase
+_LEARNING_PHASE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_FIXED_PHASE: list = [None]
+_UIDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# session -> names of variables known to hold a value in it
+_INITIALIZED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def backend() -> str:
+    return "tensorflow"
+
+
+def floatx() -> str:
+    return _FLOATX[0]
+
+
+def set_floatx(value: str) -> None:
+    if value not in ("float16", "float32", "float64"):
+        raise ValueError(f"Unknown floatx type: {value!r}")
+    _FLOATX[0] = value
+
+
+def epsilon() -> float:
+    return _EPSILON[0]
+
+
+def set_epsilon(value: float) -> None:
+    _EPSILON[0] = float(value)
+
+
+def image_data_format() -> str:
+    return _IMAGE_DATA_FORMAT[0]
+
+
+def set_image_data_format(data_format: str) -> None:
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"Unknown data_format: {data_format!r}")
+    _IMAGE_DATA_FORMAT[0] = data_format
+
+
+def cast_to_floatx(x):
+    return np.asarray(x, dtype=floatx())
+
+
+def get_uid(prefix: str = "") -> int:
+    """1, 2, 3, ... per ``prefix`` within the default graph (layer names: dense, dense_1, ...)."""
+    graph = tf.get_default_graph()
+    counts = _UIDS.setdefault(graph, collections.defaultdict(int))
+    counts[prefix] += 1
+    return counts[prefix]
+
+
+def reset_uids() -> None:
+    _UIDS.pop(tf.get_default_graph(), None)
+
+
+# -- learning phase --------------------------------------------------------------------------
+def learning_phase():
+    """A bool tensor, False unless fed True (``fit`` feeds True): Dropout and BatchNormalization
+    read it. After ``set_learning_phase(v)``, the Python int ``v``."""
+    if _FIXED_PHASE[0] is not None:
+        return _FIXED_PHASE[0]
+    graph = tf.get_default_graph()
+    if graph not in _LEARNING_PHASE:
+        with graph.as_default(), graph.name_scope(None):
+            _LEARNING_PHASE[graph] = tf.placeholder_with_default(tf.constant(False), shape=(),
+                                                                 name="keras_learning_phase")
+    return _LEARNING_PHASE[graph]
+
+
+def set_learning_phase(value: int) -> None:
+    if value not in (0, 1):
+        raise ValueError(f"Expected learning phase to be 0 or 1, got {value!r}")
+    _FIXED_PHASE[0] = value
+
+
+def learning_phase_is_fed() -> bool:
+    """Whether the learning phase is a tensor a run may feed (not fixed by set_learning_phase)."""
+    return _FIXED_PHASE[0] is None
+
+
+def in_train_phase(x, alt, training=None):
+    """``x`` while training, ``alt`` otherwise; ``training`` a bool, a bool tensor or None (the learning phase)."""
+    if training is None:
+        training = learning_phase()
+    if isinstance(training, (bool, int)) and not isinstance(training, tf.Tensor):
+        chosen = x if training else alt
+        return chosen() if callable(chosen) else chosen
+    x = x() if callable(x) else x
+    alt = alt() if callable(alt) else alt
+    return tf.where(training, x, alt)
+
+
+def in_test_phase(x, alt, training=None):
+    return in_train_phase(alt, x, training)
+
+
+# -- sessions --------------------------------------------------------------------------------
+def get_session():
+    """The session Keras runs in, its Keras-made variables initialized (see the module docstring)."""
+    graph = tf.get_default_graph()
+    default = tf.get_default_session()
+    if default is not None and default.graph is graph:
+        session = default
+    else:
+        session = _SESSION[0]
+        if session is None or session.graph is not graph or getattr(session, "_closed", False):
+            session = tf.Session(graph=graph)
+            _SESSION[0] = session
+    if not _MANUAL_INIT[0]:
+        initialize_variables(session)
+    return session
+
+
+def set_session(session) -> None:
+    _SESSION[0] = session
+
+
+def clear_session() -> None:
+    """A fresh default graph and session, as Keras' ``clear_session``."""
+    if _SESSION[0] is not None:
+        _SESSION[0].close()
+    _SESSION[0] = None
+    _FIXED_PHASE[0] = None
+    tf.reset_default_graph()
+
+
+def manual_variable_initialization(value: bool) -> None:
+    _MANUAL_INIT[0] = bool(value)
+
+
+def initialize_variables(session) -> None:
+    """Run the initializers of the graph's variables that hold no value yet in ``session``."""
+    known = _INITIALIZED.setdefault(session, set())
+    candidates = [v for v in tf.global_variables(graph=session.graph) if v.op.name not in known]
+    if not candidates:
+        return
+    with session.graph.as_default():
+        checks = [tf.is_variable_initialized(v) for v in candidates]
+    done = session.run(checks)
+    fresh = [v for v, ok in zip(candidates, done) if not ok]
+    if fresh:
+        session.run([v.initializer for v in fresh])
+    known.update(v.op.name for v in candidates)
+
+
+# -- variables and values --------------------------------------------------------------------
+def variable(value, dtype=None, name=None, constraint=None):
+    v = tf.Variable(np.asarray(value, dtype=dtype or floatx()), name=name, constraint=constraint)
+    return v
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    value = np.asarray(value, dtype=dtype or floatx())
+    if shape is not None:
+        value = np.broadcast_to(value, shape).copy()
+    return tf.constant(value, name=name)
+
+
+def placeholder(shape=None, ndim=None, dtype=None, sparse: bool = False, name=None):
+    if sparse:
+        raise NotImplementedError("K.placeholder(sparse=True) is not built in flowstack")
+    if shape is None and ndim is not None:
+        shape = (None,) * ndim
+    return tf.placeholder(dtype or floatx(), shape, name=name)
+
+
+def is_placeholder(x) -> bool:
+    return isinstance(x, tf.Tensor) and x.node.op_type == "Placeholder"
+
+
+def zeros(shape, dtype=None, name=None):
+    return variable(np.zeros(shape), dtype, name)
+
+
+def ones(shape, dtype=None, name=None):
+    return variable(np.ones(shape), dtype, name)
+
+
+def eye(size, dtype=None, name=None):
+    return variable(np.eye(size), dtype, name)
+
+
+def zeros_like(x, dtype=None, name=None):
+    return tf.zeros_like(x, dtype=dtype, name=name)
+
+
+def ones_like(x, dtype=None, name=None):
+    return tf.ones_like(x, dtype=dtype, name=name)
+
+
+def random_uniform_variable(shape, low, high, dtype=None, name=None, seed=None):
+    return tf.Variable(tf.random_uniform(shape, low, high, dtype=dtype or floatx(), seed=seed), name=name)
+
+
+def random_normal_variable(shape, mean, scale, dtype=None, name=None, seed=None):
+    return tf.Variable(tf.random_normal(shape, mean, scale, dtype=dtype or floatx(), seed=seed), name=name)
+
+
+def count_params(x) -> int:
+    return int(np.prod(int_shape(x)))
+
+
+def get_value(x):
+    return get_session().run(x.tensor if isinstance(x, tf.Variable) else x)
+
+
+def batch_get_value(tensors) -> list:
+    if not tensors:
+        return []
+    return get_session().run([t.tensor if isinstance(t, tf.Variable) else t for t in tensors])
+
+
+def set_value(x, value) -> None:
+    batch_set_value([(x, value)])
+
+
+def batch_set_value(tuples) -> None:
+    """Set variables by running their initializers on fed values: no op is added to the graph."""
+    tuples = list(tuples)
+    if not tuples:
+        return
+    session = get_session()
+    feed = {}
+    for var, value in tuples:
+        value = np.asarray(value, dtype=var.dtype)
+        if tuple(value.shape) != tuple(var.shape):
+            raise ValueError(f"set_value: variable {var.op.name} has shape {tuple(var.shape)}, "
+                             f"the value has shape {value.shape}")
+        feed[var.initial_value] = value
+    session.run([var.initializer for var, _ in tuples], feed)
+
+
+def eval(x):  # noqa: A001 - Keras' name
+    return get_value(x)
+
+
+def dtype(x) -> str:
+    return np.dtype(x.dtype).name
+
+
+def int_shape(x):
+    shape = x.shape
+    return None if shape is None else tuple(None if d is None else int(d) for d in shape)
+
+
+def ndim(x):
+    shape = int_shape(x)
+    return None if shape is None else len(shape)
+
+
+def shape(x):
+    return tf.shape(x)
+
+
+def is_sparse(tensor) -> bool:
+    return isinstance(tensor, tf.SparseTensor)
+
+
+def is_keras_tensor(x) -> bool:
+    from trainer.keras.engine.base_layer import keras_history
+
+    return keras_history(x) is not None
+
+
+class Function:
+    """``K.function``: run ``outputs`` (and ``updates``) with ``inputs`` fed from a list of values."""
+
+    def __init__(self, inputs, outputs, updates=None, name=None):
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        updates = [u if not isinstance(u, tuple) else tf.assign(u[0], u[1]) for u in (updates or [])]
+        self.updates_op = tf.group(*updates) if updates else None
+
+    def __call__(self, inputs):
+        inputs = list(inputs)
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"K.function expects {len(self.inputs)} input values, got {len(inputs)}")
+        feed = {t: v for t, v in zip(self.inputs, inputs) if not isinstance(t, int)}
+        fetches = self.outputs + ([self.updates_op] if self.updates_op is not None else [])
+        values = get_session().run(fetches, feed)
+        return values[:len(self.outputs)]
+
+
+def function(inputs, outputs, updates=None, **kwargs) -> Function:
+    return Function(inputs, outputs, updates, **kwargs)
+
+
+def gradients(loss, variables):
+    return tf.gradients(loss, variables)
+
+
+def stop_gradient(variables):
+    return [tf.stop_gradient(v) for v in variables] if isinstance(variables, (list, tuple)) else \
+        tf.stop_gradient(variables)
+
+
+def update(x, new_x):
+    return tf.assign(x, new_x)
+
+
+def update_add(x, increment):
+    return tf.assign_add(x, increment)
+
+
+def update_sub(x, decrement):
+    return tf.assign_sub(x, decrement)
+
+
+def moving_average_update(x, value, momentum):
+    return tf.assign_sub(x, (x - value) * (1.0 - momentum))
+
+
+# -- math ------------------------------------------------------------------------------------
+def dot(x, y):
+    if ndim(x) == 2 and ndim(y) == 2:
+        return tf.matmul(x, y)
+    return tf.tensordot(x, y, [[ndim(x) - 1], [ndim(y) - 2 if ndim(y) > 1 else 0]])
+
+
+def batch_dot(x, y, axes=None):
+    if axes is None:
+        axes = [ndim(x) - 1, ndim(y) - 2]
+    if isinstance(axes, int):
+        axes = [axes, axes]
+    if ndim(x) == 2 and ndim(y) == 2:
+        return tf.reduce_sum(x * y, axis=axes[0], keepdims=True)
+    if list(axes) == [ndim(x) - 1, ndim(y) - 2]:
+        return tf.matmul(x, y)
+    if list(axes) == [ndim(x) - 1, ndim(y) - 1]:
+        return tf.matmul(x, y, transpose_b=True)
+    raise NotImplementedError(f"K.batch_dot with axes={axes} on ranks {ndim(x)}, {ndim(y)} is not built")
+
+
+def transpose(x):
+    return tf.transpose(x)
+
+
+def gather(reference, indices):
+    return tf.gather(reference, indices)
+
+
+def _reduce(fn):
+    def reduce(x, axis=None, keepdims: bool = False):
+        return fn(x, axis=axis, keepdims=keepdims)
+    reduce.__name__ = fn.__name__
+    return reduce
+
+
+max = _reduce(tf.reduce_max)  # noqa: A001 - Keras' names
+min = _reduce(tf.reduce_min)  # noqa: A001
+sum = _reduce(tf.reduce_sum)  # noqa: A001
+prod = _reduce(tf.reduce_prod)
+mean = _reduce(tf.reduce_mean)
+any = _reduce(tf.reduce_any)  # noqa: A001
+all = _reduce(tf.reduce_all)  # noqa: A001
+
+
+def var(x, axis=None, keepdims: bool = False):
+    m = tf.reduce_mean(x, axis=axis, keepdims=True)
+    return tf.reduce_mean(tf.square(x - m), axis=axis, keepdims=keepdims)
+
+
+def std(x, axis=None, keepdims: bool = False):
+    return tf.sqrt(var(x, axis, keepdims))
+
+
+def argmax(x, axis=-1):
+    return tf.argmax(x, axis)
+
+
+def argmin(x, axis=-1):
+    return tf.argmin(x, axis)
+
+
+def square(x):
+    return tf.square(x)
+
+
+def abs(x):  # noqa: A001
+    return tf.abs(x)
+
+
+def sqrt(x):
+    return tf.sqrt(tf.maximum(x, 0.0))
+
+
+def exp(x):
+    return tf.exp(x)
+
+
+def log(x):
+    return tf.log(x)
+
+
+def round(x):  # noqa: A001
+    return tf.round(x)
+
+
+def sign(x):
+    return tf.sign(x)
+
+
+def pow(x, a):  # noqa: A001
+    return tf.pow(x, a)
+
+
+def clip(x, min_value, max_value):
+    if max_value is not None and min_value is not None and max_value < min_value:
+        max_value = min_value
+    return tf.clip_by_value(x, min_value, max_value)
+
+
+def equal(x, y):
+    return tf.equal(x, y)
+
+
+def not_equal(x, y):
+    return tf.not_equal(x, y)
+
+
+def greater(x, y):
+    return tf.greater(x, y)
+
+
+def greater_equal(x, y):
+    return tf.greater_equal(x, y)
+
+
+def less(x, y):
+    return tf.less(x, y)
+
+
+def less_equal(x, y):
+    return tf.less_equal(x, y)
+
+
+def maximum(x, y):
+    return tf.maximum(x, y)
+
+
+def minimum(x, y):
+    return tf.minimum(x, y)
+
+
+def sin(x):
+    return tf.sin(x)
+
+
+def cos(x):
+    return tf.cos(x)
+
+
+def cast(x, dtype):
+    return tf.cast(x, dtype)
+
+
+def l2_normalize(x, axis=None):
+    return tf.nn.l2_normalize(x, axis=axis)
+
+
+def in_top_k(predictions, targets, k):
+    return tf.nn.in_top_k(predictions, targets, k)
+
+
+# -- shapes ----------------------------------------------------------------------------------
+def concatenate(tensors, axis=-1):
+    if axis < 0:
+        axis = axis % ndim(tensors[0])
+    return tf.concat(list(tensors), axis)
+
+
+def reshape(x, shape):
+    return tf.reshape(x, shape)
+
+
+def permute_dimensions(x, pattern):
+    return tf.transpose(x, list(pattern))
+
+
+def repeat(x, n):
+    """[batch, dim] -> [batch, n, dim]."""
+    return tf.tile(tf.expand_dims(x, 1), [1, n, 1])
+
+
+def repeat_elements(x, rep, axis):
+    """Each slice along ``axis`` repeated ``rep`` times (static sizes)."""
+    shape_x = int_shape(x)
+    if shape_x[axis] is None:
+        raise ValueError("K.repeat_elements needs a known size along the repeated axis")
+    splits = tf.split(x, shape_x[axis], axis=axis)
+    return tf.concat([s for s in splits for _ in range(rep)], axis)
+
+
+def arange(start, stop=None, step=1, dtype="int32"):
+    if stop is None:
+        start, stop = 0, start
+    return tf.range(start, stop, step, dtype=dtype)
+
+
+def tile(x, n):
+    return tf.tile(x, n)
+
+
+def flatten(x):
+    return tf.reshape(x, [-1])
+
+
+def batch_flatten(x):
+    inner = int_shape(x)[1:]
+    if None in inner:
+        return tf.reshape(x, tf.stack([tf.shape(x)[0], -1]))
+    return tf.reshape(x, [-1, int(np.prod(inner))])
+
+
+def expand_dims(x, axis=-1):
+    return tf.expand_dims(x, axis)
+
+
+def squeeze(x, axis):
+    return tf.squeeze(x, [axis])
+
+
+def stack(x, axis=0):
+    return tf.stack(x, axis=axis)
+
+
+def one_hot(indices, num_classes):
+    return tf.one_hot(indices, num_classes)
+
+
+def reverse(x, axes):
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    return tf.reverse(x, axes)
+
+
+def temporal_padding(x, padding=(1, 1)):
+    return tf.pad(x, [[0, 0], list(padding), [0, 0]])
+
+
+def spatial_2d_padding(x, padding=((1, 1), (1, 1)), data_format=None):
+    if (data_format or image_data_format()) == "channels_first":
+        return tf.pad(x, [[0, 0], [0, 0], list(padding[0]), list(padding[1])])
+    return tf.pad(x, [[0, 0], list(padding[0]), list(padding[1]), [0, 0]])
+
+
+def switch(condition, then_expression, else_expression):
+    then_expression = then_expression() if callable(then_expression) else then_expression
+    else_expression = else_expression() if callable(else_expression) else else_expression
+    return tf.where(condition, then_expression, else_expression)
+
+
+def print_tensor(x, message: str = ""):
+    return tf.Print(x, [x], message)
+
+
+def map_fn(fn, elems, name=None, dtype=None):
+    return tf.map_fn(fn, elems, name=name, dtype=dtype)
+
+
+def foldl(fn, elems, initializer=None, name=None):
+    return tf.foldl(fn, elems, initializer=initializer, name=name)
+
+
+def foldr(fn, elems, initializer=None, name=None):
+    return tf.foldr(fn, elems, initializer=initializer, name=name)
+
+
+def to_dense(tensor):
+    return tf.sparse.to_dense(tensor) if is_sparse(tensor) else tensor
+
+
+# -- nn --------------------------------------------------------------------------------------
+def relu(x, alpha: float = 0.0, max_value=None, threshold: float = 0):
+    if alpha != 0.0 or threshold != 0:
+        negative = tf.nn.relu(-x + threshold)
+        x = tf.where(tf.greater(x, threshold), x, tf.zeros_like(x)) if threshold != 0 else tf.nn.relu(x)
+        if alpha != 0.0:
+            x = x - alpha * negative
+    else:
+        x = tf.nn.relu(x)
+    if max_value is not None:
+        x = tf.minimum(x, float(max_value))
+    return x
+
+
+def elu(x, alpha: float = 1.0):
+    y = tf.nn.elu(x)
+    return y if alpha == 1 else tf.where(tf.greater(x, 0.0), y, alpha * y)
+
+
+def softmax(x, axis: int = -1):
+    return tf.nn.softmax(x, axis=axis)
+
+
+def softplus(x):
+    return tf.nn.softplus(x)
+
+
+def softsign(x):
+    return tf.nn.softsign(x)
+
+
+def sigmoid(x):
+    return tf.sigmoid(x)
+
+
+def hard_sigmoid(x):
+    return tf.clip_by_value(0.2 * x + 0.5, 0.0, 1.0)
+
+
+def tanh(x):
+    return tf.tanh(x)
+
+
+def dropout(x, level, noise_shape=None, seed=None):
+    return tf.nn.dropout(x, rate=level, noise_shape=noise_shape, seed=seed)
+
+
+def bias_add(x, bias, data_format=None):
+    return tf.nn.bias_add(x, bias)
+
+
+def categorical_crossentropy(target, output, from_logits: bool = False, axis: int = -1):
+    """Keras' form: probabilities are renormalized and clipped to [eps, 1 - eps] before the log."""
+    if from_logits:
+        return tf.nn.softmax_cross_entropy_with_logits_v2(labels=target, logits=output)
+    output = output / tf.reduce_sum(output, axis, keepdims=True)
+    output = tf.clip_by_value(output, epsilon(), 1.0 - epsilon())
+    return -tf.reduce_sum(target * tf.log(output), axis)
+
+
+def sparse_categorical_crossentropy(target, output, from_logits: bool = False, axis: int = -1):
+    """Integer ``target`` of rank one less than ``output``; probabilities clipped as Keras clips them."""
+    logits = output if from_logits else tf.log(tf.clip_by_value(output, epsilon(), 1.0 - epsilon()))
+    labels = tf.cast(target, tf.int64)
+    out_shape = int_shape(output)
+    if len(out_shape) == 2:
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.reshape(labels, [-1]), logits=logits)
+    flat = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.reshape(labels, [-1]),
+                                                          logits=tf.reshape(logits, [-1, out_shape[-1]]))
+    return tf.reshape(flat, tf.shape(labels))
+
+
+def binary_crossentropy(target, output, from_logits: bool = False):
+    if not from_logits:
+        output = tf.clip_by_value(output, epsilon(), 1.0 - epsilon())
+        output = tf.log(output / (1.0 - output))
+    return tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=output)
+
+
+def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+    return tf.nn.conv1d(x, kernel, stride=strides, padding=padding.upper())
+
+
+def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1)):
+    return tf.nn.conv2d(x, kernel, strides=[1, *strides, 1], padding=padding.upper(),
+                        dilations=[1, *dilation_rate, 1])
+
+
+def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool_mode="max"):
+    pools = {"max": tf.nn.max_pool, "avg": tf.nn.avg_pool}
+    if pool_mode not in pools:
+        raise ValueError(f"Invalid pool_mode: {pool_mode!r} (expected 'max' or 'avg')")
+    return pools[pool_mode](x, [1, *pool_size, 1], [1, *strides, 1], padding.upper())
+
+
+class name_scope:  # noqa: N801 - Keras' name
+    """``K.name_scope(name)``: the default graph's name scope."""
+
+    def __init__(self, name):
+        self.name = name
+        self._scope = None
+
+    def __enter__(self):
+        self._scope = tf.name_scope(self.name)
+        return self._scope.__enter__()
+
+    def __exit__(self, *exc):
+        return self._scope.__exit__(*exc)
+
+
+def __getattr__(name: str):
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.keras.backend", name, globals())
