@@ -1,0 +1,403 @@
+"""``Model``: a ``Network`` that trains. ``compile`` resolves the optimizer, losses and metrics (an
+unknown name fails here, naming it); the training graph (targets, total loss, updates) is built on
+first use, once the model has outputs (a Sequential without an input shape, or a subclassed model,
+is built from the first data it sees). ``fit``/``evaluate``/``predict`` run it in ``K.get_session()``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import trainer as tf
+from trainer.keras import backend as K, losses as losses_module, metrics as metrics_module, optimizers
+from trainer.keras.callbacks import CallbackList, History, ProgbarLogger
+from trainer.keras.engine.base_layer import keras_history, to_list, unpack
+from trainer.keras.engine.batch_sources import ArraySource, DatasetSource, GeneratorSource, SequenceSource
+from trainer.keras.engine.input_layer import Input
+from trainer.keras.engine.network import Network
+
+__all__ = ["Model"]
+
+_SPARSE_LOSSES = ("sparse_categorical_crossentropy",)
+
+
+def _is_sparse(loss) -> bool:
+    return getattr(loss, "__name__", "") in _SPARSE_LOSSES or \
+        isinstance(loss, losses_module.SparseCategoricalCrossentropy)
+
+
+def _mean(x):
+    return tf.reduce_mean(x)
+
+
+class Model(Network):
+    """``Model(inputs, outputs)`` (functional) or a subclass defining ``call`` (subclassed)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.optimizer = None
+        self.compiled = False
+        self.history = None
+
+    # -- compile -----------------------------------------------------------------------------
+    def compile(self, optimizer, loss=None, metrics=None, loss_weights=None, sample_weight_mode=None,
+                weighted_metrics=None, target_tensors=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"compile: unexpected keyword argument(s) {sorted(kwargs)}")
+        for argument, value in (("sample_weight_mode", sample_weight_mode), ("weighted_metrics", weighted_metrics),
+                                ("target_tensors", target_tensors)):
+            if value is not None:
+                raise NotImplementedError(f"compile({argument}=...) is not built in flowstack's Keras")
+        if loss is None:
+            raise ValueError("compile: a `loss` is required (a name such as 'mse', a function, or a list/dict "
+                             "of them per output)")
+        self.optimizer = optimizers.get(optimizer)
+        self.loss = loss
+        for each in (loss.values() if isinstance(loss, dict) else to_list(loss)):
+            losses_module.get(each) if not isinstance(each, losses_module.Loss) else None
+        self.metrics = metrics or []
+        for each in (self.metrics.values() if isinstance(self.metrics, dict) else self.metrics):
+            for m in to_list(each):
+                if m not in ("accuracy", "acc", "crossentropy", "ce"):
+                    metrics_module.get(m)
+        self.loss_weights = loss_weights
+        self.compiled = True
+        self.train_function = self.test_function = None
+        self.predict_function = None
+
+    def _per_output(self, spec, what: str) -> list:
+        """``spec`` (one value, a list, or a dict by output layer name) as one entry per output."""
+        names = [layer.name for layer in self.output_layers] if self.is_graph_network else \
+            [f"output_{i + 1}" for i in range(len(self.outputs))]
+        if isinstance(spec, dict):
+            unknown = set(spec) - set(names)
+            if unknown:
+                raise ValueError(f"Unknown entries in {what} dictionary: {sorted(unknown)}. Only expected the "
+                                 f"following keys: {names}")
+            return [spec.get(n) for n in names]
+        if isinstance(spec, (list, tuple)) and len(self.outputs) > 1 or what == "loss" and isinstance(spec, list):
+            if len(spec) != len(self.outputs):
+                raise ValueError(f"When passing a list as {what}, it should have one entry per model output. The "
+                                 f"model has {len(self.outputs)} outputs, but you passed {what}={spec}")
+            return list(spec)
+        return [spec] * len(self.outputs)
+
+    def _output_names(self) -> list[str]:
+        if self.is_graph_network:
+            return [layer.name for layer in self.output_layers]
+        return [f"output_{i + 1}" for i in range(len(self.outputs))]
+
+    def _build_training(self) -> None:
+        """Targets, the total loss and metrics, and the train/test/predict functions (once)."""
+        if self.train_function is not None:
+            return
+        graph = self.outputs[0].graph
+        with graph.as_default(), tf.name_scope("training"):
+            loss_fns = [losses_module.get(l) if not isinstance(l, losses_module.Loss) else l
+                        for l in self._per_output(self.loss, "loss")]
+            weights = self._per_output(self.loss_weights, "loss_weights") if self.loss_weights is not None else \
+                [1.0] * len(self.outputs)
+            metric_lists = self._per_output(self.metrics, "metrics") if isinstance(self.metrics, dict) else \
+                [self.metrics] * len(self.outputs)
+            names = self._output_names()
+            self.targets, self.sparse_targets = [], []
+            total, output_losses, metric_values, metric_names = None, [], [], []
+            for out, name, fn, w, mets in zip(self.outputs, names, loss_fns, weights, metric_lists):
+                rank = len(K.int_shape(out))
+                sparse = _is_sparse(fn)
+                target = K.placeholder(ndim=rank - 1 if sparse else rank, name=f"{name}_target")
+                self.targets.append(target)
+                self.sparse_targets.append(sparse)
+                output_loss = _mean(losses_module.per_sample(fn)(target, out))
+                output_losses.append(output_loss)
+                total = w * output_loss if total is None else total + w * output_loss
+                for m in to_list(mets or []):
+                    fn_m = metrics_module.resolve(m, fn, K.int_shape(out))
+                    metric_values.append(_mean(fn_m(target, out)))
+                    base = m if isinstance(m, str) else getattr(fn_m, "__name__", "metric")
+                    metric_names.append(base if len(self.outputs) == 1 else f"{name}_{base}")
+            regularization = self.losses
+            if regularization:
+                total = total + tf.add_n([tf.convert_to_tensor(r) for r in regularization])
+            self.total_loss = total
+            self.metrics_names = ["loss"] + ([f"{n}_loss" for n in names] if len(self.outputs) > 1 else []) + \
+                metric_names
+            fetches = [total] + (output_losses if len(self.outputs) > 1 else []) + metric_values
+            with tf.name_scope(type(self.optimizer).__name__):
+                updates = self.optimizer.get_updates(total, self.trainable_weights)
+            phase = [K.learning_phase()] if K.learning_phase_is_fed() else []
+            self.train_function = K.function(self.inputs + self.targets + phase, fetches,
+                                             updates=updates + self.updates)
+            self.train_phase_values = [True] * len(phase)
+            self.test_function = K.function(self.inputs + self.targets, fetches)
+
+    def _build_predict(self) -> None:
+        if self.predict_function is None:
+            self.predict_function = K.function(self.inputs, self.outputs)
+
+    # -- data --------------------------------------------------------------------------------
+    def _ensure_built(self, xs: list) -> None:
+        """A model without outputs yet (a Sequential without input shape, a subclassed model) built on ``xs``."""
+        if self.outputs:
+            return
+        if hasattr(self, "build_on_shape"):
+            self.build_on_shape((None,) + tuple(np.shape(xs[0])[1:]), np.asarray(xs[0]).dtype)
+            return
+        inputs = [Input(batch_shape=(None,) + tuple(np.shape(x)[1:]),
+                        dtype=K.floatx() if np.asarray(x).dtype.kind == "f" else np.asarray(x).dtype.name)
+                  for x in xs]
+        outputs = self(unpack(inputs))
+        self.inputs, self.outputs = inputs, to_list(outputs)
+        self.output_layers = [keras_history(o).layer for o in self.outputs]
+
+    def _input_names(self) -> list[str]:
+        return [keras_history(x).layer.name if keras_history(x) else x.name for x in self.inputs]
+
+    def _standardize(self, data, tensors: list, names: list[str], what: str, sparse=None) -> list:
+        """``data`` as one checked array per tensor, cast to its dtype (Keras' "Error when checking ...")."""
+        if isinstance(data, dict):
+            missing = [n for n in names if n not in data]
+            if missing:
+                raise ValueError(f"No data provided for {missing}. Need data for each key in: {names}")
+            arrays = [data[n] for n in names]
+        else:
+            arrays = to_list(data) if isinstance(data, (list, tuple)) else [data]
+        if len(arrays) != len(tensors):
+            raise ValueError(f"Error when checking model {what}: the list of Numpy arrays that you are passing to "
+                             f"your model is not the size the model expected. Expected to see {len(tensors)} "
+                             f"array(s), but instead got {len(arrays)}.")
+        out = []
+        for i, (array, tensor, name) in enumerate(zip(arrays, tensors, names)):
+            array = np.asarray(array)
+            shape = K.int_shape(tensor)
+            if sparse is not None and sparse[i] and array.ndim == len(shape) + 1 and array.shape[-1] == 1:
+                array = array.reshape(array.shape[:-1])
+            if sparse is not None and not sparse[i] and array.ndim == len(shape) - 1 and shape[-1] == 1:
+                array = array[..., None]
+            if array.ndim != len(shape):
+                raise ValueError(f"Error when checking {what}: expected {name} to have {len(shape)} dimensions, "
+                                 f"but got array with shape {array.shape}")
+            for expected, got in zip(shape[1:], array.shape[1:]):
+                if expected is not None and expected != got:
+                    raise ValueError(f"Error when checking {what}: expected {name} to have shape {shape[1:]} but "
+                                     f"got array with shape {array.shape[1:]}")
+            out.append(array.astype(np.dtype(tensor.dtype), copy=False))
+        lengths = {len(a) for a in out}
+        if len(lengths) > 1:
+            raise ValueError(f"All {what} arrays should have the same number of samples. Got array shapes: "
+                             f"{[a.shape for a in out]}")
+        return out
+
+    def _check_compiled(self) -> None:
+        if not self.compiled:
+            raise RuntimeError("You must compile your model before training/testing. Use "
+                               "`model.compile(optimizer, loss)`.")
+
+    def _source(self, x, y, batch_size, shuffle, steps, what: str):
+        """A batch source for ``x``/``y`` of any supported kind, the model built on the first data if needed."""
+        from trainer.data import Dataset
+        from trainer.keras.utils import Sequence
+
+        if isinstance(x, Dataset):
+            if y is not None:
+                raise ValueError("`y` argument is not supported when using dataset as input.")
+            return DatasetSource(x, steps)
+        if isinstance(x, Sequence):
+            return SequenceSource(x, shuffle, steps)
+        if hasattr(x, "__next__"):
+            return GeneratorSource(x, steps)
+        if x is None:
+            raise ValueError(f"{what}: no input data (x is None)")
+        xs = list(x.values()) if isinstance(x, dict) else to_list(x) if isinstance(x, (list, tuple)) else [x]
+        self._ensure_built(xs)
+        xs = self._standardize(x, self.inputs, self._input_names(), "input")
+        ys = None
+        if y is not None:
+            self._build_training()
+            ys = self._standardize(y, self.targets, self._output_names(), "target", self.sparse_targets)
+            if len(ys[0]) != len(xs[0]):
+                raise ValueError(f"Input arrays should have the same number of samples as target arrays. Found "
+                                 f"{len(xs[0])} input samples and {len(ys[0])} target samples.")
+        return ArraySource(xs, ys, batch_size or 32, shuffle)
+
+    def _batch_arrays(self, xb, yb):
+        """A generated batch (x, y) checked as arrays are (the model built on it if needed)."""
+        raw = list(xb[0].values()) if len(xb) == 1 and isinstance(xb[0], dict) else xb
+        self._ensure_built(raw)
+        xs = self._standardize(xb[0] if len(xb) == 1 and isinstance(xb[0], dict) else xb, self.inputs,
+                               self._input_names(), "input")
+        if yb is None:
+            return xs, None
+        self._build_training()
+        return xs, self._standardize(yb, self.targets, self._output_names(), "target", self.sparse_targets)
+
+    # -- training loops ------------------------------------------------------------------------
+    def fit(self, x=None, y=None, batch_size=None, epochs: int = 1, verbose: int = 1, callbacks=None,
+            validation_split: float = 0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch: int = 0, steps_per_epoch=None, validation_steps=None,
+            validation_freq: int = 1, max_queue_size: int = 10, workers: int = 1,
+            use_multiprocessing: bool = False, **kwargs):
+        """Train for ``epochs``; returns the ``History`` (``history.history["loss"]``, ``"val_loss"``, ...)."""
+        if kwargs:
+            raise TypeError(f"fit: unexpected keyword argument(s) {sorted(kwargs)}")
+        self._check_compiled()
+        if class_weight is not None or sample_weight is not None:
+            raise NotImplementedError("fit(class_weight=/sample_weight=) is not built in flowstack's Keras")
+        if validation_split and validation_data is None:
+            if not isinstance(x, (np.ndarray, list, tuple, dict)):
+                raise ValueError("validation_split is only supported for NumPy array inputs")
+            x, y, validation_data = self._split(x, y, validation_split)
+        source = self._source(x, y, batch_size, shuffle, steps_per_epoch, "fit")
+        val_source = None
+        if validation_data is not None:
+            val_source = self._validation_source(validation_data, batch_size, validation_steps)
+        self.history = History()
+        progress = [ProgbarLogger()] if verbose else []
+        cbs = CallbackList([self.history] + list(callbacks or []) + progress)
+        cbs.set_model(self)
+        cbs.set_params({"batch_size": batch_size, "epochs": epochs, "steps": source.steps(), "verbose": verbose,
+                        "samples": getattr(source, "samples", None), "do_validation": val_source is not None,
+                        "metrics": None})
+        self.stop_training = False
+        cbs.on_train_begin()
+        for epoch in range(initial_epoch, epochs):
+            cbs.on_epoch_begin(epoch)
+            epoch_logs = self._run_epoch(source, cbs)
+            if val_source is not None and (epoch + 1) % validation_freq == 0:
+                for name, value in zip(self.metrics_names, self._evaluate_source(val_source)):
+                    epoch_logs["val_" + name] = value
+            cbs.on_epoch_end(epoch, epoch_logs)
+            if self.stop_training:
+                break
+        cbs.on_train_end()
+        return self.history
+
+    def _run_epoch(self, source, cbs) -> dict:
+        totals, seen = None, 0
+        for index, (xb, yb) in enumerate(source.batches()):
+            if yb is None:
+                raise ValueError("fit needs targets: pass y, or a dataset/generator yielding (x, y)")
+            if not isinstance(source, ArraySource):
+                xb, yb = self._batch_arrays(xb, yb)
+            self._build_training()
+            n = len(xb[0])
+            logs = {"batch": index, "size": n}
+            cbs.on_train_batch_begin(index, logs)
+            outs = [float(v) for v in self.train_function(xb + yb + self.train_phase_values)]
+            logs.update(zip(self.metrics_names, outs))
+            totals = np.asarray(outs) * n if totals is None else totals + np.asarray(outs) * n
+            seen += n
+            cbs.on_train_batch_end(index, logs)
+            if self.stop_training:
+                break
+        if totals is None:
+            raise ValueError("fit: the data yielded no batches")
+        return {name: float(v) for name, v in zip(self.metrics_names, totals / seen)}
+
+    def _split(self, x, y, fraction: float):
+        xs = x if isinstance(x, (list, tuple)) else [x]
+        n = len(xs[0])
+        at = int(n * (1.0 - fraction))
+        cut = lambda data, part: ({k: v[part] for k, v in data.items()} if isinstance(data, dict) else  # noqa: E731
+                                  [d[part] for d in data] if isinstance(data, (list, tuple)) else data[part])
+        return cut(x, slice(0, at)), cut(y, slice(0, at)), (cut(x, slice(at, None)), cut(y, slice(at, None)))
+
+    def _validation_source(self, data, batch_size, steps):
+        from trainer.data import Dataset
+
+        if isinstance(data, Dataset) or hasattr(data, "__getitem__") and not isinstance(data, (tuple, list)):
+            return self._source(data, None, batch_size, False, steps, "validation")
+        if isinstance(data, (tuple, list)) and len(data) in (2, 3):
+            if len(data) == 3 and data[2] is not None:
+                raise NotImplementedError("validation sample weights are not built in flowstack's Keras")
+            return self._source(data[0], data[1], batch_size, False, steps, "validation")
+        raise ValueError("When passing validation_data, it must contain 2 (x_val, y_val) items, or be a dataset; "
+                         f"got {type(data).__name__}")
+
+    def _evaluate_source(self, source) -> list[float]:
+        totals, seen = None, 0
+        for xb, yb in source.batches():
+            if not isinstance(source, ArraySource):
+                xb, yb = self._batch_arrays(xb, yb)
+            if yb is None:
+                raise ValueError("evaluate needs targets: pass y, or a dataset yielding (x, y)")
+            self._build_training()
+            outs = np.asarray([float(v) for v in self.test_function(xb + yb)])
+            n = len(xb[0])
+            totals = outs * n if totals is None else totals + outs * n
+            seen += n
+        if totals is None:
+            raise ValueError("evaluate: the data yielded no batches")
+        return [float(v) for v in totals / seen]
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose: int = 1, sample_weight=None, steps=None,
+                 callbacks=None, max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False):
+        """The loss (and metrics) over the data: a scalar, or a list in ``metrics_names`` order."""
+        self._check_compiled()
+        if sample_weight is not None:
+            raise NotImplementedError("evaluate(sample_weight=) is not built in flowstack's Keras")
+        values = self._evaluate_source(self._source(x, y, batch_size, False, steps, "evaluate"))
+        return values[0] if len(values) == 1 else values
+
+    def predict(self, x, batch_size=None, verbose: int = 0, steps=None, callbacks=None, max_queue_size: int = 10,
+                workers: int = 1, use_multiprocessing: bool = False):
+        """The model's outputs for ``x``, batch by batch, concatenated."""
+        source = self._source(x, None, batch_size, False, steps, "predict")
+        chunks = []
+        for xb, _ in source.batches():
+            if not isinstance(source, ArraySource):
+                xb, _ = self._batch_arrays(xb, None)
+            self._build_predict()
+            chunks.append(self.predict_function(xb))
+        if not chunks:
+            raise ValueError("predict: the data yielded no batches")
+        outputs = [np.concatenate([c[i] for c in chunks]) for i in range(len(chunks[0]))]
+        return unpack(outputs)
+
+    def train_on_batch(self, x, y, sample_weight=None, class_weight=None, reset_metrics: bool = True):
+        self._check_compiled()
+        if sample_weight is not None or class_weight is not None:
+            raise NotImplementedError("train_on_batch(sample_weight=/class_weight=) is not built in flowstack's Keras")
+        source = self._source(x, y, None, False, None, "train_on_batch")
+        xs, ys = source.xs, source.ys
+        outs = [float(v) for v in self.train_function(xs + ys + self.train_phase_values)]
+        return outs[0] if len(outs) == 1 else outs
+
+    def test_on_batch(self, x, y, sample_weight=None, reset_metrics: bool = True):
+        self._check_compiled()
+        source = self._source(x, y, None, False, None, "test_on_batch")
+        outs = [float(v) for v in self.test_function(source.xs + source.ys)]
+        return outs[0] if len(outs) == 1 else outs
+
+    def predict_on_batch(self, x):
+        source = self._source(x, None, None, False, None, "predict_on_batch")
+        self._build_predict()
+        return unpack(self.predict_function(source.xs))
+
+    def fit_generator(self, generator, steps_per_epoch=None, epochs: int = 1, verbose: int = 1, callbacks=None,
+                      validation_data=None, validation_steps=None, validation_freq: int = 1, class_weight=None,
+                      max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
+                      shuffle: bool = True, initial_epoch: int = 0):
+        return self.fit(generator, steps_per_epoch=steps_per_epoch, epochs=epochs, verbose=verbose,
+                        callbacks=callbacks, validation_data=validation_data, validation_steps=validation_steps,
+                        validation_freq=validation_freq, class_weight=class_weight, shuffle=shuffle,
+                        initial_epoch=initial_epoch)
+
+    def evaluate_generator(self, generator, steps=None, callbacks=None, max_queue_size: int = 10, workers: int = 1,
+                           use_multiprocessing: bool = False, verbose: int = 0):
+        return self.evaluate(generator, steps=steps)
+
+    def predict_generator(self, generator, steps=None, callbacks=None, max_queue_size: int = 10, workers: int = 1,
+                          use_multiprocessing: bool = False, verbose: int = 0):
+        return self.predict(generator, steps=steps)
+
+    def save(self, filepath, overwrite: bool = True, include_optimizer: bool = True, save_format=None) -> None:
+        from trainer.keras import saving
+
+        saving.save_model(self, filepath, overwrite, include_optimizer)
+
+    def reset_metrics(self) -> None:
+        """Metrics here are per batch (no running state), so there is nothing to reset."""
+
+    def reset_states(self) -> None:
+        """Recurrent layers here are never stateful, so there is no state to reset."""
+
