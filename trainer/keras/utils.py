@@ -1,0 +1,113 @@
+"""``tf.keras.utils``: ``to_categorical``, ``normalize``, ``Sequence``, custom-object scopes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainer.keras.serialization import CustomObjectScope, get_custom_objects
+
+__all__ = ["CustomObjectScope", "Progbar", "Sequence", "custom_object_scope", "deserialize_keras_object",
+           "get_custom_objects", "get_file", "get_source_inputs", "normalize", "plot_model",
+           "serialize_keras_object", "to_categorical"]
+
+custom_object_scope = CustomObjectScope
+
+
+def to_categorical(y, num_classes=None, dtype="float32") -> np.ndarray:
+    """Class indices as one-hot rows (the class axis appended, a trailing axis of 1 dropped)."""
+    y = np.asarray(y, dtype="int")
+    shape = y.shape
+    if shape and shape[-1] == 1 and len(shape) > 1:
+        shape = shape[:-1]
+    y = y.ravel()
+    num_classes = num_classes or int(np.max(y)) + 1
+    out = np.zeros((len(y), num_classes), dtype=dtype)
+    out[np.arange(len(y)), y] = 1
+    return out.reshape(shape + (num_classes,))
+
+
+def normalize(x, axis: int = -1, order: int = 2) -> np.ndarray:
+    norm = np.atleast_1d(np.linalg.norm(x, order, axis))
+    norm[norm == 0] = 1
+    return x / np.expand_dims(norm, axis)
+
+
+class Sequence:
+    """Batches by index: subclass with ``__len__`` (batches per epoch) and ``__getitem__(i)`` -> (x, y)."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError
+
+    def __len__(self):
+        raise NotImplementedError
+
+    def on_epoch_end(self) -> None:
+        pass
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+
+class Progbar:
+    """A minimal text progress bar: ``update(current, values)`` prints ``current/target`` and the values."""
+
+    def __init__(self, target, width: int = 30, verbose: int = 1, interval: float = 0.05, stateful_metrics=None,
+                 unit_name: str = "step"):
+        self.target, self.verbose = target, verbose
+
+    def update(self, current, values=None) -> None:
+        if self.verbose:
+            text = " - ".join(f"{k}: {v:.4f}" for k, v in (values or []))
+            print(f"{current}/{self.target} {text}".rstrip())
+
+    def add(self, n, values=None) -> None:
+        self.update(n, values)
+
+
+def get_source_inputs(tensor, layer=None, node_index=None) -> list:
+    """The Input tensors ``tensor`` was computed from."""
+    from trainer.keras.engine.base_layer import keras_history
+    from trainer.keras.engine.input_layer import InputLayer
+
+    history = keras_history(tensor)
+    if history is None:
+        return [tensor]
+    node = history.layer.inbound_nodes[history.node_index]
+    if isinstance(history.layer, InputLayer):
+        return [tensor]
+    found = []
+    for t in node.input_tensors:
+        for s in get_source_inputs(t):
+            if all(s is not f for f in found):
+                found.append(s)
+    return found
+
+
+def serialize_keras_object(instance):
+    from trainer.keras.serialization import to_json_value
+
+    return to_json_value(instance)
+
+
+def deserialize_keras_object(identifier, module_objects=None, custom_objects=None,
+                             printable_module_name: str = "object"):
+    from trainer.keras.serialization import deserialize
+
+    return deserialize(identifier, module_objects or {}, printable_module_name, custom_objects)
+
+
+def get_file(*args, **kwargs):
+    raise NotImplementedError("tf.keras.utils.get_file downloads files; flowstack makes no downloads. "
+                              "Fetch the file yourself and pass its path")
+
+
+def plot_model(*args, **kwargs):
+    raise NotImplementedError("tf.keras.utils.plot_model is not built in flowstack (it needs graphviz); "
+                              "use model.summary()")
+
+
+def __getattr__(name: str):
+    from trainer.compat import missing_symbol
+
+    raise missing_symbol("tf.keras.utils", name, globals())
