@@ -33,17 +33,28 @@ class Optimizer:
         unknown = set(kwargs) - allowed
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {sorted(unknown)}")
-        rate = learning_rate if learning_rate is not None else lr if lr is not None else default_lr
+        self.initial_lr = float(learning_rate if learning_rate is not None else lr if lr is not None else default_lr)
         self.clipnorm, self.clipvalue = clipnorm, clipvalue
         self.initial_decay = float(decay)
-        graph = tf.get_default_graph()
-        with graph.name_scope(type(self).__name__):
-            self.iterations = tf.Variable(np.asarray(0, np.int64), trainable=False, name="iterations")
-            self.lr = tf.Variable(np.asarray(rate, np.float32), trainable=False, name="lr")
-            self.decay = tf.Variable(np.asarray(decay, np.float32), trainable=False, name="decay")
+        self.state: dict = {}  # graph -> {"iterations", "lr", "decay"} variables
         self.weights: list = []
 
-    learning_rate = property(lambda self: self.lr)
+    def _state_variable(self, name: str):
+        """The optimizer's ``iterations``/``lr``/``decay`` variable in the default graph, made on first use
+        (an optimizer may be made before the graph its model lives in)."""
+        graph = tf.get_default_graph()
+        if graph not in self.state:
+            with graph.as_default(), graph.name_scope(type(self).__name__ + "/"):
+                self.state[graph] = {
+                    "iterations": tf.Variable(np.asarray(0, np.int64), trainable=False, name="iterations"),
+                    "lr": tf.Variable(np.asarray(self.initial_lr, np.float32), trainable=False, name="lr"),
+                    "decay": tf.Variable(np.asarray(self.initial_decay, np.float32), trainable=False,
+                                         name="decay")}
+        return self.state[graph][name]
+
+    iterations = property(lambda self: self._state_variable("iterations"))
+    lr = learning_rate = property(lambda self: self._state_variable("lr"))
+    decay = property(lambda self: self._state_variable("decay"))
 
     def get_gradients(self, loss, params):
         grads = [_dense(g) for g in tf.gradients(loss, params)]
@@ -220,10 +231,10 @@ class Nadam(Optimizer):
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = K.epsilon() if epsilon is None else float(epsilon)
         self.schedule_decay = float(schedule_decay)
-        with tf.name_scope("Nadam"):
-            self.m_schedule = tf.Variable(np.asarray(1.0, np.float32), trainable=False, name="m_schedule")
 
     def prepare(self, t) -> None:
+        with tf.name_scope("Nadam/"):
+            self.m_schedule = tf.Variable(np.asarray(1.0, np.float32), trainable=False, name="m_schedule")
         self.momentum_cache_t = self.beta_1 * (1.0 - 0.5 * tf.pow(0.96, t * self.schedule_decay))
         self.momentum_cache_t_1 = self.beta_1 * (1.0 - 0.5 * tf.pow(0.96, (t + 1.0) * self.schedule_decay))
         self.m_schedule_new = self.m_schedule * self.momentum_cache_t
@@ -248,10 +259,8 @@ class TFOptimizer(Optimizer):
     def __init__(self, optimizer):
         self.optimizer = optimizer
         self.clipnorm = self.clipvalue = None
-        self.initial_decay = 0.0
-        with tf.name_scope("TFOptimizer"):
-            self.iterations = tf.Variable(np.asarray(0, np.int64), trainable=False, name="iterations")
-        self.weights = []
+        self.initial_lr, self.initial_decay = 0.0, 0.0
+        self.state, self.weights = {}, []
 
     @property
     def lr(self):
