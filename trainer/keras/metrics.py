@@ -62,7 +62,7 @@ _CROSSENTROPY_BY_LOSS = {"binary_crossentropy": binary_crossentropy,
 def resolve(metric, loss_fn, output_shape):
     """``metric`` as a function; "accuracy"/"acc" and "crossentropy"/"ce" pick the variant matching
     ``loss_fn`` (else the output's width: 1 means binary)."""
-    loss_name = getattr(loss_fn, "__name__", "")
+    loss_name = getattr(loss_fn, "__name__", "") or getattr(getattr(type(loss_fn), "fn", None), "__name__", "")
     if metric in ("accuracy", "acc"):
         if loss_name in _ACCURACY_BY_LOSS:
             return _ACCURACY_BY_LOSS[loss_name]

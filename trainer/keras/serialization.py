@@ -75,9 +75,14 @@ def to_json_value(value):
     raise ValueError(f"cannot serialize a value of type {type(value).__name__}: {value!r}")
 
 
+# constructor arguments that are never config fields (a layer's ``weights`` are its variables)
+_NOT_CONFIG = ("weights",)
+
+
 def config_from_attributes(obj) -> dict:
     """``{argument: getattr(obj, argument)}`` over ``obj``'s constructor arguments it keeps."""
-    return {name: to_json_value(getattr(obj, name)) for name in constructor_arguments(type(obj)) if hasattr(obj, name)}
+    return {name: to_json_value(getattr(obj, name)) for name in constructor_arguments(type(obj))
+            if name not in _NOT_CONFIG and hasattr(obj, name)}
 
 
 def deserialize(identifier, table: dict, kind: str, custom: dict | None = None):

@@ -37,6 +37,7 @@ class Model(Network):
         self.optimizer = None
         self.compiled = False
         self.history = None
+        self.train_function = self.test_function = self.predict_function = None
 
     # -- compile -----------------------------------------------------------------------------
     def compile(self, optimizer, loss=None, metrics=None, loss_weights=None, sample_weight_mode=None,
@@ -62,7 +63,6 @@ class Model(Network):
         self.loss_weights = loss_weights
         self.compiled = True
         self.train_function = self.test_function = None
-        self.predict_function = None
 
     def _per_output(self, spec, what: str) -> list:
         """``spec`` (one value, a list, or a dict by output layer name) as one entry per output."""
@@ -153,7 +153,8 @@ class Model(Network):
         return [keras_history(x).layer.name if keras_history(x) else x.name for x in self.inputs]
 
     def _standardize(self, data, tensors: list, names: list[str], what: str, sparse=None) -> list:
-        """``data`` as one checked array per tensor, cast to its dtype (Keras' "Error when checking ...")."""
+        """``data`` as one checked array per tensor, cast to its dtype (Keras' "Error when checking ...");
+        targets are checked against the outputs' shapes (without the class axis for sparse losses)."""
         if isinstance(data, dict):
             missing = [n for n in names if n not in data]
             if missing:
@@ -169,6 +170,9 @@ class Model(Network):
         for i, (array, tensor, name) in enumerate(zip(arrays, tensors, names)):
             array = np.asarray(array)
             shape = K.int_shape(tensor)
+            if sparse is not None:
+                out_shape = K.int_shape(self.outputs[i])
+                shape = out_shape[:-1] if sparse[i] else out_shape
             if sparse is not None and sparse[i] and array.ndim == len(shape) + 1 and array.shape[-1] == 1:
                 array = array.reshape(array.shape[:-1])
             if sparse is not None and not sparse[i] and array.ndim == len(shape) - 1 and shape[-1] == 1:
