@@ -256,7 +256,7 @@ class Model(Network):
             val_source = self._validation_source(validation_data, batch_size, validation_steps)
         self.history = History()
         progress = [ProgbarLogger()] if verbose else []
-        cbs = CallbackList([self.history] + list(callbacks or []) + progress)
+        cbs = CallbackList(list(callbacks or []) + [self.history] + progress)  # History sees what others log
         cbs.set_model(self)
         cbs.set_params({"batch_size": batch_size, "epochs": epochs, "steps": source.steps(), "verbose": verbose,
                         "samples": getattr(source, "samples", None), "do_validation": val_source is not None,
