@@ -11,7 +11,7 @@ import numpy as np
 from trainer.keras import backend as K
 
 __all__ = ["BaseLogger", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History", "LambdaCallback",
-           "LearningRateScheduler", "ModelCheckpoint", "ProgbarLogger", "ReduceLROnPlateau", "RemoteMonitor",
+           "LearningRateScheduler", "ModelCheckpoint", "ProgbarLogger", "ReduceLROnPlateau",
            "TensorBoard", "TerminateOnNaN"]
 
 
@@ -316,11 +316,6 @@ class TensorBoard(Callback):
 
     def on_train_end(self, logs=None):
         self.writer.close()
-
-
-class RemoteMonitor(Callback):
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("RemoteMonitor is not built in flowstack (it posts to an HTTP server)")
 
 
 def __getattr__(name: str):

@@ -7,7 +7,7 @@ from trainer.keras.engine.training import Model
 from trainer.keras.saving import load_model, model_from_config, model_from_json, save_model
 
 __all__ = ["Model", "Sequential", "clone_model", "load_model", "model_from_config", "model_from_json",
-           "model_from_yaml", "save_model"]
+           "save_model"]
 
 
 def clone_model(model, input_tensors=None, clone_function=None):
@@ -15,10 +15,6 @@ def clone_model(model, input_tensors=None, clone_function=None):
     if input_tensors is not None or clone_function is not None:
         raise NotImplementedError("clone_model(input_tensors=/clone_function=) is not built in flowstack")
     return type(model).from_config(model.get_config())
-
-
-def model_from_yaml(yaml_string, custom_objects=None):
-    raise NotImplementedError("model_from_yaml is not built in flowstack; use model_from_json")
 
 
 def __getattr__(name: str):

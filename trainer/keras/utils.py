@@ -7,7 +7,7 @@ import numpy as np
 from trainer.keras.serialization import CustomObjectScope, get_custom_objects
 
 __all__ = ["CustomObjectScope", "Progbar", "Sequence", "custom_object_scope", "deserialize_keras_object",
-           "get_custom_objects", "get_file", "get_source_inputs", "normalize", "plot_model",
+           "get_custom_objects", "get_source_inputs", "normalize",
            "serialize_keras_object", "to_categorical"]
 
 custom_object_scope = CustomObjectScope
@@ -95,16 +95,6 @@ def deserialize_keras_object(identifier, module_objects=None, custom_objects=Non
     from trainer.keras.serialization import deserialize
 
     return deserialize(identifier, module_objects or {}, printable_module_name, custom_objects)
-
-
-def get_file(*args, **kwargs):
-    raise NotImplementedError("tf.keras.utils.get_file downloads files; flowstack makes no downloads. "
-                              "Fetch the file yourself and pass its path")
-
-
-def plot_model(*args, **kwargs):
-    raise NotImplementedError("tf.keras.utils.plot_model is not built in flowstack (it needs graphviz); "
-                              "use model.summary()")
 
 
 def __getattr__(name: str):
