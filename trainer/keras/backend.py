@@ -97,6 +97,11 @@ def set_learning_phase(value: int) -> None:
     _FIXED_PHASE[0] = value
 
 
+def clear_learning_phase() -> None:
+    """Undo ``set_learning_phase``: the learning phase is the fed tensor again."""
+    _FIXED_PHASE[0] = None
+
+
 def learning_phase_is_fed() -> bool:
     """Whether the learning phase is a tensor a run may feed (not fixed by set_learning_phase)."""
     return _FIXED_PHASE[0] is None

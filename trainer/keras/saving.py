@@ -19,7 +19,7 @@ import numpy as np
 from trainer.keras import backend as K
 
 __all__ = ["ModelFileError", "load_model", "load_weights", "model_from_config", "model_from_json", "save_model",
-           "save_weights"]
+           "save_weights", "training_config"]
 
 MODEL_FILE, WEIGHTS_FILE, MANIFEST = "model.json", "weights.npz", "__manifest__"
 FORMAT = "flowstack-keras"
@@ -120,7 +120,8 @@ def load_weights(model, filepath, by_name: bool = False) -> None:
     K.batch_set_value(assignments)
 
 
-def _training_config(model) -> dict | None:
+def training_config(model) -> dict | None:
+    """What ``compile`` was given, as JSON (None for an uncompiled model or a tf.train optimizer)."""
     from trainer.keras import losses, metrics, optimizers
     from trainer.keras.serialization import to_json_value
 
@@ -145,7 +146,7 @@ def save_model(model, filepath, overwrite: bool = True, include_optimizer: bool 
         raise ModelFileError(f"{filepath} is a file; model.save writes a folder (model.json, weights.npz)")
     config = json.loads(model.to_json())
     document = {"format": FORMAT, "version": 1, "model_config": config,
-                "training_config": _training_config(model) if include_optimizer else None}
+                "training_config": training_config(model) if include_optimizer else None}
     os.makedirs(filepath, exist_ok=True)
     save_weights(model, os.path.join(filepath, WEIGHTS_FILE))
     tmp = os.path.join(filepath, MODEL_FILE + ".tmp")

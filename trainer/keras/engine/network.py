@@ -203,14 +203,20 @@ class Network(Layer):
                 "output_layers": [ref(o) for o in self.outputs]}
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects=None):
+    def from_config(cls, config: dict, custom_objects=None, input_tensors: dict | None = None):
+        """The network ``config`` describes; ``input_tensors`` (input layer name -> tensor) builds it on
+        existing tensors instead of new placeholders (an Estimator's features)."""
         from trainer.keras.layers import deserialize
 
         made: dict = {}
         outputs_of: dict = {}  # (layer name, node index) -> output tensors
         pending = []
         for data in config["layers"]:
-            layer = deserialize({"class_name": data["class_name"], "config": data["config"]}, custom_objects)
+            if data["class_name"] == "InputLayer" and input_tensors and data["name"] in input_tensors:
+                layer = InputLayer(input_tensor=input_tensors[data["name"]], name=data["name"],
+                                   dtype=data["config"].get("dtype"))
+            else:
+                layer = deserialize({"class_name": data["class_name"], "config": data["config"]}, custom_objects)
             made[data["name"]] = layer
             if isinstance(layer, InputLayer):
                 outputs_of[(layer.name, 0)] = layer.inbound_nodes[0].output_tensors

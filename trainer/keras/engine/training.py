@@ -64,7 +64,7 @@ class Model(Network):
         self.compiled = True
         self.train_function = self.test_function = None
 
-    def _per_output(self, spec, what: str) -> list:
+    def per_output(self, spec, what: str) -> list:
         """``spec`` (one value, a list, or a dict by output layer name) as one entry per output."""
         names = [layer.name for layer in self.output_layers] if self.is_graph_network else \
             [f"output_{i + 1}" for i in range(len(self.outputs))]
@@ -93,10 +93,10 @@ class Model(Network):
         graph = self.outputs[0].graph
         with graph.as_default(), tf.name_scope("training"):
             loss_fns = [losses_module.get(l) if not isinstance(l, losses_module.Loss) else l
-                        for l in self._per_output(self.loss, "loss")]
-            weights = self._per_output(self.loss_weights, "loss_weights") if self.loss_weights is not None else \
+                        for l in self.per_output(self.loss, "loss")]
+            weights = self.per_output(self.loss_weights, "loss_weights") if self.loss_weights is not None else \
                 [1.0] * len(self.outputs)
-            metric_lists = self._per_output(self.metrics, "metrics") if isinstance(self.metrics, dict) else \
+            metric_lists = self.per_output(self.metrics, "metrics") if isinstance(self.metrics, dict) else \
                 [self.metrics] * len(self.outputs)
             names = self._output_names()
             self.targets, self.sparse_targets = [], []
