@@ -17,7 +17,7 @@ from trainer.keras.engine.training import Model
 __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "constraints", "initializers",
            "layers", "losses", "metrics", "models", "optimizers", "regularizers", "utils"]
 
-LAZY_ATTRIBUTES: dict = {}
+LAZY_ATTRIBUTES = {"estimator": ("trainer.keras.estimator", None)}  # imports tf.estimator, so on first use
 
 
 def __getattr__(name: str):
