@@ -9,6 +9,7 @@ are initialized in that session the first time it is asked for, never re-initial
 
 from __future__ import annotations
 
+import builtins  # the module defines Keras' any, all, max, min, sum, abs, round and pow
 import collections
 import weakref
 
@@ -691,6 +692,99 @@ def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool
     if pool_mode not in pools:
         raise ValueError(f"Invalid pool_mode: {pool_mode!r} (expected 'max' or 'avg')")
     return pools[pool_mode](x, [1, *pool_size, 1], [1, *strides, 1], padding.upper())
+
+
+def shape_value(shape):
+    """``shape`` as random ops take it: a list of ints as is, one mixing ints and scalar tensors
+    (``(K.shape(x)[0], 4)``, a VAE's sampling) stacked into one int64 tensor."""
+    if isinstance(shape, tf.Tensor) or not builtins.any(isinstance(d, tf.Tensor) for d in shape):
+        return shape
+    return tf.stack([tf.cast(d, tf.int64) if isinstance(d, tf.Tensor) else tf.constant(np.int64(d)) for d in shape])
+
+
+def random_normal(shape, mean: float = 0.0, stddev: float = 1.0, dtype=None, seed=None):
+    return tf.random_normal(shape_value(shape), mean, stddev, dtype=dtype or floatx(), seed=seed)
+
+
+def random_uniform(shape, minval: float = 0.0, maxval: float = 1.0, dtype=None, seed=None):
+    return tf.random_uniform(shape_value(shape), minval, maxval, dtype=dtype or floatx(), seed=seed)
+
+
+def truncated_normal(shape, mean: float = 0.0, stddev: float = 1.0, dtype=None, seed=None):
+    return tf.truncated_normal(shape_value(shape), mean, stddev, dtype=dtype or floatx(), seed=seed)
+
+
+def random_binomial(shape, p: float = 0.0, dtype=None, seed=None):
+    dtype = dtype or floatx()
+    return tf.cast(tf.less(tf.random_uniform(shape_value(shape), 0.0, 1.0, seed=seed), p), dtype)
+
+
+def batch_normalization(x, mean, var, beta, gamma, axis: int = -1, epsilon: float = 1e-3):
+    return tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon)
+
+
+def normalize_batch_in_training(x, gamma, beta, reduction_axes, epsilon: float = 1e-3):
+    """(normalized x, batch mean, batch variance) over ``reduction_axes``."""
+    mean, variance = tf.nn.moments(x, list(reduction_axes))
+    return tf.nn.batch_normalization(x, mean, variance, beta, gamma, epsilon), mean, variance
+
+
+def separable_conv2d(x, depthwise_kernel, pointwise_kernel, strides=(1, 1), padding="valid", data_format=None,
+                     dilation_rate=(1, 1)):
+    return tf.nn.separable_conv2d(x, depthwise_kernel, pointwise_kernel, [1, *strides, 1], padding.upper())
+
+
+def conv2d_transpose(x, kernel, output_shape, strides=(1, 1), padding="valid", data_format=None,
+                     dilation_rate=(1, 1)):
+    return tf.nn.conv2d_transpose(x, kernel, output_shape, [1, *strides, 1], padding.upper())
+
+
+def conv3d(x, kernel, strides=(1, 1, 1), padding="valid", data_format=None, dilation_rate=(1, 1, 1)):
+    return tf.nn.conv3d(x, kernel, [1, *strides, 1], padding.upper())
+
+
+def pool3d(x, pool_size, strides=(1, 1, 1), padding="valid", data_format=None, pool_mode="max"):
+    pools = {"max": tf.nn.max_pool3d, "avg": tf.nn.avg_pool3d}
+    if pool_mode not in pools:
+        raise ValueError(f"Invalid pool_mode: {pool_mode!r} (expected 'max' or 'avg')")
+    return pools[pool_mode](x, [1, *pool_size, 1], [1, *strides, 1], padding.upper())
+
+
+def resize_images(x, height_factor: int, width_factor: int, data_format=None, interpolation: str = "nearest"):
+    """Nearest-neighbour upsampling of NHWC ``x`` by integer factors."""
+    if (data_format or image_data_format()) != "channels_last":
+        raise NotImplementedError("K.resize_images(data_format='channels_first') is not built in flowstack")
+    if interpolation != "nearest":
+        raise NotImplementedError(f"K.resize_images(interpolation={interpolation!r}) is not built in flowstack")
+    return repeat_elements(repeat_elements(x, height_factor, 1), width_factor, 2)
+
+
+def spatial_3d_padding(x, padding=((1, 1), (1, 1), (1, 1)), data_format=None):
+    return tf.pad(x, [[0, 0], *[list(p) for p in padding], [0, 0]])
+
+
+def rnn(step_function, inputs, initial_states, go_backwards: bool = False, mask=None, constants=None,
+        unroll: bool = False, input_length=None, time_major: bool = False, zero_output_for_mask: bool = False):
+    """Keras' ``K.rnn`` unrolled over the known timesteps of [batch, time, ...] ``inputs``:
+    ``step_function(x_t, states) -> (output, new_states)``; returns (last output, outputs, last states)."""
+    if time_major:
+        raise NotImplementedError("K.rnn(time_major=True) is not built in flowstack")
+    steps = int_shape(inputs)[1]
+    if steps is None:
+        raise ValueError("K.rnn: the number of timesteps must be known (flowstack unrolls)")
+    states, outputs, output = list(initial_states), [], None
+    order = range(steps - 1, -1, -1) if go_backwards else range(steps)
+    for t in order:
+        args = (inputs[:, t], states + list(constants or []))
+        out, new_states = step_function(*args)
+        if mask is not None:
+            keep = tf.expand_dims(tf.cast(mask[:, t], out.dtype), 1)
+            previous = output if output is not None else tf.zeros_like(out)
+            out = keep * out + (1.0 - keep) * (tf.zeros_like(out) if zero_output_for_mask else previous)
+            new_states = [keep * n + (1.0 - keep) * s for n, s in zip(new_states, states)]
+        output, states = out, list(new_states)
+        outputs.append(out)
+    return output, tf.stack(outputs, axis=1), states
 
 
 class name_scope:  # noqa: N801 - Keras' name
