@@ -1,0 +1,82 @@
+"""User subclasses of ``tf.keras.layers.Layer`` and the backend (K) functions they are written with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import trainer as tf
+
+K = tf.keras.backend
+layers = tf.keras.layers
+
+
+class Scale(layers.Layer):
+    """y = x * w + b per feature, with an L2 penalty on w added through add_loss."""
+
+    def __init__(self, penalty: float = 0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.penalty = penalty
+
+    def build(self, input_shape):
+        self.w = self.add_weight("w", (input_shape[-1],), initializer="ones")
+        self.b = self.add_weight("b", (input_shape[-1],), initializer="zeros", trainable=False)
+        super().build(input_shape)
+
+    def call(self, inputs):
+        self.add_loss(self.penalty * K.sum(K.square(self.w)))
+        return inputs * self.w + self.b
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+class Sampling(layers.Layer):
+    """A VAE's reparameterization: mean + exp(log_var / 2) * eps, eps ~ N(0, 1) of a dynamic batch size."""
+
+    def call(self, inputs):
+        mean, log_var = inputs
+        eps = K.random_normal(shape=(K.shape(mean)[0], K.int_shape(mean)[1]))
+        return mean + K.exp(0.5 * log_var) * eps
+
+
+def test_a_custom_layer_trains_and_reports_weights_losses_and_config(digits, tmp_path):
+    tf.set_random_seed(0)
+    inp = tf.keras.Input(shape=(64,))
+    scaled = Scale(penalty=0.01, name="scale")(inp)
+    model = tf.keras.Model(inp, layers.Dense(10, activation="softmax")(scaled))
+    scale = model.get_layer("scale")
+    assert [w.name for w in scale.weights] == ["scale/w:0", "scale/b:0"]
+    assert len(scale.trainable_weights) == 1 and len(scale.non_trainable_weights) == 1 and len(model.losses) == 1
+    model.compile(tf.keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", ["accuracy"])
+    model.fit(digits["x_train"], digits["y_train"], epochs=5, verbose=0)
+    assert model.evaluate(digits["x_test"], digits["y_test"], verbose=0)[1] > 0.85
+    assert not np.allclose(K.get_value(scale.w), 1.0) and np.allclose(K.get_value(scale.b), 0.0)
+    model.save(str(tmp_path / "m"))
+    restored = tf.keras.models.load_model(str(tmp_path / "m"), custom_objects={"Scale": Scale})
+    assert restored.get_layer("scale").penalty == 0.01
+    np.testing.assert_allclose(restored.predict(digits["x_test"]), model.predict(digits["x_test"]), rtol=1e-6)
+
+
+def test_a_sampling_layer_draws_per_example_noise():
+    tf.set_random_seed(0)
+    mean, log_var = tf.keras.Input(shape=(2,)), tf.keras.Input(shape=(2,))
+    model = tf.keras.Model([mean, log_var], Sampling()([mean, log_var]))
+    draws = model.predict([np.zeros((2000, 2)), np.log(np.full((2000, 2), 4.0))])
+    assert draws.shape == (2000, 2) and abs(draws.mean()) < 0.15 and abs(draws.std() - 2.0) < 0.15
+
+
+def test_backend_functions_values_and_the_learning_phase():
+    x = K.placeholder(shape=(None, 3))
+    v = K.variable(np.ones((3,)), name="v")
+    y = layers.Dropout(0.5)(x * v)
+    f = K.function([x, K.learning_phase()], [y, K.sum(x, axis=1)], updates=[K.update_add(v, np.ones(3))])
+    out, sums = f([np.ones((2, 3)), False])
+    np.testing.assert_array_equal(out, np.ones((2, 3)))
+    np.testing.assert_array_equal(sums, [3.0, 3.0])
+    np.testing.assert_array_equal(K.get_value(v), [2.0, 2.0, 2.0])  # the update ran
+    K.set_value(v, [5.0, 6.0, 7.0])
+    assert K.batch_get_value([v])[0].tolist() == [5.0, 6.0, 7.0]
+    assert K.int_shape(x) == (None, 3) and K.ndim(x) == 2 and K.floatx() == "float32" and K.epsilon() == 1e-7
+    assert K.eval(K.categorical_crossentropy(K.constant([[0.0, 1.0]]), K.constant([[0.5, 0.5]])))[0] == \
+        np.float32(np.log(2.0))
+    assert K.get_session() is K.get_session()
