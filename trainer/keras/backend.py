@@ -643,7 +643,13 @@ def tanh(x):
 
 
 def dropout(x, level, noise_shape=None, seed=None):
-    return tf.nn.dropout(x, rate=level, noise_shape=noise_shape, seed=seed)
+    """``x`` with a fraction ``level`` zeroed and the rest scaled by 1 / (1 - level); with ``noise_shape``,
+    one draw per entry of that shape, broadcast (SpatialDropout drops whole channels)."""
+    if noise_shape is None:
+        return tf.nn.dropout(x, rate=level, seed=seed)
+    keep = 1.0 - level
+    mask = tf.floor(keep + tf.random_uniform(shape_value(noise_shape), 0.0, 1.0, dtype=x.dtype, seed=seed))
+    return x * mask / keep
 
 
 def bias_add(x, bias, data_format=None):

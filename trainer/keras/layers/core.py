@@ -11,7 +11,7 @@ from trainer.keras.engine.base_layer import Layer
 from trainer.keras.serialization import custom_objects
 
 __all__ = ["Activation", "ActivityRegularization", "Dense", "Dropout", "Flatten", "Lambda", "Masking", "Permute",
-           "RepeatVector", "Reshape", "SpatialDropout1D", "SpatialDropout2D"]
+           "RepeatVector", "Reshape", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
 
 
 class Dense(Layer):
@@ -84,8 +84,8 @@ class Dropout(Layer):
     def call(self, inputs, training=None):
         if not 0.0 < self.rate < 1.0:
             return inputs
-        return K.in_train_phase(lambda: tf.nn.dropout(inputs, rate=self.rate, noise_shape=self._noise_shape(inputs),
-                                                      seed=self.seed), inputs, training=training)
+        return K.in_train_phase(lambda: K.dropout(inputs, self.rate, self._noise_shape(inputs), self.seed), inputs,
+                                training=training)
 
 
 class SpatialDropout1D(Dropout):
@@ -105,6 +105,16 @@ class SpatialDropout2D(Dropout):
     def _noise_shape(self, inputs):
         s = tf.shape(inputs)
         return tf.stack([s[0], 1, 1, s[3]])
+
+
+class SpatialDropout3D(Dropout):
+    def __init__(self, rate: float, data_format=None, **kwargs):
+        super().__init__(rate, **kwargs)
+        self.data_format = data_format
+
+    def _noise_shape(self, inputs):
+        s = tf.shape(inputs)
+        return tf.stack([s[0], 1, 1, 1, s[4]])
 
 
 class Flatten(Layer):
