@@ -122,3 +122,52 @@ def test_set_weights_names_the_layer_on_a_shape_mismatch():
     with pytest.raises(ValueError, match=r"Layer weight shape \(4, 3\) not compatible with provided weight shape "
                                          r"\(3, 4\).*dense"):
         layer.set_weights([np.zeros((3, 4)), np.zeros(3)])
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def test_cudnn_layers_keep_their_two_biases_and_sigmoid_gates():
+    units, features = 3, 2
+    x = rng.normal(size=(4, 5, features)).astype(np.float32)
+    k4, r4 = rng.normal(size=(features, 4 * units)).astype(np.float32), rng.normal(size=(units, 4 * units)).astype(
+        np.float32)
+    b8 = rng.normal(size=(8 * units,)).astype(np.float32)
+    h = c = np.zeros((4, units), np.float32)
+    for t in range(5):
+        z = x[:, t] @ k4 + h @ r4 + b8[:4 * units] + b8[4 * units:]
+        i, f, o = _sigmoid(z[:, :units]), _sigmoid(z[:, units:2 * units]), _sigmoid(z[:, 3 * units:])
+        c = f * c + i * np.tanh(z[:, 2 * units:3 * units])
+        h = o * np.tanh(c)
+    np.testing.assert_allclose(_run(tf.keras.layers.CuDNNLSTM(units), x, [k4, r4, b8]), h, rtol=1e-4, atol=1e-5)
+
+    k3, r3 = rng.normal(size=(features, 3 * units)).astype(np.float32), rng.normal(size=(units, 3 * units)).astype(
+        np.float32)
+    b6 = rng.normal(size=(6 * units,)).astype(np.float32)
+    h = np.zeros((4, units), np.float32)
+    for t in range(5):
+        xw, hu = x[:, t] @ k3 + b6[:3 * units], h @ r3 + b6[3 * units:]
+        z = _sigmoid(xw[:, :units] + hu[:, :units])
+        r = _sigmoid(xw[:, units:2 * units] + hu[:, units:2 * units])
+        h = z * h + (1 - z) * np.tanh(xw[:, 2 * units:] + r * hu[:, 2 * units:])
+    np.testing.assert_allclose(_run(tf.keras.layers.CuDNNGRU(units), x, [k3, r3, b6]), h, rtol=1e-4, atol=1e-5)
+    # GRU(reset_after=True, recurrent_activation="sigmoid") is the same computation, bias as [2, 3u]
+    gru = tf.keras.layers.GRU(units, reset_after=True, recurrent_activation="sigmoid")
+    np.testing.assert_allclose(_run(gru, x, [k3, r3, b6.reshape(2, 3 * units)]), h, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_normalization_and_spatial_dropout():
+    x = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    gamma, beta = rng.normal(size=5).astype(np.float32), rng.normal(size=5).astype(np.float32)
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-3) * gamma + beta
+    np.testing.assert_allclose(_run(tf.keras.layers.LayerNormalization(), x, [gamma, beta]), want, rtol=1e-4,
+                               atol=1e-5)
+    tf.set_random_seed(0)
+    inp = tf.keras.Input(shape=(6, 6, 8))
+    out = tf.keras.layers.SpatialDropout2D(0.5)(inp, training=True)
+    with tf.Session() as sess:
+        dropped = sess.run(out, {inp: np.ones((4, 6, 6, 8), np.float32)})
+    per_channel = dropped.reshape(4, 36, 8)
+    assert (per_channel.min(1) == per_channel.max(1)).all()  # a channel is dropped or kept whole
+    assert 0 < (per_channel[:, 0] == 0).mean() < 1

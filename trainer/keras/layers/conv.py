@@ -11,8 +11,9 @@ from trainer.keras import activations, backend as K, constraints, initializers, 
 from trainer.keras.engine.base_layer import Layer
 from trainer.ops import make_op
 
-__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Cropping1D", "Cropping2D", "DepthwiseConv2D", "SeparableConv2D",
-           "UpSampling1D", "UpSampling2D", "ZeroPadding1D", "ZeroPadding2D"]
+__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Cropping1D", "Cropping2D", "Cropping3D", "DepthwiseConv2D",
+           "SeparableConv1D", "SeparableConv2D", "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D",
+           "ZeroPadding2D", "ZeroPadding3D"]
 
 
 def normalize_tuple(value, n: int, name: str) -> tuple:
@@ -120,6 +121,25 @@ class Conv1D(Conv):
         return tf.squeeze(y, [1])
 
 
+class Conv3D(Conv):
+    """Kernel [kd, kh, kw, in, filters] over [batch, depth, height, width, channels]."""
+
+    rank = 3
+
+    def __init__(self, filters: int, kernel_size, strides=(1, 1, 1), padding: str = "valid", data_format=None,
+                 dilation_rate=(1, 1, 1), activation=None, use_bias: bool = True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, activation, use_bias,
+                         kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
+                         activity_regularizer, kernel_constraint, bias_constraint, **kwargs)
+        if self.dilation_rate != (1, 1, 1):
+            raise NotImplementedError("Conv3D(dilation_rate != 1) is not built in flowstack")
+
+    def convolve(self, inputs):
+        return K.conv3d(inputs, self.kernel, self.strides, self.padding)
+
+
 class Conv2DTranspose(Conv2D):
     """The gradient of a Conv2D with respect to its input; kernel [kh, kw, filters, in]."""
 
@@ -209,6 +229,50 @@ class SeparableConv2D(Conv2D):
                                       self.padding.upper())
 
 
+class SeparableConv1D(SeparableConv2D):
+    """SeparableConv2D over a [batch, steps, channels] input seen as one row: depthwise [k, in, dm],
+    pointwise [1, in*dm, out]."""
+
+    def __init__(self, filters: int, kernel_size, strides=1, padding: str = "valid", data_format=None,
+                 dilation_rate=1, depth_multiplier: int = 1, activation=None, use_bias: bool = True,
+                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None, pointwise_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                 pointwise_constraint=None, bias_constraint=None, **kwargs):
+        k = kernel_size if isinstance(kernel_size, int) else kernel_size[0]
+        st = strides if isinstance(strides, int) else strides[0]
+        super().__init__(filters, (1, k), (1, st), padding, data_format, (1, 1), depth_multiplier, activation,
+                         use_bias, depthwise_initializer, pointwise_initializer, bias_initializer,
+                         depthwise_regularizer, pointwise_regularizer, bias_regularizer, activity_regularizer,
+                         depthwise_constraint, pointwise_constraint, bias_constraint, **kwargs)
+        if dilation_rate not in (1, (1,), [1]):
+            raise NotImplementedError("SeparableConv1D(dilation_rate != 1) is not built in flowstack")
+        self.kernel_size, self.strides, self.dilation_rate = (k,), (st,), (1,)
+
+    def build(self, input_shape):
+        channels = input_shape[-1]
+        k = self.kernel_size[0]
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", (k, channels, self.depth_multiplier),
+                                                initializer=self.depthwise_initializer,
+                                                regularizer=self.depthwise_regularizer,
+                                                constraint=self.depthwise_constraint)
+        self.pointwise_kernel = self.add_weight("pointwise_kernel", (1, channels * self.depth_multiplier,
+                                                                     self.filters),
+                                                initializer=self.pointwise_initializer,
+                                                regularizer=self.pointwise_regularizer,
+                                                constraint=self.pointwise_constraint)
+        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
+                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint) \
+            if self.use_bias else None
+        self.built = True
+
+    def convolve(self, inputs):
+        y = tf.nn.separable_conv2d(tf.expand_dims(inputs, 1), tf.expand_dims(self.depthwise_kernel, 0),
+                                   tf.expand_dims(self.pointwise_kernel, 0), [1, 1, self.strides[0], 1],
+                                   self.padding.upper())
+        return tf.squeeze(y, [1])
+
+
 class ZeroPadding1D(Layer):
     def __init__(self, padding=1, **kwargs):
         super().__init__(**kwargs)
@@ -287,3 +351,46 @@ class Cropping2D(Layer):
         return inputs[:, top:h - bottom, left:w - right, :]
 
 
+
+
+def _triples(value, name: str) -> tuple:
+    """An int, three ints, or three (before, after) pairs, as ((d0, d1), (h0, h1), (w0, w1))."""
+    if isinstance(value, int):
+        return ((value, value),) * 3
+    if all(isinstance(v, int) for v in value):
+        return tuple((int(v), int(v)) for v in normalize_tuple(value, 3, name))
+    return tuple(tuple(int(v) for v in pair) for pair in value)
+
+
+class ZeroPadding3D(Layer):
+    def __init__(self, padding=(1, 1, 1), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        check_channels_last("ZeroPadding3D", data_format)
+        self.padding, self.data_format = _triples(padding, "padding"), data_format
+
+    def call(self, inputs):
+        return K.spatial_3d_padding(inputs, self.padding)
+
+
+class UpSampling3D(Layer):
+    def __init__(self, size=(2, 2, 2), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        check_channels_last("UpSampling3D", data_format)
+        self.size, self.data_format = normalize_tuple(size, 3, "size"), data_format
+
+    def call(self, inputs):
+        for axis, factor in zip((1, 2, 3), self.size):
+            inputs = _upsample(inputs, axis, factor)
+        return inputs
+
+
+class Cropping3D(Layer):
+    def __init__(self, cropping=((1, 1), (1, 1), (1, 1)), data_format=None, **kwargs):
+        super().__init__(**kwargs)
+        check_channels_last("Cropping3D", data_format)
+        self.cropping, self.data_format = _triples(cropping, "cropping"), data_format
+
+    def call(self, inputs):
+        _, d, h, w, _ = K.int_shape(inputs)
+        (d0, d1), (h0, h1), (w0, w1) = self.cropping
+        return inputs[:, d0:d - d1, h0:h - h1, w0:w - w1, :]

@@ -1,4 +1,4 @@
-"""``BatchNormalization`` with Keras' defaults (momentum 0.99, epsilon 1e-3): batch statistics while
+"""``BatchNormalization`` (and ``LayerNormalization``) with Keras' defaults (momentum 0.99, epsilon 1e-3): batch statistics while
 training (the learning phase, or ``training=``), moving averages otherwise. The moving-average
 assignments are the layer's ``updates``, which ``fit`` runs; weights are gamma, beta, moving_mean,
 moving_variance, in Keras' order."""
@@ -9,7 +9,7 @@ import trainer as tf
 from trainer.keras import backend as K, constraints, initializers, regularizers
 from trainer.keras.engine.base_layer import Layer
 
-__all__ = ["BatchNormalization"]
+__all__ = ["BatchNormalization", "LayerNormalization"]
 
 
 class BatchNormalization(Layer):
@@ -80,3 +80,41 @@ class BatchNormalization(Layer):
         self.add_update([K.moving_average_update(self.moving_mean, mean, self.momentum),
                          K.moving_average_update(self.moving_variance, unbiased, self.momentum)])
         return K.in_train_phase(trained, inference, training=training)
+
+
+class LayerNormalization(Layer):
+    """Normalizes each example over ``axis`` (the last by default), then scales by gamma and shifts by beta."""
+
+    def __init__(self, axis=-1, epsilon: float = 1e-3, center: bool = True, scale: bool = True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None, gamma_regularizer=None,
+                 beta_constraint=None, gamma_constraint=None, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = list(axis) if isinstance(axis, (list, tuple)) else axis
+        self.epsilon, self.center, self.scale = float(epsilon), center, scale
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        rank = len(input_shape)
+        self.axes = sorted(a % rank for a in (self.axis if isinstance(self.axis, list) else [self.axis]))
+        shape = tuple(input_shape[a] for a in self.axes)
+        self.gamma = self.add_weight("gamma", shape, initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer, constraint=self.gamma_constraint) \
+            if self.scale else None
+        self.beta = self.add_weight("beta", shape, initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer, constraint=self.beta_constraint) \
+            if self.center else None
+        self.built = True
+
+    def call(self, inputs):
+        rank = len(K.int_shape(inputs))
+        mean, variance = tf.nn.moments(inputs, self.axes, keep_dims=True)
+        shape = [K.int_shape(inputs)[a] if a in self.axes else 1 for a in range(rank)]
+        gamma = tf.reshape(self.gamma, shape) if self.gamma is not None else None
+        beta = tf.reshape(self.beta, shape) if self.beta is not None else None
+        return tf.nn.batch_normalization(inputs, mean, variance, beta, gamma, self.epsilon)
