@@ -1,4 +1,4 @@
-"""``tf.keras.metrics``: per-batch metric functions by name. ``"accuracy"``/``"acc"`` resolve by the
+"""``tf.keras.metrics``: per-batch metric functions by name (the metric classes: metric_objects.py). ``"accuracy"``/``"acc"`` resolve by the
 loss and the output's width, as Keras resolves them (``resolve``)."""
 
 from __future__ import annotations
@@ -75,11 +75,16 @@ def resolve(metric, loss_fn, output_shape):
 
 
 def serialize(metric):
+    if hasattr(metric, "get_config") and not isinstance(metric, type):
+        return {"class_name": type(metric).__name__, "config": metric.get_config()}
     return getattr(metric, "__name__", metric)
 
 
 def deserialize(config, custom_objects=None):
-    return deserialize_object(config, METRICS, "metric function", custom_objects)
+    from trainer.keras.metric_objects import METRIC_CLASSES
+
+    table = METRICS if not isinstance(config, dict) else {**METRICS, **METRIC_CLASSES}
+    return deserialize_object(config, table, "metric function", custom_objects)
 
 
 def get(identifier):
@@ -91,6 +96,12 @@ def get(identifier):
 
 
 def __getattr__(name: str):
+    """The metric classes (``tf.keras.metrics.Mean``, ...) live in trainer.keras.metric_objects, which
+    imports this module's functions; they are looked up there on first use."""
     from trainer.compat import missing_symbol
+    from trainer.keras import metric_objects
 
+    if name in metric_objects.__all__:
+        return getattr(metric_objects, name)
     raise missing_symbol("tf.keras.metrics", name, globals())
+
