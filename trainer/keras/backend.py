@@ -161,7 +161,9 @@ def manual_variable_initialization(value: bool) -> None:
 def initialize_variables(session) -> None:
     """Run the initializers of the graph's variables that hold no value yet in ``session``."""
     known = _INITIALIZED.setdefault(session, set())
-    candidates = [v for v in tf.global_variables(graph=session.graph) if v.op.name not in known]
+    graph = session.graph
+    candidates = [v for v in tf.global_variables(graph=graph) + graph.get_collection(tf.GraphKeys.LOCAL_VARIABLES)
+                  if v.op.name not in known]
     if not candidates:
         return
     with session.graph.as_default():

@@ -14,6 +14,7 @@ from trainer.keras.engine.base_layer import keras_history, to_list, unpack
 from trainer.keras.engine.batch_sources import ArraySource, DatasetSource, GeneratorSource, SequenceSource
 from trainer.keras.engine.input_layer import Input
 from trainer.keras.engine.network import Network
+from trainer.keras.metric_objects import Metric
 
 __all__ = ["Model"]
 
@@ -100,7 +101,8 @@ class Model(Network):
                 [self.metrics] * len(self.outputs)
             names = self._output_names()
             self.targets, self.sparse_targets = [], []
-            total, output_losses, metric_values, metric_names = None, [], [], []
+            total, output_losses, metric_values, metric_names, stateful = None, [], [], [], []
+            self.stateful_metrics = []
             for out, name, fn, w, mets in zip(self.outputs, names, loss_fns, weights, metric_lists):
                 rank = len(K.int_shape(out))
                 sparse = _is_sparse(fn)
@@ -111,9 +113,15 @@ class Model(Network):
                 output_losses.append(output_loss)
                 total = w * output_loss if total is None else total + w * output_loss
                 for m in to_list(mets or []):
-                    fn_m = metrics_module.resolve(m, fn, K.int_shape(out))
-                    metric_values.append(_mean(fn_m(target, out)))
-                    base = m if isinstance(m, str) else getattr(fn_m, "__name__", "metric")
+                    if isinstance(m, Metric):  # stateful: updated, then its running value
+                        metric_values.append(m(target, out))
+                        self.stateful_metrics.append(m)
+                        base = m.name
+                    else:
+                        fn_m = metrics_module.resolve(m, fn, K.int_shape(out))
+                        metric_values.append(_mean(fn_m(target, out)))
+                        base = m if isinstance(m, str) else getattr(fn_m, "__name__", "metric")
+                    stateful.append(isinstance(m, Metric))
                     metric_names.append(base if len(self.outputs) == 1 else f"{name}_{base}")
             regularization = self.losses
             if regularization:
@@ -122,6 +130,8 @@ class Model(Network):
             self.metrics_names = ["loss"] + ([f"{n}_loss" for n in names] if len(self.outputs) > 1 else []) + \
                 metric_names
             fetches = [total] + (output_losses if len(self.outputs) > 1 else []) + metric_values
+            # per fetch: True where the value is a running one (reported as is, not averaged over batches)
+            self.running_values = np.asarray([False] * (len(fetches) - len(stateful)) + stateful)
             with tf.name_scope(type(self.optimizer).__name__):
                 updates = self.optimizer.get_updates(total, self.trainable_weights)
             phase = [K.learning_phase()] if K.learning_phase_is_fed() else []
@@ -275,8 +285,21 @@ class Model(Network):
         cbs.on_train_end()
         return self.history
 
+    @staticmethod
+    def _accumulate(totals, outs: list, n: int, running):
+        """Batch-size-weighted sums of the values, except running values, which replace (times n)."""
+        outs = np.asarray(outs) * n
+        if totals is None:
+            return outs
+        return np.where(running, outs, totals + outs)
+
+    def _epoch_values(self, totals, seen: int, last_n: int) -> list[float]:
+        running = self.running_values
+        return [float(v) for v in np.where(running, totals / max(last_n, 1), totals / seen)]
+
     def _run_epoch(self, source, cbs) -> dict:
-        totals, seen = None, 0
+        totals, seen, n = None, 0, 0
+        self.reset_metrics()
         for index, (xb, yb) in enumerate(source.batches()):
             if yb is None:
                 raise ValueError("fit needs targets: pass y, or a dataset/generator yielding (x, y)")
@@ -288,14 +311,14 @@ class Model(Network):
             cbs.on_train_batch_begin(index, logs)
             outs = [float(v) for v in self.train_function(xb + yb + self.train_phase_values)]
             logs.update(zip(self.metrics_names, outs))
-            totals = np.asarray(outs) * n if totals is None else totals + np.asarray(outs) * n
+            totals = self._accumulate(totals, outs, n, self.running_values)
             seen += n
             cbs.on_train_batch_end(index, logs)
             if self.stop_training:
                 break
         if totals is None:
             raise ValueError("fit: the data yielded no batches")
-        return {name: float(v) for name, v in zip(self.metrics_names, totals / seen)}
+        return dict(zip(self.metrics_names, self._epoch_values(totals, seen, n)))
 
     def _split(self, x, y, fraction: float):
         xs = x if isinstance(x, (list, tuple)) else [x]
@@ -318,20 +341,24 @@ class Model(Network):
                          f"got {type(data).__name__}")
 
     def _evaluate_source(self, source) -> list[float]:
-        totals, seen = None, 0
+        totals, seen, n = None, 0, 0
+        if self.train_function is not None:
+            self.reset_metrics()
         for xb, yb in source.batches():
             if not isinstance(source, ArraySource):
                 xb, yb = self._batch_arrays(xb, yb)
             if yb is None:
                 raise ValueError("evaluate needs targets: pass y, or a dataset yielding (x, y)")
-            self._build_training()
-            outs = np.asarray([float(v) for v in self.test_function(xb + yb)])
+            if self.train_function is None:
+                self._build_training()
+                self.reset_metrics()
+            outs = [float(v) for v in self.test_function(xb + yb)]
             n = len(xb[0])
-            totals = outs * n if totals is None else totals + outs * n
+            totals = self._accumulate(totals, outs, n, self.running_values)
             seen += n
         if totals is None:
             raise ValueError("evaluate: the data yielded no batches")
-        return [float(v) for v in totals / seen]
+        return self._epoch_values(totals, seen, n)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose: int = 1, sample_weight=None, steps=None,
                  callbacks=None, max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False):
@@ -363,12 +390,16 @@ class Model(Network):
             raise NotImplementedError("train_on_batch(sample_weight=/class_weight=) is not built in flowstack's Keras")
         source = self._source(x, y, None, False, None, "train_on_batch")
         xs, ys = source.xs, source.ys
+        if reset_metrics:
+            self.reset_metrics()
         outs = [float(v) for v in self.train_function(xs + ys + self.train_phase_values)]
         return outs[0] if len(outs) == 1 else outs
 
     def test_on_batch(self, x, y, sample_weight=None, reset_metrics: bool = True):
         self._check_compiled()
         source = self._source(x, y, None, False, None, "test_on_batch")
+        if reset_metrics:
+            self.reset_metrics()
         outs = [float(v) for v in self.test_function(source.xs + source.ys)]
         return outs[0] if len(outs) == 1 else outs
 
@@ -400,7 +431,9 @@ class Model(Network):
         saving.save_model(self, filepath, overwrite, include_optimizer)
 
     def reset_metrics(self) -> None:
-        """Metrics here are per batch (no running state), so there is nothing to reset."""
+        """Zero the metric objects' state (function metrics are per batch and have none)."""
+        for metric in getattr(self, "stateful_metrics", []):
+            metric.reset_states()
 
     def reset_states(self) -> None:
         """Recurrent layers here are never stateful, so there is no state to reset."""
