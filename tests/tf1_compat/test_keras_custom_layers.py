@@ -80,3 +80,38 @@ def test_backend_functions_values_and_the_learning_phase():
     assert K.eval(K.categorical_crossentropy(K.constant([[0.0, 1.0]]), K.constant([[0.5, 0.5]])))[0] == \
         np.float32(np.log(2.0))
     assert K.get_session() is K.get_session()
+
+
+class MinimalRNNCell(layers.Layer):
+    """The cell of Keras' RNN documentation: state_size an int, call(inputs, states)."""
+
+    def __init__(self, units, **kwargs):
+        self.units = units
+        self.state_size = units
+        super().__init__(**kwargs)
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="uniform", name="kernel")
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
+                                                name="recurrent_kernel")
+        self.built = True
+
+    def call(self, inputs, states):
+        output = K.dot(inputs, self.kernel) + K.dot(states[0], self.recurrent_kernel)
+        return output, [output]
+
+
+def test_a_user_cell_runs_in_rnn_alone_and_stacked():
+    x = tf.keras.Input((5, 4))
+    cell = MinimalRNNCell(3)
+    last = layers.RNN(cell)(x)
+    stacked = layers.RNN([MinimalRNNCell(3), MinimalRNNCell(2)], return_sequences=True)(x)
+    model = tf.keras.Model(x, [last, stacked])
+    data = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
+    got_last, got_stacked = model.predict(data)
+    kernel, recurrent = cell.get_weights()
+    h = np.zeros((2, 3), np.float32)
+    for t in range(5):
+        h = data[:, t] @ kernel + h @ recurrent
+    np.testing.assert_allclose(got_last, h, rtol=1e-5, atol=1e-6)
+    assert got_stacked.shape == (2, 5, 2)

@@ -21,8 +21,8 @@ from trainer.keras.layers.pooling import (AveragePooling1D, AveragePooling2D, Av
                                           GlobalAveragePooling2D, GlobalAveragePooling3D, GlobalMaxPooling1D,
                                           GlobalMaxPooling2D, GlobalMaxPooling3D, MaxPooling1D, MaxPooling2D,
                                           MaxPooling3D)
-from trainer.keras.layers.recurrent import (GRU, LSTM, RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell,
-                                            StackedRNNCells)
+from trainer.keras.layers.recurrent import (GRU, LSTM, RNN, AbstractRNNCell, GRUCell, LSTMCell, SimpleRNN,
+                                            SimpleRNNCell, StackedRNNCells)
 from trainer.keras.layers.wrappers import Bidirectional, TimeDistributed, Wrapper
 from trainer.keras.serialization import deserialize as deserialize_object, to_json_value
 

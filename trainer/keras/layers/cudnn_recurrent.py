@@ -24,7 +24,7 @@ class CuDNNLSTMCell(LSTMCell):
                               base((6 * units,), dtype=dtype)], 0)
         return forget_ones
 
-    def step(self, x, states):
+    def call(self, x, states):
         u4 = 4 * self.units
         bias = self.bias[:u4] + self.bias[u4:]
         h_prev, c_prev = states
@@ -40,7 +40,7 @@ class CuDNNGRUCell(GRUCell):
     def bias_shape(self) -> tuple:
         return (6 * self.units,)
 
-    def step(self, x, states):
+    def call(self, x, states):
         h_prev = states[0]
         n3 = 3 * self.units
         xw = tf.matmul(x, self.kernel) + self.bias[:n3]

@@ -17,11 +17,37 @@ import trainer as tf
 from trainer.keras import activations, backend as K, constraints, initializers, regularizers
 from trainer.keras.engine.base_layer import Layer
 
-__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells"]
+__all__ = ["AbstractRNNCell", "GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell",
+           "StackedRNNCells", "state_sizes"]
 
 
-class RecurrentCell(Layer):
-    """A cell: ``step(x_t, states) -> (output, new_states)``; ``state_size`` lists the state widths."""
+def state_sizes(cell) -> list[int]:
+    """A cell's ``state_size`` as a list (a Keras cell may give one int)."""
+    size = cell.state_size
+    return list(size) if isinstance(size, (list, tuple)) else [size]
+
+
+def output_width(cell) -> int:
+    """A cell's output width: its ``output_size``, else its first state's (Keras' rule)."""
+    size = getattr(cell, "output_size", None)
+    return size if size is not None else state_sizes(cell)[0]
+
+
+class AbstractRNNCell(Layer):
+    """The base of a user's cell: ``call(inputs, states) -> (output, new_states)`` for one timestep, with
+    ``state_size`` (an int or a list) and ``output_size``; weights made in ``build((batch, input_dim))``."""
+
+    @property
+    def state_size(self):
+        raise NotImplementedError(f"{type(self).__name__} must define state_size")
+
+    @property
+    def output_size(self):
+        raise NotImplementedError(f"{type(self).__name__} must define output_size")
+
+
+class RecurrentCell(AbstractRNNCell):
+    """Keras' cells: ``call(x_t, states) -> (output, new_states)``; ``state_size`` lists the state widths."""
 
     gates = 1
 
@@ -53,6 +79,10 @@ class RecurrentCell(Layer):
     @property
     def state_size(self) -> list[int]:
         return [self.units]
+
+    @property
+    def output_size(self) -> int:
+        return self.units
 
     def bias_shape(self) -> tuple:
         return (self.gates * self.units,)
@@ -89,7 +119,7 @@ class SimpleRNNCell(RecurrentCell):
                          bias_initializer, kernel_regularizer, recurrent_regularizer, bias_regularizer,
                          kernel_constraint, recurrent_constraint, bias_constraint, dropout, recurrent_dropout, **kwargs)
 
-    def step(self, x, states):
+    def call(self, x, states):
         h = tf.matmul(x, self.kernel)
         if self.use_bias:
             h = h + self.bias
@@ -114,7 +144,7 @@ class GRUCell(RecurrentCell):
     def bias_shape(self) -> tuple:
         return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
 
-    def step(self, x, states):
+    def call(self, x, states):
         h_prev = states[0]
         s = self.gate_slices
         xw = tf.matmul(x, self.kernel)
@@ -166,7 +196,7 @@ class LSTMCell(RecurrentCell):
             return tf.concat([b, tf.ones((units,), dtype=dtype), base((2 * units,), dtype=dtype)], 0)
         return forget_ones
 
-    def step(self, x, states):
+    def call(self, x, states):
         h_prev, c_prev = states
         z = tf.matmul(x, self.kernel) + tf.matmul(h_prev, self.recurrent_kernel)
         if self.use_bias:
@@ -189,7 +219,11 @@ class StackedRNNCells(Layer):
 
     @property
     def state_size(self) -> list[int]:
-        return [s for cell in self.cells for s in cell.state_size]
+        return [s for cell in self.cells for s in state_sizes(cell)]
+
+    @property
+    def output_size(self) -> int:
+        return output_width(self.cells[-1])
 
     def build(self, input_shape):
         width = input_shape[-1]
@@ -197,15 +231,15 @@ class StackedRNNCells(Layer):
             with tf.name_scope(cell.name):
                 cell.build((None, width))
                 cell.built = True
-            width = cell.units
+            width = output_width(cell)
         self.built = True
 
-    def step(self, x, states):
+    def call(self, x, states):
         new_states, at = [], 0
         for cell in self.cells:
-            n = len(cell.state_size)
-            x, cell_states = cell.step(x, states[at:at + n])
-            new_states += cell_states
+            n = len(state_sizes(cell))
+            x, cell_states = cell.call(x, states[at:at + n])
+            new_states += list(cell_states) if isinstance(cell_states, (list, tuple)) else [cell_states]
             at += n
         return x, new_states
 
@@ -238,7 +272,7 @@ class RNN(Layer):
 
     def build(self, input_shape):
         with tf.name_scope(self.cell.name):
-            self.cell.build(input_shape)
+            self.cell.build((input_shape[0], input_shape[-1]))  # a cell sees one timestep
             self.cell.built = True
         self.built = True
 
@@ -263,11 +297,12 @@ class RNN(Layer):
         if initial_state is not None:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
         else:
-            states = [tf.zeros(tf.stack([batch, size]), dtype=inputs.dtype) for size in self.cell.state_size]
+            states = [tf.zeros(tf.stack([batch, size]), dtype=inputs.dtype) for size in state_sizes(self.cell)]
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         outputs, output = [], None
         for t in order:
-            out, new_states = self.cell.step(inputs[:, t, :], states)
+            out, new_states = self.cell.call(inputs[:, t, :], states)
+            new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
             if mask is not None:  # a masked step keeps the state and repeats the previous output
                 keep = tf.expand_dims(tf.cast(mask[:, t], inputs.dtype), 1)
                 previous = output if output is not None else tf.zeros_like(out)
@@ -284,7 +319,7 @@ class RNN(Layer):
         mask = mask[0] if isinstance(mask, list) else mask
         out_mask = mask if self.return_sequences else None
         if self.return_state:
-            return [out_mask] + [None] * len(self.cell.state_size)
+            return [out_mask] + [None] * len(state_sizes(self.cell))
         return out_mask
 
     def get_config(self) -> dict:
