@@ -181,7 +181,7 @@ def test_an_embedding_with_mask_zero_feeds_a_masked_gru():
     assert not np.allclose(masked.predict(padded), masked.predict(np.array([[3, 5, 1, 1], [2, 7, 1, 1]])))
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adadelta", "adamax", "nadam",
+@pytest.mark.parametrize("optimizer", ["sgd", "adagrad", "adadelta", "adamax", "nadam", "ftrl",
                                        tf.keras.optimizers.Adam(amsgrad=True)])
 def test_every_keras_optimizer_lowers_the_loss(digits, optimizer):
     _seed()

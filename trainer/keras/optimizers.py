@@ -13,7 +13,7 @@ from trainer.gradients import IndexedSlices
 from trainer.keras import backend as K
 from trainer.keras.serialization import deserialize as deserialize_object
 
-__all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "Nadam", "Optimizer", "RMSprop", "SGD", "TFOptimizer",
+__all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "Optimizer", "RMSprop", "SGD", "TFOptimizer",
            "deserialize", "get", "serialize"]
 
 
@@ -253,6 +253,30 @@ class Nadam(Optimizer):
         return p - lr * m_bar / (tf.sqrt(v_prime) + self.epsilon), [(state["m"], m), (state["v"], v)]
 
 
+class Ftrl(Optimizer):
+    """FTRL-Proximal with TensorFlow's update (tf.train.FtrlOptimizer's ApplyFtrl), ``lr`` a variable."""
+
+    arguments = ("learning_rate_power", "initial_accumulator_value", "l1_regularization_strength",
+                 "l2_regularization_strength")
+
+    def __init__(self, learning_rate=None, learning_rate_power: float = -0.5, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0, l2_regularization_strength: float = 0.0,
+                 l2_shrinkage_regularization_strength: float = 0.0, lr=None, **kwargs):
+        if l2_shrinkage_regularization_strength:
+            raise NotImplementedError("Ftrl(l2_shrinkage_regularization_strength=...) is not built in flowstack")
+        super().__init__(learning_rate, lr, 0.0, default_lr=0.001, **kwargs)
+        self.learning_rate_power, self.initial_accumulator_value = learning_rate_power, initial_accumulator_value
+        self.l1_regularization_strength = l1_regularization_strength
+        self.l2_regularization_strength = l2_regularization_strength
+
+    def get_updates(self, loss, params) -> list:
+        rule = tf.train.FtrlOptimizer(self.lr, self.learning_rate_power, self.initial_accumulator_value,
+                                      self.l1_regularization_strength, self.l2_regularization_strength)
+        grads = self.get_gradients(loss, params)
+        return [rule.apply_gradients(list(zip(grads, params))),
+                tf.assign_add(self.iterations, np.asarray(1, np.int64))]
+
+
 class TFOptimizer(Optimizer):
     """A ``tf.train`` optimizer used by ``compile``: its own update ops, plus the iteration count."""
 
@@ -279,8 +303,8 @@ class TFOptimizer(Optimizer):
 
 
 OPTIMIZERS = {"sgd": SGD, "rmsprop": RMSprop, "adagrad": Adagrad, "adadelta": Adadelta, "adam": Adam,
-              "adamax": Adamax, "nadam": Nadam}
-OPTIMIZERS.update({cls.__name__: cls for cls in (SGD, RMSprop, Adagrad, Adadelta, Adam, Adamax, Nadam)})
+              "adamax": Adamax, "nadam": Nadam, "ftrl": Ftrl}
+OPTIMIZERS.update({cls.__name__: cls for cls in (SGD, RMSprop, Adagrad, Adadelta, Adam, Adamax, Nadam, Ftrl)})
 
 
 def serialize(optimizer) -> dict:
