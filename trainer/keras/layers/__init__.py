@@ -13,6 +13,7 @@ from trainer.keras.layers.core import (Activation, ActivityRegularization, Dense
                                        SpatialDropout3D)
 from trainer.keras.layers.cudnn_recurrent import CuDNNGRU, CuDNNLSTM
 from trainer.keras.layers.embeddings import Embedding
+from trainer.keras.layers.feature_columns import DenseFeatures
 from trainer.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
                                         average, concatenate, dot, maximum, minimum, multiply, subtract)
 from trainer.keras.layers.noise import AlphaDropout, GaussianDropout, GaussianNoise
