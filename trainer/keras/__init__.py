@@ -9,13 +9,14 @@ functional ``Model``, subclassed models) with ``compile``/``fit``/``evaluate``/`
 from __future__ import annotations
 
 from trainer.keras import (activations, backend, callbacks, constraints, initializers, layers, losses, metrics,
-                           models, optimizers, preprocessing, regularizers, utils)
+                           models, optimizers, preprocessing, regularizers, utils, wrappers)
 from trainer.keras.engine.input_layer import Input
 from trainer.keras.engine.sequential import Sequential
 from trainer.keras.engine.training import Model
 
 __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "constraints", "initializers",
-           "layers", "losses", "metrics", "models", "optimizers", "preprocessing", "regularizers", "utils"]
+           "layers", "losses", "metrics", "models", "optimizers", "preprocessing", "regularizers", "utils",
+           "wrappers"]
 
 LAZY_ATTRIBUTES = {"estimator": ("trainer.keras.estimator", None)}  # imports tf.estimator, so on first use
 
