@@ -93,3 +93,18 @@ def test_verbose_prints_one_line_per_epoch(digits, capsys):
     model.fit(digits["x_train"][:100], digits["y_train"][:100], epochs=2, verbose=2)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("Epoch 1/2 - loss: ") and "accuracy: " in lines[1]
+
+
+def test_a_learning_rate_schedule_sets_the_rate_per_step():
+    schedule = tf.keras.optimizers.schedules.PiecewiseConstantDecay([3], [0.1, 0.0])
+    model = tf.keras.Sequential([layers.Dense(1, input_shape=(2,))])
+    model.compile(tf.keras.optimizers.SGD(schedule), "mse")
+    x, y = np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32)
+    model.fit(x, y, batch_size=4, epochs=3, verbose=0)
+    after_three = model.get_weights()
+    model.fit(x, y, batch_size=4, epochs=3, verbose=0)  # steps 3..5: rate 0
+    for a, b in zip(after_three, model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    config = tf.keras.optimizers.serialize(model.optimizer)
+    rebuilt = tf.keras.optimizers.deserialize(config)
+    assert isinstance(rebuilt.schedule, tf.keras.optimizers.schedules.PiecewiseConstantDecay)

@@ -11,6 +11,7 @@ import numpy as np
 import trainer as tf
 from trainer.gradients import IndexedSlices
 from trainer.keras import backend as K
+from trainer.keras import schedules  # tf.keras.optimizers.schedules
 from trainer.keras.serialization import deserialize as deserialize_object
 
 __all__ = ["Adadelta", "Adagrad", "Adam", "Adamax", "Ftrl", "Nadam", "Optimizer", "RMSprop", "SGD", "TFOptimizer",
@@ -33,7 +34,10 @@ class Optimizer:
         unknown = set(kwargs) - allowed
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {sorted(unknown)}")
-        self.initial_lr = float(learning_rate if learning_rate is not None else lr if lr is not None else default_lr)
+        rate = learning_rate if learning_rate is not None else lr if lr is not None else default_lr
+        # a LearningRateSchedule computes the rate from the step each update (the lr variable is then unused)
+        self.schedule = rate if isinstance(rate, schedules.LearningRateSchedule) else None
+        self.initial_lr = 0.0 if self.schedule is not None else float(rate)
         self.clipnorm, self.clipvalue = clipnorm, clipvalue
         self.initial_decay = float(decay)
         self.state: dict = {}  # graph -> {"iterations", "lr", "decay"} variables
@@ -69,6 +73,8 @@ class Optimizer:
         return grads
 
     def current_lr(self):
+        if self.schedule is not None:
+            return tf.cast(self.schedule(self.iterations), tf.float32)
         if not self.initial_decay:
             return self.lr.as_tensor()
         return self.lr * (1.0 / (1.0 + self.decay * tf.cast(self.iterations, tf.float32)))
@@ -109,7 +115,8 @@ class Optimizer:
         raise NotImplementedError
 
     def get_config(self) -> dict:
-        config = {"lr": float(K.get_value(self.lr)), "decay": float(K.get_value(self.decay))}
+        rate = schedules.serialize(self.schedule) if self.schedule is not None else float(K.get_value(self.lr))
+        config = {"lr": rate, "decay": float(K.get_value(self.decay))}
         config.update({name: getattr(self, name) for name in self.arguments})
         if self.clipnorm is not None:
             config["clipnorm"] = self.clipnorm
@@ -119,6 +126,8 @@ class Optimizer:
 
     @classmethod
     def from_config(cls, config: dict):
+        if isinstance(config.get("lr"), dict):
+            config = {**config, "lr": schedules.deserialize(config["lr"])}
         return cls(**config)
 
 
