@@ -72,3 +72,22 @@ def test_a_keras_built_graph_freezes_and_runs_on_the_edge_runtime(digits, tmp_pa
                    {"probabilities": model.outputs[0]})
     got = edge_runtime.load(str(tmp_path / "keras.flow")).run({"pixels": test})["probabilities"]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_fit_runs_in_the_users_session_and_keeps_its_variables(digits):
+    tf.set_random_seed(0)
+    counter = tf.Variable(7, name="counter")
+    model = tf.keras.Sequential([tf.keras.layers.Dense(10, activation="softmax", input_shape=(64,))])
+    model.compile(tf.keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", ["accuracy"])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(counter.assign(11))
+        assert tf.keras.backend.get_session() is sess
+        model.fit(digits["x_train"], digits["y_train"], epochs=3, verbose=0)
+        assert sess.run(counter) == 11  # Keras initializes only what holds no value yet
+        assert model.evaluate(digits["x_test"], digits["y_test"], verbose=0)[1] > 0.85
+    other = tf.Session()
+    tf.keras.backend.set_session(other)
+    assert tf.keras.backend.get_session() is other
+    other.close()
+    tf.keras.backend.set_session(None)

@@ -66,16 +66,16 @@ class Model(Network):
         self.train_function = self.test_function = None
 
     def per_output(self, spec, what: str) -> list:
-        """``spec`` (one value, a list, or a dict by output layer name) as one entry per output."""
-        names = [layer.name for layer in self.output_layers] if self.is_graph_network else \
-            [f"output_{i + 1}" for i in range(len(self.outputs))]
+        """``spec`` (one value, a list with one entry per output, or a dict by output name) as a list
+        with one entry per output. ``metrics`` lists are one list for every output unless given per output."""
+        names = self._output_names()
         if isinstance(spec, dict):
             unknown = set(spec) - set(names)
             if unknown:
                 raise ValueError(f"Unknown entries in {what} dictionary: {sorted(unknown)}. Only expected the "
                                  f"following keys: {names}")
             return [spec.get(n) for n in names]
-        if isinstance(spec, (list, tuple)) and len(self.outputs) > 1 or what == "loss" and isinstance(spec, list):
+        if isinstance(spec, (list, tuple)) and (what != "metrics" or len(self.outputs) > 1):
             if len(spec) != len(self.outputs):
                 raise ValueError(f"When passing a list as {what}, it should have one entry per model output. The "
                                  f"model has {len(self.outputs)} outputs, but you passed {what}={spec}")
