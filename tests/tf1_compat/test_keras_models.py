@@ -191,3 +191,17 @@ def test_every_keras_optimizer_lowers_the_loss(digits, optimizer):
     before = model.evaluate(x, y, verbose=0)
     model.fit(x, y, epochs=3, verbose=0)
     assert model.evaluate(x, y, verbose=0) < before
+
+
+def test_a_model_called_on_other_inputs_still_fits(digits):
+    """Calling a model with BatchNormalization on another tensor adds updates that depend on that tensor;
+    fit runs only the updates of the model's own calls."""
+    _seed()
+    inp = tf.keras.Input(shape=(64,))
+    model = tf.keras.Model(inp, layers.Dense(10, activation="softmax")(layers.BatchNormalization()(inp)))
+    other = tf.placeholder(tf.float32, [None, 64])
+    model(other)  # graph code reusing the model
+    model.compile("adam", "sparse_categorical_crossentropy")
+    moving_mean = model.layers[1].moving_mean
+    model.fit(digits["x_train"], digits["y_train"], epochs=1, verbose=0)
+    assert not np.allclose(tf.keras.backend.get_value(moving_mean), 0.0)

@@ -86,7 +86,7 @@ class KerasModelFn:
             total = total + tf.add_n([tf.convert_to_tensor(l) for l in model.losses])
         if mode == ModeKeys.EVAL:
             return EstimatorSpec(mode, predictions=predictions, loss=total, eval_metric_ops=metric_ops)
-        updates = model.optimizer.get_updates(total, model.trainable_weights) + model.updates
+        updates = model.optimizer.get_updates(total, model.trainable_weights) + model.updates_of_outputs()
         step = tf.train.get_or_create_global_step()
         with tf.control_dependencies(updates):
             train_op = tf.assign_add(step, 1)

@@ -32,6 +32,9 @@ class KerasHistory(NamedTuple):
 
 
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# The updates made by the layer calls in progress, innermost last: each call's node keeps those made
+# during it (a nested model's layers' too), so a model trains with the updates of its own calls only.
+_UPDATE_RECORDERS: list[list] = []
 _MASKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -78,8 +81,10 @@ class InputSpec:
 class Node:
     """One call of ``outbound_layer``: the tensors it took and the tensors it made."""
 
-    def __init__(self, outbound_layer: "Layer", input_tensors: list, output_tensors: list, arguments: dict):
+    def __init__(self, outbound_layer: "Layer", input_tensors: list, output_tensors: list, arguments: dict,
+                 updates: list | None = None):
         self.outbound_layer = outbound_layer
+        self.updates = updates or []
         self.input_tensors = input_tensors
         self.output_tensors = output_tensors
         self.arguments = arguments
@@ -156,7 +161,10 @@ class Layer:
         self._losses.extend(to_list(losses))
 
     def add_update(self, updates, inputs=None) -> None:
-        self._updates.extend(to_list(updates))
+        updates = to_list(updates)
+        self._updates.extend(updates)
+        for recorder in _UPDATE_RECORDERS:
+            recorder.extend(updates)
 
     @property
     def trainable_weights(self) -> list:
@@ -210,6 +218,20 @@ class Layer:
         inputs = flat if isinstance(inputs, (list, tuple)) else flat[0]
         masks = [keras_mask(x) for x in flat]
         previous_mask = None if all(m is None for m in masks) else unpack(masks)
+        recorded: list = []
+        _UPDATE_RECORDERS.append(recorded)
+        try:
+            outputs, outs, output_mask = self._call_in_scope(graph, inputs, flat, previous_mask, args, kwargs)
+        finally:
+            _UPDATE_RECORDERS.pop()
+        self._add_node(flat, outs, {k: v for k, v in kwargs.items() if not isinstance(v, tf.Tensor)}, recorded)
+        for o, m in zip(outs, to_list(output_mask) if output_mask is not None else [None] * len(outs)):
+            if m is not None:
+                _MASKS[o] = m
+        return outs if isinstance(outputs, (list, tuple)) else outs[0]
+
+    def _call_in_scope(self, graph, inputs, flat: list, previous_mask, args, kwargs):
+        """Build (on the first call) and call in the layer's name scope: (outputs, their list, their mask)."""
         with graph.name_scope(self.name):
             if not self.built:
                 shapes = [K.int_shape(x) for x in flat]
@@ -230,15 +252,11 @@ class Layer:
                 for o in outs:
                     batch = tf.cast(tf.shape(o)[0], o.dtype)
                     self.add_loss(self.activity_regularizer(o) / batch)
-        self._add_node(flat, outs, {k: v for k, v in kwargs.items() if not isinstance(v, tf.Tensor)})
-        for o, m in zip(outs, to_list(output_mask) if output_mask is not None else [None] * len(outs)):
-            if m is not None:
-                _MASKS[o] = m
-        return outs if isinstance(outputs, (list, tuple)) else outs[0]
+        return outputs, outs, output_mask
 
-    def _add_node(self, inputs: list, outputs: list, arguments: dict) -> None:
+    def _add_node(self, inputs: list, outputs: list, arguments: dict, updates: list | None = None) -> None:
         node_index = len(self.inbound_nodes)
-        self.inbound_nodes.append(Node(self, inputs, outputs, arguments))
+        self.inbound_nodes.append(Node(self, inputs, outputs, arguments, updates))
         for i, o in enumerate(outputs):
             _HISTORY[o] = KerasHistory(self, node_index, i)
 

@@ -152,6 +152,15 @@ class Network(Layer):
     def updates(self) -> list:
         return list(self._updates) + [u for l in self._sublayers() for u in l.updates]
 
+    def updates_of_outputs(self) -> list:
+        """The updates made by the calls that compute ``self.outputs`` (not by calls of the same layers on
+        other inputs, which a training step could not feed)."""
+        if self.is_graph_network:
+            return [u for node in self._network_nodes for u in node.updates]
+        history = [keras_history(o) for o in self.outputs]
+        nodes = _unique([h.layer.inbound_nodes[h.node_index] for h in history if h is not None])
+        return [u for node in nodes for u in node.updates]
+
     def get_weights(self) -> list:
         return K.batch_get_value(self.weights)
 

@@ -136,7 +136,7 @@ class Model(Network):
                 updates = self.optimizer.get_updates(total, self.trainable_weights)
             phase = [K.learning_phase()] if K.learning_phase_is_fed() else []
             self.train_function = K.function(self.inputs + self.targets + phase, fetches,
-                                             updates=updates + self.updates)
+                                             updates=updates + self.updates_of_outputs())
             self.train_phase_values = [True] * len(phase)
             self.test_function = K.function(self.inputs + self.targets, fetches)
 
