@@ -115,3 +115,23 @@ def test_a_user_cell_runs_in_rnn_alone_and_stacked():
         h = data[:, t] @ kernel + h @ recurrent
     np.testing.assert_allclose(got_last, h, rtol=1e-5, atol=1e-6)
     assert got_stacked.shape == (2, 5, 2)
+
+
+def test_a_registered_layer_loads_without_custom_objects(tmp_path):
+    @tf.keras.utils.register_keras_serializable(package="Tests")
+    class Shift(layers.Layer):
+        def __init__(self, amount: float = 1.0, **kwargs):
+            super().__init__(**kwargs)
+            self.amount = amount
+
+        def call(self, inputs):
+            return inputs + self.amount
+
+    assert tf.keras.utils.get_registered_name(Shift) == "Tests>Shift"
+    assert tf.keras.utils.get_registered_object("Tests>Shift") is Shift
+    inp = tf.keras.Input(shape=(2,))
+    model = tf.keras.Model(inp, Shift(3.0)(inp))
+    model.save(str(tmp_path / "m"))
+    restored = tf.keras.models.load_model(str(tmp_path / "m"))
+    np.testing.assert_array_equal(restored.predict(np.zeros((1, 2))), [[3.0, 3.0]])
+    tf.keras.utils.get_custom_objects().clear()

@@ -171,3 +171,19 @@ def test_layer_normalization_and_spatial_dropout():
     per_channel = dropped.reshape(4, 36, 8)
     assert (per_channel.min(1) == per_channel.max(1)).all()  # a channel is dropped or kept whole
     assert 0 < (per_channel[:, 0] == 0).mean() < 1
+
+
+def test_locally_connected_layers_use_one_filter_per_position():
+    x = rng.normal(size=(2, 5, 3)).astype(np.float32)
+    kernel = rng.normal(size=(2, 2 * 3, 4)).astype(np.float32)  # 2 positions (k=2, stride 2), patch 2*3
+    bias = rng.normal(size=(2, 4)).astype(np.float32)
+    got = _run(tf.keras.layers.LocallyConnected1D(4, 2, strides=2), x, [kernel, bias])
+    want = np.stack([x[:, 2 * i:2 * i + 2].reshape(2, -1) @ kernel[i] + bias[i] for i in range(2)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    images = rng.normal(size=(2, 4, 4, 1)).astype(np.float32)
+    kernel2 = rng.normal(size=(9, 4, 2)).astype(np.float32)
+    bias2 = rng.normal(size=(3, 3, 2)).astype(np.float32)
+    got2 = _run(tf.keras.layers.LocallyConnected2D(2, 2), images, [kernel2, bias2])
+    want2 = np.stack([images[:, i:i + 2, j:j + 2].reshape(2, -1) @ kernel2[3 * i + j] + bias2[i, j]
+                      for i in range(3) for j in range(3)], axis=1).reshape(2, 3, 3, 2)
+    np.testing.assert_allclose(got2, want2, rtol=1e-5, atol=1e-5)

@@ -7,8 +7,8 @@ import numpy as np
 from trainer.keras.serialization import CustomObjectScope, get_custom_objects
 
 __all__ = ["CustomObjectScope", "Progbar", "Sequence", "custom_object_scope", "deserialize_keras_object",
-           "get_custom_objects", "get_source_inputs", "normalize",
-           "serialize_keras_object", "to_categorical"]
+           "get_custom_objects", "get_registered_name", "get_registered_object", "get_source_inputs", "normalize",
+           "register_keras_serializable", "serialize_keras_object", "to_categorical"]
 
 custom_object_scope = CustomObjectScope
 
@@ -82,6 +82,37 @@ def get_source_inputs(tensor, layer=None, node_index=None) -> list:
             if all(s is not f for f in found):
                 found.append(s)
     return found
+
+
+def register_keras_serializable(package: str = "Custom", name: str | None = None):
+    """A class decorator: the class is found by ``"<package>>name"`` when loading, without custom_objects."""
+    def register(cls):
+        key = f"{package}>{name or cls.__name__}"
+        if key in get_custom_objects():
+            raise ValueError(f"{key} has already been registered to {get_custom_objects()[key]}")
+        get_custom_objects()[key] = cls
+        get_custom_objects().setdefault(name or cls.__name__, cls)
+        _REGISTERED_NAMES[cls] = key
+        return cls
+    return register
+
+
+_REGISTERED_NAMES: dict = {}
+
+
+def get_registered_name(obj) -> str:
+    """The name ``obj`` was registered under, else its ``__name__``."""
+    return _REGISTERED_NAMES.get(obj, getattr(obj, "__name__", str(obj)))
+
+
+def get_registered_object(name: str, custom_objects=None, module_objects=None):
+    """``name`` looked up in the custom-object scopes, then ``custom_objects``, then ``module_objects``."""
+    from trainer.keras.serialization import custom_objects as scoped
+
+    for table in (scoped(), custom_objects or {}, module_objects or {}):
+        if name in table:
+            return table[name]
+    return None
 
 
 def serialize_keras_object(instance):

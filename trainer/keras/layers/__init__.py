@@ -14,6 +14,7 @@ from trainer.keras.layers.core import (Activation, ActivityRegularization, Dense
 from trainer.keras.layers.cudnn_recurrent import CuDNNGRU, CuDNNLSTM
 from trainer.keras.layers.embeddings import Embedding
 from trainer.keras.layers.feature_columns import DenseFeatures
+from trainer.keras.layers.local import LocallyConnected1D, LocallyConnected2D
 from trainer.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum, Multiply, Subtract, add,
                                         average, concatenate, dot, maximum, minimum, multiply, subtract)
 from trainer.keras.layers.noise import AlphaDropout, GaussianDropout, GaussianNoise
@@ -44,7 +45,8 @@ LAYER_CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     GRUCell, LSTMCell, StackedRNNCells, Bidirectional, TimeDistributed, Add, Subtract, Multiply, Average, Maximum,
     Minimum, Concatenate, Dot, LeakyReLU, ReLU, PReLU, ELU, Softmax, ThresholdedReLU, SpatialDropout3D, Conv3D,
     SeparableConv1D, ZeroPadding3D, UpSampling3D, Cropping3D, MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D,
-    GlobalMaxPooling3D, GaussianNoise, GaussianDropout, AlphaDropout, LayerNormalization, CuDNNLSTM, CuDNNGRU)}
+    GlobalMaxPooling3D, GaussianNoise, GaussianDropout, AlphaDropout, LayerNormalization, CuDNNLSTM, CuDNNGRU,
+    LocallyConnected1D, LocallyConnected2D, AbstractRNNCell)}
 
 
 def serialize(layer) -> dict:
