@@ -187,3 +187,31 @@ def test_locally_connected_layers_use_one_filter_per_position():
     want2 = np.stack([images[:, i:i + 2, j:j + 2].reshape(2, -1) @ kernel2[3 * i + j] + bias2[i, j]
                       for i in range(3) for j in range(3)], axis=1).reshape(2, 3, 3, 2)
     np.testing.assert_allclose(got2, want2, rtol=1e-5, atol=1e-5)
+
+
+def _conv_same(x, w):
+    """'same' convolution of NHWC ``x`` with [kh, kw, in, out] ``w`` (odd kernel)."""
+    kh, kw = w.shape[:2]
+    padded = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    out = np.zeros(x.shape[:3] + (w.shape[3],), np.float32)
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            out[:, i, j] = np.einsum("nhwc,hwco->no", padded[:, i:i + kh, j:j + kw], w)
+    return out
+
+
+def test_conv_lstm_2d_follows_the_convolutional_lstm_equations():
+    filters = 2
+    x = rng.normal(size=(2, 3, 4, 4, 1)).astype(np.float32)
+    kernel = rng.normal(size=(3, 3, 1, 4 * filters)).astype(np.float32) * 0.5
+    recurrent = rng.normal(size=(3, 3, filters, 4 * filters)).astype(np.float32) * 0.5
+    bias = rng.normal(size=(4 * filters,)).astype(np.float32) * 0.5
+    got = _run(tf.keras.layers.ConvLSTM2D(filters, 3, padding="same"), x, [kernel, recurrent, bias])
+    h = c = np.zeros((2, 4, 4, filters), np.float32)
+    for t in range(3):
+        z = _conv_same(x[:, t], kernel) + bias + _conv_same(h, recurrent)
+        f = filters
+        i, fg, o = _hard_sigmoid(z[..., :f]), _hard_sigmoid(z[..., f:2 * f]), _hard_sigmoid(z[..., 3 * f:])
+        c = fg * c + i * np.tanh(z[..., 2 * f:3 * f])
+        h = o * np.tanh(c)
+    np.testing.assert_allclose(got, h, rtol=1e-4, atol=1e-4)

@@ -11,6 +11,7 @@ import trainer as tf
 from trainer.keras import backend as K
 from trainer.keras import losses as loss_functions
 from trainer.keras import metrics as metric_functions
+from trainer.keras.serialization import snake_case
 
 __all__ = ["AUC", "Accuracy", "BinaryAccuracy", "BinaryCrossentropy", "CategoricalAccuracy",
            "CategoricalCrossentropy", "CategoricalHinge", "CosineProximity", "FalseNegatives", "FalsePositives",
@@ -28,7 +29,7 @@ class Metric:
     state_shapes: dict = {}
 
     def __init__(self, name: str | None = None, dtype=None):
-        self.name = name or _snake(type(self).__name__)
+        self.name = name or snake_case(type(self).__name__)
         self.dtype = dtype or K.floatx()
         self.state: dict = {}  # graph -> {state name: variable}
 
@@ -77,12 +78,6 @@ class Metric:
 
     def compute(self):
         raise NotImplementedError
-
-
-def _snake(name: str) -> str:
-    import re
-
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)).lower()
 
 
 def _weights_like(values, sample_weight):

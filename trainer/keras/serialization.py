@@ -10,10 +10,22 @@ function or a custom loss comes back only by name, through ``custom_objects``.
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 
 _CUSTOM_OBJECTS: list[dict] = [{}]
+
+
+def snake_case(name: str) -> str:
+    """Keras' default object names from class names: Dense -> dense, Conv2D -> conv2d,
+    BatchNormalization -> batch_normalization (Keras' own two rules, so names match Keras').
+
+    >>> [snake_case(n) for n in ("Dense", "Conv2D", "BatchNormalization", "GRU", "SparseCategoricalAccuracy")]
+    ['dense', 'conv2d', 'batch_normalization', 'gru', 'sparse_categorical_accuracy']
+    """
+    intermediate = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", intermediate).lower()
 
 
 def custom_objects() -> dict:

@@ -10,7 +10,6 @@ collection, Saver, exporter).
 from __future__ import annotations
 
 import inspect
-import re
 import weakref
 from typing import NamedTuple
 
@@ -19,7 +18,7 @@ import numpy as np
 import trainer as tf
 from trainer.keras import backend as K
 from trainer.keras import constraints, initializers, regularizers
-from trainer.keras.serialization import config_from_attributes
+from trainer.keras.serialization import config_from_attributes, snake_case
 
 __all__ = ["InputSpec", "KerasHistory", "Layer", "Node", "keras_history", "keras_mask", "to_list",
            "unique_layer_name", "unpack"]
@@ -52,11 +51,6 @@ def to_list(x) -> list:
 
 def unpack(xs: list):
     return xs[0] if len(xs) == 1 else xs
-
-
-def _snake_case(name: str) -> str:
-    s = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
 
 
 def unique_layer_name(prefix: str) -> str:
@@ -104,7 +98,7 @@ class Layer:
         if unknown:
             raise TypeError(f"{type(self).__name__}: unexpected keyword argument(s) {sorted(unknown)}")
         self.trainable = trainable
-        self.name = name or unique_layer_name(_snake_case(type(self).__name__))
+        self.name = name or unique_layer_name(snake_case(type(self).__name__))
         self.dtype = dtype or K.floatx()
         self.built = False
         self.supports_masking = False

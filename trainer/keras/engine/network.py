@@ -5,7 +5,6 @@ is itself a layer: calling it on new tensors re-runs its layers, sharing their w
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 
@@ -13,6 +12,7 @@ import trainer as tf
 from trainer.keras import backend as K
 from trainer.keras.engine.base_layer import Layer, keras_history, to_list, unique_layer_name, unpack
 from trainer.keras.engine.input_layer import InputLayer
+from trainer.keras.serialization import snake_case
 
 __all__ = ["Network"]
 
@@ -33,7 +33,7 @@ class Network(Layer):
         self.__dict__["_tracked_layers"] = []
         name = kwargs.pop("name", None)
         super().__init__(name=name or unique_layer_name(
-            "model" if type(self).__name__ in ("Model", "Network") else _default_name(self)), **kwargs)
+            "model" if type(self).__name__ in ("Model", "Network") else snake_case(type(self).__name__)), **kwargs)
         self.inputs, self.outputs = [], []
         self._graph_layers: list = []
         self._network_nodes: list = []
@@ -84,6 +84,22 @@ class Network(Layer):
         self.output_layers = [keras_history(o).layer for o in self.outputs]
         self.is_graph_network = True
         self.built = True
+
+    # A network's own inputs and outputs (a layer's are those of its first call).
+    input = property(lambda self: unpack(self.inputs) if self.inputs else Layer.input.fget(self))  # noqa: A003
+    output = property(lambda self: unpack(self.outputs) if self.outputs else Layer.output.fget(self))
+    input_shape = property(lambda self: unpack([K.int_shape(x) for x in self.inputs]) if self.inputs
+                           else Layer.input_shape.fget(self))
+    output_shape = property(lambda self: unpack([K.int_shape(o) for o in self.outputs]) if self.outputs
+                            else Layer.output_shape.fget(self))
+
+    @property
+    def input_names(self) -> list[str]:
+        return [keras_history(x).layer.name for x in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [keras_history(o).layer.name for o in self.outputs]
 
     @property
     def layers(self) -> list:
@@ -287,7 +303,3 @@ class Network(Layer):
         print_fn(f"Non-trainable params: {non_trainable:,}")
         print_fn("_" * width)
 
-
-def _default_name(model) -> str:
-    name = type(model).__name__
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)).lower()

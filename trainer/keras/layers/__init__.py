@@ -8,6 +8,7 @@ from trainer.keras.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReL
 from trainer.keras.layers.conv import (Conv1D, Conv2D, Conv2DTranspose, Conv3D, Cropping1D, Cropping2D, Cropping3D,
                                        DepthwiseConv2D, SeparableConv1D, SeparableConv2D, UpSampling1D, UpSampling2D,
                                        UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D)
+from trainer.keras.layers.convolutional_recurrent import ConvLSTM2D
 from trainer.keras.layers.core import (Activation, ActivityRegularization, Dense, Dropout, Flatten, Lambda, Masking,
                                        Permute, RepeatVector, Reshape, SpatialDropout1D, SpatialDropout2D,
                                        SpatialDropout3D)
@@ -46,7 +47,7 @@ LAYER_CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     Minimum, Concatenate, Dot, LeakyReLU, ReLU, PReLU, ELU, Softmax, ThresholdedReLU, SpatialDropout3D, Conv3D,
     SeparableConv1D, ZeroPadding3D, UpSampling3D, Cropping3D, MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D,
     GlobalMaxPooling3D, GaussianNoise, GaussianDropout, AlphaDropout, LayerNormalization, CuDNNLSTM, CuDNNGRU,
-    LocallyConnected1D, LocallyConnected2D, AbstractRNNCell)}
+    LocallyConnected1D, LocallyConnected2D, AbstractRNNCell, ConvLSTM2D)}
 
 
 def serialize(layer) -> dict:

@@ -293,18 +293,20 @@ class RNN(Layer):
         if steps is None:
             raise ValueError(f"{type(self).__name__} {self.name!r}: the number of timesteps must be known (flowstack "
                              "unrolls recurrent layers); give the input a fixed length, e.g. Input(shape=(T, F))")
-        batch = tf.shape(inputs)[0]
         if initial_state is not None:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        elif hasattr(self.cell, "zero_states"):  # a cell whose states are not [batch, size] (ConvLSTM2D)
+            states = self.cell.zero_states(inputs)
         else:
+            batch = tf.shape(inputs)[0]
             states = [tf.zeros(tf.stack([batch, size]), dtype=inputs.dtype) for size in state_sizes(self.cell)]
         order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
         outputs, output = [], None
         for t in order:
-            out, new_states = self.cell.call(inputs[:, t, :], states)
+            out, new_states = self.cell.call(inputs[:, t], states)
             new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
             if mask is not None:  # a masked step keeps the state and repeats the previous output
-                keep = tf.expand_dims(tf.cast(mask[:, t], inputs.dtype), 1)
+                keep = tf.reshape(tf.cast(mask[:, t], inputs.dtype), [-1] + [1] * (len(K.int_shape(out)) - 1))
                 previous = output if output is not None else tf.zeros_like(out)
                 out = keep * out + (1.0 - keep) * previous
                 new_states = [keep * n + (1.0 - keep) * s for n, s in zip(new_states, states)]
