@@ -10,51 +10,51 @@ __all__ = ["deserialize", "elu", "exponential", "get", "hard_sigmoid", "linear",
            "sigmoid", "softmax", "softplus", "softsign", "swish", "tanh"]
 
 
-def softmax(x, axis: int = -1):
+def softmax(x, axis: int = -1) -> "tf.Tensor":
     return K.softmax(x, axis)
 
 
-def elu(x, alpha: float = 1.0):
+def elu(x, alpha: float = 1.0) -> "tf.Tensor":
     return K.elu(x, alpha)
 
 
-def selu(x):
+def selu(x) -> "tf.Tensor":
     return tf.nn.selu(x)
 
 
-def softplus(x):
+def softplus(x) -> "tf.Tensor":
     return K.softplus(x)
 
 
-def softsign(x):
+def softsign(x) -> "tf.Tensor":
     return K.softsign(x)
 
 
-def relu(x, alpha: float = 0.0, max_value=None, threshold: float = 0):
+def relu(x, alpha: float = 0.0, max_value=None, threshold: float = 0) -> "tf.Tensor":
     return K.relu(x, alpha, max_value, threshold)
 
 
-def tanh(x):
+def tanh(x) -> "tf.Tensor":
     return K.tanh(x)
 
 
-def sigmoid(x):
+def sigmoid(x) -> "tf.Tensor":
     return K.sigmoid(x)
 
 
-def exponential(x):
+def exponential(x) -> "tf.Tensor":
     return K.exp(x)
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x) -> "tf.Tensor":
     return K.hard_sigmoid(x)
 
 
-def linear(x):
+def linear(x) -> "tf.Tensor":
     return x
 
 
-def swish(x):
+def swish(x) -> "tf.Tensor":
     return tf.nn.swish(x)
 
 
@@ -73,11 +73,11 @@ def serialize(activation) -> str:
     return getattr(activation, "__name__", repr(activation))
 
 
-def deserialize(name, custom_objects=None):
+def deserialize(name, custom_objects=None) -> object:
     return deserialize_object(name, ACTIVATIONS, "activation function", custom_objects)
 
 
-def get(identifier):
+def get(identifier) -> object:
     """A function from a name, a function, or None (linear)."""
     if identifier is None:
         return linear

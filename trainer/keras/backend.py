@@ -62,7 +62,7 @@ def set_image_data_format(data_format: str) -> None:
     _IMAGE_DATA_FORMAT[0] = data_format
 
 
-def cast_to_floatx(x):
+def cast_to_floatx(x) -> np.ndarray:
     return np.asarray(x, dtype=floatx())
 
 
@@ -79,7 +79,7 @@ def reset_uids() -> None:
 
 
 # -- learning phase --------------------------------------------------------------------------
-def learning_phase():
+def learning_phase() -> "tf.Tensor | int":
     """A bool tensor, False unless fed True (``fit`` feeds True): Dropout and BatchNormalization
     read it. After ``set_learning_phase(v)``, the Python int ``v``."""
     if _FIXED_PHASE[0] is not None:
@@ -108,7 +108,7 @@ def learning_phase_is_fed() -> bool:
     return _FIXED_PHASE[0] is None
 
 
-def in_train_phase(x, alt, training=None):
+def in_train_phase(x, alt, training=None) -> "tf.Tensor":
     """``x`` while training, ``alt`` otherwise; ``training`` a bool, a bool tensor or None (the learning phase)."""
     if training is None:
         training = learning_phase()
@@ -120,12 +120,12 @@ def in_train_phase(x, alt, training=None):
     return tf.where(training, x, alt)
 
 
-def in_test_phase(x, alt, training=None):
+def in_test_phase(x, alt, training=None) -> "tf.Tensor":
     return in_train_phase(alt, x, training)
 
 
 # -- sessions --------------------------------------------------------------------------------
-def get_session():
+def get_session() -> "tf.Session":
     """The session Keras runs in, its Keras-made variables initialized (see the module docstring)."""
     graph = tf.get_default_graph()
     default = tf.get_default_session()
@@ -176,19 +176,19 @@ def initialize_variables(session) -> None:
 
 
 # -- variables and values --------------------------------------------------------------------
-def variable(value, dtype=None, name=None, constraint=None):
+def variable(value, dtype=None, name=None, constraint=None) -> "tf.Variable":
     v = tf.Variable(np.asarray(value, dtype=dtype or floatx()), name=name, constraint=constraint)
     return v
 
 
-def constant(value, dtype=None, shape=None, name=None):
+def constant(value, dtype=None, shape=None, name=None) -> "tf.Tensor":
     value = np.asarray(value, dtype=dtype or floatx())
     if shape is not None:
         value = np.broadcast_to(value, shape).copy()
     return tf.constant(value, name=name)
 
 
-def placeholder(shape=None, ndim=None, dtype=None, sparse: bool = False, name=None):
+def placeholder(shape=None, ndim=None, dtype=None, sparse: bool = False, name=None) -> "tf.Tensor":
     if sparse:
         raise NotImplementedError("K.placeholder(sparse=True) is not built in flowstack")
     if shape is None and ndim is not None:
@@ -200,31 +200,31 @@ def is_placeholder(x) -> bool:
     return isinstance(x, tf.Tensor) and x.node.op_type == "Placeholder"
 
 
-def zeros(shape, dtype=None, name=None):
+def zeros(shape, dtype=None, name=None) -> "tf.Variable":
     return variable(np.zeros(shape), dtype, name)
 
 
-def ones(shape, dtype=None, name=None):
+def ones(shape, dtype=None, name=None) -> "tf.Variable":
     return variable(np.ones(shape), dtype, name)
 
 
-def eye(size, dtype=None, name=None):
+def eye(size, dtype=None, name=None) -> "tf.Variable":
     return variable(np.eye(size), dtype, name)
 
 
-def zeros_like(x, dtype=None, name=None):
+def zeros_like(x, dtype=None, name=None) -> "tf.Tensor":
     return tf.zeros_like(x, dtype=dtype, name=name)
 
 
-def ones_like(x, dtype=None, name=None):
+def ones_like(x, dtype=None, name=None) -> "tf.Tensor":
     return tf.ones_like(x, dtype=dtype, name=name)
 
 
-def random_uniform_variable(shape, low, high, dtype=None, name=None, seed=None):
+def random_uniform_variable(shape, low, high, dtype=None, name=None, seed=None) -> "tf.Variable":
     return tf.Variable(tf.random_uniform(shape, low, high, dtype=dtype or floatx(), seed=seed), name=name)
 
 
-def random_normal_variable(shape, mean, scale, dtype=None, name=None, seed=None):
+def random_normal_variable(shape, mean, scale, dtype=None, name=None, seed=None) -> "tf.Variable":
     return tf.Variable(tf.random_normal(shape, mean, scale, dtype=dtype or floatx(), seed=seed), name=name)
 
 
@@ -232,7 +232,7 @@ def count_params(x) -> int:
     return int(np.prod(int_shape(x)))
 
 
-def get_value(x):
+def get_value(x) -> np.ndarray:
     return get_session().run(x.tensor if isinstance(x, tf.Variable) else x)
 
 
@@ -270,17 +270,17 @@ def dtype(x) -> str:
     return np.dtype(x.dtype).name
 
 
-def int_shape(x):
+def int_shape(x) -> tuple | None:
     shape = x.shape
     return None if shape is None else tuple(None if d is None else int(d) for d in shape)
 
 
-def ndim(x):
+def ndim(x) -> int | None:
     shape = int_shape(x)
     return None if shape is None else len(shape)
 
 
-def shape(x):
+def shape(x) -> "tf.Tensor":
     return tf.shape(x)
 
 
@@ -317,39 +317,39 @@ def function(inputs, outputs, updates=None, **kwargs) -> Function:
     return Function(inputs, outputs, updates, **kwargs)
 
 
-def gradients(loss, variables):
+def gradients(loss, variables) -> list:
     return tf.gradients(loss, variables)
 
 
-def stop_gradient(variables):
+def stop_gradient(variables) -> object:
     return [tf.stop_gradient(v) for v in variables] if isinstance(variables, (list, tuple)) else \
         tf.stop_gradient(variables)
 
 
-def update(x, new_x):
+def update(x, new_x) -> "tf.Tensor":
     return tf.assign(x, new_x)
 
 
-def update_add(x, increment):
+def update_add(x, increment) -> "tf.Tensor":
     return tf.assign_add(x, increment)
 
 
-def update_sub(x, decrement):
+def update_sub(x, decrement) -> "tf.Tensor":
     return tf.assign_sub(x, decrement)
 
 
-def moving_average_update(x, value, momentum):
+def moving_average_update(x, value, momentum) -> "tf.Tensor":
     return tf.assign_sub(x, (x - value) * (1.0 - momentum))
 
 
 # -- math ------------------------------------------------------------------------------------
-def dot(x, y):
+def dot(x, y) -> "tf.Tensor":
     if ndim(x) == 2 and ndim(y) == 2:
         return tf.matmul(x, y)
     return tf.tensordot(x, y, [[ndim(x) - 1], [ndim(y) - 2 if ndim(y) > 1 else 0]])
 
 
-def batch_dot(x, y, axes=None):
+def batch_dot(x, y, axes=None) -> "tf.Tensor":
     if axes is None:
         axes = [ndim(x) - 1, ndim(y) - 2]
     if isinstance(axes, int):
@@ -363,11 +363,11 @@ def batch_dot(x, y, axes=None):
     raise NotImplementedError(f"K.batch_dot with axes={axes} on ranks {ndim(x)}, {ndim(y)} is not built")
 
 
-def transpose(x):
+def transpose(x) -> "tf.Tensor":
     return tf.transpose(x)
 
 
-def gather(reference, indices):
+def gather(reference, indices) -> "tf.Tensor":
     return tf.gather(reference, indices)
 
 
@@ -387,24 +387,24 @@ any = _reduce(tf.reduce_any)  # noqa: A001
 all = _reduce(tf.reduce_all)  # noqa: A001
 
 
-def var(x, axis=None, keepdims: bool = False):
+def var(x, axis=None, keepdims: bool = False) -> "tf.Tensor":
     m = tf.reduce_mean(x, axis=axis, keepdims=True)
     return tf.reduce_mean(tf.square(x - m), axis=axis, keepdims=keepdims)
 
 
-def std(x, axis=None, keepdims: bool = False):
+def std(x, axis=None, keepdims: bool = False) -> "tf.Tensor":
     return tf.sqrt(var(x, axis, keepdims))
 
 
-def argmax(x, axis=-1):
+def argmax(x, axis=-1) -> "tf.Tensor":
     return tf.argmax(x, axis)
 
 
-def argmin(x, axis=-1):
+def argmin(x, axis=-1) -> "tf.Tensor":
     return tf.argmin(x, axis)
 
 
-def square(x):
+def square(x) -> "tf.Tensor":
     return tf.square(x)
 
 
@@ -412,15 +412,15 @@ def abs(x):  # noqa: A001
     return tf.abs(x)
 
 
-def sqrt(x):
+def sqrt(x) -> "tf.Tensor":
     return tf.sqrt(tf.maximum(x, 0.0))
 
 
-def exp(x):
+def exp(x) -> "tf.Tensor":
     return tf.exp(x)
 
 
-def log(x):
+def log(x) -> "tf.Tensor":
     return tf.log(x)
 
 
@@ -428,7 +428,7 @@ def round(x):  # noqa: A001
     return tf.round(x)
 
 
-def sign(x):
+def sign(x) -> "tf.Tensor":
     return tf.sign(x)
 
 
@@ -436,85 +436,85 @@ def pow(x, a):  # noqa: A001
     return tf.pow(x, a)
 
 
-def clip(x, min_value, max_value):
+def clip(x, min_value, max_value) -> "tf.Tensor":
     if max_value is not None and min_value is not None and max_value < min_value:
         max_value = min_value
     return tf.clip_by_value(x, min_value, max_value)
 
 
-def equal(x, y):
+def equal(x, y) -> "tf.Tensor":
     return tf.equal(x, y)
 
 
-def not_equal(x, y):
+def not_equal(x, y) -> "tf.Tensor":
     return tf.not_equal(x, y)
 
 
-def greater(x, y):
+def greater(x, y) -> "tf.Tensor":
     return tf.greater(x, y)
 
 
-def greater_equal(x, y):
+def greater_equal(x, y) -> "tf.Tensor":
     return tf.greater_equal(x, y)
 
 
-def less(x, y):
+def less(x, y) -> "tf.Tensor":
     return tf.less(x, y)
 
 
-def less_equal(x, y):
+def less_equal(x, y) -> "tf.Tensor":
     return tf.less_equal(x, y)
 
 
-def maximum(x, y):
+def maximum(x, y) -> "tf.Tensor":
     return tf.maximum(x, y)
 
 
-def minimum(x, y):
+def minimum(x, y) -> "tf.Tensor":
     return tf.minimum(x, y)
 
 
-def sin(x):
+def sin(x) -> "tf.Tensor":
     return tf.sin(x)
 
 
-def cos(x):
+def cos(x) -> "tf.Tensor":
     return tf.cos(x)
 
 
-def cast(x, dtype):
+def cast(x, dtype) -> "tf.Tensor":
     return tf.cast(x, dtype)
 
 
-def l2_normalize(x, axis=None):
+def l2_normalize(x, axis=None) -> "tf.Tensor":
     return tf.nn.l2_normalize(x, axis=axis)
 
 
-def in_top_k(predictions, targets, k):
+def in_top_k(predictions, targets, k) -> "tf.Tensor":
     return tf.nn.in_top_k(predictions, targets, k)
 
 
 # -- shapes ----------------------------------------------------------------------------------
-def concatenate(tensors, axis=-1):
+def concatenate(tensors, axis=-1) -> "tf.Tensor":
     if axis < 0:
         axis = axis % ndim(tensors[0])
     return tf.concat(list(tensors), axis)
 
 
-def reshape(x, shape):
+def reshape(x, shape) -> "tf.Tensor":
     return tf.reshape(x, shape)
 
 
-def permute_dimensions(x, pattern):
+def permute_dimensions(x, pattern) -> "tf.Tensor":
     return tf.transpose(x, list(pattern))
 
 
-def repeat(x, n):
+def repeat(x, n) -> "tf.Tensor":
     """[batch, dim] -> [batch, n, dim]."""
     return tf.tile(tf.expand_dims(x, 1), [1, n, 1])
 
 
-def repeat_elements(x, rep, axis):
+def repeat_elements(x, rep, axis) -> "tf.Tensor":
     """Each slice along ``axis`` repeated ``rep`` times (static sizes)."""
     shape_x = int_shape(x)
     if shape_x[axis] is None:
@@ -523,86 +523,86 @@ def repeat_elements(x, rep, axis):
     return tf.concat([s for s in splits for _ in range(rep)], axis)
 
 
-def arange(start, stop=None, step=1, dtype="int32"):
+def arange(start, stop=None, step=1, dtype="int32") -> "tf.Tensor":
     if stop is None:
         start, stop = 0, start
     return tf.range(start, stop, step, dtype=dtype)
 
 
-def tile(x, n):
+def tile(x, n) -> "tf.Tensor":
     return tf.tile(x, n)
 
 
-def flatten(x):
+def flatten(x) -> "tf.Tensor":
     return tf.reshape(x, [-1])
 
 
-def batch_flatten(x):
+def batch_flatten(x) -> "tf.Tensor":
     inner = int_shape(x)[1:]
     if None in inner:
         return tf.reshape(x, tf.stack([tf.shape(x)[0], -1]))
     return tf.reshape(x, [-1, int(np.prod(inner))])
 
 
-def expand_dims(x, axis=-1):
+def expand_dims(x, axis=-1) -> "tf.Tensor":
     return tf.expand_dims(x, axis)
 
 
-def squeeze(x, axis):
+def squeeze(x, axis) -> "tf.Tensor":
     return tf.squeeze(x, [axis])
 
 
-def stack(x, axis=0):
+def stack(x, axis=0) -> "tf.Tensor":
     return tf.stack(x, axis=axis)
 
 
-def one_hot(indices, num_classes):
+def one_hot(indices, num_classes) -> "tf.Tensor":
     return tf.one_hot(indices, num_classes)
 
 
-def reverse(x, axes):
+def reverse(x, axes) -> "tf.Tensor":
     axes = [axes] if isinstance(axes, int) else list(axes)
     return tf.reverse(x, axes)
 
 
-def temporal_padding(x, padding=(1, 1)):
+def temporal_padding(x, padding=(1, 1)) -> "tf.Tensor":
     return tf.pad(x, [[0, 0], list(padding), [0, 0]])
 
 
-def spatial_2d_padding(x, padding=((1, 1), (1, 1)), data_format=None):
+def spatial_2d_padding(x, padding=((1, 1), (1, 1)), data_format=None) -> "tf.Tensor":
     if (data_format or image_data_format()) == "channels_first":
         return tf.pad(x, [[0, 0], [0, 0], list(padding[0]), list(padding[1])])
     return tf.pad(x, [[0, 0], list(padding[0]), list(padding[1]), [0, 0]])
 
 
-def switch(condition, then_expression, else_expression):
+def switch(condition, then_expression, else_expression) -> "tf.Tensor":
     then_expression = then_expression() if callable(then_expression) else then_expression
     else_expression = else_expression() if callable(else_expression) else else_expression
     return tf.where(condition, then_expression, else_expression)
 
 
-def print_tensor(x, message: str = ""):
+def print_tensor(x, message: str = "") -> "tf.Tensor":
     return tf.Print(x, [x], message)
 
 
-def map_fn(fn, elems, name=None, dtype=None):
+def map_fn(fn, elems, name=None, dtype=None) -> "tf.Tensor":
     return tf.map_fn(fn, elems, name=name, dtype=dtype)
 
 
-def foldl(fn, elems, initializer=None, name=None):
+def foldl(fn, elems, initializer=None, name=None) -> "tf.Tensor":
     return tf.foldl(fn, elems, initializer=initializer, name=name)
 
 
-def foldr(fn, elems, initializer=None, name=None):
+def foldr(fn, elems, initializer=None, name=None) -> "tf.Tensor":
     return tf.foldr(fn, elems, initializer=initializer, name=name)
 
 
-def to_dense(tensor):
+def to_dense(tensor) -> "tf.Tensor":
     return tf.sparse.to_dense(tensor) if is_sparse(tensor) else tensor
 
 
 # -- nn --------------------------------------------------------------------------------------
-def relu(x, alpha: float = 0.0, max_value=None, threshold: float = 0):
+def relu(x, alpha: float = 0.0, max_value=None, threshold: float = 0) -> "tf.Tensor":
     if alpha != 0.0 or threshold != 0:
         negative = tf.nn.relu(-x + threshold)
         x = tf.where(tf.greater(x, threshold), x, tf.zeros_like(x)) if threshold != 0 else tf.nn.relu(x)
@@ -615,36 +615,36 @@ def relu(x, alpha: float = 0.0, max_value=None, threshold: float = 0):
     return x
 
 
-def elu(x, alpha: float = 1.0):
+def elu(x, alpha: float = 1.0) -> "tf.Tensor":
     y = tf.nn.elu(x)
     return y if alpha == 1 else tf.where(tf.greater(x, 0.0), y, alpha * y)
 
 
-def softmax(x, axis: int = -1):
+def softmax(x, axis: int = -1) -> "tf.Tensor":
     return tf.nn.softmax(x, axis=axis)
 
 
-def softplus(x):
+def softplus(x) -> "tf.Tensor":
     return tf.nn.softplus(x)
 
 
-def softsign(x):
+def softsign(x) -> "tf.Tensor":
     return tf.nn.softsign(x)
 
 
-def sigmoid(x):
+def sigmoid(x) -> "tf.Tensor":
     return tf.sigmoid(x)
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x) -> "tf.Tensor":
     return tf.clip_by_value(0.2 * x + 0.5, 0.0, 1.0)
 
 
-def tanh(x):
+def tanh(x) -> "tf.Tensor":
     return tf.tanh(x)
 
 
-def dropout(x, level, noise_shape=None, seed=None):
+def dropout(x, level, noise_shape=None, seed=None) -> "tf.Tensor":
     """``x`` with a fraction ``level`` zeroed and the rest scaled by 1 / (1 - level); with ``noise_shape``,
     one draw per entry of that shape, broadcast (SpatialDropout drops whole channels)."""
     if noise_shape is None:
@@ -654,11 +654,11 @@ def dropout(x, level, noise_shape=None, seed=None):
     return x * mask / keep
 
 
-def bias_add(x, bias, data_format=None):
+def bias_add(x, bias, data_format=None) -> "tf.Tensor":
     return tf.nn.bias_add(x, bias)
 
 
-def categorical_crossentropy(target, output, from_logits: bool = False, axis: int = -1):
+def categorical_crossentropy(target, output, from_logits: bool = False, axis: int = -1) -> "tf.Tensor":
     """Keras' form: probabilities are renormalized and clipped to [eps, 1 - eps] before the log."""
     if from_logits:
         return tf.nn.softmax_cross_entropy_with_logits_v2(labels=target, logits=output)
@@ -667,7 +667,7 @@ def categorical_crossentropy(target, output, from_logits: bool = False, axis: in
     return -tf.reduce_sum(target * tf.log(output), axis)
 
 
-def sparse_categorical_crossentropy(target, output, from_logits: bool = False, axis: int = -1):
+def sparse_categorical_crossentropy(target, output, from_logits: bool = False, axis: int = -1) -> "tf.Tensor":
     """Integer ``target`` of rank one less than ``output``; probabilities clipped as Keras clips them."""
     logits = output if from_logits else tf.log(tf.clip_by_value(output, epsilon(), 1.0 - epsilon()))
     labels = tf.cast(target, tf.int64)
@@ -679,30 +679,30 @@ def sparse_categorical_crossentropy(target, output, from_logits: bool = False, a
     return tf.reshape(flat, tf.shape(labels))
 
 
-def binary_crossentropy(target, output, from_logits: bool = False):
+def binary_crossentropy(target, output, from_logits: bool = False) -> "tf.Tensor":
     if not from_logits:
         output = tf.clip_by_value(output, epsilon(), 1.0 - epsilon())
         output = tf.log(output / (1.0 - output))
     return tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=output)
 
 
-def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1) -> "tf.Tensor":
     return tf.nn.conv1d(x, kernel, stride=strides, padding=padding.upper())
 
 
-def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1)):
+def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None, dilation_rate=(1, 1)) -> "tf.Tensor":
     return tf.nn.conv2d(x, kernel, strides=[1, *strides, 1], padding=padding.upper(),
                         dilations=[1, *dilation_rate, 1])
 
 
-def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool_mode="max"):
+def pool2d(x, pool_size, strides=(1, 1), padding="valid", data_format=None, pool_mode="max") -> "tf.Tensor":
     pools = {"max": tf.nn.max_pool, "avg": tf.nn.avg_pool}
     if pool_mode not in pools:
         raise ValueError(f"Invalid pool_mode: {pool_mode!r} (expected 'max' or 'avg')")
     return pools[pool_mode](x, [1, *pool_size, 1], [1, *strides, 1], padding.upper())
 
 
-def shape_value(shape):
+def shape_value(shape) -> object:
     """``shape`` as random ops take it: a list of ints as is, one mixing ints and scalar tensors
     (``(K.shape(x)[0], 4)``, a VAE's sampling) stacked into one int64 tensor."""
     if isinstance(shape, tf.Tensor) or not builtins.any(isinstance(d, tf.Tensor) for d in shape):
@@ -710,28 +710,28 @@ def shape_value(shape):
     return tf.stack([tf.cast(d, tf.int64) if isinstance(d, tf.Tensor) else tf.constant(np.int64(d)) for d in shape])
 
 
-def random_normal(shape, mean: float = 0.0, stddev: float = 1.0, dtype=None, seed=None):
+def random_normal(shape, mean: float = 0.0, stddev: float = 1.0, dtype=None, seed=None) -> "tf.Tensor":
     return tf.random_normal(shape_value(shape), mean, stddev, dtype=dtype or floatx(), seed=seed)
 
 
-def random_uniform(shape, minval: float = 0.0, maxval: float = 1.0, dtype=None, seed=None):
+def random_uniform(shape, minval: float = 0.0, maxval: float = 1.0, dtype=None, seed=None) -> "tf.Tensor":
     return tf.random_uniform(shape_value(shape), minval, maxval, dtype=dtype or floatx(), seed=seed)
 
 
-def truncated_normal(shape, mean: float = 0.0, stddev: float = 1.0, dtype=None, seed=None):
+def truncated_normal(shape, mean: float = 0.0, stddev: float = 1.0, dtype=None, seed=None) -> "tf.Tensor":
     return tf.truncated_normal(shape_value(shape), mean, stddev, dtype=dtype or floatx(), seed=seed)
 
 
-def random_binomial(shape, p: float = 0.0, dtype=None, seed=None):
+def random_binomial(shape, p: float = 0.0, dtype=None, seed=None) -> "tf.Tensor":
     dtype = dtype or floatx()
     return tf.cast(tf.less(tf.random_uniform(shape_value(shape), 0.0, 1.0, seed=seed), p), dtype)
 
 
-def batch_normalization(x, mean, var, beta, gamma, axis: int = -1, epsilon: float = 1e-3):
+def batch_normalization(x, mean, var, beta, gamma, axis: int = -1, epsilon: float = 1e-3) -> "tf.Tensor":
     return tf.nn.batch_normalization(x, mean, var, beta, gamma, epsilon)
 
 
-def normalize_batch_in_training(x, gamma, beta, reduction_axes, epsilon: float = 1e-3):
+def normalize_batch_in_training(x, gamma, beta, reduction_axes, epsilon: float = 1e-3) -> tuple:
     """(normalized x, batch mean, batch variance) over ``reduction_axes``."""
     mean, variance = tf.nn.moments(x, list(reduction_axes))
     return tf.nn.batch_normalization(x, mean, variance, beta, gamma, epsilon), mean, variance
@@ -747,18 +747,19 @@ def conv2d_transpose(x, kernel, output_shape, strides=(1, 1), padding="valid", d
     return tf.nn.conv2d_transpose(x, kernel, output_shape, [1, *strides, 1], padding.upper())
 
 
-def conv3d(x, kernel, strides=(1, 1, 1), padding="valid", data_format=None, dilation_rate=(1, 1, 1)):
+def conv3d(x, kernel, strides=(1, 1, 1), padding="valid", data_format=None, dilation_rate=(1, 1, 1)) -> "tf.Tensor":
     return tf.nn.conv3d(x, kernel, [1, *strides, 1], padding.upper())
 
 
-def pool3d(x, pool_size, strides=(1, 1, 1), padding="valid", data_format=None, pool_mode="max"):
+def pool3d(x, pool_size, strides=(1, 1, 1), padding="valid", data_format=None, pool_mode="max") -> "tf.Tensor":
     pools = {"max": tf.nn.max_pool3d, "avg": tf.nn.avg_pool3d}
     if pool_mode not in pools:
         raise ValueError(f"Invalid pool_mode: {pool_mode!r} (expected 'max' or 'avg')")
     return pools[pool_mode](x, [1, *pool_size, 1], [1, *strides, 1], padding.upper())
 
 
-def resize_images(x, height_factor: int, width_factor: int, data_format=None, interpolation: str = "nearest"):
+def resize_images(x, height_factor: int, width_factor: int, data_format=None,
+                  interpolation: str = "nearest") -> "tf.Tensor":
     """Nearest-neighbour upsampling of NHWC ``x`` by integer factors."""
     if (data_format or image_data_format()) != "channels_last":
         raise NotImplementedError("K.resize_images(data_format='channels_first') is not built in flowstack")
@@ -767,7 +768,7 @@ def resize_images(x, height_factor: int, width_factor: int, data_format=None, in
     return repeat_elements(repeat_elements(x, height_factor, 1), width_factor, 2)
 
 
-def spatial_3d_padding(x, padding=((1, 1), (1, 1), (1, 1)), data_format=None):
+def spatial_3d_padding(x, padding=((1, 1), (1, 1), (1, 1)), data_format=None) -> "tf.Tensor":
     return tf.pad(x, [[0, 0], *[list(p) for p in padding], [0, 0]])
 
 

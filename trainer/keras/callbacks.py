@@ -96,7 +96,8 @@ class ProgbarLogger(Callback):
         if not verbose:
             return
         values = " - ".join(f"{k}: {v:.4f}" for k, v in (logs or {}).items())
-        head = f"{self.params.get('samples') or self.params.get('steps')}/{self.params.get('samples') or self.params.get('steps')}"
+        count = self.params.get("samples") or self.params.get("steps")
+        head = f"{count}/{count}"
         print(f"{head} - {values}" if verbose == 1 else f"Epoch {epoch + 1}/{self.params.get('epochs')} - {values}")
 
 

@@ -72,11 +72,11 @@ def serialize(constraint) -> dict:
     return to_json_value(constraint)
 
 
-def deserialize(config, custom_objects=None):
+def deserialize(config, custom_objects=None) -> object:
     return deserialize_object(config, CONSTRAINTS, "constraint", custom_objects)
 
 
-def get(identifier):
+def get(identifier) -> object:
     if identifier is None:
         return None
     if isinstance(identifier, str):

@@ -99,11 +99,11 @@ def serialize(initializer) -> dict:
     return to_json_value(initializer)
 
 
-def deserialize(config, custom_objects=None):
+def deserialize(config, custom_objects=None) -> object:
     return deserialize_object(config, INITIALIZERS, "initializer", custom_objects)
 
 
-def get(identifier):
+def get(identifier) -> object:
     """An initializer object from a name, a config dict, an initializer, or a function ``f(shape, dtype)``."""
     if identifier is None:
         return None

@@ -17,77 +17,77 @@ __all__ = ["BinaryCrossentropy", "CategoricalCrossentropy", "CategoricalHinge", 
            "poisson", "serialize", "sparse_categorical_crossentropy", "squared_hinge"]
 
 
-def mean_squared_error(y_true, y_pred):
+def mean_squared_error(y_true, y_pred) -> "tf.Tensor":
     return K.mean(K.square(y_pred - y_true), axis=-1)
 
 
-def mean_absolute_error(y_true, y_pred):
+def mean_absolute_error(y_true, y_pred) -> "tf.Tensor":
     return K.mean(K.abs(y_pred - y_true), axis=-1)
 
 
-def mean_absolute_percentage_error(y_true, y_pred):
+def mean_absolute_percentage_error(y_true, y_pred) -> "tf.Tensor":
     diff = K.abs((y_true - y_pred) / K.clip(K.abs(y_true), K.epsilon(), None))
     return 100.0 * K.mean(diff, axis=-1)
 
 
-def mean_squared_logarithmic_error(y_true, y_pred):
+def mean_squared_logarithmic_error(y_true, y_pred) -> "tf.Tensor":
     first = K.log(K.clip(y_pred, K.epsilon(), None) + 1.0)
     second = K.log(K.clip(y_true, K.epsilon(), None) + 1.0)
     return K.mean(K.square(first - second), axis=-1)
 
 
-def squared_hinge(y_true, y_pred):
+def squared_hinge(y_true, y_pred) -> "tf.Tensor":
     return K.mean(K.square(K.maximum(1.0 - y_true * y_pred, 0.0)), axis=-1)
 
 
-def hinge(y_true, y_pred):
+def hinge(y_true, y_pred) -> "tf.Tensor":
     return K.mean(K.maximum(1.0 - y_true * y_pred, 0.0), axis=-1)
 
 
-def categorical_hinge(y_true, y_pred):
+def categorical_hinge(y_true, y_pred) -> "tf.Tensor":
     pos = K.sum(y_true * y_pred, axis=-1)
     neg = K.max((1.0 - y_true) * y_pred, axis=-1)
     return K.maximum(0.0, neg - pos + 1.0)
 
 
-def logcosh(y_true, y_pred):
+def logcosh(y_true, y_pred) -> "tf.Tensor":
     x = y_pred - y_true
     return K.mean(x + tf.nn.softplus(-2.0 * x) - tf.log(2.0), axis=-1)
 
 
-def categorical_crossentropy(y_true, y_pred, from_logits: bool = False, label_smoothing: float = 0):
+def categorical_crossentropy(y_true, y_pred, from_logits: bool = False, label_smoothing: float = 0) -> "tf.Tensor":
     if label_smoothing:
         classes = tf.cast(tf.shape(y_true)[-1], y_pred.dtype)
         y_true = y_true * (1.0 - label_smoothing) + label_smoothing / classes
     return K.categorical_crossentropy(y_true, y_pred, from_logits=from_logits)
 
 
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False, axis: int = -1):
+def sparse_categorical_crossentropy(y_true, y_pred, from_logits: bool = False, axis: int = -1) -> "tf.Tensor":
     return K.sparse_categorical_crossentropy(y_true, y_pred, from_logits=from_logits, axis=axis)
 
 
-def binary_crossentropy(y_true, y_pred, from_logits: bool = False, label_smoothing: float = 0):
+def binary_crossentropy(y_true, y_pred, from_logits: bool = False, label_smoothing: float = 0) -> "tf.Tensor":
     if label_smoothing:
         y_true = y_true * (1.0 - label_smoothing) + 0.5 * label_smoothing
     return K.mean(K.binary_crossentropy(y_true, y_pred, from_logits=from_logits), axis=-1)
 
 
-def kullback_leibler_divergence(y_true, y_pred):
+def kullback_leibler_divergence(y_true, y_pred) -> "tf.Tensor":
     y_true = K.clip(y_true, K.epsilon(), 1)
     y_pred = K.clip(y_pred, K.epsilon(), 1)
     return K.sum(y_true * K.log(y_true / y_pred), axis=-1)
 
 
-def poisson(y_true, y_pred):
+def poisson(y_true, y_pred) -> "tf.Tensor":
     return K.mean(y_pred - y_true * K.log(y_pred + K.epsilon()), axis=-1)
 
 
-def cosine_proximity(y_true, y_pred, axis: int = -1):
+def cosine_proximity(y_true, y_pred, axis: int = -1) -> "tf.Tensor":
     """Keras 2.2's ``cosine``: minus the cosine similarity (so lower is better)."""
     return -K.sum(K.l2_normalize(y_true, axis) * K.l2_normalize(y_pred, axis), axis=axis)
 
 
-def huber(y_true, y_pred, delta: float = 1.0):
+def huber(y_true, y_pred, delta: float = 1.0) -> "tf.Tensor":
     error = y_pred - y_true
     abs_error = K.abs(error)
     quadratic = K.minimum(abs_error, delta)
@@ -165,24 +165,24 @@ LOSS_CLASSES = {cls.__name__: cls for cls in (
     Poisson, LogCosh, CosineSimilarity, Huber)}
 
 
-def per_sample(loss):
+def per_sample(loss) -> object:
     """The per-sample function behind ``loss`` (a name, a function, or a Loss object)."""
     if isinstance(loss, Loss):
         return loss.call
     return get(loss)
 
 
-def serialize(loss):
+def serialize(loss) -> object:
     if isinstance(loss, Loss):
         return {"class_name": type(loss).__name__, "config": loss.get_config()}
     return getattr(loss, "__name__", loss)
 
 
-def deserialize(name, custom_objects=None):
+def deserialize(name, custom_objects=None) -> object:
     return deserialize_object(name, {**LOSSES, **LOSS_CLASSES}, "loss function", custom_objects)
 
 
-def get(identifier):
+def get(identifier) -> object:
     if identifier is None:
         return None
     if isinstance(identifier, (str, dict)):

@@ -1,5 +1,5 @@
-"""``tf.keras.metrics``: per-batch metric functions by name (the metric classes: metric_objects.py). ``"accuracy"``/``"acc"`` resolve by the
-loss and the output's width, as Keras resolves them (``resolve``)."""
+"""``tf.keras.metrics``: per-batch metric functions by name (the metric classes: metric_objects.py).
+``"accuracy"``/``"acc"`` resolve by the loss and the output's width, as Keras resolves them (``resolve``)."""
 
 from __future__ import annotations
 
@@ -20,26 +20,26 @@ __all__ = ["KLD", "MAE", "MAPE", "MSE", "MSLE", "binary_accuracy", "binary_cross
            "sparse_top_k_categorical_accuracy", "squared_hinge", "top_k_categorical_accuracy"]
 
 
-def binary_accuracy(y_true, y_pred, threshold: float = 0.5):
+def binary_accuracy(y_true, y_pred, threshold: float = 0.5) -> "tf.Tensor":
     return K.mean(tf.cast(tf.equal(y_true, tf.cast(y_pred > threshold, y_true.dtype)), K.floatx()), axis=-1)
 
 
-def categorical_accuracy(y_true, y_pred):
+def categorical_accuracy(y_true, y_pred) -> "tf.Tensor":
     return tf.cast(tf.equal(K.argmax(y_true, -1), K.argmax(y_pred, -1)), K.floatx())
 
 
-def sparse_categorical_accuracy(y_true, y_pred):
+def sparse_categorical_accuracy(y_true, y_pred) -> "tf.Tensor":
     labels = tf.cast(y_true, tf.int64)
     if len(K.int_shape(labels)) == len(K.int_shape(y_pred)):
         labels = tf.squeeze(labels, [-1])
     return tf.cast(tf.equal(labels, K.argmax(y_pred, -1)), K.floatx())
 
 
-def top_k_categorical_accuracy(y_true, y_pred, k: int = 5):
+def top_k_categorical_accuracy(y_true, y_pred, k: int = 5) -> "tf.Tensor":
     return tf.cast(tf.nn.in_top_k(y_pred, K.argmax(y_true, -1), k), K.floatx())
 
 
-def sparse_top_k_categorical_accuracy(y_true, y_pred, k: int = 5):
+def sparse_top_k_categorical_accuracy(y_true, y_pred, k: int = 5) -> "tf.Tensor":
     labels = tf.cast(tf.reshape(y_true, [-1]), tf.int64)
     return tf.cast(tf.nn.in_top_k(y_pred, labels, k), K.floatx())
 
@@ -59,7 +59,7 @@ _CROSSENTROPY_BY_LOSS = {"binary_crossentropy": binary_crossentropy,
                          "sparse_categorical_crossentropy": sparse_categorical_crossentropy}
 
 
-def resolve(metric, loss_fn, output_shape):
+def resolve(metric, loss_fn, output_shape) -> object:
     """``metric`` as a function; "accuracy"/"acc" and "crossentropy"/"ce" pick the variant matching
     ``loss_fn`` (else the output's width: 1 means binary)."""
     loss_name = getattr(loss_fn, "__name__", "") or getattr(getattr(type(loss_fn), "fn", None), "__name__", "")
@@ -74,20 +74,20 @@ def resolve(metric, loss_fn, output_shape):
     return get(metric)
 
 
-def serialize(metric):
+def serialize(metric) -> object:
     if hasattr(metric, "get_config") and not isinstance(metric, type):
         return {"class_name": type(metric).__name__, "config": metric.get_config()}
     return getattr(metric, "__name__", metric)
 
 
-def deserialize(config, custom_objects=None):
+def deserialize(config, custom_objects=None) -> object:
     from trainer.keras.metric_objects import METRIC_CLASSES
 
     table = METRICS if not isinstance(config, dict) else {**METRICS, **METRIC_CLASSES}
     return deserialize_object(config, table, "metric function", custom_objects)
 
 
-def get(identifier):
+def get(identifier) -> object:
     if isinstance(identifier, (str, dict)):
         return deserialize(identifier)
     if callable(identifier):

@@ -10,7 +10,7 @@ __all__ = ["Model", "Sequential", "clone_model", "load_model", "model_from_confi
            "save_model"]
 
 
-def clone_model(model, input_tensors=None, clone_function=None):
+def clone_model(model, input_tensors=None, clone_function=None) -> Model:
     """A new model of the same architecture with fresh weights (built from ``model.get_config()``)."""
     if input_tensors is not None or clone_function is not None:
         raise NotImplementedError("clone_model(input_tensors=/clone_function=) is not built in flowstack")

@@ -320,7 +320,7 @@ def serialize(optimizer) -> dict:
     return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
 
 
-def deserialize(config, custom_objects=None):
+def deserialize(config, custom_objects=None) -> "Optimizer":
     if isinstance(config, dict):
         return deserialize_object(config, OPTIMIZERS, "optimizer", custom_objects)
     found = deserialize_object(config.lower() if config.lower() in OPTIMIZERS else config, OPTIMIZERS, "optimizer",

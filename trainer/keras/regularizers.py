@@ -57,11 +57,11 @@ def serialize(regularizer) -> dict:
     return to_json_value(regularizer)
 
 
-def deserialize(config, custom_objects=None):
+def deserialize(config, custom_objects=None) -> object:
     return deserialize_object(config, REGULARIZERS, "regularizer", custom_objects)
 
 
-def get(identifier):
+def get(identifier) -> object:
     if identifier is None:
         return None
     if isinstance(identifier, str):

@@ -155,7 +155,7 @@ def save_model(model, filepath, overwrite: bool = True, include_optimizer: bool 
     os.replace(tmp, os.path.join(filepath, MODEL_FILE))
 
 
-def model_from_config(config: dict, custom_objects=None):
+def model_from_config(config: dict, custom_objects=None) -> object:
     from trainer.keras.layers import deserialize
 
     if not isinstance(config, dict) or "class_name" not in config:
@@ -163,7 +163,7 @@ def model_from_config(config: dict, custom_objects=None):
     return deserialize(config, custom_objects)
 
 
-def model_from_json(json_string: str, custom_objects=None):
+def model_from_json(json_string: str, custom_objects=None) -> object:
     try:
         config = json.loads(json_string)
     except ValueError as e:

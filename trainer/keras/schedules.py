@@ -71,7 +71,7 @@ def serialize(schedule) -> dict:
     return {"class_name": type(schedule).__name__, "config": schedule.get_config()}
 
 
-def deserialize(config, custom_objects=None):
+def deserialize(config, custom_objects=None) -> "LearningRateSchedule":
     from trainer.keras.serialization import deserialize as deserialize_object
 
     return deserialize_object(config, SCHEDULES, "learning rate schedule", custom_objects)

@@ -60,7 +60,7 @@ def constructor_arguments(cls) -> list[str]:
     return [p.name for p in params if p.name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-def to_json_value(value):
+def to_json_value(value) -> object:
     """``value`` as JSON can hold it; an object with ``get_config`` as ``{"class_name", "config"}``."""
     from trainer.keras import activations
 
@@ -97,7 +97,7 @@ def config_from_attributes(obj) -> dict:
             if name not in _NOT_CONFIG and hasattr(obj, name)}
 
 
-def deserialize(identifier, table: dict, kind: str, custom: dict | None = None):
+def deserialize(identifier, table: dict, kind: str, custom: dict | None = None) -> object:
     """An object from a name (looked up in ``custom``, the custom-object scopes, then ``table``) or a
     ``{"class_name", "config"}`` dict; a clear ValueError naming ``kind`` for anything unknown."""
     lookup = {**table, **custom_objects(), **(custom or {})}

@@ -84,7 +84,7 @@ def get_source_inputs(tensor, layer=None, node_index=None) -> list:
     return found
 
 
-def register_keras_serializable(package: str = "Custom", name: str | None = None):
+def register_keras_serializable(package: str = "Custom", name: str | None = None) -> object:
     """A class decorator: the class is found by ``"<package>>name"`` when loading, without custom_objects."""
     def register(cls):
         key = f"{package}>{name or cls.__name__}"
@@ -105,7 +105,7 @@ def get_registered_name(obj) -> str:
     return _REGISTERED_NAMES.get(obj, getattr(obj, "__name__", str(obj)))
 
 
-def get_registered_object(name: str, custom_objects=None, module_objects=None):
+def get_registered_object(name: str, custom_objects=None, module_objects=None) -> object:
     """``name`` looked up in the custom-object scopes, then ``custom_objects``, then ``module_objects``."""
     from trainer.keras.serialization import custom_objects as scoped
 
@@ -115,7 +115,7 @@ def get_registered_object(name: str, custom_objects=None, module_objects=None):
     return None
 
 
-def serialize_keras_object(instance):
+def serialize_keras_object(instance) -> object:
     from trainer.keras.serialization import to_json_value
 
     return to_json_value(instance)

@@ -41,7 +41,7 @@ def keras_history(tensor) -> KerasHistory | None:
     return _HISTORY.get(tensor) if isinstance(tensor, tf.Tensor) else None
 
 
-def keras_mask(tensor):
+def keras_mask(tensor) -> object:
     return _MASKS.get(tensor) if isinstance(tensor, tf.Tensor) else None
 
 
@@ -49,7 +49,7 @@ def to_list(x) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def unpack(xs: list):
+def unpack(xs: list) -> object:
     return xs[0] if len(xs) == 1 else xs
 
 

@@ -14,7 +14,7 @@ from trainer.keras.engine.base_layer import to_list
 __all__ = ["ArraySource", "DatasetSource", "GeneratorSource", "SequenceSource", "split_xy"]
 
 
-def split_xy(element):
+def split_xy(element) -> tuple:
     """A batch element as (x_list, y_list or None): ``(x, y)``, ``(x, y, sample_weight)`` or ``x``."""
     if isinstance(element, tuple) and len(element) in (2, 3):
         if len(element) == 3 and element[2] is not None:

@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 
-import trainer as tf
 from trainer.keras import backend as K
 from trainer.keras.engine.base_layer import Layer, keras_history, to_list, unique_layer_name, unpack
 from trainer.keras.engine.input_layer import InputLayer
@@ -70,7 +69,8 @@ class Network(Layer):
             seen.add(id(node))
             for t in node.input_tensors:
                 visit(t)
-            if isinstance(node.outbound_layer, InputLayer) and not any(node.output_tensors[0] is x for x in self.inputs):
+            unknown_input = not any(node.output_tensors[0] is x for x in self.inputs)
+            if isinstance(node.outbound_layer, InputLayer) and unknown_input:
                 raise ValueError(f"Graph disconnected: cannot obtain value for tensor {node.output_tensors[0]} at "
                                  f"layer {node.outbound_layer.name!r}. It is not among the model's inputs.")
             nodes.append(node)

@@ -34,7 +34,8 @@ Convolution1D, Convolution2D, Convolution2DTranspose, Convolution3D = Conv1D, Co
 SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
 MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
 AvgPool1D, AvgPool2D, AvgPool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
-GlobalAvgPool1D, GlobalAvgPool2D, GlobalAvgPool3D = GlobalAveragePooling1D, GlobalAveragePooling2D, GlobalAveragePooling3D
+GlobalAvgPool1D, GlobalAvgPool2D = GlobalAveragePooling1D, GlobalAveragePooling2D
+GlobalAvgPool3D = GlobalAveragePooling3D
 GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D = GlobalMaxPooling1D, GlobalMaxPooling2D, GlobalMaxPooling3D
 
 LAYER_CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
@@ -54,7 +55,7 @@ def serialize(layer) -> dict:
     return to_json_value(layer)
 
 
-def deserialize(config: dict, custom_objects=None):
+def deserialize(config: dict, custom_objects=None) -> object:
     """A layer (or model) from ``{"class_name", "config"}``; unknown class names are a clear error."""
     from trainer.keras.engine.sequential import Sequential
     from trainer.keras.engine.training import Model

@@ -53,7 +53,8 @@ class Conv(Layer):
         self.filters = int(filters)
         self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size")
         self.strides = normalize_tuple(strides, self.rank, "strides")
-        self.padding = check_padding(name, padding, ("valid", "same", "causal") if self.rank == 1 else ("valid", "same"))
+        allowed = ("valid", "same", "causal") if self.rank == 1 else ("valid", "same")
+        self.padding = check_padding(name, padding, allowed)
         self.data_format = "channels_last"
         self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate")
         self.activation = activations.get(activation)
@@ -174,7 +175,8 @@ class DepthwiseConv2D(Conv2D):
 
     def build(self, input_shape):
         channels = input_shape[-1]
-        self.depthwise_kernel = self.add_weight("depthwise_kernel", self.kernel_size + (channels, self.depth_multiplier),
+        depthwise_shape = self.kernel_size + (channels, self.depth_multiplier)
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", depthwise_shape,
                                                 initializer=self.depthwise_initializer,
                                                 regularizer=self.depthwise_regularizer,
                                                 constraint=self.depthwise_constraint)
@@ -210,7 +212,8 @@ class SeparableConv2D(Conv2D):
 
     def build(self, input_shape):
         channels = input_shape[-1]
-        self.depthwise_kernel = self.add_weight("depthwise_kernel", self.kernel_size + (channels, self.depth_multiplier),
+        depthwise_shape = self.kernel_size + (channels, self.depth_multiplier)
+        self.depthwise_kernel = self.add_weight("depthwise_kernel", depthwise_shape,
                                                 initializer=self.depthwise_initializer,
                                                 regularizer=self.depthwise_regularizer,
                                                 constraint=self.depthwise_constraint)

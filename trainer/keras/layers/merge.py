@@ -125,9 +125,9 @@ add, subtract, multiply = _functional(Add), _functional(Subtract), _functional(M
 average, maximum, minimum = _functional(Average), _functional(Maximum), _functional(Minimum)
 
 
-def concatenate(inputs, axis: int = -1, **kwargs):
+def concatenate(inputs, axis: int = -1, **kwargs) -> "tf.Tensor":
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
-def dot(inputs, axes, normalize: bool = False, **kwargs):
+def dot(inputs, axes, normalize: bool = False, **kwargs) -> "tf.Tensor":
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

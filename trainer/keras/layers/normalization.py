@@ -1,7 +1,7 @@
-"""``BatchNormalization`` (and ``LayerNormalization``) with Keras' defaults (momentum 0.99, epsilon 1e-3): batch statistics while
-training (the learning phase, or ``training=``), moving averages otherwise. The moving-average
-assignments are the layer's ``updates``, which ``fit`` runs; weights are gamma, beta, moving_mean,
-moving_variance, in Keras' order."""
+"""``BatchNormalization`` (and ``LayerNormalization``) with Keras' defaults (momentum 0.99, epsilon 1e-3):
+batch statistics while training (the learning phase, or ``training=``), moving averages otherwise. The
+moving-average assignments are the layer's ``updates``, which ``fit`` runs; weights are gamma, beta,
+moving_mean, moving_variance, in Keras' order."""
 
 from __future__ import annotations
 
