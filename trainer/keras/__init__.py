@@ -18,7 +18,8 @@ __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks"
            "layers", "losses", "metrics", "models", "optimizers", "preprocessing", "regularizers", "utils",
            "wrappers"]
 
-LAZY_ATTRIBUTES = {"estimator": ("trainer.keras.estimator", None)}  # imports tf.estimator, so on first use
+LAZY_ATTRIBUTES = {"estimator": ("trainer.keras.estimator", None),  # these import tf.estimator and
+                   "experimental": ("trainer.keras.experimental", None)}  # tf.saved_model: on first use
 
 
 def __getattr__(name: str):
