@@ -205,3 +205,22 @@ def test_a_model_called_on_other_inputs_still_fits(digits):
     moving_mean = model.layers[1].moving_mean
     model.fit(digits["x_train"], digits["y_train"], epochs=1, verbose=0)
     assert not np.allclose(tf.keras.backend.get_value(moving_mean), 0.0)
+
+
+def test_a_frozen_nested_model_keeps_its_weights_and_statistics(digits):
+    _seed()
+    base = tf.keras.Sequential([layers.Dense(16, activation="relu", input_shape=(64,)), layers.BatchNormalization()],
+                               name="base")
+    model = tf.keras.Sequential([base, layers.Dense(10, activation="softmax")])
+    assert model.inputs and model.output_shape == (None, 10)  # built at once from the nested model's input
+    base.trainable = False
+    model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    assert len(model.trainable_weights) == 2 and len(model.non_trainable_weights) == 6
+    frozen = base.get_weights()
+    model.fit(digits["x_train"], digits["y_train"], epochs=1, verbose=0)
+    for before, after in zip(frozen, base.get_weights()):
+        np.testing.assert_array_equal(before, after)  # BatchNormalization's moving statistics too
+    base.trainable = True
+    model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])  # recompile to take effect, as Keras
+    model.fit(digits["x_train"], digits["y_train"], epochs=1, verbose=0)
+    assert not any(np.array_equal(b, a) for b, a in zip(frozen, base.get_weights()))

@@ -31,9 +31,10 @@ class KerasHistory(NamedTuple):
 
 
 _HISTORY: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-# The updates made by the layer calls in progress, innermost last: each call's node keeps those made
-# during it (a nested model's layers' too), so a model trains with the updates of its own calls only.
-_UPDATE_RECORDERS: list[list] = []
+# The layer calls in progress, outermost first, each with the updates made during it (a nested model's
+# layers' too) as (update, the layers called between that call and the update's layer, that layer): a
+# model trains with the updates of its own calls only, and not those of layers frozen at compile time.
+_UPDATE_RECORDERS: list[tuple["Layer", list]] = []
 _MASKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -78,11 +79,18 @@ class Node:
     def __init__(self, outbound_layer: "Layer", input_tensors: list, output_tensors: list, arguments: dict,
                  updates: list | None = None):
         self.outbound_layer = outbound_layer
-        self.updates = updates or []
+        self.recorded_updates = updates or []  # (update, [inner layers it went through])
         self.input_tensors = input_tensors
         self.output_tensors = output_tensors
         self.arguments = arguments
         self.inbound_history = [keras_history(t) for t in input_tensors]
+
+    @property
+    def updates(self) -> list:
+        """The updates this call made, but those of layers now frozen (``trainable = False``), as Keras."""
+        if not self.outbound_layer.trainable:
+            return []
+        return [u for u, chain in self.recorded_updates if all(layer.trainable for layer in chain)]
 
 
 # Arguments every layer takes (Keras' base-layer keywords).
@@ -157,8 +165,9 @@ class Layer:
     def add_update(self, updates, inputs=None) -> None:
         updates = to_list(updates)
         self._updates.extend(updates)
-        for recorder in _UPDATE_RECORDERS:
-            recorder.extend(updates)
+        for level, (_, recorded) in enumerate(_UPDATE_RECORDERS):
+            chain = [layer for layer, _ in _UPDATE_RECORDERS[level + 1:]] + [self]
+            recorded.extend((u, chain) for u in updates)
 
     @property
     def trainable_weights(self) -> list:
@@ -184,7 +193,7 @@ class Layer:
 
     @property
     def updates(self) -> list:
-        return list(self._updates)
+        return list(self._updates) if self.trainable else []  # a frozen layer's statistics stay (TF 1.15)
 
     def get_weights(self) -> list:
         return K.batch_get_value(self.weights)
@@ -213,7 +222,7 @@ class Layer:
         masks = [keras_mask(x) for x in flat]
         previous_mask = None if all(m is None for m in masks) else unpack(masks)
         recorded: list = []
-        _UPDATE_RECORDERS.append(recorded)
+        _UPDATE_RECORDERS.append((self, recorded))
         try:
             outputs, outs, output_mask = self._call_in_scope(graph, inputs, flat, previous_mask, args, kwargs)
         finally:

@@ -166,6 +166,8 @@ class Network(Layer):
 
     @property
     def updates(self) -> list:
+        if not self.trainable:
+            return []
         return list(self._updates) + [u for l in self._sublayers() for u in l.updates]
 
     def updates_of_outputs(self) -> list:

@@ -34,8 +34,11 @@ class Sequential(Model):
                 raise ValueError("An InputLayer can only be the first layer of a Sequential model")
             self.inputs = self.outputs = list(layer.inbound_nodes[0].output_tensors)
             return
-        if not self.outputs and not self._stack and getattr(layer, "batch_input_shape", None) is not None:
-            x = Input(batch_shape=layer.batch_input_shape, dtype=layer.dtype, name=f"{layer.name}_input")
+        first_shape = getattr(layer, "batch_input_shape", None)
+        if first_shape is None and isinstance(layer, Model) and layer.inputs:  # a built model as first layer
+            first_shape = K.int_shape(layer.inputs[0])
+        if not self.outputs and not self._stack and first_shape is not None:
+            x = Input(batch_shape=first_shape, dtype=layer.dtype, name=f"{layer.name}_input")
             self.inputs = self.outputs = [x]
         self._stack.append(layer)
         if self.outputs:
