@@ -224,3 +224,17 @@ def test_a_frozen_nested_model_keeps_its_weights_and_statistics(digits):
     model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])  # recompile to take effect, as Keras
     model.fit(digits["x_train"], digits["y_train"], epochs=1, verbose=0)
     assert not any(np.array_equal(b, a) for b, a in zip(frozen, base.get_weights()))
+
+
+def test_datasets_for_validation_evaluation_and_prediction(digits):
+    _seed()
+    model = _mlp()
+    model.compile("adam", "sparse_categorical_crossentropy", ["accuracy"])
+    train = tf.data.Dataset.from_tensor_slices((digits["x_train"], digits["y_train"])).batch(64)
+    test = tf.data.Dataset.from_tensor_slices((digits["x_test"], digits["y_test"])).batch(100)
+    history = model.fit(train, epochs=3, validation_data=test, validation_steps=2, verbose=0)
+    assert len(history.history["val_accuracy"]) == 3  # the validation dataset restarts each epoch
+    from_arrays = model.evaluate(digits["x_test"], digits["y_test"], verbose=0)
+    np.testing.assert_allclose(model.evaluate(test, verbose=0), from_arrays, rtol=1e-5)
+    images = tf.data.Dataset.from_tensor_slices(digits["x_test"]).batch(100)
+    np.testing.assert_allclose(model.predict(images), model.predict(digits["x_test"]), rtol=1e-6)

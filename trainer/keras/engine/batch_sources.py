@@ -45,10 +45,11 @@ class ArraySource:
 
 class DatasetSource:
     """Batches of a Dataset. With ``steps`` set, one iterator runs across epochs (a repeated dataset),
-    ``steps`` batches each; otherwise each epoch re-initializes it and runs to its end."""
+    ``steps`` batches each; otherwise, or with ``restart`` (validation, evaluation), each pass
+    re-initializes it and runs to its end or ``steps``."""
 
-    def __init__(self, dataset, steps: int | None):
-        self.steps_per_epoch = steps
+    def __init__(self, dataset, steps: int | None, restart: bool = False):
+        self.steps_per_epoch, self.restart = steps, restart
         graph = tf.get_default_graph()
         with graph.as_default():
             self.iterator = dataset.make_initializable_iterator()
@@ -60,7 +61,7 @@ class DatasetSource:
 
     def batches(self):
         session = K.get_session()
-        if self.steps_per_epoch is None or not self.initialized:
+        if self.steps_per_epoch is None or self.restart or not self.initialized:
             session.run(self.iterator.initializer)
             self.initialized = True
         step = 0
@@ -68,7 +69,7 @@ class DatasetSource:
             try:
                 element = session.run(self.next_element)
             except tf.errors.OutOfRangeError:
-                if self.steps_per_epoch is not None:
+                if self.steps_per_epoch is not None and not self.restart:
                     raise ValueError(f"the dataset ran out after {step} of steps_per_epoch={self.steps_per_epoch} "
                                      "batches; repeat it (dataset.repeat()) or lower steps_per_epoch") from None
                 return

@@ -206,7 +206,7 @@ class Model(Network):
             raise RuntimeError("You must compile your model before training/testing. Use "
                                "`model.compile(optimizer, loss)`.")
 
-    def _source(self, x, y, batch_size, shuffle, steps, what: str):
+    def _source(self, x, y, batch_size, shuffle, steps, what: str, restart: bool = False):
         """A batch source for ``x``/``y`` of any supported kind, the model built on the first data if needed."""
         from trainer.data import Dataset
         from trainer.keras.utils import Sequence
@@ -214,7 +214,7 @@ class Model(Network):
         if isinstance(x, Dataset):
             if y is not None:
                 raise ValueError("`y` argument is not supported when using dataset as input.")
-            return DatasetSource(x, steps)
+            return DatasetSource(x, steps, restart)
         if isinstance(x, Sequence):
             return SequenceSource(x, shuffle, steps)
         if hasattr(x, "__next__"):
@@ -332,7 +332,7 @@ class Model(Network):
         from trainer.data import Dataset
 
         if isinstance(data, Dataset) or hasattr(data, "__getitem__") and not isinstance(data, (tuple, list)):
-            return self._source(data, None, batch_size, False, steps, "validation")
+            return self._source(data, None, batch_size, False, steps, "validation", restart=True)
         if isinstance(data, (tuple, list)) and len(data) in (2, 3):
             if len(data) == 3 and data[2] is not None:
                 raise NotImplementedError("validation sample weights are not built in flowstack's Keras")
@@ -366,13 +366,13 @@ class Model(Network):
         self._check_compiled()
         if sample_weight is not None:
             raise NotImplementedError("evaluate(sample_weight=) is not built in flowstack's Keras")
-        values = self._evaluate_source(self._source(x, y, batch_size, False, steps, "evaluate"))
+        values = self._evaluate_source(self._source(x, y, batch_size, False, steps, "evaluate", restart=True))
         return values[0] if len(values) == 1 else values
 
     def predict(self, x, batch_size=None, verbose: int = 0, steps=None, callbacks=None, max_queue_size: int = 10,
                 workers: int = 1, use_multiprocessing: bool = False):
         """The model's outputs for ``x``, batch by batch, concatenated."""
-        source = self._source(x, None, batch_size, False, steps, "predict")
+        source = self._source(x, None, batch_size, False, steps, "predict", restart=True)
         chunks = []
         for xb, _ in source.batches():
             if not isinstance(source, ArraySource):
