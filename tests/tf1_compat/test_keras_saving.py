@@ -105,3 +105,15 @@ def test_a_lambda_layer_is_saved_by_name_and_needs_custom_objects(tmp_path):
     np.testing.assert_allclose(restored.predict(x), model.predict(x))
     with pytest.raises(ValueError, match="anonymous function, which cannot be saved"):
         tf.keras.Model(inp, layers.Lambda(lambda t: t + 1.0)(inp)).save(str(tmp_path / "anon"))
+
+
+def test_tf_initializer_objects_are_saved_by_their_arguments(tmp_path):
+    model = tf.keras.Sequential([
+        layers.Dense(3, input_shape=(2,), kernel_initializer=tf.truncated_normal_initializer(stddev=0.1),
+                     bias_initializer=tf.constant_initializer(0.5)),
+        layers.Dense(2, kernel_initializer=tf.glorot_uniform_initializer(seed=3))])
+    model.save(str(tmp_path / "m"))
+    restored = tf.keras.models.load_model(str(tmp_path / "m"))
+    assert restored.layers[0].kernel_initializer.stddev == 0.1
+    np.testing.assert_allclose(restored.predict(np.ones((1, 2))), model.predict(np.ones((1, 2))), rtol=1e-6)
+    assert restored.predict_classes(np.ones((4, 2))).shape == (4,)

@@ -90,6 +90,8 @@ INITIALIZERS = {
     "Orthogonal": Orthogonal, "orthogonal": Orthogonal, "Identity": Identity, "identity": Identity,
     "glorot_uniform": glorot_uniform, "glorot_normal": glorot_normal, "he_uniform": he_uniform,
     "he_normal": he_normal, "lecun_uniform": lecun_uniform, "lecun_normal": lecun_normal,
+    # the class names of tf.*_initializer objects (tf.glorot_uniform_initializer(), ...), saved with a model
+    "GlorotUniform": glorot_uniform, "GlorotNormal": glorot_normal, "UniformUnitScaling": tf_init.UniformUnitScaling,
 }
 
 

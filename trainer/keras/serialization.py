@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 
+from trainer.initializers import Initializer as TFInitializer
+
 _CUSTOM_OBJECTS: list[dict] = [{}]
 
 
@@ -78,6 +80,8 @@ def to_json_value(value) -> object:
         return value.tolist()
     if hasattr(value, "get_config"):
         return {"class_name": type(value).__name__, "config": to_json_value(value.get_config())}
+    if isinstance(value, TFInitializer):  # tf.*_initializer objects: their arguments are their attributes
+        return {"class_name": type(value).__name__, "config": config_from_attributes(value)}
     if callable(value):
         name = activations.serialize(value) if activations.is_registered(value) else getattr(value, "__name__", None)
         if name is None or name == "<lambda>":

@@ -63,6 +63,17 @@ class Sequential(Model):
             self.init_graph_network(self.inputs, self.outputs)
         self.train_function = self.test_function = self.predict_function = None
 
+    def predict_proba(self, x, batch_size: int = 32, verbose: int = 0) -> np.ndarray:
+        """TF 1.15's Sequential.predict_proba: ``predict``."""
+        return self.predict(x, batch_size=batch_size, verbose=verbose)
+
+    def predict_classes(self, x, batch_size: int = 32, verbose: int = 0) -> np.ndarray:
+        """The argmax class per example, or 0/1 by a 0.5 threshold for a one-unit output."""
+        probabilities = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if probabilities.shape[-1] > 1:
+            return probabilities.argmax(axis=-1)
+        return (probabilities > 0.5).astype("int32")
+
     def build_on_shape(self, input_shape, dtype=None) -> None:
         """The deferred build: an Input of ``input_shape`` run through the stack."""
         if self.outputs:
