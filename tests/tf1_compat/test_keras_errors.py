@@ -59,10 +59,12 @@ def test_unknown_activation_and_unbuilt_options_are_named():
         layers.LSTM(4, stateful=True)
     with pytest.raises(NotImplementedError, match=r"Conv2D\(data_format='channels_first'\) is not built"):
         layers.Conv2D(4, 3, data_format="channels_first")
-    with pytest.raises(NotImplementedError, match=r"fit\(class_weight=/sample_weight=\) is not built"):
-        model = _mlp()
-        model.compile("adam", "mse")
-        model.fit(np.zeros((2, 64)), np.zeros((2, 10)), class_weight={0: 1.0}, verbose=0)
+    with pytest.raises(NotImplementedError, match=r"compile\(sample_weight_mode=...\) is not built"):
+        _mlp().compile("adam", "mse", sample_weight_mode="temporal")
+    model = _mlp()
+    model.compile("adam", "sparse_categorical_crossentropy")
+    with pytest.raises(ValueError, match=r"The classes \[1\] exist in the data but not in `class_weight`"):
+        model.fit(np.zeros((2, 64)), np.array([0, 1]), class_weight={0: 1.0}, verbose=0)
     with pytest.raises(TypeError, match=r"Dense: unexpected keyword argument\(s\) \['unit'\]"):
         layers.Dense(3, unit=4)
 

@@ -238,3 +238,24 @@ def test_datasets_for_validation_evaluation_and_prediction(digits):
     np.testing.assert_allclose(model.evaluate(test, verbose=0), from_arrays, rtol=1e-5)
     images = tf.data.Dataset.from_tensor_slices(digits["x_test"]).batch(100)
     np.testing.assert_allclose(model.predict(images), model.predict(digits["x_test"]), rtol=1e-6)
+
+
+def test_sample_and_class_weights_weight_the_loss(digits):
+    _seed()
+    model = _mlp()
+    model.compile("sgd", "sparse_categorical_crossentropy")
+    x, y = digits["x_test"][:100], digits["y_test"][:100]
+    weights = np.where(np.arange(100) < 50, 2.0, 0.0).astype(np.float32)
+    probabilities = model.predict(x)
+    per_sample = -np.log(np.clip(probabilities[np.arange(100), y], 1e-7, 1 - 1e-7))
+    want = np.mean(per_sample * weights) / np.mean(weights != 0)  # Keras: divided by the non-zero fraction
+    assert np.isclose(model.evaluate(x, y, sample_weight=weights, batch_size=100, verbose=0), want, rtol=1e-5)
+    # class_weight: errors on the favoured class cost more, so it is predicted more often
+    counts = []
+    for favoured in (None, {c: (20.0 if c == 3 else 1.0) for c in range(10)}):
+        _seed()
+        model = _mlp()
+        model.compile("adam", "sparse_categorical_crossentropy")
+        model.fit(digits["x_train"], digits["y_train"], epochs=3, class_weight=favoured, verbose=0)
+        counts.append((model.predict(digits["x_test"]).argmax(1) == 3).sum())
+    assert counts[1] > counts[0], counts

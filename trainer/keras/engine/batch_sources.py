@@ -1,7 +1,7 @@
 """Where ``fit``/``evaluate``/``predict`` get their batches: NumPy arrays (sliced, shuffled per epoch),
 a ``tf.data.Dataset`` (pulled through an iterator in the Keras session), a ``keras.utils.Sequence``,
-or a Python generator. Each yields ``(x_list, y_list)`` NumPy batches; ``y_list`` is None when the
-source has no targets."""
+or a Python generator. Each yields ``(x_list, y_list, sample_weight_list)`` NumPy batches; ``y_list``
+is None when the source has no targets, ``sample_weight_list`` when it has no sample weights."""
 
 from __future__ import annotations
 
@@ -15,17 +15,18 @@ __all__ = ["ArraySource", "DatasetSource", "GeneratorSource", "SequenceSource", 
 
 
 def split_xy(element) -> tuple:
-    """A batch element as (x_list, y_list or None): ``(x, y)``, ``(x, y, sample_weight)`` or ``x``."""
+    """A batch element (``(x, y)``, ``(x, y, sample_weight)`` or ``x``) as (x_list, y_list, sample_weight_list)."""
     if isinstance(element, tuple) and len(element) in (2, 3):
-        if len(element) == 3 and element[2] is not None:
-            raise NotImplementedError("sample weights in a dataset or generator are not built in flowstack's Keras")
-        return to_list(element[0]) if not isinstance(element[0], dict) else [element[0]], to_list(element[1])
-    return (to_list(element) if not isinstance(element, dict) else [element]), None
+        xs = to_list(element[0]) if not isinstance(element[0], dict) else [element[0]]
+        weights = to_list(element[2]) if len(element) == 3 and element[2] is not None else None
+        return xs, to_list(element[1]), weights
+    return (to_list(element) if not isinstance(element, dict) else [element]), None, None
 
 
 class ArraySource:
-    def __init__(self, xs: list, ys: list | None, batch_size: int, shuffle=False):
+    def __init__(self, xs: list, ys: list | None, batch_size: int, shuffle=False, sample_weights: list | None = None):
         self.xs, self.ys, self.batch_size, self.shuffle = xs, ys, batch_size, shuffle
+        self.sample_weights = sample_weights
         self.samples = len(xs[0]) if xs else 0
 
     def steps(self) -> int:
@@ -40,7 +41,8 @@ class ArraySource:
             np.random.shuffle(index)
         for start in range(0, self.samples, self.batch_size):
             take = index[start:start + self.batch_size]
-            yield [x[take] for x in self.xs], None if self.ys is None else [y[take] for y in self.ys]
+            yield ([x[take] for x in self.xs], None if self.ys is None else [y[take] for y in self.ys],
+                   None if self.sample_weights is None else [w[take] for w in self.sample_weights])
 
 
 class DatasetSource:

@@ -30,6 +30,16 @@ def _mean(x):
     return tf.reduce_mean(x)
 
 
+def _weighted_mean(per_sample, weights):
+    """Keras' weighted loss: the per-sample values (averaged over any further axes) times ``weights``,
+    divided by the fraction of non-zero weights, averaged."""
+    rank = len(K.int_shape(per_sample))
+    if rank > 1:
+        per_sample = tf.reduce_mean(per_sample, axis=list(range(1, rank)))
+    nonzero = tf.reduce_mean(tf.cast(tf.not_equal(weights, 0.0), per_sample.dtype))
+    return tf.reduce_mean(per_sample * weights) / tf.maximum(nonzero, K.epsilon())
+
+
 class Model(Network):
     """``Model(inputs, outputs)`` (functional) or a subclass defining ``call`` (subclassed)."""
 
@@ -100,16 +110,18 @@ class Model(Network):
             metric_lists = self.per_output(self.metrics, "metrics") if isinstance(self.metrics, dict) else \
                 [self.metrics] * len(self.outputs)
             names = self._output_names()
-            self.targets, self.sparse_targets = [], []
+            self.targets, self.sparse_targets, self.sample_weights = [], [], []
             total, output_losses, metric_values, metric_names, stateful = None, [], [], [], []
             self.stateful_metrics = []
             for out, name, fn, w, mets in zip(self.outputs, names, loss_fns, weights, metric_lists):
                 rank = len(K.int_shape(out))
                 sparse = _is_sparse(fn)
                 target = K.placeholder(ndim=rank - 1 if sparse else rank, name=f"{name}_target")
+                weights = K.placeholder(ndim=1, name=f"{name}_sample_weights")
                 self.targets.append(target)
                 self.sparse_targets.append(sparse)
-                output_loss = _mean(losses_module.per_sample(fn)(target, out))
+                self.sample_weights.append(weights)
+                output_loss = _weighted_mean(losses_module.per_sample(fn)(target, out), weights)
                 output_losses.append(output_loss)
                 total = w * output_loss if total is None else total + w * output_loss
                 for m in to_list(mets or []):
@@ -135,10 +147,10 @@ class Model(Network):
             with tf.name_scope(type(self.optimizer).__name__):
                 updates = self.optimizer.get_updates(total, self.trainable_weights)
             phase = [K.learning_phase()] if K.learning_phase_is_fed() else []
-            self.train_function = K.function(self.inputs + self.targets + phase, fetches,
+            self.train_function = K.function(self.inputs + self.targets + self.sample_weights + phase, fetches,
                                              updates=updates + self.updates_of_outputs())
             self.train_phase_values = [True] * len(phase)
-            self.test_function = K.function(self.inputs + self.targets, fetches)
+            self.test_function = K.function(self.inputs + self.targets + self.sample_weights, fetches)
 
     def _build_predict(self) -> None:
         if self.predict_function is None:
@@ -206,11 +218,16 @@ class Model(Network):
             raise RuntimeError("You must compile your model before training/testing. Use "
                                "`model.compile(optimizer, loss)`.")
 
-    def _source(self, x, y, batch_size, shuffle, steps, what: str, restart: bool = False):
+    def _source(self, x, y, batch_size, shuffle, steps, what: str, restart: bool = False, sample_weight=None,
+                class_weight=None):
         """A batch source for ``x``/``y`` of any supported kind, the model built on the first data if needed."""
         from trainer.data import Dataset
         from trainer.keras.utils import Sequence
 
+        if not isinstance(x, (np.ndarray, list, tuple, dict)) and (sample_weight is not None or
+                                                                   class_weight is not None):
+            raise NotImplementedError(f"{what}: sample_weight=/class_weight= with a dataset, Sequence or generator "
+                                      "is not built in flowstack; yield (x, y, sample_weight) instead")
         if isinstance(x, Dataset):
             if y is not None:
                 raise ValueError("`y` argument is not supported when using dataset as input.")
@@ -224,25 +241,58 @@ class Model(Network):
         xs = list(x.values()) if isinstance(x, dict) else to_list(x) if isinstance(x, (list, tuple)) else [x]
         self._ensure_built(xs)
         xs = self._standardize(x, self.inputs, self._input_names(), "input")
-        ys = None
+        ys = weights = None
         if y is not None:
             self._build_training()
             ys = self._standardize(y, self.targets, self._output_names(), "target", self.sparse_targets)
             if len(ys[0]) != len(xs[0]):
                 raise ValueError(f"Input arrays should have the same number of samples as target arrays. Found "
                                  f"{len(xs[0])} input samples and {len(ys[0])} target samples.")
-        return ArraySource(xs, ys, batch_size or 32, shuffle)
+            weights = self._standardize_weights(sample_weight, class_weight, ys)
+        return ArraySource(xs, ys, batch_size or 32, shuffle, weights)
 
-    def _batch_arrays(self, xb, yb):
-        """A generated batch (x, y) checked as arrays are (the model built on it if needed)."""
+    def _standardize_weights(self, sample_weight, class_weight, ys: list) -> list | None:
+        """One float32 weight per sample for each output (None: all ones), from ``sample_weight`` (an array,
+        a list or a dict by output) or else ``class_weight`` ({class: weight}, or such dicts by output)."""
+        names = self._output_names()
+        weights = [None] * len(ys)
+        if sample_weight is not None:
+            given = [sample_weight.get(n) for n in names] if isinstance(sample_weight, dict) else \
+                list(sample_weight) if isinstance(sample_weight, list) and len(ys) > 1 else [sample_weight]
+            if len(given) != len(ys):
+                raise ValueError(f"sample_weight: {len(given)} arrays for a model with {len(ys)} outputs")
+            for i, (w, y) in enumerate(zip(given, ys)):
+                if w is not None:
+                    w = np.asarray(w, np.float32)
+                    if w.shape != (len(y),):
+                        raise ValueError(f"Found a sample_weight array with shape {w.shape} for an input with shape "
+                                         f"{y.shape}. sample_weight cannot be broadcast.")
+                    weights[i] = w
+        if class_weight is not None:
+            per_output = [class_weight.get(n) for n in names] if set(class_weight) <= set(names) else \
+                [class_weight] * len(ys)
+            for i, (table, y) in enumerate(zip(per_output, ys)):
+                if table is not None and weights[i] is None:
+                    weights[i] = _class_weights(table, y)
+        return weights if any(w is not None for w in weights) else None
+
+    @staticmethod
+    def _weight_arrays(ys: list, weights: list | None) -> list:
+        """The sample-weight feeds: the given weights, ones where none were given."""
+        weights = weights or [None] * len(ys)
+        return [w if w is not None else np.ones(len(y), np.float32) for w, y in zip(weights, ys)]
+
+    def _batch_arrays(self, xb, yb, wb=None):
+        """A generated batch (x, y, sample weights) checked as arrays are (the model built on it if needed)."""
         raw = list(xb[0].values()) if len(xb) == 1 and isinstance(xb[0], dict) else xb
         self._ensure_built(raw)
         xs = self._standardize(xb[0] if len(xb) == 1 and isinstance(xb[0], dict) else xb, self.inputs,
                                self._input_names(), "input")
         if yb is None:
-            return xs, None
+            return xs, None, None
         self._build_training()
-        return xs, self._standardize(yb, self.targets, self._output_names(), "target", self.sparse_targets)
+        ys = self._standardize(yb, self.targets, self._output_names(), "target", self.sparse_targets)
+        return xs, ys, self._standardize_weights(wb, None, ys)
 
     # -- training loops ------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs: int = 1, verbose: int = 1, callbacks=None,
@@ -254,13 +304,14 @@ class Model(Network):
         if kwargs:
             raise TypeError(f"fit: unexpected keyword argument(s) {sorted(kwargs)}")
         self._check_compiled()
-        if class_weight is not None or sample_weight is not None:
-            raise NotImplementedError("fit(class_weight=/sample_weight=) is not built in flowstack's Keras")
         if validation_split and validation_data is None:
             if not isinstance(x, (np.ndarray, list, tuple, dict)):
                 raise ValueError("validation_split is only supported for NumPy array inputs")
+            if sample_weight is not None:
+                sample_weight, _, _ = self._split(sample_weight, sample_weight, validation_split)
             x, y, validation_data = self._split(x, y, validation_split)
-        source = self._source(x, y, batch_size, shuffle, steps_per_epoch, "fit")
+        source = self._source(x, y, batch_size, shuffle, steps_per_epoch, "fit", sample_weight=sample_weight,
+                              class_weight=class_weight)
         val_source = None
         if validation_data is not None:
             val_source = self._validation_source(validation_data, batch_size, validation_steps)
@@ -300,16 +351,17 @@ class Model(Network):
     def _run_epoch(self, source, cbs) -> dict:
         totals, seen, n = None, 0, 0
         self.reset_metrics()
-        for index, (xb, yb) in enumerate(source.batches()):
+        for index, (xb, yb, wb) in enumerate(source.batches()):
             if yb is None:
                 raise ValueError("fit needs targets: pass y, or a dataset/generator yielding (x, y)")
             if not isinstance(source, ArraySource):
-                xb, yb = self._batch_arrays(xb, yb)
+                xb, yb, wb = self._batch_arrays(xb, yb, wb)
             self._build_training()
             n = len(xb[0])
             logs = {"batch": index, "size": n}
             cbs.on_train_batch_begin(index, logs)
-            outs = [float(v) for v in self.train_function(xb + yb + self.train_phase_values)]
+            feeds = xb + yb + self._weight_arrays(yb, wb) + self.train_phase_values
+            outs = [float(v) for v in self.train_function(feeds)]
             logs.update(zip(self.metrics_names, outs))
             totals = self._accumulate(totals, outs, n, self.running_values)
             seen += n
@@ -334,9 +386,8 @@ class Model(Network):
         if isinstance(data, Dataset) or hasattr(data, "__getitem__") and not isinstance(data, (tuple, list)):
             return self._source(data, None, batch_size, False, steps, "validation", restart=True)
         if isinstance(data, (tuple, list)) and len(data) in (2, 3):
-            if len(data) == 3 and data[2] is not None:
-                raise NotImplementedError("validation sample weights are not built in flowstack's Keras")
-            return self._source(data[0], data[1], batch_size, False, steps, "validation")
+            weights = data[2] if len(data) == 3 else None
+            return self._source(data[0], data[1], batch_size, False, steps, "validation", sample_weight=weights)
         raise ValueError("When passing validation_data, it must contain 2 (x_val, y_val) items, or be a dataset; "
                          f"got {type(data).__name__}")
 
@@ -344,15 +395,15 @@ class Model(Network):
         totals, seen, n = None, 0, 0
         if self.train_function is not None:
             self.reset_metrics()
-        for xb, yb in source.batches():
+        for xb, yb, wb in source.batches():
             if not isinstance(source, ArraySource):
-                xb, yb = self._batch_arrays(xb, yb)
+                xb, yb, wb = self._batch_arrays(xb, yb, wb)
             if yb is None:
                 raise ValueError("evaluate needs targets: pass y, or a dataset yielding (x, y)")
             if self.train_function is None:
                 self._build_training()
                 self.reset_metrics()
-            outs = [float(v) for v in self.test_function(xb + yb)]
+            outs = [float(v) for v in self.test_function(xb + yb + self._weight_arrays(yb, wb))]
             n = len(xb[0])
             totals = self._accumulate(totals, outs, n, self.running_values)
             seen += n
@@ -364,9 +415,8 @@ class Model(Network):
                  callbacks=None, max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False):
         """The loss (and metrics) over the data: a scalar, or a list in ``metrics_names`` order."""
         self._check_compiled()
-        if sample_weight is not None:
-            raise NotImplementedError("evaluate(sample_weight=) is not built in flowstack's Keras")
-        values = self._evaluate_source(self._source(x, y, batch_size, False, steps, "evaluate", restart=True))
+        values = self._evaluate_source(self._source(x, y, batch_size, False, steps, "evaluate", restart=True,
+                                                    sample_weight=sample_weight))
         return values[0] if len(values) == 1 else values
 
     def predict(self, x, batch_size=None, verbose: int = 0, steps=None, callbacks=None, max_queue_size: int = 10,
@@ -374,9 +424,9 @@ class Model(Network):
         """The model's outputs for ``x``, batch by batch, concatenated."""
         source = self._source(x, None, batch_size, False, steps, "predict", restart=True)
         chunks = []
-        for xb, _ in source.batches():
+        for xb, _, _ in source.batches():
             if not isinstance(source, ArraySource):
-                xb, _ = self._batch_arrays(xb, None)
+                xb, _, _ = self._batch_arrays(xb, None)
             self._build_predict()
             chunks.append(self.predict_function(xb))
         if not chunks:
@@ -386,21 +436,22 @@ class Model(Network):
 
     def train_on_batch(self, x, y, sample_weight=None, class_weight=None, reset_metrics: bool = True):
         self._check_compiled()
-        if sample_weight is not None or class_weight is not None:
-            raise NotImplementedError("train_on_batch(sample_weight=/class_weight=) is not built in flowstack's Keras")
-        source = self._source(x, y, None, False, None, "train_on_batch")
+        source = self._source(x, y, None, False, None, "train_on_batch", sample_weight=sample_weight,
+                              class_weight=class_weight)
         xs, ys = source.xs, source.ys
         if reset_metrics:
             self.reset_metrics()
-        outs = [float(v) for v in self.train_function(xs + ys + self.train_phase_values)]
+        feeds = xs + ys + self._weight_arrays(ys, source.sample_weights) + self.train_phase_values
+        outs = [float(v) for v in self.train_function(feeds)]
         return outs[0] if len(outs) == 1 else outs
 
     def test_on_batch(self, x, y, sample_weight=None, reset_metrics: bool = True):
         self._check_compiled()
-        source = self._source(x, y, None, False, None, "test_on_batch")
+        source = self._source(x, y, None, False, None, "test_on_batch", sample_weight=sample_weight)
         if reset_metrics:
             self.reset_metrics()
-        outs = [float(v) for v in self.test_function(source.xs + source.ys)]
+        outs = [float(v) for v in self.test_function(source.xs + source.ys +
+                                                     self._weight_arrays(source.ys, source.sample_weights))]
         return outs[0] if len(outs) == 1 else outs
 
     def predict_on_batch(self, x):
@@ -438,3 +489,19 @@ class Model(Network):
     def reset_states(self) -> None:
         """Recurrent layers here are never stateful, so there is no state to reset."""
 
+
+
+def _class_weights(table: dict, y: np.ndarray) -> np.ndarray:
+    """Each sample's weight from its class: the target itself, or the argmax of a one-hot target."""
+    if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1):
+        classes = y.reshape(len(y)).astype(np.int64)
+    elif y.ndim == 2:
+        classes = y.argmax(axis=1)
+    else:
+        raise NotImplementedError("class_weight with temporal targets is not built in flowstack's Keras; pass "
+                                  "sample_weight instead")
+    missing = sorted(set(np.unique(classes).tolist()) - set(table))
+    if missing:
+        raise ValueError(f"`class_weight` must contain all classes in the data. The classes {missing} exist in the "
+                         "data but not in `class_weight`.")
+    return np.asarray([table[c] for c in classes], np.float32)
