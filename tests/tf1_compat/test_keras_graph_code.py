@@ -91,3 +91,21 @@ def test_fit_runs_in_the_users_session_and_keeps_its_variables(digits):
     assert tf.keras.backend.get_session() is other
     other.close()
     tf.keras.backend.set_session(None)
+
+
+def test_flowstack_export_freezes_a_keras_checkpoint(digits, tmp_path, capsys):
+    import edge_runtime
+    from flowstack_cli.main import main
+
+    tf.set_random_seed(0)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(32, activation="relu", input_shape=(64,)),
+                                 tf.keras.layers.Dropout(0.2), tf.keras.layers.BatchNormalization(),
+                                 tf.keras.layers.Dense(10, activation="softmax", name="probs")])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    model.fit(digits["x_train"], digits["y_train"], epochs=1, verbose=0)
+    tf.train.Saver().save(tf.keras.backend.get_session(), str(tmp_path / "model.ckpt"))
+    flow = str(tmp_path / "digits.flow")
+    assert main(["export", str(tmp_path), "--inputs", f"pixels={model.inputs[0].name}",
+                 "--outputs", f"probs={model.outputs[0].name}", "-o", flow]) == 0
+    got = edge_runtime.load(flow).run({"pixels": digits["x_test"]})["probs"]
+    np.testing.assert_allclose(got, model.predict(digits["x_test"]), rtol=1e-4, atol=1e-6)
