@@ -12,6 +12,7 @@ from trainer.keras import backend as K, losses as losses_module, metrics as metr
 from trainer.keras.callbacks import CallbackList, History, ProgbarLogger
 from trainer.keras.engine.base_layer import keras_history, to_list, unpack
 from trainer.keras.engine.batch_sources import ArraySource, DatasetSource, GeneratorSource, SequenceSource
+from trainer.keras.engine.data_checks import standardize_arrays, standardize_weights, weight_arrays
 from trainer.keras.engine.input_layer import Input
 from trainer.keras.engine.network import Network
 from trainer.keras.metric_objects import Metric
@@ -175,43 +176,12 @@ class Model(Network):
         return [keras_history(x).layer.name if keras_history(x) else x.name for x in self.inputs]
 
     def _standardize(self, data, tensors: list, names: list[str], what: str, sparse=None) -> list:
-        """``data`` as one checked array per tensor, cast to its dtype (Keras' "Error when checking ...");
-        targets are checked against the outputs' shapes (without the class axis for sparse losses)."""
-        if isinstance(data, dict):
-            missing = [n for n in names if n not in data]
-            if missing:
-                raise ValueError(f"No data provided for {missing}. Need data for each key in: {names}")
-            arrays = [data[n] for n in names]
+        """``data`` checked against ``tensors`` (targets: against the outputs, see data_checks)."""
+        if sparse is None:
+            shapes = [K.int_shape(t) for t in tensors]
         else:
-            arrays = to_list(data) if isinstance(data, (list, tuple)) else [data]
-        if len(arrays) != len(tensors):
-            raise ValueError(f"Error when checking model {what}: the list of Numpy arrays that you are passing to "
-                             f"your model is not the size the model expected. Expected to see {len(tensors)} "
-                             f"array(s), but instead got {len(arrays)}.")
-        out = []
-        for i, (array, tensor, name) in enumerate(zip(arrays, tensors, names)):
-            array = np.asarray(array)
-            shape = K.int_shape(tensor)
-            if sparse is not None:
-                out_shape = K.int_shape(self.outputs[i])
-                shape = out_shape[:-1] if sparse[i] else out_shape
-            if sparse is not None and sparse[i] and array.ndim == len(shape) + 1 and array.shape[-1] == 1:
-                array = array.reshape(array.shape[:-1])
-            if sparse is not None and not sparse[i] and array.ndim == len(shape) - 1 and shape[-1] == 1:
-                array = array[..., None]
-            if array.ndim != len(shape):
-                raise ValueError(f"Error when checking {what}: expected {name} to have {len(shape)} dimensions, "
-                                 f"but got array with shape {array.shape}")
-            for expected, got in zip(shape[1:], array.shape[1:]):
-                if expected is not None and expected != got:
-                    raise ValueError(f"Error when checking {what}: expected {name} to have shape {shape[1:]} but "
-                                     f"got array with shape {array.shape[1:]}")
-            out.append(array.astype(np.dtype(tensor.dtype), copy=False))
-        lengths = {len(a) for a in out}
-        if len(lengths) > 1:
-            raise ValueError(f"All {what} arrays should have the same number of samples. Got array shapes: "
-                             f"{[a.shape for a in out]}")
-        return out
+            shapes = [K.int_shape(o)[:-1] if s else K.int_shape(o) for o, s in zip(self.outputs, sparse)]
+        return standardize_arrays(data, shapes, [np.dtype(t.dtype) for t in tensors], names, what)
 
     def _check_compiled(self) -> None:
         if not self.compiled:
@@ -248,39 +218,8 @@ class Model(Network):
             if len(ys[0]) != len(xs[0]):
                 raise ValueError(f"Input arrays should have the same number of samples as target arrays. Found "
                                  f"{len(xs[0])} input samples and {len(ys[0])} target samples.")
-            weights = self._standardize_weights(sample_weight, class_weight, ys)
+            weights = standardize_weights(sample_weight, class_weight, ys, self._output_names())
         return ArraySource(xs, ys, batch_size or 32, shuffle, weights)
-
-    def _standardize_weights(self, sample_weight, class_weight, ys: list) -> list | None:
-        """One float32 weight per sample for each output (None: all ones), from ``sample_weight`` (an array,
-        a list or a dict by output) or else ``class_weight`` ({class: weight}, or such dicts by output)."""
-        names = self._output_names()
-        weights = [None] * len(ys)
-        if sample_weight is not None:
-            given = [sample_weight.get(n) for n in names] if isinstance(sample_weight, dict) else \
-                list(sample_weight) if isinstance(sample_weight, list) and len(ys) > 1 else [sample_weight]
-            if len(given) != len(ys):
-                raise ValueError(f"sample_weight: {len(given)} arrays for a model with {len(ys)} outputs")
-            for i, (w, y) in enumerate(zip(given, ys)):
-                if w is not None:
-                    w = np.asarray(w, np.float32)
-                    if w.shape != (len(y),):
-                        raise ValueError(f"Found a sample_weight array with shape {w.shape} for an input with shape "
-                                         f"{y.shape}. sample_weight cannot be broadcast.")
-                    weights[i] = w
-        if class_weight is not None:
-            per_output = [class_weight.get(n) for n in names] if set(class_weight) <= set(names) else \
-                [class_weight] * len(ys)
-            for i, (table, y) in enumerate(zip(per_output, ys)):
-                if table is not None and weights[i] is None:
-                    weights[i] = _class_weights(table, y)
-        return weights if any(w is not None for w in weights) else None
-
-    @staticmethod
-    def _weight_arrays(ys: list, weights: list | None) -> list:
-        """The sample-weight feeds: the given weights, ones where none were given."""
-        weights = weights or [None] * len(ys)
-        return [w if w is not None else np.ones(len(y), np.float32) for w, y in zip(weights, ys)]
 
     def _batch_arrays(self, xb, yb, wb=None):
         """A generated batch (x, y, sample weights) checked as arrays are (the model built on it if needed)."""
@@ -292,7 +231,7 @@ class Model(Network):
             return xs, None, None
         self._build_training()
         ys = self._standardize(yb, self.targets, self._output_names(), "target", self.sparse_targets)
-        return xs, ys, self._standardize_weights(wb, None, ys)
+        return xs, ys, standardize_weights(wb, None, ys, self._output_names())
 
     # -- training loops ------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs: int = 1, verbose: int = 1, callbacks=None,
@@ -360,7 +299,7 @@ class Model(Network):
             n = len(xb[0])
             logs = {"batch": index, "size": n}
             cbs.on_train_batch_begin(index, logs)
-            feeds = xb + yb + self._weight_arrays(yb, wb) + self.train_phase_values
+            feeds = xb + yb + weight_arrays(yb, wb) + self.train_phase_values
             outs = [float(v) for v in self.train_function(feeds)]
             logs.update(zip(self.metrics_names, outs))
             totals = self._accumulate(totals, outs, n, self.running_values)
@@ -403,7 +342,7 @@ class Model(Network):
             if self.train_function is None:
                 self._build_training()
                 self.reset_metrics()
-            outs = [float(v) for v in self.test_function(xb + yb + self._weight_arrays(yb, wb))]
+            outs = [float(v) for v in self.test_function(xb + yb + weight_arrays(yb, wb))]
             n = len(xb[0])
             totals = self._accumulate(totals, outs, n, self.running_values)
             seen += n
@@ -441,7 +380,7 @@ class Model(Network):
         xs, ys = source.xs, source.ys
         if reset_metrics:
             self.reset_metrics()
-        feeds = xs + ys + self._weight_arrays(ys, source.sample_weights) + self.train_phase_values
+        feeds = xs + ys + weight_arrays(ys, source.sample_weights) + self.train_phase_values
         outs = [float(v) for v in self.train_function(feeds)]
         return outs[0] if len(outs) == 1 else outs
 
@@ -451,7 +390,7 @@ class Model(Network):
         if reset_metrics:
             self.reset_metrics()
         outs = [float(v) for v in self.test_function(source.xs + source.ys +
-                                                     self._weight_arrays(source.ys, source.sample_weights))]
+                                                     weight_arrays(source.ys, source.sample_weights))]
         return outs[0] if len(outs) == 1 else outs
 
     def predict_on_batch(self, x):
@@ -490,18 +429,3 @@ class Model(Network):
         """Recurrent layers here are never stateful, so there is no state to reset."""
 
 
-
-def _class_weights(table: dict, y: np.ndarray) -> np.ndarray:
-    """Each sample's weight from its class: the target itself, or the argmax of a one-hot target."""
-    if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1):
-        classes = y.reshape(len(y)).astype(np.int64)
-    elif y.ndim == 2:
-        classes = y.argmax(axis=1)
-    else:
-        raise NotImplementedError("class_weight with temporal targets is not built in flowstack's Keras; pass "
-                                  "sample_weight instead")
-    missing = sorted(set(np.unique(classes).tolist()) - set(table))
-    if missing:
-        raise ValueError(f"`class_weight` must contain all classes in the data. The classes {missing} exist in the "
-                         "data but not in `class_weight`.")
-    return np.asarray([table[c] for c in classes], np.float32)
