@@ -95,3 +95,8 @@ def test_missing_tf_keras_symbols_raise_the_tf1_aware_error():
                                              r"tf.keras.layers.Dense"):
         tf.keras.layers.Dense2
     assert not hasattr(tf.keras.utils, "get_file")
+
+
+def test_summary_of_an_unbuilt_model_says_to_build_it():
+    with pytest.raises(ValueError, match="This model has not yet been built"):
+        tf.keras.Sequential([layers.Dense(2)]).summary()

@@ -307,7 +307,9 @@ class Function:
         inputs = list(inputs)
         if len(inputs) != len(self.inputs):
             raise ValueError(f"K.function expects {len(self.inputs)} input values, got {len(inputs)}")
-        feed = {t: v for t, v in zip(self.inputs, inputs) if not isinstance(t, int)}
+        # values as the tensors' dtypes (a learning phase fed 1 or 0 becomes a bool)
+        feed = {t: np.asarray(v, dtype=np.dtype(t.dtype)) for t, v in zip(self.inputs, inputs)
+                if not isinstance(t, int)}
         fetches = self.outputs + ([self.updates_op] if self.updates_op is not None else [])
         values = get_session().run(fetches, feed)
         return values[:len(self.outputs)]

@@ -279,6 +279,10 @@ class Network(Layer):
 
     def summary(self, line_length: int | None = None, positions=None, print_fn=None) -> None:
         """Layer, output shape and parameter count per layer, then the totals, as Keras prints them."""
+        if not self.built or not (self.outputs or self.layers):
+            raise ValueError("This model has not yet been built. Build the model first by calling `build()` or "
+                             "calling `fit()` with some data, or specify an `input_shape` argument in the first "
+                             "layer(s) for automatic build.")
         print_fn = print_fn or print
         width = line_length or 65
         cols = [int(width * 0.45), int(width * 0.8), width]
