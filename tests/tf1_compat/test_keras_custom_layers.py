@@ -135,3 +135,35 @@ def test_a_registered_layer_loads_without_custom_objects(tmp_path):
     restored = tf.keras.models.load_model(str(tmp_path / "m"))
     np.testing.assert_array_equal(restored.predict(np.zeros((1, 2))), [[3.0, 3.0]])
     tf.keras.utils.get_custom_objects().clear()
+
+
+def _ctc_nll(probabilities, label, blank):
+    """The CTC forward algorithm in NumPy: -log p(label | per-frame probabilities)."""
+    extended = [blank]
+    for symbol in label:
+        extended += [symbol, blank]
+    steps, states = len(probabilities), len(extended)
+    alpha = np.zeros((steps, states))
+    alpha[0, 0], alpha[0, 1] = probabilities[0, blank], probabilities[0, extended[1]]
+    for t in range(1, steps):
+        for s in range(states):
+            total = alpha[t - 1, s] + (alpha[t - 1, s - 1] if s > 0 else 0.0)
+            if s > 1 and extended[s] != blank and extended[s] != extended[s - 2]:
+                total += alpha[t - 1, s - 2]
+            alpha[t, s] = total * probabilities[t, extended[s]]
+    return -np.log(alpha[-1, -1] + alpha[-1, -2])
+
+
+def test_ctc_batch_cost_and_greedy_decoding_as_keras_ocr_uses_them():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 6, 4)).astype(np.float32)
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    labels = np.array([[1, 2, 0], [0, 0, 0]], np.float32)
+    cost = K.ctc_batch_cost(tf.constant(labels), tf.constant(probabilities), tf.constant([[6], [5]]),
+                            tf.constant([[2], [1]]))
+    decoded, _ = K.ctc_decode(tf.constant(probabilities), tf.constant([6, 5]))
+    with tf.Session() as sess:
+        got_cost, got_decoded = sess.run([cost, decoded[0]])
+    want = [_ctc_nll(probabilities[0], [1, 2], 3), _ctc_nll(probabilities[1, :5], [0], 3)]
+    np.testing.assert_allclose(got_cost[:, 0], want, rtol=1e-4)
+    assert got_decoded.tolist() == [[2, 1, 1], [0, 1, 1]]  # argmax per frame, repeats merged, blanks (3) dropped

@@ -798,6 +798,38 @@ def rnn(step_function, inputs, initial_states, go_backwards: bool = False, mask=
     return output, tf.stack(outputs, axis=1), states
 
 
+def ctc_label_dense_to_sparse(labels, label_lengths) -> "tf.SparseTensor":
+    """Dense [batch, max_length] labels, each row ``label_lengths`` long, as a SparseTensor."""
+    labels = tf.convert_to_tensor(labels)
+    mask = tf.sequence_mask(label_lengths, tf.shape(labels)[1])
+    indices = tf.where(mask)
+    return tf.SparseTensor(indices, tf.cast(tf.gather_nd(labels, indices), tf.int32),
+                           tf.cast(tf.shape(labels), tf.int64))
+
+
+def ctc_batch_cost(y_true, y_pred, input_length, label_length) -> "tf.Tensor":
+    """[batch, 1] CTC losses of softmax outputs ``y_pred`` [batch, time, classes] (the blank class last)
+    for dense labels ``y_true``; lengths are [batch, 1], as Keras' OCR examples build them."""
+    label_length = tf.cast(tf.reshape(label_length, [-1]), tf.int32)
+    input_length = tf.cast(tf.reshape(input_length, [-1]), tf.int32)
+    sparse_labels = ctc_label_dense_to_sparse(tf.cast(y_true, tf.int32), label_length)
+    log_probabilities = tf.log(tf.transpose(y_pred, [1, 0, 2]) + epsilon())
+    return tf.expand_dims(tf.nn.ctc_loss(sparse_labels, log_probabilities, input_length), 1)
+
+
+def ctc_decode(y_pred, input_length, greedy: bool = True, beam_width: int = 100, top_paths: int = 1) -> tuple:
+    """(a list of [batch, length] decodings padded with -1, their log probabilities), greedy or by beam search."""
+    log_probabilities = tf.log(tf.transpose(y_pred, [1, 0, 2]) + epsilon())
+    input_length = tf.cast(tf.reshape(input_length, [-1]), tf.int32)
+    if greedy:
+        decoded, log_prob = tf.nn.ctc_greedy_decoder(log_probabilities, input_length)
+    else:
+        decoded, log_prob = tf.nn.ctc_beam_search_decoder(log_probabilities, input_length, beam_width=beam_width,
+                                                          top_paths=top_paths)
+    dense = [tf.sparse.to_dense(st, default_value=-1) for st in decoded]
+    return dense, log_prob
+
+
 class name_scope:  # noqa: N801 - Keras' name
     """``K.name_scope(name)``: the default graph's name scope."""
 
