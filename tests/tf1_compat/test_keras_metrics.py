@@ -52,3 +52,36 @@ def test_metric_objects_in_graph_code():
         assert np.isclose(sess.run(iou.result()), 1.0 / 3.0)  # each class: 1 of 3 in the union
         assert sess.run(tp.result()).tolist() == [2.0, 1.0]
     assert metrics.sparse_categorical_accuracy is tf.keras.metrics.get("sparse_categorical_accuracy")
+
+
+def test_mean_tensor_and_operating_point_metrics():
+    from sklearn.metrics import roc_curve
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 400)
+    scores = np.clip(labels * 0.3 + rng.random(400) * 0.7, 0, 1).astype(np.float32)
+    at_specificity = metrics.SensitivityAtSpecificity(0.8)
+    at_sensitivity = metrics.SpecificityAtSensitivity(0.8)
+    mean_tensor = metrics.MeanTensor()
+    updates = [at_specificity.update_state(tf.constant(labels), tf.constant(scores)),
+               at_sensitivity.update_state(tf.constant(labels), tf.constant(scores)),
+               mean_tensor.update_state(tf.constant([1.0, 2.0])), mean_tensor.update_state(tf.constant([3.0, 6.0]))]
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        sess.run(updates)
+        sensitivity, specificity, means = sess.run([at_specificity.result(), at_sensitivity.result(),
+                                                    mean_tensor.result()])
+    false_positive_rate, true_positive_rate, _ = roc_curve(labels, scores)
+    assert abs(sensitivity - np.interp(0.2, false_positive_rate, true_positive_rate)) < 0.05
+    assert abs(specificity - (1 - np.interp(0.8, true_positive_rate, false_positive_rate))) < 0.05
+    assert means.tolist() == [2.0, 4.0]
+
+
+def test_image_utilities_round_trip(tmp_path):
+    pixels = (np.random.default_rng(0).random((4, 5, 3)) * 255).astype(np.float32)
+    path = str(tmp_path / "image.png")
+    tf.keras.utils.save_img(path, pixels, scale=False)
+    loaded = tf.keras.utils.img_to_array(tf.keras.utils.load_img(path))
+    np.testing.assert_array_equal(loaded, pixels.astype(np.uint8))
+    assert tf.keras.utils.img_to_array(tf.keras.utils.load_img(path, target_size=(8, 10))).shape == (8, 10, 3)
+    assert tf.keras.utils.img_to_array(tf.keras.utils.load_img(path, color_mode="grayscale")).shape == (4, 5, 1)

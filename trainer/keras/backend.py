@@ -770,6 +770,15 @@ def resize_images(x, height_factor: int, width_factor: int, data_format=None,
     return repeat_elements(repeat_elements(x, height_factor, 1), width_factor, 2)
 
 
+def resize_volumes(x, depth_factor: int, height_factor: int, width_factor: int, data_format=None) -> "tf.Tensor":
+    """Nearest-neighbour upsampling of NDHWC ``x`` by integer factors."""
+    if (data_format or image_data_format()) != "channels_last":
+        raise NotImplementedError("K.resize_volumes(data_format='channels_first') is not built in flowstack")
+    for axis, factor in zip((1, 2, 3), (depth_factor, height_factor, width_factor)):
+        x = repeat_elements(x, factor, axis)
+    return x
+
+
 def spatial_3d_padding(x, padding=((1, 1), (1, 1), (1, 1)), data_format=None) -> "tf.Tensor":
     return tf.pad(x, [[0, 0], *[list(p) for p in padding], [0, 0]])
 

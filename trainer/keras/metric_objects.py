@@ -16,8 +16,9 @@ from trainer.keras.serialization import snake_case
 __all__ = ["AUC", "Accuracy", "BinaryAccuracy", "BinaryCrossentropy", "CategoricalAccuracy",
            "CategoricalCrossentropy", "CategoricalHinge", "CosineProximity", "FalseNegatives", "FalsePositives",
            "Hinge", "KLDivergence", "LogCoshError", "Mean", "MeanAbsoluteError", "MeanAbsolutePercentageError",
-           "MeanIoU", "MeanRelativeError", "MeanSquaredError", "MeanSquaredLogarithmicError", "Metric", "Poisson",
-           "Precision", "Recall", "RootMeanSquaredError", "SparseCategoricalAccuracy",
+           "MeanIoU", "MeanRelativeError", "MeanSquaredError", "MeanSquaredLogarithmicError", "MeanTensor", "Metric",
+           "Poisson", "Precision", "Recall", "RootMeanSquaredError", "SensitivityAtSpecificity",
+           "SpecificityAtSensitivity", "SparseCategoricalAccuracy",
            "SparseCategoricalCrossentropy", "SparseTopKCategoricalAccuracy", "SquaredHinge", "Sum",
            "TopKCategoricalAccuracy", "TrueNegatives", "TruePositives"]
 
@@ -284,6 +285,76 @@ class AUC(ConfusionCounts):
 
     def get_config(self) -> dict:
         return {"name": self.name, "num_thresholds": self.num_thresholds, "curve": self.curve}
+
+
+class MeanTensor(Metric):
+    """The elementwise running mean of same-shaped tensors (the shape fixed by the first update)."""
+
+    def __init__(self, name: str | None = None, dtype=None):
+        super().__init__(name, dtype)
+        self.value_shape = None
+        self.state_shapes = {"total": None, "count": None}
+
+    def shape_of(self, key: str) -> tuple:
+        if self.value_shape is None:
+            raise ValueError(f"MeanTensor {self.name!r}: update_state must be called before result")
+        return self.value_shape
+
+    def update(self, values, _=None, sample_weight=None):
+        values = tf.cast(values, self.dtype)
+        shape = K.int_shape(values)
+        if shape is None or None in shape:
+            raise ValueError(f"MeanTensor {self.name!r} needs values of a fully known shape, got {shape}")
+        if self.value_shape is not None and shape != self.value_shape:
+            raise ValueError(f"MeanTensor input values must always have the same shape. Expected shape (set during "
+                             f"the first call): {self.value_shape}. Got: {shape}")
+        self.value_shape = shape
+        weights = _weights_like(values, sample_weight)
+        return [("total", values * weights), ("count", weights)]
+
+    def compute(self):
+        return self.var("total") / tf.maximum(self.var("count"), 1e-12)
+
+
+class SensitivityAtSpecificity(ConfusionCounts):
+    """The recall (sensitivity) at the threshold whose specificity is nearest ``specificity``."""
+
+    counted = ("true_positives", "false_positives", "true_negatives", "false_negatives")
+
+    def __init__(self, specificity: float, num_thresholds: int = 200, name: str | None = None, dtype=None):
+        if not 0 <= specificity <= 1:
+            raise ValueError(f"`specificity` must be in the range [0, 1], got {specificity}")
+        epsilon = 1e-7
+        inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        super().__init__([0.0 - epsilon] + inner + [1.0 + epsilon], name, dtype)
+        self.specificity, self.num_thresholds = specificity, num_thresholds
+
+    def _rates(self):
+        tp, fp = self.var("true_positives"), self.var("false_positives")
+        tn, fn = self.var("true_negatives"), self.var("false_negatives")
+        return tp / tf.maximum(tp + fn, 1e-12), tn / tf.maximum(tn + fp, 1e-12)
+
+    def compute(self):
+        sensitivity, specificity = self._rates()
+        return tf.gather(sensitivity, tf.argmin(tf.abs(specificity - self.specificity), 0))
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "specificity": self.specificity, "num_thresholds": self.num_thresholds}
+
+
+class SpecificityAtSensitivity(SensitivityAtSpecificity):
+    """The specificity at the threshold whose sensitivity is nearest ``sensitivity``."""
+
+    def __init__(self, sensitivity: float, num_thresholds: int = 200, name: str | None = None, dtype=None):
+        super().__init__(sensitivity, num_thresholds, name, dtype)
+        self.sensitivity = sensitivity
+
+    def compute(self):
+        sensitivity, specificity = self._rates()
+        return tf.gather(specificity, tf.argmin(tf.abs(sensitivity - self.sensitivity), 0))
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "sensitivity": self.sensitivity, "num_thresholds": self.num_thresholds}
 
 
 class MeanIoU(Metric):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainer.keras.enqueuers import GeneratorEnqueuer, OrderedEnqueuer, SequenceEnqueuer
+from trainer.keras.image_utils import array_to_img, img_to_array, load_img, save_img
 from trainer.keras.serialization import CustomObjectScope, get_custom_objects
 
-__all__ = ["CustomObjectScope", "Progbar", "Sequence", "custom_object_scope", "deserialize_keras_object",
+__all__ = ["CustomObjectScope", "GeneratorEnqueuer", "OrderedEnqueuer", "Progbar", "Sequence", "SequenceEnqueuer",
+           "array_to_img", "img_to_array", "load_img", "save_img", "custom_object_scope", "deserialize_keras_object",
            "get_custom_objects", "get_registered_name", "get_registered_object", "get_source_inputs", "normalize",
            "register_keras_serializable", "serialize_keras_object", "to_categorical"]
 
