@@ -153,6 +153,8 @@ def test_json_and_config_round_trips_rebuild_the_architecture(digits):
     x = digits["x_test"][:20].reshape(-1, 8, 8)
     np.testing.assert_allclose(rebuilt.predict(x), model.predict(x), rtol=1e-5, atol=1e-6)
     sequential = _mlp()
+    from_yaml = tf.keras.models.model_from_yaml(sequential.to_yaml())
+    assert [type(l).__name__ for l in from_yaml.layers] == ["Dense", "Dropout", "Dense"]
     clone = tf.keras.Sequential.from_config(sequential.get_config())
     assert clone.get_config()["layers"][0]["config"]["batch_input_shape"] == [None, 64]
     assert [w.shape for w in clone.get_weights()] == [w.shape for w in sequential.get_weights()]

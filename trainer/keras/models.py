@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from trainer.keras.engine.sequential import Sequential
 from trainer.keras.engine.training import Model
-from trainer.keras.saving import load_model, model_from_config, model_from_json, save_model
+from trainer.keras.saving import load_model, model_from_config, model_from_json, model_from_yaml, save_model
 
 __all__ = ["Model", "Sequential", "clone_model", "load_model", "model_from_config", "model_from_json",
-           "save_model"]
+           "model_from_yaml", "save_model"]
 
 
 def clone_model(model, input_tensors=None, clone_function=None) -> Model:

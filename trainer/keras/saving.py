@@ -18,8 +18,8 @@ import numpy as np
 
 from trainer.keras import backend as K
 
-__all__ = ["ModelFileError", "load_model", "load_weights", "model_from_config", "model_from_json", "save_model",
-           "save_weights", "training_config"]
+__all__ = ["ModelFileError", "load_model", "load_weights", "model_from_config", "model_from_json", "model_from_yaml",
+           "save_model", "save_weights", "training_config"]
 
 MODEL_FILE, WEIGHTS_FILE, MANIFEST = "model.json", "weights.npz", "__manifest__"
 FORMAT = "flowstack-keras"
@@ -169,6 +169,15 @@ def model_from_json(json_string: str, custom_objects=None) -> object:
     except ValueError as e:
         raise ValueError(f"model_from_json: not JSON: {e}") from None
     return model_from_config(config, custom_objects)
+
+
+def model_from_yaml(yaml_string: str, custom_objects=None) -> object:
+    """A model from ``to_yaml``'s text (needs PyYAML, as Keras does)."""
+    try:
+        import yaml
+    except ImportError:
+        raise ImportError("Requires yaml module installed (`pip install pyyaml`).") from None
+    return model_from_config(yaml.safe_load(yaml_string), custom_objects)
 
 
 def load_model(filepath, custom_objects=None, compile: bool = True):  # noqa: A002 - Keras' argument name

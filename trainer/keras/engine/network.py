@@ -274,8 +274,9 @@ class Network(Layer):
         return json.dumps({"class_name": type(self).__name__, "config": to_json_value(self.get_config()),
                            "keras_version": "2.2.4-tf", "backend": "tensorflow"}, **kwargs)
 
-    def to_yaml(self, **kwargs):
-        raise NotImplementedError("Model.to_yaml is not built in flowstack; use to_json")
+    def to_yaml(self, **kwargs) -> str:
+        """The ``to_json`` document as YAML (needs PyYAML, as Keras does)."""
+        return _yaml().safe_dump(json.loads(self.to_json()), **kwargs)
 
     def summary(self, line_length: int | None = None, positions=None, print_fn=None) -> None:
         """Layer, output shape and parameter count per layer, then the totals, as Keras prints them."""
@@ -309,3 +310,10 @@ class Network(Layer):
         print_fn(f"Non-trainable params: {non_trainable:,}")
         print_fn("_" * width)
 
+
+def _yaml():
+    try:
+        import yaml
+    except ImportError:
+        raise ImportError("Requires yaml module installed (`pip install pyyaml`).") from None
+    return yaml
