@@ -99,3 +99,11 @@ def test_time_distributed_applies_one_dense_per_step():
     kernel, bias = rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2,)).astype(np.float32)
     got = _run_weights(layers.TimeDistributed(layers.Dense(2)), X3, [kernel, bias])
     np.testing.assert_allclose(got, X3 @ kernel + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_conv3d_transpose_spreads_each_voxel_over_its_kernel():
+    x = rng.normal(size=(2, 2, 2, 2, 1)).astype(np.float32)
+    got = _run_weights(layers.Conv3DTranspose(1, 2, strides=2, use_bias=False), x,
+                       [np.ones((2, 2, 2, 1, 1), np.float32)])
+    want = x.repeat(2, 1).repeat(2, 2).repeat(2, 3)  # stride = kernel: each voxel fills its own 2x2x2 block
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from trainer.keras.engine.base_layer import InputSpec, Layer
 from trainer.keras.engine.input_layer import Input, InputLayer
 from trainer.keras.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
-from trainer.keras.layers.conv import (Conv1D, Conv2D, Conv2DTranspose, Conv3D, Cropping1D, Cropping2D, Cropping3D,
-                                       DepthwiseConv2D, SeparableConv1D, SeparableConv2D, UpSampling1D, UpSampling2D,
-                                       UpSampling3D, ZeroPadding1D, ZeroPadding2D, ZeroPadding3D)
+from trainer.keras.layers.conv import (Conv1D, Conv2D, Conv2DTranspose, Conv3D, Conv3DTranspose, Cropping1D,
+                                       Cropping2D, Cropping3D, DepthwiseConv2D, SeparableConv1D, SeparableConv2D,
+                                       UpSampling1D, UpSampling2D, UpSampling3D, ZeroPadding1D, ZeroPadding2D,
+                                       ZeroPadding3D)
 from trainer.keras.layers.convolutional_recurrent import ConvLSTM2D
 from trainer.keras.layers.core import (Activation, ActivityRegularization, Dense, Dropout, Flatten, Lambda, Masking,
                                        Permute, RepeatVector, Reshape, SpatialDropout1D, SpatialDropout2D,
@@ -31,6 +32,7 @@ from trainer.keras.serialization import deserialize as deserialize_object, to_js
 
 # Keras' other spellings of the same layers
 Convolution1D, Convolution2D, Convolution2DTranspose, Convolution3D = Conv1D, Conv2D, Conv2DTranspose, Conv3D
+Convolution3DTranspose = Conv3DTranspose
 SeparableConvolution1D, SeparableConvolution2D = SeparableConv1D, SeparableConv2D
 MaxPool1D, MaxPool2D, MaxPool3D = MaxPooling1D, MaxPooling2D, MaxPooling3D
 AvgPool1D, AvgPool2D, AvgPool3D = AveragePooling1D, AveragePooling2D, AveragePooling3D
@@ -48,7 +50,7 @@ LAYER_CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     Minimum, Concatenate, Dot, LeakyReLU, ReLU, PReLU, ELU, Softmax, ThresholdedReLU, SpatialDropout3D, Conv3D,
     SeparableConv1D, ZeroPadding3D, UpSampling3D, Cropping3D, MaxPooling3D, AveragePooling3D, GlobalAveragePooling3D,
     GlobalMaxPooling3D, GaussianNoise, GaussianDropout, AlphaDropout, LayerNormalization, CuDNNLSTM, CuDNNGRU,
-    LocallyConnected1D, LocallyConnected2D, AbstractRNNCell, ConvLSTM2D)}
+    LocallyConnected1D, LocallyConnected2D, AbstractRNNCell, ConvLSTM2D, Conv3DTranspose)}
 
 
 def serialize(layer) -> dict:

@@ -11,9 +11,9 @@ from trainer.keras import activations, backend as K, constraints, initializers, 
 from trainer.keras.engine.base_layer import Layer
 from trainer.ops import make_op
 
-__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Cropping1D", "Cropping2D", "Cropping3D", "DepthwiseConv2D",
-           "SeparableConv1D", "SeparableConv2D", "UpSampling1D", "UpSampling2D", "UpSampling3D", "ZeroPadding1D",
-           "ZeroPadding2D", "ZeroPadding3D"]
+__all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Cropping1D", "Cropping2D",
+           "Cropping3D", "DepthwiseConv2D", "SeparableConv1D", "SeparableConv2D", "UpSampling1D", "UpSampling2D",
+           "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D"]
 
 
 def normalize_tuple(value, n: int, name: str) -> tuple:
@@ -139,6 +139,22 @@ class Conv3D(Conv):
 
     def convolve(self, inputs):
         return K.conv3d(inputs, self.kernel, self.strides, self.padding)
+
+
+class Conv3DTranspose(Conv3D):
+    """The gradient of a Conv3D with respect to its input; kernel [kd, kh, kw, filters, in]."""
+
+    def kernel_shape(self, channels: int) -> tuple:
+        return self.kernel_size + (self.filters, channels)
+
+    def convolve(self, inputs):
+        spatial = K.int_shape(inputs)[1:4]
+        if None in spatial:
+            raise ValueError(f"Conv3DTranspose {self.name!r} needs known spatial dimensions, got {spatial}")
+        out = [d * s if self.padding == "same" else (d - 1) * s + k
+               for d, s, k in zip(spatial, self.strides, self.kernel_size)]
+        return tf.nn.conv3d_transpose(inputs, self.kernel, [-1, *out, self.filters], [1, *self.strides, 1],
+                                      self.padding.upper())
 
 
 class Conv2DTranspose(Conv2D):
