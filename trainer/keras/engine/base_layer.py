@@ -159,6 +159,8 @@ class Layer:
                 self.add_loss(regularizer(var))
         return var
 
+    add_variable = add_weight  # TF 1.x's older name
+
     def add_loss(self, losses, inputs=None) -> None:
         self._losses.extend(to_list(losses))
 
