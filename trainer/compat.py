@@ -75,6 +75,19 @@ NAMESPACES: dict[str, str] = {
     "tf.signal": "trainer.tf_signal",
     "tf.spectral": "trainer.tf_spectral",
     "tf.test": "trainer.tf_test",
+    "tf.keras": "trainer.keras",
+    "tf.keras.layers": "trainer.keras.layers",
+    "tf.keras.models": "trainer.keras.models",
+    "tf.keras.optimizers": "trainer.keras.optimizers",
+    "tf.keras.losses": "trainer.keras.losses",
+    "tf.keras.metrics": "trainer.keras.metrics",
+    "tf.keras.callbacks": "trainer.keras.callbacks",
+    "tf.keras.backend": "trainer.keras.backend",
+    "tf.keras.utils": "trainer.keras.utils",
+    "tf.keras.initializers": "trainer.keras.initializers",
+    "tf.keras.regularizers": "trainer.keras.regularizers",
+    "tf.keras.constraints": "trainer.keras.constraints",
+    "tf.keras.activations": "trainer.keras.activations",
 }
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "tf1_compat.md"

@@ -137,7 +137,8 @@ from trainer.string_ops import decode_compressed  # noqa: F401
 newaxis = None
 
 # Resolved on first use (trainer/__init__.py): TensorBoard's Event protos, when tensorboard is installed.
-LAZY_ATTRIBUTES = {"Event": ("trainer.summary", "Event"), "SessionLog": ("trainer.summary", "SessionLog")}
+LAZY_ATTRIBUTES = {"Event": ("trainer.summary", "Event"), "SessionLog": ("trainer.summary", "SessionLog"),
+                   "keras": ("trainer.keras", None)}  # tf.keras: imported on first use (it imports trainer)
 
 
 def get_collection(key: str, scope: str | None = None) -> list:

@@ -397,4 +397,91 @@ root_mean_squared_error sensitivity_at_specificity sparse_average_precision_at_k
 specificity_at_sensitivity true_negatives true_negatives_at_thresholds true_positives
 true_positives_at_thresholds
 """,
+    # tf.keras.*: from TensorFlow's v1 API golden files (tensorflow.keras*.pbtxt, the versions the search
+    # index holds); tf.keras.regularizers, absent there, from TF 1.15's API docs.
+    "tf.keras": """
+Input Model Sequential activations applications backend callbacks constraints datasets estimator experimental
+initializers layers losses metrics models optimizers preprocessing regularizers utils wrappers
+""",
+    "tf.keras.layers": """
+AbstractRNNCell Activation ActivityRegularization Add AlphaDropout Average AveragePooling1D AveragePooling2D
+AveragePooling3D AvgPool1D AvgPool2D AvgPool3D BatchNormalization Bidirectional Concatenate Conv1D Conv2D
+Conv2DTranspose Conv3D Conv3DTranspose ConvLSTM2D Convolution1D Convolution2D Convolution2DTranspose Convolution3D
+Convolution3DTranspose Cropping1D Cropping2D Cropping3D CuDNNGRU CuDNNLSTM Dense DenseFeatures DepthwiseConv2D Dot
+Dropout ELU Embedding Flatten GRU GRUCell GaussianDropout GaussianNoise GlobalAveragePooling1D GlobalAveragePooling2D
+GlobalAveragePooling3D GlobalAvgPool1D GlobalAvgPool2D GlobalAvgPool3D GlobalMaxPool1D GlobalMaxPool2D
+GlobalMaxPool3D GlobalMaxPooling1D GlobalMaxPooling2D GlobalMaxPooling3D Input InputLayer InputSpec LSTM LSTMCell
+Lambda Layer LayerNormalization LeakyReLU LocallyConnected1D LocallyConnected2D Masking MaxPool1D MaxPool2D MaxPool3D
+MaxPooling1D MaxPooling2D MaxPooling3D Maximum Minimum Multiply PReLU Permute RNN ReLU RepeatVector Reshape
+SeparableConv1D SeparableConv2D SeparableConvolution1D SeparableConvolution2D SimpleRNN SimpleRNNCell Softmax
+SpatialDropout1D SpatialDropout2D SpatialDropout3D StackedRNNCells Subtract ThresholdedReLU TimeDistributed
+UpSampling1D UpSampling2D UpSampling3D Wrapper ZeroPadding1D ZeroPadding2D ZeroPadding3D add average concatenate
+deserialize dot maximum minimum multiply serialize subtract
+""",
+    "tf.keras.models": """
+Model Sequential clone_model load_model model_from_config model_from_json model_from_yaml save_model
+""",
+    "tf.keras.optimizers": """
+Adadelta Adagrad Adam Adamax Ftrl Nadam Optimizer RMSprop SGD deserialize get schedules serialize
+""",
+    "tf.keras.losses": """
+BinaryCrossentropy CategoricalCrossentropy CategoricalHinge CosineSimilarity Hinge Huber KLD KLDivergence LogCosh
+LogLoss Loss MAE MAPE MSE MSLE MeanAbsoluteError MeanAbsolutePercentageError MeanSquaredError
+MeanSquaredLogarithmicError Poisson SparseCategoricalCrossentropy SquaredHinge binary_crossentropy
+categorical_crossentropy categorical_hinge cosine cosine_proximity cosine_similarity deserialize get hinge kld
+kullback_leibler_divergence logcosh mae mape mean_absolute_error mean_absolute_percentage_error mean_squared_error
+mean_squared_logarithmic_error mse msle poisson serialize sparse_categorical_crossentropy squared_hinge
+""",
+    "tf.keras.metrics": """
+AUC Accuracy BinaryAccuracy BinaryCrossentropy CategoricalAccuracy CategoricalCrossentropy CategoricalHinge
+CosineProximity FalseNegatives FalsePositives Hinge KLDivergence LogCoshError Mean MeanAbsoluteError
+MeanAbsolutePercentageError MeanIoU MeanRelativeError MeanSquaredError MeanSquaredLogarithmicError MeanTensor Metric
+Poisson Precision Recall RootMeanSquaredError SensitivityAtSpecificity SparseCategoricalAccuracy
+SparseCategoricalCrossentropy SparseTopKCategoricalAccuracy SpecificityAtSensitivity SquaredHinge Sum
+TopKCategoricalAccuracy TrueNegatives TruePositives KLD MAE MAPE MSE MSLE binary_accuracy binary_crossentropy
+categorical_accuracy categorical_crossentropy cosine cosine_proximity deserialize get hinge kld
+kullback_leibler_divergence mae mape mean_absolute_error mean_absolute_percentage_error mean_squared_error
+mean_squared_logarithmic_error mse msle poisson serialize sparse_categorical_accuracy sparse_categorical_crossentropy
+sparse_top_k_categorical_accuracy squared_hinge top_k_categorical_accuracy
+""",
+    "tf.keras.callbacks": """
+BaseLogger CSVLogger Callback EarlyStopping History LambdaCallback LearningRateScheduler ModelCheckpoint
+ProgbarLogger ReduceLROnPlateau RemoteMonitor TensorBoard TerminateOnNaN
+""",
+    "tf.keras.backend": """
+name_scope abs all any arange argmax argmin backend batch_dot batch_flatten batch_get_value batch_normalization
+batch_set_value bias_add binary_crossentropy cast cast_to_floatx categorical_crossentropy clear_session clip
+concatenate constant conv1d conv2d conv2d_transpose conv3d cos count_params ctc_batch_cost ctc_decode
+ctc_label_dense_to_sparse dot dropout dtype elu epsilon equal eval exp expand_dims eye flatten floatx foldl foldr
+function gather get_session get_uid get_value gradients greater greater_equal hard_sigmoid image_data_format
+in_test_phase in_top_k in_train_phase int_shape is_sparse l2_normalize learning_phase less less_equal log
+manual_variable_initialization map_fn max maximum mean min minimum moving_average_update ndim
+normalize_batch_in_training not_equal one_hot ones ones_like permute_dimensions placeholder pool2d pool3d pow
+print_tensor prod random_binomial random_normal random_normal_variable random_uniform random_uniform_variable relu
+repeat repeat_elements reset_uids reshape resize_images resize_volumes reverse rnn round separable_conv2d set_epsilon
+set_floatx set_image_data_format set_learning_phase set_session set_value shape sigmoid sign sin softmax softplus
+softsign sparse_categorical_crossentropy spatial_2d_padding spatial_3d_padding sqrt square squeeze stack std
+stop_gradient sum switch tanh temporal_padding to_dense transpose truncated_normal update update_add update_sub var
+variable zeros zeros_like
+""",
+    "tf.keras.utils": """
+CustomObjectScope GeneratorEnqueuer OrderedEnqueuer Progbar Sequence SequenceEnqueuer custom_object_scope array_to_img
+deserialize_keras_object get_custom_objects get_file get_registered_name get_registered_object get_source_inputs
+img_to_array load_img model_to_dot normalize plot_model register_keras_serializable save_img serialize_keras_object
+to_categorical
+""",
+    "tf.keras.initializers": """
+Constant Identity Initializer Ones Orthogonal RandomNormal RandomUniform TruncatedNormal VarianceScaling Zeros constant
+glorot_normal glorot_uniform he_normal he_uniform identity lecun_normal lecun_uniform normal ones orthogonal
+random_normal random_uniform truncated_normal uniform zeros deserialize get serialize
+""",
+    "tf.keras.regularizers": """
+L1L2 Regularizer deserialize get l1 l1_l2 l2 serialize
+""",
+    "tf.keras.constraints": """
+Constraint MaxNorm MinMaxNorm NonNeg UnitNorm max_norm min_max_norm non_neg unit_norm deserialize get serialize
+""",
+    "tf.keras.activations": """
+deserialize elu exponential get hard_sigmoid linear relu selu serialize sigmoid softmax softplus softsign swish tanh
+""",
 }
