@@ -49,16 +49,16 @@ def test_model_checkpoint_writes_per_epoch_and_only_the_best(digits, tmp_path):
     every = str(tmp_path / "weights.{epoch:02d}.npz")
     best = str(tmp_path / "best")
     checkpoints = [callbacks.ModelCheckpoint(every, save_weights_only=True),
-                   callbacks.ModelCheckpoint(best, monitor="val_accuracy", save_best_only=True)]
+                   callbacks.ModelCheckpoint(best, monitor="val_acc", save_best_only=True)]
     history = model.fit(digits["x_train"], digits["y_train"], epochs=3, verbose=0, callbacks=checkpoints,
                         validation_data=(digits["x_test"], digits["y_test"]))
     assert sorted(os.listdir(tmp_path)) == ["best", "weights.01.npz", "weights.02.npz", "weights.03.npz"]
     restored = tf.keras.models.load_model(best)
     accuracy = restored.evaluate(digits["x_test"], digits["y_test"], verbose=0)[1]
-    assert np.isclose(accuracy, max(history.history["val_accuracy"]))
+    assert np.isclose(accuracy, max(history.history["val_acc"]))
     model.load_weights(every.format(epoch=3))
     assert np.isclose(model.evaluate(digits["x_test"], digits["y_test"], verbose=0)[1],
-                      history.history["val_accuracy"][-1])
+                      history.history["val_acc"][-1])
 
 
 def test_learning_rate_schedules_change_the_optimizer_rate(digits):
@@ -80,7 +80,7 @@ def test_csv_logger_terminate_on_nan_and_tensorboard(digits, tmp_path):
               callbacks=[callbacks.CSVLogger(str(tmp_path / "log.csv")), callbacks.TensorBoard(str(tmp_path / "tb"))])
     with open(tmp_path / "log.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["epoch"] for r in rows] == ["0", "1"] and set(rows[0]) == {"epoch", "accuracy", "loss"}
+    assert [r["epoch"] for r in rows] == ["0", "1"] and set(rows[0]) == {"epoch", "acc", "loss"}
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(tmp_path / "tb"))
     broken = digits["x_train"].copy()
     broken[:] = np.nan
@@ -92,7 +92,7 @@ def test_verbose_prints_one_line_per_epoch(digits, capsys):
     model = _model()
     model.fit(digits["x_train"][:100], digits["y_train"][:100], epochs=2, verbose=2)
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("Epoch 1/2 - loss: ") and "accuracy: " in lines[1]
+    assert len(lines) == 2 and lines[0].startswith("Epoch 1/2 - loss: ") and "acc: " in lines[1]
 
 
 def test_a_learning_rate_schedule_sets_the_rate_per_step():

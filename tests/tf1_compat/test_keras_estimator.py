@@ -25,11 +25,11 @@ def test_model_to_estimator_starts_from_the_keras_weights_and_trains_on(digits, 
     got = np.array([p for p in estimator.predict(test_input)])
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     before = estimator.evaluate(test_input)
-    assert np.isclose(before["accuracy"], keras_accuracy) and np.isclose(before["loss"], keras_loss, rtol=1e-5)
+    assert np.isclose(before["acc"], keras_accuracy) and np.isclose(before["loss"], keras_loss, rtol=1e-5)
     estimator.train(tf.estimator.inputs.numpy_input_fn({"dense_input": digits["x_train"]}, digits["y_train"],
                                                        batch_size=32, num_epochs=3, shuffle=True))
     after = estimator.evaluate(test_input)
-    assert after["global_step"] == 132 and after["accuracy"] > max(before["accuracy"], 0.9), (before, after)
+    assert after["global_step"] == 132 and after["acc"] > max(before["acc"], 0.9), (before, after)
 
 
 def test_model_to_estimator_needs_a_compiled_graph_model():

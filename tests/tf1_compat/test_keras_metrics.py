@@ -19,8 +19,8 @@ def test_metric_objects_in_compile_report_running_values(digits):
     model = tf.keras.Sequential([layers.Dense(1, activation="sigmoid", input_shape=(64,))])
     model.compile("adam", "binary_crossentropy", [metrics.AUC(), metrics.Precision(), metrics.Recall(), "accuracy"])
     history = model.fit(digits["x_train"], parity, epochs=3, batch_size=50, verbose=0)
-    assert model.metrics_names == ["loss", "auc", "precision", "recall", "accuracy"]
-    assert set(history.history) == {"loss", "auc", "precision", "recall", "accuracy"}
+    assert model.metrics_names == ["loss", "auc", "precision", "recall", "acc"]
+    assert set(history.history) == {"loss", "auc", "precision", "recall", "acc"}
     test_parity = digits["y_test"] % 2
     _, auc, precision, recall, _ = model.evaluate(digits["x_test"], test_parity, batch_size=50, verbose=0)
     scores = model.predict(digits["x_test"])[:, 0]

@@ -30,12 +30,12 @@ def test_a_sequential_mlp_learns_digits_with_fit_and_evaluate(digits):
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     history = model.fit(digits["x_train"], digits["y_train"], batch_size=32, epochs=20, verbose=0,
                         validation_data=(digits["x_test"], digits["y_test"]))
-    assert set(history.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    assert set(history.history) == {"loss", "acc", "val_loss", "val_acc"}  # TF 1.x names it "acc"
     assert len(history.history["loss"]) == 20 and history.epoch == list(range(20))
     assert history.history["loss"][-1] < history.history["loss"][0] / 4
     loss, accuracy = model.evaluate(digits["x_test"], digits["y_test"], verbose=0)
     assert accuracy >= 0.95, accuracy
-    assert np.isclose(accuracy, history.history["val_accuracy"][-1])
+    assert np.isclose(accuracy, history.history["val_acc"][-1])
     probabilities = model.predict(digits["x_test"], batch_size=100)
     assert probabilities.shape == (len(digits["x_test"]), 10)
     np.testing.assert_allclose(probabilities.sum(1), 1.0, rtol=1e-5)
@@ -134,7 +134,7 @@ def test_multi_input_multi_output_functional_model_with_merge_layers(digits):
     x = digits["x_train"]
     feeds = {"left": x[:, :32], "right": x[:, 32:]}
     model.fit(feeds, [digits["y_train"], digits["y_train"] % 2], epochs=12, verbose=0)
-    assert model.metrics_names == ["loss", "digit_loss", "parity_loss", "digit_accuracy", "parity_accuracy"]
+    assert model.metrics_names == ["loss", "digit_loss", "parity_loss", "digit_acc", "parity_acc"]
     results = model.evaluate([digits["x_test"][:, :32], digits["x_test"][:, 32:]],
                              [digits["y_test"], digits["y_test"] % 2], verbose=0)
     assert results[3] > 0.85 and results[4] > 0.8, results
@@ -235,7 +235,7 @@ def test_datasets_for_validation_evaluation_and_prediction(digits):
     train = tf.data.Dataset.from_tensor_slices((digits["x_train"], digits["y_train"])).batch(64)
     test = tf.data.Dataset.from_tensor_slices((digits["x_test"], digits["y_test"])).batch(100)
     history = model.fit(train, epochs=3, validation_data=test, validation_steps=2, verbose=0)
-    assert len(history.history["val_accuracy"]) == 3  # the validation dataset restarts each epoch
+    assert len(history.history["val_acc"]) == 3  # the validation dataset restarts each epoch
     from_arrays = model.evaluate(digits["x_test"], digits["y_test"], verbose=0)
     np.testing.assert_allclose(model.evaluate(test, verbose=0), from_arrays, rtol=1e-5)
     images = tf.data.Dataset.from_tensor_slices(digits["x_test"]).batch(100)

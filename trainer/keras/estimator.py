@@ -12,6 +12,7 @@ import tempfile
 
 import trainer as tf
 from trainer.keras import backend as K, losses as losses_module, metrics as metrics_module, optimizers
+from trainer.keras.engine.training import v1_metric_name
 from trainer.keras.engine.base_layer import to_list
 from trainer.keras.saving import training_config
 
@@ -81,7 +82,8 @@ class KerasModelFn:
             total = term if total is None else total + term
             for m in model.metrics:
                 metric = metrics_module.resolve(m, fn, K.int_shape(out))
-                metric_ops[m if len(outputs) == 1 else f"{name}_{m}"] = tf.metrics.mean(metric(y, out))
+                key = v1_metric_name(m, metric)
+                metric_ops[key if len(outputs) == 1 else f"{name}_{key}"] = tf.metrics.mean(metric(y, out))
         if model.losses:
             total = total + tf.add_n([tf.convert_to_tensor(l) for l in model.losses])
         if mode == ModeKeys.EVAL:

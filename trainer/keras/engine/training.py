@@ -41,6 +41,17 @@ def _weighted_mean(per_sample, weights):
     return tf.reduce_mean(per_sample * weights) / tf.maximum(nonzero, K.epsilon())
 
 
+
+def v1_metric_name(metric, function) -> str:
+    """The name TF 1.x's Keras (graph mode) reports a compiled metric under: ``"acc"`` for
+    "accuracy"/"acc", ``"ce"`` for "crossentropy"/"ce", else the metric function's name
+    (``"mae"`` is reported as ``"mean_absolute_error"``), as in ``history.history["val_acc"]``."""
+    if metric in ("accuracy", "acc"):
+        return "acc"
+    if metric in ("crossentropy", "ce"):
+        return "ce"
+    return getattr(function, "name", None) or getattr(function, "__name__", "metric")
+
 class Model(Network):
     """``Model(inputs, outputs)`` (functional) or a subclass defining ``call`` (subclassed)."""
 
@@ -133,7 +144,7 @@ class Model(Network):
                     else:
                         fn_m = metrics_module.resolve(m, fn, K.int_shape(out))
                         metric_values.append(_mean(fn_m(target, out)))
-                        base = m if isinstance(m, str) else getattr(fn_m, "__name__", "metric")
+                        base = v1_metric_name(m, fn_m)
                     stateful.append(isinstance(m, Metric))
                     metric_names.append(base if len(self.outputs) == 1 else f"{name}_{base}")
             regularization = self.losses
