@@ -69,10 +69,10 @@ def test_unknown_activation_and_unbuilt_options_are_named():
         layers.Dense(3, unit=4)
 
 
-def test_a_recurrent_layer_needs_a_known_number_of_timesteps():
+def test_recurrent_constants_are_refused_by_name():
     inp = tf.keras.Input(shape=(None, 3))
-    with pytest.raises(ValueError, match="the number of timesteps must be known"):
-        layers.GRU(2)(inp)
+    with pytest.raises(NotImplementedError, match="constants"):
+        layers.GRU(2)(inp, constants=[inp])
 
 
 def test_models_must_start_from_keras_inputs():

@@ -783,28 +783,66 @@ def spatial_3d_padding(x, padding=((1, 1), (1, 1), (1, 1)), data_format=None) ->
     return tf.pad(x, [[0, 0], *[list(p) for p in padding], [0, 0]])
 
 
+def _masked(mask_t, out, new_states: list, previous, states: list, zero_output: bool):
+    """A step's output and states where ``mask_t`` [batch] is 0: the previous output (or zeros) and
+    the states kept, as Keras holds them over masked timesteps."""
+    keep = tf.reshape(tf.cast(mask_t, out.dtype), [-1] + [1] * (len(int_shape(out)) - 1))
+    held = tf.zeros_like(out) if zero_output else previous
+    return keep * out + (1.0 - keep) * held, [keep * n + (1.0 - keep) * s for n, s in zip(new_states, states)]
+
+
 def rnn(step_function, inputs, initial_states, go_backwards: bool = False, mask=None, constants=None,
         unroll: bool = False, input_length=None, time_major: bool = False, zero_output_for_mask: bool = False):
-    """Keras' ``K.rnn`` unrolled over the known timesteps of [batch, time, ...] ``inputs``:
-    ``step_function(x_t, states) -> (output, new_states)``; returns (last output, outputs, last states)."""
+    """Keras' ``K.rnn`` over [batch, time, ...] ``inputs``: ``step_function(x_t, states) -> (output,
+    new_states)``; returns (last output, outputs [batch, time, ...], last states). Unrolled when the
+    number of timesteps is known, a ``while_loop`` over TensorArrays when it is not (variable-length
+    inputs such as ``Input(shape=(None, features))``)."""
     if time_major:
         raise NotImplementedError("K.rnn(time_major=True) is not built in flowstack")
+    if int_shape(inputs)[1] is None:
+        return _rnn_loop(step_function, inputs, list(initial_states), go_backwards, mask, list(constants or []),
+                         zero_output_for_mask)
     steps = int_shape(inputs)[1]
-    if steps is None:
-        raise ValueError("K.rnn: the number of timesteps must be known (flowstack unrolls)")
     states, outputs, output = list(initial_states), [], None
     order = range(steps - 1, -1, -1) if go_backwards else range(steps)
     for t in order:
-        args = (inputs[:, t], states + list(constants or []))
-        out, new_states = step_function(*args)
+        out, new_states = step_function(inputs[:, t], states + list(constants or []))
+        new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
         if mask is not None:
-            keep = tf.expand_dims(tf.cast(mask[:, t], out.dtype), 1)
             previous = output if output is not None else tf.zeros_like(out)
-            out = keep * out + (1.0 - keep) * (tf.zeros_like(out) if zero_output_for_mask else previous)
-            new_states = [keep * n + (1.0 - keep) * s for n, s in zip(new_states, states)]
+            out, new_states = _masked(mask[:, t], out, new_states, previous, states, zero_output_for_mask)
         output, states = out, list(new_states)
         outputs.append(out)
     return output, tf.stack(outputs, axis=1), states
+
+
+def _time_major(tensor, go_backwards: bool):
+    rank = len(int_shape(tensor))
+    major = tf.transpose(tensor, [1, 0] + list(range(2, rank)))
+    return tf.reverse(major, [0]) if go_backwards else major
+
+
+def _rnn_loop(step_function, inputs, states: list, go_backwards: bool, mask, constants: list, zero_output: bool):
+    steps = tf.shape(inputs)[1]
+    xs = tf.TensorArray(inputs.dtype, size=steps).unstack(_time_major(inputs, go_backwards))
+    masks = None if mask is None else tf.TensorArray(tf.bool, size=steps).unstack(
+        _time_major(tf.cast(mask, tf.bool), go_backwards))
+    # the first step's output, traced once more, gives the output's shape for the loop's first "previous"
+    first, _ = step_function(xs.read(0), states + constants)
+    outputs = tf.TensorArray(first.dtype, size=steps)
+
+    def body(t, outputs, previous, *states):
+        states = list(states)
+        out, new_states = step_function(xs.read(t), states + constants)
+        new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
+        if masks is not None:
+            out, new_states = _masked(masks.read(t), out, new_states, previous, states, zero_output)
+        return (t + 1, outputs.write(t, out), out, *new_states)
+
+    final = tf.while_loop(lambda t, *_: t < steps, body, (tf.constant(0), outputs, tf.zeros_like(first), *states))
+    stacked = final[1].stack()
+    rank = len(int_shape(first)) + 1
+    return final[2], tf.transpose(stacked, [1, 0] + list(range(2, rank))), list(final[3:])
 
 
 def ctc_label_dense_to_sparse(labels, label_lengths) -> "tf.SparseTensor":

@@ -1,5 +1,5 @@
 """Recurrent layers: ``SimpleRNN``, ``GRU``, ``LSTM`` (and their cells, and the generic ``RNN``),
-unrolled over the known number of timesteps. Weights are laid out as Keras stores them, so
+unrolled over a known number of timesteps, looped (``K.rnn``) over an unknown one. Weights are laid out as Keras stores them, so
 ``set_weights`` with a Keras model's arrays gives the same outputs:
 
 - LSTM: kernel [in, 4u], recurrent_kernel [u, 4u], bias [4u], gates in the order i, f, c, o;
@@ -254,7 +254,8 @@ class StackedRNNCells(Layer):
 
 
 class RNN(Layer):
-    """Runs ``cell`` over the time axis of a [batch, time, features] input, unrolled (time must be known)."""
+    """Runs ``cell`` over the time axis of a [batch, time, features] input: unrolled when the number of
+    timesteps is known, a while_loop when it is not (``K.rnn``)."""
 
     def __init__(self, cell, return_sequences: bool = False, return_state: bool = False, go_backwards: bool = False,
                  stateful: bool = False, unroll: bool = False, time_major: bool = False, **kwargs):
@@ -270,7 +271,19 @@ class RNN(Layer):
         self.stateful, self.unroll, self.time_major = stateful, unroll, time_major
         self.supports_masking = True
 
+    def __call__(self, inputs, initial_state=None, constants=None, **kwargs):
+        """Initial states given as an argument become inputs of the layer's node (as Keras folds them),
+        so the layers computing them (an encoder) belong to the model."""
+        if constants is not None:
+            raise NotImplementedError(f"{type(self).__name__}(..., constants=...) is not built in flowstack")
+        if initial_state is None:
+            return super().__call__(inputs, **kwargs)
+        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+        return super().__call__([inputs] + states, **kwargs)
+
     def build(self, input_shape):
+        if isinstance(input_shape, list) and input_shape and isinstance(input_shape[0], (list, tuple)):
+            input_shape = input_shape[0]  # the sequence's shape; the rest are initial states'
         with tf.name_scope(self.cell.name):
             self.cell.build((input_shape[0], input_shape[-1]))  # a cell sees one timestep
             self.cell.built = True
@@ -289,10 +302,9 @@ class RNN(Layer):
         return self.cell.losses + list(self._losses)
 
     def call(self, inputs, mask=None, training=None, initial_state=None):
-        steps = K.int_shape(inputs)[1]
-        if steps is None:
-            raise ValueError(f"{type(self).__name__} {self.name!r}: the number of timesteps must be known (flowstack "
-                             "unrolls recurrent layers); give the input a fixed length, e.g. Input(shape=(T, F))")
+        if isinstance(inputs, (list, tuple)):  # [sequence, *initial states], folded by __call__
+            inputs, initial_state = inputs[0], list(inputs[1:])
+            mask = mask[0] if isinstance(mask, (list, tuple)) else mask
         if initial_state is not None:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
         elif hasattr(self.cell, "zero_states"):  # a cell whose states are not [batch, size] (ConvLSTM2D)
@@ -300,19 +312,8 @@ class RNN(Layer):
         else:
             batch = tf.shape(inputs)[0]
             states = [tf.zeros(tf.stack([batch, size]), dtype=inputs.dtype) for size in state_sizes(self.cell)]
-        order = range(steps - 1, -1, -1) if self.go_backwards else range(steps)
-        outputs, output = [], None
-        for t in order:
-            out, new_states = self.cell.call(inputs[:, t], states)
-            new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
-            if mask is not None:  # a masked step keeps the state and repeats the previous output
-                keep = tf.reshape(tf.cast(mask[:, t], inputs.dtype), [-1] + [1] * (len(K.int_shape(out)) - 1))
-                previous = output if output is not None else tf.zeros_like(out)
-                out = keep * out + (1.0 - keep) * previous
-                new_states = [keep * n + (1.0 - keep) * s for n, s in zip(new_states, states)]
-            output, states = out, new_states
-            outputs.append(out)
-        result = tf.stack(outputs, axis=1) if self.return_sequences else output
+        output, outputs, states = K.rnn(self.cell.call, inputs, states, go_backwards=self.go_backwards, mask=mask)
+        result = outputs if self.return_sequences else output
         if self.return_state:
             return [result] + list(states)
         return result
