@@ -53,8 +53,8 @@ def test_unknown_names_fail_at_compile(compile_args, message):
 def test_unknown_activation_and_unbuilt_options_are_named():
     with pytest.raises(ValueError, match=r"Unknown activation function: 'rleu' \(did you mean 'relu'"):
         layers.Dense(3, activation="rleu")
-    with pytest.raises(NotImplementedError, match=r"LSTM\w*\(recurrent_dropout=0.2\) is not built"):
-        layers.LSTM(4, recurrent_dropout=0.2)
+    with pytest.raises(ValueError, match=r"LSTM\w*\(recurrent_dropout=1.5\): a rate in \[0, 1\)"):
+        layers.LSTM(4, recurrent_dropout=1.5)
     with pytest.raises(NotImplementedError, match=r"LSTM\(stateful=True\) is not built"):
         layers.LSTM(4, stateful=True)
     with pytest.raises(NotImplementedError, match=r"Conv2D\(data_format='channels_first'\) is not built"):

@@ -70,3 +70,21 @@ def test_recurrent_layers_run_over_inputs_of_unknown_length():
     onehot = np.eye(5, dtype=np.float32)[rng.integers(0, 5, (4, 7))]
     history = looped.fit([source, target], onehot, epochs=15, verbose=0)
     assert history.history["loss"][-1] < 0.7 * history.history["loss"][0]
+
+
+@pytest.mark.parametrize("recurrent", [layers.LSTM, layers.GRU, layers.SimpleRNN])
+def test_recurrent_dropout_drops_while_training_only(digits, recurrent):
+    tf.set_random_seed(0)
+    np.random.seed(0)
+    model = tf.keras.Sequential([recurrent(32, dropout=0.2, recurrent_dropout=0.2, input_shape=(8, 8)),
+                                 layers.Dense(10, activation="softmax")])
+    model.compile(tf.keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy", ["accuracy"])
+    rows = digits["x_train"].reshape(-1, 8, 8)
+    model.fit(rows, digits["y_train"], batch_size=32, epochs=8, verbose=0)
+    accuracy = model.evaluate(digits["x_test"].reshape(-1, 8, 8), digits["y_test"], verbose=0)[1]
+    assert accuracy >= 0.85, accuracy
+    np.testing.assert_array_equal(model.predict(rows[:16]), model.predict(rows[:16]))  # inference: no dropout
+    training = tf.keras.backend.function([model.input, tf.keras.backend.learning_phase()], [model.output])
+    first, second = training([rows[:16], True])[0], training([rows[:16], True])[0]
+    assert not np.allclose(first, second)  # a fresh mask each training pass
+    np.testing.assert_allclose(training([rows[:16], False])[0], model.predict(rows[:16]), rtol=1e-6)

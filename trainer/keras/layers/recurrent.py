@@ -8,7 +8,9 @@ unrolled over a known number of timesteps, looped (``K.rnn``) over an unknown on
 - SimpleRNN: kernel [in, u], recurrent_kernel [u, u], bias [u].
 
 A mask (``Embedding(mask_zero=True)``, ``Masking``) holds the state and repeats the last output at
-masked steps, as Keras does. Input and recurrent dropout and ``stateful`` are not built.
+masked steps, as Keras does. ``dropout`` and ``recurrent_dropout`` draw one mask for the inputs and one
+for the recurrent state per sequence, used at every timestep while training (Keras' implementation 2;
+its implementation 1 draws one per gate, the same in distribution). ``stateful`` is not built.
 """
 
 from __future__ import annotations
@@ -58,9 +60,8 @@ class RecurrentCell(AbstractRNNCell):
                  recurrent_dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         for argument, value in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-            if value:
-                raise NotImplementedError(f"{type(self).__name__}({argument}={value}) is not built in flowstack; "
-                                          "add a Dropout layer before or after the recurrent layer instead")
+            if not 0.0 <= float(value) < 1.0:
+                raise ValueError(f"{type(self).__name__}({argument}={value}): a rate in [0, 1)")
         self.units = int(units)
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
@@ -74,7 +75,28 @@ class RecurrentCell(AbstractRNNCell):
         self.kernel_constraint = constraints.get(kernel_constraint)
         self.recurrent_constraint = constraints.get(recurrent_constraint)
         self.bias_constraint = constraints.get(bias_constraint)
-        self.dropout, self.recurrent_dropout = dropout, recurrent_dropout
+        self.dropout, self.recurrent_dropout = float(dropout), float(recurrent_dropout)
+        # Set by the RNN layer for one pass over a sequence: the same masks at every timestep.
+        self.input_mask = self.recurrent_mask = None
+
+    def set_dropout_masks(self, step_input, state, training) -> None:
+        """Draw this pass's dropout masks (one for the inputs, one for the recurrent state), kept for
+        every timestep as Keras keeps them; outside training they are ones (no dropout)."""
+        def mask(like, rate):
+            if not rate:
+                return None
+            ones = tf.ones_like(like)
+            return K.in_train_phase(lambda: K.dropout(ones, rate), ones, training=training)
+        self.input_mask, self.recurrent_mask = mask(step_input, self.dropout), mask(state, self.recurrent_dropout)
+
+    def clear_dropout_masks(self) -> None:
+        self.input_mask = self.recurrent_mask = None
+
+    def dropped(self, x, states: list):
+        """(``x`` under the input mask, the first state under the recurrent mask) for the products."""
+        x = x if self.input_mask is None else x * self.input_mask
+        h = states[0] if self.recurrent_mask is None else states[0] * self.recurrent_mask
+        return x, h
 
     @property
     def state_size(self) -> list[int]:
@@ -120,10 +142,11 @@ class SimpleRNNCell(RecurrentCell):
                          kernel_constraint, recurrent_constraint, bias_constraint, dropout, recurrent_dropout, **kwargs)
 
     def call(self, x, states):
+        x, h_prev = self.dropped(x, states)
         h = tf.matmul(x, self.kernel)
         if self.use_bias:
             h = h + self.bias
-        out = self.activation(h + tf.matmul(states[0], self.recurrent_kernel))
+        out = self.activation(h + tf.matmul(h_prev, self.recurrent_kernel))
         return out, [out]
 
 
@@ -146,6 +169,7 @@ class GRUCell(RecurrentCell):
 
     def call(self, x, states):
         h_prev = states[0]
+        x, h_used = self.dropped(x, states)  # the products read the dropped state; the update keeps h_prev
         s = self.gate_slices
         xw = tf.matmul(x, self.kernel)
         if self.use_bias:
@@ -153,7 +177,7 @@ class GRUCell(RecurrentCell):
             xw = xw + input_bias
         u = self.recurrent_kernel
         if self.reset_after:  # r applied to (h @ U_h + b_rh)
-            hu = tf.matmul(h_prev, u)
+            hu = tf.matmul(h_used, u)
             if self.use_bias:
                 hu = hu + self.bias[1]
             z = self.recurrent_activation(s(xw, 0) + s(hu, 0))
@@ -161,9 +185,9 @@ class GRUCell(RecurrentCell):
             hh = self.activation(s(xw, 2) + r * s(hu, 2))
         else:
             n = self.units
-            z = self.recurrent_activation(s(xw, 0) + tf.matmul(h_prev, u[:, :n]))
-            r = self.recurrent_activation(s(xw, 1) + tf.matmul(h_prev, u[:, n:2 * n]))
-            hh = self.activation(s(xw, 2) + tf.matmul(r * h_prev, u[:, 2 * n:]))
+            z = self.recurrent_activation(s(xw, 0) + tf.matmul(h_used, u[:, :n]))
+            r = self.recurrent_activation(s(xw, 1) + tf.matmul(h_used, u[:, n:2 * n]))
+            hh = self.activation(s(xw, 2) + tf.matmul(r * h_used, u[:, 2 * n:]))
         h = z * h_prev + (1.0 - z) * hh
         return h, [h]
 
@@ -197,7 +221,8 @@ class LSTMCell(RecurrentCell):
         return forget_ones
 
     def call(self, x, states):
-        h_prev, c_prev = states
+        _, c_prev = states
+        x, h_prev = self.dropped(x, states)
         z = tf.matmul(x, self.kernel) + tf.matmul(h_prev, self.recurrent_kernel)
         if self.use_bias:
             z = z + self.bias
@@ -312,7 +337,18 @@ class RNN(Layer):
         else:
             batch = tf.shape(inputs)[0]
             states = [tf.zeros(tf.stack([batch, size]), dtype=inputs.dtype) for size in state_sizes(self.cell)]
-        output, outputs, states = K.rnn(self.cell.call, inputs, states, go_backwards=self.go_backwards, mask=mask)
+        dropping = [c for c in getattr(self.cell, "cells", [self.cell])
+                    if isinstance(c, RecurrentCell) and (c.dropout or c.recurrent_dropout)]
+        if dropping and dropping != [self.cell]:
+            raise NotImplementedError(f"{type(self).__name__} {self.name!r}: dropout inside stacked cells is not built "
+                                      "in flowstack; give each recurrent layer its own dropout")
+        if dropping:
+            self.cell.set_dropout_masks(inputs[:, 0], states[0], training)
+        try:
+            output, outputs, states = K.rnn(self.cell.call, inputs, states, go_backwards=self.go_backwards, mask=mask)
+        finally:
+            if dropping:
+                self.cell.clear_dropout_masks()
         result = outputs if self.return_sequences else output
         if self.return_state:
             return [result] + list(states)
