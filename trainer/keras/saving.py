@@ -5,7 +5,8 @@ compile arguments) and ``weights.npz``. ``save_weights(path)`` writes that npz a
 one array per weight, keyed ``<layer>/<index>:<weight>``, and ``__manifest__``: a JSON list of the
 layers with weights, in order, and their keys (a NumPy string array, so ``np.load`` runs with
 ``allow_pickle=False``). Loading checks every weight's presence and shape and names the file and the
-weight on any mismatch. Keras' HDF5 (``.h5``) layout is not built (it would need h5py).
+weight on any mismatch. A path ending ``.h5``/``.hdf5`` is Keras' HDF5 layout instead
+(trainer/keras/hdf5_format.py), read and written as TF 1.x's Keras does.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import zipfile
 
 import numpy as np
 
-from trainer.keras import backend as K
+from trainer.keras import backend as K, hdf5_format
 
 __all__ = ["ModelFileError", "load_model", "load_weights", "model_from_config", "model_from_json", "model_from_yaml",
            "save_model", "save_weights", "training_config"]
@@ -29,16 +30,10 @@ class ModelFileError(ValueError):
     """A model or weights file that is missing, corrupt, or does not match the model."""
 
 
-def _refuse_h5(path: str) -> None:
-    if str(path).endswith((".h5", ".hdf5", ".keras")):
-        try:
-            import h5py  # noqa: F401
-        except ImportError:
-            raise ModelFileError(f"{path}: saving and loading Keras' HDF5 (.h5) layout needs h5py, which is not "
-                                 "installed; use a path without the .h5 suffix (flowstack writes a folder with "
-                                 "model.json and weights.npz)") from None
-        raise NotImplementedError(f"{path}: Keras' HDF5 (.h5) layout is not built in flowstack; use a path without "
-                                  "the .h5 suffix")
+def _refuse_keras_zip(path: str) -> None:
+    if str(path).endswith(".keras"):
+        raise ModelFileError(f"{path}: the .keras zip format is Keras 3's, not TF 1.x's; save to a folder "
+                             "(no suffix) or to an .h5 file")
 
 
 def _weighted_layers(model) -> list:
@@ -51,7 +46,9 @@ def _leaf(variable) -> str:
 
 def save_weights(model, filepath) -> None:
     filepath = os.fspath(filepath)
-    _refuse_h5(filepath)
+    _refuse_keras_zip(filepath)
+    if hdf5_format.is_hdf5_path(filepath):
+        return hdf5_format.save_weights_to_hdf5(model, filepath)
     values = K.batch_get_value(model.weights)
     by_variable = {id(v): value for v, value in zip(model.weights, values)}
     arrays, manifest = {}, []
@@ -93,7 +90,9 @@ def _read_weights(filepath: str) -> tuple[dict, list]:
 def load_weights(model, filepath, by_name: bool = False) -> None:
     """Weights saved by ``save_weights``: layer by layer in order, or by layer name (``by_name``)."""
     filepath = os.fspath(filepath)
-    _refuse_h5(filepath)
+    _refuse_keras_zip(filepath)
+    if hdf5_format.is_hdf5_path(filepath):
+        return hdf5_format.load_weights_from_hdf5(model, filepath, by_name)
     arrays, saved = _read_weights(filepath)
     layers = _weighted_layers(model)
     if by_name:
@@ -137,11 +136,14 @@ def training_config(model) -> dict | None:
 
 
 def save_model(model, filepath, overwrite: bool = True, include_optimizer: bool = True) -> None:
-    """A folder with ``model.json`` and ``weights.npz``; the optimizer's configuration (not its slots) is kept."""
+    """A folder with ``model.json`` and ``weights.npz`` (an ``.h5`` path: Keras' HDF5 file); the
+    optimizer's configuration (not its slots) is kept."""
     filepath = os.fspath(filepath)
-    _refuse_h5(filepath)
+    _refuse_keras_zip(filepath)
     if os.path.exists(filepath) and not overwrite:
         raise ModelFileError(f"{filepath} exists and overwrite=False")
+    if hdf5_format.is_hdf5_path(filepath):
+        return hdf5_format.save_model_to_hdf5(model, filepath, training_config(model) if include_optimizer else None)
     if os.path.isfile(filepath):
         raise ModelFileError(f"{filepath} is a file; model.save writes a folder (model.json, weights.npz)")
     config = json.loads(model.to_json())
@@ -182,11 +184,18 @@ def model_from_yaml(yaml_string: str, custom_objects=None) -> object:
 
 def load_model(filepath, custom_objects=None, compile: bool = True):  # noqa: A002 - Keras' argument name
     """A model saved by ``model.save``: its architecture, weights and (if ``compile``) compile arguments."""
-    from trainer.keras import optimizers
     from trainer.keras.serialization import CustomObjectScope
 
     filepath = os.fspath(filepath)
-    _refuse_h5(filepath)
+    _refuse_keras_zip(filepath)
+    if hdf5_format.is_hdf5_path(filepath):
+        config, training, saved = hdf5_format.load_model_from_hdf5(filepath)
+        with CustomObjectScope(custom_objects or {}):
+            model = model_from_config(config, custom_objects)
+            hdf5_format.assign_saved_weights(model, saved, filepath)
+            if compile and training:
+                _compile(model, training, custom_objects)
+        return model
     if not os.path.isdir(filepath):
         raise ModelFileError(f"{filepath}: not a saved Keras model folder (model.save writes a folder with "
                              f"{MODEL_FILE} and {WEIGHTS_FILE})")
@@ -207,6 +216,12 @@ def load_model(filepath, custom_objects=None, compile: bool = True):  # noqa: A0
         load_weights(model, os.path.join(filepath, WEIGHTS_FILE))
         training = document.get("training_config")
         if compile and training:
-            model.compile(optimizer=optimizers.deserialize(training["optimizer_config"], custom_objects),
-                          loss=training["loss"], metrics=training["metrics"], loss_weights=training["loss_weights"])
+            _compile(model, training, custom_objects)
     return model
+
+
+def _compile(model, training: dict, custom_objects) -> None:
+    from trainer.keras import optimizers
+
+    model.compile(optimizer=optimizers.deserialize(training["optimizer_config"], custom_objects),
+                  loss=training["loss"], metrics=training["metrics"], loss_weights=training.get("loss_weights"))
