@@ -77,7 +77,7 @@ def _write_weights(group, model) -> None:
 
 
 def _read_weights(group, path: str) -> list[tuple[str, list[np.ndarray]]]:
-    """[(layer name, its weights in order)] of a weights group."""
+    """[(layer name, [(weight name, array)] in order)] of a weights group."""
     from trainer.keras.saving import ModelFileError
 
     if "layer_names" not in group.attrs:
@@ -89,35 +89,10 @@ def _read_weights(group, path: str) -> list[tuple[str, list[np.ndarray]]]:
         layer_group = group[layer_name]
         names = [_text(n) for n in layer_group.attrs.get("weight_names", [])]
         try:
-            saved.append((layer_name, [np.asarray(layer_group[n][()]) for n in names]))
+            saved.append((layer_name, [(n, np.asarray(layer_group[n][()])) for n in names]))
         except KeyError as e:
             raise ModelFileError(f"{path}: layer {layer_name!r} lists a weight that is missing: {e}") from None
     return [(name, values) for name, values in saved if values]
-
-
-def _assign(model, saved: list, path: str, by_name: bool) -> None:
-    from trainer.keras.saving import ModelFileError
-
-    layers = [layer for layer in model.layers if layer.weights]
-    if by_name:
-        saved_by_name = dict(saved)
-        pairs = [(layer, saved_by_name[layer.name]) for layer in layers if layer.name in saved_by_name]
-    else:
-        if len(saved) != len(layers):
-            raise ModelFileError(f"{path}: you are trying to load a weight file containing {len(saved)} layers into "
-                                 f"a model with {len(layers)} layers")
-        pairs = [(layer, values) for layer, (_, values) in zip(layers, saved)]
-    assignments = []
-    for layer, values in pairs:
-        if len(values) != len(layer.weights):
-            raise ModelFileError(f"{path}: layer {layer.name!r} has {len(layer.weights)} weights, the file holds "
-                                 f"{len(values)} for it")
-        for w, value in zip(layer.weights, values):
-            if tuple(value.shape) != tuple(w.shape):
-                raise ModelFileError(f"{path}: a weight of layer {layer.name!r} has shape {value.shape} in the file, "
-                                     f"the model's {w.op.name} is {tuple(w.shape)}")
-            assignments.append((w, value))
-    K.batch_set_value(assignments)
 
 
 def save_weights_to_hdf5(model, path: str) -> None:
@@ -132,7 +107,9 @@ def load_weights_from_hdf5(model, path: str, by_name: bool = False) -> None:
     with _open(path, "r") as f:
         group = f["model_weights"] if "model_weights" in f and "layer_names" not in f.attrs else f
         saved = _read_weights(group, path)
-    _assign(model, saved, path, by_name)
+    from trainer.keras.saving import assign_layer_weights
+
+    assign_layer_weights(model, saved, path, by_name)
 
 
 def save_model_to_hdf5(model, path: str, training_config: dict | None) -> None:
@@ -161,8 +138,3 @@ def load_model_from_hdf5(path: str) -> tuple[dict, dict | None, list]:
             raise ModelFileError(f"{path}: its model_config or training_config is not JSON: {e}") from None
         saved = _read_weights(f["model_weights"] if "model_weights" in f else f, path)
     return config, training, saved
-
-
-def assign_saved_weights(model, saved: list, path: str) -> None:
-    """Set ``model``'s weights from ``load_model_from_hdf5``'s saved weights, layer by layer in order."""
-    _assign(model, saved, path, by_name=False)

@@ -19,7 +19,7 @@ import numpy as np
 
 from trainer.keras import backend as K, hdf5_format
 
-__all__ = ["ModelFileError", "load_model", "load_weights", "model_from_config", "model_from_json", "model_from_yaml",
+__all__ = ["ModelFileError", "assign_layer_weights", "load_model", "load_weights", "model_from_config", "model_from_json", "model_from_yaml",
            "save_model", "save_weights", "training_config"]
 
 MODEL_FILE, WEIGHTS_FILE, MANIFEST = "model.json", "weights.npz", "__manifest__"
@@ -94,26 +94,36 @@ def load_weights(model, filepath, by_name: bool = False) -> None:
     if hdf5_format.is_hdf5_path(filepath):
         return hdf5_format.load_weights_from_hdf5(model, filepath, by_name)
     arrays, saved = _read_weights(filepath)
+    layers = []
+    for name, keys in saved:
+        missing = [key for key in keys if key not in arrays]
+        if missing:
+            raise ModelFileError(f"{filepath}: weight {missing[0]!r} (of layer {name!r}) is missing")
+        layers.append((name, [(key, arrays[key]) for key in keys]))
+    assign_layer_weights(model, layers, filepath, by_name)
+
+
+def assign_layer_weights(model, saved: list, path: str, by_name: bool) -> None:
+    """Set the weights of ``model``'s layers that have weights from ``saved`` ([(layer name, [(weight
+    label, array)])]), matched in order or by name; the counts and every shape are checked first,
+    naming the file, the layer and the weight."""
     layers = _weighted_layers(model)
     if by_name:
-        saved_by_name = dict((name, keys) for name, keys in saved)
+        saved_by_name = dict(saved)
         pairs = [(layer, saved_by_name[layer.name]) for layer in layers if layer.name in saved_by_name]
     else:
         if len(saved) != len(layers):
-            raise ModelFileError(f"{filepath}: you are trying to load a weight file containing {len(saved)} layers "
+            raise ModelFileError(f"{path}: you are trying to load a weight file containing {len(saved)} layers "
                                  f"into a model with {len(layers)} layers")
-        pairs = [(layer, keys) for layer, (_, keys) in zip(layers, saved)]
+        pairs = [(layer, values) for layer, (_, values) in zip(layers, saved)]
     assignments = []
-    for layer, keys in pairs:
-        if len(keys) != len(layer.weights):
-            raise ModelFileError(f"{filepath}: layer {layer.name!r} has {len(layer.weights)} weights, the file holds "
-                                 f"{len(keys)} for it ({keys})")
-        for w, key in zip(layer.weights, keys):
-            if key not in arrays:
-                raise ModelFileError(f"{filepath}: weight {key!r} (of layer {layer.name!r}) is missing")
-            value = arrays[key]
+    for layer, values in pairs:
+        if len(values) != len(layer.weights):
+            raise ModelFileError(f"{path}: layer {layer.name!r} has {len(layer.weights)} weights, the file holds "
+                                 f"{len(values)} for it")
+        for w, (label, value) in zip(layer.weights, values):
             if tuple(value.shape) != tuple(w.shape):
-                raise ModelFileError(f"{filepath}: weight {key!r} has shape {value.shape}, layer {layer.name!r} "
+                raise ModelFileError(f"{path}: weight {label!r} has shape {value.shape}, layer {layer.name!r} "
                                      f"expects {tuple(w.shape)} for {w.op.name}")
             assignments.append((w, value))
     K.batch_set_value(assignments)
@@ -192,7 +202,7 @@ def load_model(filepath, custom_objects=None, compile: bool = True):  # noqa: A0
         config, training, saved = hdf5_format.load_model_from_hdf5(filepath)
         with CustomObjectScope(custom_objects or {}):
             model = model_from_config(config, custom_objects)
-            hdf5_format.assign_saved_weights(model, saved, filepath)
+            assign_layer_weights(model, saved, filepath, by_name=False)
             if compile and training:
                 _compile(model, training, custom_objects)
         return model
