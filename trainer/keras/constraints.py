@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trainer as tf
 from trainer.keras import backend as K
-from trainer.keras.serialization import config_from_attributes, deserialize as deserialize_object
+from trainer.keras.serialization import config_from_attributes, deserialize as deserialize_object, get_object
 
 __all__ = ["Constraint", "MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm", "deserialize", "get", "max_norm",
            "min_max_norm", "non_neg", "serialize", "unit_norm"]
@@ -77,15 +77,8 @@ def deserialize(config, custom_objects=None) -> object:
 
 
 def get(identifier) -> object:
-    if identifier is None:
-        return None
-    if isinstance(identifier, str):
-        return deserialize(identifier)()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret constraint identifier: {identifier!r}")
+    """An constraint from a name, a config dict, an constraint object or a function."""
+    return get_object(identifier, CONSTRAINTS, "constraint")
 
 
 def __getattr__(name: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainer import initializers as tf_init
-from trainer.keras.serialization import config_from_attributes, deserialize as deserialize_object
+from trainer.keras.serialization import config_from_attributes, deserialize as deserialize_object, get_object
 
 __all__ = ["Constant", "Identity", "Initializer", "Ones", "Orthogonal", "RandomNormal", "RandomUniform",
            "TruncatedNormal", "VarianceScaling", "Zeros", "constant", "deserialize", "get", "glorot_normal",
@@ -106,16 +106,8 @@ def deserialize(config, custom_objects=None) -> object:
 
 
 def get(identifier) -> object:
-    """An initializer object from a name, a config dict, an initializer, or a function ``f(shape, dtype)``."""
-    if identifier is None:
-        return None
-    if isinstance(identifier, str):
-        return deserialize(identifier)()  # the table holds classes and factories
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
+    """An initializer from a name, a config dict, an initializer object or a function."""
+    return get_object(identifier, INITIALIZERS, "initializer")
 
 
 def __getattr__(name: str):

@@ -4,7 +4,7 @@ model's losses."""
 from __future__ import annotations
 
 import trainer as tf
-from trainer.keras.serialization import config_from_attributes, deserialize as deserialize_object
+from trainer.keras.serialization import config_from_attributes, deserialize as deserialize_object, get_object
 
 __all__ = ["L1L2", "Regularizer", "deserialize", "get", "l1", "l1_l2", "l2", "serialize"]
 
@@ -62,15 +62,8 @@ def deserialize(config, custom_objects=None) -> object:
 
 
 def get(identifier) -> object:
-    if identifier is None:
-        return None
-    if isinstance(identifier, str):
-        return deserialize(identifier)()
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}")
+    """An regularizer from a name, a config dict, an regularizer object or a function."""
+    return get_object(identifier, REGULARIZERS, "regularizer")
 
 
 def __getattr__(name: str):

@@ -125,3 +125,17 @@ def _nearest(name, table: dict) -> str:
 
     close = difflib.get_close_matches(str(name), list(table), n=3, cutoff=0.6)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+def get_object(identifier, table: dict, kind: str) -> object:
+    """Keras' ``get`` for objects made from a class: None stays None; a name makes an instance of what
+    ``table`` (or a custom-object scope) names; a config dict is deserialized; a callable is kept."""
+    if identifier is None:
+        return None
+    if isinstance(identifier, str):
+        return deserialize(identifier, table, kind)()  # the tables hold classes and factories
+    if isinstance(identifier, dict):
+        return deserialize(identifier, table, kind)
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"Could not interpret {kind} identifier: {identifier!r}")
