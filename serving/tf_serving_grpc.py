@@ -240,9 +240,13 @@ class PredictionServicer:
             version = _version(self.core.repository, spec)
             if not request.inputs:
                 raise InvalidRequest("request.inputs is empty; it maps each of the model's input names to a TensorProto")
+            expected = {t.name: datatypes.from_numpy(t.dtype) for t in self.core.repository.get(spec.name, version).inputs}
             inputs = []
             for name, proto in request.inputs.items():
                 datatype, shape, array = decode_tensor(name, proto, self.max_elements)
+                if name in expected and datatype != expected[name]:  # TF Serving's words for the mismatch
+                    raise InvalidRequest(f"input {name!r}: expects {datatypes.TF_TYPE_NAMES[expected[name]]}, got "
+                                         f"{datatypes.TF_TYPE_NAMES[datatype]}")
                 inputs.append(InferInput(name, datatype, shape, array))
             response = await self.core.infer(InferRequest(spec.name, inputs, version, protocol="tfserving",
                                                           outputs=list(request.output_filter) or None))
