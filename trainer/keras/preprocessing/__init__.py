@@ -1,6 +1,6 @@
-"""``tf.keras.preprocessing``: ``sequence.pad_sequences`` and ``text.Tokenizer`` (image augmentation is
-not built)."""
+"""``tf.keras.preprocessing``: ``sequence.pad_sequences``, ``text.Tokenizer`` and ``image``'s
+``ImageDataGenerator``."""
 
-from trainer.keras.preprocessing import sequence, text
+from trainer.keras.preprocessing import image, sequence, text
 
-__all__ = ["sequence", "text"]
+__all__ = ["image", "sequence", "text"]
