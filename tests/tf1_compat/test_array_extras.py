@@ -7,34 +7,13 @@ import numpy as np
 import pytest
 
 import trainer as tf
+from tests.tf1_compat.gradient_check import numeric_gradient_check
 
 RNG = np.random.default_rng(21)
 
 
 def run(fetches, feed=None):
     return tf.Session().run(fetches, feed)
-
-
-def numeric_gradient_check(build, values):
-    """d(sum(y * w))/d(input) from tf.gradients against central differences, for float64 inputs."""
-    phs = [tf.placeholder(tf.float64, v.shape) for v in values]
-    y = build(*phs)
-    feed = dict(zip(phs, values))
-    sess = tf.Session()
-    weights = tf.constant(RNG.uniform(0.5, 1.5, sess.run(y, feed).shape))
-    loss = tf.reduce_sum(y * weights)
-    analytic = sess.run(tf.gradients(loss, phs), feed)
-    eps = 1e-6
-    for k, v in enumerate(values):
-        flat = v.reshape(-1)
-        for i in range(flat.size):
-            old = flat[i]
-            flat[i] = old + eps
-            up = sess.run(loss, feed)
-            flat[i] = old - eps
-            down = sess.run(loss, feed)
-            flat[i] = old
-            np.testing.assert_allclose(np.reshape(analytic[k], -1)[i], (up - down) / (2 * eps), rtol=1e-6, atol=1e-7)
 
 
 # -- roll ------------------------------------------------------------------------------------------
@@ -53,7 +32,7 @@ def test_roll_matches_numpy_with_static_and_fed_shifts():
 
 
 def test_roll_gradient_and_bad_input():
-    numeric_gradient_check(lambda a: tf.roll(a, [1, 2], [0, 1]), [RNG.normal(size=(3, 4))])
+    numeric_gradient_check(lambda a: tf.roll(a, [1, 2], [0, 1]), [RNG.normal(size=(3, 4))], RNG)
     with pytest.raises(ValueError, match="same number of entries"):
         tf.roll(np.zeros((2, 2)), [1, 2], [0])
     with pytest.raises(ValueError, match="axis 2 is out of range"):
@@ -83,9 +62,9 @@ def test_tensor_scatter_nd_family_matches_documented_examples():
 def test_tensor_scatter_gradients():
     idx = [[0, 1], [2, 0]]
     numeric_gradient_check(lambda t, u: tf.tensor_scatter_nd_update(t, idx, u),
-                           [RNG.normal(size=(3, 2)), RNG.normal(size=(2,))])
+                           [RNG.normal(size=(3, 2)), RNG.normal(size=(2,))], RNG)
     numeric_gradient_check(lambda t, u: tf.tensor_scatter_nd_sub(t, idx, u),
-                           [RNG.normal(size=(3, 2)), RNG.normal(size=(2,))])
+                           [RNG.normal(size=(3, 2)), RNG.normal(size=(2,))], RNG)
 
 
 def test_tensor_scatter_rejects_mismatched_updates():
@@ -144,7 +123,7 @@ def test_batch_gather_values_shape_and_gradient():
     out = tf.batch_gather(p, idx)
     assert out.shape[-1] == 3
     np.testing.assert_allclose(run(out, {p: params}), np.stack([params[b, idx[b]] for b in range(2)]))
-    numeric_gradient_check(lambda a: tf.batch_gather(a, idx), [params])
+    numeric_gradient_check(lambda a: tf.batch_gather(a, idx), [params], RNG)
 
 
 def test_batch_scatter_update_writes_rows_per_batch():
@@ -207,7 +186,7 @@ def test_ensure_shape_merges_static_shape_and_checks_at_run_time():
         run(y, {x: np.ones((2, 4))})
     with pytest.raises(Exception, match="not compatible"):
         tf.ensure_shape(tf.zeros([2, 2]), [3, 2])
-    numeric_gradient_check(lambda a: tf.ensure_shape(a, [2, None]) * a, [RNG.normal(size=(2, 3))])
+    numeric_gradient_check(lambda a: tf.ensure_shape(a, [2, None]) * a, [RNG.normal(size=(2, 3))], RNG)
 
 
 def test_tf1_script_with_rolls_and_scatters():

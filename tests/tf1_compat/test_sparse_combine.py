@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import trainer as tf
+from tests.tf1_compat.gradient_check import numeric_gradient_check
 
 RNG = np.random.default_rng(7)
 
@@ -33,28 +34,6 @@ def random_sparse(shape, density=0.4, seed=0):
 def row_major(indices) -> bool:
     keys = [tuple(i) for i in indices]
     return keys == sorted(keys)
-
-
-def numeric_gradient_check(build, values):
-    """d(sum(y * w))/d(input) from tf.gradients against central differences, for float64 inputs."""
-    phs = [tf.placeholder(tf.float64, v.shape) for v in values]
-    y = build(*phs)
-    feed = dict(zip(phs, values))
-    sess = tf.Session()
-    weights = tf.constant(RNG.uniform(0.5, 1.5, sess.run(y, feed).shape))
-    loss = tf.reduce_sum(y * weights)
-    analytic = sess.run(tf.gradients(loss, phs), feed)
-    eps = 1e-6
-    for k, v in enumerate(values):
-        flat = v.reshape(-1)
-        for i in range(flat.size):
-            old = flat[i]
-            flat[i] = old + eps
-            up = sess.run(loss, feed)
-            flat[i] = old - eps
-            down = sess.run(loss, feed)
-            flat[i] = old
-            np.testing.assert_allclose(np.reshape(analytic[k], -1)[i], (up - down) / (2 * eps), rtol=1e-6, atol=1e-7)
 
 
 # -- add -------------------------------------------------------------------------------------------
@@ -91,9 +70,9 @@ def test_sparse_add_gradients_reach_values_and_dense():
     numeric_gradient_check(
         lambda va, vb: tf.sparse.to_dense(tf.sparse.add(tf.SparseTensor(idx_a, va, [3, 3]),
                                                          tf.SparseTensor(idx_b, vb, [3, 3]))),
-        [RNG.normal(size=3), RNG.normal(size=2)])
+        [RNG.normal(size=3), RNG.normal(size=2)], RNG)
     numeric_gradient_check(lambda v, d: tf.sparse.add(tf.SparseTensor(idx_a, v, [3, 3]), d),
-                           [RNG.normal(size=3), RNG.normal(size=(3, 3))])
+                           [RNG.normal(size=3), RNG.normal(size=(3, 3))], RNG)
 
 
 def test_sparse_add_bad_input():
@@ -141,7 +120,7 @@ def test_sparse_concat_expand_nonconcat_dim_and_gradient():
     numeric_gradient_check(
         lambda u, v: tf.sparse.to_dense(tf.sparse.concat(1, [tf.SparseTensor([[0, 1], [1, 0]], u, [2, 2]),
                                                             tf.SparseTensor([[0, 0]], v, [2, 3])])),
-        [RNG.normal(size=2), RNG.normal(size=1)])
+        [RNG.normal(size=2), RNG.normal(size=1)], RNG)
     with pytest.raises(ValueError, match="axis 2 is out of range"):
         tf.sparse.concat(2, [a])
 
@@ -182,10 +161,10 @@ def test_sparse_split_documented_sizes():
 def test_sparse_reshape_and_slice_gradients():
     idx = [[0, 0], [1, 2], [2, 3]]
     numeric_gradient_check(lambda v: tf.sparse.to_dense(tf.sparse.reshape(tf.SparseTensor(idx, v, [3, 4]), [6, 2])),
-                           [RNG.normal(size=3)])
+                           [RNG.normal(size=3)], RNG)
     numeric_gradient_check(lambda v: tf.sparse.to_dense(tf.sparse.slice(tf.SparseTensor(idx, v, [3, 4]), [1, 1],
                                                                         [2, 3])),
-                           [RNG.normal(size=3)])
+                           [RNG.normal(size=3)], RNG)
 
 
 # -- softmax, merge, eye, reduce_max ---------------------------------------------------------------
@@ -196,7 +175,7 @@ def test_sparse_softmax_over_present_entries_and_gradient():
     np.testing.assert_array_equal(out.indices, idx)
     want = np.concatenate([np.exp(r) / np.exp(r).sum() for r in (vals[:2], vals[2:3], vals[3:])])
     np.testing.assert_allclose(out.values, want, rtol=1e-12)
-    numeric_gradient_check(lambda v: tf.sparse.softmax(tf.SparseTensor(idx, v, [3, 4])).values, [vals.copy()])
+    numeric_gradient_check(lambda v: tf.sparse.softmax(tf.SparseTensor(idx, v, [3, 4])).values, [vals.copy()], RNG)
     with pytest.raises(ValueError, match="rank 2 or more"):
         tf.sparse.softmax(tf.SparseTensor([[0]], [1.0], [3]))
 

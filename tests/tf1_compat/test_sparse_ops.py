@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import trainer as tf
+from tests.tf1_compat.gradient_check import numeric_gradient_check
 
 RNG = np.random.default_rng(7)
 
@@ -22,28 +23,6 @@ def dense_of(value) -> np.ndarray:
     for idx, v in zip(value.indices.tolist(), value.values.tolist()):
         out[tuple(idx)] = v
     return out
-
-
-def numeric_gradient_check(build, values):
-    """d(sum(y * w))/d(input) from tf.gradients against central differences, for float64 inputs."""
-    phs = [tf.placeholder(tf.float64, v.shape) for v in values]
-    y = build(*phs)
-    weights = tf.constant(RNG.uniform(0.5, 1.5, run(y, dict(zip(phs, values))).shape))
-    loss = tf.reduce_sum(y * weights)
-    sess = tf.Session()
-    feed = dict(zip(phs, values))
-    analytic = sess.run(tf.gradients(loss, phs), feed)
-    eps = 1e-6
-    for k, v in enumerate(values):
-        flat = v.reshape(-1)
-        for i in range(flat.size):
-            old = flat[i]
-            flat[i] = old + eps
-            up = sess.run(loss, feed)
-            flat[i] = old - eps
-            down = sess.run(loss, feed)
-            flat[i] = old
-            np.testing.assert_allclose(np.reshape(analytic[k], -1)[i], (up - down) / (2 * eps), rtol=1e-6, atol=1e-7)
 
 
 SP = ([[1, 0], [0, 2], [0, 0]], [1.0, 2.0, 3.0], [3, 3])
@@ -148,16 +127,16 @@ def test_cross_matches_tfs_documented_example():
 def test_gradients_match_finite_differences():
     idx = [[1, 0], [0, 2], [0, 0], [3, 1]]
     numeric_gradient_check(lambda v: tf.sparse.reorder(tf.SparseTensor(idx, v, [4, 3])).values,
-                           [RNG.standard_normal(4)])
+                           [RNG.standard_normal(4)], RNG)
     numeric_gradient_check(
         lambda v, d: tf.sparse.fill_empty_rows(tf.SparseTensor(idx, v, [5, 3]), d)[0].values,
-        [RNG.standard_normal(4), np.array(0.7)])
+        [RNG.standard_normal(4), np.array(0.7)], RNG)
     numeric_gradient_check(lambda x: tf.sparse.segment_sqrt_n(x, [0, 2, 2, 1], [0, 0, 1, 1]),
-                           [RNG.standard_normal((3, 2))])
+                           [RNG.standard_normal((3, 2))], RNG)
     # entries away from zero: a step at a zero would change which entries are stored
-    numeric_gradient_check(lambda x: tf.sparse.from_dense(x).values, [np.array([[0.5, 1.5], [-2.0, 3.0]])])
+    numeric_gradient_check(lambda x: tf.sparse.from_dense(x).values, [np.array([[0.5, 1.5], [-2.0, 3.0]])], RNG)
     numeric_gradient_check(lambda v, d: tf.sparse_to_dense([[0, 1], [1, 0]], [2, 2], v, d),
-                           [RNG.standard_normal(2), np.array(0.3)])
+                           [RNG.standard_normal(2), np.array(0.3)], RNG)
 
 
 def test_a_tf1_bag_of_ids_script():
