@@ -226,15 +226,18 @@ class SeparableConv2D(Conv2D):
         self.depthwise_constraint = constraints.get(depthwise_constraint)
         self.pointwise_constraint = constraints.get(pointwise_constraint)
 
+    def kernel_shapes(self, channels: int) -> tuple[tuple, tuple]:
+        """(depthwise, pointwise) kernel shapes, as Keras lays them out: [kh, kw, in, dm], [1, 1, in*dm, out]."""
+        return self.kernel_size + (channels, self.depth_multiplier), (1, 1, channels * self.depth_multiplier,
+                                                                      self.filters)
+
     def build(self, input_shape):
-        channels = input_shape[-1]
-        depthwise_shape = self.kernel_size + (channels, self.depth_multiplier)
+        depthwise_shape, pointwise_shape = self.kernel_shapes(input_shape[-1])
         self.depthwise_kernel = self.add_weight("depthwise_kernel", depthwise_shape,
                                                 initializer=self.depthwise_initializer,
                                                 regularizer=self.depthwise_regularizer,
                                                 constraint=self.depthwise_constraint)
-        self.pointwise_kernel = self.add_weight("pointwise_kernel", (1, 1, channels * self.depth_multiplier,
-                                                                     self.filters),
+        self.pointwise_kernel = self.add_weight("pointwise_kernel", pointwise_shape,
                                                 initializer=self.pointwise_initializer,
                                                 regularizer=self.pointwise_regularizer,
                                                 constraint=self.pointwise_constraint)
@@ -268,22 +271,10 @@ class SeparableConv1D(SeparableConv2D):
             raise NotImplementedError("SeparableConv1D(dilation_rate != 1) is not built in flowstack")
         self.kernel_size, self.strides, self.dilation_rate = (k,), (st,), (1,)
 
-    def build(self, input_shape):
-        channels = input_shape[-1]
-        k = self.kernel_size[0]
-        self.depthwise_kernel = self.add_weight("depthwise_kernel", (k, channels, self.depth_multiplier),
-                                                initializer=self.depthwise_initializer,
-                                                regularizer=self.depthwise_regularizer,
-                                                constraint=self.depthwise_constraint)
-        self.pointwise_kernel = self.add_weight("pointwise_kernel", (1, channels * self.depth_multiplier,
-                                                                     self.filters),
-                                                initializer=self.pointwise_initializer,
-                                                regularizer=self.pointwise_regularizer,
-                                                constraint=self.pointwise_constraint)
-        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer,
-                                    regularizer=self.bias_regularizer, constraint=self.bias_constraint) \
-            if self.use_bias else None
-        self.built = True
+    def kernel_shapes(self, channels: int) -> tuple[tuple, tuple]:
+        """Depthwise [k, in, dm] and pointwise [1, in*dm, out], Keras' 1-D layout."""
+        return (self.kernel_size[0], channels, self.depth_multiplier), (1, channels * self.depth_multiplier,
+                                                                        self.filters)
 
     def convolve(self, inputs):
         y = tf.nn.separable_conv2d(tf.expand_dims(inputs, 1), tf.expand_dims(self.depthwise_kernel, 0),
