@@ -7,8 +7,9 @@ from __future__ import annotations
 
 
 import trainer as tf
-from trainer.keras import activations, backend as K, constraints, initializers, regularizers
+from trainer.keras import backend as K, constraints, initializers, regularizers
 from trainer.keras.engine.base_layer import Layer
+from trainer.keras.layers.core import set_kernel_options
 from trainer.ops import make_op
 
 __all__ = ["Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Cropping1D", "Cropping2D",
@@ -57,14 +58,8 @@ class Conv(Layer):
         self.padding = check_padding(name, padding, allowed)
         self.data_format = "channels_last"
         self.dilation_rate = normalize_tuple(dilation_rate, self.rank, "dilation_rate")
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                           bias_regularizer, kernel_constraint, bias_constraint)
 
     def kernel_shape(self, channels: int) -> tuple:
         return self.kernel_size + (channels, self.filters)

@@ -14,6 +14,20 @@ __all__ = ["Activation", "ActivityRegularization", "Dense", "Dropout", "Flatten"
            "RepeatVector", "Reshape", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
 
 
+def set_kernel_options(layer, activation, use_bias: bool, kernel_initializer, bias_initializer, kernel_regularizer,
+                       bias_regularizer, kernel_constraint, bias_constraint) -> None:
+    """The activation and the kernel's and bias's initializers, regularizers and constraints of a layer
+    with a kernel and a bias (Dense, the convolutions, LocallyConnected), resolved from Keras' identifiers."""
+    layer.activation = activations.get(activation)
+    layer.use_bias = use_bias
+    layer.kernel_initializer = initializers.get(kernel_initializer)
+    layer.bias_initializer = initializers.get(bias_initializer)
+    layer.kernel_regularizer = regularizers.get(kernel_regularizer)
+    layer.bias_regularizer = regularizers.get(bias_regularizer)
+    layer.kernel_constraint = constraints.get(kernel_constraint)
+    layer.bias_constraint = constraints.get(bias_constraint)
+
+
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)``; ``kernel`` is [input_dim, units] as Keras stores it."""
 
@@ -22,14 +36,8 @@ class Dense(Layer):
                  kernel_constraint=None, bias_constraint=None, **kwargs):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         self.units = int(units)
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                           bias_regularizer, kernel_constraint, bias_constraint)
         self.supports_masking = True
 
     def build(self, input_shape):

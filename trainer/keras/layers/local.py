@@ -6,8 +6,9 @@ kh * kw * channels, filters]; bias [output positions..., filters]."""
 from __future__ import annotations
 
 import trainer as tf
-from trainer.keras import activations, backend as K, constraints, initializers, regularizers
+from trainer.keras import backend as K
 from trainer.keras.engine.base_layer import Layer
+from trainer.keras.layers.core import set_kernel_options
 from trainer.keras.layers.conv import check_channels_last, normalize_tuple
 
 __all__ = ["LocallyConnected1D", "LocallyConnected2D"]
@@ -31,14 +32,8 @@ class LocallyConnected(Layer):
         self.kernel_size = normalize_tuple(kernel_size, self.rank, "kernel_size")
         self.strides = normalize_tuple(strides, self.rank, "strides")
         self.padding, self.data_format, self.implementation = padding, data_format, implementation
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.kernel_regularizer = regularizers.get(kernel_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
-        self.kernel_constraint = constraints.get(kernel_constraint)
-        self.bias_constraint = constraints.get(bias_constraint)
+        set_kernel_options(self, activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+                           bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, input_shape):
         spatial, channels = input_shape[1:-1], input_shape[-1]
